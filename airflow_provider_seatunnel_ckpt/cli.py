@@ -1,0 +1,241 @@
+"""``seatunnel-ckpt``: validate configs, run jobs, and look after checkpoints.
+
+User errors (bad config, missing checkpoint, unreachable storage) print one line,
+``error: <key or path>: <problem>``, and exit 2 (input) or 1 (operation failed);
+tracebacks are kept for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from .errors import CheckpointError, CheckpointStorageError, ConfigError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+CONFIG_ENV = "SEATUNNEL_CKPT_CONFIG"
+
+
+class _OneLineFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
+
+
+def _setup_logging(verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineFormatter() if not verbose else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("airflow_provider_seatunnel_ckpt")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.propagate = False
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from .config import load_config
+
+    return load_config(args.config or os.environ.get(CONFIG_ENV) or None)
+
+
+def _storage(args: argparse.Namespace) -> Any:
+    from .storage import create_storage
+
+    return create_storage(_load(args).storage)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .config import load_config
+
+    config = load_config(args.file)
+    _print_json(config.masked())
+    return EXIT_OK
+
+
+def _pipelines(storage: Any, args: argparse.Namespace) -> list[int]:
+    if args.pipeline is not None:
+        return [args.pipeline]
+    return storage.list_pipelines(args.job_id)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    storage = _storage(args)
+    if not args.job_id:
+        jobs = storage.list_jobs()
+        if args.json:
+            _print_json(jobs)
+        else:
+            print("\n".join(jobs) if jobs else f"no jobs under {storage.describe()}")
+        return EXIT_OK
+    rows = []
+    for pipeline_id in _pipelines(storage, args):
+        for entry in storage.list_checkpoint_entries(args.job_id, pipeline_id):
+            rows.append(
+                {
+                    "pipeline": pipeline_id,
+                    "checkpoint": entry.checkpoint_id,
+                    "type": "savepoint" if entry.savepoint else "checkpoint",
+                    "completed": entry.completed,
+                    "location": entry.location,
+                }
+            )
+    if args.json:
+        _print_json(rows)
+    elif not rows:
+        print(f"no checkpoints for job {args.job_id} under {storage.describe()}")
+    else:
+        print(f"{'PIPELINE':>8}  {'ID':>8}  {'TYPE':<10}  {'STATUS':<10}  LOCATION")
+        for row in rows:
+            status = "completed" if row["completed"] else "incomplete"
+            print(f"{row['pipeline']:>8}  {row['checkpoint']:>8}  {row['type']:<10}  {status:<10}  {row['location']}")
+    return EXIT_OK
+
+
+def _selected_checkpoints(storage: Any, args: argparse.Namespace) -> list[tuple[int, int, bool]]:
+    """(pipeline, checkpoint, savepoint) chosen by --pipeline/--checkpoint (default: latest)."""
+    chosen = []
+    for pipeline_id in _pipelines(storage, args):
+        entries = [e for e in storage.list_checkpoint_entries(args.job_id, pipeline_id) if e.completed]
+        if args.checkpoint is not None:
+            entries = [e for e in entries if e.checkpoint_id == args.checkpoint]
+            if not entries:
+                raise ConfigError(
+                    "--checkpoint", f"no completed checkpoint {args.checkpoint} for job {args.job_id} pipeline {pipeline_id}"
+                )
+        elif not getattr(args, "all", False):
+            entries = [e for e in entries if not e.savepoint][-1:]
+        chosen.extend((pipeline_id, e.checkpoint_id, e.savepoint) for e in entries)
+    if not chosen:
+        raise ConfigError("--job-id", f"no completed checkpoints for job {args.job_id} under {storage.describe()}")
+    return chosen
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    storage = _storage(args)
+    out = []
+    for pipeline_id, checkpoint_id, savepoint in _selected_checkpoints(storage, args):
+        manifest = storage.read_manifest(args.job_id, pipeline_id, checkpoint_id, savepoint)
+        out.append(json.loads(manifest.to_bytes()))
+        for handle in out[-1]["subtask_states"].values():
+            handle.pop("inline", None)  # raw state is binary; its size and hash are shown
+    _print_json(out if len(out) > 1 else out[0])
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    storage = _storage(args)
+    damaged = 0
+    results = []
+    for pipeline_id, checkpoint_id, savepoint in _selected_checkpoints(storage, args):
+        problems = storage.verify_checkpoint(args.job_id, pipeline_id, checkpoint_id, savepoint)
+        damaged += bool(problems)
+        results.append({"pipeline": pipeline_id, "checkpoint": checkpoint_id, "ok": not problems, "problems": problems})
+        if not args.json:
+            status = "ok" if not problems else "DAMAGED"
+            print(f"pipeline {pipeline_id} checkpoint {checkpoint_id}: {status}")
+            for problem in problems:
+                print(f"  {problem}")
+    if args.json:
+        _print_json(results)
+    return EXIT_FAILED if damaged else EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    storage = _storage(args)
+    if args.pipeline is None and args.checkpoint is None:
+        if not args.yes:
+            raise ConfigError("--job-id", f"refusing to delete every checkpoint of job {args.job_id} without --yes")
+        storage.delete_checkpoint(args.job_id)
+        print(f"deleted job {args.job_id}")
+        return EXIT_OK
+    if args.checkpoint is not None and args.pipeline is None:
+        raise ConfigError("--checkpoint", "needs --pipeline")
+    storage.delete_checkpoint(args.job_id, args.pipeline, args.checkpoint)
+    what = f"checkpoint {args.checkpoint}" if args.checkpoint is not None else "all checkpoints"
+    print(f"deleted {what} of job {args.job_id} pipeline {args.pipeline}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for every user error
+        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="seatunnel-ckpt", description="Checkpointed, exactly-once PySpark pipelines.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    validate = sub.add_parser("validate", help="check a seatunnel.yaml and print the effective configuration")
+    validate.add_argument("file", help="seatunnel.yaml (or a YAML/JSON checkpoint block)")
+    validate.set_defaults(func=cmd_validate)
+
+    def storage_command(name: str, help_text: str, func: Any, job_required: bool = True) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--config", help=f"seatunnel.yaml (default: ${CONFIG_ENV}, else built-in defaults)")
+        command.add_argument("--job-id", required=job_required)
+        command.add_argument("--pipeline", type=int)
+        command.add_argument("--checkpoint", type=int)
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+        command.set_defaults(func=func)
+        return command
+
+    storage_command("list", "list jobs, or a job's checkpoints", cmd_list, job_required=False)
+    storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
+    verify = storage_command("verify", "re-check every checksum; exit 1 on damage", cmd_verify)
+    verify.add_argument("--all", action="store_true", help="every completed checkpoint, not just the latest")
+    delete = storage_command("delete", "delete a checkpoint, a pipeline's or a whole job's", cmd_delete)
+    delete.add_argument("--yes", action="store_true", help="confirm deleting a whole job")
+
+    _add_engine_commands(sub)
+    return parser
+
+
+def _add_engine_commands(sub: Any) -> None:
+    """The ``run`` command lives with the engine; absent until the engine is importable."""
+    try:
+        from .engine.cli import add_run_command
+    except ImportError:
+        return
+    add_run_command(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except CheckpointStorageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `seatunnel-ckpt list | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""The checkpoint storage API (SeaTunnel's ``CheckpointStorage`` + factory).
+
+A plugin implements a handful of primitives; everything users and the engine call is
+derived from them here, once, so every backend gets the same guarantees:
+
+* latest = the highest checkpoint id whose ``_metadata`` is present *and valid*;
+  a corrupt one is reported (warning with its path) and the previous one is used;
+* retention is computed from what is in storage on every completion, never from
+  memory, and never removes the latest completed checkpoint or any savepoint;
+* a checkpoint is completed only by writing ``_metadata`` last and atomically.
+
+Most plugins do not implement this class directly: they provide a ``FileSystem``
+(five primitives) and reuse ``FileSystemCheckpointStorage``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..errors import CheckpointStorageError
+from .model import (
+    INLINE_STATE_LIMIT,
+    CheckpointKind,
+    CheckpointManifest,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    PipelineState,
+    StateHandle,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RETAINED = 3
+
+
+@dataclass(frozen=True, order=True)
+class CheckpointEntry:
+    """A checkpoint directory as listed: completed means ``_metadata`` is present."""
+
+    checkpoint_id: int
+    savepoint: bool
+    completed: bool
+    location: str = ""
+
+
+class CheckpointStorage:
+    """Base class. Instances are cheap, picklable and thread-safe (config only)."""
+
+    #: the ``storage.type`` this instance was created for (informational)
+    storage_type = "abstract"
+    max_retained = DEFAULT_MAX_RETAINED
+
+    # ---- primitives a plugin implements -------------------------------------------
+    def list_jobs(self) -> list[str]:
+        raise NotImplementedError
+
+    def list_pipelines(self, job_id: str) -> list[int]:
+        raise NotImplementedError
+
+    def list_checkpoint_entries(self, job_id: str, pipeline_id: int) -> list[CheckpointEntry]:
+        """Every checkpoint and savepoint directory of a pipeline, completed or not, by id."""
+        raise NotImplementedError
+
+    def read_manifest(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> CheckpointManifest:
+        """The parsed, checksum-verified ``_metadata``; raises CheckpointNotFoundError / CorruptCheckpointError."""
+        raise NotImplementedError
+
+    def write_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: bytes, savepoint: bool = False
+    ) -> StateHandle:
+        """Raw-bytes service (Flink's CheckpointStreamFactory): write one state file
+        into a checkpoint directory, atomically; subtasks call this on executors."""
+        raise NotImplementedError
+
+    def read_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, handle: StateHandle, savepoint: bool = False
+    ) -> bytes:
+        """The verified bytes of a state handle (inline or file)."""
+        raise NotImplementedError
+
+    def state_file_sizes(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> dict[str, int]:
+        """Names and sizes of the files present in a checkpoint directory (one listing)."""
+        raise NotImplementedError
+
+    def write_manifest(self, manifest: CheckpointManifest) -> str:
+        """Atomically write ``_metadata``: the act that completes a checkpoint."""
+        raise NotImplementedError
+
+    def delete_checkpoint_dir(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> None:
+        """Remove a checkpoint: ``_metadata`` first, so a crash midway never leaves a
+        'completed' checkpoint with missing state."""
+        raise NotImplementedError
+
+    def delete_job(self, job_id: str) -> None:
+        raise NotImplementedError
+
+    def read_document(self, job_id: str, relative_path: str) -> dict[str, Any] | None:
+        """A small JSON document under the job directory (job.json, attempts/...)."""
+        raise NotImplementedError
+
+    def write_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def list_documents(self, job_id: str, relative_dir: str) -> list[str]:
+        raise NotImplementedError
+
+    def delete_document(self, job_id: str, relative_path: str) -> None:
+        raise NotImplementedError
+
+    def describe(self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None) -> str:
+        """Human-readable location for messages (backend and path, never secrets)."""
+        raise NotImplementedError
+
+    # ---- SeaTunnel API, derived ---------------------------------------------------
+    def store_checkpoint(self, state: PipelineState) -> str:
+        """Store a complete pipeline state; returns its location. Atomic, checksummed,
+        followed by retention."""
+        savepoint = state.kind == CheckpointKind.SAVEPOINT
+        data = bytes(state.states)
+        if len(data) <= INLINE_STATE_LIMIT:
+            handle = StateHandle.for_bytes(data)
+        else:
+            handle = self.write_state(
+                state.job_id, state.pipeline_id, state.checkpoint_id, "coordinator.state", data, savepoint=savepoint
+            )
+        manifest = state.manifest or CheckpointManifest(
+            job_id=state.job_id, pipeline_id=state.pipeline_id, checkpoint_id=state.checkpoint_id, kind=state.kind
+        )
+        manifest = manifest.with_updates(coordinator_state=handle)
+        return self.complete_checkpoint(manifest)
+
+    def complete_checkpoint(self, manifest: CheckpointManifest) -> str:
+        """Verify the referenced state files are all there, write ``_metadata``, then
+        apply retention. Raises before writing if any state file is missing or short."""
+        savepoint = manifest.kind == CheckpointKind.SAVEPOINT
+        expected = manifest.state_files()
+        if expected:
+            present = self.state_file_sizes(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+            for name, handle in expected.items():
+                if present.get(name) != handle.size:
+                    raise CheckpointStorageError(
+                        f"{self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id)}: "
+                        f"state file {name} is missing or incomplete; checkpoint not completed"
+                    )
+        location = self.write_manifest(manifest)
+        if not savepoint:
+            self.apply_retention(manifest.job_id, manifest.pipeline_id)
+        return location
+
+    def get_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> PipelineState:
+        manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
+        return self._to_state(manifest, savepoint)
+
+    def get_checkpoints_by_job_id_and_pipeline_id(self, job_id: str, pipeline_id: int) -> list[PipelineState]:
+        """Every valid completed checkpoint of a pipeline, oldest first (corrupt ones skipped)."""
+        states = []
+        for entry in self.list_checkpoint_entries(job_id, pipeline_id):
+            if entry.completed and not entry.savepoint:
+                state = self._load_valid(job_id, pipeline_id, entry)
+                if state is not None:
+                    states.append(state)
+        return states
+
+    def get_latest_checkpoint_by_job_id_and_pipeline_id(self, job_id: str, pipeline_id: int) -> PipelineState | None:
+        """The highest-id completed checkpoint that passes every check, or None."""
+        entries = [e for e in self.list_checkpoint_entries(job_id, pipeline_id) if e.completed and not e.savepoint]
+        for entry in sorted(entries, reverse=True):
+            state = self._load_valid(job_id, pipeline_id, entry)
+            if state is not None:
+                return state
+        return None
+
+    def get_latest_checkpoint(self, job_id: str) -> list[PipelineState]:
+        """One latest valid checkpoint per pipeline of the job."""
+        latest = []
+        for pipeline_id in self.list_pipelines(job_id):
+            state = self.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, pipeline_id)
+            if state is not None:
+                latest.append(state)
+        return latest
+
+    def get_all_checkpoints(self, job_id: str) -> list[PipelineState]:
+        states = []
+        for pipeline_id in self.list_pipelines(job_id):
+            states.extend(self.get_checkpoints_by_job_id_and_pipeline_id(job_id, pipeline_id))
+        return states
+
+    def get_latest_savepoint(self, job_id: str, pipeline_id: int) -> PipelineState | None:
+        entries = [e for e in self.list_checkpoint_entries(job_id, pipeline_id) if e.completed and e.savepoint]
+        for entry in sorted(entries, reverse=True):
+            state = self._load_valid(job_id, pipeline_id, entry)
+            if state is not None:
+                return state
+        return None
+
+    def delete_checkpoint(
+        self,
+        job_id: str,
+        pipeline_id: int | None = None,
+        checkpoint_id: int | Iterable[int] | None = None,
+    ) -> None:
+        """Delete a whole job, a pipeline's checkpoints, or the given checkpoint id(s)."""
+        if pipeline_id is None:
+            if checkpoint_id is not None:
+                raise ValueError("checkpoint_id given without pipeline_id")
+            self.delete_job(job_id)
+            return
+        wanted = None if checkpoint_id is None else ({checkpoint_id} if isinstance(checkpoint_id, int) else set(checkpoint_id))
+        for entry in self.list_checkpoint_entries(job_id, pipeline_id):
+            if wanted is None or entry.checkpoint_id in wanted:
+                self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
+
+    # ---- engine helpers, derived --------------------------------------------------
+    def highest_checkpoint_id(self, job_id: str, pipeline_id: int) -> int | None:
+        """The highest id ever used by this pipeline (completed or not), so a restarted
+        coordinator continues above it and never reuses a directory."""
+        ids = [e.checkpoint_id for e in self.list_checkpoint_entries(job_id, pipeline_id)]
+        return max(ids) if ids else None
+
+    def apply_retention(self, job_id: str, pipeline_id: int) -> list[int]:
+        """Keep the newest ``max_retained`` completed checkpoints; drop older ones and
+        uncompleted leftovers older than the latest completed one. Savepoints stay.
+        Computed from storage contents, so it also cleans up after a restart."""
+        entries = [e for e in self.list_checkpoint_entries(job_id, pipeline_id) if not e.savepoint]
+        completed = sorted((e for e in entries if e.completed), reverse=True)
+        if not completed:
+            return []
+        latest_id = completed[0].checkpoint_id
+        keep = {e.checkpoint_id for e in completed[: max(1, self.max_retained)]}
+        removed = []
+        for entry in entries:
+            stale_completed = entry.completed and entry.checkpoint_id not in keep
+            aborted_leftover = not entry.completed and entry.checkpoint_id < latest_id
+            if stale_completed or aborted_leftover:
+                self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, savepoint=False)
+                removed.append(entry.checkpoint_id)
+        return removed
+
+    def verify_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> list[str]:
+        """Re-check the manifest and every state file's checksum; returns the problems."""
+        where = self.describe(job_id, pipeline_id, checkpoint_id)
+        try:
+            manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
+        except CheckpointStorageError as err:
+            return [str(err)]
+        problems = []
+        handles = dict(manifest.subtask_states)
+        if manifest.coordinator_state is not None:
+            handles["coordinator"] = manifest.coordinator_state
+        for owner, handle in handles.items():
+            try:
+                self.read_state(job_id, pipeline_id, checkpoint_id, handle, savepoint)
+            except FileNotFoundError:
+                problems.append(f"{where}: state of {owner} ({handle.file}) is missing")
+            except CorruptCheckpointError as err:
+                problems.append(str(err))
+        return problems
+
+    def require_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int) -> PipelineState:
+        """Like get_checkpoint, but a clear error when the id does not exist at all."""
+        entries = {e.checkpoint_id: e for e in self.list_checkpoint_entries(job_id, pipeline_id) if not e.savepoint}
+        entry = entries.get(checkpoint_id)
+        if entry is None or not entry.completed:
+            known = sorted(i for i, e in entries.items() if e.completed)
+            raise CheckpointNotFoundError(
+                f"{self.describe(job_id, pipeline_id)}: no completed checkpoint {checkpoint_id} "
+                f"(completed: {', '.join(map(str, known)) or 'none'})"
+            )
+        return self.get_checkpoint(job_id, pipeline_id, checkpoint_id)
+
+    # ---- internals ----------------------------------------------------------------
+    def _load_valid(self, job_id: str, pipeline_id: int, entry: CheckpointEntry) -> PipelineState | None:
+        try:
+            manifest = self.read_manifest(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
+            present = self.state_file_sizes(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
+            for name, handle in manifest.state_files().items():
+                if present.get(name) != handle.size:
+                    raise CorruptCheckpointError(
+                        f"{self.describe(job_id, pipeline_id, entry.checkpoint_id)}: state file {name} "
+                        f"is missing or has the wrong size"
+                    )
+            return self._to_state(manifest, entry.savepoint)
+        except (CorruptCheckpointError, CheckpointNotFoundError, FileNotFoundError) as err:
+            log.warning("skipping invalid checkpoint: %s", err)
+            return None
+
+    def _to_state(self, manifest: CheckpointManifest, savepoint: bool) -> PipelineState:
+        states = b""
+        if manifest.coordinator_state is not None:
+            states = self.read_state(
+                manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, manifest.coordinator_state, savepoint
+            )
+        return PipelineState(
+            job_id=manifest.job_id,
+            pipeline_id=manifest.pipeline_id,
+            checkpoint_id=manifest.checkpoint_id,
+            states=states,
+            kind=manifest.kind,
+            manifest=manifest,
+            location=self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id),
+        )
+
+
+class CheckpointStorageFactory:
+    """SeaTunnel's ``CheckpointStorageFactory``: one per ``storage.type``.
+
+    Register a subclass under the entry-point group ``seatunnel_ckpt.storage``
+    (``name = "package.module:FactoryClass"``); the entry name is the storage type.
+    """
+
+    identifier = "abstract"
+
+    def validate(self, plugin_config: Mapping[str, Any], key_prefix: str) -> list[str]:
+        """Check ``plugin_config`` without touching the network. Raise ``ConfigError``
+        naming ``{key_prefix}.<key>`` for a fatal problem; return warnings (unknown
+        keys, deprecations) as one-line strings."""
+        return []
+
+    def create(self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED) -> CheckpointStorage:
+        raise NotImplementedError

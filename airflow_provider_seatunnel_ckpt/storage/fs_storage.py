@@ -1,0 +1,171 @@
+"""``CheckpointStorage`` on top of any ``FileSystem``: the layout, done once.
+
+Every built-in backend (local, memory, HDFS, S3, OSS) is this class plus a different
+``FileSystem``; so atomicity, checksums, latest-valid selection and retention are the
+same code on all of them, and one contract suite tests them all.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from ..errors import CheckpointStorageError
+from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
+from .filesystem import FileSystem
+from .layout import METADATA, Layout, validate_job_id
+from .model import CheckpointManifest, CheckpointNotFoundError, CorruptCheckpointError, StateHandle, is_plain_name
+
+#: JSON documents under the job directory (job.json, attempts/*.json) stay small
+MAX_DOCUMENT_BYTES = 1 << 20
+
+
+class FileSystemCheckpointStorage(CheckpointStorage):
+    def __init__(
+        self,
+        filesystem: FileSystem,
+        namespace: str,
+        max_retained: int = DEFAULT_MAX_RETAINED,
+        storage_type: str = "hdfs",
+    ):
+        self.fs = filesystem
+        self.layout = Layout(namespace)
+        self.max_retained = max_retained
+        self.storage_type = storage_type
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.fs.describe(self.layout.namespace)}, max_retained={self.max_retained})"
+
+    # ---- listing ------------------------------------------------------------------
+    def list_jobs(self) -> list[str]:
+        names = [e.name for e in self.fs.list_dir(self.layout.namespace.rstrip("/") or "/") if e.is_dir]
+        jobs = []
+        for name in names:
+            try:
+                jobs.append(validate_job_id(name))
+            except Exception:  # a foreign directory in the namespace is not a job
+                continue
+        return sorted(jobs)
+
+    def list_pipelines(self, job_id: str) -> list[int]:
+        ids = []
+        for entry in self.fs.list_dir(self.layout.job_dir(job_id)):
+            pipeline_id = self.layout.parse_pipeline_dir(entry.name) if entry.is_dir else None
+            if pipeline_id is not None:
+                ids.append(pipeline_id)
+        return sorted(ids)
+
+    def list_checkpoint_entries(self, job_id: str, pipeline_id: int) -> list[CheckpointEntry]:
+        entries = []
+        for item in self.fs.list_dir(self.layout.pipeline_dir(job_id, pipeline_id)):
+            parsed = self.layout.parse_checkpoint_dir(item.name) if item.is_dir else None
+            if parsed is None:
+                continue
+            checkpoint_id, savepoint = parsed
+            directory = item.path.rstrip("/")
+            completed = self.fs.exists(f"{directory}/{METADATA}")
+            entries.append(CheckpointEntry(checkpoint_id, savepoint, completed, self.fs.describe(directory)))
+        return sorted(entries)
+
+    # ---- manifests and state --------------------------------------------------------
+    def _dir(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool) -> str:
+        return self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id, savepoint)
+
+    def read_manifest(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> CheckpointManifest:
+        path = f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{METADATA}"
+        where = self.fs.describe(path)
+        try:
+            raw = self.fs.read(path)
+        except FileNotFoundError:
+            raise CheckpointNotFoundError(f"{where}: no completed checkpoint {checkpoint_id}") from None
+        manifest = CheckpointManifest.from_bytes(raw, where)
+        if (manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id) != (job_id, pipeline_id, checkpoint_id):
+            raise CorruptCheckpointError(
+                f"{where}: manifest describes job {manifest.job_id!r} pipeline {manifest.pipeline_id} "
+                f"checkpoint {manifest.checkpoint_id}, not the directory it is in"
+            )
+        return manifest
+
+    def write_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: bytes, savepoint: bool = False
+    ) -> StateHandle:
+        if not is_plain_name(name) or name.startswith(("_", ".")):
+            raise CheckpointStorageError(f"state file name {name!r} must be a plain name not starting with '_' or '.'")
+        self.fs.write_atomic(f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{name}", data)
+        return StateHandle.for_bytes(data, file=name)
+
+    def read_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, handle: StateHandle, savepoint: bool = False
+    ) -> bytes:
+        if handle.inline is not None:
+            return handle.verify(handle.inline, self.describe(job_id, pipeline_id, checkpoint_id) + " (inline state)")
+        path = f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{handle.file}"
+        return handle.verify(self.fs.read(path), self.fs.describe(path))
+
+    def state_file_sizes(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> dict[str, int]:
+        directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
+        return {e.name: e.size for e in self.fs.list_dir(directory) if not e.is_dir}
+
+    def write_manifest(self, manifest: CheckpointManifest) -> str:
+        savepoint = manifest.kind.value == "savepoint"
+        directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+        self.fs.write_atomic(f"{directory}/{METADATA}", manifest.to_bytes())
+        return self.fs.describe(directory)
+
+    def delete_checkpoint_dir(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> None:
+        directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
+        self.fs.delete(f"{directory}/{METADATA}")
+        self.fs.delete(directory, recursive=True)
+
+    def delete_job(self, job_id: str) -> None:
+        job_dir = self.layout.job_dir(job_id)
+        # Un-complete every checkpoint first so a crash midway leaves nothing that
+        # looks restorable with half its state gone.
+        for pipeline_id in self.list_pipelines(job_id):
+            for entry in self.list_checkpoint_entries(job_id, pipeline_id):
+                if entry.completed:
+                    self.fs.delete(f"{self._dir(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)}/{METADATA}")
+        self.fs.delete(job_dir, recursive=True)
+
+    # ---- job documents --------------------------------------------------------------
+    def _document_path(self, job_id: str, relative_path: str) -> str:
+        parts = relative_path.split("/")
+        if not relative_path or any(p in ("", ".", "..") or "\x00" in p for p in parts):
+            raise CheckpointStorageError(f"document path {relative_path!r} is not a plain relative path")
+        return f"{self.layout.job_dir(job_id)}/{relative_path}"
+
+    def read_document(self, job_id: str, relative_path: str) -> dict[str, Any] | None:
+        path = self._document_path(job_id, relative_path)
+        try:
+            raw = self.fs.read(path)
+        except FileNotFoundError:
+            return None
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise CorruptCheckpointError(f"{self.fs.describe(path)}: larger than {MAX_DOCUMENT_BYTES} bytes")
+        try:
+            document = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise CorruptCheckpointError(f"{self.fs.describe(path)}: not valid JSON") from None
+        if not isinstance(document, dict):
+            raise CorruptCheckpointError(f"{self.fs.describe(path)}: expected a JSON object")
+        return document
+
+    def write_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
+        data = json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+        self.fs.write_atomic(self._document_path(job_id, relative_path), data)
+
+    def list_documents(self, job_id: str, relative_dir: str) -> list[str]:
+        entries = self.fs.list_dir(self._document_path(job_id, relative_dir))
+        return sorted(e.name for e in entries if not e.is_dir and e.name.endswith(".json"))
+
+    def delete_document(self, job_id: str, relative_path: str) -> None:
+        self.fs.delete(self._document_path(job_id, relative_path))
+
+    def describe(self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None) -> str:
+        if not job_id:
+            return self.fs.describe(self.layout.namespace)
+        if pipeline_id is None:
+            return self.fs.describe(self.layout.job_dir(job_id))
+        if checkpoint_id is None:
+            return self.fs.describe(self.layout.pipeline_dir(job_id, pipeline_id))
+        return self.fs.describe(self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id))
