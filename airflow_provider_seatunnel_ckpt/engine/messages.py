@@ -1,0 +1,451 @@
+"""Control-channel messages between subtasks and the checkpoint coordinator.
+
+The set is deliberately small: every message below changes what the coordinator or a
+subtask is allowed to do next, and nothing else travels on the channel. Framing, the
+per-run token and size limits belong to the transport; this module only defines the
+messages and their JSON form, so a malformed or hostile message is rejected here,
+before any decision is taken on it.
+
+Subtask -> coordinator (``SubtaskMessage``):
+
+``Register(subtask, attempt)``
+    A subtask attempt started and waits for its state. Sent once per attempt, before
+    anything else; a higher attempt number supersedes the older attempt, whose later
+    messages are then ignored as stale (a zombie attempt must not ack for the new one).
+``Ack(checkpoint_id, subtask, attempt, state_handles, sink_commit_info, stats)``
+    The subtask's snapshot for a barrier is durable: its state bytes are uploaded (the
+    handles say where) and its sink has pre-committed (``sink_commit_info`` is what the
+    sink needs to commit or re-commit after a restore; any JSON value).
+``Decline(checkpoint_id, subtask, attempt, reason)``
+    The subtask cannot produce this checkpoint (snapshot or upload failed). The
+    checkpoint is aborted and the failure counts against tolerable-failure.
+``EndOfInput(subtask, attempt)``
+    The subtask's source is exhausted. It keeps answering barriers until the job
+    finishes, because its sink output is committed only by a later checkpoint.
+``TaskFailed(subtask, attempt, error)``
+    The attempt is going down; pending checkpoints cannot complete without it.
+
+Coordinator -> subtask (``CoordinatorMessage``):
+
+``RestoreState(checkpoint_id, state_handles, sink_commit_info)``
+    Answer to Register: the subtask's part of the latest completed checkpoint
+    (``checkpoint_id`` None = start from scratch). The sink re-commits
+    ``sink_commit_info`` (commits are idempotent) and discards staged output of any
+    newer checkpoint id, which no completed checkpoint covers.
+``TriggerBarrier(checkpoint_id, kind, timestamp_ms)``
+    Inject a barrier: snapshot, pre-commit, upload, then Ack or Decline.
+``NotifyComplete(checkpoint_id)``
+    The checkpoint is durable: commit every prepared sink output with id <= this one.
+``AbortCheckpoint(checkpoint_id, reason)``
+    Stop working on this checkpoint (cancel its upload). Staged sink output of an
+    aborted checkpoint is NOT discarded: the rows in it were consumed before the
+    barrier, so the next completed checkpoint must commit them.
+
+JSON form: a dict with a ``"type"`` field and one key per field; bytes as base64;
+state handles carry exactly one of ``"path"`` / ``"inline"``. Decoding is strict
+(unknown keys and wrong types are rejected) so that version skew between driver and
+executors fails loudly instead of being misread.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, NoReturn, TypeAlias
+
+from ..errors import ProtocolError
+
+# Bumped when a message changes shape; the transport compares it at handshake.
+PROTOCOL_VERSION = 1
+
+JsonValue: TypeAlias = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
+
+_MAX_JSON_DEPTH = 64
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class CheckpointKind(enum.Enum):
+    """Why a barrier was injected; decides retention and what completion means."""
+
+    CHECKPOINT = "checkpoint"  # periodic; may be subsumed by a newer one
+    SAVEPOINT = "savepoint"  # requested by an operator; never subsumed or retained away
+    FINAL = "final"  # all input consumed; its completion finishes the job
+
+
+def _fail(where: str, problem: str) -> NoReturn:
+    raise ProtocolError(f"{where}: {problem}")
+
+
+def _check_count(value: Any, where: str) -> int:
+    # bool is an int subclass; True as a checkpoint id is a bug, not a 1.
+    if not isinstance(value, int) or isinstance(value, bool):
+        _fail(where, f"expected a non-negative integer, got {type(value).__name__} {value!r}")
+    if value < 0:
+        _fail(where, f"expected a non-negative integer, got {value}")
+    return value
+
+
+def _check_str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        _fail(where, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _check_json(value: Any, where: str, depth: int = 0) -> JsonValue:
+    """Accept only values that survive a JSON round trip unchanged (hence no tuples)."""
+    if depth > _MAX_JSON_DEPTH:
+        _fail(where, f"nested deeper than {_MAX_JSON_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            _fail(where, f"{value!r} is not valid JSON")
+        return value
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]", depth + 1)
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                _fail(where, f"object key {key!r} is not a string")
+            _check_json(item, f"{where}.{key}", depth + 1)
+        return value
+    _fail(where, f"{type(value).__name__} is not JSON-safe (use dict, list, str, int, float, bool, None)")
+
+
+@dataclass(frozen=True, slots=True)
+class StateHandle:
+    """Where one piece of a subtask's state lives: a storage path, or the bytes inline.
+
+    Small state travels inline so a checkpoint of a stateless pipeline costs no extra
+    files; size and sha256 let the restoring side detect a truncated or corrupt file.
+    """
+
+    size: int
+    sha256: str
+    path: str | None = None
+    inline: bytes | None = None
+
+    def __post_init__(self) -> None:
+        _check_handle(self.size, self.sha256, self.path, self.inline, "state handle")
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> StateHandle:
+        return cls(size=len(data), sha256=hashlib.sha256(data).hexdigest(), inline=bytes(data))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"size": self.size, "sha256": self.sha256}
+        if self.path is not None:
+            out["path"] = self.path
+        else:
+            out["inline"] = base64.b64encode(self.inline).decode("ascii")
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> StateHandle:
+        obj = _check_object(raw, where, required={"size", "sha256"}, optional={"path", "inline"})
+        inline = obj.get("inline")
+        if inline is not None:
+            try:
+                inline = base64.b64decode(_check_str(inline, f"{where}.inline"), validate=True)
+            except (binascii.Error, ValueError):
+                _fail(f"{where}.inline", "is not valid base64")
+        # Checked here first so the error names the enclosing message, not just "state handle".
+        _check_handle(obj["size"], obj["sha256"], obj.get("path"), inline, where)
+        return cls(size=obj["size"], sha256=obj["sha256"], path=obj.get("path"), inline=inline)
+
+
+def _check_handle(size: Any, sha256: Any, path: Any, inline: Any, where: str) -> None:
+    _check_count(size, f"{where}.size")
+    if not isinstance(sha256, str) or not _SHA256_HEX.fullmatch(sha256):
+        _fail(f"{where}.sha256", f"expected 64 lowercase hex digits, got {sha256!r}")
+    if (path is None) == (inline is None):
+        _fail(where, "exactly one of 'path' and 'inline' must be set")
+    if path is not None:
+        if not _check_str(path, f"{where}.path"):
+            _fail(f"{where}.path", "must not be empty")
+        return
+    if not isinstance(inline, bytes):
+        _fail(f"{where}.inline", f"expected bytes, got {type(inline).__name__}")
+    if len(inline) != size:
+        _fail(f"{where}.inline", f"holds {len(inline)} bytes but size says {size}")
+    if hashlib.sha256(inline).hexdigest() != sha256:
+        _fail(f"{where}.inline", "sha256 does not match the bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class AckStats:
+    """Per-subtask cost of one checkpoint, kept in the manifest for tuning and sensors."""
+
+    sync_ms: int = 0
+    async_ms: int = 0
+    state_bytes: int = 0
+    rows_since_last: int = 0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _check_count(getattr(self, f.name), f"stats.{f.name}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> AckStats:
+        names = {f.name for f in dataclasses.fields(cls)}
+        obj = _check_object(raw, where, required=names, optional=set())
+        return cls(**{name: _check_count(obj[name], f"{where}.{name}") for name in names})
+
+
+def _check_object(raw: Any, where: str, required: set[str], optional: set[str]) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        _fail(where, f"expected a JSON object, got {type(raw).__name__}")
+    missing = required - raw.keys()
+    if missing:
+        _fail(where, f"missing field(s) {sorted(missing)}")
+    unknown = raw.keys() - required - optional
+    if unknown:
+        _fail(where, f"unknown field(s) {sorted(map(str, unknown))}")
+    return raw
+
+
+# --- field codecs: one per annotation used below, shared by validation and decoding --------
+
+
+class _Codec:
+    """Encode to JSON, decode from JSON, and check an in-memory value, for one field type."""
+
+    def check(self, value: Any, where: str) -> None:
+        self.decode(value, where)  # right for the types whose JSON form is the value itself
+
+    def encode(self, value: Any) -> Any:
+        return value
+
+    def decode(self, raw: Any, where: str) -> Any:
+        raise NotImplementedError
+
+
+class _Count(_Codec):
+    def decode(self, raw: Any, where: str) -> int:
+        return _check_count(raw, where)
+
+
+class _OptionalCount(_Codec):
+    def decode(self, raw: Any, where: str) -> int | None:
+        return None if raw is None else _check_count(raw, where)
+
+
+class _Text(_Codec):
+    def decode(self, raw: Any, where: str) -> str:
+        return _check_str(raw, where)
+
+
+class _Json(_Codec):
+    def decode(self, raw: Any, where: str) -> JsonValue:
+        return _check_json(raw, where)
+
+
+class _Kind(_Codec):
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, CheckpointKind):
+            _fail(where, f"expected a CheckpointKind, got {value!r}")
+
+    def encode(self, value: CheckpointKind) -> str:
+        return value.value
+
+    def decode(self, raw: Any, where: str) -> CheckpointKind:
+        try:
+            return CheckpointKind(raw)
+        except ValueError:
+            allowed = ", ".join(k.value for k in CheckpointKind)
+            _fail(where, f"expected one of {allowed}, got {raw!r}")
+
+
+class _Handles(_Codec):
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, tuple):
+            _fail(where, f"expected a tuple of StateHandle, got {type(value).__name__}")
+        for i, handle in enumerate(value):
+            if not isinstance(handle, StateHandle):
+                _fail(f"{where}[{i}]", f"expected a StateHandle, got {type(handle).__name__}")
+
+    def encode(self, value: tuple[StateHandle, ...]) -> list[dict[str, Any]]:
+        return [handle.to_json() for handle in value]
+
+    def decode(self, raw: Any, where: str) -> tuple[StateHandle, ...]:
+        if not isinstance(raw, list):
+            _fail(where, f"expected a list, got {type(raw).__name__}")
+        return tuple(StateHandle.from_json(item, f"{where}[{i}]") for i, item in enumerate(raw))
+
+
+class _Stats(_Codec):
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, AckStats):
+            _fail(where, f"expected AckStats, got {type(value).__name__}")
+
+    def encode(self, value: AckStats) -> dict[str, Any]:
+        return value.to_json()
+
+    def decode(self, raw: Any, where: str) -> AckStats:
+        return AckStats.from_json(raw, where)
+
+
+_CODECS: dict[str, _Codec] = {
+    "int": _Count(),
+    "int | None": _OptionalCount(),
+    "str": _Text(),
+    "JsonValue": _Json(),
+    "CheckpointKind": _Kind(),
+    "tuple[StateHandle, ...]": _Handles(),
+    "AckStats": _Stats(),
+}
+
+
+class _Message:
+    """Mixin: validate on construction, so no invalid message exists in memory."""
+
+    __slots__ = ()
+    TYPE: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _CODECS[f.type].check(getattr(self, f.name), f"{self.TYPE} message, field {f.name}")
+
+
+# --- subtask -> coordinator -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Register(_Message):
+    TYPE: ClassVar[str] = "register"
+    subtask: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack(_Message):
+    TYPE: ClassVar[str] = "ack"
+    checkpoint_id: int
+    subtask: int
+    attempt: int
+    state_handles: tuple[StateHandle, ...] = ()
+    sink_commit_info: JsonValue = None
+    stats: AckStats = AckStats()
+
+
+@dataclass(frozen=True, slots=True)
+class Decline(_Message):
+    TYPE: ClassVar[str] = "decline"
+    checkpoint_id: int
+    subtask: int
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfInput(_Message):
+    TYPE: ClassVar[str] = "end_of_input"
+    subtask: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailed(_Message):
+    TYPE: ClassVar[str] = "task_failed"
+    subtask: int
+    attempt: int
+    error: str
+
+
+# --- coordinator -> subtask -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreState(_Message):
+    TYPE: ClassVar[str] = "restore_state"
+    checkpoint_id: int | None
+    state_handles: tuple[StateHandle, ...] = ()
+    sink_commit_info: JsonValue = None
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerBarrier(_Message):
+    TYPE: ClassVar[str] = "trigger_barrier"
+    checkpoint_id: int
+    kind: CheckpointKind
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyComplete(_Message):
+    TYPE: ClassVar[str] = "notify_complete"
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbortCheckpoint(_Message):
+    TYPE: ClassVar[str] = "abort_checkpoint"
+    checkpoint_id: int
+    reason: str
+
+
+SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed
+CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint
+Message: TypeAlias = SubtaskMessage | CoordinatorMessage
+
+MESSAGE_TYPES: Mapping[str, type[_Message]] = {
+    cls.TYPE: cls
+    for cls in (
+        Register, Ack, Decline, EndOfInput, TaskFailed,
+        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint,
+    )
+}
+
+
+def encode(message: Message) -> dict[str, Any]:
+    """Turn a message into a JSON-safe dict (``json.dumps`` accepts it as is)."""
+    out: dict[str, Any] = {"type": message.TYPE}
+    for f in dataclasses.fields(message):
+        out[f.name] = _CODECS[f.type].encode(getattr(message, f.name))
+    return out
+
+
+def decode(raw: Any) -> Message:
+    """Validate and rebuild a message; any defect raises ProtocolError naming type and field."""
+    if not isinstance(raw, Mapping):
+        _fail("message", f"expected a JSON object, got {type(raw).__name__}")
+    type_name = raw.get("type")
+    cls = MESSAGE_TYPES.get(type_name) if isinstance(type_name, str) else None
+    if cls is None:
+        _fail("message", f"unknown type {type_name!r} (expected one of {sorted(MESSAGE_TYPES)})")
+    where = f"{type_name} message"
+    all_fields = dataclasses.fields(cls)
+    required = {f.name for f in all_fields if f.default is dataclasses.MISSING}
+    optional = {f.name for f in all_fields} - required
+    obj = _check_object(raw, where, required=required | {"type"}, optional=optional)
+    kwargs = {
+        f.name: _CODECS[f.type].decode(obj[f.name], f"{where}, field {f.name}")
+        for f in all_fields
+        if f.name in obj
+    }
+    return cls(**kwargs)
+
+
+def encode_json(message: Message) -> bytes:
+    return json.dumps(encode(message), separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def decode_json(data: bytes | str) -> Message:
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        _fail("message", f"not valid JSON ({exc})")
+    return decode(raw)
