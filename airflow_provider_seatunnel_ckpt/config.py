@@ -193,15 +193,12 @@ def load_config(
     defaults. ``job_env`` is a job file's ``env`` block whose checkpoint overrides win.
     Warnings are logged and also kept on the result's ``warnings``.
     """
-    warnings: list[str] = []
     if source is None:
         doc: Any = {}
         origin = "<defaults>"
-    elif isinstance(source, Mapping):
-        doc, origin = source, "<dict>"
+        warnings: list[str] = []
     else:
-        text, origin = _read_source(source)
-        doc = _parse_yaml(text, origin, warnings)
+        doc, origin, warnings = load_document(source)
 
     block, prefix = _find_checkpoint_block(doc, origin)
     config = _build(block, prefix, warnings)
@@ -210,6 +207,17 @@ def load_config(
     for line in config.warnings:
         log.warning("%s", line)
     return config
+
+
+def load_document(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str, list[str]]:
+    """Parse a YAML/JSON document from a path, text or mapping, the forgiving-but-loud
+    way this module reads configs (fences dropped with a warning, duplicate keys refused).
+    Returns (document, origin for messages, warnings)."""
+    if isinstance(source, Mapping):
+        return source, "<dict>", []
+    warnings: list[str] = []
+    text, origin = _read_source(source)
+    return _parse_yaml(text, origin, warnings), origin, warnings
 
 
 def _looks_like_yaml_text(source: str) -> bool:

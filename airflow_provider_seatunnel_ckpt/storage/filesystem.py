@@ -87,3 +87,19 @@ class FileSystem:
 
     def read_text(self, path: str) -> str:
         return self.read(path).decode("utf-8")
+
+    def move(self, source: str, destination: str) -> None:
+        """Publish ``source`` under ``destination`` and remove ``source``.
+
+        Idempotent, so a commit can be replayed after a crash: when ``source`` is gone
+        and ``destination`` exists, the move already happened. The default copies then
+        deletes (what object stores do anyway); backends with a native rename override it.
+        """
+        try:
+            data = self.read(source)
+        except FileNotFoundError:
+            if self.exists(destination):
+                return
+            raise
+        self.write_atomic(destination, data)
+        self.delete(source)

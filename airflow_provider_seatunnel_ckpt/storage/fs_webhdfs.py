@@ -1,0 +1,816 @@
+"""HDFS over WebHDFS (the ``hdfs`` package): SeaTunnel's ``storage.type: hdfs``.
+
+Pure Python, so the same code runs in Airflow workers, on the Spark driver and on
+executors, with no Hadoop jars or JVM client.
+
+Configuration (``plugin-config`` keys, :meth:`WebHdfsFileSystem.from_plugin_config`)
+---------------------------------------------------------------------------------------
+
+SeaTunnel gives the *RPC* address of the name node (``fs.defaultFS: hdfs://host:8020``);
+WebHDFS needs its *HTTP* address. The first rule that applies wins:
+
+=================================================================  ========================================
+key                                                                effect
+=================================================================  ========================================
+``webhdfs.url``                                                    the WebHDFS URL(s), ``http[s]://host:port``;
+                                                                   several (HA) separated by ``;`` or ``,``
+``seatunnel.hadoop.dfs.namenode.http-address``                     ``host:port`` of the one name node
+                                                                   (``0.0.0.0`` = the ``fs.defaultFS`` host)
+``fs.defaultFS: webhdfs://host:port`` / ``swebhdfs://``             used as is (``http`` / ``https``); so is
+                                                                   ``fs.defaultFS: http[s]://host:port``
+``fs.defaultFS: hdfs://ns`` where ``ns`` is an HA name service     one URL per name node listed in
+(``seatunnel.hadoop.dfs.ha.namenodes.ns: nn1,nn2``)                 ``seatunnel.hadoop.dfs.ha.namenodes.ns``:
+                                                                   ``seatunnel.hadoop.dfs.namenode.http-address.ns.nnX``,
+                                                                   else the host of ``...rpc-address.ns.nnX`` with port 9870
+``fs.defaultFS: hdfs://ns`` (federated, not HA)                    ``...http-address.ns``, else the host of
+                                                                   ``...rpc-address.ns`` with port 9870
+``fs.defaultFS: hdfs://host[:port]``                               ``http://host:9870`` (the Hadoop 3 default
+                                                                   HTTP port; the RPC port is not used)
+=================================================================  ========================================
+
+``seatunnel.hadoop.dfs.http.policy: HTTPS_ONLY`` switches all of the above to ``https``,
+the ``dfs.namenode.https-address`` keys and port 9871.
+
+Other keys:
+
+* ``hdfs.user`` or ``seatunnel.hadoop.hadoop.user.name``: the simple-auth user (default
+  ``$HADOOP_USER_NAME``, then the OS user; ignored with Kerberos, where the principal is
+  the identity);
+* ``kerberosPrincipal`` with ``kerberosKeytab`` or ``kerberosKeytabFilePath`` (both or
+  neither); ``krb5Path``: the ``krb5.conf`` to use (``KRB5_CONFIG`` for ``kinit``/``klist``
+  and, unless already set, for the process);
+* ``webhdfs.timeout``: seconds per HTTP request (default 60).
+
+Hadoop keys are read as ``seatunnel.hadoop.<key>`` or, as older SeaTunnel releases
+accepted, as bare ``dfs.*``/``hadoop.*`` keys (the prefixed one wins); every other Hadoop
+key is accepted and ignored. Errors are ``ConfigError("plugin-config.<key>", problem)``.
+
+Behaviour
+---------
+
+* ``write_atomic``: HDFS has no atomic "put". The data goes to a hidden temp file in
+  the target's directory (``.<name>.tmp-<random>``; ``list_dir`` hides such names), which
+  is then renamed onto the target with ``renameoptions=OVERWRITE`` (Hadoop's ``rename2``,
+  the call its own WebHdfsFileSystem client uses; one atomic name-node operation). A
+  server that ignores that option (HttpFS, very old name nodes) answers the classic
+  ``{"boolean": false}`` when the target exists; the target is then deleted and the
+  rename repeated. In that fallback a reader can, for the few milliseconds between the
+  delete and the rename, find *no* file, but never a partial one; that is acceptable
+  because every reader treats a missing ``_metadata`` as "checkpoint not completed" and
+  overwrites of existing files are rare (a checkpoint's files are written once).
+  Every step is safe to retry after a lost answer: the temp name is unique, so a temp
+  file that is gone while the target exists means an earlier rename went through.
+* Not found: ``FileNotFoundException`` (HTTP 404), or ``ParentNotDirectoryException``
+  for a path below a file, is the only "falsy" result. A 404 without a WebHDFS error
+  body (a proxy, a wrong URL) raises, so a misconfigured URL can never look like an
+  empty checkpoint directory. ``read`` at or past the end returns ``b""`` (HDFS answers
+  an offset past the end with an ``IOException``; the file's length is checked then).
+* Retries (``retry.call_with_retries``): HTTP 408/429/5xx, connection errors and
+  time-outs, and ``StandbyException``/``RetriableException``/``SafeModeException``
+  once every configured name node was tried (the ``hdfs`` client itself rotates through
+  the ``;``-separated URLs on those errors and on connection failures). Anything else
+  (401/403 ``AccessControlException``, 400, ...) fails at once with a
+  ``CheckpointStorageError`` naming backend ``hdfs``, the host and the path; messages
+  never contain credentials or delegation tokens.
+* Clients are created lazily, one per thread and process (``requests.Session``, which
+  the ``hdfs`` client wraps, is not documented as thread-safe), so an instance holds only
+  configuration: it pickles to Spark executors and is safe to share between threads.
+* Kerberos: a per-process :class:`~.kerberos.KerberosTicketRenewer` runs ``kinit -kt``
+  whenever the ticket is missing or close to expiry, checked before requests (SeaTunnel
+  logs in once and fails after 24 h). Needs ``airflow-provider-seatunnel-ckpt[kerberos]``.
+"""
+
+from __future__ import annotations
+
+import errno
+import getpass
+import json
+import logging
+import os
+import posixpath
+import re
+import secrets
+import threading
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+from urllib.parse import urljoin, urlsplit
+
+from ..errors import BackendMissing, CheckpointStorageError, ConfigError
+from .filesystem import Bytes, FileInfo, FileSystem
+from .kerberos import KerberosTicketRenewer
+from .retry import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_INITIAL_WAIT_S,
+    DEFAULT_MAX_WAIT_S,
+    TRANSIENT_HTTP_STATUSES,
+    call_with_retries,
+    is_transient_network_error,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_HTTP_PORT = 9870
+DEFAULT_HTTPS_PORT = 9871
+DEFAULT_TIMEOUT_S = 60.0
+HADOOP_PREFIX = "seatunnel.hadoop."
+
+#: Java exception names that mean "try again (maybe on another name node)"
+TRANSIENT_REMOTE_EXCEPTIONS = frozenset(
+    {"StandbyException", "RetriableException", "SafeModeException", "ObserverRetryOnActiveException"}
+)
+
+_TEMP_NAME = re.compile(r"^\..+\.tmp-[0-9a-f]{16}$")
+_SECRET_PARAM = re.compile(r"(?i)\b(delegation|token|password|secret|signature)=([^&\s\"']+)")
+
+
+class _HttpFailure(Exception):
+    """A non-2xx WebHDFS answer: status plus the RemoteException it carried, if any."""
+
+    def __init__(self, status: int, exception: str | None, message: str | None):
+        self.status = status
+        self.exception = exception
+        self.message = message
+        super().__init__(f"HTTP {status} {exception or ''}".strip())
+
+    @property
+    def transient(self) -> bool:
+        return self.status in TRANSIENT_HTTP_STATUSES or self.exception in TRANSIENT_REMOTE_EXCEPTIONS
+
+    @property
+    def not_found(self) -> bool:
+        return self.exception == "FileNotFoundException"
+
+    @property
+    def path_missing(self) -> bool:
+        """Nothing at the path: not found, or a file where a parent directory should be."""
+        return self.exception in ("FileNotFoundException", "ParentNotDirectoryException")
+
+
+def _failure(res: Any) -> _HttpFailure:
+    exception = message = None
+    try:
+        remote = res.json()["RemoteException"]
+        exception = remote.get("exception") or None
+        message = remote.get("message") or None
+    except Exception:  # not a WebHDFS error body (proxy page, empty body, ...)
+        pass
+    return _HttpFailure(res.status_code, exception, message)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, _HttpFailure):
+        return exc.transient
+    try:
+        from hdfs.util import HdfsError
+    except ImportError:  # pragma: no cover - hdfs is a hard dependency
+        HdfsError = ()  # type: ignore[assignment]  # noqa: N806
+    if isinstance(exc, HdfsError):  # raised by the client after trying every name node
+        return getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS
+    import requests
+
+    if isinstance(exc, requests.exceptions.SSLError):
+        return False  # a certificate problem does not heal by itself
+    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, _ShortRead)):
+        return True  # the connection broke in the middle of a body
+    return is_transient_network_error(exc)
+
+
+class _ShortRead(Exception):
+    pass
+
+
+def _scrub(text: str) -> str:
+    return _SECRET_PARAM.sub(lambda m: f"{m.group(1)}=***", text)
+
+
+def _default_user() -> str:
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+# ---- URL / config helpers -------------------------------------------------------------
+_HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
+
+
+def _valid_host(host: str) -> bool:
+    if ":" in host:  # an IPv6 literal (urlsplit already stripped the brackets)
+        return all(c in "0123456789abcdefABCDEF:." for c in host)
+    return bool(_HOST_NAME.match(host))
+
+
+def _format_url(scheme: str, host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+def _host_port(value: str, key: str, default_port: int | None) -> tuple[str, int]:
+    text = value.strip()
+    try:
+        parts = urlsplit(f"//{text}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+        parts = None
+    if not host or parts is None or parts.path or parts.query or parts.username or not _valid_host(host):
+        raise ConfigError(key, f"{value!r} is not a host:port address")
+    if port is None:
+        if default_port is None:
+            raise ConfigError(key, f"{value!r} has no port (expected host:port)")
+        port = default_port
+    return host, port
+
+
+def _parse_urls(value: str | Sequence[str], key: str) -> list[str]:
+    items = re.split(r"[;,]", value) if isinstance(value, str) else list(value)
+    urls = []
+    for item in items:
+        item = str(item).strip()
+        if not item:
+            continue
+        try:
+            parts = urlsplit(item)
+            port = parts.port
+        except ValueError:
+            raise ConfigError(key, f"{item!r} is not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or not _valid_host(parts.hostname):
+            raise ConfigError(
+                key, f"{item!r} is not a WebHDFS HTTP address (expected http://namenode:9870)"
+            )
+        if parts.path.rstrip("/") or parts.query or parts.username or parts.password:
+            raise ConfigError(
+                key, f"{item!r} must be only scheme://host:port (no path, query or credentials)"
+            )
+        default = DEFAULT_HTTPS_PORT if parts.scheme == "https" else DEFAULT_HTTP_PORT
+        urls.append(_format_url(parts.scheme, parts.hostname, port or default))
+    if not urls:
+        raise ConfigError(key, "no WebHDFS URL given")
+    return urls
+
+
+def _config_get(cfg: Mapping[str, Any], key: str) -> str | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+class _HadoopConf:
+    """Hadoop keys from plugin-config: ``seatunnel.hadoop.<name>``, else a bare ``<name>``.
+
+    Remembers which key supplied each value so errors name the key the user wrote.
+    """
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self._values: dict[str, tuple[str, str]] = {}
+        for key in cfg:
+            if key.startswith(("dfs.", "hadoop.")):
+                value = _config_get(cfg, key)
+                if value is not None:
+                    self._values[key] = (value, key)
+        for key in cfg:
+            if key.startswith(HADOOP_PREFIX):
+                value = _config_get(cfg, key)
+                if value is not None:
+                    self._values[key[len(HADOOP_PREFIX):]] = (value, key)
+
+    def get(self, name: str) -> str | None:
+        found = self._values.get(name)
+        return found[0] if found else None
+
+    def key(self, name: str) -> str:
+        found = self._values.get(name)
+        return f"plugin-config.{found[1] if found else HADOOP_PREFIX + name}"
+
+
+def _urls_from_plugin_config(cfg: Mapping[str, Any]) -> list[str]:
+    explicit = cfg.get("webhdfs.url")
+    if explicit is not None and (not isinstance(explicit, str) or explicit.strip()):
+        if not isinstance(explicit, (str, list, tuple)):
+            raise ConfigError("plugin-config.webhdfs.url", "must be a URL or a list of URLs")
+        return _parse_urls(explicit, "plugin-config.webhdfs.url")
+
+    hadoop = _HadoopConf(cfg)
+    https = (hadoop.get("dfs.http.policy") or "HTTP_ONLY").upper() == "HTTPS_ONLY"
+    scheme = "https" if https else "http"
+    default_port = DEFAULT_HTTPS_PORT if https else DEFAULT_HTTP_PORT
+    addr = "dfs.namenode.https-address" if https else "dfs.namenode.http-address"
+    rpc = "dfs.namenode.rpc-address"
+    fs_key = "plugin-config.fs.defaultFS"
+
+    default_fs = _config_get(cfg, "fs.defaultFS")
+    fs_host: str | None = None
+    fs_port: int | None = None
+    fs_scheme = ""
+    if default_fs is not None:
+        try:
+            parts = urlsplit(default_fs)
+            fs_scheme, fs_host, fs_port = parts.scheme.lower(), parts.hostname, parts.port
+        except ValueError:
+            raise ConfigError(fs_key, f"{default_fs!r} is not a valid URI") from None
+        if fs_scheme in ("http", "https"):  # the WebHDFS address itself
+            return _parse_urls(default_fs, fs_key)
+        if fs_scheme not in ("hdfs", "webhdfs", "swebhdfs"):
+            raise ConfigError(
+                fs_key,
+                f"{default_fs!r} is not an HDFS URI; expected hdfs://namenode:8020 or "
+                "hdfs://<nameservice> (file:/// is the local backend)",
+            )
+        if not fs_host:
+            raise ConfigError(fs_key, f"{default_fs!r} has no host or name service")
+        if parts.path.rstrip("/") or parts.query:
+            raise ConfigError(fs_key, f"{default_fs!r} must not contain a path; put directories in 'namespace'")
+
+    plain = hadoop.get(addr)
+    if plain is not None:
+        host, port = _host_port(plain, hadoop.key(addr), default_port)
+        if host in ("0.0.0.0", "::"):  # a bind address: the server is the fs.defaultFS host
+            if not fs_host:
+                raise ConfigError(hadoop.key(addr), f"{plain!r} is a bind address; set fs.defaultFS or webhdfs.url")
+            host = fs_host
+        return [_format_url(scheme, host, port)]
+
+    if default_fs is None or fs_host is None:
+        raise ConfigError(
+            fs_key,
+            "is required for HDFS storage (for example hdfs://namenode:8020), "
+            "or set webhdfs.url to the name node's HTTP address",
+        )
+    if fs_scheme in ("webhdfs", "swebhdfs"):
+        web_scheme = "https" if fs_scheme == "swebhdfs" else "http"
+        port = fs_port or (DEFAULT_HTTPS_PORT if web_scheme == "https" else DEFAULT_HTTP_PORT)
+        return [_format_url(web_scheme, fs_host, port)]
+
+    ns = fs_host
+    nameservices = {s.strip() for s in (hadoop.get("dfs.nameservices") or "").split(",") if s.strip()}
+    namenodes = hadoop.get(f"dfs.ha.namenodes.{ns}")
+    if fs_port is None and namenodes is not None:  # an HA name service
+        urls = [
+            _namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}.{nn}", f"{rpc}.{ns}.{nn}",
+                          what=f"name node {nn} of name service {ns}")
+            for nn in (n.strip() for n in namenodes.split(","))
+            if nn
+        ]
+        if not urls:
+            raise ConfigError(hadoop.key(f"dfs.ha.namenodes.{ns}"), f"{namenodes!r} lists no name node")
+        return urls
+    if fs_port is None and (ns in nameservices or hadoop.get(f"{addr}.{ns}") or hadoop.get(f"{rpc}.{ns}")):
+        if not (hadoop.get(f"{addr}.{ns}") or hadoop.get(f"{rpc}.{ns}")):
+            raise ConfigError(
+                hadoop.key(f"dfs.ha.namenodes.{ns}"),
+                f"is required: {ns!r} is listed in dfs.nameservices (list its name nodes, "
+                f"for example nn1,nn2, and give each a {HADOOP_PREFIX}{rpc}.{ns}.<nn>)",
+            )
+        return [_namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}", f"{rpc}.{ns}",
+                              what=f"name service {ns}")]
+    return [_format_url(scheme, fs_host, default_port)]
+
+
+def _namenode_url(hadoop: _HadoopConf, scheme: str, default_port: int, http_name: str, rpc_name: str,
+                  what: str) -> str:
+    rpc = hadoop.get(rpc_name)
+    rpc_host = _host_port(rpc, hadoop.key(rpc_name), 8020)[0] if rpc else None
+    http = hadoop.get(http_name)
+    if http is not None:
+        host, port = _host_port(http, hadoop.key(http_name), default_port)
+        if host in ("0.0.0.0", "::"):
+            if rpc_host is None:
+                raise ConfigError(hadoop.key(http_name), f"{http!r} is a bind address and {rpc_name} is not set")
+            host = rpc_host
+        return _format_url(scheme, host, port)
+    if rpc_host is None:
+        raise ConfigError(
+            hadoop.key(rpc_name),
+            f"is required to reach {what} (or set {HADOOP_PREFIX}{http_name} to its HTTP address)",
+        )
+    return _format_url(scheme, rpc_host, default_port)
+
+
+# ---- per-process Kerberos renewers -----------------------------------------------------
+_RENEWERS: dict[tuple[str, str, str | None, int], KerberosTicketRenewer] = {}
+_RENEWERS_LOCK = threading.Lock()
+
+
+def _renewer_for(principal: str, keytab: str, krb5_conf: str | None) -> KerberosTicketRenewer:
+    """One renewer per principal, keytab and process: one ``kinit`` however many instances."""
+    key = (principal, keytab, krb5_conf, os.getpid())
+    with _RENEWERS_LOCK:
+        renewer = _RENEWERS.get(key)
+        if renewer is None:
+            renewer = _RENEWERS[key] = KerberosTicketRenewer(principal, keytab, krb5_conf=krb5_conf)
+        return renewer
+
+
+# ---- the file system -------------------------------------------------------------------
+class WebHdfsFileSystem(FileSystem):
+    """HDFS through WebHDFS; several ``urls`` = the name nodes of an HA pair (or more)."""
+
+    backend = "hdfs"
+
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        user: str | None = None,
+        kerberos_principal: str | None = None,
+        kerberos_keytab: str | None = None,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT_S,
+        *,
+        retry_attempts: int = DEFAULT_ATTEMPTS,
+        retry_initial_wait_s: float = DEFAULT_INITIAL_WAIT_S,
+        retry_max_wait_s: float = DEFAULT_MAX_WAIT_S,
+        kerberos_krb5_conf: str | None = None,
+        kerberos_renewer: KerberosTicketRenewer | None = None,
+    ):
+        self.urls = _parse_urls(urls, "urls")
+        self.user = user or None
+        if bool(kerberos_principal) != bool(kerberos_keytab):
+            missing = "kerberos_keytab" if kerberos_principal else "kerberos_principal"
+            raise ConfigError(missing, "Kerberos needs both a principal and a keytab")
+        self.kerberos_principal = kerberos_principal or None
+        self.kerberos_keytab = kerberos_keytab or None
+        self.kerberos_krb5_conf = kerberos_krb5_conf or None
+        if isinstance(timeout, (int, float)) and timeout <= 0:
+            raise ConfigError("timeout", f"must be > 0 seconds, got {timeout}")
+        self.timeout = timeout
+        if retry_attempts < 1:
+            raise ConfigError("retry_attempts", f"must be >= 1, got {retry_attempts}")
+        self.retry_attempts = retry_attempts
+        self.retry_initial_wait_s = retry_initial_wait_s
+        self.retry_max_wait_s = retry_max_wait_s
+        #: optional explicit renewer (tests, custom kinit); default: one per process
+        self.kerberos_renewer = kerberos_renewer
+        self._local = threading.local()
+
+    # ---- construction -----------------------------------------------------------
+    @classmethod
+    def from_plugin_config(cls, plugin_config: Mapping[str, Any]) -> WebHdfsFileSystem:
+        """Build from SeaTunnel ``plugin-config`` keys (see the module docstring)."""
+        cfg = {str(k): v for k, v in plugin_config.items()}
+        storage_type = _config_get(cfg, "storage.type")
+        if storage_type is not None and storage_type.lower() != "hdfs":
+            raise ConfigError(
+                "plugin-config.storage.type", f"is {storage_type!r}; the WebHDFS backend serves 'hdfs'"
+            )
+        urls = _urls_from_plugin_config(cfg)
+        user = _config_get(cfg, "hdfs.user") or _HadoopConf(cfg).get("hadoop.user.name")
+        principal = _config_get(cfg, "kerberosPrincipal")
+        keytab = _config_get(cfg, "kerberosKeytab")
+        keytab_path = _config_get(cfg, "kerberosKeytabFilePath")
+        if keytab and keytab_path and keytab != keytab_path:
+            raise ConfigError(
+                "plugin-config.kerberosKeytabFilePath",
+                f"{keytab_path!r} differs from kerberosKeytab {keytab!r}; set only one",
+            )
+        keytab = keytab or keytab_path
+        if principal and not keytab:
+            raise ConfigError("plugin-config.kerberosKeytab", "is required when kerberosPrincipal is set")
+        if keytab and not principal:
+            raise ConfigError("plugin-config.kerberosPrincipal", "is required when kerberosKeytab is set")
+        timeout: float = DEFAULT_TIMEOUT_S
+        raw_timeout = cfg.get("webhdfs.timeout")
+        if raw_timeout is not None:
+            try:
+                timeout = float(raw_timeout)
+            except (TypeError, ValueError):
+                raise ConfigError("plugin-config.webhdfs.timeout", f"{raw_timeout!r} is not a number") from None
+            if timeout <= 0:
+                raise ConfigError("plugin-config.webhdfs.timeout", f"must be > 0 seconds, got {raw_timeout!r}")
+        return cls(
+            urls,
+            user=user,
+            kerberos_principal=principal,
+            kerberos_keytab=keytab,
+            timeout=timeout,
+            kerberos_krb5_conf=_config_get(cfg, "krb5Path") if principal else None,
+        )
+
+    def __repr__(self) -> str:
+        auth = f"kerberos_principal={self.kerberos_principal!r}" if self.kerberos_principal else f"user={self.user!r}"
+        return f"WebHdfsFileSystem(urls={self.urls!r}, {auth})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_local"]  # clients and sessions stay in the process that made them
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def describe(self, path: str) -> str:
+        hosts = ",".join(urlsplit(u).netloc for u in self.urls)
+        return f"webhdfs://{hosts}{path}"
+
+    # ---- clients ----------------------------------------------------------------
+    def _client(self) -> Any:
+        local = self._local
+        pid = os.getpid()
+        client = getattr(local, "client", None)
+        if client is None or getattr(local, "pid", None) != pid:
+            client = self._new_client()
+            local.client, local.pid = client, pid
+        return client
+
+    def _new_client(self) -> Any:
+        import requests
+
+        url = ";".join(self.urls)
+        session = requests.Session()
+        if self.kerberos_principal:
+            try:
+                from hdfs.ext.kerberos import KerberosClient
+            except ImportError as exc:
+                raise BackendMissing(
+                    "hdfs: Kerberos is configured but its client library is missing; "
+                    "install airflow-provider-seatunnel-ckpt[kerberos]"
+                ) from exc
+            if self.kerberos_krb5_conf:
+                # GSSAPI reads krb5.conf from the process environment, as the JVM reads
+                # java.security.krb5.conf; an explicit KRB5_CONFIG wins.
+                current = os.environ.setdefault("KRB5_CONFIG", self.kerberos_krb5_conf)
+                if current != self.kerberos_krb5_conf:
+                    log.warning("KRB5_CONFIG=%s is set; krb5Path %s is used for kinit only",
+                                current, self.kerberos_krb5_conf)
+            return KerberosClient(url, mutual_auth="OPTIONAL", timeout=self.timeout, session=session)
+        from hdfs import InsecureClient
+
+        return InsecureClient(url, user=self.user or _default_user(), timeout=self.timeout, session=session)
+
+    def _renewer(self) -> KerberosTicketRenewer | None:
+        if not self.kerberos_principal:
+            return None
+        if self.kerberos_renewer is not None:
+            return self.kerberos_renewer
+        assert self.kerberos_keytab is not None
+        return _renewer_for(self.kerberos_principal, self.kerberos_keytab, self.kerberos_krb5_conf)
+
+    # ---- the retry/error wrapper --------------------------------------------------
+    def _call(self, op: str, path: str, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(client)`` with retries; map failures to the FileSystem contract."""
+        renewer = self._renewer()
+
+        def attempt() -> T:
+            client = self._client()
+            if renewer is not None:
+                renewer.ensure_fresh()
+            return fn(client)
+
+        try:
+            return call_with_retries(
+                attempt,
+                is_transient=_is_transient,
+                what=f"hdfs {op} {self.describe(path)}",
+                attempts=self.retry_attempts,
+                initial_wait_s=self.retry_initial_wait_s,
+                max_wait_s=self.retry_max_wait_s,
+            )
+        except (FileNotFoundError, CheckpointStorageError):
+            raise
+        except Exception as exc:
+            raise self._error(op, path, exc) from exc
+
+    def _error(self, op: str, path: str, exc: BaseException) -> CheckpointStorageError:
+        retried = _is_transient(exc) and self.retry_attempts > 1
+        if isinstance(exc, _HttpFailure):
+            what = f"HTTP {exc.status}"
+            if exc.exception:
+                what = f"{exc.exception} (HTTP {exc.status})"
+            elif exc.status == 404:
+                what += " without a WebHDFS error body (is the URL a WebHDFS name node?)"
+            if exc.status == 401:
+                what += ", authentication failed"
+            reason = f"{what}: {exc.message}" if exc.message else what
+        elif getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS:
+            tried = "the name node" if len(self.urls) == 1 else f"all {len(self.urls)} name nodes"
+            reason = f"{exc.exception} from {tried}: {getattr(exc, 'message', '')}"
+        elif type(exc).__name__ == "HdfsError":
+            message = str(exc)
+            if message.startswith("Authentication failure"):  # the client's text for HTTP 401
+                reason = "authentication failed (HTTP 401); check the Kerberos ticket or the user"
+            else:
+                reason = f"{exc.exception}: {message}" if getattr(exc, "exception", None) else message
+        else:
+            reason = f"{type(exc).__name__} talking to the name node"
+        if retried:
+            reason += f", after {self.retry_attempts} attempts"
+        return CheckpointStorageError(_scrub(f"hdfs: cannot {op} {self.describe(path)}: {reason}"))
+
+    @staticmethod
+    def _check(res: Any) -> Any:
+        if res.status_code >= 400:
+            raise _failure(res)
+        return res
+
+    # ---- primitives -------------------------------------------------------------
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        path = _checked(path)
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError(f"offset and length must be >= 0, got {offset} and {length}")
+
+        def do(client: Any) -> bytes:
+            params: dict[str, Any] = {"offset": offset} if offset else {}
+            if length is not None:
+                params["length"] = length
+            res = client._open(path, strict=False, **params)
+            try:
+                if res.status_code >= 400:
+                    failure = _failure(res)
+                    if failure.path_missing:
+                        raise FileNotFoundError(errno.ENOENT, "hdfs: no such file", self.describe(path))
+                    if offset and not failure.transient and self._at_or_past_end(client, path, offset):
+                        return b""  # HDFS refuses offsets past the end; the contract reads nothing
+                    raise failure
+                data = res.content
+                expected = res.headers.get("content-length")
+                encoded = res.headers.get("content-encoding") not in (None, "", "identity")
+                if not encoded and expected is not None and expected.isdigit() and int(expected) != len(data):
+                    raise _ShortRead(f"got {len(data)} of {expected} bytes")
+                return data
+            finally:
+                res.close()
+
+        return self._call("read", path, do)
+
+    def write_atomic(self, path: str, data: Bytes) -> None:
+        path = _checked(path)
+        if path == "/":
+            raise ValueError("hdfs: cannot write to /")
+        payload = bytes(data)
+        parent, name = posixpath.split(path)
+        tmp = posixpath.join(parent, f".{name}.tmp-{secrets.token_hex(8)}")
+        reached_datanode: list[bool] = []
+        try:
+            self._call("write", path, lambda client: self._create(client, tmp, payload, reached_datanode))
+            self._replace(tmp, path)
+        except BaseException:
+            if reached_datanode:  # a temp file may exist; otherwise nothing to clean up
+                self._discard(tmp)
+            raise
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        path = _checked(path)
+
+        def do(client: Any) -> list[FileInfo]:
+            res = client._list_status(path, strict=False)
+            if res.status_code >= 400:
+                failure = _failure(res)
+                if failure.path_missing:
+                    return []
+                raise failure
+            statuses = res.json()["FileStatuses"]["FileStatus"]
+            result = []
+            for st in statuses:
+                suffix = st.get("pathSuffix", "")
+                if not suffix:  # LISTSTATUS of a file lists the file itself: no children
+                    return []
+                if _TEMP_NAME.match(suffix):
+                    continue
+                result.append(_info(posixpath.join(path, suffix), st))
+            result.sort(key=lambda i: i.path)
+            return result
+
+        return self._call("list", path, do)
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        path = _checked(path)
+
+        def do(client: Any) -> None:
+            res = client._delete(path, strict=False, recursive="true" if recursive else "false")
+            if res.status_code >= 400:
+                failure = _failure(res)
+                if failure.path_missing:
+                    return
+                if failure.exception == "PathIsNotEmptyDirectoryException":
+                    raise CheckpointStorageError(
+                        f"hdfs: cannot delete {self.describe(path)}: non-empty directory (use recursive=True)"
+                    )
+                raise failure
+            # {"boolean": false} = nothing was there: fine
+
+        self._call("delete", path, do)
+
+    def info(self, path: str) -> FileInfo | None:
+        path = _checked(path)
+
+        def do(client: Any) -> FileInfo | None:
+            res = client._get_file_status(path, strict=False)
+            if res.status_code >= 400:
+                failure = _failure(res)
+                if failure.path_missing:
+                    return None
+                raise failure
+            return _info(path, res.json()["FileStatus"])
+
+        return self._call("stat", path, do)
+
+    @staticmethod
+    def _at_or_past_end(client: Any, path: str, offset: int) -> bool:
+        """Whether ``path`` is a file no longer than ``offset`` (one GETFILESTATUS)."""
+        res = client._get_file_status(path, strict=False)
+        if res.status_code >= 400:
+            return False  # let the caller report the original error
+        status = res.json()["FileStatus"]
+        return status.get("type") == "FILE" and offset >= int(status.get("length", 0))
+
+    # ---- write helpers ----------------------------------------------------------
+    def _create(self, client: Any, tmp: str, payload: bytes, reached_datanode: list[bool]) -> None:
+        """CREATE in two steps: the name node redirects, the data node takes the bytes."""
+        res = client._create(tmp, strict=False, overwrite="true")
+        try:
+            location = res.headers.get("location")
+            if res.status_code >= 400:
+                raise _failure(res)
+        finally:
+            res.close()
+        if not location:
+            raise _HttpFailure(res.status_code, None, "CREATE answered without a redirect Location")
+        reached_datanode.append(True)
+        res = client._request(method="PUT", url=urljoin(res.url, location), data=payload)
+        try:
+            self._check(res)
+        finally:
+            res.close()
+
+    def _rename(self, client: Any, src: str, dst: str, overwrite: bool) -> bool | None:
+        """RENAME; True/False for the classic answer, None for a rename2 (options) success."""
+        params = {"renameoptions": "OVERWRITE"} if overwrite else {}
+        res = client._rename(src, strict=False, destination=dst, **params)
+        if res.status_code >= 400:
+            raise _failure(res)
+        try:
+            body = json.loads(res.content or b"null")
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and "boolean" in body:
+            return bool(body["boolean"])
+        return None
+
+    def _replace(self, tmp: str, path: str) -> None:
+        try:
+            outcome = self._call("write", path, lambda c: self._rename(c, tmp, path, overwrite=True))
+        except CheckpointStorageError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, _HttpFailure) and cause.not_found and self._landed(tmp, path):
+                return  # an earlier attempt renamed it; its answer was lost
+            raise
+        if outcome is None:
+            return  # rename2 replaced the target atomically
+        if outcome and self._is_file(path):
+            return  # the server ignored renameoptions; the target did not exist
+        if outcome:  # the target is a directory and tmp was moved into it
+            self._discard(posixpath.join(path, posixpath.basename(tmp)))
+            raise CheckpointStorageError(f"hdfs: cannot write {self.describe(path)}: is a directory")
+        # Classic rename (renameoptions ignored) refused: the target exists, or an
+        # earlier attempt already moved tmp and only its answer was lost.
+        for _ in range(3):
+            if self.info(tmp) is None:
+                if self._is_file(path):
+                    return  # tmp is gone because it *is* the target now
+                raise CheckpointStorageError(
+                    f"hdfs: cannot write {self.describe(path)}: temp file {tmp} vanished before rename"
+                )
+            target = self.info(path)
+            if target is not None and target.is_dir:
+                raise CheckpointStorageError(f"hdfs: cannot write {self.describe(path)}: is a directory")
+            if target is not None:
+                self.delete(path)
+            if self._call("write", path, lambda c: self._rename(c, tmp, path, overwrite=False)):
+                return
+        raise CheckpointStorageError(
+            f"hdfs: cannot write {self.describe(path)}: the target kept reappearing (concurrent writer?)"
+        )
+
+    def _landed(self, tmp: str, path: str) -> bool:
+        return self.info(tmp) is None and self._is_file(path)
+
+    def _is_file(self, path: str) -> bool:
+        target = self.info(path)
+        return target is not None and not target.is_dir
+
+    def _discard(self, tmp: str) -> None:
+        """Best-effort removal of a temp file after a failed write (one try, no retries)."""
+        try:
+            self._client()._delete(tmp, strict=False, recursive="false").close()
+        except Exception:  # the write already failed; keep its error, not this one
+            log.debug("could not remove temp file %s", self.describe(tmp), exc_info=True)
+
+
+def _info(path: str, status: Mapping[str, Any]) -> FileInfo:
+    is_dir = status.get("type") == "DIRECTORY"
+    mtime = status.get("modificationTime")
+    return FileInfo(
+        path=path,
+        size=0 if is_dir else int(status.get("length", 0)),
+        is_dir=is_dir,
+        mtime=mtime / 1000.0 if isinstance(mtime, (int, float)) else None,
+    )
+
+
+def _checked(path: str) -> str:
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"hdfs: path must be absolute, got {path!r}")
+    parts = [p for p in path.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise ValueError(f"hdfs: path must not contain '.' or '..', got {path!r}")
+    return "/" + "/".join(parts)
