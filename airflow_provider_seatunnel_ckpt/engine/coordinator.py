@@ -471,7 +471,9 @@ class CheckpointCoordinator:
         if self._latest is None:
             return RestoreState(None)
         snapshot = self._latest.subtasks[subtask]
-        return RestoreState(self._latest.checkpoint_id, snapshot.state_handles, snapshot.sink_commit_info)
+        return RestoreState(
+            self._latest.checkpoint_id, snapshot.state_handles, snapshot.sink_commit_info, self._latest.kind
+        )
 
     def _targets(self) -> tuple[tuple[int, int], ...]:
         return tuple(

@@ -36,6 +36,9 @@ Coordinator -> subtask (``CoordinatorMessage``):
     Inject a barrier: snapshot, pre-commit, upload, then Ack or Decline.
 ``NotifyComplete(checkpoint_id)``
     The checkpoint is durable: commit every prepared sink output with id <= this one.
+``FinishJob(checkpoint_id)``
+    Sent by the driver adapter once the job's last checkpoint is durable and
+    committed: the subtask closes and its Spark task returns.
 ``AbortCheckpoint(checkpoint_id, reason)``
     Stop working on this checkpoint (cancel its upload). Staged sink output of an
     aborted checkpoint is NOT discarded: the rows in it were consumed before the
@@ -374,6 +377,8 @@ class RestoreState(_Message):
     checkpoint_id: int | None
     state_handles: tuple[StateHandle, ...] = ()
     sink_commit_info: JsonValue = None
+    #: savepoints live in their own directory, so the reader must know which it is
+    kind: CheckpointKind = CheckpointKind.CHECKPOINT
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,15 +402,24 @@ class AbortCheckpoint(_Message):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class FinishJob(_Message):
+    """The job's last checkpoint (final, or stop-with-savepoint) is durable and its
+    output committed: close the subtask without producing anything more."""
+
+    TYPE: ClassVar[str] = "finish_job"
+    checkpoint_id: int
+
+
 SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed
-CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint
+CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob
 Message: TypeAlias = SubtaskMessage | CoordinatorMessage
 
 MESSAGE_TYPES: Mapping[str, type[_Message]] = {
     cls.TYPE: cls
     for cls in (
         Register, Ack, Decline, EndOfInput, TaskFailed,
-        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint,
+        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint, FinishJob,
     )
 }
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     MESSAGE_TYPES, AbortCheckpoint, Ack, AckStats, CheckpointKind, Decline, EndOfInput,
-    NotifyComplete, Register, RestoreState, StateHandle, TaskFailed, TriggerBarrier, decode,
+    FinishJob, NotifyComplete, Register, RestoreState, StateHandle, TaskFailed, TriggerBarrier, decode,
     decode_json, encode, encode_json,
 )
 from airflow_provider_seatunnel_ckpt.errors import ProtocolError
@@ -46,6 +46,7 @@ any_message = st.one_of(
               sink_commit_info=json_values),
     st.builds(TriggerBarrier, checkpoint_id=ids, kind=st.sampled_from(CheckpointKind), timestamp_ms=ids),
     st.builds(NotifyComplete, checkpoint_id=ids),
+    st.builds(FinishJob, checkpoint_id=ids),
     st.builds(AbortCheckpoint, checkpoint_id=ids, reason=texts),
 )
 
@@ -53,7 +54,7 @@ any_message = st.one_of(
 def test_every_message_type_is_covered_by_the_strategy():
     assert set(MESSAGE_TYPES) == {
         "register", "ack", "decline", "end_of_input", "task_failed",
-        "restore_state", "trigger_barrier", "notify_complete", "abort_checkpoint",
+        "restore_state", "trigger_barrier", "notify_complete", "abort_checkpoint", "finish_job",
     }
 
 

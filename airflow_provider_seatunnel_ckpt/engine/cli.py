@@ -1,0 +1,69 @@
+"""``seatunnel-ckpt run``: run a job file with checkpoints (driver in this process).
+
+The same entry point is a spark-submit application::
+
+    spark-submit --master spark://host:7077 $(python -c 'import airflow_provider_seatunnel_ckpt.engine.spark_app as m; print(m.__file__)') \\
+        job.yaml --config seatunnel.yaml --job-id nightly
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+EXIT_OK = 0
+EXIT_JOB_FAILED = 1
+
+
+def add_run_command(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a job file with checkpoints; resumes from the latest checkpoint by default")
+    add_run_arguments(run)
+    run.set_defaults(func=cmd_run)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job_file", help="job file (YAML or JSON): env, source, transform, sink")
+    parser.add_argument("--config", help="seatunnel.yaml with the checkpoint configuration (default: $SEATUNNEL_CKPT_CONFIG, else built-in defaults)")
+    parser.add_argument("--job-id", help="stable id of this job; checkpoints are kept under it (default: the job name)")
+    parser.add_argument("--restore", default="latest", help="latest (default): resume from the newest valid checkpoint, "
+                        "or start fresh when there is none; none: refuse to run over existing checkpoints; or a checkpoint id")
+    parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
+    parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..errors import ConfigError
+    from .job import load_job
+    from .runner import JobRun, RunRequest
+
+    job = load_job(args.job_file)
+    config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
+    spark_conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--conf", f"expected KEY=VALUE, got {item!r}")
+        spark_conf[key.strip()] = value
+    master = args.master
+    if master is None and "SPARK_ENV_LOADED" not in os.environ and not os.environ.get("SEATUNNEL_CKPT_MASTER"):
+        master = "local[*]"  # not under spark-submit: run locally
+    request = RunRequest(
+        job=job,
+        config=config,
+        job_id=args.job_id or job.name,
+        restore=args.restore,
+        discard_existing=args.discard_existing,
+        master=master,
+        spark_conf=spark_conf,
+    )
+    outcome = JobRun(request).run()
+    if outcome.finished:
+        print(f"job {request.job_id} finished: final checkpoint {outcome.final_checkpoint_id}, "
+              f"{len(outcome.completed)} checkpoints completed in this run", file=sys.stderr)
+        return EXIT_OK
+    print(f"error: job {request.job_id} failed: {outcome.error}", file=sys.stderr)
+    return EXIT_JOB_FAILED

@@ -1,0 +1,182 @@
+"""Completed checkpoints of one pipeline, in storage: persist, find, restore.
+
+Translates between the coordinator's ``CompletedCheckpoint`` and the storage layer's
+``CheckpointManifest`` (``_metadata``), and chooses what to restore from: the newest
+checkpoint or savepoint (ids are shared, so the highest id is the newest consistent
+cut) whose manifest *and every state file* verify. A damaged one is reported and the
+previous one is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ..storage import (
+    CheckpointKind as StoredKind,
+    CheckpointManifest,
+    CheckpointStorage,
+    CorruptCheckpointError,
+    StateHandle as StoredHandle,
+)
+from .completed import CompletedCheckpoint, SubtaskSnapshot
+from .messages import AckStats, CheckpointKind, StateHandle
+
+log = logging.getLogger(__name__)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _to_stored(handle: StateHandle) -> StoredHandle:
+    if handle.inline is not None:
+        return StoredHandle(size=handle.size, sha256=handle.sha256, inline=handle.inline)
+    return StoredHandle(size=handle.size, sha256=handle.sha256, file=handle.path)
+
+
+def _to_engine(handle: StoredHandle) -> StateHandle:
+    if handle.inline is not None:
+        return StateHandle(size=handle.size, sha256=handle.sha256, inline=handle.inline)
+    return StateHandle(size=handle.size, sha256=handle.sha256, path=handle.file)
+
+
+class CompletedCheckpointStore:
+    def __init__(self, storage: CheckpointStorage, job_id: str, pipeline_id: int):
+        self.storage = storage
+        self.job_id = job_id
+        self.pipeline_id = pipeline_id
+
+    # ---- write ------------------------------------------------------------------------
+    def to_manifest(self, checkpoint: CompletedCheckpoint, trigger_wall_ms: int, properties: dict[str, Any]) -> CheckpointManifest:
+        subtask_states = {}
+        for snapshot in checkpoint.subtasks:
+            if len(snapshot.state_handles) > 1:
+                raise ValueError(f"subtask {snapshot.subtask} reported {len(snapshot.state_handles)} state handles; expected one")
+            if snapshot.state_handles:
+                subtask_states[snapshot.subtask] = _to_stored(snapshot.state_handles[0])
+        complete = wall_ms()
+        per_subtask = {
+            str(s.subtask): {"attempt": s.attempt, **s.stats.to_json()} for s in checkpoint.subtasks
+        }
+        statistics = {
+            "trigger_ms": trigger_wall_ms,
+            "complete_ms": complete,
+            "duration_ms": max(0, complete - trigger_wall_ms),
+            "ack_duration_ms": max(0, checkpoint.acked_ms - checkpoint.trigger_ms),
+            "state_bytes": checkpoint.state_bytes,
+            "rows": sum(s.stats.rows_since_last for s in checkpoint.subtasks),
+            "subtasks": per_subtask,
+        }
+        return CheckpointManifest(
+            job_id=self.job_id,
+            pipeline_id=self.pipeline_id,
+            checkpoint_id=checkpoint.checkpoint_id,
+            kind=StoredKind(checkpoint.kind.value),
+            trigger_ms=trigger_wall_ms,
+            complete_ms=complete,
+            subtask_states=subtask_states,
+            commit_infos=tuple(s.sink_commit_info for s in checkpoint.subtasks),
+            statistics=statistics,
+            properties={"parallelism": checkpoint.num_subtasks, **properties},
+        )
+
+    def persist(self, manifest: CheckpointManifest) -> str:
+        return self.storage.complete_checkpoint(manifest)
+
+    # ---- read ---------------------------------------------------------------------------
+    def from_manifest(self, manifest: CheckpointManifest) -> CompletedCheckpoint:
+        parallelism = int(manifest.properties.get("parallelism") or len(manifest.commit_infos) or 1)
+        stats = manifest.statistics.get("subtasks", {}) if isinstance(manifest.statistics, dict) else {}
+        snapshots = []
+        for index in range(parallelism):
+            handle = manifest.subtask_states.get(index)
+            sub_stats = stats.get(str(index), {})
+            info = manifest.commit_infos[index] if index < len(manifest.commit_infos) else None
+            snapshots.append(
+                SubtaskSnapshot(
+                    subtask=index,
+                    attempt=int(sub_stats.get("attempt", 0)),
+                    state_handles=(_to_engine(handle),) if handle else (),
+                    sink_commit_info=info,
+                    stats=AckStats(),
+                )
+            )
+        return CompletedCheckpoint(
+            pipeline_id=self.pipeline_id,
+            checkpoint_id=manifest.checkpoint_id,
+            kind=CheckpointKind(manifest.kind.value),
+            trigger_ms=0,
+            acked_ms=0,
+            subtasks=tuple(snapshots),
+        )
+
+    def highest_id(self) -> int:
+        """The highest id any checkpoint or savepoint of this pipeline ever used (0 if none)."""
+        return self.storage.highest_checkpoint_id(self.job_id, self.pipeline_id) or 0
+
+    def has_any(self) -> bool:
+        return bool(self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id))
+
+    def latest_restorable(self, verify: bool = True) -> CheckpointManifest | None:
+        """Newest completed checkpoint or savepoint that passes every check."""
+        entries = [e for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id) if e.completed]
+        for entry in sorted(entries, key=lambda e: e.checkpoint_id, reverse=True):
+            manifest = self._valid_manifest(entry.checkpoint_id, entry.savepoint, verify)
+            if manifest is not None:
+                return manifest
+        return None
+
+    def restorable(self, checkpoint_id: int, verify: bool = True) -> CheckpointManifest:
+        """A specific checkpoint (or savepoint) id; raises when absent or damaged."""
+        entries = {e.checkpoint_id: e for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id)}
+        entry = entries.get(checkpoint_id)
+        if entry is None or not entry.completed:
+            self.storage.require_checkpoint(self.job_id, self.pipeline_id, checkpoint_id)  # raises the clear error
+        manifest = self._valid_manifest(checkpoint_id, entry.savepoint, verify)
+        if manifest is None:
+            raise CorruptCheckpointError(
+                f"{self.storage.describe(self.job_id, self.pipeline_id, checkpoint_id)}: checkpoint is damaged "
+                "(see the warning above); run `seatunnel-ckpt verify` for details"
+            )
+        return manifest
+
+    def _valid_manifest(self, checkpoint_id: int, savepoint: bool, verify: bool) -> CheckpointManifest | None:
+        if verify:
+            problems = self.storage.verify_checkpoint(self.job_id, self.pipeline_id, checkpoint_id, savepoint)
+            if problems:
+                log.warning("checkpoint %d is damaged, not restoring from it: %s", checkpoint_id, "; ".join(problems))
+                return None
+        try:
+            return self.storage.read_manifest(self.job_id, self.pipeline_id, checkpoint_id, savepoint)
+        except CorruptCheckpointError as err:
+            log.warning("checkpoint %d is damaged, not restoring from it: %s", checkpoint_id, err)
+            return None
+
+
+def rescaled(checkpoint: CompletedCheckpoint, parallelism: int) -> CompletedCheckpoint:
+    """The same cut for another parallelism: every new subtask gets every old state
+    handle and keeps the splits now dealt to it (state is per split)."""
+    if checkpoint.num_subtasks == parallelism:
+        return checkpoint
+    handles = tuple(h for s in checkpoint.subtasks for h in s.state_handles)
+    snapshots = tuple(SubtaskSnapshot(subtask=i, attempt=0, state_handles=handles) for i in range(parallelism))
+    return CompletedCheckpoint(
+        pipeline_id=checkpoint.pipeline_id,
+        checkpoint_id=checkpoint.checkpoint_id,
+        kind=checkpoint.kind,
+        trigger_ms=checkpoint.trigger_ms,
+        acked_ms=checkpoint.acked_ms,
+        subtasks=snapshots,
+    )
+
+
+def commit_infos_of(manifest_infos: Any) -> list[Any]:
+    """Flatten per-subtask ``[[epoch_id, info], ...]`` lists into the sink's infos."""
+    infos = []
+    for per_subtask in manifest_infos or ():
+        for entry in per_subtask or ():
+            if isinstance(entry, (list, tuple)) and len(entry) == 2:
+                infos.append(entry[1])
+    return infos

@@ -1,0 +1,165 @@
+"""Connector registry: a job file's ``plugin_name`` -> source, transform or sink class.
+
+Names are case-insensitive (``Sequence``, ``sequence``). Built-ins are registered as
+dotted strings, so a connector's module (and its dependencies) is imported only when a
+job uses it; :func:`register_source` and friends add more (a class or
+``"module:Class"``).
+
+:func:`load_source`, :func:`load_transform` and :func:`load_sink` build a connector from
+one job-file entry (``{"plugin_name": "File", "path": ...}``). Connectors validate their
+options in ``__init__`` and name the option in each ``ConfigError``; these functions put
+the entry's key in front (``source[0].rows``) and remember it on the instance as
+``config_key`` for errors found later on an executor. SeaTunnel's table-wiring keys
+(``plugin_input``, ``plugin_output``, ``source_table_name``, ``result_table_name``)
+mean nothing in a linear pipeline and are dropped.
+
+=========  ==============  =====================================================
+kind       plugin_name     class
+=========  ==============  =====================================================
+source     ``Sequence``    :class:`.sequence.SequenceSource`
+source     ``File``        :class:`.file_source.FileSource`
+transform  ``Python``      :class:`.python_function.PythonTransform`
+transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
+transform  ``Select``      :class:`.select.SelectTransform`
+transform  ``Rename``      :class:`.rename.RenameTransform`
+transform  ``Filter``      :class:`.filter.FilterTransform`
+sink       ``File``        :class:`.file_sink.FileSink`
+sink       ``Console``     :class:`.console.ConsoleSink`
+=========  ==============  =====================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ...errors import ConfigError
+from .api import Sink, Source, Transform
+
+_PKG = __name__
+
+#: kind -> lower-case name -> (display name, class or "module:Class")
+_registry: dict[str, dict[str, tuple[str, str | type]]] = {
+    "source": {
+        "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
+        "file": ("File", f"{_PKG}.file_source:FileSource"),
+    },
+    "transform": {
+        "python": ("Python", f"{_PKG}.python_function:PythonTransform"),
+        "countbykey": ("CountByKey", f"{_PKG}.count_by_key:CountByKeyTransform"),
+        "select": ("Select", f"{_PKG}.select:SelectTransform"),
+        "rename": ("Rename", f"{_PKG}.rename:RenameTransform"),
+        "filter": ("Filter", f"{_PKG}.filter:FilterTransform"),
+    },
+    "sink": {
+        "file": ("File", f"{_PKG}.file_sink:FileSink"),
+        "console": ("Console", f"{_PKG}.console:ConsoleSink"),
+    },
+}
+_BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}
+_lock = threading.Lock()
+
+#: read-only views: lower-case plugin name -> (display name, class or dotted path)
+sources: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["source"])
+transforms: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["transform"])
+sinks: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["sink"])
+
+#: SeaTunnel keys that wire tables together; a linear pipeline ignores them
+IGNORED_KEYS = frozenset({"plugin_input", "plugin_output", "source_table_name", "result_table_name"})
+
+
+def register_source(name: str, target: str | type) -> None:
+    _register("source", name, target)
+
+
+def register_transform(name: str, target: str | type) -> None:
+    _register("transform", name, target)
+
+
+def register_sink(name: str, target: str | type) -> None:
+    _register("sink", name, target)
+
+
+def _register(kind: str, name: str, target: str | type) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a {kind} needs a non-empty plugin name, got {name!r}")
+    with _lock:
+        _registry[kind][name.strip().lower()] = (name.strip(), target)
+
+
+def source_class(name: str, key: str = "plugin_name") -> type[Source]:
+    return _class("source", name, key)
+
+
+def transform_class(name: str, key: str = "plugin_name") -> type[Transform]:
+    return _class("transform", name, key)
+
+
+def sink_class(name: str, key: str = "plugin_name") -> type[Sink]:
+    return _class("sink", name, key)
+
+
+def _class(kind: str, name: Any, key: str) -> Any:
+    known = ", ".join(sorted(display for display, _ in _registry[kind].values()))
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(key, f"expected the name of a {kind} ({known}), got {name!r}")
+    found = _registry[kind].get(name.strip().lower())
+    if found is None:
+        raise ConfigError(key, f"unknown {kind} {name!r}; known {kind}s: {known}")
+    display, target = found
+    if isinstance(target, str):
+        module_name, _, attribute = target.partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(key, f"{kind} {display!r} cannot be loaded from {found[1]!r}: {exc}") from exc
+    if not (isinstance(target, type) and issubclass(target, _BASES[kind])):
+        base = _BASES[kind].__name__
+        raise ConfigError(key, f"{kind} {display!r} is registered as {target!r}, which is not a {base}")
+    return target
+
+
+def load_source(entry: Mapping[str, Any], key: str = "source[0]") -> Source:
+    return _load("source", entry, key)
+
+
+def load_transform(entry: Mapping[str, Any], key: str = "transform[0]") -> Transform:
+    return _load("transform", entry, key)
+
+
+def load_sink(entry: Mapping[str, Any], key: str = "sink[0]") -> Sink:
+    return _load("sink", entry, key)
+
+
+def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
+    if not isinstance(entry, Mapping):
+        raise ConfigError(key, f"expected a mapping with plugin_name and options, got {type(entry).__name__}")
+    if "plugin_name" not in entry:
+        raise ConfigError(f"{key}.plugin_name", f"is required (the {kind} to use)")
+    cls = _class(kind, entry["plugin_name"], f"{key}.plugin_name")
+    options = {k: v for k, v in entry.items() if k != "plugin_name" and k not in IGNORED_KEYS}
+    try:
+        instance = cls(options)
+    except ConfigError as err:
+        raise ConfigError(f"{key}.{err.key}" if err.key else key, err.problem) from None
+    instance.config_key = key
+    return instance
+
+
+__all__ = [
+    "IGNORED_KEYS",
+    "load_sink",
+    "load_source",
+    "load_transform",
+    "register_sink",
+    "register_source",
+    "register_transform",
+    "sink_class",
+    "sinks",
+    "source_class",
+    "sources",
+    "transform_class",
+    "transforms",
+]

@@ -1,0 +1,151 @@
+"""Connector interfaces: sources, transforms and two-phase-commit sinks.
+
+Records move as ``pyarrow.RecordBatch`` end to end; no connector works row by row in
+Python. Everything a connector keeps across a checkpoint is JSON-safe or raw bytes:
+nothing is pickled, so a checkpoint written by one release is readable by the next.
+
+Division of work (SeaTunnel/Flink style):
+
+* A **source** is split into ``Split``\\ s on the driver (``Source.splits``). Splits are
+  dealt to subtasks deterministically (``assign_splits``), so a restore with another
+  parallelism simply deals them again. A ``SourceReader`` reads one split from a
+  *position* (JSON) and reports its current position at every barrier.
+* **State is scoped to a split.** A stateful transform keeps one state per split
+  (``Transform.process(batch, split_state)``), so state moves with its split on
+  rescale and no key-group machinery is needed (there is no shuffle inside a pipeline).
+* A **sink** writes through a ``SinkWriter`` on each subtask. At a barrier the writer
+  ``prepare_commit``\\ s: it makes its output since the previous barrier durable in a
+  *staged* (hidden) form and returns a JSON commit info. Only after the checkpoint is
+  durable does the driver run ``SinkCommitter.commit`` on the commit infos of every
+  prepared checkpoint <= the completed one. Commits are idempotent and are replayed on
+  restore; staged output that no completed checkpoint covers is removed by
+  ``SinkCommitter.cleanup``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+JsonValue = Any
+
+
+@dataclass(frozen=True)
+class Split:
+    """A unit of source work. ``split_id`` is stable across runs and parallelisms."""
+
+    split_id: str
+    #: connector-defined, JSON-safe description (file path, id range...)
+    spec: Mapping[str, JsonValue] = field(default_factory=dict)
+
+
+def assign_splits(splits: Sequence[Split], parallelism: int, subtask: int) -> list[Split]:
+    """Round-robin by position in the (deterministic) split list."""
+    return [s for i, s in enumerate(splits) if i % parallelism == subtask]
+
+
+@dataclass
+class ReaderContext:
+    """What a reader needs to know about where it runs."""
+
+    subtask: int
+    parallelism: int
+    #: rows per batch the source should aim for
+    batch_size: int = 65_536
+
+
+class SourceReader:
+    """Reads one split. ``read_batch`` returns None at the end of the split."""
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        raise NotImplementedError
+
+    def position(self) -> JsonValue:
+        """Where to resume so that the next row read is the first not yet emitted."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Source:
+    """Configured from a job file's ``source`` entry (``options`` without plugin_name)."""
+
+    plugin_name = "abstract"
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.options = dict(options)
+
+    def splits(self, parallelism: int) -> list[Split]:
+        """Runs on the driver; must return the same list for the same options."""
+        raise NotImplementedError
+
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        """Runs on an executor; ``position`` None = from the beginning of the split."""
+        raise NotImplementedError
+
+
+class Transform:
+    """Batch in, batch out. Stateless unless ``stateful`` is True."""
+
+    plugin_name = "abstract"
+    stateful = False
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.options = dict(options)
+
+    def open(self, context: ReaderContext) -> None:
+        pass
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        """Return the transformed batch (None drops it). ``split_state`` is this split's
+        mutable JSON-safe state for stateful transforms, None otherwise."""
+        raise NotImplementedError
+
+
+class SinkWriter:
+    """Per subtask attempt. Only ``write`` runs on the processing thread's hot path."""
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        """Stage everything written since the last call; return what the committer
+        needs to publish it (or None when nothing was written). Called on the barrier;
+        may block on I/O (the runtime calls it off the processing thread when it can)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class SinkCommitter:
+    """Runs on the driver. Every method must be idempotent."""
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        raise NotImplementedError
+
+    def cleanup(self, keep: Iterable[JsonValue]) -> None:
+        """Remove staged output not referenced by ``keep`` (the commit infos of the
+        restored or completed checkpoint). Called on restore and when the job ends."""
+        raise NotImplementedError
+
+
+class Sink:
+    plugin_name = "abstract"
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.options = dict(options)
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        raise NotImplementedError
+
+    def create_committer(self, job_id: str) -> SinkCommitter:
+        raise NotImplementedError
+
+
+def iter_batches(reader: SourceReader) -> Iterator[pa.RecordBatch]:
+    while (batch := reader.read_batch()) is not None:
+        yield batch

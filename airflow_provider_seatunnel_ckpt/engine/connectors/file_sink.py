@@ -1,0 +1,266 @@
+"""``File`` sink: parquet, csv or jsonl files on any storage backend, exactly once (2PC).
+
+Options:
+
+* ``path`` (required): the output directory, as a URL
+* ``format``: ``parquet`` (default), ``csv`` or ``jsonl``
+* ``compression``: parquet codec (``snappy`` default, ``zstd``, ``gzip``, ``lz4``,
+  ``brotli``, ``none``); csv and jsonl are written uncompressed
+* ``max_file_bytes``: a file being written is staged early once it reaches this size
+  (default 128 MiB, 0 = only at checkpoints); bounds the writer's memory
+* storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
+
+Layout under ``path``::
+
+    part-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}   committed output (the only
+                                                                 non-hidden files)
+    _staging/{job_id}/{subtask}-{attempt}-{writer}-{n:06d}.{ext} staged, not yet committed
+
+Protocol:
+
+1. ``SinkWriter.write`` encodes batches into an in-memory file (a new file when the
+   schema changes or the file reaches ``max_file_bytes``; the full one is uploaded to
+   ``_staging`` at once).
+2. ``prepare_commit(checkpoint_id)`` finishes the current file, uploads it with
+   ``write_atomic`` to ``_staging`` and returns ``{"staged": [...], "final": [...],
+   "rows": n}`` covering every file staged since the previous call, or None. Final
+   names are a function of (subtask, attempt, checkpoint id, index), so a replay
+   publishes the same names. Staged names carry a random writer id instead of the
+   checkpoint id because a file staged early does not know its checkpoint yet.
+3. ``SinkCommitter.commit`` (driver, after the checkpoint is durable) moves each staged
+   file to its final name with ``FileSystem.move``, which is idempotent: staged gone
+   and final present means done. A file is only ever visible under its final name
+   complete, because it reaches it through ``write_atomic`` (or an atomic rename).
+4. ``SinkCommitter.cleanup(keep)`` deletes every staged file the kept commit infos do
+   not reference (output of checkpoints that never completed).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import logging
+import posixpath
+import secrets
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from ...errors import CheckpointStorageError, ConfigError
+from ...storage.filesystem import FileSystem
+from ...storage.layout import validate_checkpoint_id, validate_job_id
+from ...storage.urls import is_storage_option
+from .api import JsonValue, Sink, SinkCommitter, SinkWriter
+from .formats import EXTENSIONS, FORMATS, STORAGE_HINT, check_format, is_hidden, open_storage
+from .options import Options
+
+log = logging.getLogger(__name__)
+
+STAGING_DIR = "_staging"
+DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024
+PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
+
+
+class FileSink(Sink):
+    plugin_name = "File"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known={"path", "format", "compression", "max_file_bytes"},
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
+        opts.str("path")
+        self.format: str = check_format(options["format"]) if opts.has("format") else "parquet"
+        self.compression: str | None = opts.str("compression", None, choices=PARQUET_CODECS)
+        if self.compression is not None and self.format != "parquet":
+            raise ConfigError("compression", f"applies to parquet only; {self.format} is written uncompressed")
+        self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
+        self.fs, self.root = open_storage(options)
+        self.extension = EXTENSIONS[self.format]
+
+    def staging_dir(self, job_id: str) -> str:
+        return _join(self.root, STAGING_DIR, validate_job_id(job_id))
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> FileSinkWriter:
+        return FileSinkWriter(self, job_id, subtask, attempt)
+
+    def create_committer(self, job_id: str) -> FileSinkCommitter:
+        return FileSinkCommitter(self.fs, self.root, self.staging_dir(job_id))
+
+
+class FileSinkWriter(SinkWriter):
+    def __init__(self, sink: FileSink, job_id: str, subtask: int, attempt: int):
+        for name, value in (("subtask", subtask), ("attempt", attempt)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"File sink: {name} must be a non-negative integer, got {value!r}")
+        self.sink = sink
+        self.subtask = subtask
+        self.attempt = attempt
+        self._staging = sink.staging_dir(job_id)
+        self._writer_id = secrets.token_hex(4)
+        self._uploads = 0
+        self._staged: list[tuple[str, int]] = []  # uploaded since the last prepare_commit
+        self._file: _FileEncoder | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self._file is not None and not self._file.schema.equals(batch.schema):
+            self._stage_current()
+        if self._file is None:
+            self._file = _FileEncoder(self.sink.format, batch.schema, self.sink.compression)
+        self._file.write(batch)
+        if self.sink.max_file_bytes and self._file.size >= self.sink.max_file_bytes:
+            self._stage_current()
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        validate_checkpoint_id(checkpoint_id)
+        if self._file is not None:
+            self._stage_current()
+        if not self._staged:
+            return None
+        ext = self.sink.extension
+        final = [
+            _join(self.sink.root, f"part-{self.subtask:05d}-{self.attempt}-{checkpoint_id:010d}-{i}.{ext}")
+            for i in range(len(self._staged))
+        ]
+        info = {"staged": [p for p, _ in self._staged], "final": final, "rows": sum(r for _, r in self._staged)}
+        self._staged = []
+        return info
+
+    def close(self) -> None:
+        """Drop unstaged rows and, best effort, staged files no commit info names yet."""
+        self._file = None
+        staged, self._staged = self._staged, []
+        for path, _ in staged:
+            try:
+                self.sink.fs.delete(path)
+            except Exception as exc:  # cleanup() removes it later
+                log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(path), exc)
+
+    def _stage_current(self) -> None:
+        assert self._file is not None
+        data, rows = self._file.finish()
+        self._file = None
+        path = _join(
+            self._staging, f"{self.subtask}-{self.attempt}-{self._writer_id}-{self._uploads:06d}.{self.sink.extension}"
+        )
+        self._uploads += 1
+        self.sink.fs.write_atomic(path, memoryview(data))
+        self._staged.append((path, rows))
+
+
+class FileSinkCommitter(SinkCommitter):
+    """Publishes staged files; every method may be replayed."""
+
+    def __init__(self, fs: FileSystem, root: str, staging_dir: str):
+        self.fs = fs
+        self.root = root
+        self.staging_dir = staging_dir
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        for info in commit_infos:
+            for staged, final in self._pairs(info):
+                try:
+                    self.fs.move(staged, final)
+                except FileNotFoundError:
+                    raise CheckpointStorageError(
+                        f"File sink: cannot publish {self.fs.describe(final)}: its staged file "
+                        f"{self.fs.describe(staged)} is gone and the final file does not exist"
+                    ) from None
+
+    def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
+        """Delete staged files not named by ``keep``.
+
+        ``subtask`` limits the sweep to that subtask's files (a region failover must not
+        touch what running subtasks staged for checkpoints still in flight).
+        """
+        referenced = {staged for info in keep for staged, _ in self._pairs(info)}
+        prefix = None if subtask is None else f"{subtask}-"
+        remaining = 0
+        for file in list(self.fs.walk_files(self.staging_dir)):
+            if file.path in referenced or (prefix is not None and not file.name.startswith(prefix)):
+                remaining += 1
+                continue
+            self.fs.delete(file.path)
+        if not remaining and prefix is None:  # also hidden temp files of interrupted uploads
+            self.fs.delete(self.staging_dir, recursive=True)
+
+    def _pairs(self, info: JsonValue) -> list[tuple[str, str]]:
+        if info is None:
+            return []
+        if not isinstance(info, Mapping):
+            raise ValueError(f"File sink: commit info must be a mapping, got {type(info).__name__}")
+        staged, final = info.get("staged"), info.get("final")
+        if not isinstance(staged, list) or not isinstance(final, list) or len(staged) != len(final):
+            raise ValueError(f"File sink: malformed commit info {info!r}")
+        pairs = []
+        for s, f in zip(staged, final):
+            if not (isinstance(s, str) and s.startswith(self.staging_dir + "/") and posixpath.normpath(s) == s):
+                raise ValueError(f"File sink: staged file {s!r} is not under {self.fs.describe(self.staging_dir)}")
+            parent, _, name = f.rpartition("/") if isinstance(f, str) else ("", "", "")
+            if parent != self.root.rstrip("/") or not name or is_hidden(name):
+                raise ValueError(f"File sink: final file {f!r} is not a visible file in {self.fs.describe(self.root)}")
+            pairs.append((s, f))
+        return pairs
+
+
+class _FileEncoder:
+    """One output file being encoded in memory."""
+
+    def __init__(self, fmt: str, schema: pa.Schema, compression: str | None):
+        self.format = fmt
+        self.schema = schema
+        self.rows = 0
+        self._sink = pa.BufferOutputStream()
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            self._writer: Any = pq.ParquetWriter(self._sink, schema, compression=compression or "snappy")
+        elif fmt == "csv":
+            import pyarrow.csv as pacsv
+
+            self._writer = pacsv.CSVWriter(self._sink, schema)
+        elif fmt == "jsonl":
+            self._writer = None
+        else:  # pragma: no cover - checked by FileSink
+            raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+
+    @property
+    def size(self) -> int:
+        return self._sink.tell()
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._writer is not None:
+            self._writer.write_batch(batch)
+        else:  # pyarrow has no JSON writer: one json.dumps per row
+            lines = [json.dumps(row, default=_json_default, ensure_ascii=False) for row in batch.to_pylist()]
+            self._sink.write(("\n".join(lines) + "\n").encode("utf-8"))
+        self.rows += batch.num_rows
+
+    def finish(self) -> tuple[pa.Buffer, int]:
+        if self._writer is not None:
+            self._writer.close()
+        return self._sink.getvalue(), self.rows
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts]) if root != "/" else "/" + "/".join(parts)

@@ -1,0 +1,313 @@
+"""The driver adapter: feeds the sans-I/O coordinator events, performs its actions.
+
+One loop thread owns the coordinator (so it needs no locks). Events arrive on a queue
+from the control channel, from the storage worker, from the Spark job thread and from
+the clock. Storage work (writing ``_metadata``, deleting aborted state, committing sink
+output) runs on a single worker thread, in order, so a slow object store never stalls
+barrier handling and commits happen in checkpoint order.
+
+Ordering that makes output exactly-once: ``_metadata`` is written (after the fencing
+check), *then* the coordinator is told (``on_persisted``), *then* subtasks are notified
+and the sink output is committed. A crash anywhere in between is repaired by the next
+run, which replays the commits of the checkpoint it restores.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..errors import CheckpointError, ProtocolError
+from .actions import (
+    Broadcast,
+    DeleteCheckpointState,
+    FailJob,
+    JobFinished,
+    PersistCheckpoint,
+    ScheduleWakeup,
+    SendToSubtask,
+)
+from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
+from .coordinator import CheckpointCoordinator, Lifecycle
+from .messages import FinishJob, Register, TaskFailed, decode, encode
+
+log = logging.getLogger(__name__)
+
+STOP_REQUEST = "requests/stop-with-savepoint.json"
+REQUEST_POLL_S = 1.0
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class Fenced(CheckpointError):
+    """Another driver took over this job id; this one must not commit anything."""
+
+
+@dataclass
+class CheckpointRecord:
+    checkpoint_id: int
+    kind: str
+    duration_ms: int
+    state_bytes: int
+    rows: int
+    location: str
+
+
+@dataclass
+class Outcome:
+    finished: bool = False
+    error: str | None = None
+    final_checkpoint_id: int | None = None
+    completed: list[CheckpointRecord] = field(default_factory=list)
+
+
+class DriverLoop:
+    def __init__(
+        self,
+        coordinator: CheckpointCoordinator,
+        store: CompletedCheckpointStore,
+        committer: Any,
+        fencing_token: str,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        progress: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ):
+        self.coordinator = coordinator
+        self.store = store
+        self.committer = committer
+        self.fencing_token = fencing_token
+        self.properties = dict(properties or {})
+        self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.clock = clock
+        self.server: Any = None
+        self.events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self.outcome = Outcome()
+        self._connections: dict[tuple[int, int], Any] = {}
+        self._peers: dict[Any, tuple[int, int]] = {}
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-io")
+        self._wakeup_at: int | None = None
+        self._trigger_wall: dict[int, int] = {}
+        self._done = threading.Event()
+        self._next_request_poll = 0.0
+        self._started = time.monotonic()
+        self._rows_committed = 0
+
+    # ---- inputs (any thread) --------------------------------------------------------------
+    def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
+        self.events.put(("message", connection_id, raw))
+
+    def on_disconnect(self, connection_id: Any) -> None:
+        self.events.put(("disconnect", connection_id))
+
+    def spark_job_ended(self, error: BaseException | None) -> None:
+        self.events.put(("spark_ended", error))
+
+    # ---- loop -------------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        try:
+            self._execute(self.coordinator.on_tick())
+            while not self._done.is_set():
+                self._step()
+        finally:
+            self._io.shutdown(wait=True)
+        return self.outcome
+
+    def _step(self) -> None:
+        timeout = REQUEST_POLL_S
+        if self._wakeup_at is not None:
+            timeout = min(timeout, max(0.0, (self._wakeup_at - self.clock()) / 1000))
+        try:
+            event = self.events.get(timeout=timeout)
+        except queue.Empty:
+            event = None
+        if event is not None:
+            self._handle(event)
+        if self._done.is_set():
+            return
+        if self._wakeup_at is None or self.clock() >= self._wakeup_at:
+            self._execute(self.coordinator.on_tick())
+        if time.monotonic() >= self._next_request_poll:
+            self._next_request_poll = time.monotonic() + REQUEST_POLL_S
+            self._poll_requests()
+
+    def _handle(self, event: tuple[Any, ...]) -> None:
+        kind = event[0]
+        if kind == "message":
+            _, connection_id, raw = event
+            try:
+                message = decode(raw)
+                if isinstance(message, Register):
+                    self._connections[(message.subtask, message.attempt)] = connection_id
+                    self._peers[connection_id] = (message.subtask, message.attempt)
+                self._execute(self.coordinator.on_message(message))
+            except ProtocolError as err:
+                log.warning("ignoring a control message that breaks the protocol: %s", err)
+        elif kind == "disconnect":
+            peer = self._peers.pop(event[1], None)
+            if peer is not None and self._connections.get(peer) == event[1]:
+                del self._connections[peer]
+                if self.coordinator.lifecycle is Lifecycle.ACTIVE:
+                    self._execute(self.coordinator.on_message(TaskFailed(peer[0], peer[1], "control connection lost")))
+        elif kind == "persisted":
+            _, checkpoint_id, manifest, location = event
+            self._completed(checkpoint_id, manifest, location)
+        elif kind == "persist_failed":
+            _, checkpoint_id, error = event
+            if isinstance(error, Fenced):
+                self._fail(str(error))
+                return
+            log.warning("checkpoint %d could not be written: %s", checkpoint_id, error)
+            self._execute(self.coordinator.on_persist_failed(checkpoint_id, str(error)))
+        elif kind == "committed":
+            _, checkpoint_id, finished = event
+            if finished:
+                self._finish(checkpoint_id)
+        elif kind == "io_failed":
+            self._fail(event[1])
+        elif kind == "spark_ended":
+            error = event[1]
+            if not self._done.is_set():
+                detail = f"{type(error).__name__}: {error}" if error else "the Spark job ended before the job finished"
+                self._fail(f"Spark job failed: {_first_line(detail)}")
+
+    # ---- actions ----------------------------------------------------------------------------
+    def _execute(self, actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, SendToSubtask):
+                self._send(action.subtask, action.attempt, action.message)
+            elif isinstance(action, Broadcast):
+                if hasattr(action.message, "timestamp_ms") and hasattr(action.message, "kind"):
+                    self._trigger_wall[action.message.checkpoint_id] = wall_ms()
+                for subtask, attempt in action.targets:
+                    self._send(subtask, attempt, action.message)
+            elif isinstance(action, PersistCheckpoint):
+                checkpoint = action.checkpoint
+                trigger_wall = self._trigger_wall.pop(checkpoint.checkpoint_id, wall_ms())
+                self._io.submit(self._persist, checkpoint, trigger_wall)
+            elif isinstance(action, DeleteCheckpointState):
+                self._trigger_wall.pop(action.checkpoint_id, None)
+                self._io.submit(self._delete_aborted, action.checkpoint_id)
+            elif isinstance(action, FailJob):
+                self._fail(action.message)
+            elif isinstance(action, JobFinished):
+                # Finish only after the final checkpoint's output is committed: the
+                # commit was queued before this action on the same ordered worker.
+                self._io.submit(lambda cid=action.checkpoint_id: self.events.put(("committed", cid, True)))
+            elif isinstance(action, ScheduleWakeup):
+                self._wakeup_at = action.at_ms
+
+    def _send(self, subtask: int, attempt: int, message: Any) -> None:
+        connection_id = self._connections.get((subtask, attempt))
+        if connection_id is None or self.server is None:
+            return
+        try:
+            self.server.send(connection_id, encode(message))
+        except Exception as err:  # the disconnect event will follow
+            log.info("could not reach subtask %d attempt %d: %s", subtask, attempt, err)
+
+    # ---- storage worker ---------------------------------------------------------------------
+    def _check_fencing(self) -> None:
+        job = self.store.storage.read_document(self.store.job_id, "job.json") or {}
+        if job.get("fencing_token") != self.fencing_token:
+            raise Fenced(
+                f"job {self.store.job_id} was taken over by another driver (attempt {job.get('attempt')}); "
+                "this driver stops without committing"
+            )
+
+    def _persist(self, checkpoint: Any, trigger_wall: int) -> None:
+        try:
+            self._check_fencing()
+            manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
+            location = self.store.persist(manifest)
+        except Exception as err:  # reported to the coordinator, which counts it
+            self.events.put(("persist_failed", checkpoint.checkpoint_id, err))
+            return
+        self.events.put(("persisted", checkpoint.checkpoint_id, manifest, location))
+
+    def _commit(self, checkpoint_id: int, manifest: Any) -> None:
+        infos = commit_infos_of(manifest.commit_infos)
+        try:
+            self._check_fencing()
+            if infos:
+                self.committer.commit(infos)
+        except Exception as err:
+            # Subtasks already forgot these infos; only a restore (which replays the
+            # latest checkpoint's commits) can finish them, so stop here.
+            self.events.put(("io_failed", f"committing the output of checkpoint {checkpoint_id} failed: {err}"))
+
+    def _delete_aborted(self, checkpoint_id: int) -> None:
+        try:
+            self.store.storage.delete_checkpoint_dir(self.store.job_id, self.store.pipeline_id, checkpoint_id)
+        except Exception as err:  # leftovers are removed by retention later
+            log.info("could not delete aborted checkpoint %d: %s", checkpoint_id, err)
+
+    # ---- outcomes ---------------------------------------------------------------------------
+    def _completed(self, checkpoint_id: int, manifest: Any, location: str) -> None:
+        actions = self.coordinator.on_persisted(checkpoint_id)
+        self._io.submit(self._commit, checkpoint_id, manifest)
+        stats = manifest.statistics
+        record = CheckpointRecord(
+            checkpoint_id, manifest.kind.value, int(stats.get("duration_ms", 0)), manifest.state_size,
+            int(stats.get("rows", 0)), location,
+        )
+        self.outcome.completed.append(record)
+        self._rows_committed += record.rows
+        elapsed = max(1e-3, time.monotonic() - self._started)
+        self.progress(
+            f"checkpoint {checkpoint_id} ({record.kind}) completed in {record.duration_ms} ms, "
+            f"{_size(record.state_bytes)} state, {record.rows:,} rows; {self._rows_committed:,} rows total, "
+            f"{self._rows_committed / elapsed:,.0f} rows/s"
+        )
+        self._execute(actions)
+
+    def _finish(self, checkpoint_id: int) -> None:
+        self.outcome.finished = True
+        self.outcome.final_checkpoint_id = checkpoint_id
+        for (subtask, attempt) in list(self._connections):
+            self._send(subtask, attempt, FinishJob(checkpoint_id))
+        self._done.set()
+
+    def _fail(self, message: str) -> None:
+        if self._done.is_set():
+            return
+        self.outcome.error = message
+        self._execute(self.coordinator.shutdown())
+        self._done.set()
+
+    def _poll_requests(self) -> None:
+        try:
+            request = self.store.storage.read_document(self.store.job_id, STOP_REQUEST)
+        except Exception as err:
+            log.debug("could not poll requests: %s", err)
+            return
+        if request is None or self.coordinator.lifecycle is not Lifecycle.ACTIVE:
+            return
+        self.store.storage.delete_document(self.store.job_id, STOP_REQUEST)
+        try:
+            savepoint_id, actions = self.coordinator.stop_with_savepoint()
+        except CheckpointError as err:
+            log.warning("stop-with-savepoint request refused: %s", err)
+            return
+        self.progress(f"stop-with-savepoint requested: taking savepoint {savepoint_id}")
+        self._execute(actions)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:500] if text.strip() else text
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

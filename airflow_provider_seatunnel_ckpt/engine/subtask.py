@@ -1,0 +1,350 @@
+"""One parallel subtask: source reader -> transforms -> sink writer, with barriers.
+
+Runs inside a long-running Spark task. Threads:
+
+* the **processing thread** (the Spark task's own) reads, transforms and writes
+  Arrow batches. Between two batches it checks a plain boolean set by the channel's
+  reader thread; that check is the only checkpoint cost on the hot path (no I/O, no
+  lock, no round trip).
+* the **channel reader thread** (transport) decodes coordinator messages and only
+  records them (flag, queue, event).
+* one **async thread** finishes each barrier in order: it stages the sink output of
+  the epoch that just ended, uploads the state, then ACKs (or declines).
+
+On a barrier the processing thread takes the synchronous snapshot: the split
+positions and operator states (serialised to JSON, which is also the copy) and a
+fresh sink writer for the next epoch. The old writer goes to the async thread, so
+processing continues while the epoch's output is flushed and uploaded.
+
+Two-phase commit: the sink writer only *prepares* (stages hidden files); the driver
+commits after the checkpoint is durable. A subtask ACKs with every prepared commit
+info not yet known to be committed (those of aborted checkpoints included, since
+their rows are covered by later positions), and forgets them on NotifyComplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from ..storage import StateHandle as StoredHandle
+from ..storage.layout import Layout
+from ..storage.model import INLINE_STATE_LIMIT
+from .connectors.api import ReaderContext, Split, assign_splits
+from .job import JobSpec
+from .messages import (
+    AbortCheckpoint,
+    Ack,
+    AckStats,
+    CheckpointKind,
+    Decline,
+    EndOfInput,
+    FinishJob,
+    NotifyComplete,
+    Register,
+    RestoreState,
+    StateHandle,
+    TaskFailed,
+    TriggerBarrier,
+    decode,
+    encode,
+)
+from .state_codec import SplitState, decode_subtask_state, encode_subtask_state, merge_split_states
+
+log = logging.getLogger(__name__)
+
+RESTORE_TIMEOUT_S = 600.0
+IDLE_WAIT_S = 0.2
+
+
+class SubtaskRestart(Exception):
+    """The control channel was re-established: restart from the restored state."""
+
+
+@dataclass(frozen=True)
+class SubtaskContext:
+    """Everything a subtask needs, shipped to the executor in the Spark task closure."""
+
+    job_id: str
+    pipeline_id: int
+    job: Mapping[str, Any]  #: JobSpec.to_json()
+    splits: tuple[Split, ...]
+    driver_address: tuple[str, int]
+    token: str
+    storage: Any  #: a picklable CheckpointStorage
+    state_is_process_local: bool = False  #: memory storage: state travels inline
+
+
+class SubtaskRuntime:
+    def __init__(self, context: SubtaskContext, subtask: int, attempt: int, client_factory: Callable[..., Any] | None = None):
+        self.ctx = context
+        self.spec = JobSpec.from_json(context.job)
+        self.subtask = subtask
+        self.attempt = attempt
+        self.parallelism = self.spec.parallelism
+        self._client_factory = client_factory
+        self._lock = threading.Lock()
+        self._barriers: deque[TriggerBarrier] = deque()
+        self._barrier_pending = False  # read on the hot path without a lock (GIL-atomic)
+        self._restore: RestoreState | None = None
+        self._restore_event = threading.Event()
+        self._wake = threading.Event()
+        self._finish_id: int | None = None
+        self._restart = False
+        self._fatal: BaseException | None = None
+        self._prepared: dict[int, Any] = {}  # epoch checkpoint id -> sink commit info
+        self._rows_since_barrier = 0
+        self.rows_total = 0
+        self.barriers_handled = 0
+        self._client: Any = None
+
+    # ---- channel callbacks (reader thread: record only) -----------------------------
+    def _on_message(self, raw: Mapping[str, Any]) -> None:
+        message = decode(raw)
+        if isinstance(message, TriggerBarrier):
+            with self._lock:
+                self._barriers.append(message)
+            self._barrier_pending = True
+        elif isinstance(message, RestoreState):
+            self._restore = message
+            self._restore_event.set()
+        elif isinstance(message, NotifyComplete):
+            with self._lock:
+                for checkpoint_id in [c for c in self._prepared if c <= message.checkpoint_id]:
+                    del self._prepared[checkpoint_id]
+        elif isinstance(message, FinishJob):
+            self._finish_id = message.checkpoint_id
+        elif isinstance(message, AbortCheckpoint):
+            log.info("subtask %d: checkpoint %d aborted: %s", self.subtask, message.checkpoint_id, message.reason)
+        self._wake.set()
+
+    def _on_reconnect(self) -> None:
+        self._restart = True
+        self._restore_event.clear()
+        self._send(Register(self.subtask, self.attempt))
+        self._wake.set()
+
+    def _send(self, message: Any) -> None:
+        self._client.send(encode(message))
+
+    # ---- main ---------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        from .transport import ControlClient
+
+        factory = self._client_factory or ControlClient
+        self._client = factory(
+            self.ctx.driver_address,
+            self.ctx.token,
+            label=f"subtask-{self.subtask}/attempt-{self.attempt}",
+            on_message=self._on_message,
+            on_reconnect=self._on_reconnect,
+            reconnect=True,
+        )
+        self._client.connect()
+        self._async = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"subtask-{self.subtask}-async")
+        try:
+            self._send(Register(self.subtask, self.attempt))
+            while True:
+                try:
+                    self._run_attempt()
+                    break
+                except SubtaskRestart:
+                    log.warning("subtask %d: control channel re-established; restarting from the restored state", self.subtask)
+                    self._restart = False
+            return {"subtask": self.subtask, "attempt": self.attempt, "rows": self.rows_total,
+                    "barriers": self.barriers_handled, "finished_at": self._finish_id}
+        except BaseException as err:
+            try:
+                self._send(TaskFailed(self.subtask, self.attempt, f"{type(err).__name__}: {err}"[:2000]))
+            except Exception:  # the channel may be what failed
+                pass
+            raise
+        finally:
+            self._async.shutdown(wait=False, cancel_futures=True)
+            self._client.close()
+
+    def _run_attempt(self) -> None:
+        if not self._restore_event.wait(RESTORE_TIMEOUT_S):
+            raise TimeoutError(f"subtask {self.subtask}: no restore state from the coordinator in {RESTORE_TIMEOUT_S:.0f} s")
+        restore = self._restore
+        states = self._load_states(restore)
+        from .connectors import load_sink, load_source, load_transform
+
+        source = load_source(self.spec.source, "source[0]")
+        transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(self.spec.transforms)]
+        self._sink = load_sink(self.spec.sink, "sink[0]")
+        context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
+        for transform in transforms:
+            transform.open(context)
+        mine = assign_splits(self.ctx.splits, self.parallelism, self.subtask)
+        self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
+        self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
+        with self._lock:
+            self._prepared.clear()
+            self._barriers.clear()
+        self._barrier_pending = False
+
+        for split in mine:
+            state = self._states[split.split_id]
+            if state.finished:
+                continue
+            reader = source.create_reader(split, state.position, context)
+            try:
+                if not self._process_split(reader, state, transforms):
+                    break
+            finally:
+                reader.close()
+        else:
+            self._send(EndOfInput(self.subtask, self.attempt))
+        while self._finish_id is None:
+            self._check()
+            if self._barrier_pending:
+                self._take_barriers()
+            self._wake.wait(IDLE_WAIT_S)
+            self._wake.clear()
+        self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
+        self._writer.close()
+
+    def _process_split(self, reader: Any, state: SplitState, transforms: Sequence[Any]) -> bool:
+        """Process one split to its end; False when the job was stopped first."""
+        stateful = [str(i) if t.stateful else None for i, t in enumerate(transforms)]
+        while True:
+            if self._barrier_pending:
+                self._take_barriers()
+            if self._restart or self._fatal is not None:
+                self._check()
+            if self._finish_id is not None:  # stop-with-savepoint: later rows are not covered
+                return False
+            batch = reader.read_batch()
+            if batch is None:
+                state.finished = True
+                state.position = reader.position()
+                return True
+            for transform, key in zip(transforms, stateful):
+                batch = transform.process(batch, state.operators.setdefault(key, {}) if key else None)
+                if batch is None:
+                    break
+            if batch is not None and batch.num_rows:
+                self._writer.write(batch)
+                self._rows_since_barrier += batch.num_rows
+            state.position = reader.position()
+
+    def _check(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._restart and self._finish_id is None:
+            raise SubtaskRestart()
+
+    # ---- barriers -------------------------------------------------------------------------
+    def _take_barriers(self) -> None:
+        with self._lock:
+            barriers = list(self._barriers)
+            self._barriers.clear()
+            self._barrier_pending = False
+        for barrier in barriers:
+            started = time.perf_counter()
+            snapshot = encode_subtask_state(self.subtask, self._states)
+            epoch_writer = self._writer
+            self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
+            rows, self._rows_since_barrier = self._rows_since_barrier, 0
+            self.rows_total += rows
+            sync_ms = int((time.perf_counter() - started) * 1000)
+            self._async.submit(self._finish_barrier, barrier, snapshot, epoch_writer, rows, sync_ms)
+            self.barriers_handled += 1
+
+    def _finish_barrier(self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int) -> None:
+        started = time.perf_counter()
+        checkpoint_id = barrier.checkpoint_id
+        try:
+            info = writer.prepare_commit(checkpoint_id)
+            writer.close()
+        except BaseException as err:
+            # The epoch's rows are neither staged nor re-readable from this attempt's
+            # positions: only a restart from the last completed checkpoint is safe.
+            self._fatal = RuntimeError(f"sink pre-commit for checkpoint {checkpoint_id} failed: {err}")
+            self._decline(checkpoint_id, f"sink pre-commit failed: {type(err).__name__}: {err}")
+            self._wake.set()
+            return
+        with self._lock:
+            if info is not None:
+                self._prepared[checkpoint_id] = info
+            commit_infos = [[c, i] for c, i in sorted(self._prepared.items()) if c <= checkpoint_id]
+        try:
+            handle = self._store_state(checkpoint_id, snapshot, barrier.kind is CheckpointKind.SAVEPOINT)
+        except Exception as err:  # the staged output stays prepared for the next checkpoint
+            self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
+            return
+        stats = AckStats(
+            sync_ms=sync_ms,
+            async_ms=int((time.perf_counter() - started) * 1000),
+            state_bytes=len(snapshot),
+            rows_since_last=rows,
+        )
+        log.debug("subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes", self.subtask, checkpoint_id,
+                  stats.sync_ms, stats.async_ms, stats.state_bytes)
+        self._send(Ack(checkpoint_id, self.subtask, self.attempt, (handle,), commit_infos or None, stats))
+
+    def _decline(self, checkpoint_id: int, reason: str) -> None:
+        log.warning("subtask %d declines checkpoint %d: %s", self.subtask, checkpoint_id, reason)
+        try:
+            self._send(Decline(checkpoint_id, self.subtask, self.attempt, reason[:2000]))
+        except Exception:
+            pass
+
+    def _store_state(self, checkpoint_id: int, snapshot: bytes, savepoint: bool) -> StateHandle:
+        if len(snapshot) <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
+            return StateHandle.of_bytes(snapshot)
+        name = Layout.task_state_name(self.subtask, self.attempt)
+        stored = self.ctx.storage.write_state(
+            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, snapshot, savepoint=savepoint
+        )
+        return StateHandle(size=stored.size, sha256=stored.sha256, path=name)
+
+    # ---- restore --------------------------------------------------------------------------
+    def _load_states(self, restore: RestoreState) -> dict[str, SplitState]:
+        if restore.checkpoint_id is None:
+            return {}
+        parts = []
+        for handle in restore.state_handles:
+            where = f"checkpoint {restore.checkpoint_id} state {handle.path or '(inline)'}"
+            if handle.inline is not None:
+                data = handle.inline
+            else:
+                stored = StoredHandle(size=handle.size, sha256=handle.sha256, file=handle.path)
+                data = self.ctx.storage.read_state(
+                    self.ctx.job_id, self.ctx.pipeline_id, restore.checkpoint_id, stored,
+                    savepoint=restore.kind is CheckpointKind.SAVEPOINT,
+                )
+            parts.append(decode_subtask_state(data, where))
+        return merge_split_states(parts)
+
+
+def run_subtask_partition(context: SubtaskContext) -> Callable[[int, Any], Any]:
+    """The function handed to ``mapPartitionsWithIndex``: one partition = one subtask."""
+
+    def run(partition_index: int, _rows: Any) -> Any:
+        import json
+
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        attempt = task.attemptNumber() if task is not None else 0
+        _configure_executor_logging()
+        summary = SubtaskRuntime(context, partition_index, attempt).run()
+        yield json.dumps(summary)
+
+    return run
+
+
+def _configure_executor_logging() -> None:
+    root = logging.getLogger("airflow_provider_seatunnel_ckpt")
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)

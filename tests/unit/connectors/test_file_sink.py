@@ -1,0 +1,319 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.engine.connectors.console import ConsoleSink
+from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.engine.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
+
+
+def batch(start: int, n: int) -> pa.RecordBatch:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.record_batch({"id": ids, "name": [f"n{i}" for i in ids]})
+
+
+def all_files(sink: FileSink) -> list[str]:
+    return sorted(f.path[len(sink.root) + 1 :] for f in sink.fs.walk_files(sink.root))
+
+
+def visible_files(sink: FileSink) -> list[str]:
+    return [p for p in all_files(sink) if not any(part.startswith(("_", ".")) for part in p.split("/"))]
+
+
+def read_back(sink: FileSink) -> list[int]:
+    """What a downstream reader sees: every visible file, through the File source."""
+    source = FileSource({"path": f"{sink.options['path']}", "format": sink.format})
+    ids = []
+    for split in source.splits(1):
+        for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))):
+            ids.extend(b.column("id").to_pylist())
+    return sorted(ids)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_write_prepare_commit_gives_exactly_the_rows(base_url, fmt):
+    sink = FileSink({"path": base_url, "format": fmt})
+    committer = sink.create_committer("job-1")
+    writers = [sink.create_writer("job-1", subtask, 0) for subtask in range(2)]
+    infos = []
+    for checkpoint_id, (start, n) in enumerate([(0, 10), (10, 25), (35, 5)], start=1):
+        writers[0].write(batch(start, n))
+        writers[1].write(batch(1000 + start, n))
+        infos.append([w.prepare_commit(checkpoint_id) for w in writers])
+        assert len(visible_files(sink)) == 2 * (checkpoint_id - 1)  # prepared is not visible
+        committer.commit(infos[-1])
+    expected = sorted(list(range(40)) + list(range(1000, 1040)))
+    assert read_back(sink) == expected
+    assert visible_files(sink) == sorted(
+        f"part-{s:05d}-0-{c:010d}-0.{fmt}" for s in range(2) for c in (1, 2, 3)
+    )
+    assert infos[0][0] == {
+        "staged": [infos[0][0]["staged"][0]],
+        "final": [f"{sink.root}/part-00000-0-0000000001-0.{fmt}"],
+        "rows": 10,
+    }
+    assert "/_staging/job-1/0-0-" in infos[0][0]["staged"][0]
+
+
+def test_nothing_is_visible_before_commit(base_url):
+    sink = FileSink({"path": base_url})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 100))
+    assert all_files(sink) == []  # buffered in memory
+    info = writer.prepare_commit(7)
+    staged = all_files(sink)
+    assert len(staged) == 1 and staged[0].startswith("_staging/j/")
+    assert visible_files(sink) == []
+    sink.create_committer("j").commit([info])
+    assert visible_files(sink) == ["part-00000-0-0000000007-0.parquet"]
+
+
+def test_pyarrow_dataset_sees_only_committed_output(tmp_path):
+    sink = FileSink({"path": str(tmp_path / "out")})
+    committer = sink.create_committer("j")
+    writer = sink.create_writer("j", 3, 1)
+    writer.write(batch(0, 50))
+    committer.commit([writer.prepare_commit(1)])
+    writer.write(batch(50, 50))
+    writer.prepare_commit(2)  # staged, never committed
+    writer.write(batch(100, 50))  # still in memory
+    dataset = ds.dataset(str(tmp_path / "out"), format="parquet")
+    assert sorted(dataset.to_table().column("id").to_pylist()) == list(range(50))
+    assert [p.rsplit("/", 1)[1] for p in dataset.files] == ["part-00003-1-0000000001-0.parquet"]
+
+
+def test_nothing_written_means_no_commit_info(base_url):
+    sink = FileSink({"path": base_url})
+    writer = sink.create_writer("j", 0, 0)
+    assert writer.prepare_commit(1) is None
+    writer.write(batch(0, 0))
+    assert writer.prepare_commit(2) is None
+    assert all_files(sink) == []
+
+
+def test_commit_twice_is_a_noop_and_replays_after_partial_commit(base_url):
+    sink = FileSink({"path": base_url, "max_file_bytes": 1})  # every write is its own file
+    writer = sink.create_writer("j", 0, 0)
+    for start in (0, 10, 20):
+        writer.write(batch(start, 10))
+    info = writer.prepare_commit(4)
+    assert len(info["staged"]) == 3 and info["rows"] == 30
+    assert [f.rsplit("/", 1)[1] for f in info["final"]] == [f"part-00000-0-0000000004-{i}.parquet" for i in range(3)]
+    committer = sink.create_committer("j")
+    sink.fs.move(info["staged"][0], info["final"][0])  # a crash after the first move
+    committer.commit([info])
+    snapshot = {p: sink.fs.read(f"{sink.root}/{p}") for p in visible_files(sink)}
+    committer.commit([info, None])
+    committer.commit([info])
+    assert {p: sink.fs.read(f"{sink.root}/{p}") for p in visible_files(sink)} == snapshot
+    assert read_back(sink) == list(range(30))
+
+
+def test_commit_of_lost_staged_output_fails_loudly(base_url):
+    sink = FileSink({"path": base_url})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 3))
+    info = writer.prepare_commit(1)
+    sink.fs.delete(info["staged"][0])
+    with pytest.raises(CheckpointStorageError, match="staged file .* is gone"):
+        sink.create_committer("j").commit([info])
+
+
+def test_cleanup_removes_uncommitted_staged_files(base_url):
+    sink = FileSink({"path": base_url})
+    committer = sink.create_committer("j")
+    w0, w1 = sink.create_writer("j", 0, 0), sink.create_writer("j", 1, 0)
+    w0.write(batch(0, 5))
+    w1.write(batch(5, 5))
+    kept = [w0.prepare_commit(1), w1.prepare_commit(1)]
+    w0.write(batch(10, 5))
+    w1.write(batch(15, 5))
+    dropped = [w0.prepare_commit(2), w1.prepare_commit(2)]  # checkpoint 2 never completes
+    committer.cleanup(kept)
+    remaining = {f"{sink.root}/{p}" for p in all_files(sink)}
+    assert remaining == {p for info in kept for p in info["staged"]}
+    committer.commit(kept)
+    assert read_back(sink) == list(range(10))
+    with pytest.raises(CheckpointStorageError):
+        committer.commit(dropped)
+    committer.cleanup(kept)  # idempotent; staged files of kept were moved already
+    assert [p for p in all_files(sink) if p.startswith("_staging")] == []
+
+
+def test_cleanup_can_be_limited_to_one_subtask(base_url):
+    sink = FileSink({"path": base_url})
+    w0, w1 = sink.create_writer("j", 0, 0), sink.create_writer("j", 1, 0)
+    w0.write(batch(0, 5))
+    w1.write(batch(5, 5))
+    i0, i1 = w0.prepare_commit(1), w1.prepare_commit(1)
+    sink.create_committer("j").cleanup([], subtask=0)
+    assert {f"{sink.root}/{p}" for p in all_files(sink)} == set(i1["staged"])
+
+
+def test_cleanup_leaves_other_jobs_alone(base_url):
+    sink = FileSink({"path": base_url})
+    for job in ("a", "b"):
+        writer = sink.create_writer(job, 0, 0)
+        writer.write(batch(0, 5))
+        writer.prepare_commit(1)
+    sink.create_committer("a").cleanup([])
+    assert [p.split("/")[1] for p in all_files(sink)] == ["b"]
+
+
+def test_rolled_files_are_staged_early_and_hidden(base_url):
+    sink = FileSink({"path": base_url, "max_file_bytes": 2000})
+    writer = sink.create_writer("j", 2, 5)
+    for start in range(0, 1000, 100):
+        writer.write(batch(start, 100))
+    staged_early = all_files(sink)
+    assert len(staged_early) >= 2 and visible_files(sink) == []
+    info = writer.prepare_commit(3)
+    assert len(info["staged"]) >= len(staged_early) and info["rows"] == 1000
+    sink.create_committer("j").commit([info])
+    assert read_back(sink) == list(range(1000))
+    assert all(p.startswith("part-00002-5-0000000003-") for p in visible_files(sink))
+
+
+def test_a_schema_change_starts_a_new_file(base_url):
+    sink = FileSink({"path": base_url})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 3))
+    writer.write(pa.record_batch({"id": pa.array([3, 4], pa.int64()), "extra": [1.0, 2.0]}))
+    info = writer.prepare_commit(1)
+    assert len(info["final"]) == 2
+    sink.create_committer("j").commit([info])
+    schemas = [pq.read_schema(pa.BufferReader(sink.fs.read(p))).names for p in info["final"]]
+    assert schemas == [["id", "name"], ["id", "extra"]]
+
+
+def test_writer_close_discards_unprepared_output(base_url):
+    sink = FileSink({"path": base_url, "max_file_bytes": 1})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 3))  # rolled: staged already
+    writer.write(batch(3, 3))
+    writer.close()
+    assert all_files(sink) == []
+
+
+def test_formats_are_readable_by_their_libraries(tmp_path):
+    rows = batch(0, 4)
+    for fmt in ("parquet", "csv", "jsonl"):
+        sink = FileSink({"path": str(tmp_path / fmt), "format": fmt})
+        writer = sink.create_writer("j", 0, 0)
+        writer.write(rows)
+        info = writer.prepare_commit(1)
+        sink.create_committer("j").commit([info])
+        path = info["final"][0]
+        if fmt == "parquet":
+            assert pq.read_table(path).to_pylist() == rows.to_pylist()
+        elif fmt == "csv":
+            assert pacsv.read_csv(path).to_pylist() == rows.to_pylist()
+        else:
+            with open(path) as f:
+                assert [json.loads(line) for line in f] == rows.to_pylist()
+
+
+def test_jsonl_encodes_binary_and_timestamps(tmp_path):
+    import datetime
+
+    sink = FileSink({"path": str(tmp_path), "format": "jsonl"})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(pa.record_batch({
+        "b": pa.array([b"\x00\xff"], pa.binary()),
+        "t": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s")),
+    }))
+    info = writer.prepare_commit(1)
+    assert json.loads(sink.fs.read(info["staged"][0])) == {"b": "AP8=", "t": "2024-01-02T03:04:05"}
+
+
+def test_parquet_compression_option(tmp_path):
+    sink = FileSink({"path": str(tmp_path), "compression": "zstd"})
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 10))
+    info = writer.prepare_commit(1)
+    meta = pq.read_metadata(pa.BufferReader(sink.fs.read(info["staged"][0])))
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+
+
+@pytest.mark.parametrize(
+    "options, key",
+    [
+        ({}, "path"),
+        ({"path": "/x", "format": "orc"}, "format"),
+        ({"path": "/x", "format": "csv", "compression": "zstd"}, "compression"),
+        ({"path": "/x", "compression": "lzma"}, "compression"),
+        ({"path": "/x", "max_file_bytes": -1}, "max_file_bytes"),
+        ({"path": "/x", "mode": "append"}, "mode"),
+    ],
+)
+def test_option_validation(options, key):
+    with pytest.raises(ConfigError) as err:
+        FileSink(options)
+    assert err.value.key == key
+
+
+def test_bad_job_subtask_or_checkpoint_ids(base_url):
+    sink = FileSink({"path": base_url})
+    with pytest.raises(ConfigError):
+        sink.create_writer("../escape", 0, 0)
+    with pytest.raises(ValueError):
+        sink.create_writer("j", -1, 0)
+    writer = sink.create_writer("j", 0, 0)
+    with pytest.raises(ConfigError):
+        writer.prepare_commit(-3)
+
+
+def test_committer_rejects_foreign_commit_infos(base_url):
+    sink = FileSink({"path": base_url})
+    committer = sink.create_committer("j")
+    with pytest.raises(ValueError, match="not under"):
+        committer.commit([{"staged": ["/etc/passwd"], "final": [f"{sink.root}/part-x.parquet"]}])
+    with pytest.raises(ValueError, match="not a visible file"):
+        committer.commit([{"staged": [f"{sink.root}/_staging/j/a"], "final": [f"{sink.root}/_hidden"]}])
+    with pytest.raises(ValueError, match="malformed"):
+        committer.commit([{"staged": ["a"], "final": []}])
+
+
+def test_round_trip_sequence_to_file_sink_to_file_source(base_url):
+    from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
+
+    source = load_source({"plugin_name": "Sequence", "rows": 1000, "splits": 3, "payload_bytes": 8})
+    sink = load_sink({"plugin_name": "File", "path": base_url + "/out"})
+    committer = sink.create_committer("rt")
+    infos = []
+    for i, split in enumerate(source.splits(3)):
+        writer = sink.create_writer("rt", i, 0)
+        for b in iter_batches(source.create_reader(split, None, ReaderContext(i, 3, batch_size=128))):
+            writer.write(b)
+        infos.append(writer.prepare_commit(1))
+    committer.commit(infos)
+    committer.cleanup(infos)
+    assert read_back(sink) == list(range(1000))
+
+
+# ---- Console -----------------------------------------------------------------------------------
+def test_console_sink_prints_counts_and_first_rows(capsys):
+    sink = load_sink({"plugin_name": "console", "limit": 2})
+    writer = sink.create_writer("j", 1, 0)
+    writer.write(batch(0, 5))
+    assert writer.prepare_commit(1) is None
+    sink.create_committer("j").commit([None])
+    sink.create_committer("j").cleanup([])
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["[Console subtask 1] 5 rows (total 5)", "  {'id': 0, 'name': 'n0'}", "  {'id': 1, 'name': 'n1'}"]
+
+
+def test_console_sink_options():
+    assert ConsoleSink({}).limit == 5
+    with pytest.raises(ConfigError, match="limit"):
+        ConsoleSink({"limit": -1})
