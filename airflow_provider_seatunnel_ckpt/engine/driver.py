@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import sys
 import threading
 import time
@@ -35,7 +36,7 @@ from .actions import (
 )
 from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
 from .coordinator import CheckpointCoordinator, Lifecycle
-from .messages import FinishJob, Register, TaskFailed, decode, encode
+from .messages import FinishJob, Register, TaskFailed, TriggerBarrier, decode, encode
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,9 @@ class DriverLoop:
             if isinstance(action, SendToSubtask):
                 self._send(action.subtask, action.attempt, action.message)
             elif isinstance(action, Broadcast):
-                if hasattr(action.message, "timestamp_ms") and hasattr(action.message, "kind"):
+                if isinstance(action.message, TriggerBarrier):
                     self._trigger_wall[action.message.checkpoint_id] = wall_ms()
+                    log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
                 for subtask, attempt in action.targets:
                     self._send(subtask, attempt, action.message)
             elif isinstance(action, PersistCheckpoint):
@@ -301,8 +303,18 @@ class DriverLoop:
         self._execute(actions)
 
 
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
+
+
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:500] if text.strip() else text
+    """The line that says what went wrong: for a Python error raised on an executor
+    that is the exception line at the end of the traceback Spark wraps it in."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        match = _EXCEPTION_LINE.match(line)
+        if match and "PythonException" not in match.group(1) and "Py4J" not in match.group(1):
+            return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(3)}"[:500]
+    return lines[0][:500] if lines else text
 
 
 def _size(n: int) -> str:

@@ -78,7 +78,10 @@ def build_spark(request: RunRequest) -> Any:
     }
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    # Task retries are expected (region failover) and reported by the engine itself.
+    spark.sparkContext.setLogLevel(os.environ.get("SEATUNNEL_CKPT_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
 
 
 class JobRun:

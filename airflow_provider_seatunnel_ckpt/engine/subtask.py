@@ -124,8 +124,15 @@ class SubtaskRuntime:
         self._wake.set()
 
     def _on_reconnect(self) -> None:
+        # Everything in flight belongs to the old registration: the coordinator aborts
+        # its pending checkpoints and answers the new Register with a restore state.
+        # (Barriers arriving after the new Register are kept, even before the restore.)
         self._restart = True
         self._restore_event.clear()
+        with self._lock:
+            self._barriers.clear()
+            self._prepared.clear()
+            self._barrier_pending = False
         self._send(Register(self.subtask, self.attempt))
         self._wake.set()
 
@@ -184,10 +191,6 @@ class SubtaskRuntime:
         mine = assign_splits(self.ctx.splits, self.parallelism, self.subtask)
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
         self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
-        with self._lock:
-            self._prepared.clear()
-            self._barriers.clear()
-        self._barrier_pending = False
 
         for split in mine:
             state = self._states[split.split_id]
@@ -258,6 +261,15 @@ class SubtaskRuntime:
             self.barriers_handled += 1
 
     def _finish_barrier(self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int) -> None:
+        try:
+            self._complete_barrier(barrier, snapshot, writer, rows, sync_ms)
+        except BaseException as err:  # a bug here must not vanish inside the executor
+            log.exception("subtask %d: finishing checkpoint %d failed", self.subtask, barrier.checkpoint_id)
+            self._fatal = RuntimeError(f"finishing checkpoint {barrier.checkpoint_id} failed: {err}")
+            self._decline(barrier.checkpoint_id, f"{type(err).__name__}: {err}")
+            self._wake.set()
+
+    def _complete_barrier(self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int) -> None:
         started = time.perf_counter()
         checkpoint_id = barrier.checkpoint_id
         try:

@@ -132,6 +132,15 @@ class SinkCommitter:
         restored or completed checkpoint). Called on restore and when the job ends."""
         raise NotImplementedError
 
+    def rollback(self, after_checkpoint_id: int) -> None:
+        """Remove *committed* output of epochs newer than ``after_checkpoint_id``.
+
+        Called on restore: when the job resumes from an older cut than its newest
+        committed output (the newest checkpoint was damaged, or ``--restore ID``),
+        those rows will be produced again. Sinks that cannot un-publish should raise.
+        """
+        raise NotImplementedError
+
 
 class Sink:
     plugin_name = "abstract"

@@ -54,3 +54,6 @@ class ConsoleSinkCommitter(SinkCommitter):
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         pass
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        pass  # printed output cannot be taken back; the console sink is for development

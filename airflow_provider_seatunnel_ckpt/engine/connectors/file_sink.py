@@ -12,8 +12,8 @@ Options:
 
 Layout under ``path``::
 
-    part-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}   committed output (the only
-                                                                 non-hidden files)
+    part-{job}-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}   committed output (the
+                                     only non-hidden files); {job} = 8 hex digits of the job id's hash
     _staging/{job_id}/{subtask}-{attempt}-{writer}-{n:06d}.{ext} staged, not yet committed
 
 Protocol:
@@ -33,6 +33,10 @@ Protocol:
    complete, because it reaches it through ``write_atomic`` (or an atomic rename).
 4. ``SinkCommitter.cleanup(keep)`` deletes every staged file the kept commit infos do
    not reference (output of checkpoints that never completed).
+5. ``SinkCommitter.rollback(after)`` deletes this job's committed files of epochs newer
+   than checkpoint ``after``: a restore from an older cut (a damaged latest checkpoint,
+   or ``--restore ID``) re-produces those rows. The job tag in the names keeps other
+   jobs' files in a shared directory out of reach.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ import datetime
 import decimal
 import json
 import logging
+import hashlib
 import posixpath
+import re
 import secrets
 from typing import Any, Iterable, Mapping
 
@@ -61,6 +67,14 @@ log = logging.getLogger(__name__)
 STAGING_DIR = "_staging"
 DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
+
+
+def job_tag(job_id: str) -> str:
+    """Short, stable tag of a job id used in committed file names."""
+    return hashlib.sha256(job_id.encode("utf-8")).hexdigest()[:8]
+
+
+_FINAL_RE = re.compile(r"part-([0-9a-f]{8})-(\d{5,})-(\d+)-(\d{10,})-(\d+)\.[a-z]+")
 
 
 class FileSink(Sink):
@@ -91,7 +105,7 @@ class FileSink(Sink):
         return FileSinkWriter(self, job_id, subtask, attempt)
 
     def create_committer(self, job_id: str) -> FileSinkCommitter:
-        return FileSinkCommitter(self.fs, self.root, self.staging_dir(job_id))
+        return FileSinkCommitter(self.fs, self.root, self.staging_dir(job_id), job_tag(job_id))
 
 
 class FileSinkWriter(SinkWriter):
@@ -103,6 +117,7 @@ class FileSinkWriter(SinkWriter):
         self.subtask = subtask
         self.attempt = attempt
         self._staging = sink.staging_dir(job_id)
+        self._tag = job_tag(job_id)
         self._writer_id = secrets.token_hex(4)
         self._uploads = 0
         self._staged: list[tuple[str, int]] = []  # uploaded since the last prepare_commit
@@ -127,7 +142,7 @@ class FileSinkWriter(SinkWriter):
             return None
         ext = self.sink.extension
         final = [
-            _join(self.sink.root, f"part-{self.subtask:05d}-{self.attempt}-{checkpoint_id:010d}-{i}.{ext}")
+            _join(self.sink.root, f"part-{self._tag}-{self.subtask:05d}-{self.attempt}-{checkpoint_id:010d}-{i}.{ext}")
             for i in range(len(self._staged))
         ]
         info = {"staged": [p for p, _ in self._staged], "final": final, "rows": sum(r for _, r in self._staged)}
@@ -159,10 +174,26 @@ class FileSinkWriter(SinkWriter):
 class FileSinkCommitter(SinkCommitter):
     """Publishes staged files; every method may be replayed."""
 
-    def __init__(self, fs: FileSystem, root: str, staging_dir: str):
+    def __init__(self, fs: FileSystem, root: str, staging_dir: str, tag: str):
         self.fs = fs
         self.root = root
         self.staging_dir = staging_dir
+        self.tag = tag
+
+    def rollback(self, after_checkpoint_id: int) -> list[str]:
+        """Delete this job's committed files of epochs newer than ``after_checkpoint_id``."""
+        removed = []
+        for entry in self.fs.list_dir(self.root):
+            match = _FINAL_RE.fullmatch(entry.name) if not entry.is_dir else None
+            if match and match.group(1) == self.tag and int(match.group(4)) > after_checkpoint_id:
+                self.fs.delete(entry.path)
+                removed.append(entry.path)
+        if removed:
+            log.warning(
+                "File sink: removed %d committed file(s) newer than checkpoint %d from %s (they will be re-produced)",
+                len(removed), after_checkpoint_id, self.fs.describe(self.root),
+            )
+        return removed
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
         for info in commit_infos:

@@ -55,11 +55,11 @@ def test_write_prepare_commit_gives_exactly_the_rows(base_url, fmt):
     expected = sorted(list(range(40)) + list(range(1000, 1040)))
     assert read_back(sink) == expected
     assert visible_files(sink) == sorted(
-        f"part-{s:05d}-0-{c:010d}-0.{fmt}" for s in range(2) for c in (1, 2, 3)
+        f"part-026ab639-{s:05d}-0-{c:010d}-0.{fmt}" for s in range(2) for c in (1, 2, 3)
     )
     assert infos[0][0] == {
         "staged": [infos[0][0]["staged"][0]],
-        "final": [f"{sink.root}/part-00000-0-0000000001-0.{fmt}"],
+        "final": [f"{sink.root}/part-026ab639-00000-0-0000000001-0.{fmt}"],
         "rows": 10,
     }
     assert "/_staging/job-1/0-0-" in infos[0][0]["staged"][0]
@@ -75,7 +75,7 @@ def test_nothing_is_visible_before_commit(base_url):
     assert len(staged) == 1 and staged[0].startswith("_staging/j/")
     assert visible_files(sink) == []
     sink.create_committer("j").commit([info])
-    assert visible_files(sink) == ["part-00000-0-0000000007-0.parquet"]
+    assert visible_files(sink) == ["part-189f4003-00000-0-0000000007-0.parquet"]
 
 
 def test_pyarrow_dataset_sees_only_committed_output(tmp_path):
@@ -89,7 +89,7 @@ def test_pyarrow_dataset_sees_only_committed_output(tmp_path):
     writer.write(batch(100, 50))  # still in memory
     dataset = ds.dataset(str(tmp_path / "out"), format="parquet")
     assert sorted(dataset.to_table().column("id").to_pylist()) == list(range(50))
-    assert [p.rsplit("/", 1)[1] for p in dataset.files] == ["part-00003-1-0000000001-0.parquet"]
+    assert [p.rsplit("/", 1)[1] for p in dataset.files] == ["part-189f4003-00003-1-0000000001-0.parquet"]
 
 
 def test_nothing_written_means_no_commit_info(base_url):
@@ -108,7 +108,7 @@ def test_commit_twice_is_a_noop_and_replays_after_partial_commit(base_url):
         writer.write(batch(start, 10))
     info = writer.prepare_commit(4)
     assert len(info["staged"]) == 3 and info["rows"] == 30
-    assert [f.rsplit("/", 1)[1] for f in info["final"]] == [f"part-00000-0-0000000004-{i}.parquet" for i in range(3)]
+    assert [f.rsplit("/", 1)[1] for f in info["final"]] == [f"part-189f4003-00000-0-0000000004-{i}.parquet" for i in range(3)]
     committer = sink.create_committer("j")
     sink.fs.move(info["staged"][0], info["final"][0])  # a crash after the first move
     committer.commit([info])
@@ -181,7 +181,7 @@ def test_rolled_files_are_staged_early_and_hidden(base_url):
     assert len(info["staged"]) >= len(staged_early) and info["rows"] == 1000
     sink.create_committer("j").commit([info])
     assert read_back(sink) == list(range(1000))
-    assert all(p.startswith("part-00002-5-0000000003-") for p in visible_files(sink))
+    assert all(p.startswith("part-189f4003-00002-5-0000000003-") for p in visible_files(sink))
 
 
 def test_a_schema_change_starts_a_new_file(base_url):

@@ -55,11 +55,11 @@ def test_sink_to_s3_then_source_with_range_reads(s3, bucket):
     committer.commit([info])
     committer.commit([info])
     committer.cleanup([info])
-    assert keys() == ["out/part-00000-0-0000000001-0.parquet"]
+    assert keys() == ["out/part-efc5d734-00000-0-0000000001-0.parquet"]
 
     source = load_source({"plugin_name": "File", "path": f"s3://{bucket}/out", **options}, "source[0]")
     [split] = source.splits(1)
-    assert split.split_id == "part-00000-0-0000000001-0.parquet"
+    assert split.split_id == "part-efc5d734-00000-0-0000000001-0.parquet"
     reader = source.create_reader(split, 100_000, ReaderContext(0, 1, batch_size=8192))
     assert [i for b in iter_batches(reader) for i in b.column("id").to_pylist()] == list(range(100_000, n))
     assert reader.file.bytes_read < reader.file.size / 2  # footer + last row group only

@@ -1,0 +1,1 @@
+"""Small, documented example functions used by the demo job and the docs."""
