@@ -127,9 +127,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     out = []
     for pipeline_id, checkpoint_id, savepoint in _selected_checkpoints(storage, args):
         manifest = storage.read_manifest(args.job_id, pipeline_id, checkpoint_id, savepoint)
-        out.append(json.loads(manifest.to_bytes()))
-        for handle in out[-1]["subtask_states"].values():
+        document = json.loads(manifest.to_bytes())
+        handles = list(document["subtask_states"].values())
+        if document.get("coordinator_state"):
+            handles.append(document["coordinator_state"])
+        for handle in handles:
             handle.pop("inline", None)  # raw state is binary; its size and hash are shown
+        out.append(document)
     _print_json(out if len(out) > 1 else out[0])
     return EXIT_OK
 
@@ -157,11 +161,18 @@ def cmd_delete(args: argparse.Namespace) -> int:
     if args.pipeline is None and args.checkpoint is None:
         if not args.yes:
             raise ConfigError("--job-id", f"refusing to delete every checkpoint of job {args.job_id} without --yes")
+        if args.job_id not in storage.list_jobs():
+            raise ConfigError("--job-id", f"no job {args.job_id} under {storage.describe()}")
         storage.delete_checkpoint(args.job_id)
         print(f"deleted job {args.job_id}")
         return EXIT_OK
     if args.checkpoint is not None and args.pipeline is None:
         raise ConfigError("--checkpoint", "needs --pipeline")
+    entries = storage.list_checkpoint_entries(args.job_id, args.pipeline)
+    if args.checkpoint is not None and all(e.checkpoint_id != args.checkpoint for e in entries):
+        raise ConfigError("--checkpoint", f"job {args.job_id} pipeline {args.pipeline} has no checkpoint {args.checkpoint}")
+    if not entries:
+        raise ConfigError("--pipeline", f"job {args.job_id} has no checkpoints in pipeline {args.pipeline}")
     storage.delete_checkpoint(args.job_id, args.pipeline, args.checkpoint)
     what = f"checkpoint {args.checkpoint}" if args.checkpoint is not None else "all checkpoints"
     print(f"deleted {what} of job {args.job_id} pipeline {args.pipeline}")

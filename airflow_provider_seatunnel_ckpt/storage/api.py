@@ -16,6 +16,7 @@ Most plugins do not implement this class directly: they provide a ``FileSystem``
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -125,8 +126,14 @@ class CheckpointStorage:
             handle = self.write_state(
                 state.job_id, state.pipeline_id, state.checkpoint_id, "coordinator.state", data, savepoint=savepoint
             )
+        now_ms = int(time.time() * 1000)
         manifest = state.manifest or CheckpointManifest(
-            job_id=state.job_id, pipeline_id=state.pipeline_id, checkpoint_id=state.checkpoint_id, kind=state.kind
+            job_id=state.job_id,
+            pipeline_id=state.pipeline_id,
+            checkpoint_id=state.checkpoint_id,
+            kind=state.kind,
+            trigger_ms=now_ms,
+            complete_ms=now_ms,
         )
         manifest = manifest.with_updates(coordinator_state=handle)
         return self.complete_checkpoint(manifest)
@@ -240,7 +247,7 @@ class CheckpointStorage:
 
     def verify_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> list[str]:
         """Re-check the manifest and every state file's checksum; returns the problems."""
-        where = self.describe(job_id, pipeline_id, checkpoint_id)
+        where = self.describe(job_id, pipeline_id, checkpoint_id) + (" (savepoint)" if savepoint else "")
         try:
             manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
         except CheckpointStorageError as err:

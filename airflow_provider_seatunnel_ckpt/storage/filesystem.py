@@ -3,7 +3,7 @@
 Modelled on fsspec's AbstractFileSystem: a backend implements five primitives
 (``read``, ``write_atomic``, ``list_dir``, ``delete``, ``info``); everything else is
 derived here. Checkpoint logic (layout, manifests, retention) lives above this layer
-in ``checkpoint_storage.py`` and is shared by all backends.
+in ``fs_storage.py`` and is shared by all backends.
 
 Contract for implementers:
 

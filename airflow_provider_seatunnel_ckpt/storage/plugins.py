@@ -34,7 +34,7 @@ _KNOWN_KEYS = {
     "hdfs.user",
     "webhdfs.url",
 }
-_KNOWN_PREFIXES = ("fs.s3a.", "fs.oss.", "fs.hdfs.", "seatunnel.hadoop.", "hadoop.", "dfs.")
+_KNOWN_PREFIXES = ("fs.s3a.", "fs.oss.", "fs.hdfs.", "webhdfs.", "seatunnel.hadoop.", "hadoop.", "dfs.", "memory.")
 
 _BACKENDS = {
     # backend -> (module, class, what to install when missing)
@@ -185,7 +185,7 @@ class MemoryStorageFactory(CheckpointStorageFactory):
         from .fs_memory import MemoryFileSystem
 
         return FileSystemCheckpointStorage(
-            MemoryFileSystem(),
+            MemoryFileSystem.from_plugin_config(dict(plugin_config)),
             _namespace(plugin_config, "plugin-config"),
             max_retained=max_retained,
             storage_type=self.identifier,

@@ -10,6 +10,7 @@ import logging
 import pickle
 import random
 import threading
+import time
 
 import pytest
 
@@ -320,6 +321,9 @@ def test_concurrent_reader_never_sees_a_partial_checkpoint(make_storage):
     thread = threading.Thread(target=reader)
     thread.start()
     try:
+        deadline = time.monotonic() + 30
+        while not seen and not errors and time.monotonic() < deadline:  # the reader is reading
+            time.sleep(0.001)
         for checkpoint_id in range(2, 12):
             storage.store_checkpoint(state(checkpoint_id, size=20_000))
     finally:

@@ -370,3 +370,5 @@ class S3Server:
                 data=str(previous["PREVIOUS_INITIAL_NO_AUTH_ACTION_COUNT"]).encode(),
                 timeout=10,
             )
+            # moto allows two keys per user: free this one for the next test
+            iam.delete_access_key(UserName=user, AccessKeyId=key["AccessKeyId"])
