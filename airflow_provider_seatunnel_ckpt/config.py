@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "load_config",
     "mask_secrets",
+    "read_checkpoint_block",
 ]
 
 DEFAULT_NAMESPACE = "/seatunnel/checkpoint/"
@@ -218,6 +219,19 @@ def load_document(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, s
     warnings: list[str] = []
     text, origin = _read_source(source)
     return _parse_yaml(text, origin, warnings), origin, warnings
+
+
+def read_checkpoint_block(source: str | os.PathLike | Mapping[str, Any]) -> tuple[dict[str, Any], str, list[str]]:
+    """The checkpoint block of a document as written (not validated), its key path
+    (``seatunnel.engine.checkpoint`` or ``checkpoint``) and the parse warnings.
+
+    For callers that complete a configuration from another source before validating
+    it with :func:`load_config`: the Airflow hooks add an Airflow connection's endpoint
+    and credentials to a ``seatunnel.yaml`` that leaves them out.
+    """
+    doc, origin, warnings = load_document(source)
+    block, prefix = _find_checkpoint_block(doc, origin)
+    return dict(block), prefix, warnings
 
 
 def _looks_like_yaml_text(source: str) -> bool:

@@ -1,0 +1,5 @@
+"""Triggers for deferrable sensors."""
+
+from .checkpoint import CheckpointTrigger
+
+__all__ = ["CheckpointTrigger"]

@@ -1,0 +1,83 @@
+"""HDFS checkpoint storage (through WebHDFS) on a standard ``webhdfs`` connection."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from .base import CheckpointStorageHook, ConnectionStorage, connection_extra
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+DEFAULT_PORT = 9870
+DEFAULT_SSL_PORT = 9871
+
+
+class WebHdfsCheckpointHook(CheckpointStorageHook):
+    """Checkpoints on HDFS through the storage plugin's WebHDFS client.
+
+    ``webhdfs`` connection, as the Airflow HDFS provider reads it:
+
+    ================================================  =========================================
+    connection                                        plugin-config
+    ================================================  =========================================
+    host: one name node, or several separated by      ``webhdfs.url`` with one URL per name
+    commas for HA (``nn1.example,nn2.example``;       node (the client fails over between them)
+    an item may carry its own ``:port``)
+    port (default 9870, 9871 with ``use_ssl``)        the port of each URL without one
+    extra ``use_ssl``                                 ``https`` URLs
+    login                                             ``hdfs.user`` (simple authentication)
+    extra ``kerberos_principal`` +                    ``kerberosPrincipal`` +
+    ``kerberos_keytab`` (path of the keytab file)     ``kerberosKeytab``; the ticket is renewed
+                                                      before it expires
+    extra ``krb5_conf``                               ``krb5Path``
+    extra ``timeout`` (seconds)                       ``webhdfs.timeout``
+    extra ``namespace``                               ``namespace`` when the config file has none
+    ================================================  =========================================
+
+    ``fs.defaultFS`` (required by the plugin) defaults to ``hdfs://<first host>``; a
+    config file's own ``fs.defaultFS`` (an HA name service) is kept.
+    """
+
+    conn_type = "webhdfs"
+    hook_name = "SeaTunnel checkpoints on HDFS (WebHDFS)"
+    backend = "webhdfs"
+
+    def connection_storage(self, conn: Connection) -> ConnectionStorage:
+        extra = connection_extra(conn)
+        where = f"connection {conn.conn_id!r}"
+        hosts = [h.strip() for h in (conn.host or "").replace(";", ",").split(",") if h.strip()]
+        if not hosts:
+            raise ConfigError(f"{where}.host", "is required: the name node host, or several separated by commas (HA)")
+        use_ssl = str(extra.get("use_ssl", "false")).strip().lower() in ("true", "1", "yes")
+        scheme = "https" if use_ssl else "http"
+        port = conn.port or (DEFAULT_SSL_PORT if use_ssl else DEFAULT_PORT)
+        urls = []
+        for host in hosts:
+            if "://" in host:
+                raise ConfigError(f"{where}.host", f"{host!r}: give host names (and ports), not URLs")
+            urls.append(f"{scheme}://{host}" if _has_port(host) else f"{scheme}://{host}:{port}")
+        overrides: dict[str, Any] = {"storage.type": "hdfs", "webhdfs.url": ";".join(urls)}
+        if conn.login:
+            overrides["hdfs.user"] = conn.login
+        principal = extra.get("kerberos_principal")
+        keytab = extra.get("kerberos_keytab")
+        if principal or keytab:
+            overrides["kerberosPrincipal"] = principal
+            overrides["kerberosKeytab"] = keytab
+        if extra.get("krb5_conf"):
+            overrides["krb5Path"] = extra["krb5_conf"]
+        if extra.get("timeout") is not None:
+            overrides["webhdfs.timeout"] = extra["timeout"]
+        first_host = hosts[0].rsplit(":", 1)[0] if _has_port(hosts[0]) else hosts[0]
+        defaults = {"fs.defaultFS": f"hdfs://{first_host}"}
+        if extra.get("namespace"):
+            defaults["namespace"] = extra["namespace"]
+        return ConnectionStorage(overrides=overrides, defaults=defaults, backend="webhdfs")
+
+
+def _has_port(host: str) -> bool:
+    if host.startswith("["):  # [v6]:port
+        return "]:" in host
+    return host.count(":") == 1

@@ -1,0 +1,354 @@
+"""``CheckpointedSparkSubmitOperator``: spark-submit a checkpointed job; a retry resumes it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import yaml
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from ..errors import ConfigError
+from ..hooks import CheckpointStorageHook, get_checkpoint_hook
+from ..storage.layout import validate_job_id
+from .engine_archive import engine_archive
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+#: the spark-submit application: ``spark_app.py JOB_FILE --config .. --job-id .. --restore ..``
+SPARK_APP = Path(__file__).resolve().parent.parent / "engine" / "spark_app.py"
+#: engine exit code for invalid input (config, job file, arguments): retrying cannot help
+EXIT_INVALID_INPUT = 2
+RESTORE_MODES = ("auto", "latest", "none")
+#: seconds between SIGTERM and SIGKILL when the task is killed
+KILL_GRACE_S = 10.0
+#: Spark's own log level unless ``conf`` sets ``spark.log.level``
+DEFAULT_SPARK_LOG_LEVEL = "WARN"
+
+_JOB_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=@-]")
+
+
+def default_job_id(dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> str:
+    """``{dag_id}.{task_id}.{run_id}`` made storage-safe and stable across retries.
+
+    Characters a job id may not hold (``:``, ``+``, ``/``, spaces...) become ``_`` and a
+    short hash of the original is appended, so two runs never share a job id.
+    """
+    raw = f"{dag_id}.{task_id}.{run_id}" + (f".{map_index}" if map_index is not None and map_index >= 0 else "")
+    safe = _JOB_ID_UNSAFE.sub("_", raw)
+    if safe[:1] in (".", "-"):
+        safe = "_" + safe[1:]
+    if safe != raw or len(safe) > 200:
+        safe = f"{safe[:190]}-{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:8]}"
+    return validate_job_id(safe)
+
+
+def _check_restore(restore: Any) -> str:
+    value = str(restore).strip().lower()
+    if value in RESTORE_MODES or value.isdigit():
+        return value
+    raise ValueError(f"restore must be one of {', '.join(RESTORE_MODES)} or a checkpoint id, got {restore!r}")
+
+
+#: environment variables of the Airflow worker that spark-submit does not inherit:
+#: connections, variables and Airflow's own configuration (database URL, fernet key...)
+SCRUBBED_ENV_PREFIXES = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__")
+
+
+def spark_submit_environment(env_vars: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The environment spark-submit runs with: the worker's, minus Airflow's secrets,
+    plus the operator's ``env_vars``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
+    env.update({str(k): str(v) for k, v in (env_vars or {}).items()})
+    return env
+
+
+class _EngineSubmitHook(SparkSubmitHook):
+    """SparkSubmitHook whose spark-submit process gets :func:`spark_submit_environment`
+    instead of a copy of the worker's whole environment: the driver and the executors
+    run user code, which has no business with Airflow's connections or config."""
+
+    def _build_spark_common_args(self) -> list[str]:
+        args = super()._build_spark_common_args()
+        self._env = None  # submit() below passes the whole environment itself
+        return args
+
+    def submit(self, application: str = "", **kwargs: Any) -> str | None:
+        kwargs["env"] = spark_submit_environment(self._env_vars)
+        return super().submit(application, **kwargs)
+
+
+def _is_inline(source: Any) -> bool:
+    return isinstance(source, Mapping) or (isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")))
+
+
+def _write_private(path: Path, text: str) -> Path:
+    """Create ``path`` readable by this user only (it may hold credentials)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
+    """Submit a checkpointed PySpark job (SeaTunnel-style job file) with spark-submit.
+
+    The job checkpoints to the storage described by ``config_file`` (a ``seatunnel.yaml``)
+    and/or ``storage_conn_id`` (see :mod:`airflow_provider_seatunnel_ckpt.hooks` for the
+    merge rule). Its checkpoints are kept under ``job_id``, which defaults to
+    ``{dag_id}.{task_id}.{run_id}`` made storage-safe, so every retry of the task
+    resumes the same job from its latest completed checkpoint.
+
+    :param job_file: job file path (relative paths are looked up next to the DAG file
+        first) or the job's YAML/JSON text. Templated.
+    :param config_file: ``seatunnel.yaml`` path or text with the checkpoint settings.
+        Templated: keep credentials out of it, put them in the connection.
+    :param storage_conn_id: connection with the storage endpoint and credentials
+        (``fs``, ``webhdfs``, ``aws``, ``oss`` or ``seatunnel_checkpoint``).
+    :param job_id: the checkpoint job id (templated); default as above.
+    :param restore: ``auto`` (default): resume from the latest completed checkpoint,
+        start from the beginning when there is none, do nothing when the job already
+        finished; ``latest``: resume, and fail if there is no checkpoint; ``none``:
+        start from the beginning (the engine refuses if checkpoints exist); or a
+        checkpoint id.
+    :param conn_id: the Spark connection (``spark_default``).
+    :param spark_submit_kwargs: anything ``SparkSubmitOperator`` takes (``conf``,
+        ``py_files`` for your own transforms, ``executor_memory``, ``env_vars``...),
+        except ``application``, which is the engine.
+
+    Pushes XCom ``job_id`` before submitting (for sensors and the recovery operator),
+    then ``final_checkpoint_id`` and a return value with the final checkpoint's
+    statistics. Never pushes, logs or puts on the command line a credential: the
+    effective configuration goes to the driver in a 0600 temp file, deleted afterwards.
+    """
+
+    template_fields: Sequence[str] = ("job_file", "job_id", "config_file", "application_args")
+    template_fields_renderers = {"job_file": "yaml", "config_file": "yaml"}
+    ui_color = "#dbeafe"
+
+    def __init__(
+        self,
+        *,
+        job_file: str,
+        config_file: str | None = None,
+        storage_conn_id: str | None = None,
+        job_id: str | None = None,
+        restore: str | int = "auto",
+        conn_id: str = "spark_default",
+        **spark_submit_kwargs: Any,
+    ) -> None:
+        if "application" in spark_submit_kwargs:
+            raise TypeError(f"{type(self).__name__} runs the checkpoint engine; it takes no 'application'")
+        spark_submit_kwargs.setdefault("name", f"seatunnel-ckpt-{spark_submit_kwargs.get('task_id', 'job')}")
+        super().__init__(application=str(SPARK_APP), conn_id=conn_id, **spark_submit_kwargs)
+        self.job_file = job_file
+        self.config_file = config_file
+        self.storage_conn_id = storage_conn_id
+        self.job_id = job_id
+        self.restore = _check_restore(restore)
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def _resolve_path(self, value: Any) -> Any:
+        """A relative path is looked up next to the DAG file first, then as given."""
+        if value is None or _is_inline(value):
+            return value
+        path = Path(str(value)).expanduser()
+        if not path.is_absolute():
+            folder = getattr(getattr(self, "dag", None), "folder", None)
+            if folder and (Path(folder) / path).exists():
+                return str(Path(folder) / path)
+        return str(path)
+
+    def _resolve_job_id(self, context: Context) -> str:
+        if self.job_id:
+            try:
+                return validate_job_id(str(self.job_id).strip())
+            except ConfigError as err:
+                raise AirflowFailException(str(err)) from None
+        ti = context["ti"]
+        return default_job_id(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1))
+
+    @cached_property
+    def checkpoint_hook(self) -> CheckpointStorageHook:
+        return get_checkpoint_hook(self.storage_conn_id, self._resolve_path(self.config_file))
+
+    # ---- run ----------------------------------------------------------------------------------
+    def execute(self, context: Context) -> dict[str, Any]:
+        job_id = self._resolve_job_id(context)
+        context["ti"].xcom_push(key="job_id", value=job_id)
+        hook = self.checkpoint_hook
+        job_source = self._resolve_path(self.job_file)
+        try:
+            from ..engine.job import load_job
+
+            hook.config  # noqa: B018 - validates config file + connection
+            load_job(job_source)
+        except ConfigError as err:
+            raise AirflowFailException(f"job {job_id}: {err}") from None
+        self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
+        restore = self._restore_argument(hook, job_id)
+        if restore is None:
+            return self._result(context, hook, job_id, ran=False)
+        self._run_engine(hook, job_id, job_source, restore)
+        return self._result(context, hook, job_id, ran=True)
+
+    def _restore_argument(self, hook: CheckpointStorageHook, job_id: str) -> str | None:
+        """The engine's ``--restore`` value, or None when there is nothing to run."""
+        status = hook.get_job_status(job_id) or {}
+        latest = hook.get_latest_checkpoint_id(job_id)
+        if self.restore == "auto":
+            if status.get("status") == "finished":
+                self.log.info(
+                    "job %s already finished in attempt %s (final checkpoint %s); not running it again",
+                    job_id, status.get("attempt"), status.get("final_checkpoint_id"),
+                )
+                return None
+            if latest is None:
+                self.log.info("job %s: no completed checkpoint; starting from the beginning", job_id)
+            else:
+                self.log.info("job %s: resuming from checkpoint %s", job_id, latest)
+            return "latest"
+        if self.restore == "latest" and latest is None:
+            raise AirflowFailException(
+                f"job {job_id}: restore='latest' but there is no completed checkpoint in {hook.describe(job_id)}"
+            )
+        return self.restore
+
+    def _run_engine(self, hook: CheckpointStorageHook, job_id: str, job_source: Any, restore: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="seatunnel-ckpt-") as workdir:  # 0700
+            config_path = _write_private(
+                Path(workdir) / "seatunnel.yaml", yaml.safe_dump(hook.effective_config_document(), sort_keys=False)
+            )
+            if _is_inline(job_source):
+                text = job_source if isinstance(job_source, str) else yaml.safe_dump(dict(job_source))
+                job_path = str(_write_private(Path(workdir) / "job.yaml", text))
+            else:
+                job_path = str(job_source)
+            args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]
+            args += [str(a) for a in self.application_args or []]
+            spark_hook = self._spark_submit_hook(args)
+            if spark_hook._connection.get("deploy_mode") == "cluster":
+                raise AirflowFailException(
+                    "deploy_mode=cluster is not supported: the checkpoint configuration (with credentials) "
+                    "is handed to the driver as a private local file; run the driver in client mode"
+                )
+            try:
+                spark_hook.submit(self.application)
+            except AirflowException as err:
+                raise self._failure(hook, job_id, spark_hook) from err
+
+    def _spark_submit_hook(self, application_args: list[str]) -> Any:
+        """The provider's SparkSubmitHook with the engine archive and arguments added
+        (the operator's own template fields stay as rendered)."""
+        saved = self.application_args, self.py_files, self.conf
+        conf = dict(self.conf or {})
+        if not {"spark.pyspark.driver.python", "spark.pyspark.python"} & conf.keys() and not (
+            os.environ.get("PYSPARK_DRIVER_PYTHON") or (self.env_vars or {}).get("PYSPARK_DRIVER_PYTHON")
+        ):
+            conf["spark.pyspark.driver.python"] = sys.executable  # the driver runs here (client mode)
+        conf.setdefault("spark.log.level", DEFAULT_SPARK_LOG_LEVEL)  # keep Spark's INFO chatter out of task logs
+        try:
+            self.application_args = application_args
+            self.py_files = ",".join([str(engine_archive()), *([self.py_files] if self.py_files else [])])
+            self.conf = conf
+            hook = self._get_hook()
+            hook.__class__ = _EngineSubmitHook  # same state, scrubbed environment (see the class)
+            self._hook = hook
+        finally:
+            self.application_args, self.py_files, self.conf = saved
+        return self._hook
+
+    def _failure(self, hook: CheckpointStorageHook, job_id: str, spark_hook: Any) -> AirflowException:
+        process = getattr(spark_hook, "_submit_sp", None)
+        code = process.returncode if process is not None else None
+        parts = [f"job {job_id}: spark-submit exited with code {code}"]
+        try:
+            status = hook.get_job_status(job_id) or {}
+            latest = hook.get_latest_checkpoint_id(job_id)
+        except Exception as err:  # noqa: BLE001 - the failure itself is what matters
+            status, latest = {}, None
+            parts.append(f"(could not read the job's status: {err})")
+        if status.get("status") == "failed" and status.get("error"):
+            parts.append(f"attempt {status.get('attempt')} failed: {status['error']}")
+        if code == EXIT_INVALID_INPUT:
+            return AirflowFailException("; ".join(parts + ["invalid input, not retrying"]))
+        if latest is not None:
+            parts.append(f"latest completed checkpoint {latest} in {hook.describe(job_id)}: a retry resumes from it")
+        else:
+            parts.append("no completed checkpoint yet: a retry starts from the beginning")
+        return AirflowException("; ".join(parts))
+
+    def _result(self, context: Context, hook: CheckpointStorageHook, job_id: str, ran: bool) -> dict[str, Any]:
+        status = hook.get_job_status(job_id) or {}
+        if status.get("status") != "finished":
+            raise AirflowException(
+                f"job {job_id}: spark-submit succeeded but {hook.describe(job_id)}/job.json says "
+                f"{status.get('status')!r} (another driver took the job over?)"
+            )
+        final_id = status.get("final_checkpoint_id")
+        final = hook.inspect(job_id, int(final_id)) if final_id is not None else None
+        attempts = hook.get_attempts(job_id)
+        context["ti"].xcom_push(key="final_checkpoint_id", value=final_id)
+        return {
+            "job_id": job_id,
+            "status": status.get("status"),
+            "ran": ran,
+            "final_checkpoint_id": final_id,
+            "attempt": status.get("attempt"),
+            "location": hook.describe(job_id),
+            "final_checkpoint": final,
+            "attempts": [
+                {
+                    "attempt": a.get("attempt"),
+                    "outcome": a.get("outcome"),
+                    "restored_from": a.get("restored_from"),
+                    "checkpoints_completed": a.get("checkpoints_completed"),
+                    "error": a.get("error"),
+                }
+                for a in attempts
+            ],
+        }
+
+    # ---- kill ---------------------------------------------------------------------------------
+    def on_kill(self) -> None:
+        """Stop spark-submit and everything it started (JVM, Python driver and workers).
+        Checkpoint storage is left as it is: the next run resumes from it."""
+        spark_hook = self._hook
+        process = getattr(spark_hook, "_submit_sp", None)
+        if process is not None and process.poll() is None:
+            _terminate_tree(process.pid, self.log)
+        if spark_hook is not None:
+            super().on_kill()  # cluster drivers, post-submit commands
+
+
+def _terminate_tree(pid: int, log: Any) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [*root.children(recursive=True), root]
+    except psutil.NoSuchProcess:
+        return
+    log.info("stopping spark-submit (pid %s) and %d process(es) it started", pid, len(processes) - 1)
+    for process in processes:
+        try:
+            process.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=KILL_GRACE_S)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass

@@ -1,0 +1,136 @@
+"""The example DAGs, run for real: ``airflow dags test`` with local[2] Spark.
+
+(a) happy path; (c) a job that fails mid-way and is resumed from its latest completed
+checkpoint by the task's retry, or by CheckpointRecoveryOperator. For (c) the checks
+come from checkpoint storage (attempt records, manifest statistics) and from the
+committed output, id by id: the second attempt restored from a checkpoint, did not
+reprocess what the first committed, and every row landed exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+
+from .conftest import EXAMPLE_DAGS, airflow_dags_test, output, task_states, xcom_values
+
+EXAMPLES = {
+    "example_checkpointed_etl_local",
+    "example_checkpointed_etl_s3",
+    "example_fail_and_retry",
+    "example_fail_and_recover",
+}
+_PART = re.compile(r"part-[0-9a-f]{8}-\d{5,}-\d+-(\d{10,})-\d+\.parquet$")
+
+
+def test_dagbag_imports_every_example_dag_without_errors():
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    bag = DagBag(dag_folder=str(EXAMPLE_DAGS))
+    assert bag.import_errors == {}
+    assert set(bag.dag_ids) == EXAMPLES
+    for dag in bag.dags.values():
+        dag.validate()
+        DagSerialization.serialize_dag(dag)  # what the DAG processor stores
+
+
+def local_storage(workdir: Path):
+    """The examples' checkpoint storage, through the same hook the operators use."""
+    return get_checkpoint_hook(
+        config_file={"checkpoint": {"storage": {"plugin-config": {"storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}}}
+    )
+
+
+def committed_ids(directory: Path) -> dict[int, list[int]]:
+    """checkpoint id -> the ids in the output files that checkpoint committed."""
+    import pyarrow.parquet as pq
+
+    by_checkpoint: dict[int, list[int]] = {}
+    for path in sorted(directory.glob("part-*.parquet")):
+        checkpoint_id = int(_PART.search(path.name).group(1))
+        by_checkpoint.setdefault(checkpoint_id, []).extend(pq.read_table(path, columns=["id"]).column("id").to_pylist())
+    return by_checkpoint
+
+
+@pytest.mark.slow
+def test_local_etl_happy_path(airflow_db, tmp_path):
+    rows = 100_000
+    done = airflow_dags_test("example_checkpointed_etl_local", {"workdir": str(tmp_path), "rows": rows})
+    assert done.returncode == 0, output(done)
+    assert task_states("example_checkpointed_etl_local") == {"etl": ("success", 1), "final_checkpoint": ("success", 1)}
+
+    xcoms = xcom_values("example_checkpointed_etl_local")
+    job_id = xcoms[("etl", "job_id")]
+    result = xcoms[("etl", "return_value")]
+    assert job_id.startswith("example_checkpointed_etl_local.etl.manual__")
+    assert result["status"] == "finished" and result["ran"] is True
+    assert result["final_checkpoint_id"] == xcoms[("etl", "final_checkpoint_id")]
+    assert result["final_checkpoint"]["kind"] == "final"
+    sensed = xcoms[("final_checkpoint", "return_value")]
+    assert (sensed["checkpoint_id"], sensed["kind"]) == (result["final_checkpoint_id"], "final")
+
+    hook = local_storage(tmp_path)
+    assert hook.get_job_status(job_id)["status"] == "finished"
+    assert hook.verify(job_id) == []
+    (day,) = (tmp_path / "output" / "example_checkpointed_etl_local").iterdir()
+    ids = sorted(i for part in committed_ids(day).values() for i in part)
+    assert ids == list(range(rows))
+
+
+def check_resumed_exactly_once(workdir: Path, dag_id: str, job_task: str = "etl") -> None:
+    rows = 240_000  # the example's default
+    xcoms = xcom_values(dag_id)
+    job_id = xcoms[(job_task, "job_id")]
+    hook = local_storage(workdir)
+
+    first, second = hook.get_attempts(job_id)
+    assert first["outcome"] == "failed" and "FailOnceError" in first["error"]
+    restored = first["last_checkpoint_id"]
+    assert restored is not None and first["checkpoints_completed"] >= 1
+    assert second["outcome"] == "finished" and second["restored_from"] == restored
+    assert hook.get_job_status(job_id)["status"] == "finished"
+
+    (run_dir,) = (workdir / "output" / dag_id).iterdir()
+    by_checkpoint = committed_ids(run_dir)
+    before = [i for cid, ids in by_checkpoint.items() if cid <= restored for i in ids]
+    after = [i for cid, ids in by_checkpoint.items() if cid > restored for i in ids]
+    assert before, "the failed attempt committed nothing before it failed"
+    assert not set(before) & set(after), "the resumed attempt reprocessed committed rows"
+    assert len(after) == rows - len(before)
+    everything = sorted(before + after)
+    assert everything == list(range(rows)), "not every row exactly once"
+
+    # the resumed attempt's own checkpoint statistics account for exactly its rows
+    manifests = [hook.storage.read_manifest(job_id, 1, c["checkpoint_id"]) for c in hook.list_checkpoints(job_id)]
+    mine = [m for m in manifests if m.properties.get("attempt") == 2]
+    if len(mine) == second["checkpoints_completed"]:  # all of them still retained
+        assert sum(m.statistics["rows"] for m in mine) == len(after)
+    assert all(m.properties.get("attempt") == 2 for m in manifests if m.checkpoint_id > restored)
+
+
+@pytest.mark.slow
+def test_failed_run_is_resumed_by_the_task_retry(airflow_db, tmp_path):
+    done = airflow_dags_test("example_fail_and_retry", {"workdir": str(tmp_path)})
+    assert done.returncode == 0, output(done)
+    assert task_states("example_fail_and_retry") == {"etl": ("success", 2), "final_checkpoint": ("success", 1)}
+    assert "resuming from checkpoint" in done.stdout + done.stderr
+    check_resumed_exactly_once(tmp_path, "example_fail_and_retry")
+
+
+@pytest.mark.slow
+def test_failed_run_is_resumed_by_the_recovery_operator(airflow_db, tmp_path):
+    done = airflow_dags_test("example_fail_and_recover", {"workdir": str(tmp_path)})
+    assert done.returncode == 0, output(done)
+    assert task_states("example_fail_and_recover") == {
+        "etl": ("failed", 1),
+        "recover": ("success", 1),
+        "final_checkpoint": ("success", 1),
+    }
+    check_resumed_exactly_once(tmp_path, "example_fail_and_recover")
+    recovered = xcom_values("example_fail_and_recover")[("recover", "return_value")]
+    assert recovered["status"] == "finished" and [a["outcome"] for a in recovered["attempts"]] == ["failed", "finished"]

@@ -1,0 +1,288 @@
+"""Storage hooks on Airflow connections (``AIRFLOW_CONN_<ID>`` JSON), against the loopback
+protocol servers: moto's S3, the WebHDFS and OSS test servers, and the local disk."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.hooks import (
+    CheckpointStorageHook,
+    LocalCheckpointHook,
+    OssCheckpointHook,
+    S3CheckpointHook,
+    SeaTunnelCheckpointHook,
+    WebHdfsCheckpointHook,
+    get_checkpoint_hook,
+)
+from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
+
+JOB = "orders"
+
+
+def connection(monkeypatch, conn: dict) -> str:
+    conn_id = f"ckpt_{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+    return conn_id
+
+
+def exercise(hook: CheckpointStorageHook) -> None:
+    """Every hook operation, as operators and sensors use them."""
+    ok, message = hook.test_connection()
+    assert ok, message
+    storage = hook.get_conn()
+    for checkpoint_id in (1, 2):
+        storage.store_checkpoint(PipelineState(job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, states=b"s%d" % checkpoint_id))
+    storage.store_checkpoint(
+        PipelineState(job_id=JOB, pipeline_id=1, checkpoint_id=3, states=b"final", kind=CheckpointKind.FINAL)
+    )
+    storage.write_document(JOB, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 3, "fencing_token": "t0k3n"})
+    storage.write_document(JOB, "attempts/000001.json", {"attempt": 1, "outcome": "finished", "checkpoints_completed": 3})
+
+    assert [c["checkpoint_id"] for c in hook.list_checkpoints(JOB)] == [1, 2, 3]
+    assert hook.get_latest_checkpoint_id(JOB) == 3
+    summary = hook.inspect(JOB)
+    assert (summary["checkpoint_id"], summary["kind"]) == (3, "final")
+    assert summary["location"] == hook.describe(JOB) + "/pipeline-1/chk-00000000000000000003"
+    assert hook.verify(JOB) == []
+    assert hook.get_job_status(JOB) == {"status": "finished", "attempt": 1, "final_checkpoint_id": 3}  # no token
+    assert [a["outcome"] for a in hook.get_attempts(JOB)] == ["finished"]
+    assert hook.check_checkpoint(JOB, wait_for_final=True)["checkpoint_id"] == 3
+    assert hook.check_checkpoint(JOB, newer_than=3) is None
+    hook.request_savepoint(JOB)
+    assert storage.read_document(JOB, "requests/stop-with-savepoint.json")["by"] == "airflow"
+    hook.delete(JOB, checkpoint_id=1)
+    assert [c["checkpoint_id"] for c in hook.list_checkpoints(JOB)] == [2, 3]
+    hook.delete(JOB)
+    assert hook.list_checkpoints(JOB) == [] and hook.get_job_status(JOB) is None
+
+
+def assert_masked(*secrets: str) -> None:
+    from airflow.sdk._shared.secrets_masker import redact
+
+    for secret in secrets:
+        assert secret not in redact(f"value: {secret}"), "secret not registered with the masker"
+
+
+# ---- S3 (moto behind a recording proxy) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def s3_server():
+    from tests.servers.s3 import S3Server
+
+    with S3Server(proxy=True) as server:
+        yield server
+
+
+def test_s3_hook_on_an_aws_connection(monkeypatch, s3_server):
+    bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
+    secret = f"s3-secret-{uuid.uuid4().hex}"
+    conn_id = connection(
+        monkeypatch,
+        {
+            "conn_type": "aws",
+            "login": "AKIATESTKEY",
+            "password": secret,
+            "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": bucket},
+        },
+    )
+    hook = get_checkpoint_hook(conn_id, "checkpoint:\n  interval: 2000\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n")
+    assert isinstance(hook, S3CheckpointHook)
+    assert hook.config.interval == 2000  # settings from the file
+    plugin = hook.config.storage.plugin_config
+    assert (plugin["s3.bucket"], plugin["namespace"], plugin["fs.s3a.path.style.access"]) == (bucket, "/ckpt/", True)
+    assert_masked(secret)
+    s3_server.proxy.reset()
+    exercise(hook)
+    paths = [path for _method, path, _outcome in s3_server.proxy.requests]
+    assert paths and all(p.startswith(f"/{bucket}") for p in paths)  # path-style addressing
+    assert secret not in repr(hook.storage) and secret not in json.dumps(hook.config.masked())
+
+
+def test_s3_hook_reads_keys_from_extra_and_the_file_wins_for_the_location(monkeypatch, s3_server):
+    bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
+    conn_id = connection(
+        monkeypatch,
+        {
+            "conn_type": "aws",
+            "extra": {
+                "aws_access_key_id": "AKIAEXTRA",
+                "aws_secret_access_key": "extra-secret-value",
+                "endpoint_url": s3_server.endpoint_url,
+                "bucket_name": "ignored-bucket",
+                "namespace": "/ignored/",
+            },
+        },
+    )
+    config = f"""\
+checkpoint:
+  storage:
+    type: hdfs
+    plugin-config:
+      storage.type: s3
+      s3.bucket: s3a://{bucket}
+      namespace: /from-file/
+      fs.s3a.access.key: FILEKEY
+      fs.s3a.secret.key: file-secret
+      fs.s3a.session.token: file-token
+      fs.s3a.aws.credentials.provider: org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider
+"""
+    hook = get_checkpoint_hook(conn_id, config)
+    plugin = hook.config.storage.plugin_config
+    assert plugin["s3.bucket"] == f"s3a://{bucket}" and plugin["namespace"] == "/from-file/"
+    assert plugin["fs.s3a.access.key"] == "AKIAEXTRA" and plugin["fs.s3a.secret.key"] == "extra-secret-value"
+    assert "fs.s3a.session.token" not in plugin  # connection credentials are never mixed with the file's
+    assert plugin["fs.s3a.aws.credentials.provider"].endswith("SimpleAWSCredentialsProvider")
+    assert_masked("extra-secret-value")
+    exercise(hook)
+
+
+def test_aws_connection_with_a_role_is_refused(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {"role_arn": "arn:aws:iam::1:role/x"}})
+    with pytest.raises(ConfigError, match="role_arn: is not supported"):
+        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config
+
+
+# ---- OSS -----------------------------------------------------------------------------------------
+def test_oss_hook_on_an_oss_connection(monkeypatch):
+    from tests.servers.oss import OssServer
+
+    secret = f"oss-secret-{uuid.uuid4().hex}"
+    with OssServer("oss-ak", secret) as server:
+        server.create_bucket("ckpt-oss")
+        conn_id = connection(
+            monkeypatch,
+            {
+                "conn_type": "oss",
+                "extra": {
+                    "access_key_id": "oss-ak",
+                    "access_key_secret": secret,
+                    "region": "cn-hangzhou",
+                    "endpoint": server.endpoint,
+                    "bucket_name": "ckpt-oss",
+                },
+            },
+        )
+        hook = get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n")
+        assert isinstance(hook, OssCheckpointHook)
+        assert_masked(secret)
+        exercise(hook)
+
+        wrong = connection(
+            monkeypatch,
+            {"conn_type": "oss", "extra": {"access_key_id": "oss-ak", "access_key_secret": "wrong-" + secret,
+                                           "endpoint": server.endpoint, "bucket_name": "ckpt-oss"}},
+        )
+        ok, message = get_checkpoint_hook(wrong).test_connection()
+    assert not ok and "SignatureDoesNotMatch" in message and secret not in message
+
+
+def test_oss_endpoint_defaults_from_the_region(monkeypatch):
+    conn_id = connection(
+        monkeypatch, {"conn_type": "oss", "login": "ak", "password": "sk-12345", "extra": {"region": "cn-shanghai"}}
+    )
+    plugin = get_checkpoint_hook(conn_id, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}).config.storage.plugin_config
+    assert plugin["fs.oss.endpoint"] == "https://oss-cn-shanghai.aliyuncs.com"
+
+
+# ---- HDFS (WebHDFS) ----------------------------------------------------------------------------------
+def test_webhdfs_hook_on_a_webhdfs_connection(monkeypatch):
+    from tests.servers.webhdfs import WebHdfsServer
+
+    with WebHdfsServer(required_user="etl") as server:
+        conn_id = connection(
+            monkeypatch, {"conn_type": "webhdfs", "host": "127.0.0.1", "port": server.port, "login": "etl"}
+        )
+        hook = get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n")
+        assert isinstance(hook, WebHdfsCheckpointHook)
+        exercise(hook)
+        assert {r.query.get("user.name") for r in server.requests(role="namenode")} == {"etl"}
+
+
+def test_webhdfs_hook_fails_over_between_the_hosts_of_an_ha_connection(monkeypatch):
+    from tests.servers.webhdfs import Namespace, WebHdfsServer
+
+    shared = Namespace()
+    with WebHdfsServer(namespace=shared, standby=True) as nn1, WebHdfsServer(namespace=shared) as nn2:
+        conn_id = connection(
+            monkeypatch, {"conn_type": "webhdfs", "host": f"127.0.0.1:{nn1.port},127.0.0.1:{nn2.port}"}
+        )
+        hook = get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n")
+        assert hook.storage.fs.urls == [nn1.url, nn2.url]
+        exercise(hook)
+        assert nn1.requests(role="namenode"), "the standby name node was never tried"
+
+
+def test_webhdfs_connection_maps_kerberos_extras(monkeypatch, tmp_path):
+    keytab = tmp_path / "etl.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    conn_id = connection(
+        monkeypatch,
+        {"conn_type": "webhdfs", "host": "nn1.example,nn2.example", "port": 9871,
+         "extra": {"use_ssl": True, "kerberos_principal": "etl@EXAMPLE.COM", "kerberos_keytab": str(keytab)}},
+    )
+    plugin = get_checkpoint_hook(conn_id).config.storage.plugin_config
+    assert plugin["webhdfs.url"] == "https://nn1.example:9871;https://nn2.example:9871"
+    assert (plugin["kerberosPrincipal"], plugin["kerberosKeytab"]) == ("etl@EXAMPLE.COM", str(keytab))
+    assert plugin["fs.defaultFS"] == "hdfs://nn1.example"
+
+
+# ---- local disk, the provider's own type, and the rules -----------------------------------------------
+def test_local_hook_on_an_fs_connection(monkeypatch, tmp_path):
+    conn_id = connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "ckpt")}})
+    hook = get_checkpoint_hook(conn_id)
+    assert isinstance(hook, LocalCheckpointHook)
+    exercise(hook)
+    assert not (tmp_path / "ckpt" / JOB).exists()  # exercise() deleted the job
+
+
+def test_config_file_alone(tmp_path):
+    config = tmp_path / "seatunnel.yaml"
+    config.write_text(
+        f"seatunnel:\n  engine:\n    checkpoint:\n      storage:\n        type: hdfs\n        plugin-config:\n"
+        f"          fs.defaultFS: file:///\n          namespace: {tmp_path}/ckpt/\n"
+    )
+    hook = get_checkpoint_hook(config_file=str(config))
+    assert type(hook) is CheckpointStorageHook
+    exercise(hook)
+
+
+def test_seatunnel_connection_carries_a_whole_plugin_config(monkeypatch, s3_server):
+    bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
+    secret = f"st-secret-{uuid.uuid4().hex}"
+    plugin_config = {"storage.type": "s3", "s3.bucket": f"s3a://{bucket}", "fs.s3a.endpoint": s3_server.endpoint_url,
+                     "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": "us-east-1"}
+    conn_id = connection(
+        monkeypatch,
+        {"conn_type": "seatunnel_checkpoint", "login": "AKIAST", "password": secret,
+         "extra": {"plugin_config": json.dumps(plugin_config), "namespace": "/st/"}},
+    )
+    hook = get_checkpoint_hook(conn_id)
+    assert isinstance(hook, SeaTunnelCheckpointHook)
+    plugin = hook.config.storage.plugin_config
+    assert (plugin["fs.s3a.access.key"], plugin["fs.s3a.secret.key"], plugin["namespace"]) == ("AKIAST", secret, "/st/")
+    assert_masked(secret)
+    exercise(hook)
+
+
+def test_a_file_for_another_backend_is_refused(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "aws", "login": "a", "password": "secret-b"})
+    file = "checkpoint:\n  storage:\n    plugin-config:\n      storage.type: oss\n      oss.bucket: b-1\n"
+    with pytest.raises(ConfigError, match="selects 'oss' storage but connection .* is for 's3' storage"):
+        get_checkpoint_hook(conn_id, file).config
+
+
+def test_unsupported_connection_type_names_the_supported_ones(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "postgres", "host": "db"})
+    with pytest.raises(ConfigError, match="aws, fs, oss, seatunnel_checkpoint, webhdfs"):
+        get_checkpoint_hook(conn_id)
+
+
+def test_errors_name_the_key_and_the_sources(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "aws", "login": "a", "password": "secret-c"})
+    with pytest.raises(ConfigError) as raised:
+        get_checkpoint_hook(conn_id, "checkpoint:\n  interval: 1000\n").config
+    assert "s3.bucket" in str(raised.value) and f"connection {conn_id!r}" in str(raised.value)
+    assert "secret-c" not in str(raised.value)

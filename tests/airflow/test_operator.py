@@ -1,0 +1,179 @@
+"""CheckpointedSparkSubmitOperator: job ids, arguments, the environment spark-submit gets,
+the engine archive, and on_kill (real Spark: the killed job resumes afterwards)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator, default_job_id
+from airflow_provider_seatunnel_ckpt.operators.engine_archive import engine_archive
+from airflow_provider_seatunnel_ckpt.operators.spark_submit import _terminate_tree, spark_submit_environment
+from airflow_provider_seatunnel_ckpt.storage.layout import validate_job_id
+
+
+def test_default_job_id_is_storage_safe_stable_and_distinct():
+    run_id = "manual__2026-01-02T03:04:05.678901+00:00"
+    job_id = default_job_id("etl", "group.load", run_id)
+    assert validate_job_id(job_id) == job_id == default_job_id("etl", "group.load", run_id)
+    assert job_id.startswith("etl.group.load.manual__2026-01-02T03_04_05.678901_00_00-")
+    assert default_job_id("etl", "load", "a:b") != default_job_id("etl", "load", "a_b")
+    assert default_job_id("etl", "load", "scheduled__x") == "etl.load.scheduled__x"  # nothing to hide
+    assert default_job_id("etl", "load", "r", map_index=3) == "etl.load.r.3"
+    assert len(default_job_id("d" * 150, "t" * 150, "r")) <= 200
+
+
+def test_arguments_are_checked_early():
+    with pytest.raises(ValueError, match="restore must be one of auto, latest, none"):
+        CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore="newest")
+    with pytest.raises(TypeError, match="takes no 'application'"):
+        CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", application="x.py")
+    op = CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore=12, executor_memory="2g")
+    assert op.restore == "12" and op._executor_memory == "2g"
+    assert tuple(op.template_fields) == ("job_file", "job_id", "config_file", "application_args")
+
+
+def test_spark_submit_does_not_inherit_airflow_secrets(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_SOMETHING", "aws://key:secret@")
+    monkeypatch.setenv("AIRFLOW_VAR_TOKEN", "t")
+    monkeypatch.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "postgresql://u:pw@db/airflow")
+    env = spark_submit_environment({"MY_SETTING": 1})
+    assert not [k for k in env if k.startswith(("AIRFLOW_CONN_", "AIRFLOW_VAR_", "AIRFLOW__"))]
+    assert env["MY_SETTING"] == "1" and env["PATH"] == os.environ["PATH"]
+
+
+def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
+    archive = engine_archive(tmp_path)
+    assert engine_archive(tmp_path) == archive  # content-addressed: built once
+    names = zipfile.ZipFile(archive).namelist()
+    top = {n.split("/")[1] for n in names}
+    assert top == {"__init__.py", "cli.py", "config.py", "errors.py", "storage", "engine", "examples"}
+    assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
+    assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
+    # importable from the archive alone, without Airflow
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import airflow_provider_seatunnel_ckpt.engine.cli, airflow_provider_seatunnel_ckpt.cli as c,"
+        " airflow_provider_seatunnel_ckpt.storage.plugins, airflow_provider_seatunnel_ckpt.examples.fail_once;"
+        "assert c.__file__.startswith(sys.argv[1]), c.__file__;"
+        "assert not [m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')], 'airflow imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_terminate_tree_stops_the_whole_process_tree():
+    parent = subprocess.Popen(["bash", "-c", "sleep 60 & sleep 60 & wait"])
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(parent.pid).children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    children = psutil.Process(parent.pid).children(recursive=True)
+    assert len(children) == 2
+    _terminate_tree(parent.pid, SimpleNamespace(info=lambda *a: None))
+    parent.wait(timeout=15)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def fake_context(pushed: dict) -> dict:
+    ti = SimpleNamespace(
+        dag_id="kill_test", task_id="etl", run_id="manual__1", map_index=-1,
+        xcom_push=lambda key, value: pushed.__setitem__(key, value),
+    )
+    return {"ti": ti}
+
+
+@pytest.mark.slow
+def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
+    from airflow.sdk.exceptions import AirflowException
+
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+
+    rows = 120_000
+    config = f"checkpoint:\n  interval: 500\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    job = (
+        "env: {job.name: killed, parallelism: 2}\n"
+        f"source: [{{plugin_name: Sequence, rows: {rows}, batch_size: 2000, rows_per_second: 12000}}]\n"
+        f"sink: [{{plugin_name: File, path: 'file://{tmp_path}/out/', format: parquet}}]\n"
+    )
+    hook = get_checkpoint_hook(config_file=config)
+    pushed: dict = {}
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=job, config_file=config)
+    failure: list[BaseException] = []
+
+    def run():
+        try:
+            op.execute(fake_context(pushed))
+        except BaseException as err:  # noqa: BLE001 - inspected below
+            failure.append(err)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    job_id = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and worker.is_alive():
+        job_id = pushed.get("job_id")
+        if job_id and hook.get_latest_checkpoint_id(job_id):
+            break
+        time.sleep(0.2)
+    assert job_id and hook.get_latest_checkpoint_id(job_id), "no checkpoint completed before the kill"
+    process = psutil.Process(op._hook._submit_sp.pid)
+    tree = [process, *process.children(recursive=True)]
+    op.on_kill()
+    worker.join(60)
+    assert not worker.is_alive() and failure and isinstance(failure[0], AirflowException)
+    assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    killed_at = hook.get_latest_checkpoint_id(job_id)
+    assert killed_at and hook.verify(job_id) == []  # checkpoints intact
+
+    pushed.clear()
+    result = CheckpointedSparkSubmitOperator(task_id="etl", job_file=job, config_file=config).execute(fake_context(pushed))
+    assert result["status"] == "finished" and result["ran"] is True
+    assert result["attempts"][-1]["restored_from"] == killed_at
+
+    import pyarrow.dataset as ds
+
+    ids = sorted(ds.dataset(str(tmp_path / "out"), format="parquet").to_table(columns=["id"]).column("id").to_pylist())
+    assert ids == list(range(rows))
+
+
+def local_config(tmp_path) -> str:
+    return f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+
+
+JOB_TEXT = "env: {job.name: j, parallelism: 1}\nsource: [{plugin_name: Sequence, rows: 10}]\nsink: [{plugin_name: Console}]\n"
+
+
+def test_a_finished_job_is_not_run_again(tmp_path):
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
+
+    config = local_config(tmp_path)
+    storage = get_checkpoint_hook(config_file=config).storage
+    storage.store_checkpoint(PipelineState(job_id="done", pipeline_id=1, checkpoint_id=4, states=b"", kind=CheckpointKind.FINAL))
+    storage.write_document("done", "job.json", {"status": "finished", "attempt": 2, "final_checkpoint_id": 4, "fencing_token": "x"})
+    pushed: dict = {}
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="done")
+    result = op.execute(fake_context(pushed))
+    assert result["ran"] is False and result["final_checkpoint_id"] == 4 and op._hook is None  # no spark-submit
+    assert pushed == {"job_id": "done", "final_checkpoint_id": 4}
+    assert "fencing_token" not in str(result)
+
+
+def test_invalid_input_fails_without_retry(tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT.replace("Sequence", "Sequense"),
+                                         config_file=local_config(tmp_path))
+    with pytest.raises(AirflowFailException, match="Sequense"):
+        op.execute(fake_context({}))
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=local_config(tmp_path), restore="latest")
+    with pytest.raises(AirflowFailException, match="restore='latest' but there is no completed checkpoint"):
+        op.execute(fake_context({}))
