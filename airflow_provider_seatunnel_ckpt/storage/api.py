@@ -136,13 +136,15 @@ class CheckpointStorage:
             complete_ms=now_ms,
         )
         manifest = manifest.with_updates(coordinator_state=handle)
-        return self.complete_checkpoint(manifest)
+        return self.complete_checkpoint(manifest, written={handle.file} if handle.file else ())
 
-    def complete_checkpoint(self, manifest: CheckpointManifest) -> str:
+    def complete_checkpoint(self, manifest: CheckpointManifest, written: Iterable[str] = ()) -> str:
         """Verify the referenced state files are all there, write ``_metadata``, then
-        apply retention. Raises before writing if any state file is missing or short."""
+        apply retention. Raises before writing if any state file is missing or short.
+        ``written`` names state files this process just wrote (no need to list them)."""
         savepoint = manifest.kind == CheckpointKind.SAVEPOINT
-        expected = manifest.state_files()
+        skip = set(written)
+        expected = {name: h for name, h in manifest.state_files().items() if name not in skip}
         if expected:
             present = self.state_file_sizes(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
             for name, handle in expected.items():

@@ -23,11 +23,16 @@ Contract for implementers:
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
+import threading
 from dataclasses import dataclass
 from typing import Iterator
 
 Bytes = bytes | bytearray | memoryview
+
+#: below this size hashing inline is cheaper than starting a thread
+_HASH_IN_PARALLEL_FROM = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,25 @@ class FileSystem:
 
     def read_text(self, path: str) -> str:
         return self.read(path).decode("utf-8")
+
+    def write_atomic_hashed(self, path: str, data: Bytes) -> str:
+        """``write_atomic`` and return the sha256 hex digest of ``data``.
+
+        For large data the digest is computed on another thread while the bytes are
+        written: hashlib and file/socket I/O both release the GIL, so a checkpoint
+        pays max(write, hash) instead of their sum.
+        """
+        if len(data) < _HASH_IN_PARALLEL_FROM:
+            self.write_atomic(path, data)
+            return hashlib.sha256(data).hexdigest()
+        digest: list[str] = []
+        hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(data).hexdigest()), daemon=True)
+        hasher.start()
+        try:
+            self.write_atomic(path, data)
+        finally:
+            hasher.join()
+        return digest[0] if digest else hashlib.sha256(data).hexdigest()
 
     def move(self, source: str, destination: str) -> None:
         """Publish ``source`` under ``destination`` and remove ``source``.

@@ -91,8 +91,8 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     ) -> StateHandle:
         if not is_plain_name(name) or name.startswith(("_", ".")):
             raise CheckpointStorageError(f"state file name {name!r} must be a plain name not starting with '_' or '.'")
-        self.fs.write_atomic(f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{name}", data)
-        return StateHandle.for_bytes(data, file=name)
+        digest = self.fs.write_atomic_hashed(f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{name}", data)
+        return StateHandle(size=len(data), sha256=digest, file=name)
 
     def read_state(
         self, job_id: str, pipeline_id: int, checkpoint_id: int, handle: StateHandle, savepoint: bool = False

@@ -1,0 +1,1 @@
+"""Benchmarks (scripts, not tests): run them from the repository root, see bench/README.md."""
