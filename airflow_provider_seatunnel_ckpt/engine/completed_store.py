@@ -16,6 +16,7 @@ from typing import Any
 from ..storage import (
     CheckpointKind as StoredKind,
     CheckpointManifest,
+    CheckpointNotFoundError,
     CheckpointStorage,
     CorruptCheckpointError,
     StateHandle as StoredHandle,
@@ -143,16 +144,32 @@ class CompletedCheckpointStore:
         return manifest
 
     def _valid_manifest(self, checkpoint_id: int, savepoint: bool, verify: bool) -> CheckpointManifest | None:
-        if verify:
-            problems = self.storage.verify_checkpoint(self.job_id, self.pipeline_id, checkpoint_id, savepoint)
-            if problems:
-                log.warning("checkpoint %d is damaged, not restoring from it: %s", checkpoint_id, "; ".join(problems))
-                return None
+        """The manifest, or None when the checkpoint is damaged (reported as a warning).
+
+        Only *damage* (a failed checksum, size or format check, a missing file) makes a
+        checkpoint invalid. A storage error that outlasted the retries propagates: the
+        run fails and is retried later. Treating it as damage would make the run fall
+        back to an older checkpoint, or start from scratch, and roll back committed
+        output because storage was briefly unreachable.
+        """
         try:
-            return self.storage.read_manifest(self.job_id, self.pipeline_id, checkpoint_id, savepoint)
-        except CorruptCheckpointError as err:
+            manifest = self.storage.read_manifest(self.job_id, self.pipeline_id, checkpoint_id, savepoint)
+            if verify:
+                handles = {f"subtask {i}": h for i, h in manifest.subtask_states.items()}
+                if manifest.coordinator_state is not None:
+                    handles["the coordinator"] = manifest.coordinator_state
+                for owner, handle in handles.items():
+                    try:
+                        self.storage.read_state(self.job_id, self.pipeline_id, checkpoint_id, handle, savepoint)
+                    except FileNotFoundError:
+                        raise CorruptCheckpointError(
+                            f"{self.storage.describe(self.job_id, self.pipeline_id, checkpoint_id)}: "
+                            f"state of {owner} ({handle.file}) is missing"
+                        ) from None
+        except (CorruptCheckpointError, CheckpointNotFoundError) as err:
             log.warning("checkpoint %d is damaged, not restoring from it: %s", checkpoint_id, err)
             return None
+        return manifest
 
 
 def rescaled(checkpoint: CompletedCheckpoint, parallelism: int) -> CompletedCheckpoint:

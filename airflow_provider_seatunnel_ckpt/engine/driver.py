@@ -101,6 +101,8 @@ class DriverLoop:
         self._next_request_poll = 0.0
         self._started = time.monotonic()
         self._rows_committed = 0
+        #: set on the storage worker when publishing a checkpoint's output failed
+        self._commit_failed: str | None = None
 
     # ---- inputs (any thread) --------------------------------------------------------------
     def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
@@ -227,6 +229,11 @@ class DriverLoop:
 
     def _persist(self, checkpoint: Any, trigger_wall: int) -> None:
         try:
+            if self._commit_failed is not None:
+                # A restore from this newer checkpoint would not replay the failed
+                # commit (subtasks forgot those infos), and its cleanup would delete
+                # the staged output: the restore must come from the failed one.
+                raise CheckpointError(f"not completed: {self._commit_failed}")
             self._check_fencing()
             manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
             location = self.store.persist(manifest)
@@ -243,8 +250,11 @@ class DriverLoop:
                 self.committer.commit(infos)
         except Exception as err:
             # Subtasks already forgot these infos; only a restore (which replays the
-            # latest checkpoint's commits) can finish them, so stop here.
-            self.events.put(("io_failed", f"committing the output of checkpoint {checkpoint_id} failed: {err}"))
+            # latest checkpoint's commits) can finish them, so stop here, and let no
+            # later checkpoint complete (set before this worker runs the next task).
+            message = f"committing the output of checkpoint {checkpoint_id} failed: {err}"
+            self._commit_failed = message
+            self.events.put(("io_failed", message))
 
     def _delete_aborted(self, checkpoint_id: int) -> None:
         try:

@@ -22,6 +22,7 @@ from ..config import CheckpointConfig, ExternalizedRetention
 from ..errors import ConfigError
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
+from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, monotonic_ms
 from .job import JobSpec
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 PIPELINE_ID = 1
 DEFAULT_TASK_MAX_FAILURES = 4
+#: after the final checkpoint, how long the subtasks' Spark tasks get to return
+FINISHED_TASKS_GRACE_S = 10
 JOB_DOCUMENT = "job.json"
 
 
@@ -52,13 +55,14 @@ def parse_restore(value: str) -> str:
     raise ConfigError("--restore", f"expected latest, none or a checkpoint id, got {value!r}")
 
 
-def _local_with_retries(master: str) -> str:
-    # local[N] never retries a failed task; region failover needs retries.
+def _local_with_retries(master: str, max_failures: int = DEFAULT_TASK_MAX_FAILURES) -> str:
+    # local[N] never retries a failed task (and ignores spark.task.maxFailures);
+    # region failover needs retries, so the count goes into the master URL.
     match = re.fullmatch(r"local\[(\d+|\*)\]", master.strip())
     if match:
-        return f"local[{match.group(1)},{DEFAULT_TASK_MAX_FAILURES}]"
+        return f"local[{match.group(1)},{max_failures}]"
     if master.strip() == "local":
-        return f"local[1,{DEFAULT_TASK_MAX_FAILURES}]"
+        return f"local[1,{max_failures}]"
     return master
 
 
@@ -66,9 +70,6 @@ def build_spark(request: RunRequest) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(f"seatunnel-ckpt:{request.job.name}")
-    master = request.master or os.environ.get("SEATUNNEL_CKPT_MASTER")
-    if master:
-        builder = builder.master(_local_with_retries(master))
     conf = {
         "spark.task.maxFailures": str(DEFAULT_TASK_MAX_FAILURES),
         "spark.pyspark.python": sys.executable,
@@ -76,6 +77,19 @@ def build_spark(request: RunRequest) -> Any:
         **request.job.spark_conf,
         **request.spark_conf,
     }
+    master = request.master or os.environ.get("SEATUNNEL_CKPT_MASTER")
+    if master:
+        try:
+            max_failures = int(conf["spark.task.maxFailures"])
+        except ValueError:
+            raise ConfigError("spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}") from None
+        builder = builder.master(_local_with_retries(master, max_failures))
+    # PySpark starts executor Python workers with $PYSPARK_PYTHON (default: "python3"
+    # from PATH); spark.pyspark.python only reaches it through spark-submit. Without
+    # this, a driver run from a virtualenv that is not first on PATH starts workers
+    # that cannot import this package.
+    if not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -124,10 +138,14 @@ class JobRun:
             raise ConfigError("--restore", str(err)) from None
 
     # ---- job document and attempts -----------------------------------------------------------
-    def _claim(self, token: str, restored_id: int | None) -> None:
+    def _claim(self, token: str, restored_id: int | None, highest_id: int = 0) -> int:
+        """Claim the job; returns the highest checkpoint id this job ever used."""
         job_id = self.request.job_id
         existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         self.attempt_number = int(existing.get("attempt", 0)) + 1
+        # Recorded here because checkpoints newer than a restored one are deleted (see
+        # _discard_newer): ids must still never be reused.
+        highest_id = max(highest_id, int(existing.get("highest_checkpoint_id") or 0))
         document = {
             "job_id": job_id,
             "name": self.request.job.name,
@@ -135,10 +153,33 @@ class JobRun:
             "attempt": self.attempt_number,
             "fencing_token": token,
             "parallelism": self.request.job.parallelism,
+            "highest_checkpoint_id": highest_id,
             "updated_ms": wall_ms(),
         }
         self.storage.write_document(job_id, JOB_DOCUMENT, document)
         self._record_attempt({"outcome": "running", "start_ms": wall_ms(), "restored_from": restored_id})
+        return highest_id
+
+    def _discard_newer(self, restored_id: int) -> None:
+        """Delete every checkpoint and savepoint newer than the restored one.
+
+        Resuming from an older cut (``--restore ID``, or a damaged latest checkpoint)
+        rolls back the sink output committed after it, so the newer checkpoints no
+        longer match the output: restoring one later (``--restore latest`` after this
+        run dies) would lose or fail to publish the rows they cover. They are deleted
+        *before* the output is rolled back, so a crash in between leaves the restored
+        checkpoint as the latest, and the next run repeats the rollback.
+        """
+        job_id = self.request.job_id
+        newer = [e for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if e.checkpoint_id > restored_id]
+        completed = [str(e.checkpoint_id) for e in newer if e.completed]
+        if completed:
+            self.progress(
+                f"job {job_id}: discarding checkpoint(s) {', '.join(completed)}, newer than "
+                f"{f'checkpoint {restored_id}' if restored_id else 'the start'}: their output is rolled back"
+            )
+        for entry in newer:
+            self.storage.delete_checkpoint_dir(job_id, PIPELINE_ID, entry.checkpoint_id, entry.savepoint)
 
     def _record_attempt(self, fields: dict[str, Any]) -> None:
         path = f"attempts/{self.attempt_number:06d}.json"
@@ -178,20 +219,27 @@ class JobRun:
         request = self.request
         job = request.job
         config = request.config
+        highest_id = self.store.highest_id()  # before --discard-existing deletes anything
         manifest = self.choose_restore()
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
 
         sink = load_sink(job.sink, "sink[0]")
         committer = sink.create_committer(request.job_id)
         restored_infos = commit_infos_of(manifest.commit_infos) if manifest is not None else []
-        # Make the sink output match the restored cut before anything runs.
-        if restored_infos:
-            committer.commit(restored_infos)
-        committer.rollback(self.restored_id or 0)
-        committer.cleanup(restored_infos)
 
         token = secrets.token_hex(16)
-        self._claim(token, self.restored_id)
+        highest_id = self._claim(token, self.restored_id, highest_id)
+        try:
+            # Make the checkpoints and the sink output match the restored cut before
+            # anything runs.
+            self._discard_newer(self.restored_id or 0)
+            if restored_infos:
+                committer.commit(restored_infos)
+            committer.rollback(self.restored_id or 0)
+            committer.cleanup(restored_infos)
+        except BaseException as err:
+            self._release(Outcome(error=f"restoring the sink output failed: {err}"), token)
+            raise
 
         owns_spark = spark is None
         self.spark = spark or build_spark(request)
@@ -203,14 +251,20 @@ class JobRun:
                 f"{job.parallelism} subtasks must run at the same time but the Spark master offers {slots} task slots",
             )
         source = load_source(job.source, "source[0]")
-        splits = tuple(source.splits(job.parallelism))
+        # The split plan is part of the checkpoint: a restore (with any parallelism)
+        # keeps it, so split ids and ranges always match the restored positions.
+        stored_plan = manifest.properties.get("splits") if manifest is not None else None
+        if stored_plan is not None:
+            splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
+        else:
+            splits = tuple(source.splits(job.parallelism))
 
         restored = None
         if manifest is not None:
             restored = rescaled(self.store.from_manifest(manifest), job.parallelism)
             if restored.num_subtasks != manifest.properties.get("parallelism", restored.num_subtasks):
                 self.progress(f"rescaling from {manifest.properties.get('parallelism')} to {job.parallelism} subtasks")
-        next_id = max(self.store.highest_id(), self.restored_id or 0) + 1
+        next_id = max(highest_id, self.restored_id or 0) + 1
         coordinator = CheckpointCoordinator(
             PIPELINE_ID,
             job.parallelism,
@@ -227,7 +281,11 @@ class JobRun:
         )
         loop = DriverLoop(
             coordinator, self.store, committer, token,
-            properties={"job_name": job.name, "attempt": self.attempt_number},
+            properties={
+                "job_name": job.name,
+                "attempt": self.attempt_number,
+                "splits": [[split.split_id, dict(split.spec)] for split in splits],
+            },
             progress=self.progress,
         )
         self._loop = loop
@@ -264,7 +322,13 @@ class JobRun:
         finally:
             if not outcome.finished:
                 context.cancelJobGroup(self._job_group)
-            spark_thread.join(timeout=60)
+            spark_thread.join(timeout=FINISHED_TASKS_GRACE_S if outcome.finished else 60)
+            if outcome.finished and spark_thread.is_alive():
+                # A subtask whose executor died after the final checkpoint was retried
+                # by Spark; the attempt waits for a restore that never comes (the job is
+                # done and committed), so it would hold the run up to its timeout.
+                context.cancelJobGroup(self._job_group)
+                spark_thread.join(timeout=60)
             server.close()
             if outcome.finished:
                 final_infos = []

@@ -98,6 +98,8 @@ class SubtaskRuntime:
         self._restart = False
         self._fatal: BaseException | None = None
         self._prepared: dict[int, Any] = {}  # epoch checkpoint id -> sink commit info
+        #: bumped on every re-registration: barrier work of an older one is stale
+        self._generation = 0
         self._rows_since_barrier = 0
         self.rows_total = 0
         self.barriers_handled = 0
@@ -126,10 +128,14 @@ class SubtaskRuntime:
     def _on_reconnect(self) -> None:
         # Everything in flight belongs to the old registration: the coordinator aborts
         # its pending checkpoints and answers the new Register with a restore state.
-        # (Barriers arriving after the new Register are kept, even before the restore.)
-        self._restart = True
+        # (Barriers arriving after the new Register are kept, even before the restore;
+        # they are taken only once the processing thread has restarted.) Barrier work
+        # of the old registration still running on the async thread is stale: the
+        # generation tells it not to record its staged output or ACK.
         self._restore_event.clear()
         with self._lock:
+            self._restart = True
+            self._generation += 1
             self._barriers.clear()
             self._prepared.clear()
             self._barrier_pending = False
@@ -246,9 +252,14 @@ class SubtaskRuntime:
     # ---- barriers -------------------------------------------------------------------------
     def _take_barriers(self) -> None:
         with self._lock:
+            if self._restart:
+                # Re-registered: these barriers belong to the state the restart restores,
+                # not to the state this thread still holds. _check() restarts first.
+                return
             barriers = list(self._barriers)
             self._barriers.clear()
             self._barrier_pending = False
+            generation = self._generation
         for barrier in barriers:
             started = time.perf_counter()
             snapshot = encode_subtask_state(self.subtask, self._states)
@@ -257,25 +268,39 @@ class SubtaskRuntime:
             rows, self._rows_since_barrier = self._rows_since_barrier, 0
             self.rows_total += rows
             sync_ms = int((time.perf_counter() - started) * 1000)
-            self._async.submit(self._finish_barrier, barrier, snapshot, epoch_writer, rows, sync_ms)
+            self._async.submit(self._finish_barrier, barrier, snapshot, epoch_writer, rows, sync_ms, generation)
             self.barriers_handled += 1
 
-    def _finish_barrier(self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int) -> None:
+    def _stale(self, generation: int) -> bool:
+        return generation != self._generation
+
+    def _finish_barrier(
+        self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int, generation: int
+    ) -> None:
         try:
-            self._complete_barrier(barrier, snapshot, writer, rows, sync_ms)
+            self._complete_barrier(barrier, snapshot, writer, rows, sync_ms, generation)
         except BaseException as err:  # a bug here must not vanish inside the executor
+            if self._stale(generation):
+                return
             log.exception("subtask %d: finishing checkpoint %d failed", self.subtask, barrier.checkpoint_id)
             self._fatal = RuntimeError(f"finishing checkpoint {barrier.checkpoint_id} failed: {err}")
             self._decline(barrier.checkpoint_id, f"{type(err).__name__}: {err}")
             self._wake.set()
 
-    def _complete_barrier(self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int) -> None:
+    def _complete_barrier(
+        self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int, generation: int
+    ) -> None:
         started = time.perf_counter()
         checkpoint_id = barrier.checkpoint_id
+        if self._stale(generation):  # the old registration's epoch: its rows are read again
+            writer.close()
+            return
         try:
             info = writer.prepare_commit(checkpoint_id)
             writer.close()
         except BaseException as err:
+            if self._stale(generation):
+                return
             # The epoch's rows are neither staged nor re-readable from this attempt's
             # positions: only a restart from the last completed checkpoint is safe.
             self._fatal = RuntimeError(f"sink pre-commit for checkpoint {checkpoint_id} failed: {err}")
@@ -283,13 +308,20 @@ class SubtaskRuntime:
             self._wake.set()
             return
         with self._lock:
+            if self._stale(generation):
+                # Re-registered while this pre-commit ran: the staged files are not
+                # recorded (cleanup removes them) and no ACK goes out.
+                return
             if info is not None:
                 self._prepared[checkpoint_id] = info
             commit_infos = [[c, i] for c, i in sorted(self._prepared.items()) if c <= checkpoint_id]
         try:
             handle = self._store_state(checkpoint_id, snapshot, barrier.kind is CheckpointKind.SAVEPOINT)
         except Exception as err:  # the staged output stays prepared for the next checkpoint
-            self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
+            if not self._stale(generation):
+                self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
+            return
+        if self._stale(generation):
             return
         stats = AckStats(
             sync_ms=sync_ms,

@@ -1,0 +1,203 @@
+"""Every built-in connector end to end in ``local[2]``, through ``seatunnel-ckpt run``.
+
+Each job runs as a user runs it (a subprocess with a seatunnel.yaml and a job file) and
+the committed output is read back and counted id by id.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output, without_venv_on_path
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+ADD_BUCKET = "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"
+PART_NAME = re.compile(r"part-[0-9a-f]{8}-\d{5}-\d+-\d{10}-\d+\.(parquet|csv|jsonl)")
+
+
+def finished(result) -> int:
+    """The final checkpoint id the driver reported; asserts a clean exit."""
+    assert result.returncode == 0, result.explain()
+    match = re.search(r"job \S+ finished: final checkpoint (\d+)", result.stderr)
+    assert match, result.explain()
+    return int(match.group(1))
+
+
+def test_sequence_to_parquet(workspace: Workspace) -> None:
+    """Also run as a user who calls .venv/bin/seatunnel-ckpt without activating the venv:
+    the executors' Python workers must still be the driver's interpreter."""
+    rows = 200_000
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 60_000})
+    result = workspace.run(job, config, "seq", env=without_venv_on_path(workspace.env))
+    final = finished(result)
+    completed = re.findall(r"checkpoint (\d+) \((checkpoint|final)\) completed", result.stderr)
+    assert len(completed) >= 3, f"expected periodic checkpoints before the final one\n{result.explain()}"
+    assert completed[-1] == (str(final), "final")
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+    # Only committed files are visible; every one has the documented name.
+    names = committed_files(workspace.output)
+    assert names and all(PART_NAME.fullmatch(n) for n in names), names
+    assert not list((workspace.output / "_staging").rglob("*.parquet")), "staged files left after the job finished"
+    assert final in completed_ids(config, "seq")
+
+
+def _write_inputs(directory, fmt: str, files: int, rows_per_file: int) -> int:
+    """``files`` input files of ``fmt`` with ids 0..files*rows_per_file-1 and a text column."""
+    import json
+
+    import pyarrow.csv as pacsv
+
+    directory.mkdir(parents=True)
+    next_id = 0
+    for index in range(files):
+        ids = np.arange(next_id, next_id + rows_per_file, dtype=np.int64)
+        next_id += rows_per_file
+        table = pa.table({"id": ids, "name": [f"row-{i}" for i in ids.tolist()], "score": (ids % 97) * 0.5})
+        path = directory / f"input-{index:02d}.{fmt}"
+        if fmt == "parquet":
+            pq.write_table(table, path, row_group_size=max(1, rows_per_file // 3))
+        elif fmt == "csv":
+            pacsv.write_csv(table, path)
+        else:
+            with open(path, "w") as f:
+                for row in table.to_pylist():
+                    f.write(json.dumps(row) + "\n")
+    # Files Spark and pyarrow skip must be skipped by the File source too.
+    (directory / "_SUCCESS").write_text("")
+    (directory / ".input-00.crc").write_text("garbage")
+    return next_id
+
+
+@pytest.mark.parametrize(("in_fmt", "out_fmt"), [("parquet", "csv"), ("csv", "jsonl"), ("jsonl", "parquet")])
+def test_file_source_to_file_sink(workspace: Workspace, in_fmt: str, out_fmt: str) -> None:
+    """Every input format and every output format once; splits = files (5 over 2 subtasks)."""
+    inputs = workspace.root / "input"
+    rows = _write_inputs(inputs, in_fmt, files=5, rows_per_file=20_000)
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job(
+        {"plugin_name": "File", "path": f"file://{inputs}/", "format": in_fmt, "batch_size": 4_000},
+        {"plugin_name": "File", "path": f"file://{workspace.output}/", "format": out_fmt},
+    )
+    result = workspace.run(job, config, f"files-{in_fmt}-{out_fmt}")
+    finished(result)
+    assert "5 splits" in result.stderr, result.explain()
+    names = committed_files(workspace.output)
+    assert names and all(n.endswith(f".{out_fmt}") and PART_NAME.fullmatch(n) for n in names), names
+    table = read_output(f"file://{workspace.output}/", out_fmt)
+    assert_exactly_once(table, rows)
+    # The other columns came through unchanged.
+    by_id = table.sort_by("id")
+    ids = by_id.column("id").to_numpy()
+    assert by_id.column("name").to_pylist()[:3] == ["row-0", "row-1", "row-2"]
+    assert np.allclose(by_id.column("score").to_numpy(), (ids % 97) * 0.5)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_file_source_resumes_inside_files(workspace: Workspace, fmt: str) -> None:
+    """Killed mid-file and restored: a reader resumes at its row offset (parquet skips
+    whole row groups by the footer, csv/jsonl re-read and drop), exactly once."""
+    inputs = workspace.root / "input"
+    rows = _write_inputs(inputs, fmt, files=4, rows_per_file=30_000)
+    config = workspace.write_config(interval=400)
+    job = workspace.write_job(
+        {"plugin_name": "File", "path": f"file://{inputs}/", "batch_size": 1_000},
+        {"plugin_name": "File", "path": f"file://{workspace.output}/", "format": "parquet"},
+        transforms=[{"plugin_name": "Python", "function": "tests.integration.engine.slow_transforms:pause"}],
+    )
+    with workspace.start(job, config, f"resume-{fmt}") as first:
+        assert first.wait_for(r"checkpoint 3 \(checkpoint\) completed", 120), first.stderr()
+        first.kill()
+    latest = max(completed_ids(config, f"resume-{fmt}"))
+    # The restored positions are inside the first files of each subtask.
+    from .support import open_storage
+
+    import json
+
+    manifest = open_storage(config).read_manifest(f"resume-{fmt}", 1, latest)
+    assert manifest.properties["splits"][0][0] == f"input-00.{fmt}"
+    state = json.loads(manifest.subtask_states[0].inline)["splits"][f"input-00.{fmt}"]
+    assert not state["finished"] and 0 < state["position"] < 30_000, state
+    result = workspace.run(job, config, f"resume-{fmt}")
+    finished(result)
+    assert f"from checkpoint {latest};" in result.stderr, result.explain()
+    table = read_output(f"file://{workspace.output}/")
+    assert_exactly_once(table, rows)
+    assert sorted(table.column("name").to_pylist()) == sorted(f"row-{i}" for i in range(rows))
+
+
+def _expected_counts(ids: np.ndarray, rows: int, splits: int, buckets: int = 16) -> np.ndarray:
+    """CountByKey's running count for each id: rows of the same split so far with its bucket."""
+    bounds = np.array([rows * i // splits for i in range(splits)], dtype=np.int64)
+    starts = bounds[np.searchsorted(bounds, ids, side="right") - 1]
+    bucket = ids % buckets
+    first = starts + (bucket - starts) % buckets
+    return (ids - first) // buckets + 1
+
+
+def test_python_transform_and_count_by_key_survive_a_driver_kill(workspace: Workspace) -> None:
+    """Python (add_bucket) -> CountByKey (stateful): counts are consistent across a restore."""
+    rows = 600_000
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 60_000, "batch_size": 5_000},
+        transforms=[{"plugin_name": "Python", "function": ADD_BUCKET}, {"plugin_name": "CountByKey", "key": "bucket"}],
+    )
+    with workspace.start(job, config, "counts") as first:
+        assert first.wait_for(r"checkpoint 3 \(checkpoint\) completed", 120), first.stderr()
+        first.kill()
+    latest = max(completed_ids(config, "counts"))
+    result = workspace.run(job, config, "counts")
+    finished(result)
+    assert f"from checkpoint {latest}" in result.stderr, result.explain()
+    table = read_output(f"file://{workspace.output}/", columns=["id", "bucket", "count"])
+    assert table.schema.names == ["id", "bucket", "count"]
+    assert_exactly_once(table, rows)
+    ids = table.column("id").to_numpy()
+    assert np.array_equal(table.column("bucket").to_numpy(), ids % 16)
+    counts = table.column("count").to_numpy()
+    expected = _expected_counts(ids, rows, splits=2)
+    bad = np.flatnonzero(counts != expected)
+    assert bad.size == 0, f"{bad.size} rows have a wrong running count, e.g. id {ids[bad[0]]}: {counts[bad[0]]} != {expected[bad[0]]}"
+
+
+def test_filter_rename_select(workspace: Workspace) -> None:
+    rows = 90_000
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "payload_bytes": 8, "batch_size": 7_000},
+        transforms=[
+            {"plugin_name": "Python", "function": ADD_BUCKET},
+            {"plugin_name": "Filter", "condition": "id % 3 == 0"},
+            {"plugin_name": "Rename", "mapping": {"bucket": "b", "id": "key"}},
+            {"plugin_name": "Select", "fields": ["b", "key"]},
+        ],
+    )
+    finished(workspace.run(job, config, "columns"))
+    table = read_output(f"file://{workspace.output}/")
+    assert table.schema.names == ["b", "key"]
+    assert_exactly_once(table, range(0, rows, 3), column="key")
+    assert np.array_equal(table.column("b").to_numpy(), table.column("key").to_numpy() % 16)
+
+
+def test_console_sink_prints_every_batch(workspace: Workspace) -> None:
+    """The Console sink prints on the executors' stdout. PySpark forwards a Python
+    worker's stdout to the executor JVM's stderr, so in local mode it reaches the
+    driver's stderr; what counts is that every batch is printed with its first rows."""
+    config = workspace.write_config()
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": 1_000, "batch_size": 250},
+                              {"plugin_name": "Console", "limit": 2})
+    result = workspace.run(job, config, "console")
+    finished(result)
+    output = result.stdout + result.stderr
+    lines = re.findall(r"\[Console subtask (\d)\] (\d+) rows \(total (\d+)\)", output)
+    assert sorted(lines) == [("0", "250", "250"), ("0", "250", "500"), ("1", "250", "250"), ("1", "250", "500")], output
+    for first_id in (0, 250, 500, 750):
+        assert f"{{'id': {first_id}}}" in output and f"{{'id': {first_id + 1}}}" in output
+    assert f"{{'id': 2}}" not in output  # limit: 2 rows per batch

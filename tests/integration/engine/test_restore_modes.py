@@ -1,0 +1,105 @@
+"""``--restore latest|none|ID``, ``--discard-existing`` and rescaling on restore."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+def _one_line_error(result, *needles: str) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected a one-line error\n{result.explain()}"
+    assert "Traceback" not in result.stderr and lines[0].startswith("error: "), result.explain()
+    for needle in needles:
+        assert needle in lines[0], result.explain()
+    return lines[0]
+
+
+def test_restore_latest_none_discard_and_missing_id(workspace: Workspace) -> None:
+    rows = 100_000
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 50_000})
+
+    # latest (the default) with nothing stored: starts fresh and says so.
+    fresh = workspace.run(job, config, "modes", "--restore", "latest")
+    assert fresh.returncode == 0, fresh.explain()
+    assert re.search(r"job modes: no completed checkpoint in \S+; starting from the beginning", fresh.stderr), fresh.explain()
+    first_files = committed_files(workspace.output)
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+    ids = completed_ids(config, "modes")
+
+    # none over existing checkpoints: refused before Spark starts.
+    refused = workspace.run(job, config, "modes", "--restore", "none")
+    assert refused.returncode == 2, refused.explain()
+    _one_line_error(refused, "already has checkpoints", "--discard-existing")
+    assert completed_ids(config, "modes") == ids and committed_files(workspace.output) == first_files
+
+    # A checkpoint id that does not exist: exit 2, one line naming it and what exists.
+    missing = workspace.run(job, config, "modes", "--restore", "999")
+    assert missing.returncode == 2, missing.explain()
+    line = _one_line_error(missing, "999", "no completed checkpoint")
+    assert str(ids[-1]) in line
+    garbage = workspace.run(job, config, "modes", "--restore", "yesterday")
+    assert garbage.returncode == 2, garbage.explain()
+    _one_line_error(garbage, "--restore", "yesterday")
+
+    # none + --discard-existing: starts over; the old output is rolled back first.
+    again = workspace.run(job, config, "modes", "--restore", "none", "--discard-existing")
+    assert again.returncode == 0, again.explain()
+    assert "discarding existing checkpoints" in again.stderr
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+    assert not set(first_files) & set(committed_files(workspace.output))
+    # The old checkpoints are gone, but ids keep growing: they are never reused.
+    assert min(completed_ids(config, "modes")) > max(ids)
+
+
+def test_restore_an_older_checkpoint_rolls_back_newer_output(workspace: Workspace) -> None:
+    rows = 200_000
+    config = workspace.write_config(interval=300, max_retained=50)
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 50_000, "batch_size": 2_000})
+    first = workspace.run(job, config, "older")
+    assert first.returncode == 0, first.explain()
+    ids = completed_ids(config, "older")
+    assert len(ids) >= 6, ids
+    older = ids[len(ids) // 2]
+    result = workspace.run(job, config, "older", "--restore", str(older))
+    assert result.returncode == 0, result.explain()
+    assert f"from checkpoint {older};" in result.stderr, result.explain()
+    assert re.search(rf"removed \d+ committed file\(s\) newer than checkpoint {older}\b", result.stderr), result.explain()
+    # The checkpoints of the abandoned timeline are deleted (restoring one later would
+    # point at output that was just rolled back), and their ids are not reused.
+    newer = ", ".join(str(i) for i in ids if i > older)
+    assert f"discarding checkpoint(s) {newer}, newer than checkpoint {older}" in result.stderr, result.explain()
+    after = completed_ids(config, "older")
+    assert not [i for i in after if older < i <= ids[-1]], after
+    assert max(after) > ids[-1]
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "splits"),
+    [pytest.param(2, 1, None, id="2-to-1"), pytest.param(1, 2, 4, id="1-to-2-splits-4")],
+)
+def test_rescale_on_restore(workspace: Workspace, before: int, after: int, splits: int | None) -> None:
+    rows = 400_000
+    source = {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 50_000, "batch_size": 5_000}
+    if splits:
+        source["splits"] = splits
+    config = workspace.write_config(interval=500)
+    job_before = workspace.write_job(source, parallelism=before, file_name="before.yaml")
+    job_after = workspace.write_job(source, parallelism=after, file_name="after.yaml")
+    with workspace.start(job_before, config, "rescale") as first:
+        assert first.wait_for(r"checkpoint 3 \(checkpoint\) completed", 120), first.stderr()
+        first.kill()
+    latest = max(completed_ids(config, "rescale"))
+    result = workspace.run(job_after, config, "rescale")
+    assert result.returncode == 0, result.explain()
+    assert f"rescaling from {before} to {after} subtasks" in result.stderr, result.explain()
+    assert re.search(rf"attempt 2: {after} subtasks, {splits or before} splits, from checkpoint {latest};", result.stderr), \
+        result.explain()
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
