@@ -1,0 +1,127 @@
+"""Pieces every benchmark script shares: machine description, summaries, JSON output.
+
+Benchmarks are scripts that print JSON (never timed tests). Every figure is a ratio of two
+things measured side by side in one run, reported as the median of the repetitions with
+min and max, because these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Iterable
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+PLOTS_DIR = REPO_ROOT / "docs" / "img"
+
+_LIBRARIES = ("pyspark", "pyarrow", "boto3", "botocore", "moto", "oss2", "hdfs", "requests", "apache-airflow")
+
+
+def summary(values: Iterable[float], digits: int = 3) -> dict[str, float]:
+    """Median, min and max (the figures every result reports), plus the sample count."""
+    values = list(values)
+    if not values:
+        raise ValueError("summary of no values")
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "n": len(values),
+    }
+
+
+def percentiles(values: Iterable[float], digits: int = 3) -> dict[str, float]:
+    """p50 / p99 / max of a latency sample (nearest-rank, no interpolation)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentiles of no values")
+
+    def rank(p: float) -> float:
+        index = max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))
+        return ordered[int(index)]
+
+    return {
+        "p50": round(rank(50), digits),
+        "p99": round(rank(99), digits),
+        "max": round(ordered[-1], digits),
+        "n": len(ordered),
+    }
+
+
+def ratio(numerator: float, denominator: float, digits: int = 3) -> float | None:
+    return round(numerator / denominator, digits) if denominator else None
+
+
+def progress(bench: str, message: str) -> None:
+    """Human progress on stderr; stdout is reserved for the JSON result."""
+    print(f"[{bench} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _has_cpu_flag(flag: str) -> bool:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return flag in line.split()
+    return False
+
+
+def machine_info(extra_libraries: Iterable[str] = ()) -> dict[str, Any]:
+    """What the figures were measured on: cores, memory, load, library versions, commit."""
+    info: dict[str, Any] = {
+        "cores": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            models = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        if models:
+            info["cpu_model"] = models[0]
+            info["cpu_sha_ni"] = _has_cpu_flag("sha_ni")
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        with open("/proc/meminfo") as f:
+            mem = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split()}
+        info["memory_total_mib"] = mem["MemTotal"] // 1024
+        info["memory_available_mib"] = mem["MemAvailable"] // 1024
+    with contextlib.suppress(OSError):
+        info["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    versions = {}
+    for library in (*_LIBRARIES, *extra_libraries):
+        with contextlib.suppress(PackageNotFoundError):
+            versions[library] = version(library)
+    info["libraries"] = versions
+    with contextlib.suppress(Exception):
+        commit = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "airflow_provider_seatunnel_ckpt"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        info["git_commit"] = commit + (" (package modified)" if dirty else "")
+    return info
+
+
+def emit(result: dict[str, Any], name: str, write: bool) -> None:
+    """Print the result as JSON on stdout; with ``write`` also keep it as bench/results/NAME.json."""
+    with contextlib.suppress(OSError):
+        result.setdefault("machine", {})["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    text = json.dumps(result, indent=2)
+    print(text)
+    if write:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        (RESULTS_DIR / f"{name}.json").write_text(text + "\n")
