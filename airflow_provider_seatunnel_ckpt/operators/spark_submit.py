@@ -291,7 +291,14 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
 
     def _result(self, context: Context, hook: CheckpointStorageHook, job_id: str, ran: bool) -> dict[str, Any]:
         status = hook.get_job_status(job_id) or {}
-        if status.get("status") != "finished":
+        if status.get("status") == "stopped":
+            # A stop-with-savepoint is a deliberate ending (hook.request_savepoint), not a
+            # failure: the task succeeds, and running it again resumes from the savepoint.
+            self.log.info(
+                "job %s stopped with savepoint %s on request; run the task again to resume from it",
+                job_id, status.get("savepoint_id"),
+            )
+        elif status.get("status") != "finished":
             raise AirflowException(
                 f"job {job_id}: spark-submit succeeded but {hook.describe(job_id)}/job.json says "
                 f"{status.get('status')!r} (another driver took the job over?)"
@@ -305,6 +312,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             "status": status.get("status"),
             "ran": ran,
             "final_checkpoint_id": final_id,
+            "savepoint_id": status.get("savepoint_id"),
             "attempt": status.get("attempt"),
             "location": hook.describe(job_id),
             "final_checkpoint": final,

@@ -167,6 +167,26 @@ def test_a_finished_job_is_not_run_again(tmp_path):
     assert "fencing_token" not in str(result)
 
 
+def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_it(tmp_path):
+    from airflow.sdk.exceptions import AirflowException
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
+
+    config = local_config(tmp_path)
+    hook = get_checkpoint_hook(config_file=config)
+    hook.storage.store_checkpoint(PipelineState(job_id="halt", pipeline_id=1, checkpoint_id=3, states=b"", kind=CheckpointKind.SAVEPOINT))
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="halt")
+    hook.storage.write_document("halt", "job.json", {"status": "stopped", "attempt": 1, "savepoint_id": 3})
+    pushed: dict = {}
+    result = op._result(fake_context(pushed), hook, "halt", ran=True)
+    assert result["status"] == "stopped" and result["savepoint_id"] == 3 and result["final_checkpoint_id"] is None
+    assert pushed == {"final_checkpoint_id": None}
+    assert op._restore_argument(hook, "halt") == "latest"  # a rerun resumes from the savepoint
+    hook.storage.write_document("halt", "job.json", {"status": "running", "attempt": 2})
+    with pytest.raises(AirflowException, match="job.json says 'running'"):
+        op._result(fake_context({}), hook, "halt", ran=True)
+
+
 def test_invalid_input_fails_without_retry(tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
