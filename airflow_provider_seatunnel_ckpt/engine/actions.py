@@ -61,9 +61,14 @@ class FailJob:
 
 @dataclass(frozen=True, slots=True)
 class JobFinished:
-    """The final checkpoint (or the stop-with-savepoint) is durable; stop the subtasks."""
+    """The final checkpoint (or the stop-with-savepoint) is durable; stop the subtasks.
+
+    ``stopped_with_savepoint`` tells the two apart: a stopped job has input left and is
+    resumed from the savepoint by the next run.
+    """
 
     checkpoint_id: int
+    stopped_with_savepoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,12 @@ The same entry point is a spark-submit application::
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1
@@ -36,7 +39,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..errors import ConfigError
+    from ..errors import CheckpointError, ConfigError
+    from .driver import first_line
     from .job import load_job
     from .runner import JobRun, RunRequest
 
@@ -60,7 +64,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         master=master,
         spark_conf=spark_conf,
     )
-    outcome = JobRun(request).run()
+    try:
+        outcome = JobRun(request).run()
+    except (ConfigError, CheckpointError):
+        raise  # the CLI prints these as one line
+    except Exception as err:  # e.g. Spark could not start; the attempt is recorded as failed
+        log.debug("job %s failed", request.job_id, exc_info=True)
+        print(f"error: job {request.job_id} failed: {first_line(f'{type(err).__name__}: {err}')}", file=sys.stderr)
+        return EXIT_JOB_FAILED
+    if outcome.stopped_with_savepoint:
+        print(f"job {request.job_id} stopped with savepoint {outcome.stopped_savepoint_id}, "
+              f"{len(outcome.completed)} checkpoints completed in this run; rerun to resume from it", file=sys.stderr)
+        return EXIT_OK
     if outcome.finished:
         print(f"job {request.job_id} finished: final checkpoint {outcome.final_checkpoint_id}, "
               f"{len(outcome.completed)} checkpoints completed in this run", file=sys.stderr)

@@ -22,6 +22,9 @@ class SubtaskSnapshot:
     state_handles: tuple[StateHandle, ...] = ()
     sink_commit_info: JsonValue = None
     stats: AckStats = AckStats()
+    #: trigger -> this subtask's ACK received by the coordinator (coordinator clock);
+    #: 0 for a checkpoint read back from storage
+    ack_latency_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

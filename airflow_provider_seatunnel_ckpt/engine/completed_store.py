@@ -58,18 +58,7 @@ class CompletedCheckpointStore:
             if snapshot.state_handles:
                 subtask_states[snapshot.subtask] = _to_stored(snapshot.state_handles[0])
         complete = wall_ms()
-        per_subtask = {
-            str(s.subtask): {"attempt": s.attempt, **s.stats.to_json()} for s in checkpoint.subtasks
-        }
-        statistics = {
-            "trigger_ms": trigger_wall_ms,
-            "complete_ms": complete,
-            "duration_ms": max(0, complete - trigger_wall_ms),
-            "ack_duration_ms": max(0, checkpoint.acked_ms - checkpoint.trigger_ms),
-            "state_bytes": checkpoint.state_bytes,
-            "rows": sum(s.stats.rows_since_last for s in checkpoint.subtasks),
-            "subtasks": per_subtask,
-        }
+        statistics = checkpoint_statistics(checkpoint, trigger_wall_ms, complete)
         return CheckpointManifest(
             job_id=self.job_id,
             pipeline_id=self.pipeline_id,
@@ -170,6 +159,38 @@ class CompletedCheckpointStore:
             log.warning("checkpoint %d is damaged, not restoring from it: %s", checkpoint_id, err)
             return None
         return manifest
+
+
+def checkpoint_statistics(checkpoint: CompletedCheckpoint, trigger_wall_ms: int, complete_wall_ms: int) -> dict[str, Any]:
+    """The ``statistics`` object of ``_metadata`` (modelled on Flink's checkpoint stats).
+
+    Times ending in ``_ms`` that are durations come from the coordinator's monotonic
+    clock (ACK latencies) or from wall-clock differences (``duration_ms``, ``persist_ms``);
+    ``trigger_ms``, ``complete_ms`` and per-subtask ``ack_ms`` are wall-clock epoch ms
+    (``ack_ms`` = ``trigger_ms`` + the subtask's ACK latency). Keys are only ever
+    added: benchmarks and sensors read them.
+    """
+    ack_duration = max(0, checkpoint.acked_ms - checkpoint.trigger_ms)
+    per_subtask = {
+        str(s.subtask): {
+            "attempt": s.attempt,
+            **s.stats.to_json(),
+            "ack_latency_ms": s.ack_latency_ms,
+            "ack_ms": trigger_wall_ms + s.ack_latency_ms,
+        }
+        for s in checkpoint.subtasks
+    }
+    return {
+        "trigger_ms": trigger_wall_ms,
+        "complete_ms": complete_wall_ms,
+        "duration_ms": max(0, complete_wall_ms - trigger_wall_ms),
+        "ack_duration_ms": ack_duration,
+        "persist_ms": max(0, complete_wall_ms - trigger_wall_ms - ack_duration),
+        "state_bytes": checkpoint.state_bytes,
+        "rows": sum(s.stats.rows_since_last for s in checkpoint.subtasks),
+        "num_subtasks": checkpoint.num_subtasks,
+        "subtasks": per_subtask,
+    }
 
 
 def rescaled(checkpoint: CompletedCheckpoint, parallelism: int) -> CompletedCheckpoint:

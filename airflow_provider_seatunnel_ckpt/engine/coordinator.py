@@ -327,7 +327,7 @@ class CheckpointCoordinator:
             self._abort_all_pending(
                 FailureReason.COORDINATOR_SHUTDOWN, f"job finished with checkpoint {checkpoint_id}", actions
             )
-            actions.append(JobFinished(checkpoint_id))
+            actions.append(JobFinished(checkpoint_id, stopped_with_savepoint=checkpoint_id == self._stop_id))
         return self._with_wakeup(actions)
 
     def on_persist_failed(self, checkpoint_id: int, error: str) -> list[Action]:

@@ -60,14 +60,25 @@ class CheckpointRecord:
     state_bytes: int
     rows: int
     location: str
+    #: the ``_metadata`` statistics of the checkpoint (see completed_store.checkpoint_statistics)
+    statistics: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class Outcome:
+    #: the run ended cleanly: the final checkpoint (or the stop-with-savepoint) is committed
     finished: bool = False
     error: str | None = None
     final_checkpoint_id: int | None = None
     completed: list[CheckpointRecord] = field(default_factory=list)
+    #: the savepoint of a stop-with-savepoint once it is durable (``final_checkpoint_id``
+    #: stays None: input is left)
+    stopped_savepoint_id: int | None = None
+
+    @property
+    def stopped_with_savepoint(self) -> bool:
+        """The run ended by a stop-with-savepoint and the savepoint's output is committed."""
+        return self.finished and self.stopped_savepoint_id is not None
 
 
 class DriverLoop:
@@ -99,6 +110,9 @@ class DriverLoop:
         self._trigger_wall: dict[int, int] = {}
         self._done = threading.Event()
         self._next_request_poll = 0.0
+        #: the stop-with-savepoint being taken, and why the last request was refused
+        self._stop_savepoint_id: int | None = None
+        self._stop_refused: str | None = None
         self._started = time.monotonic()
         self._rows_committed = 0
         #: set on the storage worker when publishing a checkpoint's output failed
@@ -180,7 +194,7 @@ class DriverLoop:
             error = event[1]
             if not self._done.is_set():
                 detail = f"{type(error).__name__}: {error}" if error else "the Spark job ended before the job finished"
-                self._fail(f"Spark job failed: {_first_line(detail)}")
+                self._fail(f"Spark job failed: {first_line(detail)}")
 
     # ---- actions ----------------------------------------------------------------------------
     def _execute(self, actions: list[Any]) -> None:
@@ -199,12 +213,21 @@ class DriverLoop:
                 self._io.submit(self._persist, checkpoint, trigger_wall)
             elif isinstance(action, DeleteCheckpointState):
                 self._trigger_wall.pop(action.checkpoint_id, None)
+                if action.checkpoint_id == self._stop_savepoint_id:
+                    self._stop_savepoint_id = None
+                    if self.coordinator.lifecycle is Lifecycle.ACTIVE:
+                        self.progress(
+                            f"stop-with-savepoint: savepoint {action.checkpoint_id} failed "
+                            f"({action.reason.name.lower()}); the job keeps running, request the stop again"
+                        )
                 self._io.submit(self._delete_aborted, action.checkpoint_id)
             elif isinstance(action, FailJob):
                 self._fail(action.message)
             elif isinstance(action, JobFinished):
                 # Finish only after the final checkpoint's output is committed: the
                 # commit was queued before this action on the same ordered worker.
+                if action.stopped_with_savepoint:
+                    self.outcome.stopped_savepoint_id = action.checkpoint_id
                 self._io.submit(lambda cid=action.checkpoint_id: self.events.put(("committed", cid, True)))
             elif isinstance(action, ScheduleWakeup):
                 self._wakeup_at = action.at_ms
@@ -266,24 +289,21 @@ class DriverLoop:
     def _completed(self, checkpoint_id: int, manifest: Any, location: str) -> None:
         actions = self.coordinator.on_persisted(checkpoint_id)
         self._io.submit(self._commit, checkpoint_id, manifest)
-        stats = manifest.statistics
+        stats = manifest.statistics if isinstance(manifest.statistics, dict) else {}
         record = CheckpointRecord(
             checkpoint_id, manifest.kind.value, int(stats.get("duration_ms", 0)), manifest.state_size,
-            int(stats.get("rows", 0)), location,
+            int(stats.get("rows", 0)), location, dict(stats),
         )
         self.outcome.completed.append(record)
         self._rows_committed += record.rows
         elapsed = max(1e-3, time.monotonic() - self._started)
-        self.progress(
-            f"checkpoint {checkpoint_id} ({record.kind}) completed in {record.duration_ms} ms, "
-            f"{_size(record.state_bytes)} state, {record.rows:,} rows; {self._rows_committed:,} rows total, "
-            f"{self._rows_committed / elapsed:,.0f} rows/s"
-        )
+        self.progress(completion_line(record, self._rows_committed, self._rows_committed / elapsed))
         self._execute(actions)
 
     def _finish(self, checkpoint_id: int) -> None:
         self.outcome.finished = True
-        self.outcome.final_checkpoint_id = checkpoint_id
+        if self.outcome.stopped_savepoint_id != checkpoint_id:
+            self.outcome.final_checkpoint_id = checkpoint_id
         for (subtask, attempt) in list(self._connections):
             self._send(subtask, attempt, FinishJob(checkpoint_id))
         self._done.set()
@@ -296,6 +316,13 @@ class DriverLoop:
         self._done.set()
 
     def _poll_requests(self) -> None:
+        """Act on a stop-with-savepoint request document.
+
+        The document is deleted only once the coordinator took the request: one that
+        arrives while a subtask is still starting or restarting waits for the next poll
+        instead of being lost. A savepoint that then fails is reported and not retried
+        (as in Flink): the job keeps running until the stop is requested again.
+        """
         try:
             request = self.store.storage.read_document(self.store.job_id, STOP_REQUEST)
         except Exception as err:
@@ -303,20 +330,54 @@ class DriverLoop:
             return
         if request is None or self.coordinator.lifecycle is not Lifecycle.ACTIVE:
             return
-        self.store.storage.delete_document(self.store.job_id, STOP_REQUEST)
         try:
             savepoint_id, actions = self.coordinator.stop_with_savepoint()
         except CheckpointError as err:
-            log.warning("stop-with-savepoint request refused: %s", err)
+            if str(err) != self._stop_refused:  # say it once, not every second
+                self._stop_refused = str(err)
+                log.warning("stop-with-savepoint request waits: %s", err)
             return
+        self._stop_refused = None
+        try:
+            self.store.storage.delete_document(self.store.job_id, STOP_REQUEST)
+        except Exception as err:  # harmless: asking again while a stop is in flight is a no-op
+            log.info("could not delete the stop-with-savepoint request: %s", err)
+        if not actions and savepoint_id == self._stop_savepoint_id:
+            return  # already being taken
+        self._stop_savepoint_id = savepoint_id
         self.progress(f"stop-with-savepoint requested: taking savepoint {savepoint_id}")
         self._execute(actions)
+
+
+def completion_line(record: CheckpointRecord, rows_total: int, rate: float) -> str:
+    """The progress line of one completed checkpoint, with the statistics of every subtask:
+    ``checkpoint 7 (checkpoint) completed in 412 ms, 1.2 KiB state, 20,000 rows; 140,000 rows
+    total, 35,000 rows/s; acks in 380 ms, persisted in 32 ms; subtask 0: ack 371 ms, sync 0 ms,
+    async 12 ms, 611 B, 10,000 rows; subtask 1: ...``"""
+    stats = record.statistics
+    line = (
+        f"checkpoint {record.checkpoint_id} ({record.kind}) completed in {record.duration_ms} ms, "
+        f"{_size(record.state_bytes)} state, {record.rows:,} rows; {rows_total:,} rows total, {rate:,.0f} rows/s"
+    )
+    if "ack_duration_ms" in stats:
+        line += f"; acks in {int(stats['ack_duration_ms'])} ms"
+        if "persist_ms" in stats:
+            line += f", persisted in {int(stats['persist_ms'])} ms"
+    subtasks = stats.get("subtasks") if isinstance(stats.get("subtasks"), dict) else {}
+    for index in sorted(subtasks, key=lambda k: int(k) if str(k).isdigit() else 0):
+        sub = subtasks[index] if isinstance(subtasks[index], dict) else {}
+        line += (
+            f"; subtask {index}: ack {int(sub.get('ack_latency_ms', 0))} ms, sync {int(sub.get('sync_ms', 0))} ms, "
+            f"async {int(sub.get('async_ms', 0))} ms, {_size(int(sub.get('state_bytes', 0)))}, "
+            f"{int(sub.get('rows_since_last', 0)):,} rows"
+        )
+    return line
 
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)): (.+)$")
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
     """The line that says what went wrong: for a Python error raised on an executor
     that is the exception line at the end of the traceback Spark wraps it in."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]

@@ -65,7 +65,7 @@ class PendingCheckpoint:
 
     __slots__ = (
         "pipeline_id", "checkpoint_id", "kind", "trigger_ms",
-        "_state", "_waiting", "_acks", "_last_ack_ms", "_failure", "_completed",
+        "_state", "_waiting", "_acks", "_ack_ms", "_last_ack_ms", "_failure", "_completed",
     )
 
     def __init__(
@@ -83,6 +83,7 @@ class PendingCheckpoint:
         self._state = CheckpointState.PENDING
         self._waiting: set[int] = set(range(num_subtasks))
         self._acks: dict[int, Ack] = {}
+        self._ack_ms: dict[int, int] = {}  # subtask -> when its ACK arrived (coordinator clock)
         self._last_ack_ms = trigger_ms
         self._failure: tuple[FailureReason, str] | None = None
         self._completed: CompletedCheckpoint | None = None
@@ -101,6 +102,12 @@ class PendingCheckpoint:
     @property
     def acks(self) -> Mapping[int, Ack]:
         return dict(self._acks)
+
+    @property
+    def ack_latencies_ms(self) -> Mapping[int, int]:
+        """Per acknowledged subtask: trigger -> ACK received here, in ms (Flink's
+        SubtaskStateStats end-to-end duration)."""
+        return {i: max(0, at - self.trigger_ms) for i, at in sorted(self._ack_ms.items())}
 
     @property
     def is_fully_acknowledged(self) -> bool:
@@ -133,6 +140,7 @@ class PendingCheckpoint:
             return AckResult.UNKNOWN
         self._waiting.discard(ack.subtask)
         self._acks[ack.subtask] = ack
+        self._ack_ms[ack.subtask] = now_ms
         self._last_ack_ms = max(self._last_ack_ms, now_ms)
         return AckResult.SUCCESS
 
@@ -158,6 +166,7 @@ class PendingCheckpoint:
                     state_handles=ack.state_handles,
                     sink_commit_info=ack.sink_commit_info,
                     stats=ack.stats,
+                    ack_latency_ms=max(0, self._ack_ms[i] - self.trigger_ms),
                 )
                 for i, ack in sorted(self._acks.items())
             ),

@@ -24,7 +24,7 @@ from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
 from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
-from .driver import DriverLoop, Outcome, monotonic_ms
+from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .job import JobSpec
 from .subtask import SubtaskContext, run_subtask_partition
 
@@ -110,6 +110,7 @@ class JobRun:
         self.restored_id: int | None = None
         self.spark: Any = None
         self._loop: DriverLoop | None = None
+        self._released = False
         self._job_group = f"seatunnel-ckpt-{request.job_id}-{secrets.token_hex(4)}"
 
     # ---- restore selection ----------------------------------------------------------------
@@ -188,37 +189,61 @@ class JobRun:
         self.storage.write_document(self.request.job_id, path, record)
 
     def _release(self, outcome: Outcome, token: str) -> None:
+        """Record the run's outcome in ``job.json`` and its attempt record.
+
+        ``status`` / ``outcome`` is ``finished`` (input ended, final checkpoint
+        committed), ``stopped`` (stop-with-savepoint: ``savepoint_id`` is where the next
+        run resumes) or ``failed`` (``error`` says why).
+        """
+        self._released = True
         job_id = self.request.job_id
+        stopped = outcome.stopped_with_savepoint
+        savepoint_id = outcome.stopped_savepoint_id if stopped else None
+        status = "stopped" if stopped else "finished" if outcome.finished else "failed"
         document = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         last = outcome.completed[-1].checkpoint_id if outcome.completed else self.restored_id
         if document.get("fencing_token") == token:  # never overwrite a newer attempt's claim
             document.update(
-                status="finished" if outcome.finished else "failed",
+                status=status,
                 updated_ms=wall_ms(),
                 final_checkpoint_id=outcome.final_checkpoint_id,
+                savepoint_id=savepoint_id,
                 last_checkpoint_id=last,
                 error=outcome.error,
             )
             self.storage.write_document(job_id, JOB_DOCUMENT, document)
         self._record_attempt(
             {
-                "outcome": "finished" if outcome.finished else "failed",
+                "outcome": status,
                 "end_ms": wall_ms(),
                 "error": outcome.error,
                 "checkpoints_completed": len(outcome.completed),
                 "last_checkpoint_id": last,
                 "final_checkpoint_id": outcome.final_checkpoint_id,
+                "savepoint_id": savepoint_id,
             }
         )
 
+    def _release_after_error(self, err: BaseException, token: str) -> None:
+        """An exception escaped after the claim: the attempt must not stay "running"
+        (the recovery operator would count it as a driver killed without a trace)."""
+        if self._released:
+            return
+        if isinstance(err, KeyboardInterrupt):
+            detail = "interrupted"
+        else:
+            detail = first_line(f"{type(err).__name__}: {err}")
+        try:
+            self._release(Outcome(error=detail), token)
+        except Exception as release_err:  # never hide the original error
+            log.warning("could not record the failed attempt %d: %s", self.attempt_number, release_err)
+
     # ---- run ------------------------------------------------------------------------------
     def run(self, spark: Any = None) -> Outcome:
-        from .connectors import load_sink, load_source
-        from .transport import ControlServer
+        from .connectors import load_sink
 
         request = self.request
         job = request.job
-        config = request.config
         highest_id = self.store.highest_id()  # before --discard-existing deletes anything
         manifest = self.choose_restore()
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
@@ -229,6 +254,21 @@ class JobRun:
 
         token = secrets.token_hex(16)
         highest_id = self._claim(token, self.restored_id, highest_id)
+        try:
+            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
+        except BaseException as err:
+            self._release_after_error(err, token)
+            raise
+
+    def _run_claimed(
+        self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any]
+    ) -> Outcome:
+        from .connectors import load_source
+        from .transport import ControlServer
+
+        request = self.request
+        job = request.job
+        config = request.config
         try:
             # Make the checkpoints and the sink output match the restored cut before
             # anything runs.
@@ -303,7 +343,9 @@ class JobRun:
             storage=self.storage,
             state_is_process_local=state_local,
         )
-        restored_text = f"checkpoint {self.restored_id}" if self.restored_id else "the beginning"
+        restored_text = "the beginning"
+        if manifest is not None:
+            restored_text = f"{'savepoint' if manifest.kind.value == 'savepoint' else 'checkpoint'} {self.restored_id}"
         self.progress(
             f"job {request.job_id} attempt {self.attempt_number}: {job.parallelism} subtasks, {len(splits)} splits, "
             f"from {restored_text}; checkpoints every {config.interval} ms to {self.storage.describe(request.job_id)}"
@@ -336,7 +378,12 @@ class JobRun:
                 if latest is not None:
                     final_infos = commit_infos_of(latest.commit_infos)
                 committer.cleanup(final_infos)
-                if config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH:
+                # A stop-with-savepoint is not the end of the job: its savepoint is where
+                # the next run resumes, so delete-on-finish keeps it.
+                if (
+                    config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
+                    and not outcome.stopped_with_savepoint
+                ):
                     self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
             self._release(outcome, token)
             if owns_spark:

@@ -1,8 +1,21 @@
-"""``Console`` sink: prints each batch's row count and first rows to stdout (debugging).
+"""``Console`` sink: prints each checkpoint's rows on the driver's stdout (debugging).
 
-Option ``limit``: rows printed per batch (default 5; 0 prints counts only). Printing
-happens in ``write``, so rows replayed after a failover are printed again: the console
-is not exactly-once, and there is nothing to commit.
+Like Structured Streaming's console sink, the output is printed by the driver, on its
+standard output, one block per epoch (the rows between two checkpoints) and subtask::
+
+    [Console subtask 0] checkpoint 3: 2,000 rows in 2 batches (total 4,000)
+      {'id': 2000}
+      ...
+
+Spark sends whatever an executor's Python worker prints to the executor JVM's
+*stderr*, mixed with Spark's logging, so the writer on the executor only counts rows
+and keeps the first ``limit`` of each epoch (option ``limit``, default 5; 0 prints the
+counts only). These travel as the epoch's commit info, and the driver-side committer
+prints them once the checkpoint is complete. Progress lines stay on stderr, so
+``seatunnel-ckpt run job.yaml > rows.txt`` captures the rows alone.
+
+Nothing is printed for rows a checkpoint never covered; after a restart, the epochs of
+the checkpoint the run restores from are printed again (their commit is replayed).
 """
 
 from __future__ import annotations
@@ -22,40 +35,69 @@ class ConsoleSink(Sink):
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         self.limit: int = Options(self.plugin_name, options, known={"limit"}).int("limit", 5, minimum=0)
-        #: rows printed per subtask so far; the runtime starts a new writer at every
-        #: checkpoint, so the running total lives here rather than in the writer
-        self.printed: dict[int, int] = {}
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> ConsoleSinkWriter:
-        return ConsoleSinkWriter(subtask, self.limit, totals=self.printed)
+        return ConsoleSinkWriter(subtask, self.limit)
 
-    def create_committer(self, job_id: str) -> SinkCommitter:
+    def create_committer(self, job_id: str) -> ConsoleSinkCommitter:
         return ConsoleSinkCommitter()
 
 
 class ConsoleSinkWriter(SinkWriter):
-    def __init__(self, subtask: int, limit: int, out: TextIO | None = None, totals: dict[int, int] | None = None):
+    """Counts one epoch's rows and keeps its first ``limit`` rows, as text (JSON-safe)."""
+
+    def __init__(self, subtask: int, limit: int):
         self.subtask = subtask
         self.limit = limit
-        self._out = out
-        self._totals = totals if totals is not None else {}
         self.rows = 0
+        self.batches = 0
+        self.sample: list[str] = []
 
     def write(self, batch: pa.RecordBatch) -> None:
-        out = self._out or sys.stdout  # looked up late so redirection (and capsys) work
         self.rows += batch.num_rows
-        total = self._totals[self.subtask] = self._totals.get(self.subtask, 0) + batch.num_rows
-        lines = [f"[Console subtask {self.subtask}] {batch.num_rows} rows (total {total})"]
-        lines += [f"  {row}" for row in batch.slice(0, self.limit).to_pylist()] if self.limit else []
-        print("\n".join(lines), file=out, flush=True)
+        self.batches += 1
+        wanted = self.limit - len(self.sample)
+        if wanted > 0 and batch.num_rows:
+            self.sample += [str(row) for row in batch.slice(0, wanted).to_pylist()]
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
-        return None
+        if not self.rows:
+            return None  # an idle epoch prints nothing
+        return {
+            "subtask": self.subtask,
+            "checkpoint": checkpoint_id,
+            "rows": self.rows,
+            "batches": self.batches,
+            "sample": list(self.sample),
+        }
 
 
 class ConsoleSinkCommitter(SinkCommitter):
+    """Prints committed epochs on the driver's stdout, each once per run."""
+
+    def __init__(self, out: TextIO | None = None):
+        self._out = out
+        self._printed: set[tuple[int, int]] = set()
+        #: rows printed per subtask in this run
+        self.totals: dict[int, int] = {}
+
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        pass
+        epochs = [i for i in commit_infos if isinstance(i, dict) and {"subtask", "checkpoint", "rows"} <= i.keys()]
+        out = self._out or sys.stdout  # looked up late so redirection (and capsys) work
+        for info in sorted(epochs, key=lambda i: (int(i["checkpoint"]), int(i["subtask"]))):
+            subtask, checkpoint = int(info["subtask"]), int(info["checkpoint"])
+            if (subtask, checkpoint) in self._printed:
+                continue  # a later checkpoint repeats infos its subtask had not yet seen committed
+            self._printed.add((subtask, checkpoint))
+            rows = int(info["rows"])
+            total = self.totals[subtask] = self.totals.get(subtask, 0) + rows
+            batches = int(info.get("batches") or 0)
+            lines = [
+                f"[Console subtask {subtask}] checkpoint {checkpoint}: {rows:,} row{'' if rows == 1 else 's'} in {batches:,} "
+                f"batch{'' if batches == 1 else 'es'} (total {total:,})"
+            ]
+            lines += [f"  {row}" for row in info.get("sample") or ()]
+            print("\n".join(lines), file=out, flush=True)
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         pass

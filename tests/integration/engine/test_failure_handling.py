@@ -189,3 +189,21 @@ def test_storage_outage_during_restore_is_not_damage(workspace: Workspace, s3_se
     assert result.returncode == 0, result.explain()
     assert f"from checkpoint {ids[-1]};" in result.stderr, result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+
+
+def test_spark_failing_to_start_records_the_attempt_as_failed(workspace: Workspace) -> None:
+    """The job is claimed (job.json, attempts/) before Spark starts; when Spark cannot
+    start, both records say failed, with the reason, instead of "running" forever."""
+    config = workspace.write_config()
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": 100})
+    result = workspace.run(job, config, "no-spark", master="bogus://nowhere", timeout=180)
+    assert result.returncode == 1, result.explain()
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: job no-spark failed: "), result.explain()
+    assert "Traceback" not in result.stderr and "Master must" in result.stderr, result.explain()  # Spark's own reason
+    storage = open_storage(config)
+    attempt = storage.read_document("no-spark", "attempts/000001.json")
+    assert attempt["outcome"] == "failed", attempt
+    assert attempt["error"] == errors[0].removeprefix("error: job no-spark failed: "), attempt
+    assert attempt["end_ms"] >= attempt["start_ms"]
+    assert storage.read_document("no-spark", "job.json")["status"] == "failed"

@@ -302,15 +302,43 @@ def test_round_trip_sequence_to_file_sink_to_file_source(base_url):
 
 
 # ---- Console -----------------------------------------------------------------------------------
-def test_console_sink_prints_counts_and_first_rows(capsys):
-    sink = load_sink({"plugin_name": "console", "limit": 2})
+def test_console_writer_prints_nothing_and_keeps_the_epochs_first_rows(capsys):
+    sink = load_sink({"plugin_name": "console", "limit": 3})
     writer = sink.create_writer("j", 1, 0)
-    writer.write(batch(0, 5))
-    assert writer.prepare_commit(1) is None
-    sink.create_committer("j").commit([None])
-    sink.create_committer("j").cleanup([])
-    out = capsys.readouterr().out.splitlines()
-    assert out == ["[Console subtask 1] 5 rows (total 5)", "  {'id': 0, 'name': 'n0'}", "  {'id': 1, 'name': 'n1'}"]
+    writer.write(batch(0, 2))
+    writer.write(batch(2, 5))
+    # Executor stdout ends up on the executor JVM's stderr: the writer must not print.
+    assert capsys.readouterr() == ("", "")
+    assert writer.prepare_commit(4) == {
+        "subtask": 1, "checkpoint": 4, "rows": 7, "batches": 2,
+        "sample": ["{'id': 0, 'name': 'n0'}", "{'id': 1, 'name': 'n1'}", "{'id': 2, 'name': 'n2'}"],
+    }
+    assert sink.create_writer("j", 0, 0).prepare_commit(4) is None  # an idle epoch prints nothing
+
+
+def test_console_committer_prints_committed_epochs_on_stdout_once(capsys):
+    sink = load_sink({"plugin_name": "console", "limit": 1})
+    epochs = {}
+    for checkpoint, (subtask, start, n) in [(3, (1, 0, 4)), (3, (0, 10, 1)), (5, (1, 4, 2))]:
+        writer = sink.create_writer("j", subtask, 0)
+        writer.write(batch(start, n))
+        epochs[(checkpoint, subtask)] = writer.prepare_commit(checkpoint)
+    committer = sink.create_committer("j")
+    committer.commit([epochs[(3, 1)], None, epochs[(3, 0)]])
+    # the next checkpoint's infos repeat an epoch its subtask had not seen committed yet
+    committer.commit([epochs[(3, 1)], epochs[(5, 1)]])
+    committer.cleanup([])
+    committer.rollback(0)
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines() == [
+        "[Console subtask 0] checkpoint 3: 1 row in 1 batch (total 1)",
+        "  {'id': 10, 'name': 'n10'}",
+        "[Console subtask 1] checkpoint 3: 4 rows in 1 batch (total 4)",
+        "  {'id': 0, 'name': 'n0'}",
+        "[Console subtask 1] checkpoint 5: 2 rows in 1 batch (total 6)",
+        "  {'id': 4, 'name': 'n4'}",
+    ]
 
 
 def test_console_sink_options():

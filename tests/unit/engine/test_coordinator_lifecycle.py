@@ -144,7 +144,7 @@ def test_stop_with_savepoint_finishes_the_job_once_durable(builder):
     assert messages(h.tick(advance=5_000), TriggerBarrier) == []  # periodic paused meanwhile
     h.ack_all(savepoint)
     assert h.finished == []
-    assert h.persisted(savepoint)[-1] == JobFinished(savepoint)
+    assert h.persisted(savepoint)[-1] == JobFinished(savepoint, stopped_with_savepoint=True)
     assert h.coordinator.lifecycle is Lifecycle.FINISHED
 
 

@@ -1,0 +1,96 @@
+"""The driver adapter without Spark or sockets: the run's outcome, stop requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished
+from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle
+from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST, DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.messages import Decline
+from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
+
+
+@pytest.mark.parametrize(
+    ("action", "final", "savepoint"),
+    [
+        pytest.param(JobFinished(6), 6, None, id="final-checkpoint"),
+        pytest.param(JobFinished(5, stopped_with_savepoint=True), None, 5, id="stop-with-savepoint"),
+    ],
+)
+def test_job_finished_sets_the_outcome_once_committed(builder, action, final, savepoint):
+    loop = DriverLoop(builder.started().coordinator, store=None, committer=None, fencing_token="t",
+                      progress=lambda line: None)
+    try:
+        loop._execute([action])
+        assert not loop.outcome.finished  # not before the ordered storage worker got there
+        loop._handle(loop.events.get(timeout=10))
+    finally:
+        loop._io.shutdown(wait=True)
+    outcome = loop.outcome
+    assert (outcome.finished, outcome.final_checkpoint_id, outcome.stopped_savepoint_id) == (True, final, savepoint)
+    assert outcome.stopped_with_savepoint is (savepoint is not None)
+
+
+class Documents:
+    """The two storage calls the request polling makes, over a dict."""
+
+    def __init__(self):
+        self.docs: dict[str, dict] = {}
+
+    def read_document(self, job_id, path):
+        return self.docs.get(path)
+
+    def delete_document(self, job_id, path):
+        self.docs.pop(path, None)
+
+
+class Store:
+    def __init__(self):
+        self.storage = Documents()
+        self.job_id = "job"
+
+
+def _loop(harness, lines):
+    return DriverLoop(harness.coordinator, Store(), committer=None, fencing_token="t", progress=lines.append)
+
+
+def test_a_stop_request_waits_until_every_subtask_runs(builder):
+    h = builder.build()
+    lines: list[str] = []
+    loop = _loop(h, lines)
+    try:
+        loop.store.storage.docs[STOP_REQUEST] = {"by": "test"}
+        h[0].register()
+        loop._poll_requests()  # subtask 1 has not registered: refused, but kept
+        loop._poll_requests()
+        assert STOP_REQUEST in loop.store.storage.docs and lines == []
+        h[1].register()
+        loop._poll_requests()
+        assert STOP_REQUEST not in loop.store.storage.docs
+        savepoint = h.coordinator.stop_with_savepoint()[0]
+        assert lines == [f"stop-with-savepoint requested: taking savepoint {savepoint}"]
+        assert h.coordinator.in_flight == {savepoint: CheckpointState.PENDING}
+        loop.store.storage.docs[STOP_REQUEST] = {"by": "test"}  # asked again meanwhile: no second savepoint
+        loop._poll_requests()
+        assert len(lines) == 1 and list(h.coordinator.in_flight) == [savepoint]
+    finally:
+        loop._io.shutdown(wait=True)
+
+
+def test_a_failed_stop_savepoint_is_reported_and_the_job_keeps_running(builder):
+    h = builder.started()
+    lines: list[str] = []
+    loop = _loop(h, lines)
+    try:
+        loop.store.storage.docs[STOP_REQUEST] = {}
+        loop._poll_requests()
+        [savepoint] = h.coordinator.in_flight
+        loop._execute(h.coordinator.on_decline(Decline(savepoint, 1, 0, "disk full")))
+        assert lines[-1] == (f"stop-with-savepoint: savepoint {savepoint} failed (declined); "
+                             "the job keeps running, request the stop again")
+        assert h.coordinator.lifecycle is Lifecycle.ACTIVE
+        loop._poll_requests()  # the request was consumed: no retry
+        assert h.coordinator.in_flight == {}
+    finally:
+        loop._io.shutdown(wait=True)

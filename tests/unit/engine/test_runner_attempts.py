@@ -1,0 +1,99 @@
+"""The run's records in storage (``job.json``, ``attempts/NNNNNN.json``) end in a final
+outcome whatever fails after the job was claimed; no Spark is started here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.config import load_config
+from airflow_provider_seatunnel_ckpt.engine import runner
+from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
+from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+
+JOB_ID = "attempts"
+
+
+def _request(tmp_path: Path, **config: Any) -> RunRequest:
+    checkpoint = {
+        "interval": 1000,
+        "storage": {"type": "hdfs", "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
+                                                      "namespace": f"{tmp_path}/checkpoints/"}},
+        **config,
+    }
+    job = load_job({
+        "env": {"job.name": JOB_ID, "parallelism": 2},
+        "source": [{"plugin_name": "Sequence", "rows": 10}],
+        "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
+    })
+    return RunRequest(job=job, config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
+                      job_id=JOB_ID, master="spark://nowhere.invalid:7077")
+
+
+def test_spark_failing_to_start_finalises_the_attempt_as_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_spark(request: RunRequest) -> Any:
+        raise RuntimeError("Could not parse Master URL: 'spark://nowhere.invalid:7077'\n\tat org.apache.spark...")
+
+    monkeypatch.setattr(runner, "build_spark", no_spark)
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    with pytest.raises(RuntimeError, match="Master URL"):
+        run.run()
+    attempt = run.storage.read_document(JOB_ID, "attempts/000001.json")
+    assert attempt["outcome"] == "failed", attempt
+    assert attempt["error"] == "RuntimeError: Could not parse Master URL: 'spark://nowhere.invalid:7077'"
+    assert attempt["end_ms"] >= attempt["start_ms"]
+    job = run.storage.read_document(JOB_ID, "job.json")
+    assert (job["status"], job["attempt"]) == ("failed", 1)
+    assert "Master URL" in job["error"]
+
+
+def test_too_few_task_slots_finalises_the_attempt_as_failed(tmp_path: Path) -> None:
+    class Context:
+        defaultParallelism = 1
+
+    class OneSlotSpark:
+        sparkContext = Context()
+
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    with pytest.raises(Exception, match="task slots"):
+        run.run(spark=OneSlotSpark())
+    assert run.storage.read_document(JOB_ID, "attempts/000001.json")["outcome"] == "failed"
+    assert run.storage.read_document(JOB_ID, "job.json")["status"] == "failed"
+
+
+def test_an_interrupt_before_the_loop_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(request: RunRequest) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "build_spark", interrupted)
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    attempt = run.storage.read_document(JOB_ID, "attempts/000001.json")
+    assert (attempt["outcome"], attempt["error"]) == ("failed", "interrupted")
+
+
+def test_a_stop_with_savepoint_is_recorded_as_stopped(tmp_path: Path) -> None:
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    run._claim("token", None)
+    record = CheckpointRecord(7, "savepoint", 12, 100, 500, "file:///x/7")
+    run._release(Outcome(finished=True, completed=[record], stopped_savepoint_id=7), "token")
+    job = run.storage.read_document(JOB_ID, "job.json")
+    assert (job["status"], job["savepoint_id"], job["final_checkpoint_id"], job["last_checkpoint_id"]) == (
+        "stopped", 7, None, 7)
+    attempt = run.storage.read_document(JOB_ID, "attempts/000001.json")
+    assert (attempt["outcome"], attempt["savepoint_id"]) == ("stopped", 7)
+
+
+def test_a_stop_whose_commit_failed_is_recorded_as_failed(tmp_path: Path) -> None:
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    run._claim("token", None)
+    outcome = Outcome(error="committing the output of checkpoint 7 failed: disk full", stopped_savepoint_id=7)
+    assert not outcome.stopped_with_savepoint  # the savepoint completed, its commit did not
+    run._release(outcome, "token")
+    job = run.storage.read_document(JOB_ID, "job.json")
+    assert (job["status"], job["savepoint_id"]) == ("failed", None)
+    assert run.storage.read_document(JOB_ID, "attempts/000001.json")["outcome"] == "failed"
