@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
@@ -34,6 +34,8 @@ from .model import (
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETAINED = 3
+#: the file ``store_checkpoint`` writes ``PipelineState.states`` to when not inlined
+COORDINATOR_STATE_FILE = "coordinator.state"
 
 
 @dataclass(frozen=True, order=True)
@@ -44,6 +46,9 @@ class CheckpointEntry:
     savepoint: bool
     completed: bool
     location: str = ""
+    #: name -> size of every file in the directory, when the listing that found the
+    #: checkpoint saw them (saves listing the directory again); None when unknown
+    files: Mapping[str, int] | None = field(default=None, compare=False, repr=False)
 
 
 class CheckpointStorage:
@@ -120,12 +125,6 @@ class CheckpointStorage:
         followed by retention."""
         savepoint = state.kind == CheckpointKind.SAVEPOINT
         data = bytes(state.states)
-        if len(data) <= INLINE_STATE_LIMIT:
-            handle = StateHandle.for_bytes(data)
-        else:
-            handle = self.write_state(
-                state.job_id, state.pipeline_id, state.checkpoint_id, "coordinator.state", data, savepoint=savepoint
-            )
         now_ms = int(time.time() * 1000)
         manifest = state.manifest or CheckpointManifest(
             job_id=state.job_id,
@@ -135,28 +134,45 @@ class CheckpointStorage:
             trigger_ms=now_ms,
             complete_ms=now_ms,
         )
-        manifest = manifest.with_updates(coordinator_state=handle)
-        return self.complete_checkpoint(manifest, written={handle.file} if handle.file else ())
+        if len(data) <= INLINE_STATE_LIMIT:
+            return self.complete_checkpoint(manifest.with_updates(coordinator_state=StateHandle.for_bytes(data)))
+        self._require_state_files(manifest, skip={COORDINATOR_STATE_FILE})
+        location = self.write_state_and_manifest(manifest, COORDINATOR_STATE_FILE, data)
+        if not savepoint:
+            self.apply_retention(manifest.job_id, manifest.pipeline_id)
+        return location
+
+    def write_state_and_manifest(self, manifest: CheckpointManifest, name: str, data: bytes) -> str:
+        """Write the coordinator's state file ``name``, then ``_metadata`` referencing
+        it (``manifest`` plus its handle): ``write_state`` then ``write_manifest``.
+        A plugin may override it to overlap the two, as long as ``_metadata`` can never
+        exist, even after a crash, before the state file is complete."""
+        savepoint = manifest.kind == CheckpointKind.SAVEPOINT
+        handle = self.write_state(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, name, data, savepoint)
+        return self.write_manifest(manifest.with_updates(coordinator_state=handle))
 
     def complete_checkpoint(self, manifest: CheckpointManifest, written: Iterable[str] = ()) -> str:
         """Verify the referenced state files are all there, write ``_metadata``, then
         apply retention. Raises before writing if any state file is missing or short.
         ``written`` names state files this process just wrote (no need to list them)."""
-        savepoint = manifest.kind == CheckpointKind.SAVEPOINT
-        skip = set(written)
-        expected = {name: h for name, h in manifest.state_files().items() if name not in skip}
-        if expected:
-            present = self.state_file_sizes(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
-            for name, handle in expected.items():
-                if present.get(name) != handle.size:
-                    raise CheckpointStorageError(
-                        f"{self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id)}: "
-                        f"state file {name} is missing or incomplete; checkpoint not completed"
-                    )
+        self._require_state_files(manifest, skip=set(written))
         location = self.write_manifest(manifest)
-        if not savepoint:
+        if manifest.kind != CheckpointKind.SAVEPOINT:
             self.apply_retention(manifest.job_id, manifest.pipeline_id)
         return location
+
+    def _require_state_files(self, manifest: CheckpointManifest, skip: set[str]) -> None:
+        savepoint = manifest.kind == CheckpointKind.SAVEPOINT
+        expected = {name: h for name, h in manifest.state_files().items() if name not in skip}
+        if not expected:
+            return
+        present = self.state_file_sizes(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+        for name, handle in expected.items():
+            if present.get(name) != handle.size:
+                raise CheckpointStorageError(
+                    f"{self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id)}: "
+                    f"state file {name} is missing or incomplete; checkpoint not completed"
+                )
 
     def get_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> PipelineState:
         manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
@@ -231,29 +247,49 @@ class CheckpointStorage:
     def apply_retention(self, job_id: str, pipeline_id: int) -> list[int]:
         """Keep the newest ``max_retained`` completed checkpoints; drop older ones and
         uncompleted leftovers older than the latest completed one. Savepoints stay.
-        Computed from storage contents, so it also cleans up after a restart."""
+        Computed from storage contents (one listing), so it also cleans up after a
+        restart; done when this returns, so a listing right after sees the result."""
         entries = [e for e in self.list_checkpoint_entries(job_id, pipeline_id) if not e.savepoint]
+        stale = self.retention_victims(entries, self.max_retained)
+        if stale:
+            self.delete_checkpoint_dirs(job_id, pipeline_id, stale)
+        return [e.checkpoint_id for e in stale]
+
+    @staticmethod
+    def retention_victims(entries: Iterable[CheckpointEntry], max_retained: int) -> list[CheckpointEntry]:
+        """Which of a pipeline's (non-savepoint) entries retention removes, oldest first."""
+        entries = [e for e in entries if not e.savepoint]
         completed = sorted((e for e in entries if e.completed), reverse=True)
         if not completed:
             return []
         latest_id = completed[0].checkpoint_id
-        keep = {e.checkpoint_id for e in completed[: max(1, self.max_retained)]}
-        removed = []
-        for entry in entries:
+        keep = {e.checkpoint_id for e in completed[: max(1, max_retained)]}
+        stale = []
+        for entry in sorted(entries):
             stale_completed = entry.completed and entry.checkpoint_id not in keep
             aborted_leftover = not entry.completed and entry.checkpoint_id < latest_id
             if stale_completed or aborted_leftover:
-                self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, savepoint=False)
-                removed.append(entry.checkpoint_id)
-        return removed
+                stale.append(entry)
+        return stale
+
+    def delete_checkpoint_dirs(self, job_id: str, pipeline_id: int, entries: Iterable[CheckpointEntry]) -> None:
+        """Remove several checkpoints (as listed); every ``_metadata`` goes before any
+        state file. The default deletes them one by one; plugins may batch."""
+        for entry in entries:
+            self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
 
     def verify_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> list[str]:
-        """Re-check the manifest and every state file's checksum; returns the problems."""
+        """Re-check the manifest and every state file's checksum; returns the problems
+        (damage: a missing, malformed or mismatching file). A file that could not be
+        read at all (network, permission, server error) is not damage: that raises
+        ``CheckpointStorageError`` saying the checkpoint could not be verified."""
         where = self.describe(job_id, pipeline_id, checkpoint_id) + (" (savepoint)" if savepoint else "")
         try:
             manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
-        except CheckpointStorageError as err:
+        except (CorruptCheckpointError, CheckpointNotFoundError) as err:
             return [str(err)]
+        except CheckpointStorageError as err:
+            raise _unverified(where, "its _metadata", err) from err
         problems = []
         handles = dict(manifest.subtask_states)
         if manifest.coordinator_state is not None:
@@ -265,6 +301,8 @@ class CheckpointStorage:
                 problems.append(f"{where}: state of {owner} ({handle.file}) is missing")
             except CorruptCheckpointError as err:
                 problems.append(str(err))
+            except CheckpointStorageError as err:
+                raise _unverified(where, f"the state of {owner} ({handle.file})", err) from err
         return problems
 
     def require_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int) -> PipelineState:
@@ -283,13 +321,17 @@ class CheckpointStorage:
     def _load_valid(self, job_id: str, pipeline_id: int, entry: CheckpointEntry) -> PipelineState | None:
         try:
             manifest = self.read_manifest(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
-            present = self.state_file_sizes(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
-            for name, handle in manifest.state_files().items():
-                if present.get(name) != handle.size:
-                    raise CorruptCheckpointError(
-                        f"{self.describe(job_id, pipeline_id, entry.checkpoint_id)}: state file {name} "
-                        f"is missing or has the wrong size"
-                    )
+            expected = manifest.state_files()
+            if expected:
+                present = entry.files
+                if present is None:
+                    present = self.state_file_sizes(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
+                for name, handle in expected.items():
+                    if present.get(name) != handle.size:
+                        raise CorruptCheckpointError(
+                            f"{self.describe(job_id, pipeline_id, entry.checkpoint_id)}: state file {name} "
+                            f"is missing or has the wrong size"
+                        )
             return self._to_state(manifest, entry.savepoint)
         except (CorruptCheckpointError, CheckpointNotFoundError, FileNotFoundError) as err:
             log.warning("skipping invalid checkpoint: %s", err)
@@ -310,6 +352,10 @@ class CheckpointStorage:
             manifest=manifest,
             location=self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id),
         )
+
+
+def _unverified(where: str, what: str, err: CheckpointStorageError) -> CheckpointStorageError:
+    return CheckpointStorageError(f"{where}: could not read {what}, so it was not verified (not damage): {err}")
 
 
 class CheckpointStorageFactory:

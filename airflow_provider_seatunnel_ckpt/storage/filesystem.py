@@ -24,15 +24,45 @@ Contract for implementers:
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
+
+from . import retry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..errors import CheckpointStorageError
+
+T = TypeVar("T")
 
 Bytes = bytes | bytearray | memoryview
 
 #: below this size hashing inline is cheaper than starting a thread
 _HASH_IN_PARALLEL_FROM = 1 << 20
+
+
+def _sha256_hex(data: Bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def in_background(fn: Callable[..., T], *args: object) -> Future[T]:
+    """Run ``fn(*args)`` on this process's small pool of warm threads (hashing, fsync:
+    work that releases the GIL); cheaper than starting a thread per call."""
+    global _POOL
+    pool = _POOL
+    if pool is None or pool[0] != os.getpid():
+        with _POOL_LOCK:  # first use, or a forked child (the parent's threads are not in it)
+            if _POOL is None or _POOL[0] != os.getpid():
+                _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="storage-io"))
+            pool = _POOL
+    return pool[1].submit(fn, *args)
 
 
 @dataclass(frozen=True)
@@ -52,6 +82,11 @@ class FileSystem:
 
     #: backend name used in messages and logs, e.g. ``"s3"``
     backend = "abstract"
+
+    #: True when ``walk_files`` is ONE listing request for a whole tree (object stores:
+    #: a prefix listing without delimiter), so callers may prefer it to a listing per
+    #: directory plus a probe per file.
+    flat_listing = False
 
     # ---- primitives -------------------------------------------------------------
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
@@ -78,6 +113,43 @@ class FileSystem:
         """Human-readable location for messages, e.g. ``s3://bucket/key`` (no secrets)."""
         return f"{self.backend}://{path.lstrip('/')}"
 
+    # ---- for network backends --------------------------------------------------------
+    #: the shared retry policy (``retry.py``); network backends take these as arguments
+    retry_attempts = retry.DEFAULT_ATTEMPTS
+    retry_initial_wait_s = retry.DEFAULT_INITIAL_WAIT_S
+    retry_max_wait_s = retry.DEFAULT_MAX_WAIT_S
+
+    def _with_retries(
+        self,
+        op: str,
+        path: str,
+        fn: Callable[[], T],
+        *,
+        is_transient: Callable[[BaseException], bool],
+        what: str,
+        to_error: Callable[[str, str, BaseException], CheckpointStorageError] | None = None,
+    ) -> T:
+        """Run one request under the shared retry policy with this instance's settings.
+        With ``to_error``, whatever still fails (other than ``FileNotFoundError`` and
+        ``CheckpointStorageError``) is raised as ``to_error(op, path, exc)``."""
+        try:
+            return retry.call_with_retries(
+                fn,
+                is_transient=is_transient,
+                what=what,
+                attempts=self.retry_attempts,
+                initial_wait_s=self.retry_initial_wait_s,
+                max_wait_s=self.retry_max_wait_s,
+            )
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            from ..errors import CheckpointStorageError
+
+            if to_error is None or isinstance(exc, CheckpointStorageError):
+                raise
+            raise to_error(op, path, exc) from exc
+
     # ---- derived ----------------------------------------------------------------
     def exists(self, path: str) -> bool:
         return self.info(path) is not None
@@ -89,6 +161,13 @@ class FileSystem:
                 yield from self.walk_files(entry.path)
             else:
                 yield entry
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        """Remove several files (not directories); missing ones are fine. Object stores
+        override it with one batch request per 1000 keys; the order within a batch is
+        the store's, so a caller that needs "A gone before B" makes two calls."""
+        for path in paths:
+            self.delete(path)
 
     def read_text(self, path: str) -> str:
         return self.read(path).decode("utf-8")
@@ -103,14 +182,26 @@ class FileSystem:
         if len(data) < _HASH_IN_PARALLEL_FROM:
             self.write_atomic(path, data)
             return hashlib.sha256(data).hexdigest()
-        digest: list[str] = []
-        hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(data).hexdigest()), daemon=True)
-        hasher.start()
+        digest = in_background(_sha256_hex, data)
         try:
             self.write_atomic(path, data)
         finally:
-            hasher.join()
-        return digest[0] if digest else hashlib.sha256(data).hexdigest()
+            result = digest.result()
+        return result
+
+    def write_atomic_hashed_then(
+        self, path: str, data: Bytes, then_path: str, then_data: Callable[[str], Bytes]
+    ) -> str:
+        """Write ``data`` to ``path`` (as ``write_atomic_hashed``), then
+        ``then_data(sha256 of data)`` to ``then_path``; returns the sha256.
+
+        ``then_path`` never exists, not even after a crash, before ``path`` is complete:
+        this is how a checkpoint's state file and the ``_metadata`` that completes it are
+        written. The default does one write after the other; a backend may overlap them
+        (local: both files are fsynced in one journal commit, then renamed)."""
+        digest = self.write_atomic_hashed(path, data)
+        self.write_atomic(then_path, then_data(digest))
+        return digest
 
     def move(self, source: str, destination: str) -> None:
         """Publish ``source`` under ``destination`` and remove ``source``.

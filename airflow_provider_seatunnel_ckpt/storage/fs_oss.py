@@ -28,14 +28,16 @@ Mapping to OSS:
 
 * Path ``/a/b/c`` is object key ``a/b/c``. Directories are key prefixes: ``list_dir``
   lists with delimiter ``/``; a "directory" exists while some key lies below it.
-* ``write_atomic`` sends one PutObject (atomic in OSS) with Content-MD5. Above
-  ``multipart_threshold`` bytes it uses a multipart upload, which becomes visible only
-  when completed and is aborted on failure. Uploads are checked end to end with the
-  CRC-64 OSS returns.
+* ``write_atomic`` sends one PutObject (atomic in OSS). Above ``multipart_threshold``
+  bytes (128 MiB, as Hadoop's default) it uses a multipart upload, which becomes
+  visible only when completed and is aborted on failure. Uploads are checked end to end
+  with the CRC-64 OSS returns (oss2 compares it with its own, computed while sending),
+  so no Content-MD5 pass over the data is added.
 * ``read`` with offset/length sends a Range request (``x-oss-range-behavior: standard``
   so an unsatisfiable range is an error rather than the whole object).
 * ``delete(recursive=True)`` lists the prefix and removes keys with
-  DeleteMultipleObjects, 1000 at a time.
+  DeleteMultipleObjects, 1000 at a time; ``delete_files`` batches the same way and
+  ``walk_files`` is one prefix listing (no delimiter) per 1000 keys.
 
 Errors: NoSuchKey is "not found". NoSuchBucket, AccessDenied, InvalidAccessKeyId,
 SignatureDoesNotMatch and other 4xx answers fail at once with CheckpointStorageError;
@@ -52,9 +54,7 @@ and pickles without clients.
 
 from __future__ import annotations
 
-import base64
 import errno
-import hashlib
 import logging
 import os
 import re
@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_MULTIPART_THRESHOLD = 32 * 1024 * 1024
+DEFAULT_MULTIPART_THRESHOLD = 128 * 1024 * 1024
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
 MIN_PART_SIZE = 100 * 1024  # OSS rejects smaller parts except the last one
 MAX_PARTS = 10000
@@ -136,6 +136,7 @@ class OssFileSystem(FileSystem):
     """The five file-system primitives on one OSS bucket."""
 
     backend = "oss"
+    flat_listing = True
 
     def __init__(
         self,
@@ -317,15 +318,8 @@ class OssFileSystem(FileSystem):
         return (_import_oss2().exceptions.OssError, OSError, _ShortRead)
 
     def _call(self, op: str, path: str, fn: Callable[[], T]) -> T:
-        """Run ``fn`` with retries; map what escapes to CheckpointStorageError."""
-        return retry.call_with_retries(
-            fn,
-            is_transient=self._is_transient,
-            what=self._where(op, path),
-            attempts=self.retry_attempts,
-            initial_wait_s=self.retry_initial_wait_s,
-            max_wait_s=self.retry_max_wait_s,
-        )
+        """Run ``fn`` with retries; callers map what escapes with ``_storage_error``."""
+        return self._with_retries(op, path, fn, is_transient=self._is_transient, what=self._where(op, path))
 
     def _storage_error(self, op: str, path: str, exc: BaseException) -> CheckpointStorageError:
         oss2 = _import_oss2()
@@ -406,16 +400,8 @@ class OssFileSystem(FileSystem):
         norm = self._norm(path)
         prefix = self._dir_prefix(norm)
         children: dict[str, FileInfo] = {}
-        token = ""
         try:
-            while True:
-                page = self._call(
-                    "list",
-                    path,
-                    lambda t=token: self._client().list_objects_v2(
-                        prefix=prefix, delimiter="/", continuation_token=t, max_keys=LIST_PAGE
-                    ),
-                )
+            for page in self._pages(path, prefix, delimiter="/"):
                 for obj in page.object_list:
                     if obj.key == prefix:
                         continue  # a zero-byte "folder" marker some tools create
@@ -425,12 +411,31 @@ class OssFileSystem(FileSystem):
                     name = common[len(prefix) :].rstrip("/")
                     if name:
                         children.setdefault(name, FileInfo("/" + prefix + name, 0, True))
-                if not page.is_truncated:
-                    break
-                token = page.next_continuation_token
         except self._failures() as exc:
             raise self._storage_error("list", path, exc) from exc
         return [children[name] for name in sorted(children)]
+
+    def walk_files(self, path: str) -> Any:
+        try:
+            for page in self._pages(path, self._dir_prefix(self._norm(path))):
+                for obj in page.object_list:
+                    if not obj.key.endswith("/"):  # skip "folder" markers
+                        yield FileInfo("/" + obj.key, obj.size, False, float(obj.last_modified))
+        except self._failures() as exc:
+            raise self._storage_error("list", path, exc) from exc
+
+    def delete_files(self, paths: Any) -> None:
+        keys = [k for k in dict.fromkeys(self._norm(p)[1:] for p in paths) if k]
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = keys[start : start + DELETE_BATCH]
+            where = "/" + batch[0]
+            try:
+                if len(batch) == 1:
+                    self._call("delete", where, lambda: self._client().delete_object(batch[0]))
+                else:
+                    self._call("delete", where, lambda b=batch: self._client().batch_delete_objects(b))
+            except self._failures() as exc:
+                raise self._storage_error("delete", where, exc) from exc
 
     def delete(self, path: str, recursive: bool = False) -> None:
         norm = self._norm(path)
@@ -491,27 +496,31 @@ class OssFileSystem(FileSystem):
         )
         return bool(page.object_list or page.prefix_list)
 
-    def _delete_prefix(self, prefix: str, path: str) -> None:
+    def _pages(self, path: str, prefix: str, delimiter: str = "") -> Any:
+        """ListObjectsV2 pages below ``prefix``, each request retried on its own."""
         token = ""
         while True:
             page = self._call(
                 "list",
                 path,
-                lambda t=token: self._client().list_objects_v2(prefix=prefix, continuation_token=t, max_keys=LIST_PAGE),
+                lambda t=token: self._client().list_objects_v2(
+                    prefix=prefix, delimiter=delimiter, continuation_token=t, max_keys=LIST_PAGE
+                ),
             )
-            keys = [obj.key for obj in page.object_list]
-            for start in range(0, len(keys), DELETE_BATCH):
-                batch = keys[start : start + DELETE_BATCH]
-                self._call("delete", path, lambda b=batch: self._client().batch_delete_objects(b))
+            yield page
             if not page.is_truncated:
                 return
             token = page.next_continuation_token
 
+    def _delete_prefix(self, prefix: str, path: str) -> None:
+        for page in self._pages(path, prefix):
+            keys = [obj.key for obj in page.object_list]
+            for start in range(0, len(keys), DELETE_BATCH):
+                batch = keys[start : start + DELETE_BATCH]
+                self._call("delete", path, lambda b=batch: self._client().batch_delete_objects(b))
+
     def _put(self, key: str, path: str, payload: bytes) -> None:
-        headers = {
-            "Content-MD5": base64.b64encode(hashlib.md5(payload).digest()).decode("ascii"),
-            "Content-Type": "application/octet-stream",
-        }
+        headers = {"Content-Type": "application/octet-stream"}  # integrity: oss2's CRC-64 check
         self._call("write", path, lambda: self._client().put_object(key, payload, headers=headers))
 
     def _multipart_put(self, key: str, path: str, payload: bytes) -> None:
@@ -527,13 +536,10 @@ class OssFileSystem(FileSystem):
         try:
             for number, start in enumerate(range(0, len(payload), part_size), start=1):
                 chunk = bytes(view[start : start + part_size])
-                md5 = base64.b64encode(hashlib.md5(chunk).digest()).decode("ascii")
-                result = self._call(
+                result = self._call(  # each part is CRC-64 checked by oss2 (enable_crc)
                     f"write (part {number})",
                     path,
-                    lambda c=chunk, n=number, m=md5: self._client().upload_part(
-                        key, upload_id, n, c, headers={"Content-MD5": m}
-                    ),
+                    lambda c=chunk, n=number: self._client().upload_part(key, upload_id, n, c),
                 )
                 parts.append(oss2.models.PartInfo(number, result.etag, size=len(chunk), part_crc=result.crc))
             self._complete(key, path, upload_id, parts, len(payload))

@@ -67,7 +67,6 @@ from airflow_provider_seatunnel_ckpt.storage.retry import (
     DEFAULT_INITIAL_WAIT_S,
     DEFAULT_MAX_WAIT_S,
     TRANSIENT_HTTP_STATUSES,
-    call_with_retries,
     is_transient_network_error,
 )
 
@@ -176,8 +175,31 @@ class _ViewReader(io.RawIOBase):
         return len(chunk)
 
 
+def _sign_checksum_not_payload(request: Any, **_: Any) -> None:
+    """botocore ``before-sign`` handler: when we send ``x-amz-checksum-sha256`` (a sha256
+    we computed anyway, for the manifest), sign that header instead of hashing the whole
+    body a second time for ``x-amz-content-sha256``.
+
+    botocore already does exactly this over https (``UNSIGNED-PAYLOAD`` plus a checksum
+    header); over plain http it hashes every body. The checksum header is itself signed
+    and S3 rejects a body that does not match it, so the body stays bound to the
+    signature. An explicit ``payload_signing_enabled`` in the client config wins.
+    """
+    if "x-amz-checksum-sha256" not in request.headers:
+        return
+    config = request.context.get("client_config")
+    s3_config = dict(getattr(config, "s3", None) or {})
+    if config is None or s3_config.get("payload_signing_enabled") is not None:
+        return
+    from botocore.config import Config
+
+    s3_config["payload_signing_enabled"] = False
+    request.context["client_config"] = config.merge(Config(s3=s3_config))
+
+
 class S3FileSystem(FileSystem):
     backend = "s3"
+    flat_listing = True
 
     def __init__(
         self,
@@ -304,7 +326,10 @@ class S3FileSystem(FileSystem):
         return self._call("read", path, get)
 
     def write_atomic(self, path: str, data: Bytes) -> None:
-        self._write(path, data, None)
+        if len(data) > self.multipart_threshold:
+            self._write(path, data, None)
+        else:  # our sha256 as the upload checksum: botocore then adds no CRC32 pass of its own
+            self.write_atomic_hashed(path, data)
 
     def write_atomic_hashed(self, path: str, data: Bytes) -> str:
         """One sha256 serves both the manifest and S3's own upload integrity check
@@ -347,6 +372,24 @@ class S3FileSystem(FileSystem):
                 )
         result.sort(key=lambda i: (i.path, i.is_dir))
         return result
+
+    def walk_files(self, path: str) -> Any:
+        """Every object below ``path``: one ListObjectsV2 (per 1000 keys), no delimiter."""
+        prefix = _dir_prefix(path)
+        for page in self._pages("list", path, Prefix=prefix):
+            for obj in page.get("Contents", ()):
+                if obj["Key"].endswith("/"):  # "directory marker" objects
+                    continue
+                yield FileInfo("/" + obj["Key"], obj["Size"], False, obj["LastModified"].timestamp())
+
+    def delete_files(self, paths: Any) -> None:
+        keys = [k for k in dict.fromkeys(_key(p) for p in paths) if k]
+        if len(keys) == 1:
+            client = self._get_client()
+            self._call("delete", "/" + keys[0], lambda: client.delete_object(Bucket=self.bucket, Key=keys[0]))
+            return
+        for start in range(0, len(keys), DELETE_BATCH):
+            self._delete_batch("/" + keys[start], keys[start : start + DELETE_BATCH])
 
     def delete(self, path: str, recursive: bool = False) -> None:
         key = _key(path)
@@ -415,25 +458,17 @@ class S3FileSystem(FileSystem):
                     max_pool_connections=self.max_pool_connections,
                     signature_version=UNSIGNED if self.anonymous else None,
                 )
-                self._client = session.client("s3", endpoint_url=self.endpoint_url, config=config)
+                client = session.client("s3", endpoint_url=self.endpoint_url, config=config)
+                for operation in ("PutObject", "UploadPart"):
+                    client.meta.events.register(f"before-sign.s3.{operation}", _sign_checksum_not_payload)
+                self._client = client
                 self._client_pid = pid
             return self._client
 
     def _call(self, op: str, path: str, fn: Callable[[], T]) -> T:
         """Run one request with the shared retry policy; map failures to our errors."""
-        try:
-            return call_with_retries(
-                fn,
-                is_transient=is_transient_s3_error,
-                what=f"s3 {op} {self.describe(path)} at {self.endpoint_host}",
-                attempts=self.retry_attempts,
-                initial_wait_s=self.retry_initial_wait_s,
-                max_wait_s=self.retry_max_wait_s,
-            )
-        except (FileNotFoundError, CheckpointStorageError):
-            raise
-        except Exception as exc:
-            raise self._error(op, path, exc) from exc
+        what = f"s3 {op} {self.describe(path)} at {self.endpoint_host}"
+        return self._with_retries(op, path, fn, is_transient=is_transient_s3_error, what=what, to_error=self._error)
 
     def _error(self, op: str, path: str, exc: BaseException) -> CheckpointStorageError:
         if _code(exc):

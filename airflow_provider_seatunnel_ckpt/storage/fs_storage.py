@@ -8,7 +8,7 @@ same code on all of them, and one contract suite tests them all.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
@@ -56,15 +56,46 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return sorted(ids)
 
     def list_checkpoint_entries(self, job_id: str, pipeline_id: int) -> list[CheckpointEntry]:
+        """Every checkpoint directory with its files: ONE prefix listing on an object
+        store; elsewhere a listing of the pipeline directory plus one per checkpoint
+        directory (the same number of requests as probing each ``_metadata``, and the
+        file sizes come with it, so reading the latest needs no further listing)."""
+        pipeline_dir = self.layout.pipeline_dir(job_id, pipeline_id)
+        if self.fs.flat_listing:
+            return self._entries_from_tree(pipeline_dir)
         entries = []
-        for item in self.fs.list_dir(self.layout.pipeline_dir(job_id, pipeline_id)):
+        for item in self.fs.list_dir(pipeline_dir):
             parsed = self.layout.parse_checkpoint_dir(item.name) if item.is_dir else None
             if parsed is None:
                 continue
             checkpoint_id, savepoint = parsed
             directory = item.path.rstrip("/")
-            completed = self.fs.exists(f"{directory}/{METADATA}")
-            entries.append(CheckpointEntry(checkpoint_id, savepoint, completed, self.fs.describe(directory)))
+            files = {e.name: e.size for e in self.fs.list_dir(directory) if not e.is_dir}
+            entries.append(
+                CheckpointEntry(checkpoint_id, savepoint, METADATA in files, self.fs.describe(directory), files)
+            )
+        return sorted(entries)
+
+    def _entries_from_tree(self, pipeline_dir: str) -> list[CheckpointEntry]:
+        prefix = pipeline_dir + "/"
+        found: dict[str, dict[str, int] | None] = {}
+        for info in self.fs.walk_files(pipeline_dir):
+            if not info.path.startswith(prefix):
+                continue
+            top, sep, rest = info.path[len(prefix) :].partition("/")
+            if not sep or self.layout.parse_checkpoint_dir(top) is None:
+                continue  # a file directly in the pipeline directory, or a foreign directory
+            files = found.setdefault(top, {})
+            if "/" in rest:  # something nested: let the generic paths list and delete it
+                found[top] = None
+            elif files is not None:
+                files[rest] = info.size
+        entries = []
+        for name, files in found.items():
+            checkpoint_id, savepoint = self.layout.parse_checkpoint_dir(name)  # type: ignore[misc]
+            directory = f"{prefix}{name}"
+            completed = METADATA in files if files is not None else self.fs.exists(f"{directory}/{METADATA}")
+            entries.append(CheckpointEntry(checkpoint_id, savepoint, completed, self.fs.describe(directory), files))
         return sorted(entries)
 
     # ---- manifests and state --------------------------------------------------------
@@ -106,6 +137,19 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
         return {e.name: e.size for e in self.fs.list_dir(directory) if not e.is_dir}
 
+    def write_state_and_manifest(self, manifest: CheckpointManifest, name: str, data: bytes) -> str:
+        if not is_plain_name(name) or name.startswith(("_", ".")):
+            raise CheckpointStorageError(f"state file name {name!r} must be a plain name not starting with '_' or '.'")
+        savepoint = manifest.kind.value == "savepoint"
+        directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+
+        def manifest_bytes(digest: str) -> bytes:
+            handle = StateHandle(size=len(data), sha256=digest, file=name)
+            return manifest.with_updates(coordinator_state=handle).to_bytes()
+
+        self.fs.write_atomic_hashed_then(f"{directory}/{name}", data, f"{directory}/{METADATA}", manifest_bytes)
+        return self.fs.describe(directory)
+
     def write_manifest(self, manifest: CheckpointManifest) -> str:
         savepoint = manifest.kind.value == "savepoint"
         directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
@@ -116,6 +160,25 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
         self.fs.delete(f"{directory}/{METADATA}")
         self.fs.delete(directory, recursive=True)
+
+    def delete_checkpoint_dirs(self, job_id: str, pipeline_id: int, entries: Iterable[CheckpointEntry]) -> None:
+        """Batched: every ``_metadata`` in one request, then every other file in one
+        more (object stores, whose listing gave the file names), or a recursive delete
+        per directory (file systems with real directories)."""
+        listed = [(self._dir(job_id, pipeline_id, e.checkpoint_id, e.savepoint), e) for e in entries]
+        if not listed:
+            return
+        # Every victim's _metadata, even one listed as in flight: its writer may have
+        # completed it since, and it must not stay "completed" with its state gone.
+        self.fs.delete_files(f"{directory}/{METADATA}" for directory, _ in listed)
+        if self.fs.flat_listing and all(e.files is not None for _, e in listed):
+            # Directories are key prefixes: they go with their last file.
+            self.fs.delete_files(
+                f"{directory}/{name}" for directory, e in listed for name in (e.files or {}) if name != METADATA
+            )
+        else:
+            for directory, _ in listed:
+                self.fs.delete(directory, recursive=True)
 
     def delete_job(self, job_id: str) -> None:
         job_dir = self.layout.job_dir(job_id)

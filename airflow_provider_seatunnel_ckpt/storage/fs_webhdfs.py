@@ -102,7 +102,6 @@ from .retry import (
     DEFAULT_INITIAL_WAIT_S,
     DEFAULT_MAX_WAIT_S,
     TRANSIENT_HTTP_STATUSES,
-    call_with_retries,
     is_transient_network_error,
 )
 
@@ -173,6 +172,13 @@ def _is_transient(exc: BaseException) -> bool:
         return False  # a certificate problem does not heal by itself
     if isinstance(exc, (requests.exceptions.ChunkedEncodingError, _ShortRead)):
         return True  # the connection broke in the middle of a body
+    try:  # the same, seen through response.raw (urllib3's own errors)
+        from urllib3 import exceptions as u3e
+
+        if isinstance(exc, (u3e.ProtocolError, u3e.ReadTimeoutError)):
+            return True
+    except ImportError:  # pragma: no cover - urllib3 comes with requests
+        pass
     return is_transient_network_error(exc)
 
 
@@ -556,19 +562,8 @@ class WebHdfsFileSystem(FileSystem):
                 renewer.ensure_fresh()
             return fn(client)
 
-        try:
-            return call_with_retries(
-                attempt,
-                is_transient=_is_transient,
-                what=f"hdfs {op} {self.describe(path)}",
-                attempts=self.retry_attempts,
-                initial_wait_s=self.retry_initial_wait_s,
-                max_wait_s=self.retry_max_wait_s,
-            )
-        except (FileNotFoundError, CheckpointStorageError):
-            raise
-        except Exception as exc:
-            raise self._error(op, path, exc) from exc
+        what = f"hdfs {op} {self.describe(path)}"
+        return self._with_retries(op, path, attempt, is_transient=_is_transient, what=what, to_error=self._error)
 
     def _error(self, op: str, path: str, exc: BaseException) -> CheckpointStorageError:
         retried = _is_transient(exc) and self.retry_attempts > 1
@@ -621,10 +616,14 @@ class WebHdfsFileSystem(FileSystem):
                     if offset and not failure.transient and self._at_or_past_end(client, path, offset):
                         return b""  # HDFS refuses offsets past the end; the contract reads nothing
                     raise failure
-                data = res.content
                 expected = res.headers.get("content-length")
                 encoded = res.headers.get("content-encoding") not in (None, "", "identity")
-                if not encoded and expected is not None and expected.isdigit() and int(expected) != len(data):
+                if encoded:
+                    return res.content  # requests decodes it
+                # The body straight off the (streamed) response: one read of Content-Length
+                # bytes into one buffer, instead of requests' 10 KiB chunks joined at the end.
+                data = res.raw.read()
+                if expected is not None and expected.isdigit() and int(expected) != len(data):
                     raise _ShortRead(f"got {len(data)} of {expected} bytes")
                 return data
             finally:

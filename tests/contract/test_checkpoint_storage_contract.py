@@ -215,6 +215,46 @@ def test_retention_never_removes_the_latest_even_with_max_retained_one(make_stor
     assert storage.get_latest_checkpoint_by_job_id_and_pipeline_id(JOB, 1).checkpoint_id == 2
 
 
+class _CountingFs:
+    """Counts the FileSystem calls a storage makes (wraps its ``fs``)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not callable(attr) or name in ("describe",):
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return counted
+
+
+def test_retention_is_one_listing_and_batched_deletes(make_storage):
+    """Steady state with max-retained 2: each store lists the pipeline once (object
+    stores: one prefix listing; elsewhere the pipeline and each checkpoint directory),
+    probes no ``_metadata`` one by one, and deletes the subsumed checkpoint with batched
+    calls, ``_metadata`` first."""
+    storage = make_storage(max_retained=2)
+    for checkpoint_id in (1, 2, 3):
+        storage.store_checkpoint(state(checkpoint_id, size=10_000))
+    counting = storage.fs = _CountingFs(storage.fs)
+    storage.store_checkpoint(state(4, size=10_000))
+    calls = counting.calls
+    assert "info" not in calls and "exists" not in calls
+    if counting.inner.flat_listing:
+        assert calls.count("walk_files") == 1 and "list_dir" not in calls
+        assert calls.count("delete_files") == 2 and "delete" not in calls
+    else:
+        assert calls.count("list_dir") == 1 + 3  # the pipeline, then chk 2, 3 and 4
+    assert _ids(storage) == [3, 4]
+    assert storage.get_latest_checkpoint_by_job_id_and_pipeline_id(JOB, 1).states == state(4, size=10_000).states
+
+
 # ------------------------------------------------------------------ deletion
 
 

@@ -230,6 +230,51 @@ def test_delete_recursive_many(fs: FileSystem, fs_root: str) -> None:
     assert fs.info(f"{fs_root}/many") is None
 
 
+def test_delete_files(fs: FileSystem, fs_root: str) -> None:
+    big = b"B" * (2 << 20)  # large enough for the local backend's deferred reclaim
+    for name in ("a", "b", "c", "big"):
+        fs.write_atomic(f"{fs_root}/df/{name}", big if name == "big" else name.encode())
+    fs.delete_files([f"{fs_root}/df/a", f"{fs_root}/df/big", f"{fs_root}/df/missing"])
+    assert [i.name for i in fs.list_dir(f"{fs_root}/df")] == ["b", "c"]  # gone when the call returns
+    with pytest.raises(FileNotFoundError):
+        fs.read(f"{fs_root}/df/big")
+    fs.delete_files(iter([f"{fs_root}/df/b"]))  # any iterable; one key
+    fs.delete_files([])
+    assert [i.name for i in fs.list_dir(f"{fs_root}/df")] == ["c"]
+    fs.write_atomic(f"{fs_root}/df/big", b"new")  # the name is free again at once
+    assert fs.read(f"{fs_root}/df/big") == b"new"
+
+
+# ---- a file, then the file that completes it -------------------------------------------------
+@pytest.mark.parametrize("size", [10, 3 << 20], ids=["small", "3MiB"])
+def test_write_atomic_hashed_then(fs: FileSystem, fs_root: str, size: int) -> None:
+    import hashlib
+
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    seen: list[str] = []
+
+    def manifest(digest: str) -> bytes:
+        seen.append(digest)
+        assert fs.info(f"{fs_root}/c/_metadata") is None  # not before the state is written
+        return f"state {digest}".encode()
+
+    digest = fs.write_atomic_hashed_then(f"{fs_root}/c/state", data, f"{fs_root}/c/_metadata", manifest)
+    assert digest == hashlib.sha256(data).hexdigest() == seen[0]
+    assert fs.read(f"{fs_root}/c/state") == data
+    assert fs.read(f"{fs_root}/c/_metadata") == f"state {digest}".encode()
+    assert sorted(i.name for i in fs.list_dir(f"{fs_root}/c")) == ["_metadata", "state"]
+
+
+def test_write_atomic_hashed_then_never_writes_the_second_file_on_failure(fs: FileSystem, fs_root: str) -> None:
+    def broken(digest: str) -> bytes:
+        raise RuntimeError("manifest could not be built")
+
+    with pytest.raises(RuntimeError):
+        fs.write_atomic_hashed_then(f"{fs_root}/f/state", b"s" * 5000, f"{fs_root}/f/_metadata", broken)
+    assert fs.info(f"{fs_root}/f/_metadata") is None
+    assert [i.name for i in fs.list_dir(f"{fs_root}/f")] in ([], ["state"])  # no temp files visible
+
+
 # ---- instances ----------------------------------------------------------------------------
 def test_pickle_round_trip(fs: FileSystem, fs_root: str) -> None:
     fs.write_atomic(f"{fs_root}/before", b"written by the original")  # the client exists now

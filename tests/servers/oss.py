@@ -45,6 +45,7 @@ import hmac
 import random
 import socket
 import socketserver
+import sys
 import threading
 import time
 import uuid
@@ -52,7 +53,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl, quote, unquote
 
 __all__ = ["OssServer", "OssState", "RequestRecord", "crc64_ecma"]
@@ -126,13 +127,36 @@ def _make_crc64_table() -> list[int]:
 _CRC64_TABLE = _make_crc64_table()
 
 
-def crc64_ecma(data: bytes, crc: int = 0) -> int:
-    """CRC-64 of ``data``; pass a previous result as ``crc`` to continue it."""
+def _crc64_ecma_python(data: bytes, crc: int = 0) -> int:
+    """CRC-64 of ``data``; pass a previous result as ``crc`` to continue it (~0.1 s/MiB)."""
     table = _CRC64_TABLE
     crc ^= _CRC64_MASK
     for byte in data:
         crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ _CRC64_MASK
+
+
+def _crc64_ecma_c() -> Any:
+    """crcmod's C extension (oss2 depends on crcmod), when it is compiled in; else None."""
+    try:
+        from crcmod import _crcfunext  # noqa: F401 - only present when the C extension built
+        from oss2.utils import Crc64
+    except ImportError:
+        return None
+
+    def crc64(data: bytes, crc: int = 0) -> int:
+        digest = Crc64(crc)
+        digest.update(data)
+        return digest.crc
+
+    sample = bytes(range(256)) * 17 + b"tail"
+    if crc64(sample) != _crc64_ecma_python(sample) or crc64(sample[:5], 12345) != _crc64_ecma_python(sample[:5], 12345):
+        return None  # never serve different values than the reference
+    return crc64
+
+
+#: CRC-64/ECMA-182: crcmod's C version when available (same values, ~1000x faster)
+crc64_ecma = _crc64_ecma_c() or _crc64_ecma_python
 
 
 # ---------------------------------------------------------------------------------------
@@ -945,6 +969,9 @@ class _Faults:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: headers and body go out as separate writes: without TCP_NODELAY, Nagle plus the
+    #: client's delayed ACK stall every small response by ~40 ms
+    disable_nagle_algorithm = True
     server_version = "AliyunOSS"
     sys_version = ""
     timeout = 30  # seconds an idle keep-alive connection may stay open
@@ -1058,6 +1085,11 @@ class _HttpServer(ThreadingHTTPServer):
     def track(self, conn: socket.socket, add: bool) -> None:
         with self._conns_lock:
             (self._conns.add if add else self._conns.discard)(conn)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client resetting an idle keep-alive connection is not a server error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
         with self._conns_lock:

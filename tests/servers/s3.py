@@ -27,6 +27,7 @@ import logging
 import random
 import socket
 import struct
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ class FaultProxy:
         class Handler(_ProxyHandler):
             owner = proxy
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
         self._thread.start()
@@ -162,8 +163,18 @@ class FaultProxy:
         self.stop()
 
 
+class _QuietHTTPServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client resetting an idle keep-alive connection is not a server error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class _ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, like the real thing
+    #: headers and body go out as separate writes: without TCP_NODELAY, Nagle plus the
+    #: client's delayed ACK stall every small response by ~40 ms
+    disable_nagle_algorithm = True
     owner: FaultProxy
     _upstream: http.client.HTTPConnection | None = None
 

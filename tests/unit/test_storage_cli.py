@@ -310,6 +310,28 @@ def test_verify_all_checks_older_checkpoints_and_savepoints(env, capsys):
     assert f"file://{old_state}" in out
 
 
+@pytest.mark.parametrize("unreadable", ["_metadata", "task-0-0.state"])
+def test_verify_reports_a_read_error_as_an_error_not_as_damage(env, capsys, monkeypatch, unreadable):
+    """An I/O or network error while reading is not evidence of damage: exit 1 with one
+    error line saying the checkpoint could not be read, and never "DAMAGED"."""
+    from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
+    from airflow_provider_seatunnel_ckpt.storage.fs_local import LocalFileSystem
+
+    original = LocalFileSystem.read
+
+    def flaky_read(self, path, offset=0, length=None):
+        if path.endswith("/" + unreadable) and "pipeline-1" in path:
+            raise CheckpointStorageError(f"local: cannot read {path}: Input/output error")
+        return original(self, path, offset, length)
+
+    monkeypatch.setattr(LocalFileSystem, "read", flaky_read)
+    code, out, err = run(capsys, "verify", "--config", env.config, "--job-id", JOB, "--pipeline", "1")
+    assert code == 1
+    assert "DAMAGED" not in out and "DAMAGED" not in err
+    line = assert_one_error_line(err, "could not read", "not verified", "Input/output error", "chk-00000000000000000003")
+    assert unreadable in line
+
+
 # ---- delete ---------------------------------------------------------------------------------
 def listed(env, capsys, job: str = JOB) -> list[tuple[int, int]]:
     code, out, _ = run(capsys, "list", "--config", env.config, "--job-id", job, "--json")
