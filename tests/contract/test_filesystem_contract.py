@@ -375,3 +375,21 @@ def test_wrong_credentials_fail_fast(denied_fs_backend: Backend) -> None:
         assert time.monotonic() - started < 5, f"{name} was retried"
         if faults is not None:
             assert faults.request_count - before == 1, f"{name} was retried"
+
+
+def test_move_publishes_and_replays(fs: FileSystem, fs_root: str) -> None:
+    """The File sink's commit: staged file -> final name (into a new directory), source
+    gone; replaying a move that already happened is a no-op; moving nothing is an error."""
+    payload = bytes(range(256)) * 1000
+    fs.write_atomic(f"{fs_root}/out/_staged/part-0", payload)
+    fs.move(f"{fs_root}/out/_staged/part-0", f"{fs_root}/out/final/part-0")
+    assert fs.read(f"{fs_root}/out/final/part-0") == payload
+    assert fs.info(f"{fs_root}/out/_staged/part-0") is None
+    fs.move(f"{fs_root}/out/_staged/part-0", f"{fs_root}/out/final/part-0")  # replay after a crash
+    assert fs.read(f"{fs_root}/out/final/part-0") == payload
+    fs.write_atomic(f"{fs_root}/out/_staged/part-1", b"new")
+    fs.write_atomic(f"{fs_root}/out/final/part-1", b"old")
+    fs.move(f"{fs_root}/out/_staged/part-1", f"{fs_root}/out/final/part-1")  # replaces
+    assert fs.read(f"{fs_root}/out/final/part-1") == b"new"
+    with pytest.raises(FileNotFoundError):
+        fs.move(f"{fs_root}/out/_staged/never", f"{fs_root}/out/final/never")

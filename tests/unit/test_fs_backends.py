@@ -90,6 +90,16 @@ def test_local_write_onto_directory_or_below_file_fails(tmp_path):
         fs.write_atomic(f"{tmp_path}/a/file/below", b"2")
 
 
+def test_local_move_is_a_rename_not_a_copy(tmp_path, monkeypatch):
+    fs = LocalFileSystem()
+    fs.write_atomic(f"{tmp_path}/_staged/part-0", b"x" * 4096)
+    inode = os.stat(f"{tmp_path}/_staged/part-0").st_ino
+    monkeypatch.setattr(fs, "read", lambda *a, **k: pytest.fail("move read the file back"))
+    fs.move(f"{tmp_path}/_staged/part-0", f"{tmp_path}/out/part-0")
+    assert os.stat(f"{tmp_path}/out/part-0").st_ino == inode
+    assert not os.path.exists(f"{tmp_path}/_staged/part-0")
+
+
 def test_local_rejects_relative_paths():
     with pytest.raises(ValueError, match="absolute"):
         LocalFileSystem().read("relative/path")
