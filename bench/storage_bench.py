@@ -722,7 +722,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--local-dir", default=None, help="parent directory for the local backend (default: the temp dir)")
     parser.add_argument("--in-process-servers", action="store_true", help="run test servers in this process (shares the GIL)")
     parser.add_argument("--oss-pure-crc", action="store_true", help="keep the OSS test server's pure-Python CRC-64 (very slow)")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="smoke run for bench/run_all.py --quick: local and s3, 1MiB, 2 repetitions, no breakdown or profile",
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.backends, args.sizes, args.repeat, args.breakdown_repeat, args.profile = "local,s3", "1MiB", 2, 0, "never"
     args.backend_list = [b.strip() for b in args.backends.split(",") if b.strip()]
     for name in args.backend_list:
         if name not in ALL_BACKENDS:

@@ -1,0 +1,378 @@
+"""Merge benchmark results into ``summary.json`` and render ``docs/benchmarks.md``.
+
+Used by ``bench/run_all.py``; also runnable on its own to regenerate both from the result
+files already in ``bench/results/`` (``python bench/report.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import REPO_ROOT, RESULTS_DIR, machine_info  # noqa: E402
+
+#: (script, result name, section title), in the order they run and appear in the docs
+SCRIPTS: list[tuple[str, str, str]] = [
+    ("storage_bench.py", "storage", "Checkpoint storage: our layer vs the raw client"),
+    ("throughput_bench.py", "throughput", "Throughput: checkpoint overhead, the pyarrow limit, scaling"),
+    ("checkpoint_latency_bench.py", "checkpoint_latency", "Checkpoint latency and state-size scaling"),
+    ("streaming_compare_bench.py", "streaming_compare", "Versus Spark Structured Streaming"),
+    ("recovery_bench.py", "recovery", "Recovery times"),
+]
+
+#: the keys summary.json must hold: key -> (result name, what it means, better)
+REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
+    "overhead_ratio_interval_1s": (
+        "throughput", "rows/s with a checkpoint every 1 s / rows/s with checkpointing off (final checkpoint only)", "higher"),
+    "overhead_ratio_interval_100ms": (
+        "throughput", "rows/s with a checkpoint every 100 ms / rows/s with checkpointing off", "higher"),
+    "ratio_vs_pyarrow_limit": (
+        "throughput", "our rows/s (2 subtasks on 2 cores, 1 s interval) / a plain single-process pyarrow loop "
+                      "doing the same transform and parquet write", "higher"),
+    "throughput_ratio_vs_structured_streaming": (
+        "streaming_compare", "our rows/s / Spark Structured Streaming's rows/s on the same workload", "higher"),
+    "resume_time_ratio_vs_structured_streaming": (
+        "streaming_compare", "our time to resume after a failure / Structured Streaming's", "lower"),
+    "checkpoint_latency_ms_p50_1MiB_local": (
+        "checkpoint_latency", "checkpoint latency (trigger to completed), 1 MiB of state, local disk: p50 ms", "lower"),
+    "checkpoint_latency_ms_p99_1MiB_local": (
+        "checkpoint_latency", "checkpoint latency, 1 MiB of state, local disk: p99 ms", "lower"),
+    "checkpoint_time_ratio_vs_raw_write_1GiB": (
+        "checkpoint_latency", "time to checkpoint 1 GiB of state / time to write the same bytes raw", "lower"),
+    "region_failover_seconds_p50": (
+        "recovery", "seconds until a killed subtask runs again (region failover), p50", "lower"),
+}
+REQUIRED_TOP = ("machine", "date")
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def load_results(results_dir: Path = RESULTS_DIR) -> dict[str, dict[str, Any]]:
+    """Every ``<name>.json`` result in ``results_dir`` (not summary.json), known names first."""
+    found: dict[str, dict[str, Any]] = {}
+    names = [name for _, name, _ in SCRIPTS]
+    files = sorted(results_dir.glob("*.json"), key=lambda p: (names.index(p.stem) if p.stem in names else 99, p.stem))
+    for path in files:
+        if path.stem == "summary":
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            found[path.stem] = {"_path": path, "_error": f"unreadable: {err}"}
+            continue
+        if isinstance(doc, dict):
+            doc["_path"] = path
+            found[path.stem] = doc
+    return found
+
+
+def result_date(doc: Mapping[str, Any]) -> str | None:
+    machine = doc.get("machine") or {}
+    date = machine.get("date_utc") or doc.get("date")
+    if date:
+        return str(date)
+    path = doc.get("_path")
+    if path is not None:
+        with_mtime = _dt.datetime.fromtimestamp(Path(path).stat().st_mtime, _dt.timezone.utc)
+        return with_mtime.isoformat(timespec="seconds") + " (file time)"
+    return None
+
+
+def _is_quick(doc: Mapping[str, Any]) -> bool:
+    settings = doc.get("settings") or {}
+    return bool(settings.get("quick")) if isinstance(settings, Mapping) else False
+
+
+def build_summary(results: Mapping[str, Mapping[str, Any]], runs: Mapping[str, Mapping[str, Any]] | None = None,
+                  *, quick: bool = False) -> dict[str, Any]:
+    """Merge every result's flat ``summary`` with machine, date, sources, missing, failed."""
+    runs = runs or {}
+    merged: dict[str, Any] = {}
+    sources: dict[str, Any] = {}
+    collisions: list[str] = []
+    for name, doc in results.items():
+        part = doc.get("summary")
+        if not isinstance(part, Mapping):
+            continue
+        path = doc.get("_path")
+        rel = os.path.relpath(path, REPO_ROOT) if path is not None else f"{name}.json"
+        run = runs.get(name) or {}
+        source = {"file": rel, "date": result_date(doc), "quick": _is_quick(doc)}
+        if run and run.get("status") != "ok":
+            source["stale"] = True  # this run of its script failed: the figures are an older file's
+        for key, value in part.items():
+            if not _is_number(value):
+                continue
+            if key in merged:
+                collisions.append(f"{key}: {sources[key]['file']} and {rel} (kept the first)")
+                continue
+            merged[key] = value
+            sources[key] = source
+    machine = machine_info()
+    summary: dict[str, Any] = dict(merged)
+    summary["machine"] = {k: machine.get(k) for k in (
+        "cores", "cpus_usable", "memory_total_mib", "cpu_model", "python", "platform", "git_commit", "libraries",
+        "loadavg_at_start")}
+    summary["date"] = _now()
+    summary["quick"] = quick
+    summary["sources"] = sources
+    summary["missing"] = [k for k in REQUIRED_KEYS if not _is_number(summary.get(k))]
+    failed = [
+        {"script": r.get("script"), "result": name, "status": r.get("status"), "reason": r.get("reason"),
+         "stderr_tail": r.get("stderr_tail")}
+        for name, r in runs.items() if r.get("status") != "ok"
+    ]
+    summary["failed"] = failed
+    summary["runs"] = {name: {k: v for k, v in r.items() if k != "stderr_tail"} for name, r in runs.items()}
+    if collisions:
+        summary["key_collisions"] = collisions
+    return summary
+
+
+# ---- markdown ---------------------------------------------------------------------------
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3f}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, (list, dict)):
+        value = json.dumps(value)
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> str:
+    columns = list(columns)
+    out = ["| " + " | ".join(_cell(c) for c in columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    for row in rows:
+        row = list(row)
+        row += [""] * (len(columns) - len(row))
+        out.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    return "\n".join(out)
+
+
+def _table_of(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    table = doc.get("table")
+    if isinstance(table, Mapping) and "columns" in table and "rows" in table:
+        return table
+    for value in doc.values():  # older result files: the first {"columns", "rows"} found
+        if isinstance(value, Mapping) and "columns" in value and "rows" in value:
+            return value
+    return None
+
+
+def _targets_of(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    targets = doc.get("targets")
+    if isinstance(targets, list):
+        return [t for t in targets if isinstance(t, Mapping)]
+    old = doc.get("target_met")  # older format: {figure: bool}
+    if isinstance(old, Mapping):
+        settings = doc.get("settings") or {}
+        target = settings.get("target", "") if isinstance(settings, Mapping) else ""
+        return [{"figure": k, "target": target, "value": None, "met": bool(v)} for k, v in old.items()]
+    return []
+
+
+def _met(value: Any) -> str:
+    return "met" if value is True else ("**MISSED**" if value is False else "")
+
+
+def _range(summary: Mapping[str, Any], key: str) -> str:
+    low, high = summary.get(f"{key}_min"), summary.get(f"{key}_max")
+    if _is_number(low) and _is_number(high):
+        return f"{_cell(float(low))} - {_cell(float(high))}"
+    return ""
+
+
+def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]], *,
+                    doc_path: Path, plot_map: Mapping[str, str] | None = None, command: str = "scripts/bench") -> str:
+    """The whole benchmarks page. ``plot_map`` rewrites plot paths (quick runs keep theirs apart)."""
+    plot_map = plot_map or {}
+    base = doc_path.parent
+    lines: list[str] = []
+    machine = summary.get("machine") or {}
+    quick = bool(summary.get("quick"))
+    lines += [
+        "# Benchmarks",
+        "",
+        f"*Generated by `bench/run_all.py` on {summary.get('date')}; do not edit by hand. Regenerate with "
+        f"`{command}` (everything, a full run takes about half an hour on 2 cores), `scripts/bench --quick` "
+        "(a smoke run in a few minutes, written to `bench/results/quick/`, never over these figures) or "
+        "`scripts/bench --report-only` (this page and `bench/results/summary.json` from the result files "
+        "already in `bench/results/`).*",
+        "",
+    ]
+    if quick:
+        lines += ["> **Quick smoke run**: tiny sizes, only a check that every script works. Do not quote these "
+                  "figures.", ""]
+    lines += [
+        "Every figure is a ratio of two things measured side by side in one run, interleaved (ABBA order), as "
+        "the median of at least 5 repetitions with the minimum and maximum, or a latency percentile. They were "
+        "measured on a small shared machine (below): read them as ratios, not as absolute speeds of the "
+        "engine on real hardware. The raw numbers of every repetition are in `bench/results/<name>.json`.",
+        "",
+        "## Headline figures",
+        "",
+    ]
+    targets_by_key: dict[str, Mapping[str, Any]] = {}
+    for doc in results.values():
+        for target in _targets_of(doc):
+            targets_by_key.setdefault(str(target.get("figure")), target)
+    rows = []
+    sources = summary.get("sources") or {}
+    for key, (name, meaning, better) in REQUIRED_KEYS.items():
+        value = summary.get(key)
+        target = targets_by_key.get(key) or {}
+        source = sources.get(key) or {}
+        flags = []
+        if source.get("quick"):
+            flags.append("quick run")
+        if source.get("stale"):
+            flags.append("stale: last run failed")
+        rows.append([
+            f"`{key}`", meaning, (_cell(value) if _is_number(value) else "**missing**"), _range(summary, key),
+            better, target.get("target", ""), _met(target.get("met")),
+            f"`{name}`" + (f" ({', '.join(flags)})" if flags else ""),
+        ])
+    lines.append(md_table(["figure", "what it is", "value", "min - max", "better", "target", "status", "from"], rows))
+    lines.append("")
+    other_targets = [t for k, t in targets_by_key.items() if k not in REQUIRED_KEYS]
+    if other_targets:
+        lines += ["Other targets:", ""]
+        lines.append(md_table(["figure", "target", "value", "status"],
+                              [[t.get("figure"), t.get("target"), t.get("value"), _met(t.get("met"))] for t in other_targets]))
+        lines.append("")
+    missing = summary.get("missing") or []
+    if missing:
+        lines += [f"**Missing figures**: {', '.join(f'`{k}`' for k in missing)} (their benchmark has not produced "
+                  "them; see the failures below).", ""]
+    failed = summary.get("failed") or []
+    if failed:
+        older = "" if quick else " (their older results, if any, are still shown below, marked stale)"
+        lines += [f"**Benchmarks that failed in this run**{older}:", ""]
+        for f in failed:
+            lines.append(f"* `{f.get('script')}`: {f.get('reason')}")
+        lines.append("")
+        for f in failed:
+            if f.get("stderr_tail"):
+                lines += [f"<details><summary>stderr tail of {f.get('script')}</summary>", "", "```",
+                          str(f["stderr_tail"]), "```", "", "</details>", ""]
+
+    lines += ["## Machine", ""]
+    libs = machine.get("libraries") or {}
+    lines.append(md_table(["", ""], [
+        ["CPU", f"{machine.get('cores')} cores ({machine.get('cpus_usable')} usable), {machine.get('cpu_model', '')}"],
+        ["memory", f"{machine.get('memory_total_mib')} MiB"],
+        ["OS", machine.get("platform")],
+        ["Python", machine.get("python")],
+        ["libraries", ", ".join(f"{k} {v}" for k, v in libs.items())],
+        ["commit", machine.get("git_commit")],
+        ["load average when the report was written", machine.get("loadavg_at_start")],
+    ]))
+    lines += ["", "The machine is shared with other work: each result section records the load average at its "
+              "start and end; wide min-max ranges mostly mean a busy machine.", ""]
+
+    titles = {name: title for _, name, title in SCRIPTS}
+    for name, doc in results.items():
+        lines += _section(name, titles.get(name, name), doc, base, plot_map, summary)
+    lines += ["## Running the benchmarks", "",
+              "```bash",
+              "scripts/bench                   # every script in bench/ in full, then summary.json and this page",
+              "scripts/bench --quick           # smoke run (tiny sizes) into bench/results/quick/",
+              "scripts/bench --only throughput # one script (the others' latest results are kept)",
+              "scripts/bench --report-only     # regenerate summary.json and this page only",
+              ".venv/bin/python bench/throughput_bench.py --quick   # one script, JSON on stdout",
+              "```", "",
+              "Each script is a separate process (`.venv/bin/python bench/<script>.py --out`); a script that is "
+              "missing or fails is listed as failed with the tail of its stderr and the others still run. See "
+              "`bench/README.md` for what each script does and its options.", ""]
+    return "\n".join(lines)
+
+
+def _section(name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map: Mapping[str, str],
+             summary: Mapping[str, Any]) -> list[str]:
+    path = doc.get("_path")
+    rel = os.path.relpath(path, REPO_ROOT) if path is not None else f"bench/results/{name}.json"
+    lines = [f"## {title}", ""]
+    if doc.get("_error"):
+        return lines + [f"`{rel}` could not be read: {doc['_error']}", ""]
+    machine = doc.get("machine") or {}
+    meta = [f"`{rel}`", f"measured {result_date(doc)}"]
+    if _is_quick(doc):
+        meta.append("**quick run**")
+    if machine.get("loadavg_at_start") is not None:
+        meta.append(f"load {machine.get('loadavg_at_start')} -> {machine.get('loadavg_at_end')}")
+    lines += ["*" + "; ".join(meta) + "*", ""]
+    if doc.get("benchmark"):
+        lines += [f"**{doc['benchmark']}**", ""]
+    if doc.get("description"):
+        lines += [str(doc["description"]), ""]
+    table = _table_of(doc)
+    if table is not None:
+        lines += [md_table(table["columns"], table["rows"]), ""]
+    extra = doc.get("figures_table")
+    if isinstance(extra, Mapping) and "columns" in extra:
+        lines += [md_table(extra["columns"], extra["rows"]), ""]
+    targets = _targets_of(doc)
+    if targets:
+        lines += ["Targets:", ""]
+        for t in targets:
+            value = t.get("value")
+            lines.append(f"* `{t.get('figure')}` {t.get('target', '')}: "
+                         f"{_cell(value) if value is not None else ''} -> {_met(t.get('met'))}")
+        lines.append("")
+    for plot in doc.get("plots") or []:
+        target = plot_map.get(plot, plot)
+        image = REPO_ROOT / target
+        link = os.path.relpath(image, base)
+        if image.exists():
+            lines += [f"![{Path(plot).stem}]({link})", ""]
+        else:
+            lines += [f"(plot `{plot}` is missing)", ""]
+    notes = doc.get("notes")
+    if isinstance(notes, list) and notes:
+        lines += ["Notes:", ""] + [f"* {n}" for n in notes] + [""]
+    settings = doc.get("settings")
+    if isinstance(settings, Mapping) and settings:
+        lines += ["<details><summary>Settings</summary>", ""]
+        lines += [f"* `{k}`: {_cell(v)}" for k, v in settings.items()]
+        lines += ["", "</details>", ""]
+    return lines
+
+
+def write_report(results: Mapping[str, Mapping[str, Any]], summary: Mapping[str, Any], *, summary_path: Path,
+                 doc_path: Path, plot_map: Mapping[str, str] | None = None) -> None:
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    doc_path.parent.mkdir(parents=True, exist_ok=True)
+    doc_path.write_text(render_markdown(summary, results, doc_path=doc_path, plot_map=plot_map))
+
+
+def main() -> int:
+    results = load_results()
+    summary = build_summary(results)
+    write_report(results, summary, summary_path=RESULTS_DIR / "summary.json", doc_path=REPO_ROOT / "docs" / "benchmarks.md")
+    print(json.dumps({"missing": summary["missing"], "sources": summary["sources"]}, indent=2))
+    return 1 if summary["missing"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

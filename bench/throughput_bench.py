@@ -1,0 +1,585 @@
+"""Throughput: what checkpointing costs, how close we are to the limit, how we scale.
+
+One SparkSession (``local[2]``) runs the engine's real job (``JobRun(...).run(spark)``):
+``Sequence`` (payload 100 B) -> ``Python`` transform (``bench.workloads:transform``,
+pyarrow.compute) -> ``File`` parquet sink, with these variants, interleaved in ABBA order
+(the variant order is reversed on every other repetition):
+
+* ``off``        2 subtasks, interval 10^9 ms: no periodic checkpoint, only the job's
+                 final checkpoint (the engine has no off switch: a job always ends with
+                 its final checkpoint, which is what commits the 2PC sink's output);
+* ``1s``         2 subtasks, checkpoint every 1000 ms;
+* ``100ms``      2 subtasks, checkpoint every 100 ms;
+* ``p1_1s``      1 subtask, checkpoint every 1000 ms (scaling: p2/p1 uses ``1s``);
+* ``pyarrow``    the limit: the same batches and transform and a ``pyarrow.parquet.ParquetWriter``
+                 loop, one process (this one), one thread, no Spark, no checkpoints.
+
+Throughput = rows / seconds of the Spark job (from the moment the engine submits it to
+the moment ``collect()`` returns: after the final checkpoint is durable and committed).
+The SparkSession and its JVM start once before all runs and are not timed; the engine's
+driver-side setup before the Spark job (restore choice, job claim: a few ms on local
+disk) is timed separately (``run_s``). Every run has its own job id, checkpoint
+directory and output directory; its output is counted after the timing (every id once).
+
+``python bench/throughput_bench.py [--quick] [--out] [--repeat N] [--rows N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, progress, ratio, summary  # noqa: E402
+from bench.workloads import (  # noqa: E402
+    BATCH_SIZE,
+    PAYLOAD_BYTES,
+    TRANSFORM_FUNCTION,
+    make_importable_on_executors,
+    sequence_batches,
+    throughput_job,
+    transform,
+)
+
+NAME = "throughput"
+MASTER = "local[2]"
+OFF_INTERVAL_MS = 1_000_000_000  # 11.6 days: never reached, only the final checkpoint happens
+TIMEOUT_MS = 120_000
+TARGET_OVERHEAD_1S = 0.97
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "off": {"parallelism": 2, "interval_ms": OFF_INTERVAL_MS, "label": "checkpointing off (final only), p=2"},
+    "1s": {"parallelism": 2, "interval_ms": 1000, "label": "interval 1 s, p=2"},
+    "100ms": {"parallelism": 2, "interval_ms": 100, "label": "interval 100 ms, p=2"},
+    "p1_1s": {"parallelism": 1, "interval_ms": 1000, "label": "interval 1 s, p=1"},
+    "pyarrow": {"label": "pyarrow loop, 1 process (limit)"},
+}
+
+
+def _log(message: str) -> None:
+    progress(NAME, message)
+
+
+# ---- CPU time of this process and everything it started (the Spark JVM, Python workers) ----------
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_cpu_seconds() -> dict[str, float]:
+    """user+sys CPU seconds of this process ("driver": the engine's driver side runs here),
+    the Spark JVM ("jvm") and the Python workers ("workers"), plus their reaped children.
+
+    Less sensitive than wall time to other work on a shared machine: it is what the run
+    cost, not how long it waited for a core."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                head, _, rest = f.read().rpartition(")")
+            fields = rest.split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        # utime, stime, cutime, cstime (fields 14-17): reaped children count in their parent
+        times[pid] = sum(int(x) for x in fields[11:15]) / _TICK
+        if "(java" in head:
+            times[-pid] = 1.0  # marker: a JVM
+    root = os.getpid()
+    out = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+    for pid, cpu in times.items():
+        if pid < 0:
+            continue
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 0)
+        if p != root:
+            continue
+        kind = "driver" if pid == root else ("jvm" if -pid in times else "workers")
+        out[kind] += cpu
+    out["total"] = sum(out.values())
+    return out
+
+
+def _cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: round(after[k] - before[k], 3) for k in before}
+
+
+# ---- one run of each kind ------------------------------------------------------------------
+def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+    from airflow_provider_seatunnel_ckpt.config import load_config
+    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+
+    spec = VARIANTS[variant]
+    run_dir = workdir / tag
+    output = run_dir / "out"
+    job = load_job(
+        throughput_job(rows, str(output), parallelism=spec["parallelism"], interval_ms=spec["interval_ms"],
+                       timeout_ms=TIMEOUT_MS, name=f"bench-{tag}")
+    )
+    config = load_config(
+        {"checkpoint": {"storage": {"type": "hdfs", "max-retained": 3,
+                                    "plugin-config": {"storage.type": "local", "namespace": f"{run_dir}/ckpt/"}}}},
+        job_env=job.env,
+    )
+    request = RunRequest(job=job, config=config, job_id=f"bench-{tag}", master=MASTER)
+    lines: list[tuple[float, str]] = []
+    job_run = JobRun(request, progress=lambda line: lines.append((time.perf_counter(), line)))
+    marks: dict[str, float] = {}
+    original = job_run._run_spark_job
+
+    def timed_spark_job(*args: Any) -> None:  # the engine's own method, with timestamps around it
+        marks["spark_start"] = time.perf_counter()
+        try:
+            original(*args)
+        finally:
+            marks["spark_end"] = time.perf_counter()
+
+    job_run._run_spark_job = timed_spark_job  # type: ignore[method-assign]
+    gc.collect()
+    cpu_before = tree_cpu_seconds()
+    started = time.perf_counter()
+    outcome = job_run.run(spark)
+    run_s = time.perf_counter() - started
+    cpu = _cpu_delta(cpu_before, tree_cpu_seconds())
+    cpu_s = cpu["total"]
+    if not outcome.finished:
+        raise RuntimeError(f"{tag}: job failed: {outcome.error}\n" + "\n".join(line for _, line in lines[-5:]))
+    # the Spark job's window; the whole run() if the engine's method was renamed
+    spark_s = marks["spark_end"] - marks["spark_start"] if "spark_end" in marks else run_s
+    # from the final checkpoint being durable (the driver's progress line) to the end of
+    # the Spark job: the driver commits (publishes) the final epoch's output, then FinishJob
+    final_done = [t for t, line in lines if "(final) completed" in line]
+    commit_tail_s = round(marks["spark_end"] - final_done[-1], 3) if final_done and "spark_end" in marks else None
+    written = _count_ids(output, rows)
+    periodic = [c for c in outcome.completed if c.kind == "checkpoint"]
+    durations = [c.duration_ms for c in outcome.completed]
+    result = {
+        "rows": rows,
+        "spark_job_s": round(spark_s, 4),
+        "run_s": round(run_s, 4),
+        "rows_per_s": round(rows / spark_s, 1),
+        "cpu_s": round(cpu_s, 3),
+        "cpu_s_by_process": cpu,
+        "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None,
+        "checkpoints_completed": len(outcome.completed),
+        "periodic_checkpoints": len(periodic),
+        "checkpoint_duration_ms_median": sorted(durations)[len(durations) // 2] if durations else None,
+        "checkpoint_duration_ms_max": max(durations) if durations else None,
+        "final_checkpoint_ms": outcome.completed[-1].duration_ms if outcome.completed else None,
+        "final_commit_tail_s": commit_tail_s,
+        "output_files": written["files"],
+    }
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return result
+
+
+def _count_ids(output: Path, rows: int) -> dict[str, int]:
+    import numpy as np
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(output), format="parquet")
+    ids = dataset.to_table(columns=["id"]).column("id").to_numpy()
+    seen = np.zeros(rows, dtype=bool)
+    if len(ids) == rows and ids.min() >= 0 and ids.max() < rows:
+        seen[ids] = True
+    if not seen.all():  # rows ids in [0, rows) and none missing: none duplicated either
+        raise RuntimeError(f"output of {output} is not every id exactly once ({len(ids)} rows for {rows})")
+    return {"files": len(dataset.files)}
+
+
+def run_pyarrow(rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+    """The limit: generate the same batches, apply the same transform, ParquetWriter to one file."""
+    import pyarrow.parquet as pq
+
+    path = workdir / f"{tag}.parquet"
+    gc.collect()
+    cpu_before = tree_cpu_seconds()
+    started = time.perf_counter()
+    writer = None
+    for batch in sequence_batches(rows, PAYLOAD_BYTES, BATCH_SIZE):
+        out = transform(batch)
+        if writer is None:
+            writer = pq.ParquetWriter(str(path), out.schema, compression="snappy")
+        writer.write_batch(out)
+    assert writer is not None
+    writer.close()
+    elapsed = time.perf_counter() - started
+    cpu = _cpu_delta(cpu_before, tree_cpu_seconds())
+    cpu_s = cpu["total"]
+    metadata = pq.ParquetFile(str(path)).metadata
+    if metadata.num_rows != rows:
+        raise RuntimeError(f"pyarrow baseline wrote {metadata.num_rows} rows, expected {rows}")
+    size = path.stat().st_size
+    path.unlink()
+    return {"rows": rows, "spark_job_s": None, "run_s": round(elapsed, 4), "rows_per_s": round(rows / elapsed, 1),
+            "cpu_s": round(cpu_s, 3), "cpu_s_by_process": cpu, "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None,
+            "output_bytes": size}
+
+
+# ---- the benchmark ------------------------------------------------------------------------
+def paired(results: dict[str, list[dict[str, Any]]], numerator: str, denominator: str,
+           field: str = "rows_per_s") -> list[float]:
+    return [
+        round(a[field] / b[field], 4)
+        for a, b in zip(results[numerator], results[denominator])
+        if a.get(field) and b.get(field)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke run")
+    parser.add_argument("--out", action="store_true", help="write bench/results/throughput.json and the plot")
+    parser.add_argument("--repeat", type=int, help="repetitions per variant (default 5; quick: 5)")
+    parser.add_argument("--rows", type=int, help="rows per run (default 10,000,000; quick: 600,000)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    args = parser.parse_args(argv)
+
+    rows = args.rows or (600_000 if args.quick else 10_000_000)
+    repeat = args.repeat or 5
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants: {sorted(unknown)}")
+    machine = machine_info()
+    bench_started = time.perf_counter()
+
+    make_importable_on_executors()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
+    spark = None
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    try:
+        engine_variants = [v for v in variants if v != "pyarrow"]
+        if engine_variants:
+            from airflow_provider_seatunnel_ckpt.engine.runner import RunRequest, build_spark
+
+            _log(f"starting Spark ({MASTER})")
+            t0 = time.perf_counter()
+            warm = throughput_job(1000, str(workdir / "w"), parallelism=2)
+            from airflow_provider_seatunnel_ckpt.config import load_config
+            from airflow_provider_seatunnel_ckpt.engine.job import load_job
+
+            spark = build_spark(RunRequest(job=load_job(warm), config=load_config({}), job_id="warm", master=MASTER,
+                                           spark_conf={"spark.ui.enabled": "false"}))
+            spark_start_s = time.perf_counter() - t0
+            _log(f"Spark up in {spark_start_s:.1f} s; warm-up runs (not measured)")
+            # warm-up: Python workers started and modules imported for both parallelisms
+            warm_rows = min(rows, 200_000)
+            for v in dict.fromkeys(["off", *engine_variants]):
+                if v in VARIANTS and v != "pyarrow":
+                    run_engine(spark, v, warm_rows, workdir, f"warmup-{v}")
+        else:
+            spark_start_s = None
+        if "pyarrow" in variants:
+            run_pyarrow(min(rows, 200_000), workdir, "warmup-pyarrow")
+
+        for rep in range(repeat):
+            order = variants if rep % 2 == 0 else list(reversed(variants))
+            for v in order:
+                tag = f"{v}-r{rep}"
+                if v == "pyarrow":
+                    result = run_pyarrow(rows, workdir, tag)
+                else:
+                    result = run_engine(spark, v, rows, workdir, tag)
+                results[v].append(result)
+                extra = "" if v == "pyarrow" else (
+                    f", {result['checkpoints_completed']} checkpoints, median {result['checkpoint_duration_ms_median']} ms")
+                _log(f"rep {rep + 1}/{repeat} {v:8s}: {result['rows_per_s']:>12,.0f} rows/s "
+                     f"({result['spark_job_s'] or result['run_s']:.2f} s{extra})")
+    finally:
+        if spark is not None:
+            spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    # ---- figures --------------------------------------------------------------------------
+    throughput = {v: summary([r["rows_per_s"] for r in rs], digits=0) for v, rs in results.items()}
+    figures: dict[str, dict[str, Any]] = {}
+
+    def figure(key: str, numerator: str, denominator: str) -> None:
+        if numerator in results and denominator in results:
+            per_rep = paired(results, numerator, denominator)
+            figures[key] = {
+                "numerator": numerator,
+                "denominator": denominator,
+                "paired": summary(per_rep),
+                "per_rep": per_rep,
+                "ratio_of_medians": ratio(throughput[numerator]["median"], throughput[denominator]["median"]),
+            }
+
+    figure("overhead_ratio_interval_1s", "1s", "off")
+    figure("overhead_ratio_interval_100ms", "100ms", "off")
+    figure("ratio_vs_pyarrow_limit", "1s", "pyarrow")
+    figure("ratio_off_vs_pyarrow_limit", "off", "pyarrow")
+    figure("scaling_ratio_p2_vs_p1", "1s", "p1_1s")
+    cpu_figures: dict[str, dict[str, Any]] = {}
+    for key, num, den in (("cpu_efficiency_ratio_interval_1s", "1s", "off"),
+                          ("cpu_efficiency_ratio_interval_100ms", "100ms", "off"),
+                          ("cpu_efficiency_ratio_vs_pyarrow_limit", "1s", "pyarrow")):
+        if num in results and den in results:
+            per_rep = paired(results, num, den, "rows_per_cpu_s")
+            if per_rep:
+                cpu_figures[key] = {"numerator": num, "denominator": den, "paired": summary(per_rep), "per_rep": per_rep}
+    cpu_per_row = {v: summary([r["cpu_s"] * 1e6 / r["rows"] for r in rs], digits=3) for v, rs in results.items()}
+
+    summary_out: dict[str, float] = {}
+    for key, fig in figures.items():
+        summary_out[key] = fig["paired"]["median"]
+        summary_out[f"{key}_min"] = fig["paired"]["min"]
+        summary_out[f"{key}_max"] = fig["paired"]["max"]
+    for key, fig in cpu_figures.items():
+        summary_out[key] = fig["paired"]["median"]
+        summary_out[f"{key}_min"] = fig["paired"]["min"]
+        summary_out[f"{key}_max"] = fig["paired"]["max"]
+    for v, s in throughput.items():
+        summary_out[f"throughput_rows_per_s_{v}"] = s["median"]
+
+    targets = []
+    if "overhead_ratio_interval_1s" in figures:
+        value = figures["overhead_ratio_interval_1s"]["paired"]["median"]
+        targets.append({"figure": "overhead_ratio_interval_1s", "target": f">= {TARGET_OVERHEAD_1S}",
+                        "value": value, "met": bool(value >= TARGET_OVERHEAD_1S)})
+
+    table_rows = []
+    base = throughput.get("off", {}).get("median")
+    for v in variants:
+        s = throughput[v]
+        ckpts = [r.get("checkpoints_completed") for r in results[v] if r.get("checkpoints_completed") is not None]
+        dur = [r["checkpoint_duration_ms_median"] for r in results[v] if r.get("checkpoint_duration_ms_median") is not None]
+        seconds = [r["spark_job_s"] if r["spark_job_s"] is not None else r["run_s"] for r in results[v]]
+        table_rows.append([
+            VARIANTS[v]["label"],
+            f"{s['median']:,.0f}",
+            f"{s['min']:,.0f} - {s['max']:,.0f}",
+            f"{sorted(seconds)[len(seconds) // 2]:.2f}",
+            f"{ratio(s['median'], base):.3f}" if base else "",
+            f"{sorted(ckpts)[len(ckpts) // 2]}" if ckpts else "-",
+            f"{sorted(dur)[len(dur) // 2]}" if dur else "-",
+            f"{cpu_per_row[v]['median']:.2f}",
+            _median_text([r.get("final_commit_tail_s") for r in results[v]], "{:.2f}"),
+        ])
+    figure_rows = [
+        [key, f"{VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
+         f["paired"]["median"], f"{f['paired']['min']} - {f['paired']['max']}", f["ratio_of_medians"]]
+        for key, f in figures.items()
+    ] + [
+        [key, f"rows per CPU-second: {VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
+         f["paired"]["median"], f"{f['paired']['min']} - {f['paired']['max']}", ""]
+        for key, f in cpu_figures.items()
+    ]
+
+    total_s = round(time.perf_counter() - bench_started, 1)
+    notes = _notes(figures, throughput, results, rows, machine)
+    plots = _plot(variants, results, throughput, figures) if args.out else []
+    result = {
+        "benchmark": "Engine throughput: checkpointing off vs every 1 s / 100 ms, vs a plain pyarrow loop, "
+                     "and 1 vs 2 subtasks (Sequence -> pyarrow.compute transform -> parquet File sink, local[2])",
+        "description": (
+            f"Each run pushes {rows:,} rows (an int64 id and a {PAYLOAD_BYTES}-byte payload) from the `Sequence` "
+            f"source through the vectorised `{TRANSFORM_FUNCTION}` transform into the exactly-once parquet `File` "
+            "sink, through the engine's Python API in one long-lived `local[2]` SparkSession. Throughput is rows "
+            "divided by the Spark job's wall time (submit to the end of `collect()`, i.e. after the final checkpoint "
+            "is committed); JVM start-up is excluded. The limit is the same batches, transform and parquet encoding "
+            "in a single-threaded pyarrow loop without Spark. Variants are interleaved (ABBA), "
+            f"{repeat} repetitions; each figure is the median of the per-repetition ratios, with min and max."
+        ),
+        "machine": machine,
+        "settings": {
+            "rows": rows,
+            "payload_bytes": PAYLOAD_BYTES,
+            "batch_size": BATCH_SIZE,
+            "repeat": repeat,
+            "master": MASTER,
+            "transform": TRANSFORM_FUNCTION,
+            "sink": "File parquet (snappy), local disk",
+            "checkpoint_storage": "local disk (hdfs plugin, storage.type local), max-retained 3",
+            "off_means": f"checkpoint.interval {OFF_INTERVAL_MS} ms: no periodic checkpoint; the final checkpoint "
+                         "(which commits the sink output) still runs",
+            "checkpoint_timeout_ms": TIMEOUT_MS,
+            "timed": "Spark job: from the engine's submission of the job to collect() returning (after the final "
+                     "checkpoint is committed); SparkSession start excluded; pyarrow: the whole loop incl. file close",
+            "order": "ABBA: variant order reversed on every other repetition, after one unmeasured warm-up run each",
+            "quick": bool(args.quick),
+            "spark_session_start_s": round(spark_start_s, 2) if spark_start_s is not None else None,
+            "total_seconds": total_s,
+        },
+        "results": {"throughput_rows_per_s": throughput, "figures": figures, "cpu_figures": cpu_figures,
+                    "cpu_s_per_million_rows": cpu_per_row, "runs": results},
+        "summary": summary_out,
+        "targets": targets,
+        "table": {
+            "columns": ["variant", "rows/s (median)", "rows/s (min - max)", "Spark job s (median)",
+                        "vs off (medians)", "checkpoints (median)", "checkpoint duration ms (median)",
+                        "CPU s per million rows (median)", "final commit tail s (median)"],
+            "rows": table_rows,
+        },
+        "figures_table": {
+            "columns": ["figure", "ratio of", "median of paired ratios", "min - max", "ratio of medians"],
+            "rows": figure_rows,
+        },
+        "plots": plots,
+        "notes": notes,
+    }
+    emit(result, NAME, args.out)
+    _log(f"done in {total_s:.0f} s")
+    return 0
+
+
+def _median_text(values: list[Any], fmt: str) -> str:
+    values = sorted(v for v in values if v is not None)
+    return fmt.format(values[len(values) // 2]) if values else "-"
+
+
+def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[str, Any], rows: int,
+           machine: dict[str, Any]) -> list[str]:
+    notes = [
+        "'Off' is not a real off switch (the engine has none): the interval is set to 10^9 ms so no periodic "
+        "checkpoint is triggered, but every job still ends with its final checkpoint, which stages the sink "
+        "output and commits it (2PC). So the ratios measure the cost of the *periodic* checkpoints.",
+        "Throughput is measured over the Spark job only (inside one SparkSession created before all runs); "
+        "the driver JVM start (the same for every variant) is excluded. Python workers are reused between runs "
+        "(spark.python.worker.reuse), which is why each variant gets one unmeasured warm-up run first.",
+        "The engine runs 2 subtasks on the 2 cores of local[2] (p=2) while the pyarrow limit is ONE thread in "
+        "ONE process: ratio_vs_pyarrow_limit compares 2 cores of ours with 1 core of pyarrow; a ratio of 2.0 "
+        "would be perfect scaling of the limit.",
+        "The 2-core machine is shared (other engineers' jobs run at the same time): look at the min-max spreads "
+        f"and machine.loadavg (start {machine.get('loadavg_at_start')}). Wall-time ratios then mostly measure "
+        "who got the cores; the cpu_efficiency_* figures (rows per CPU-second of this process and every process "
+        "it started: Spark JVM and Python workers, user+sys from /proc) are much steadier under contention and "
+        "say what the checkpointing itself costs, though not what it costs in latency.",
+    ]
+    tails = {v: _median_text([r.get("final_commit_tail_s") for r in results.get(v, [])], "{:.2f}")
+             for v in ("off", "1s", "100ms")}
+    driver = {v: _median_text([(r.get("cpu_s_by_process") or {}).get("driver") for r in results.get(v, [])], "{:.2f}")
+              for v in ("off", "1s", "pyarrow")}
+    notes.append(
+        "Where the time goes, 1 (engine, driver side): publishing the sink's output on local disk COPIES it. "
+        "FileSinkCommitter.commit (engine/connectors/file_sink.py:202) calls FileSystem.move, and "
+        "LocalFileSystem (storage/fs_local.py) has no native move, so the default in storage/filesystem.py "
+        "(move: read the whole staged file into the driver, write_atomic it with fsync, delete the source; "
+        "filesystem.py:206-220 in the working tree, 115-129 at HEAD) runs for every committed file: every output "
+        "byte is written and fsynced twice, and passes through the driver process. Measured: the tail from the "
+        f"final checkpoint being durable to the end of the Spark job is {tails['off']} s with checkpointing off "
+        f"(the whole output is committed at the end), {tails['1s']} s at 1 s and {tails['100ms']} s at 100 ms "
+        "(earlier epochs were committed while processing went on); the benchmark process, which hosts the "
+        f"driver, used {driver['off']} / {driver['1s']} CPU-s per run (off / 1 s), taken from the 2 cores the "
+        "subtasks need (the pyarrow loop itself used "
+        f"{driver['pyarrow']} CPU-s). Proposed fix (storage owner): LocalFileSystem.move = os.replace(source, "
+        "destination) + fsync of the destination directory (same file system: _staging is under the output "
+        "root), keeping the idempotent 'source gone and destination exists' case."
+    )
+    notes.append(
+        "Where the time goes, 2 (subtasks; py-spy on the Python workers, 16M and 10M rows): about 70-77% of a "
+        "subtask's processing thread is parquet encoding (pyarrow ParquetWriter.write_table via "
+        "engine/connectors/file_sink.py:272), the same work the pyarrow limit does; the transform and the source "
+        "are ~5%. The other engine cost is the File sink staging a file SYNCHRONOUSLY on the processing thread "
+        "whenever its in-memory file reaches max_file_bytes (128 MiB): FileSinkWriter.write (file_sink.py:135) "
+        "-> _stage_current (file_sink.py:170) -> LocalFileSystem.write_atomic (write + fsync of the whole file): "
+        "~20% of the processing thread with checkpointing off, ~14% at 1 s (an epoch of 1-2 s can still reach "
+        "128 MiB). Files staged at a barrier are written on the subtask's async thread instead, overlapping "
+        "processing. Proposed fix (engine owner): hand a full file to the same async thread (in order, its staged "
+        "path joining the next prepare_commit), or encode straight into the staging file and fsync only at "
+        "prepare_commit."
+    )
+    notes.append(
+        "So 'off' is the slowest engine variant here and the overhead ratios come out above 1: with no periodic "
+        "checkpoint all staging and all of the (copying) commit happen at the end, serially, while periodic "
+        "checkpoints overlap them with processing. The target (>= 0.97 at 1 s) is met for that reason, not "
+        "because checkpoints are free; with both fixes above, 'off' would get faster and the ratio would show "
+        "the true cost of a barrier (the processing thread's sync snapshot is ~0 ms here: state is a few "
+        "positions). The pyarrow limit writes into the page cache without fsync and never copies."
+    )
+    if "1s" in results and results["1s"] and results["1s"][0].get("checkpoints_completed") is not None:
+        ck = sorted(r["periodic_checkpoints"] for r in results["1s"])
+        notes.append(
+            f"With interval 1 s each run completed {ck[len(ck) // 2]} periodic checkpoints (median) before its final "
+            "one; each checkpoint cuts a new parquet file per subtask (the sink stages its in-memory file at every "
+            "barrier), so shorter intervals mean more, smaller files and more row groups."
+        )
+    if "1s" in results and "p1_1s" in results and results["1s"] and results["p1_1s"]:
+        scale = figures.get("scaling_ratio_p2_vs_p1", {}).get("paired", {})
+        cpu = {v: _median_text([r["cpu_s"] * 1e6 / r["rows"] for r in results[v]], "{:.2f}") for v in ("1s", "p1_1s")}
+        notes.append(
+            f"Scaling: 2 subtasks / 1 subtask = {scale.get('median')} ({scale.get('min')} - {scale.get('max')}). "
+            "Perfect use of local[2] would be close to 2 minus the driver's share; what limits it here is the "
+            f"machine: its load average was {machine.get('loadavg_at_start')} on 2 cores, so a second subtask "
+            "mostly competes with other work for the same CPU time. The CPU cost per row hardly depends on the "
+            f"parallelism ({cpu['p1_1s']} CPU-s per million rows with 1 subtask, {cpu['1s']} with 2), so the engine "
+            "adds no per-subtask overhead worth measuring; run it on an idle machine for a meaningful wall-clock "
+            "scaling figure."
+        )
+    for v, interval in (("1s", 1000), ("100ms", 100)):
+        runs = [r for r in results.get(v, []) if r.get("periodic_checkpoints") is not None]
+        if not runs or sorted(r["periodic_checkpoints"] for r in runs)[len(runs) // 2] == 0:
+            continue
+        effective = sorted(r["spark_job_s"] * 1000 / (r["periodic_checkpoints"] + 1) for r in runs)
+        duration = sorted(r["checkpoint_duration_ms_median"] for r in runs if r["checkpoint_duration_ms_median"] is not None)
+        notes.append(
+            f"Interval {interval} ms: median checkpoint duration {duration[len(duration) // 2] if duration else '?'} ms, "
+            f"effective time between checkpoints {effective[len(effective) // 2]:.0f} ms (job time / (periodic "
+            "checkpoints + 1)). With max-concurrent 1 a checkpoint is not triggered while the previous one is in "
+            "flight, so when staging an epoch's file takes longer than the interval, checkpoints come less often "
+            "than configured."
+        )
+    return notes
+
+
+def _plot(variants: list[str], results: dict[str, Any], throughput: dict[str, Any],
+          figures: dict[str, Any]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOTS_DIR.mkdir(parents=True, exist_ok=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    labels = [VARIANTS[v]["label"].replace(", ", "\n", 1) for v in variants]
+    med = [throughput[v]["median"] / 1e6 for v in variants]
+    low = [(throughput[v]["median"] - throughput[v]["min"]) / 1e6 for v in variants]
+    high = [(throughput[v]["max"] - throughput[v]["median"]) / 1e6 for v in variants]
+    colors = ["#7f7f7f" if v == "pyarrow" else "#1f77b4" for v in variants]
+    left.bar(range(len(variants)), med, yerr=[low, high], capsize=5, color=colors)
+    left.set_xticks(range(len(variants)), labels, fontsize=8)
+    left.set_ylabel("million rows/s (median, min-max)")
+    left.set_title("Throughput per variant")
+    for i, m in enumerate(med):
+        left.text(i + 0.08, m, f"{m:.2f}", ha="left", va="bottom", fontsize=8)
+
+    keys = [k for k in ("overhead_ratio_interval_1s", "overhead_ratio_interval_100ms", "ratio_vs_pyarrow_limit",
+                        "scaling_ratio_p2_vs_p1") if k in figures]
+    names = {"overhead_ratio_interval_1s": "1 s / off", "overhead_ratio_interval_100ms": "100 ms / off",
+             "ratio_vs_pyarrow_limit": "ours (p=2, 1 s)\n/ pyarrow (1 core)", "scaling_ratio_p2_vs_p1": "p=2 / p=1"}
+    vals = [figures[k]["paired"]["median"] for k in keys]
+    lo = [figures[k]["paired"]["median"] - figures[k]["paired"]["min"] for k in keys]
+    hi = [figures[k]["paired"]["max"] - figures[k]["paired"]["median"] for k in keys]
+    right.bar(range(len(keys)), vals, yerr=[lo, hi], capsize=5, color="#2ca02c")
+    right.axhline(1.0, color="black", linewidth=0.8)
+    if "overhead_ratio_interval_1s" in keys:
+        right.axhline(TARGET_OVERHEAD_1S, color="red", linestyle="--", linewidth=0.8, label=f"target 1 s: {TARGET_OVERHEAD_1S}")
+        right.legend(fontsize=8, loc="upper right")
+    right.set_xticks(range(len(keys)), [names[k] for k in keys], fontsize=8)
+    right.set_ylabel("ratio (median of paired ratios, min-max)")
+    right.set_title("Ratios")
+    for i, v in enumerate(vals):
+        right.text(i + 0.08, v, f"{v:.3f}", ha="left", va="bottom", fontsize=8)
+    fig.tight_layout()
+    path = PLOTS_DIR / "bench_throughput.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [str(path.relative_to(REPO_ROOT))]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
