@@ -1,28 +1,70 @@
-"""A subtask's checkpoint state, as bytes: versioned JSON, never pickle.
+"""A subtask's checkpoint state, as bytes: versioned JSON plus raw blobs, never pickle.
 
 State is scoped to splits (see ``connectors/api.py``): for every split the subtask
 owns, where its reader stands, whether it is finished, and each stateful transform's
 state for it. Because nothing is tied to the subtask index, a restore with another
 parallelism merges all subtasks' states and deals the splits again.
+
+A checkpoint is taken in two steps, like Flink's state backends:
+
+* ``snapshot_split_states`` (the *synchronous* part, on the processing thread at the
+  barrier): a structural copy of the split states. Dicts and lists are copied, so
+  operators may keep updating their JSON containers in place; leaf values are shared,
+  not copied (str, numbers and ``bytes`` are immutable; see the contract in
+  ``connectors/api.py``). Its cost is one step per container entry, independent of the
+  size of the strings and byte strings in the state. Values that can never be encoded
+  are reported here, on the processing thread, with their path.
+* ``encode_snapshot`` (the *asynchronous* part, on the subtask's async thread): the
+  bytes that are uploaded.
+
+Format, version 2 (written by this release)::
+
+    MAGIC (8 bytes) | header length (8 bytes, big-endian) | header (UTF-8 JSON) | blob 0 | blob 1 | ...
+
+The header is ``{"format", "version": 2, "subtask", "splits": {...}, "blobs": [...]}``
+where ``splits`` is the JSON tree with ``null`` where each blob belongs, and every
+``blobs`` entry is ``{"path": [...], "type": "bytes"|"str", "size": n}``: the keys
+(str) and list indices (int) from ``splits`` down to the value, its type, and its
+length in bytes. Blobs follow the header back to back, in that order, raw: no base64,
+no escaping. ``bytes``/``bytearray``/``memoryview`` values are blobs (restored as
+``bytes``), and so are strings of ``BLOB_STR_MIN`` characters or more (UTF-8, restored
+as ``str``), so a big string is neither escaped nor copied through the JSON encoder.
+Only JSON and raw bytes are ever read back: nothing is unpickled.
+
+Version 1 is one JSON document (no magic): what earlier releases wrote, and what this
+one still writes for a state without blobs (so such checkpoints stay readable by the
+previous release too). Both versions are read.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..storage import CorruptCheckpointError
 
 FORMAT = "seatunnel-ckpt/subtask-state"
-VERSION = 1
+VERSION = 2
+#: first bytes of a version-2 state; a version-1 state is JSON, so starts with ``{``
+MAGIC = b"\x89STCKPT\n"
+_LENGTH = struct.Struct(">Q")
+_PREFIX = len(MAGIC) + _LENGTH.size
+#: strings this long or longer go out of band as UTF-8 blobs instead of into the JSON header
+BLOB_STR_MIN = 64 * 1024
+#: blobs are copied into the output in slices of this size (lets other threads run between them)
+_COPY_CHUNK = 4 << 20
+
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 @dataclass
 class SplitState:
     position: Any = None  #: reader position (JSON); None = not started
     finished: bool = False
-    #: transform index (as str) -> that transform's JSON state for this split
+    #: transform index (as str) -> that transform's state for this split (JSON-safe or bytes)
     operators: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -38,30 +80,283 @@ class SplitState:
         return cls(position=raw.get("position"), finished=raw.get("finished", False), operators=dict(operators))
 
 
-def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> bytes:
-    body = {
-        "format": FORMAT,
-        "version": VERSION,
-        "subtask": subtask,
-        "splits": {split_id: s.to_json() for split_id, s in splits.items()},
-    }
-    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+@dataclass
+class StateSnapshot:
+    """What the processing thread hands to the async thread at a barrier: private
+    containers (nobody else mutates them), immutable or contract-bound leaves."""
+
+    subtask: int
+    #: split id -> {"position", "finished", "operators"}, blobs replaced by None
+    tree: dict[str, Any]
+    #: (path from ``tree``, value): the values that go out of band, in output order
+    blobs: list[tuple[tuple[Any, ...], Any]]
 
 
-def decode_subtask_state(data: bytes, where: str) -> dict[str, SplitState]:
-    try:
-        body = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise CorruptCheckpointError(f"{where}: subtask state is not valid JSON") from None
-    if not isinstance(body, dict) or body.get("format") != FORMAT:
-        raise CorruptCheckpointError(f"{where}: not a subtask state")
-    version = body.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise CorruptCheckpointError(f"{where}: subtask state version {version!r} is not supported by this release")
+# ---- synchronous part: structural copy --------------------------------------------------
+
+
+def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState]) -> StateSnapshot:
+    """The barrier's synchronous snapshot: copies containers, shares leaves (see module doc).
+
+    Raises ``TypeError`` naming the path of a value that is neither JSON-safe nor bytes."""
+    blobs: list[tuple[tuple[Any, ...], Any]] = []
+    tree: dict[str, Any] = {}
+    for split_id, state in splits.items():
+        split_id = str(split_id)
+        tree[split_id] = {
+            "position": _copy(state.position, (split_id, "position"), blobs),
+            "finished": bool(state.finished),
+            "operators": _copy(state.operators, (split_id, "operators"), blobs),
+        }
+    return StateSnapshot(subtask, tree, blobs)
+
+
+def _copy(value: Any, path: tuple[Any, ...], blobs: list[tuple[tuple[Any, ...], Any]]) -> Any:
+    kind = type(value)
+    if kind is str:
+        if len(value) >= BLOB_STR_MIN:
+            blobs.append((path, value))
+            return None
+        return value
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        out = value.copy()  # C speed; then only what is not a small immutable leaf is looked at
+        for key, item in out.items():
+            t = type(item)
+            if t in _SCALARS or (t is str and len(item) < BLOB_STR_MIN):
+                continue
+            out[key] = _copy(item, path + (_json_key(key, path),), blobs)
+        return out
+    if kind is list or kind is tuple:
+        out_list = list(value)
+        for index, item in enumerate(out_list):
+            t = type(item)
+            if t in _SCALARS or (t is str and len(item) < BLOB_STR_MIN):
+                continue
+            out_list[index] = _copy(item, path + (index,), blobs)
+        return out_list
+    if kind is bytes:
+        blobs.append((path, value))
+        return None
+    if kind is bytearray:
+        # mutable and usually appended to: copied here (the only full copy taken on the
+        # processing thread); use bytes for big state
+        blobs.append((path, bytes(value)))
+        return None
+    if kind is memoryview:
+        # shared: the buffer it views must not change after the barrier (api.py contract)
+        blobs.append((path, value if value.ndim == 1 and value.format == "B" else value.cast("B")))
+        return None
+    # subclasses of the JSON types (IntEnum, a str subclass...) as json would take them
+    if isinstance(value, (str, int, float)):
+        if isinstance(value, str) and len(value) >= BLOB_STR_MIN:
+            blobs.append((path, str(value)))
+            return None
+        return value
+    if isinstance(value, Mapping):
+        return _copy(dict(value), path, blobs)
+    if isinstance(value, _BYTES_TYPES):
+        return _copy(bytes(value), path, blobs)
+    raise TypeError(
+        f"operator state value at {_show(path)} is a {kind.__module__}.{kind.__qualname__}: "
+        "state must be JSON-safe (dict, list, str, int, float, bool, None) or bytes"
+    )
+
+
+def _json_key(key: Any, path: tuple[Any, ...]) -> str:
+    """The key as it is in the JSON document (json.dumps turns these keys into strings)."""
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return float.__repr__(key)
+    raise TypeError(f"operator state key {key!r} at {_show(path)} is not a str, int, float, bool or None")
+
+
+def _show(path: Iterable[Any]) -> str:
+    parts = list(path)
+    if not parts:
+        return "(root)"
+    head, rest = parts[0], parts[1:]
+    return f"split {head!r} " + "".join(f"[{p!r}]" for p in rest)
+
+
+# ---- asynchronous part: encode ------------------------------------------------------------
+
+
+def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
+    """The bytes of a snapshot: format version 2 when it has blobs, each copied once,
+    into the output; version 1 (plain JSON) otherwise. The caller owns ``snapshot``
+    and it is consumed (its tree may be changed)."""
+    entries: list[dict[str, Any]] = []
+    payloads: list[Any] = []
+    for path, value in snapshot.blobs:
+        if isinstance(value, str):
+            if value.isascii():  # O(1) in CPython: UTF-8 is the characters themselves
+                entries.append({"path": list(path), "type": "str", "size": len(value)})
+                payloads.append(value)
+                continue
+            try:
+                encoded = value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: JSON can escape them, UTF-8 cannot
+                _put(snapshot.tree, path, value)
+                continue
+            entries.append({"path": list(path), "type": "str", "size": len(encoded)})
+            payloads.append(encoded)
+        else:
+            view = memoryview(value)
+            if view.ndim != 1 or view.itemsize != 1:
+                view = view.cast("B")
+            entries.append({"path": list(path), "type": "bytes", "size": view.nbytes})
+            payloads.append(view)
+    if not entries:
+        body = {"format": FORMAT, "version": 1, "subtask": snapshot.subtask, "splits": snapshot.tree}
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    header = json.dumps(
+        {"format": FORMAT, "version": VERSION, "subtask": snapshot.subtask, "splits": snapshot.tree, "blobs": entries},
+        separators=(",", ":"),
+        allow_nan=False,
+    ).encode("ascii")
+    total = _PREFIX + len(header) + sum(e["size"] for e in entries)
+    out = bytearray(total)
+    out[: len(MAGIC)] = MAGIC
+    out[len(MAGIC) : _PREFIX] = _LENGTH.pack(len(header))
+    pos = _PREFIX + len(header)
+    out[_PREFIX:pos] = header
+    for entry, payload in zip(entries, payloads):
+        size = entry["size"]
+        if isinstance(payload, str):  # ASCII: encode slice by slice, never the whole string at once
+            for start in range(0, size, _COPY_CHUNK):
+                chunk = payload[start : start + _COPY_CHUNK].encode("ascii")
+                out[pos + start : pos + start + len(chunk)] = chunk
+        else:
+            view = payload if isinstance(payload, memoryview) else memoryview(payload)
+            for start in range(0, size, _COPY_CHUNK):
+                end = min(size, start + _COPY_CHUNK)
+                out[pos + start : pos + end] = view[start:end]
+        pos += size
+    return out
+
+
+def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> bytes | bytearray:
+    """Snapshot and encode in one call (both parts on the calling thread)."""
+    return encode_snapshot(snapshot_split_states(subtask, splits))
+
+
+def _put(tree: Any, path: tuple[Any, ...], value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+# ---- decode ---------------------------------------------------------------------------------
+
+
+def decode_subtask_state(data: bytes | bytearray | memoryview, where: str) -> dict[str, SplitState]:
+    """Split states from the bytes of either format version; ``CorruptCheckpointError``
+    for anything else (truncated, damaged, or not a subtask state)."""
+    view = memoryview(data)
+    if view[: len(MAGIC)] == MAGIC:
+        body = _decode_framed(view, where)
+    else:
+        body = _load_json(view, where, "subtask state")
+        _check_body(body, where, allowed={1})
     splits = body.get("splits")
     if not isinstance(splits, dict):
         raise CorruptCheckpointError(f"{where}: subtask state has no splits")
     return {str(k): SplitState.from_json(v, f"{where}: split {k}") for k, v in splits.items()}
+
+
+def _decode_framed(view: memoryview, where: str) -> dict[str, Any]:
+    if len(view) < _PREFIX:
+        raise CorruptCheckpointError(f"{where}: subtask state is truncated ({len(view)} bytes, no header)")
+    (header_size,) = _LENGTH.unpack(view[len(MAGIC) : _PREFIX])
+    if header_size > len(view) - _PREFIX:
+        raise CorruptCheckpointError(
+            f"{where}: subtask state is truncated: header of {header_size} bytes, {len(view) - _PREFIX} present"
+        )
+    body = _load_json(view[_PREFIX : _PREFIX + header_size], where, "subtask state header")
+    _check_body(body, where, allowed={2})
+    entries = body.get("blobs")
+    if not isinstance(entries, list):
+        raise CorruptCheckpointError(f"{where}: subtask state header has no blob table")
+    pos = _PREFIX + header_size
+    end = len(view)
+    for i, entry in enumerate(entries):
+        what = f"{where}: blob {i}"
+        if not isinstance(entry, dict):
+            raise CorruptCheckpointError(f"{what}: malformed blob entry")
+        size, kind, path = entry.get("size"), entry.get("type"), entry.get("path")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or kind not in ("bytes", "str"):
+            raise CorruptCheckpointError(f"{what}: malformed blob entry")
+        if not isinstance(path, list) or not path:
+            raise CorruptCheckpointError(f"{what}: malformed blob path")
+        if size > end - pos:
+            raise CorruptCheckpointError(
+                f"{what} is truncated: {size} bytes expected, {end - pos} present"
+            )
+        raw = view[pos : pos + size]
+        if kind == "str":
+            try:
+                value: Any = str(raw, "utf-8")
+            except UnicodeDecodeError:
+                raise CorruptCheckpointError(f"{what}: string blob is not valid UTF-8") from None
+        else:
+            value = raw.tobytes()
+        _place(body["splits"], path, value, what)
+        pos += size
+    if pos != end:
+        raise CorruptCheckpointError(f"{where}: subtask state has {end - pos} unexpected bytes after its blobs")
+    return body
+
+
+def _place(tree: Any, path: list[Any], value: Any, what: str) -> None:
+    node = tree
+    for depth, key in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(node, dict) and isinstance(key, str) and key in node:
+            if last:
+                if node[key] is not None:
+                    break
+                node[key] = value
+                return
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(node):
+            if last:
+                if node[key] is not None:
+                    break
+                node[key] = value
+                return
+            node = node[key]
+        else:
+            break
+    raise CorruptCheckpointError(f"{what}: its path {path!r} does not lead to a placeholder")
+
+
+def _load_json(raw: memoryview, where: str, what: str) -> Any:
+    try:
+        return json.loads(str(raw, "utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CorruptCheckpointError(f"{where}: {what} is not valid JSON") from None
+
+
+def _check_body(body: Any, where: str, allowed: set[int]) -> None:
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        raise CorruptCheckpointError(f"{where}: not a subtask state")
+    version = body.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
+        raise CorruptCheckpointError(f"{where}: subtask state version {version!r} is not supported by this release")
+    if version not in allowed:
+        raise CorruptCheckpointError(f"{where}: subtask state version {version} does not match its framing")
 
 
 def merge_split_states(parts: Iterable[Mapping[str, SplitState]]) -> dict[str, SplitState]:

@@ -11,10 +11,13 @@ Runs inside a long-running Spark task. Threads:
 * one **async thread** finishes each barrier in order: it stages the sink output of
   the epoch that just ended, uploads the state, then ACKs (or declines).
 
-On a barrier the processing thread takes the synchronous snapshot: the split
-positions and operator states (serialised to JSON, which is also the copy) and a
-fresh sink writer for the next epoch. The old writer goes to the async thread, so
-processing continues while the epoch's output is flushed and uploaded.
+On a barrier the processing thread takes only the synchronous snapshot: a structural
+copy of the split positions and operator states (``state_codec.snapshot_split_states``:
+containers copied, values shared, no serialisation) and a fresh sink writer for the
+next epoch. The snapshot and the old writer go to the async thread, which stages the
+epoch's output, serialises the snapshot (``encode_snapshot``) and uploads it, so
+processing continues meanwhile. ``sync_ms`` in the ACK statistics is the processing
+thread's part; ``async_ms`` the rest (pre-commit, encoding, upload).
 
 Two-phase commit: the sink writer only *prepares* (stages hidden files); the driver
 commits after the checkpoint is durable. A subtask ACKs with every prepared commit
@@ -54,7 +57,14 @@ from .messages import (
     decode,
     encode,
 )
-from .state_codec import SplitState, decode_subtask_state, encode_subtask_state, merge_split_states
+from .state_codec import (
+    SplitState,
+    StateSnapshot,
+    decode_subtask_state,
+    encode_snapshot,
+    merge_split_states,
+    snapshot_split_states,
+)
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +272,7 @@ class SubtaskRuntime:
             generation = self._generation
         for barrier in barriers:
             started = time.perf_counter()
-            snapshot = encode_subtask_state(self.subtask, self._states)
+            snapshot = snapshot_split_states(self.subtask, self._states)  # no encoding here: see module doc
             epoch_writer = self._writer
             self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
             rows, self._rows_since_barrier = self._rows_since_barrier, 0
@@ -275,7 +285,7 @@ class SubtaskRuntime:
         return generation != self._generation
 
     def _finish_barrier(
-        self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int, generation: int
+        self, barrier: TriggerBarrier, snapshot: StateSnapshot, writer: Any, rows: int, sync_ms: int, generation: int
     ) -> None:
         try:
             self._complete_barrier(barrier, snapshot, writer, rows, sync_ms, generation)
@@ -288,7 +298,7 @@ class SubtaskRuntime:
             self._wake.set()
 
     def _complete_barrier(
-        self, barrier: TriggerBarrier, snapshot: bytes, writer: Any, rows: int, sync_ms: int, generation: int
+        self, barrier: TriggerBarrier, snapshot: StateSnapshot, writer: Any, rows: int, sync_ms: int, generation: int
     ) -> None:
         started = time.perf_counter()
         checkpoint_id = barrier.checkpoint_id
@@ -316,7 +326,16 @@ class SubtaskRuntime:
                 self._prepared[checkpoint_id] = info
             commit_infos = [[c, i] for c, i in sorted(self._prepared.items()) if c <= checkpoint_id]
         try:
-            handle = self._store_state(checkpoint_id, snapshot, barrier.kind is CheckpointKind.SAVEPOINT)
+            data = encode_snapshot(snapshot)
+        except Exception as err:  # e.g. NaN or a non-JSON key: fails again at every barrier
+            if self._stale(generation):
+                return
+            self._fatal = RuntimeError(f"encoding the state for checkpoint {checkpoint_id} failed: {err}")
+            self._decline(checkpoint_id, f"state encoding failed: {type(err).__name__}: {err}")
+            self._wake.set()
+            return
+        try:
+            handle = self._store_state(checkpoint_id, data, barrier.kind is CheckpointKind.SAVEPOINT)
         except Exception as err:  # the staged output stays prepared for the next checkpoint
             if not self._stale(generation):
                 self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
@@ -326,7 +345,7 @@ class SubtaskRuntime:
         stats = AckStats(
             sync_ms=sync_ms,
             async_ms=int((time.perf_counter() - started) * 1000),
-            state_bytes=len(snapshot),
+            state_bytes=len(data),
             rows_since_last=rows,
         )
         log.debug("subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes", self.subtask, checkpoint_id,
@@ -340,12 +359,13 @@ class SubtaskRuntime:
         except Exception:
             pass
 
-    def _store_state(self, checkpoint_id: int, snapshot: bytes, savepoint: bool) -> StateHandle:
-        if len(snapshot) <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
-            return StateHandle.of_bytes(snapshot)
+    def _store_state(self, checkpoint_id: int, data: bytes | bytearray, savepoint: bool) -> StateHandle:
+        if len(data) <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
+            return StateHandle.of_bytes(data)
         name = Layout.task_state_name(self.subtask, self.attempt)
+        # the storage's raw-bytes service hashes while it writes (write_atomic_hashed)
         stored = self.ctx.storage.write_state(
-            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, snapshot, savepoint=savepoint
+            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, data, savepoint=savepoint
         )
         return StateHandle(size=stored.size, sha256=stored.sha256, path=name)
 

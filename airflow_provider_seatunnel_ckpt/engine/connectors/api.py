@@ -13,6 +13,22 @@ Division of work (SeaTunnel/Flink style):
 * **State is scoped to a split.** A stateful transform keeps one state per split
   (``Transform.process(batch, split_state)``), so state moves with its split on
   rescale and no key-group machinery is needed (there is no shuffle inside a pipeline).
+* **State snapshot contract** (Flink's synchronous/asynchronous snapshot split). At a
+  barrier the processing thread takes only a structural snapshot of every split's state
+  (``engine/state_codec.snapshot_split_states``): dicts and lists are copied, the values
+  in them are *shared*; the async thread serialises and uploads the snapshot later,
+  while ``process`` already runs on the next batches. Therefore:
+
+  - containers (dict, list) may be updated in place at any time;
+  - a value object must never be changed after it was put into the state: replace it
+    with a new one instead. ``str``, numbers and ``bytes`` are immutable, so this only
+    concerns a ``memoryview``: its underlying buffer must not change once it is in the
+    state. A ``bytearray`` is copied at the barrier (a full copy on the processing
+    thread: use ``bytes`` for big state). ``bytearray`` and ``memoryview`` values are
+    restored as ``bytes``;
+  - raw bytes and strings of ``state_codec.BLOB_STR_MIN`` characters or more are
+    written as raw blobs (no base64, no escaping), so big state costs a copy and the
+    upload, not a serialisation.
 * A **sink** writes through a ``SinkWriter`` on each subtask. At a barrier the writer
   ``prepare_commit``\\ s: it makes its output since the previous barrier durable in a
   *staged* (hidden) form and returns a JSON commit info. Only after the checkpoint is
@@ -101,7 +117,8 @@ class Transform:
 
     def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
         """Return the transformed batch (None drops it). ``split_state`` is this split's
-        mutable JSON-safe state for stateful transforms, None otherwise."""
+        mutable state for stateful transforms (JSON-safe values or ``bytes``; see the
+        snapshot contract in the module docstring), None otherwise."""
         raise NotImplementedError
 
 

@@ -4,9 +4,10 @@ the ``_metadata`` statistics object, and the driver's progress line."""
 from __future__ import annotations
 
 import json
+import time
 
-from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore, checkpoint_statistics
-from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, completion_line
+from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore, checkpoint_statistics, wall_ms
+from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, DriverLoop, completion_line
 from airflow_provider_seatunnel_ckpt.engine.messages import CheckpointKind
 
 from .harness import state_of
@@ -101,3 +102,46 @@ def test_the_progress_line_survives_statistics_without_the_new_fields():
     assert completion_line(record, 7, 1.0) == (
         "checkpoint 3 (final) completed in 50 ms, 10 B state, 7 rows; 7 rows total, 1 rows/s"
     )
+
+
+class _SlowStorage:
+    """What the driver's storage worker calls; ``_metadata`` takes ``write_s`` to write."""
+
+    def __init__(self, write_s: float):
+        self.write_s = write_s
+
+    def read_document(self, job_id, path):
+        return {"fencing_token": "t"}
+
+    def complete_checkpoint(self, manifest):
+        time.sleep(self.write_s)
+        return "file:///c"
+
+
+class _Committer:
+    def commit(self, infos):
+        pass
+
+
+def test_the_progress_line_is_trigger_to_durable_and_persisted_is_the_measured_write(builder):
+    """_metadata's duration_ms ends when the manifest is built (it cannot hold its own
+    write); the progress line's figure ends after the write, and "persisted in" is the
+    write's measured time."""
+    h, cid, completed = _completed_with_latencies(builder, [5, 10])
+    lines: list[str] = []
+    store = CompletedCheckpointStore(_SlowStorage(0.3), "job", 1)
+    loop = DriverLoop(h.coordinator, store, _Committer(), fencing_token="t", progress=lines.append)
+    try:
+        trigger_wall = wall_ms()
+        loop._persist(completed, trigger_wall)
+        loop._handle(loop.events.get(timeout=10))
+    finally:
+        loop._io.shutdown(wait=True)
+    [record] = loop.outcome.completed
+    stats = record.statistics
+    assert stats["duration_ms"] < 300  # as in _metadata: trigger -> manifest built
+    assert record.persist_ms >= 300
+    assert record.duration_ms >= stats["duration_ms"] + 300
+    [line] = lines
+    assert f"completed in {record.duration_ms} ms" in line
+    assert f", persisted in {record.persist_ms} ms" in line

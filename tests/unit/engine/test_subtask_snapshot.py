@@ -1,0 +1,152 @@
+"""The barrier's split between the processing thread (snapshot only) and the async
+thread (encode, upload, ACK), on a SubtaskRuntime driven by hand (no Spark, no socket)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine import subtask as subtask_module
+from airflow_provider_seatunnel_ckpt.engine.connectors.api import SinkWriter
+from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind, TriggerBarrier, decode
+from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, decode_subtask_state
+from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.storage import StateHandle as StoredHandle
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Client:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.got = threading.Event()
+
+    def send(self, raw: dict[str, Any]) -> None:
+        self.sent.append(decode(raw))
+        self.got.set()
+
+
+class Writer(SinkWriter):
+    def write(self, batch: Any) -> None:
+        pass
+
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        return None
+
+
+class Sink:
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> Writer:
+        return Writer()
+
+
+class Storage:
+    """The raw-bytes state service: keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.threads: list[str] = []
+
+    def write_state(self, job_id, pipeline_id, checkpoint_id, name, data, savepoint=False):
+        self.threads.append(threading.current_thread().name)
+        self.files[name] = bytes(data)
+        return StoredHandle(size=len(data), sha256=hashlib.sha256(data).hexdigest(), file=name)
+
+
+def _runtime(states: dict[str, SplitState], storage: Any = None) -> tuple[SubtaskRuntime, Client]:
+    source = {"plugin_name": "Sequence", "rows": 100}
+    spec = JobSpec("snap", 1, source, {"plugin_name": "Console"})
+    splits = tuple(SequenceSource({"rows": 100}).splits(1))
+    context = SubtaskContext("snap", 1, spec.to_json(), splits, ("127.0.0.1", 1), "t" * 32, storage=storage)
+    runtime = SubtaskRuntime(context, 0, 0)
+    client = Client()
+    runtime._client = client
+    runtime._async = ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-async")
+    runtime._sink = Sink()
+    runtime._writer = Writer()
+    runtime._states = states
+    return runtime, client
+
+
+def _barrier(runtime: SubtaskRuntime, checkpoint_id: int) -> None:
+    runtime._barriers.append(TriggerBarrier(checkpoint_id, CheckpointKind.CHECKPOINT, 0))
+    runtime._barrier_pending = True
+
+
+def test_a_slow_encoding_does_not_block_the_processing_thread(monkeypatch):
+    """The processing thread only snapshots; the encoding runs on the async thread,
+    and its time is in async_ms, not in sync_ms."""
+    entered, release = threading.Event(), threading.Event()
+    encoded_on: list[str] = []
+    real_encode = subtask_module.encode_snapshot
+
+    def slow_encode(snapshot):
+        encoded_on.append(threading.current_thread().name)
+        entered.set()
+        assert release.wait(20)
+        return real_encode(snapshot)
+
+    monkeypatch.setattr(subtask_module, "encode_snapshot", slow_encode)
+    counts = {"a": 1}
+    runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"counts": counts}})})
+    try:
+        _barrier(runtime, 1)
+        started = time.perf_counter()
+        runtime._take_barriers()  # what the processing thread does between two batches
+        took = time.perf_counter() - started
+        assert entered.wait(10), "the async thread never started encoding"
+        assert took < 1.0 and not client.sent  # back to processing while the encode is held
+        assert encoded_on and encoded_on[0] != threading.current_thread().name
+        counts["a"] = 99  # the processing thread goes on updating its state in place
+        time.sleep(0.3)
+        release.set()
+        assert client.got.wait(10)
+    finally:
+        runtime._async.shutdown(wait=True)
+    [ack] = client.sent
+    assert isinstance(ack, Ack) and ack.checkpoint_id == 1
+    assert ack.stats.async_ms >= 300 > ack.stats.sync_ms
+    state = decode_subtask_state(ack.state_handles[0].inline, "ack")
+    assert state["range-00000"].operators["0"] == {"counts": {"a": 1}}  # as at the barrier
+
+
+def test_the_async_thread_encodes_bytes_state_and_uploads_it():
+    blob = bytes(range(256)) * 1024  # 256 KiB: a state file, not inline
+    storage = Storage()
+    runtime, client = _runtime(
+        {"range-00000": SplitState(position=5, operators={"0": {"blob": blob, "n": 1}})}, storage=storage
+    )
+    try:
+        _barrier(runtime, 3)
+        runtime._take_barriers()
+        assert client.got.wait(10)
+    finally:
+        runtime._async.shutdown(wait=True)
+    [ack] = client.sent
+    assert isinstance(ack, Ack), ack
+    [handle] = ack.state_handles
+    assert handle.path in storage.files and handle.inline is None
+    assert storage.threads == ["test-async_0"]
+    data = storage.files[handle.path]
+    assert ack.stats.state_bytes == len(data) < len(blob) + 1024  # raw: no base64, no escaping
+    restored = decode_subtask_state(data, "file")
+    assert restored["range-00000"].operators["0"] == {"blob": blob, "n": 1}
+
+
+def test_a_state_that_cannot_be_encoded_fails_the_subtask_and_declines(monkeypatch):
+    runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"x": float("nan")}})})
+    try:
+        _barrier(runtime, 2)
+        runtime._take_barriers()
+        assert client.got.wait(10)
+    finally:
+        runtime._async.shutdown(wait=True)
+    [decline] = client.sent
+    assert type(decline).__name__ == "Decline" and "state encoding failed" in decline.reason
+    assert isinstance(runtime._fatal, RuntimeError)
