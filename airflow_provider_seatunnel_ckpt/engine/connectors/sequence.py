@@ -174,7 +174,10 @@ class SequenceReader(SourceReader):
             return None
         if self._limiter is not None:
             self._limiter.acquire(n)
-        columns = [pa.array(np.arange(self._next, self._next + n, dtype=np.int64))]
+        # from_buffers, not pa.array(ndarray): zero-copy, and pa.array's array-like probe
+        # imports pandas (~1 s) in every freshly forked Python worker, delaying failover.
+        ids = np.arange(self._next, self._next + n, dtype=np.int64)
+        columns = [pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(ids)])]
         width = self._source.payload_bytes
         if width:
             buffer = self._source.payload_buffer(n).slice(0, n * width)
