@@ -192,7 +192,8 @@ def test_storage_failing_requests_with_kills(workspace: Workspace, request: pyte
     config = workspace.write_config(plugin_config, interval=500, tolerable_failure=5)
     job = workspace.write_job(
         {"plugin_name": "Sequence", "rows": rows, "splits": 200, "rows_per_second": 100_000, "batch_size": 10_000},
-        {"plugin_name": "File", "path": output, "format": "parquet", **sink_options},
+        # small files: most are staged by the sink's background writer, under storage faults
+        {"plugin_name": "File", "path": output, "format": "parquet", "max_file_bytes": 32_768, **sink_options},
     )
     set_rate(rate)
     try:
@@ -265,7 +266,8 @@ def test_executor_killed_right_after_the_final_checkpoint(workspace: Workspace,
     for run in range(1, 5):
         output = workspace.root / f"output-{run}"
         job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000},
-                                  {"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"},
+                                  {"plugin_name": "File", "path": f"file://{output}/", "format": "parquet",
+                                   "max_file_bytes": 32_768},
                                   file_name=f"job-{run}.yaml")
         with workspace.start(job, config, f"chaos-final-{run}") as driver:
             record.driver_runs += 1

@@ -7,7 +7,8 @@ Options:
 * ``compression``: parquet codec (``snappy`` default, ``zstd``, ``gzip``, ``lz4``,
   ``brotli``, ``none``); csv and jsonl are written uncompressed
 * ``max_file_bytes``: a file being written is staged early once it reaches this size
-  (default 128 MiB, 0 = only at checkpoints); bounds the writer's memory
+  (default 128 MiB, 0 = only at checkpoints); bounds the writer's memory to about two
+  such files (the one being filled and at most one being uploaded)
 * storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
 
 Layout under ``path``::
@@ -19,14 +20,23 @@ Layout under ``path``::
 Protocol:
 
 1. ``SinkWriter.write`` encodes batches into an in-memory file (a new file when the
-   schema changes or the file reaches ``max_file_bytes``; the full one is uploaded to
-   ``_staging`` at once).
-2. ``prepare_commit(checkpoint_id)`` finishes the current file, uploads it with
-   ``write_atomic`` to ``_staging`` and returns ``{"staged": [...], "final": [...],
-   "rows": n}`` covering every file staged since the previous call, or None. Final
+   schema changes or the file reaches ``max_file_bytes``). The full one is handed to
+   the writer's own flush thread, which uploads it to ``_staging`` with
+   ``write_atomic``: the processing thread does no I/O for it. At most one file is in
+   flight: when the next file is full before the previous upload finished, ``write``
+   waits for it (backpressure; memory stays at about two files). A failed background
+   upload is raised by the next ``write`` or ``prepare_commit`` (and every later one),
+   so the subtask fails and restarts from its last completed checkpoint.
+2. ``prepare_commit(checkpoint_id)`` waits for the upload in flight, finishes the
+   current file, uploads it with ``write_atomic`` to ``_staging`` and returns
+   ``{"staged": [...], "final": [...], "rows": n}`` covering every file staged since
+   the previous call, in the order the files were cut, or None. Final
    names are a function of (subtask, attempt, checkpoint id, index), so a replay
    publishes the same names. Staged names carry a random writer id instead of the
-   checkpoint id because a file staged early does not know its checkpoint yet.
+   checkpoint id because a file staged early does not know its checkpoint yet; the
+   upload index ``n`` is taken when the file is cut, on the writer's caller thread.
+   ``close`` (abort) cancels or waits for the upload in flight, then deletes every
+   file this writer staged that no commit info names yet.
 3. ``SinkCommitter.commit`` (driver, after the checkpoint is durable) moves each staged
    file to its final name with ``FileSystem.move``, which is idempotent: staged gone
    and final present means done. A file is only ever visible under its final name
@@ -50,6 +60,7 @@ import hashlib
 import posixpath
 import re
 import secrets
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
@@ -65,7 +76,7 @@ from .options import Options
 log = logging.getLogger(__name__)
 
 STAGING_DIR = "_staging"
-DEFAULT_MAX_FILE_BYTES = 128 * 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
 
@@ -122,20 +133,29 @@ class FileSinkWriter(SinkWriter):
         self._uploads = 0
         self._staged: list[tuple[str, int]] = []  # uploaded since the last prepare_commit
         self._file: _FileEncoder | None = None
+        # Full files are uploaded off the caller's (processing) thread, one at a time.
+        # Only the caller thread touches the fields below; the flush thread only writes.
+        self._flusher: ThreadPoolExecutor | None = None  # created at the first full file
+        self._inflight: tuple[Future[None], str, int] | None = None  # (upload, path, rows)
+        self._error: BaseException | None = None  # a failed upload: sticky, raised again
+        self._failed: list[str] = []  # paths of failed uploads, deleted (best effort) on close
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if self._error is not None or (self._inflight is not None and self._inflight[0].done()):
+            self._collect()  # does not block: raises a failed upload, records a finished one
         if batch.num_rows == 0:
             return
         if self._file is not None and not self._file.schema.equals(batch.schema):
-            self._stage_current()
+            self._flush_current()
         if self._file is None:
             self._file = _FileEncoder(self.sink.format, batch.schema, self.sink.compression)
         self._file.write(batch)
         if self.sink.max_file_bytes and self._file.size >= self.sink.max_file_bytes:
-            self._stage_current()
+            self._flush_current()
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         validate_checkpoint_id(checkpoint_id)
+        self._collect()  # the file uploading in the background belongs to this epoch
         if self._file is not None:
             self._stage_current()
         if not self._staged:
@@ -150,25 +170,76 @@ class FileSinkWriter(SinkWriter):
         return info
 
     def close(self) -> None:
-        """Drop unstaged rows and, best effort, staged files no commit info names yet."""
+        """Drop unstaged rows and, best effort, staged files no commit info names yet.
+
+        An upload still in flight is cancelled, or waited for and its file deleted, so
+        no staged file appears after the writer was closed."""
         self._file = None
-        staged, self._staged = self._staged, []
-        for path, _ in staged:
+        doomed = [path for path, _ in self._staged] + self._failed
+        self._staged, self._failed = [], []
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            upload, path, _ = inflight
+            if not upload.cancel():
+                try:
+                    upload.result()
+                except BaseException:  # aborting anyway; the error was or will be reported
+                    pass
+                doomed.append(path)
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=False)
+            self._flusher = None
+        for path in doomed:
             try:
                 self.sink.fs.delete(path)
             except Exception as exc:  # cleanup() removes it later
                 log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(path), exc)
 
-    def _stage_current(self) -> None:
-        assert self._file is not None
-        data, rows = self._file.finish()
-        self._file = None
+    def _next_path(self) -> str:
         path = _join(
             self._staging, f"{self.subtask}-{self.attempt}-{self._writer_id}-{self._uploads:06d}.{self.sink.extension}"
         )
         self._uploads += 1
+        return path
+
+    def _stage_current(self) -> None:
+        """Upload the current file on this thread (``prepare_commit``)."""
+        assert self._file is not None
+        data, rows = self._file.finish()
+        self._file = None
+        path = self._next_path()
         self.sink.fs.write_atomic(path, memoryview(data))
         self._staged.append((path, rows))
+
+    def _flush_current(self) -> None:
+        """Hand the current (full) file to the flush thread; waits for the previous one
+        first, so at most one file is in flight besides the one being filled."""
+        assert self._file is not None
+        self._collect()
+        data, rows = self._file.finish()
+        self._file = None
+        path = self._next_path()
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"file-sink-{self.subtask}-flush")
+        self._inflight = (self._flusher.submit(self.sink.fs.write_atomic, path, memoryview(data)), path, rows)
+
+    def _collect(self) -> None:
+        """Wait for the upload in flight and record its staged file; raise when it (or
+        an earlier one) failed."""
+        if self._inflight is not None:
+            upload, path, rows = self._inflight
+            try:
+                upload.result()
+            except BaseException as exc:
+                self._inflight = None
+                self._failed.append(path)
+                self._error = exc
+                log.error("File sink: staging %s in the background failed: %s", self.sink.fs.describe(path), exc)
+            else:
+                self._inflight = None
+                self._staged.append((path, rows))
+        if self._error is not None:
+            raise self._error
 
 
 class FileSinkCommitter(SinkCommitter):

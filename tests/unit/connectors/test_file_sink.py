@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -203,6 +205,147 @@ def test_writer_close_discards_unprepared_output(base_url):
     writer.write(batch(3, 3))
     writer.close()
     assert all_files(sink) == []
+
+
+class GatedFS:
+    """Delegates to a real file system, but ``write_atomic`` blocks until ``gate`` is set
+    (a slow store), then fails with ``fail`` when given."""
+
+    def __init__(self, fs: Any):
+        self._fs = fs
+        self.gate = threading.Event()
+        self.started = threading.Event()
+        self.finished = threading.Event()
+        self.fail: BaseException | None = None
+        self.writers: list[str] = []  # name of the thread of each write_atomic
+
+    def write_atomic(self, path: str, data: Any) -> None:
+        self.writers.append(threading.current_thread().name)
+        self.started.set()
+        try:
+            assert self.gate.wait(30), "gate never opened"
+            if self.fail is not None:
+                raise self.fail
+            self._fs.write_atomic(path, data)
+        finally:
+            self.finished.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fs, name)
+
+
+def in_thread(fn: Callable[[], Any]) -> tuple[threading.Event, dict]:
+    done, box = threading.Event(), {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True).start()
+    return done, box
+
+
+@pytest.fixture
+def gated(base_url):
+    sink = FileSink({"path": base_url, "max_file_bytes": 1})  # every write fills a file
+    fs = GatedFS(sink.fs)
+    sink.fs = fs
+    yield sink, fs
+    fs.gate.set()  # never leave a flush thread blocked
+
+
+def test_a_full_file_is_staged_off_the_writing_thread(gated):
+    sink, fs = gated
+    writer = sink.create_writer("j", 0, 0)
+    done, box = in_thread(lambda: writer.write(batch(0, 10)))
+    assert done.wait(10) and "error" not in box  # the slow upload does not block write()
+    assert fs.started.wait(10)
+    assert fs.writers == ["file-sink-0-flush_0"]
+    assert all_files(sink) == []  # still uploading
+    fs.gate.set()
+    info = writer.prepare_commit(1)
+    assert info["rows"] == 10 and len(info["staged"]) == 1
+    sink.create_committer("j").commit([info])
+    assert read_back(sink) == list(range(10))
+
+
+def test_a_second_full_file_waits_for_the_first_upload(gated):
+    sink, fs = gated
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 10))  # file 0 in flight
+    assert fs.started.wait(10)
+    done, box = in_thread(lambda: writer.write(batch(10, 10)))  # file 1 full: backpressure
+    assert not done.wait(0.5)  # memory stays bounded: at most one file in flight
+    assert len(fs.writers) == 1
+    fs.gate.set()
+    assert done.wait(10) and "error" not in box
+    info = writer.prepare_commit(2)
+    assert info["rows"] == 20
+    assert [p.rsplit("-", 1)[1] for p in info["staged"]] == ["000000.parquet", "000001.parquet"]
+    sink.create_committer("j").commit([info])
+    assert read_back(sink) == list(range(20))
+
+
+def test_prepare_waits_for_and_includes_the_file_staged_in_the_background(gated):
+    sink, fs = gated
+    writer = sink.create_writer("j", 1, 0)
+    writer.write(batch(0, 10))  # full: uploading in the background
+    sink.max_file_bytes = 0
+    writer.write(batch(10, 5))  # the current file, staged by prepare_commit
+    assert fs.started.wait(10)
+    done, box = in_thread(lambda: writer.prepare_commit(3))
+    assert not done.wait(0.5)  # waits for the upload in flight
+    fs.gate.set()
+    assert done.wait(10) and "error" not in box
+    info = box["result"]
+    assert info["rows"] == 15 and len(info["staged"]) == 2 == len(set(info["staged"]))
+    assert sorted(f"{sink.root}/{p}" for p in all_files(sink)) == sorted(info["staged"])
+    assert writer.prepare_commit(4) is None  # nothing covered twice
+    sink.create_committer("j").commit([info])
+    assert read_back(sink) == list(range(15))
+
+
+@pytest.mark.parametrize("surfaces_at", ["write", "prepare"])
+def test_a_failed_background_upload_fails_the_next_write_or_prepare(gated, surfaces_at):
+    sink, fs = gated
+    fs.fail = OSError("disk full")
+    fs.gate.set()
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, 10))  # the upload fails in the background
+    assert fs.finished.wait(10)
+    with pytest.raises(OSError, match="disk full"):
+        if surfaces_at == "write":
+            writer.write(batch(10, 10))
+        else:
+            writer.prepare_commit(1)
+    fs.fail = None
+    with pytest.raises(OSError, match="disk full"):  # sticky: never swallowed
+        writer.prepare_commit(2)
+    with pytest.raises(OSError, match="disk full"):
+        writer.write(batch(20, 1))
+    writer.close()
+    assert all_files(sink) == []
+
+
+def test_close_waits_for_the_upload_in_flight_and_deletes_its_file(gated):
+    sink, fs = gated
+    writer = sink.create_writer("j", 0, 0)
+    fs.gate.set()
+    writer.write(batch(0, 10))
+    assert fs.finished.wait(10)  # file 0 staged
+    fs.gate.clear()
+    fs.started.clear()
+    writer.write(batch(10, 10))  # file 1 in flight
+    assert fs.started.wait(10)
+    done, box = in_thread(writer.close)
+    assert not done.wait(0.5)  # the abort waits for the upload...
+    fs.gate.set()
+    assert done.wait(10) and "error" not in box
+    assert all_files(sink) == []  # ...and deletes its file: nothing staged shows up after it
 
 
 def test_formats_are_readable_by_their_libraries(tmp_path):
