@@ -33,7 +33,7 @@ from airflow.sdk import BaseHook
 
 from ..config import CheckpointConfig, is_secret_key, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
-from ..storage import CheckpointNotFoundError, create_storage
+from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
 from ..storage.layout import ATTEMPTS_DIR, JOB_FILE
 from ..storage.plugins import hdfs_backend
 
@@ -292,7 +292,9 @@ class CheckpointStorageHook(BaseHook):
             "pipeline_id": manifest.pipeline_id,
             "checkpoint_id": manifest.checkpoint_id,
             "kind": manifest.kind.value,
-            "location": self.storage.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id),
+            "location": self.storage.describe(
+                manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, manifest.kind == CheckpointKind.SAVEPOINT
+            ),
             "trigger_ms": manifest.trigger_ms,
             "complete_ms": manifest.complete_ms,
             "duration_ms": stats.get("duration_ms"),

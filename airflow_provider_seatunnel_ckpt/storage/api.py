@@ -115,7 +115,9 @@ class CheckpointStorage:
     def delete_document(self, job_id: str, relative_path: str) -> None:
         raise NotImplementedError
 
-    def describe(self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None) -> str:
+    def describe(
+        self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None, savepoint: bool = False
+    ) -> str:
         """Human-readable location for messages (backend and path, never secrets)."""
         raise NotImplementedError
 

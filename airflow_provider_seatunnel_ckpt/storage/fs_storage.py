@@ -224,11 +224,13 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def delete_document(self, job_id: str, relative_path: str) -> None:
         self.fs.delete(self._document_path(job_id, relative_path))
 
-    def describe(self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None) -> str:
+    def describe(
+        self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None, savepoint: bool = False
+    ) -> str:
         if not job_id:
             return self.fs.describe(self.layout.namespace)
         if pipeline_id is None:
             return self.fs.describe(self.layout.job_dir(job_id))
         if checkpoint_id is None:
             return self.fs.describe(self.layout.pipeline_dir(job_id, pipeline_id))
-        return self.fs.describe(self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id))
+        return self.fs.describe(self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id, savepoint))

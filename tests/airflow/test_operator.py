@@ -182,6 +182,8 @@ def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_i
     assert result["status"] == "stopped" and result["savepoint_id"] == 3 and result["final_checkpoint_id"] is None
     assert pushed == {"final_checkpoint_id": None}
     assert op._restore_argument(hook, "halt") == "latest"  # a rerun resumes from the savepoint
+    summary = hook.inspect("halt", 3, savepoint=True)
+    assert summary["kind"] == "savepoint" and "/savepoint-" in summary["location"] and "/chk-" not in summary["location"]
     hook.storage.write_document("halt", "job.json", {"status": "running", "attempt": 2})
     with pytest.raises(AirflowException, match="job.json says 'running'"):
         op._result(fake_context({}), hook, "halt", ran=True)
