@@ -116,10 +116,12 @@ def machine_info(extra_libraries: Iterable[str] = ()) -> dict[str, Any]:
     return info
 
 
-def emit(result: dict[str, Any], name: str, write: bool) -> None:
-    """Print the result as JSON on stdout; with ``write`` also keep it as bench/results/NAME.json."""
+def emit(result: dict[str, Any], name: str, write: bool, rebuilt: bool = False) -> None:
+    """Print the result as JSON on stdout; with ``write`` also keep it as bench/results/NAME.json.
+    ``rebuilt``: a --report-only rebuild of a saved result; its machine figures stay as measured."""
     with contextlib.suppress(OSError):
-        result.setdefault("machine", {})["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        if not rebuilt:
+            result.setdefault("machine", {})["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     text = json.dumps(result, indent=2)
     print(text)
     if write:

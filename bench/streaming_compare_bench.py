@@ -20,7 +20,7 @@ Figures (medians of ``--repeat`` repetitions, ABBA order):
    the whole input committed, in one long-lived SparkSession per side set (JVM start
    excluded, warmed up by one untimed run of each side);
 2. checkpoint / micro-batch commit latency: ours = trigger -> completed of every
-   checkpoint (the ``duration_ms`` the driver writes to ``_metadata``); theirs =
+   checkpoint (the driver's ``CheckpointRecord.duration_ms``: trigger -> ``_metadata`` durable); theirs =
    ``durationMs.walCommit + durationMs.commitOffsets`` of every micro-batch (writing the
    offset log before and the commit log after the batch; ``triggerExecution`` reported too);
 3. resume: each side's driver runs as a subprocess, is SIGKILLed (whole process group)
@@ -324,45 +324,9 @@ def plot(throughput: dict[str, Any], resume: dict[str, Any], sides_tp: list[str]
     return [str(path.relative_to(REPO_ROOT))]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 repetitions (smoke run)")
-    parser.add_argument("--out", action="store_true", help="write bench/results/streaming_compare.json and the plots")
-    parser.add_argument("--repeat", type=int, default=None)
-    parser.add_argument("--rows", type=int, default=None, help="input rows (multiple of 25,000)")
-    parser.add_argument("--replot", action="store_true",
-                        help="only redraw the plots from bench/results/streaming_compare.json (no measurement)")
-    parser.add_argument("--no-variant", action="store_true",
-                        help="skip the ours_small_files variant (File sink max_file_bytes 8 MiB) of the throughput phase")
-    parser.add_argument("--resume-sides", default="ours,theirs_paced",
-                        help="sides of the kill/resume figure (ours, theirs, theirs_paced)")
-    args = parser.parse_args(argv)
-    if args.replot:
-        saved = json.loads((REPO_ROOT / "bench" / "results" / f"{NAME}.json").read_text())
-        runs = saved["results"]["throughput"]["runs"]
-        print("\n".join(plot({"runs": runs}, saved["results"]["resume"]["runs"], list(runs),
-                             list(saved["results"]["resume"]["runs"]))))
-        return 0
-    repeat = args.repeat or (2 if args.quick else 5)
-    rows = args.rows or (500_000 if args.quick else 2_000_000)
-    files = (rows + ROWS_PER_FILE - 1) // ROWS_PER_FILE
-    paced_files = max(1, min(files, 16 if not args.quick else 4))
-    sides_tp = ["ours", "theirs", "theirs_paced"] + ([] if args.no_variant else ["ours_small_files"])
-    sides_rs = [s.strip() for s in args.resume_sides.split(",") if s.strip()]
-    started = time.monotonic()
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
-    try:
-        log(f"generating {rows:,} rows in {files} parquet files under {work}")
-        make_input(work / "input", rows)
-        log("phase 1: throughput and commit latency (one SparkSession)")
-        throughput = throughput_phase(work / "input", work, rows, repeat, paced_files, sides_tp)
-        log("phase 2: SIGKILL the driver and resume")
-        resume = resume_phase(work / "input", work, rows, repeat, paced_files, sides_rs)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    elapsed = time.monotonic() - started
-
+def derive(throughput: dict[str, Any], resume: dict[str, list[dict[str, Any]]], sides_tp: list[str],
+           sides_rs: list[str], rows: int, paced_files: int) -> dict[str, Any]:
+    """Summaries, figures, targets and table rows from the measured runs (also --report-only)."""
     tp = {s: summary([r["rows_per_s"] for r in throughput["runs"][s]], 1) for s in sides_tp}
     best_theirs = max(("theirs", "theirs_paced"), key=lambda s: tp[s]["median"])
     commit = {s: [ms for r in throughput["runs"][s] for ms in r["commit_ms"]] for s in sides_tp}
@@ -432,6 +396,87 @@ def main(argv: list[str] | None = None) -> int:
     table_rows += [[f"rows re-processed: {names[s]}", fmt(rp[s])] for s in sides_rs]
     table_rows += [[f"re-processed work, s (rows / own median throughput): {names[s]}",
                     f"{rp[s]['median'] / tp[s]['median']:.3f}"] for s in sides_rs]
+    return {"tp": tp, "best_theirs": best_theirs, "commit": commit, "commit_p": commit_p, "rs": rs, "rp": rp,
+            "paired_tp": paired_tp, "paired_rs": paired_rs, "figures": figures, "targets": targets,
+            "table_rows": table_rows}
+
+
+def report_only() -> int:
+    """Rebuild summary, targets, table and notes of the saved result from its saved runs
+    (nothing measured; machine, settings and results stay as measured) and rewrite it."""
+    path = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
+    saved = json.loads(path.read_text())
+    settings = saved["settings"]
+    throughput = saved["results"]["throughput"]
+    resume = saved["results"]["resume"]["runs"]
+    sides_tp = list(throughput["runs"])
+    sides_rs = list(settings.get("resume_sides") or resume)
+    rows, paced_files = settings["rows"], settings["paced_max_files_per_trigger"]
+    d = derive(throughput, resume, sides_tp, sides_rs, rows, paced_files)
+    result = dict(saved)
+    result["summary"] = d["figures"]
+    result["targets"] = d["targets"]
+    result["table"] = {"columns": ["figure", "median [min .. max]"], "rows": d["table_rows"]}
+    result["notes"] = notes(d["figures"], d["tp"], d["commit_p"], d["rs"], d["rp"], throughput, resume, sides_rs,
+                            paced_files, rows, d["best_theirs"])
+    result["report_rebuilt"] = {
+        "how": "streaming_compare_bench.py --report-only: summary, targets, table and notes rebuilt from the saved "
+               "runs (nothing measured; machine, settings, results as measured)",
+        "date_utc": machine_info().get("date_utc"),
+        "git_commit": machine_info().get("git_commit"),
+    }
+    emit(result, NAME, True, rebuilt=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 repetitions (smoke run)")
+    parser.add_argument("--out", action="store_true", help="write bench/results/streaming_compare.json and the plots")
+    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--rows", type=int, default=None, help="input rows (multiple of 25,000)")
+    parser.add_argument("--replot", action="store_true",
+                        help="only redraw the plots from bench/results/streaming_compare.json (no measurement)")
+    parser.add_argument("--no-variant", action="store_true",
+                        help="skip the ours_small_files variant (File sink max_file_bytes 8 MiB) of the throughput phase")
+    parser.add_argument("--resume-sides", default="ours,theirs_paced",
+                        help="sides of the kill/resume figure (ours, theirs, theirs_paced)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="measure nothing: rebuild summary, targets, table and notes of "
+                             "bench/results/streaming_compare.json from its saved runs, and rewrite it")
+    args = parser.parse_args(argv)
+    if args.report_only:
+        return report_only()
+    if args.replot:
+        saved = json.loads((REPO_ROOT / "bench" / "results" / f"{NAME}.json").read_text())
+        runs = saved["results"]["throughput"]["runs"]
+        print("\n".join(plot({"runs": runs}, saved["results"]["resume"]["runs"], list(runs),
+                             list(saved["results"]["resume"]["runs"]))))
+        return 0
+    repeat = args.repeat or (2 if args.quick else 5)
+    rows = args.rows or (500_000 if args.quick else 2_000_000)
+    files = (rows + ROWS_PER_FILE - 1) // ROWS_PER_FILE
+    paced_files = max(1, min(files, 16 if not args.quick else 4))
+    sides_tp = ["ours", "theirs", "theirs_paced"] + ([] if args.no_variant else ["ours_small_files"])
+    sides_rs = [s.strip() for s in args.resume_sides.split(",") if s.strip()]
+    started = time.monotonic()
+    info = machine_info()
+    work = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
+    try:
+        log(f"generating {rows:,} rows in {files} parquet files under {work}")
+        make_input(work / "input", rows)
+        log("phase 1: throughput and commit latency (one SparkSession)")
+        throughput = throughput_phase(work / "input", work, rows, repeat, paced_files, sides_tp)
+        log("phase 2: SIGKILL the driver and resume")
+        resume = resume_phase(work / "input", work, rows, repeat, paced_files, sides_rs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    elapsed = time.monotonic() - started
+
+    d = derive(throughput, resume, sides_tp, sides_rs, rows, paced_files)
+    tp, best_theirs, commit, commit_p = d["tp"], d["best_theirs"], d["commit"], d["commit_p"]
+    rs, rp, paired_tp, paired_rs = d["rs"], d["rp"], d["paired_tp"], d["paired_rs"]
+    figures, targets, table_rows = d["figures"], d["targets"], d["table_rows"]
     plots = plot(throughput, resume, sides_tp, sides_rs) if args.out else []
     result = {
         "benchmark": "ours vs Spark Structured Streaming: same parquet input, same pyarrow transform, exactly-once "
@@ -488,8 +533,9 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
         f"input committed (ours: run() returned after the final checkpoint's commit; theirs: end of the micro-batch "
         f"that completed the output, timestamp + triggerExecution). Headline ratio is against their faster config "
         f"({best}).",
-        "Commit latency: ours = every checkpoint's trigger -> completed (duration_ms in _metadata: barrier, the "
-        "epoch's parquet file staged, state, ACKs, _metadata written); theirs = walCommit + commitOffsets of every "
+        "Commit latency: ours = every checkpoint's trigger -> completed (the driver's CheckpointRecord.duration_ms, "
+        "the progress line's 'completed in': barrier, the epoch's parquet file staged, state, ACKs, _metadata "
+        "written and retention applied; _metadata's own statistics.duration_ms stops before its write); theirs = walCommit + commitOffsets of every "
         "micro-batch with rows (the offset-log write before and the commit-log write after the batch), from the "
         "'paced' config (the default has one batch). This is not like for like: their parquet files are written "
         "inside addBatch (reported as add_batch_ms / trigger_execution_ms), while our checkpoint duration includes "
@@ -507,14 +553,12 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
         out.append(f"MISSED throughput: ours/theirs = {ratio_tp}.")
     if "throughput_ratio_ours_small_files_vs_structured_streaming" in figures:
         out.append(
-            f"Variant ours_small_files (same engine, File sink max_file_bytes=8 MiB instead of the default 128 MiB): "
+            f"Variant ours_small_files (same engine, File sink max_file_bytes=8 MiB instead of the default 16 MiB): "
             f"{tp['ours_small_files']['median']:,.0f} rows/s, ratio "
-            f"{figures['throughput_ratio_ours_small_files_vs_structured_streaming']} vs their best. With the default the "
-            "whole epoch's output sits in one growing in-memory buffer (file_sink.py:252) and is written and fsynced "
-            "at the barrier (file_sink.py:163-171), the final checkpoint's epoch included, so the end of the job waits "
-            "for it; with 8 MiB the files are staged as they fill. Not profiled further (no time on a shared "
-            "machine); proposed for the sink owner: a smaller default max_file_bytes or streaming row groups to the "
-            "staging file.")
+            f"{figures['throughput_ratio_ours_small_files_vs_structured_streaming']} vs their best. The sink stages a "
+            "file whenever it reaches max_file_bytes (in the background) and the current one at the barrier, so "
+            "max_file_bytes bounds what a checkpoint has to write and fsync. (Before commit 383f7d3 the default was "
+            "128 MiB and full files were written on the processing thread.)")
     batches_default = [r.get("micro_batches") for r in throughput["runs"].get("theirs", [])]
     out.append(f"Their default config committed the whole input in {sorted(set(batches_default))} micro-batch(es): "
                "after a crash it re-processes everything its killed run had processed, so the resume figures use "
@@ -530,13 +574,12 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
         out.append(
             f"MISSED commit latency: ours/theirs = {cl} (ours p50 {commit_p['ours']['p50']} ms vs their log writes "
             f"p50 {commit_p['theirs_paced']['p50']} ms). Cause: our checkpoint duration includes writing the epoch's "
-            "output. The File sink encodes the whole epoch into memory (engine/connectors/file_sink.py:252, "
-            "pa.BufferOutputStream) and writes and fsyncs it at the barrier (file_sink.py:163-170 _stage_current -> "
-            "fs.write_atomic: temp file, fsync, rename, directory fsync); at ~650k rows/s one 1-s epoch is ~40 MB per "
-            "subtask. Spark writes its part files during addBatch (not in walCommit/commitOffsets) and does not "
-            f"fsync them on the local file system.{variant} Proposed fix (sink owner): stream row groups to the "
-            "staging file as batches arrive (ParquetWriter on a file in _staging instead of a BufferOutputStream), "
-            "so the barrier only closes the footer, fsyncs and renames; or a smaller default max_file_bytes.")
+            "output: at the barrier the File sink writes and fsyncs the file it is filling (up to max_file_bytes, "
+            "16 MiB by default; fuller files were already staged in the background) through temp file, fsync, "
+            "rename and directory fsync, before the subtask ACKs. Spark writes its part files during addBatch "
+            "(not in walCommit/commitOffsets) and does not fsync them on the local file system, so the two "
+            f"figures do not measure the same durability.{variant} Lower max_file_bytes further to trade file "
+            "size for checkpoint latency.")
     rt = figures["resume_time_ratio_vs_structured_streaming"]
     sessions = {s: statistics.median([r["restart_to_session_s"] for r in resume[s]]) for s in sides_rs}
     out.append("Resume time is dominated by the JVM + SparkSession start that both pay (median restart -> session "
