@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, summary  # noqa: E402
+from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, size_label, summary  # noqa: E402
 
 NAME = "checkpoint_latency"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -100,13 +100,6 @@ def parse_size(text: str) -> int:
     if not match:
         raise ValueError(f"{text!r} is not a size (e.g. 1KiB, 1MiB, 100MiB)")
     return int(match.group(1)) << (10 * " kmg".index(match.group(2).lower() or " "))
-
-
-def size_label(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return f"{n}B"
 
 
 # ======================================================================================

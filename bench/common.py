@@ -40,6 +40,14 @@ def summary(values: Iterable[float], digits: int = 3) -> dict[str, float]:
     }
 
 
+def size_label(n: int) -> str:
+    """1024 -> '1KiB', 64 << 20 -> '64MiB'; other sizes in bytes."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
 def percentiles(values: Iterable[float], digits: int = 3) -> dict[str, float]:
     """p50 / p99 / max of a latency sample (nearest-rank, no interpolation)."""
     ordered = sorted(values)

@@ -40,19 +40,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
-import datetime as _dt
 import gc
 import hashlib
 import io
 import json
 import logging
 import os
-import platform
 import pstats
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,6 +60,8 @@ from typing import Any, Callable, Iterator
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
+
+from bench.common import machine_info, size_label, summary  # noqa: E402
 
 MiB = 1 << 20
 ALL_BACKENDS = ("local", "memory", "s3", "oss", "hdfs")
@@ -83,21 +82,6 @@ def parse_size(text: str) -> int:
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 1KiB, 1MiB, 64MiB, 4096)")
     return int(match.group(1)) << (10 * " kmg".index(match.group(2).lower() or " "))
-
-
-def size_label(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return f"{n}B"
-
-
-def summary(values: list[float], digits: int = 3) -> dict[str, float]:
-    return {
-        "median": round(statistics.median(values), digits),
-        "min": round(min(values), digits),
-        "max": round(max(values), digits),
-    }
 
 
 def progress(message: str) -> None:
@@ -650,57 +634,6 @@ def _short(filename: str) -> str:
         if marker in filename:
             return filename.split(marker, 1)[1]
     return filename
-
-
-# ---- machine info ----------------------------------------------------------------------------
-def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "platform": platform.platform(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as f:
-            models = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-        if models:
-            info["cpu_model"] = models[0]
-            info["cpu_sha_ni"] = _has_cpu_flag("sha_ni")
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/meminfo") as f:
-            mem = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split()}
-        info["memory_total_mib"] = mem["MemTotal"] // 1024
-        info["memory_available_mib"] = mem["MemAvailable"] // 1024
-    with contextlib.suppress(OSError):
-        info["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
-    versions = {}
-    for module in ("boto3", "botocore", "moto", "oss2", "hdfs", "requests"):
-        with contextlib.suppress(Exception):
-            from importlib.metadata import version
-
-            versions[module] = version(module)
-    info["libraries"] = versions
-    with contextlib.suppress(Exception):
-        commit = subprocess.run(
-            ["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", REPO_ROOT, "status", "--porcelain", "--", "airflow_provider_seatunnel_ckpt/storage"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        info["git_commit"] = commit + (" (storage package modified)" if dirty else "")
-    return info
-
-
-def _has_cpu_flag(flag: str) -> bool:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return flag in line.split()
-    return False
 
 
 # ---- main --------------------------------------------------------------------------------------
