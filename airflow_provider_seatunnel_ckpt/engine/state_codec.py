@@ -322,23 +322,17 @@ def _decode_framed(view: memoryview, where: str) -> dict[str, Any]:
 def _place(tree: Any, path: list[Any], value: Any, what: str) -> None:
     node = tree
     for depth, key in enumerate(path):
-        last = depth == len(path) - 1
-        if isinstance(node, dict) and isinstance(key, str) and key in node:
-            if last:
-                if node[key] is not None:
-                    break
-                node[key] = value
-                return
-            node = node[key]
-        elif isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(node):
-            if last:
-                if node[key] is not None:
-                    break
-                node[key] = value
-                return
-            node = node[key]
-        else:
+        in_dict = isinstance(node, dict) and isinstance(key, str) and key in node
+        in_list = (isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool)
+                   and 0 <= key < len(node))
+        if not (in_dict or in_list):
             break
+        if depth == len(path) - 1:
+            if node[key] is not None:
+                break
+            node[key] = value
+            return
+        node = node[key]
     raise CorruptCheckpointError(f"{what}: its path {path!r} does not lead to a placeholder")
 
 
