@@ -122,8 +122,23 @@ def _selected_checkpoints(storage: Any, args: argparse.Namespace) -> list[tuple[
     return chosen
 
 
+def _sink_committer(args: argparse.Namespace) -> Any:
+    """The committer of ``--job-file``'s sink (None without one): it knows the sink's own
+    pending work, such as the Jdbc sink's prepared transactions."""
+    if not getattr(args, "job_file", None):
+        return None
+    from .engine.connectors import load_sink
+    from .engine.job import load_job
+    from .engine.variables import load_variables
+
+    variables = load_variables(args.variables) if getattr(args, "variables", None) else None
+    job = load_job(args.job_file, variables)
+    return load_sink(job.sink, "sink[0]").create_committer(args.job_id)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     storage = _storage(args)
+    committer = _sink_committer(args)
     out = []
     for pipeline_id, checkpoint_id, savepoint in _selected_checkpoints(storage, args):
         manifest = storage.read_manifest(args.job_id, pipeline_id, checkpoint_id, savepoint)
@@ -134,6 +149,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for handle in handles:
             handle.pop("inline", None)  # raw state is binary; its size and hash are shown
         out.append(document)
+    if committer is not None and hasattr(committer, "pending"):
+        # the sink's work not yet committed, e.g. prepared database transactions
+        out = [{**document, "sink_pending": committer.pending()} for document in out]
     _print_json(out if len(out) > 1 else out[0])
     return EXIT_OK
 
@@ -163,7 +181,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
             raise ConfigError("--job-id", f"refusing to delete every checkpoint of job {args.job_id} without --yes")
         if args.job_id not in storage.list_jobs():
             raise ConfigError("--job-id", f"no job {args.job_id} under {storage.describe()}")
+        committer = _sink_committer(args)
         storage.delete_checkpoint(args.job_id)
+        if committer is not None:
+            committer.discard_job()  # e.g. roll back the Jdbc sink's prepared transactions
         print(f"deleted job {args.job_id}")
         return EXIT_OK
     if args.checkpoint is not None and args.pipeline is None:
@@ -207,11 +228,16 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     storage_command("list", "list jobs, or a job's checkpoints", cmd_list, job_required=False)
-    storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
+    inspect = storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
+    inspect.add_argument("--job-file", help="the job's file: also list its sink's pending work (prepared transactions)")
+    inspect.add_argument("--variables", metavar="FILE", help="values for ${NAME} in the job file")
     verify = storage_command("verify", "re-check every checksum; exit 1 on damage", cmd_verify)
     verify.add_argument("--all", action="store_true", help="every completed checkpoint, not just the latest")
     delete = storage_command("delete", "delete a checkpoint, a pipeline's or a whole job's", cmd_delete)
     delete.add_argument("--yes", action="store_true", help="confirm deleting a whole job")
+    delete.add_argument("--job-file", help="the job's file: with a whole job, also roll back its sink's prepared "
+                        "transactions and drop its commit log rows")
+    delete.add_argument("--variables", metavar="FILE", help="values for ${NAME} in the job file")
 
     _add_engine_commands(sub)
     return parser

@@ -40,6 +40,14 @@ class BackendMissing(CheckpointStorageError, ImportError):
     """The client library a storage backend needs is not installed."""
 
 
+class ConnectorError(CheckpointError):
+    """A system a connector reads or writes (a database, a broker) failed or refused.
+
+    Unlike ``ConfigError`` this may be transient (a server restarting): the run fails
+    and a retry may succeed. The message names the system without its credentials.
+    """
+
+
 class ProtocolError(CheckpointError):
     """A control-channel message broke the protocol (bad token, size, order)."""
 

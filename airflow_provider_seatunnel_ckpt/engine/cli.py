@@ -35,6 +35,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
     parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+    parser.add_argument("--variables", metavar="FILE", help="YAML/JSON mapping of values for ${NAME} references in the "
+                        "job file (before the environment); keep it private: it may hold credentials")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -44,7 +46,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .job import load_job
     from .runner import JobRun, RunRequest
 
-    job = load_job(args.job_file)
+    from .variables import load_variables
+
+    job = load_job(args.job_file, load_variables(args.variables) if args.variables else None)
     config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
     spark_conf = {}
     for item in args.conf:

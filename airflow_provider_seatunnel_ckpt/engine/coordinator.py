@@ -145,6 +145,11 @@ class CheckpointCoordinator:
     # --- queries ------------------------------------------------------------------------
 
     @property
+    def next_checkpoint_id(self) -> int:
+        """The id the next checkpoint or savepoint will get."""
+        return self._ids.get()
+
+    @property
     def lifecycle(self) -> Lifecycle:
         return self._lifecycle
 

@@ -98,6 +98,7 @@ class DriverLoop:
         properties: Mapping[str, Any] | None = None,
         progress: Callable[[str], None] | None = None,
         clock: Callable[[], int] = monotonic_ms,
+        durable_infos: list[Any] | None = None,
     ):
         self.coordinator = coordinator
         self.store = store
@@ -123,6 +124,10 @@ class DriverLoop:
         self._rows_committed = 0
         #: set on the storage worker when publishing a checkpoint's output failed
         self._commit_failed: str | None = None
+        #: sink commit infos of the newest durable checkpoint (storage worker only)
+        self._durable_infos: list[Any] = list(durable_infos or [])
+        self._registered: set[int] = set()
+        self._highest_triggered = coordinator_highest_id(coordinator)
 
     # ---- inputs (any thread) --------------------------------------------------------------
     def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
@@ -171,6 +176,12 @@ class DriverLoop:
                 if isinstance(message, Register):
                     self._connections[(message.subtask, message.attempt)] = connection_id
                     self._peers[connection_id] = (message.subtask, message.attempt)
+                    if message.subtask in self._registered:
+                        # A restart from the last completed checkpoint: what it prepared
+                        # before is stale. Queued behind the pending persist/commit work,
+                        # so "durable" below is up to date when it runs.
+                        self._io.submit(self._discard_orphans, message.subtask, self._highest_triggered)
+                    self._registered.add(message.subtask)
                 self._execute(self.coordinator.on_message(message))
             except ProtocolError as err:
                 log.warning("ignoring a control message that breaks the protocol: %s", err)
@@ -210,6 +221,7 @@ class DriverLoop:
             elif isinstance(action, Broadcast):
                 if isinstance(action.message, TriggerBarrier):
                     self._trigger_wall[action.message.checkpoint_id] = wall_ms()
+                    self._highest_triggered = max(self._highest_triggered, action.message.checkpoint_id)
                     log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
                 for subtask, attempt in action.targets:
                     self._send(subtask, attempt, action.message)
@@ -269,6 +281,7 @@ class DriverLoop:
             location = self.store.persist(manifest)
             persist_ms = int((time.perf_counter() - started) * 1000)
             durable_wall = wall_ms()  # the checkpoint is durable (and retention done) from here
+            self._durable_infos = commit_infos_of(manifest.commit_infos)
         except Exception as err:  # reported to the coordinator, which counts it
             self.events.put(("persist_failed", checkpoint.checkpoint_id, err))
             return
@@ -287,6 +300,12 @@ class DriverLoop:
             message = f"committing the output of checkpoint {checkpoint_id} failed: {err}"
             self._commit_failed = message
             self.events.put(("io_failed", message))
+
+    def _discard_orphans(self, subtask: int, up_to_checkpoint_id: int) -> None:
+        try:
+            self.committer.discard_orphans(subtask, up_to_checkpoint_id, self._durable_infos)
+        except Exception as err:  # cleanup() at the end of the run catches what is left
+            log.warning("could not release what subtask %d prepared before it restarted: %s", subtask, err)
 
     def _delete_aborted(self, checkpoint_id: int) -> None:
         try:
@@ -358,6 +377,11 @@ class DriverLoop:
         self._stop_savepoint_id = savepoint_id
         self.progress(f"stop-with-savepoint requested: taking savepoint {savepoint_id}")
         self._execute(actions)
+
+
+def coordinator_highest_id(coordinator: Any) -> int:
+    """The highest checkpoint id the coordinator may have used before this loop started."""
+    return max(0, coordinator.next_checkpoint_id - 1)
 
 
 def completion_line(record: CheckpointRecord, rows_total: int, rate: float) -> str:

@@ -88,9 +88,15 @@ class JobSpec:
         load_sink(self.sink, "sink[0]")
 
 
-def load_job(source: str | os.PathLike | Mapping[str, Any]) -> JobSpec:
-    """Parse and check a job file (YAML or JSON path, text, or a dict)."""
+def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[str, str] | None = None) -> JobSpec:
+    """Parse and check a job file (YAML or JSON path, text, or a dict).
+
+    ``${NAME}`` references in its values are filled from ``variables``, then from the
+    environment (:mod:`.variables`)."""
+    from .variables import substitute
+
     doc, origin, warnings = load_document(source)
+    doc = substitute(doc, variables)
     if not isinstance(doc, Mapping):
         raise ConfigError(origin, "expected a mapping with env, source, transform and sink")
     for key in doc:

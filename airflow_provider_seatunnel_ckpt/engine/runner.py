@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import CheckpointConfig, ExternalizedRetention
-from ..errors import ConfigError
+from ..errors import ConfigError, ConnectorError
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
 from .connectors.api import Split
@@ -112,6 +112,8 @@ class JobRun:
         self._loop: DriverLoop | None = None
         self._released = False
         self._job_group = f"seatunnel-ckpt-{request.job_id}-{secrets.token_hex(4)}"
+        #: --discard-existing deleted the job's checkpoints in this run
+        self.discarded = False
 
     # ---- restore selection ----------------------------------------------------------------
     def choose_restore(self) -> Any:
@@ -132,6 +134,7 @@ class JobRun:
                     )
                 self.progress(f"job {job_id}: discarding existing checkpoints as requested")
                 self.storage.delete_checkpoint(job_id, PIPELINE_ID)
+                self.discarded = True
             return None
         try:
             return self.store.restorable(int(mode))
@@ -240,16 +243,22 @@ class JobRun:
 
     # ---- run ------------------------------------------------------------------------------
     def run(self, spark: Any = None) -> Outcome:
-        from .connectors import load_sink
+        from .connectors import load_sink, load_source
 
         request = self.request
         job = request.job
+        # Live checks of the systems the job reads and writes (reachable, tables and
+        # columns as configured), before anything is claimed or started.
+        _preflight(load_source(job.source, "source[0]"))
+        sink = load_sink(job.sink, "sink[0]")
+        _preflight(sink)
+        committer = sink.create_committer(request.job_id)
+
         highest_id = self.store.highest_id()  # before --discard-existing deletes anything
         manifest = self.choose_restore()
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
-
-        sink = load_sink(job.sink, "sink[0]")
-        committer = sink.create_committer(request.job_id)
+        if self.discarded:
+            committer.discard_job()
         restored_infos = commit_infos_of(manifest.commit_infos) if manifest is not None else []
 
         token = secrets.token_hex(16)
@@ -327,6 +336,7 @@ class JobRun:
                 "splits": [[split.split_id, dict(split.spec)] for split in splits],
             },
             progress=self.progress,
+            durable_infos=restored_infos,
         )
         self._loop = loop
         host = _driver_host(context)
@@ -385,6 +395,7 @@ class JobRun:
                     and not outcome.stopped_with_savepoint
                 ):
                     self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
+                    committer.discard_job()
             self._release(outcome, token)
             if owns_spark:
                 self.spark.stop()
@@ -400,6 +411,18 @@ class JobRun:
             loop.spark_job_ended(err)
         else:
             loop.spark_job_ended(None)
+
+
+def _preflight(connector: Any) -> None:
+    """Run a connector's live checks; its errors name the job-file key (``sink[0].table``)."""
+    try:
+        connector.preflight()
+    except ConfigError as err:
+        prefix = getattr(connector, "config_key", "")
+        raise ConfigError(f"{prefix}.{err.key}" if prefix and err.key else err.key or prefix, err.problem) from None
+    except ConnectorError as err:
+        prefix = getattr(connector, "config_key", "")
+        raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
 
 
 def _driver_host(context: Any) -> str:

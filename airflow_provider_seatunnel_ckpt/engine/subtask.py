@@ -189,12 +189,17 @@ class SubtaskRuntime:
             raise
         finally:
             self._async.shutdown(wait=False, cancel_futures=True)
+            self._release_sink()
             self._client.close()
 
     def _run_attempt(self) -> None:
         if not self._restore_event.wait(RESTORE_TIMEOUT_S):
             raise TimeoutError(f"subtask {self.subtask}: no restore state from the coordinator in {RESTORE_TIMEOUT_S:.0f} s")
         restore = self._restore
+        # A restart after a re-established channel: the epoch the previous run had
+        # open is aborted (its rows are read again; a database sink's open transaction
+        # would otherwise hold locks on the keys about to be written again).
+        self._release_sink()
         states = self._load_states(restore)
         from .connectors import load_sink, load_source, load_transform
 
@@ -227,7 +232,17 @@ class SubtaskRuntime:
             self._wake.wait(IDLE_WAIT_S)
             self._wake.clear()
         self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
-        self._writer.close()
+        self._release_sink()
+
+    def _release_sink(self) -> None:
+        writer, sink = getattr(self, "_writer", None), getattr(self, "_sink", None)
+        self._writer = self._sink = None
+        for closable in (writer, sink):
+            if closable is not None:
+                try:
+                    closable.close()
+                except Exception as err:  # releasing resources: report, never mask the real error
+                    log.warning("subtask %d: closing %s failed: %s", self.subtask, type(closable).__name__, err)
 
     def _process_split(self, reader: Any, state: SplitState, transforms: Sequence[Any]) -> bool:
         """Process one split to its end; False when the job was stopped first."""

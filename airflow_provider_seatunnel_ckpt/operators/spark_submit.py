@@ -123,6 +123,11 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         start from the beginning (the engine refuses if checkpoints exist); or a
         checkpoint id.
     :param conn_id: the Spark connection (``spark_default``).
+    :param connections: job-file variables from Airflow connections: variable prefix ->
+        connection id. ``{"PG": "postgres_default"}`` fills ``${PG_URL}``, ``${PG_USER}``,
+        ``${PG_PASSWORD}``, ``${PG_HOST}``, ``${PG_PORT}`` and ``${PG_DATABASE}`` in the job
+        file (see :mod:`airflow_provider_seatunnel_ckpt.hooks.variables`); the values
+        reach the driver in a 0600 temp file, never on the command line.
     :param spark_submit_kwargs: anything ``SparkSubmitOperator`` takes (``conf``,
         ``py_files`` for your own transforms, ``executor_memory``, ``env_vars``...),
         except ``application``, which is the engine.
@@ -146,6 +151,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         job_id: str | None = None,
         restore: str | int = "auto",
         conn_id: str = "spark_default",
+        connections: Mapping[str, str] | None = None,
         **spark_submit_kwargs: Any,
     ) -> None:
         if "application" in spark_submit_kwargs:
@@ -157,6 +163,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self.storage_conn_id = storage_conn_id
         self.job_id = job_id
         self.restore = _check_restore(restore)
+        self.connections = dict(connections or {})
 
     # ---- inputs -------------------------------------------------------------------------------
     def _resolve_path(self, value: Any) -> Any:
@@ -191,16 +198,18 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         job_source = self._resolve_path(self.job_file)
         try:
             from ..engine.job import load_job
+            from ..hooks.variables import variables_for
 
             hook.config  # noqa: B018 - validates config file + connection
-            load_job(job_source)
+            variables = variables_for(self.connections)
+            load_job(job_source, variables)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
         restore = self._restore_argument(hook, job_id)
         if restore is None:
             return self._result(context, hook, job_id, ran=False)
-        self._run_engine(hook, job_id, job_source, restore)
+        self._run_engine(hook, job_id, job_source, restore, variables)
         return self._result(context, hook, job_id, ran=True)
 
     def _restore_argument(self, hook: CheckpointStorageHook, job_id: str) -> str | None:
@@ -225,7 +234,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             )
         return self.restore
 
-    def _run_engine(self, hook: CheckpointStorageHook, job_id: str, job_source: Any, restore: str) -> None:
+    def _run_engine(
+        self, hook: CheckpointStorageHook, job_id: str, job_source: Any, restore: str, variables: Mapping[str, str]
+    ) -> None:
         with tempfile.TemporaryDirectory(prefix="seatunnel-ckpt-") as workdir:  # 0700
             config_path = _write_private(
                 Path(workdir) / "seatunnel.yaml", yaml.safe_dump(hook.effective_config_document(), sort_keys=False)
@@ -236,6 +247,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             else:
                 job_path = str(job_source)
             args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]
+            if variables:
+                variables_path = _write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables)))
+                args += ["--variables", str(variables_path)]
             args += [str(a) for a in self.application_args or []]
             spark_hook = self._spark_submit_hook(args)
             if spark_hook._connection.get("deploy_mode") == "cluster":

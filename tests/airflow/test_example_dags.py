@@ -23,6 +23,7 @@ EXAMPLES = {
     "example_checkpointed_etl_s3",
     "example_fail_and_retry",
     "example_fail_and_recover",
+    "example_postgres_to_lake",
 }
 _PART = re.compile(r"part-[0-9a-f]{8}-\d{5,}-\d+-(\d{10,})-\d+\.parquet$")
 
@@ -134,3 +135,49 @@ def test_failed_run_is_resumed_by_the_recovery_operator(airflow_db, tmp_path):
     check_resumed_exactly_once(tmp_path, "example_fail_and_recover")
     recovered = xcom_values("example_fail_and_recover")[("recover", "return_value")]
     assert recovered["status"] == "finished" and [a["outcome"] for a in recovered["attempts"]] == ["failed", "finished"]
+
+
+@pytest.mark.slow
+def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, postgres_server, pg_database):
+    """Example (d): credentials from a ``postgres`` connection, the first attempt fails
+    mid-copy, the recovery operator resumes it; every row once; the password nowhere."""
+    import json
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    from .conftest import AIRFLOW_HOME
+
+    rows = 300_000
+    postgres_server.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2), note text)",
+                            database=pg_database)
+    postgres_server.execute(f"INSERT INTO orders SELECT g, g / 3.0, 'order ' || g FROM generate_series(0, {rows - 1}) g",
+                            database=pg_database)
+    connection = {"conn_type": "postgres", "host": postgres_server.host, "port": postgres_server.port,
+                  "login": "postgres", "password": postgres_server.password, "schema": pg_database}
+    conf = {"workdir": str(tmp_path), "fail_after_rows": 100_000, "checkpoint_interval_ms": 100, "fetch_size": 5_000}
+    done = airflow_dags_test("example_postgres_to_lake", conf,
+                             env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection)})
+    assert done.returncode == 0, output(done)
+    assert task_states("example_postgres_to_lake") == {
+        "copy": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
+
+    xcoms = xcom_values("example_postgres_to_lake")
+    job_id = xcoms[("copy", "job_id")]
+    first, second = local_storage(tmp_path).get_attempts(job_id)
+    assert first["outcome"] == "failed" and "FailOnceError" in first["error"]
+    assert second["outcome"] == "finished" and second["restored_from"] == first["last_checkpoint_id"]
+
+    (run_dir,) = (tmp_path / "lake" / "public.orders").iterdir()
+    ids = sorted(i for path in run_dir.glob("part-*.parquet") for i in pq.read_table(path, columns=["id"]).column("id").to_pylist())
+    assert ids == list(range(rows)), "not every row exactly once"
+
+    secret = postgres_server.password
+    places = {"task log": done.stdout + done.stderr, "XCom": json.dumps([[*k, v] for k, v in xcoms.items()], default=str)}
+    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
+        places["rendered template fields"] = json.dumps(db.execute(
+            "SELECT rendered_fields FROM rendered_task_instance_fields WHERE dag_id = 'example_postgres_to_lake'").fetchall())
+    for path in AIRFLOW_HOME.rglob("*"):
+        if path.is_file() and path.suffix not in (".zip", ".py"):
+            places[f"file {path.relative_to(AIRFLOW_HOME)}"] = path.read_bytes().decode("utf-8", "replace")
+    assert not [where for where, text in places.items() if secret in text]

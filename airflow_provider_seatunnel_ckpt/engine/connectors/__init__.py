@@ -18,6 +18,7 @@ kind       plugin_name     class
 =========  ==============  =====================================================
 source     ``Sequence``    :class:`.sequence.SequenceSource`
 source     ``File``        :class:`.file_source.FileSource`
+source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 transform  ``Python``      :class:`.python_function.PythonTransform`
 transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
 transform  ``Select``      :class:`.select.SelectTransform`
@@ -25,6 +26,7 @@ transform  ``Rename``      :class:`.rename.RenameTransform`
 transform  ``Filter``      :class:`.filter.FilterTransform`
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
+sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
 =========  ==============  =====================================================
 """
 
@@ -45,6 +47,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     "source": {
         "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
         "file": ("File", f"{_PKG}.file_source:FileSource"),
+        "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
     },
     "transform": {
         "python": ("Python", f"{_PKG}.python_function:PythonTransform"),
@@ -56,6 +59,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
+        "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
     },
 }
 _BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}

@@ -102,6 +102,12 @@ class Source:
         """Runs on an executor; ``position`` None = from the beginning of the split."""
         raise NotImplementedError
 
+    def preflight(self) -> None:
+        """Check the live system once, on the driver, before Spark starts (connect, look
+        the table up...). Raise ``ConfigError`` for bad input, ``ConnectorError`` when the
+        system cannot be reached. ``__init__`` only checks the options themselves: it
+        also runs on every executor."""
+
 
 class Transform:
     """Batch in, batch out. Stateless unless ``stateful`` is True."""
@@ -158,6 +164,20 @@ class SinkCommitter:
         """
         raise NotImplementedError
 
+    def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Iterable[JsonValue]) -> None:
+        """Subtask ``subtask`` restarted from the last completed checkpoint (region
+        failover, or a re-established control channel): what it prepared for
+        checkpoints up to ``up_to_checkpoint_id`` that ``keep`` (the commit infos of the
+        newest durable checkpoint) does not name will never be committed. Sinks whose
+        prepared work holds resources the restarted subtask needs (a database
+        transaction's row locks) release it here; the default leaves it to ``cleanup``
+        at the end of the run."""
+
+    def discard_job(self) -> None:
+        """The job's checkpoints are being deleted (``--discard-existing``, the end of a
+        job with delete-on-finish, ``seatunnel-ckpt delete``): drop the sink's own
+        bookkeeping for it. Committed output stays."""
+
 
 class Sink:
     plugin_name = "abstract"
@@ -170,6 +190,13 @@ class Sink:
 
     def create_committer(self, job_id: str) -> SinkCommitter:
         raise NotImplementedError
+
+    def preflight(self) -> None:
+        """As ``Source.preflight``: live checks on the driver before Spark starts."""
+
+    def close(self) -> None:
+        """Release what the sink holds for its writers (pooled connections); called when
+        a subtask attempt ends."""
 
 
 def iter_batches(reader: SourceReader) -> Iterator[pa.RecordBatch]:

@@ -94,3 +94,35 @@ def test_a_failed_stop_savepoint_is_reported_and_the_job_keeps_running(builder):
         assert h.coordinator.in_flight == {}
     finally:
         loop._io.shutdown(wait=True)
+
+
+class RecordingCommitter:
+    def __init__(self):
+        self.discarded: list[tuple] = []
+
+    def discard_orphans(self, subtask, up_to_checkpoint_id, keep):
+        self.discarded.append((subtask, up_to_checkpoint_id, list(keep)))
+
+
+def test_a_restarted_subtask_has_its_stale_sink_work_discarded(builder):
+    """A subtask registering again (region failover, re-established channel) restarts from
+    the last durable checkpoint: the sink releases what it prepared for checkpoints up to
+    the newest one triggered so far, keeping what the durable checkpoint names."""
+    from airflow_provider_seatunnel_ckpt.engine.messages import Register, encode
+
+    h = builder.build()
+    committer = RecordingCommitter()
+    loop = DriverLoop(h.coordinator, Store(), committer=committer, fencing_token="t", progress=lambda line: None,
+                      durable_infos=[{"gid": "restored"}])
+    try:
+        for subtask in (0, 1):  # the first registration of each subtask: nothing to discard
+            loop._handle(("message", f"conn-{subtask}", encode(Register(subtask, 0))))
+        h.clock.now = max(h.clock.now, h.coordinator.next_wakeup_ms())
+        loop._execute(h.coordinator.on_tick())
+        triggered = h.coordinator.next_checkpoint_id - 1
+        assert triggered >= 1 and committer.discarded == []
+        loop._handle(("message", "conn-2", encode(Register(1, 1))))
+        loop._io.submit(lambda: None).result()  # the discard runs on the ordered storage worker
+        assert committer.discarded == [(1, triggered, [{"gid": "restored"}])]
+    finally:
+        loop._io.shutdown(wait=True)

@@ -1,0 +1,107 @@
+"""Chaos, exactly-once, with a real PostgreSQL: a 1,000,000-row table read in 4 key-range
+splits into parquet, and a Sequence written into a table through prepared transactions,
+each under executor-worker kills, a PostgreSQL crash-restart (``pg_ctl restart -m
+immediate``) and driver SIGKILLs with reruns (``--restore latest``). Every id is
+counted: with pyarrow in the parquet output, with SQL in the table."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+
+from tests.integration.engine.support import Driver, Workspace, read_output, tally
+from tests.integration.jdbc.conftest import PG_OPTIONS, Database, prepared_gids, variables_file
+
+from .conftest import ChaosRecord
+from .test_exactly_once_chaos import MAX_TASK_FAILURES, _kill_workers
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROWS = 1_000_000
+THROTTLE = {"plugin_name": "Python", "function": "tests.chaos.throttle:rows_30k"}
+
+
+@pytest.fixture
+def db(postgres_server: Any, pg_database: str) -> Database:
+    return Database(postgres_server, pg_database)
+
+
+def _restart_postgres(db: Database, driver: Driver, record: ChaosRecord) -> None:
+    started = time.monotonic()
+    db.server.restart_immediate()
+    record.kill_points.append(
+        f"postgres: crash-restart (-m immediate) at {time.monotonic() - driver.started:.1f} s, "
+        f"back after {time.monotonic() - started:.1f} s"
+    )
+
+
+def _chaos_runs(workspace: Workspace, db: Database, record: ChaosRecord, rng: random.Random, job: Any, job_id: str) -> None:
+    """Run 1: worker kills and a PostgreSQL crash; then driver kills and reruns until done."""
+    config = workspace.write_config(interval=500, tolerable_failure=10)
+    variables = str(variables_file(db, workspace.root))
+    args = ("--variables", variables, "--conf", MAX_TASK_FAILURES)
+    with workspace.start(job, config, job_id, *args) as driver:
+        record.driver_runs += 1
+        assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
+        _kill_workers(driver, rng, record, kills=2, gap=(1.0, 2.5))
+        time.sleep(rng.uniform(0.5, 2.0))
+        if driver.poll() is None:
+            _restart_postgres(db, driver, record)
+        time.sleep(rng.uniform(1.0, 3.0))
+        if driver.poll() is None:
+            driver.kill()
+            record.kill_points.append(f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run 1)")
+        else:
+            record.notes.append(f"run 1 ended by itself with exit {driver.poll()}")
+    for run in range(2, 9):
+        with workspace.start(job, config, job_id, "--restore", "latest", *args) as driver:
+            record.driver_runs += 1
+            if run <= 4 and driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180):
+                time.sleep(rng.uniform(0.2, 3.0))
+                if driver.poll() is None:
+                    driver.kill()
+                    record.kill_points.append(f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run {run})")
+                    continue
+            result = driver.wait(600)
+            if result.returncode == 0:
+                return
+            record.notes.append(f"run {run} failed: {result.stderr.strip().splitlines()[-1][:200]}")
+    raise AssertionError(f"seed {record.seed}: the job did not finish in 8 runs")
+
+
+def test_postgres_table_to_parquet_under_kills(workspace: Workspace, db: Database,
+                                               chaos: tuple[random.Random, ChaosRecord]) -> None:
+    rng, record = chaos
+    started = time.monotonic()
+    db.sql("CREATE TABLE src (id bigint PRIMARY KEY, payload text)")
+    db.sql(f"INSERT INTO src SELECT g, md5(g::text) FROM generate_series(0, {ROWS - 1}) g")
+    job = workspace.write_job({"plugin_name": "Jdbc", **PG_OPTIONS, "table": "src", "partition_num": 4,
+                               "fetch_size": 10_000}, transforms=[THROTTLE], env={"batch_size": 5_000})
+    _chaos_runs(workspace, db, record, rng, job, "chaos-pg-source")
+    record.elapsed_s = time.monotonic() - started
+    table = read_output(f"file://{workspace.output}/", columns=["id"])
+    result = tally(table.column("id").combine_chunks(), ROWS)
+    record.rows, record.lost, record.duplicated = result.rows, result.lost, result.duplicated
+    assert result.exactly_once, f"seed {record.seed}: {result}; kill points: {record.kill_points}"
+    assert len(record.kill_points) >= 5, record.kill_points
+
+
+def test_sequence_to_postgres_under_kills(workspace: Workspace, db: Database,
+                                          chaos: tuple[random.Random, ChaosRecord]) -> None:
+    rng, record = chaos
+    started = time.monotonic()
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 60_000, "batch_size": 5_000},
+        {"plugin_name": "Jdbc", **PG_OPTIONS, "table": "public.sink_out", "primary_keys": ["id"]},
+    )
+    _chaos_runs(workspace, db, record, rng, job, "chaos-pg-sink")
+    record.elapsed_s = time.monotonic() - started
+    count, distinct, low, high = db.ids("sink_out")
+    record.rows, record.duplicated = count, count - distinct
+    record.lost = ROWS - distinct if (low, high) == (0, ROWS - 1) or distinct < ROWS else 0
+    assert (count, distinct, low, high) == (ROWS, ROWS, 0, ROWS - 1), f"seed {record.seed}: {record.summary()}"
+    assert prepared_gids(db) == [], "prepared transactions left behind"
+    assert len(record.kill_points) >= 5, record.kill_points

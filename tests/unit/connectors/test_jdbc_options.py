@@ -1,0 +1,137 @@
+"""Jdbc connector options, checked without a server: URLs, credentials, table names."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc.client import reason, split_table_name
+from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc.target import parse_target
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
+
+SECRET = "pa:ss/w@rd?x"
+
+
+@pytest.mark.parametrize(
+    "url, host, port, database",
+    [
+        ("jdbc:postgresql://db.example:5433/sales", "db.example", 5433, "sales"),
+        ("jdbc:postgresql://db.example/sales", "db.example", 5432, "sales"),
+        ("postgresql://db.example:6000/x", "db.example", 6000, "x"),
+        ("postgres://u@db.example/", "db.example", 5432, "postgres"),
+    ],
+)
+def test_url_forms(url: str, host: str, port: int, database: str) -> None:
+    target = parse_target({"url": url})
+    assert (target.host, target.port, target.database) == (host, port, database)
+
+
+def test_options_win_over_url_credentials_and_password_is_never_described() -> None:
+    target = parse_target({"url": "postgresql://a:b@h:1/d", "user": "alice", "password": SECRET})
+    assert target.user == "alice" and target.password == SECRET
+    assert SECRET not in target.describe() and SECRET not in repr(target)
+    assert target.describe() == "postgresql://alice@h:1/d"
+    # the URI handed to libpq carries the password, percent-encoded
+    assert "pa%3Ass%2Fw%40rd%3Fx" in target.uri()
+
+
+def test_jdbc_parameters_are_translated() -> None:
+    target = parse_target({"url": "jdbc:postgresql://h:1/d?currentSchema=etl&sslmode=require&user=bob&password=pw"})
+    assert target.current_schema == "etl" and target.user == "bob" and target.password == "pw"
+    uri = target.uri()
+    assert "sslmode=require" in uri and "search_path%3Detl" in uri
+
+
+@pytest.mark.parametrize(
+    "options, key, words",
+    [
+        ({}, "url", "is required"),
+        ({"url": "jdbc:mysql://h/d"}, "url", "unsupported database 'jdbc'"),
+        ({"url": "jdbc:postgresql://h:port/d"}, "url", "port is not a number"),
+        ({"url": "jdbc:postgresql://h/d", "driver": "com.mysql.cj.jdbc.Driver"}, "driver", "only PostgreSQL"),
+    ],
+)
+def test_bad_urls_name_the_option(options: dict, key: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_target(options)
+    assert err.value.key == key and words in err.value.problem
+
+
+def test_bad_url_message_hides_the_password() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_target({"url": "jdbc:postgresql://u:hunter22secret@h:bad/d"})
+    assert err.value.key == "url" and "hunter22secret" not in str(err.value)
+
+
+def test_source_needs_exactly_one_of_query_and_table() -> None:
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d"}
+    with pytest.raises(ConfigError, match=r"source\[0\]\.query: give either query or table"):
+        load_source(base)
+    with pytest.raises(ConfigError, match=r"source\[0\]\.query: give either"):
+        load_source({**base, "query": "select 1", "table": "t"})
+    source = load_source({**base, "table_path": "db.public.orders", "where_condition": "where id > 10"})
+    assert source.table == ("public", "orders") and source.where == "id > 10"
+
+
+def test_source_rejects_unknown_options_and_bad_numbers() -> None:
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d", "table": "t"}
+    with pytest.raises(ConfigError, match=r"source\[0\]\.partiton_column: unknown option for Jdbc"):
+        load_source({**base, "partiton_column": "id"})
+    with pytest.raises(ConfigError, match=r"source\[0\]\.partition_num: must be >= 1"):
+        load_source({**base, "partition_num": 0})
+
+
+def test_sink_options() -> None:
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d", "table": "s.t"}
+    sink = load_sink(base)
+    assert sink.exactly_once and not sink.upsert and sink.table == '"s"."t"'
+    sink = load_sink({**base, "is_exactly_once": "false", "primary_keys": ["id"]})
+    assert not sink.exactly_once and sink.upsert
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.generate_sink_sql: only generate_sink_sql: true"):
+        load_sink({**base, "generate_sink_sql": False})
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.schema_save_mode: 'RECREATE_SCHEMA' is not one of"):
+        load_sink({**base, "schema_save_mode": "RECREATE_SCHEMA"})
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.is_exactly_once: expected true or false"):
+        load_sink({**base, "is_exactly_once": "yes"})
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.table: is required"):
+        load_sink({"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d"})
+
+
+def test_sink_pickles_without_connections() -> None:
+    import pickle
+
+    sink = load_sink({"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d", "table": "t"})
+    sink._pool.append(object())
+    copy = pickle.loads(pickle.dumps(sink))
+    assert copy._pool == [] and copy.table == sink.table
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("orders", (None, "orders")),
+        ("Public.Orders", ("public", "orders")),
+        ('"My Schema"."Odd.Name"', ("My Schema", "Odd.Name")),
+        ("db.sales.orders", ("sales", "orders")),
+    ],
+)
+def test_table_names(text: str, expected: tuple) -> None:
+    assert split_table_name(text) == expected
+
+
+@pytest.mark.parametrize("text", ["a..b", '"open', "a.b.c.d", ""])
+def test_bad_table_names(text: str) -> None:
+    with pytest.raises(ConfigError):
+        split_table_name(text)
+
+
+def test_driver_errors_become_one_line_without_the_password() -> None:
+    target = parse_target({"url": "jdbc:postgresql://h:1/d", "user": "u", "password": "hunter22"})
+    raw = Exception(
+        'IO: [libpq] Failed to connect: connection to server at "127.0.0.1", port 1 failed: Connection refused\n'
+        "\tIs the server running on that host and accepting TCP/IP connections?\n"
+    )
+    assert reason(raw, target) == "Connection refused (is the server running and reachable?)"
+    raw = Exception("NOT_FOUND: Failed to prepare query: ERROR:  relation \"x\" does not exist\nLINE 1: select\n\n"
+                    "Query was: select hunter22. SQLSTATE: 42P01")
+    assert reason(raw, target) == 'relation "x" does not exist'
