@@ -25,6 +25,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("checkpoint_latency_bench.py", "checkpoint_latency", "Checkpoint latency and state-size scaling"),
     ("streaming_compare_bench.py", "streaming_compare", "Versus Spark Structured Streaming"),
     ("recovery_bench.py", "recovery", "Recovery times"),
+    ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -48,6 +49,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "checkpoint_latency", "time to checkpoint 1 GiB of state / time to write the same bytes raw", "lower"),
     "region_failover_seconds_p50": (
         "recovery", "seconds until a killed subtask runs again (region failover), p50", "lower"),
+    "jdbc_read_ratio_vs_spark_jdbc": (
+        "jdbc", "rows/s copying a PostgreSQL table to parquet, ours (1 s checkpoints) / spark.read.jdbc, "
+                "same parallelism and splits", "higher"),
+    "jdbc_sink_ratio_vs_copy_limit": (
+        "jdbc", "rows/s writing into PostgreSQL, ours exactly-once / one plain psycopg COPY of the same Arrow data",
+                "higher"),
 }
 REQUIRED_TOP = ("machine", "date")
 

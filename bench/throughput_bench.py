@@ -44,6 +44,7 @@ from bench.workloads import (  # noqa: E402
     PAYLOAD_BYTES,
     TRANSFORM_FUNCTION,
     make_importable_on_executors,
+    parquet_ids_once,
     sequence_batches,
     throughput_job,
     transform,
@@ -162,7 +163,7 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str) -> 
     # the Spark job: the driver commits (publishes) the final epoch's output, then FinishJob
     final_done = [t for t, line in lines if "(final) completed" in line]
     commit_tail_s = round(marks["spark_end"] - final_done[-1], 3) if final_done and "spark_end" in marks else None
-    written = _count_ids(output, rows)
+    output_files = parquet_ids_once(output, rows)
     periodic = [c for c in outcome.completed if c.kind == "checkpoint"]
     durations = [c.duration_ms for c in outcome.completed]
     result = {
@@ -179,24 +180,10 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str) -> 
         "checkpoint_duration_ms_max": max(durations) if durations else None,
         "final_checkpoint_ms": outcome.completed[-1].duration_ms if outcome.completed else None,
         "final_commit_tail_s": commit_tail_s,
-        "output_files": written["files"],
+        "output_files": output_files,
     }
     shutil.rmtree(run_dir, ignore_errors=True)
     return result
-
-
-def _count_ids(output: Path, rows: int) -> dict[str, int]:
-    import numpy as np
-    import pyarrow.dataset as ds
-
-    dataset = ds.dataset(str(output), format="parquet")
-    ids = dataset.to_table(columns=["id"]).column("id").to_numpy()
-    seen = np.zeros(rows, dtype=bool)
-    if len(ids) == rows and ids.min() >= 0 and ids.max() < rows:
-        seen[ids] = True
-    if not seen.all():  # rows ids in [0, rows) and none missing: none duplicated either
-        raise RuntimeError(f"output of {output} is not every id exactly once ({len(ids)} rows for {rows})")
-    return {"files": len(dataset.files)}
 
 
 def run_pyarrow(rows: int, workdir: Path, tag: str) -> dict[str, Any]:

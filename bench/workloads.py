@@ -131,6 +131,21 @@ def throughput_job(
     }
 
 
+def parquet_ids_once(output: str | Path, rows: int) -> int:
+    """Check that the parquet files under ``output`` hold every id of ``0..rows-1`` exactly
+    once (raise otherwise); return how many files there are."""
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(output), format="parquet")
+    ids = dataset.to_table(columns=["id"]).column("id").to_numpy()
+    seen = np.zeros(rows, dtype=bool)
+    if len(ids) == rows and ids.min() >= 0 and ids.max() < rows:
+        seen[ids] = True
+    if not seen.all():  # rows ids in [0, rows) and none missing: none duplicated either
+        raise RuntimeError(f"output of {output} is not every id exactly once ({len(ids)} rows for {rows})")
+    return len(dataset.files)
+
+
 def make_importable_on_executors() -> None:
     """Prepend the repository root to ``PYTHONPATH`` (inherited by Spark's Python workers
     in local mode); call before the SparkSession / the ``seatunnel-ckpt`` subprocess."""

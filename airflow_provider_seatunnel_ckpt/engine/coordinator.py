@@ -162,10 +162,6 @@ class CheckpointCoordinator:
         return {cid: p.state for cid, p in sorted(self._pending.items())}
 
     @property
-    def next_checkpoint_id(self) -> int:
-        return self._ids.get()
-
-    @property
     def consecutive_failures(self) -> int:
         return self._failures.consecutive_failures
 

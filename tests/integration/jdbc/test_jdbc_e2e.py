@@ -4,16 +4,20 @@ transactions in flight, and restoring an older checkpoint."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
 
+from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc import transactions
 from tests.integration.engine.support import (
+    VENV_BIN,
     Driver,
     Workspace,
     assert_exactly_once,
@@ -124,6 +128,12 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
             assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 120), driver.stderr()
             time.sleep(1.0)
             in_flight.append(_kill_with_prepared_in_flight(driver, db))
+        # what the dead run left prepared is what ``inspect --job-file`` lists
+        listed = _cli(workspace, "inspect", "--config", str(config), "--job-id", "rescale", "--json",
+                      "--job-file", str(jobs[parallelism]), "--variables", variables)
+        pending = json.loads(listed.stdout)["sink_pending"]
+        assert sorted(p["gid"] for p in pending) == sorted(prepared_gids(db)) != []
+        assert db.server.password not in listed.stdout + listed.stderr
     assert all(in_flight), in_flight
     result = workspace.run(jobs[2], config, "rescale", "--variables", variables)
     assert result.returncode == 0, result.explain()
@@ -140,3 +150,27 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
     match = re.search(rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}", again.stderr)
     assert match and int(match.group(1)) > 0, again.explain()
     assert db.ids("out") == (rows, rows, 0, rows - 1)
+
+    # ``delete --yes --job-file`` of a job killed with prepared work rolls that work back
+    # and forgets the job's commit log rows; what its completed checkpoints committed stays
+    doomed = workspace.write_job(source, _jdbc(table="doomed_out", primary_keys=["id"]), parallelism=2,
+                                 file_name="doomed.yaml")
+    with workspace.start(doomed, config, "doomed", "--variables", variables) as driver:
+        assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 120), driver.stderr()
+        assert _kill_with_prepared_in_flight(driver, db)
+    committed = db.ids("doomed_out")
+    deleted = _cli(workspace, "delete", "--config", str(config), "--job-id", "doomed", "--yes",
+                   "--job-file", str(doomed), "--variables", variables)
+    assert "deleted job doomed" in deleted.stdout, deleted.stderr
+    assert prepared_gids(db) == []
+    assert db.ids("doomed_out") == committed
+    tag = transactions.job_tag("doomed")
+    assert db.sql(f"SELECT count(*) FROM {transactions.COMMIT_LOG} WHERE job_tag = '{tag}'")[0][0] == 0
+
+
+def _cli(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    """A ``seatunnel-ckpt`` storage command, as a user runs it; it must succeed."""
+    result = subprocess.run([str(VENV_BIN / "seatunnel-ckpt"), *args], env=workspace.env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result

@@ -593,6 +593,8 @@ def test_close_notifies_both_sides_joins_threads_and_frees_the_port(make_server,
     assert client_inbox.closed.wait(5) and client_inbox.closed_with == [None]
     assert inbox.wait(lambda s: len(s.disconnected) == 1)
     other, other_inbox = make_client(server, label="subtask-1/attempt-0")
+    # registered before the close: one accepted but not yet registered is dropped silently
+    assert inbox.wait(lambda s: len(s.connected) == 2)
     port = server.address[1]
     server.close()
     server.close()  # idempotent

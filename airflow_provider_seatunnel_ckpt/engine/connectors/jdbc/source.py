@@ -121,11 +121,10 @@ class JdbcSource(Source):
         self._plan: ReadPlan | None = None
 
     # ---- SQL --------------------------------------------------------------------------------
-    def relation(self, with_where: bool = True) -> str:
-        """``FROM`` clause body: the table or the query, aliased, and its ``WHERE``."""
+    def relation(self) -> str:
+        """``FROM`` clause body: the table or the query, aliased."""
         base = qualified(*self.table) if self.table is not None else f"({self.query})"
-        text = f"{base} AS {_ALIAS}"
-        return text
+        return f"{base} AS {_ALIAS}"
 
     def conditions(self) -> list[str]:
         return [f"({self.where})"] if self.where else []
