@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, ratio, summary  # noqa: E402
+from bench.common import emit, machine_info, progress, summary  # noqa: E402
 from bench.workloads import (  # noqa: E402
     TRANSFORM_FUNCTION,
     make_importable_on_executors,

@@ -1,4 +1,5 @@
-"""Session-wide fixtures shared by every suite: a real PostgreSQL server."""
+"""Session-wide fixtures shared by every suite: a real PostgreSQL server, and moto's S3
+behind the fault proxy (tests/servers/s3.py)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,12 @@ def pg_database(postgres_server: Any) -> Iterator[str]:
     name = postgres_server.create_database()
     yield name
     postgres_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    from tests.servers.s3 import S3Server
+
+    with S3Server(proxy=True) as server:
+        yield server
+

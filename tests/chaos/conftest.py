@@ -19,7 +19,6 @@ import pytest
 from tests.integration.engine.conftest import (  # noqa: F401 - fixtures re-exported
     s3_bucket,
     s3_plugin_config,
-    s3_server,
     spark_env,
     webhdfs_server,
     workspace,

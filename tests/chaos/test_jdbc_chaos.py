@@ -16,7 +16,7 @@ from tests.integration.engine.support import Driver, Workspace, read_output, tal
 from tests.integration.jdbc.conftest import PG_OPTIONS, Database, prepared_gids, variables_file
 
 from .conftest import ChaosRecord
-from .test_exactly_once_chaos import MAX_TASK_FAILURES, _kill_workers
+from .runs import chaos_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -39,37 +39,11 @@ def _restart_postgres(db: Database, driver: Driver, record: ChaosRecord) -> None
 
 
 def _chaos_runs(workspace: Workspace, db: Database, record: ChaosRecord, rng: random.Random, job: Any, job_id: str) -> None:
-    """Run 1: worker kills and a PostgreSQL crash; then driver kills and reruns until done."""
+    """Worker kills, a PostgreSQL crash and a driver kill, then driver kills and reruns."""
     config = workspace.write_config(interval=500, tolerable_failure=10)
     variables = str(variables_file(db, workspace.root))
-    args = ("--variables", variables, "--conf", MAX_TASK_FAILURES)
-    with workspace.start(job, config, job_id, *args) as driver:
-        record.driver_runs += 1
-        assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
-        _kill_workers(driver, rng, record, kills=2, gap=(1.0, 2.5))
-        time.sleep(rng.uniform(0.5, 2.0))
-        if driver.poll() is None:
-            _restart_postgres(db, driver, record)
-        time.sleep(rng.uniform(1.0, 3.0))
-        if driver.poll() is None:
-            driver.kill()
-            record.kill_points.append(f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run 1)")
-        else:
-            record.notes.append(f"run 1 ended by itself with exit {driver.poll()}")
-    for run in range(2, 9):
-        with workspace.start(job, config, job_id, "--restore", "latest", *args) as driver:
-            record.driver_runs += 1
-            if run <= 4 and driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180):
-                time.sleep(rng.uniform(0.2, 3.0))
-                if driver.poll() is None:
-                    driver.kill()
-                    record.kill_points.append(f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run {run})")
-                    continue
-            result = driver.wait(600)
-            if result.returncode == 0:
-                return
-            record.notes.append(f"run {run} failed: {result.stderr.strip().splitlines()[-1][:200]}")
-    raise AssertionError(f"seed {record.seed}: the job did not finish in 8 runs")
+    chaos_runs(workspace, record, rng, job, config, job_id, "--variables", variables,
+               disrupt=lambda driver: _restart_postgres(db, driver, record))
 
 
 def test_postgres_table_to_parquet_under_kills(workspace: Workspace, db: Database,

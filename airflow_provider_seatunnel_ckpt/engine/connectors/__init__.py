@@ -27,6 +27,7 @@ transform  ``Filter``      :class:`.filter.FilterTransform`
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
+sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
 =========  ==============  =====================================================
 """
 
@@ -60,6 +61,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
+        "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
     },
 }
 _BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}

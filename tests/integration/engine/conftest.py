@@ -5,9 +5,10 @@
   files and to run ``seatunnel-ckpt run`` as a subprocess (see ``support.Workspace``);
 * ``standalone``: a Spark standalone master and one worker on 127.0.0.1 (started once,
   killed at the end of the session);
-* ``s3_server`` / ``webhdfs_server`` / ``oss_server``: the storage test servers, in this
-  process, reached by drivers and executors over loopback; ``*_plugin_config`` build
-  the seatunnel.yaml ``plugin-config`` a user would write for them.
+* ``s3_bucket`` (on the session's ``s3_server``, tests/conftest.py) / ``webhdfs_server`` /
+  ``oss_server``: the storage test servers, in this process, reached by drivers and
+  executors over loopback; ``*_plugin_config`` build the seatunnel.yaml ``plugin-config``
+  a user would write for them.
 """
 
 from __future__ import annotations
@@ -50,14 +51,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory, spark_env: dict[str, st
 
 
 # ---- storage servers --------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[Any]:
-    from tests.servers.s3 import S3Server
-
-    with S3Server(proxy=True) as server:
-        yield server
-
-
 @pytest.fixture
 def s3_bucket(s3_server: Any) -> Iterator[str]:
     """A fresh bucket; the fault proxy forwards everything again afterwards."""
