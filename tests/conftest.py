@@ -30,3 +30,13 @@ def s3_server() -> Iterator[Any]:
     with S3Server(proxy=True) as server:
         yield server
 
+
+@pytest.fixture(scope="session")
+def s3_process_server() -> Iterator[Any]:
+    """moto's S3 in its own process, no proxy: for clients that hold the GIL while they
+    wait (delta-rs), which an in-process server thread would wait for in turn."""
+    from tests.servers.s3 import S3Server
+
+    with S3Server(own_process=True) as server:
+        yield server
+

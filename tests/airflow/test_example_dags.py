@@ -24,6 +24,7 @@ EXAMPLES = {
     "example_fail_and_retry",
     "example_fail_and_recover",
     "example_postgres_to_lake",
+    "example_lakehouse",
 }
 _PART = re.compile(r"part-[0-9a-f]{8}-\d{5,}-\d+-(\d{10,})-\d+\.parquet$")
 
@@ -181,3 +182,38 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
         if path.is_file() and path.suffix not in (".zip", ".py"):
             places[f"file {path.relative_to(AIRFLOW_HOME)}"] = path.read_bytes().decode("utf-8", "replace")
     assert not [where for where, text in places.items() if secret in text]
+
+
+@pytest.mark.slow
+def test_lakehouse_example_is_recovered_into_one_iceberg_table(airflow_db, tmp_path, postgres_server, pg_database):
+    """Example (e): Postgres -> Iceberg; the first attempt fails mid-copy, the recovery
+    operator resumes it; every row once in the table, read with pyiceberg; one snapshot per
+    completed checkpoint, none of them twice."""
+    import json
+
+    from pyiceberg.catalog import load_catalog
+
+    rows = 200_000
+    postgres_server.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2))", database=pg_database)
+    postgres_server.execute(f"INSERT INTO orders SELECT g, g / 3.0 FROM generate_series(0, {rows - 1}) g",
+                            database=pg_database)
+    connection = {"conn_type": "postgres", "host": postgres_server.host, "port": postgres_server.port,
+                  "login": "postgres", "password": postgres_server.password, "schema": pg_database}
+    conf = {"workdir": str(tmp_path), "fail_after_rows": 80_000, "checkpoint_interval_ms": 200, "fetch_size": 5_000}
+    done = airflow_dags_test("example_lakehouse", conf, env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection)})
+    assert done.returncode == 0, output(done)
+    assert task_states("example_lakehouse") == {
+        "copy": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
+    job_id = xcom_values("example_lakehouse")[("copy", "job_id")]
+    first, second = local_storage(tmp_path).get_attempts(job_id)
+    assert first["outcome"] == "failed" and second["restored_from"] == first["last_checkpoint_id"]
+
+    catalog = load_catalog("lake", type="sql", uri=f"sqlite:///{tmp_path}/lake/catalog.db")
+    table = catalog.load_table("shop.orders")
+    ids = sorted(table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist())
+    assert ids == list(range(rows)), "not every row exactly once"
+    checkpoints = [s.summary["seatunnel.checkpoint-id"] for s in table.snapshots()
+                   if s.summary.get("seatunnel.job-id") == job_id]
+    assert len(checkpoints) == len(set(checkpoints)) >= 2
+    assert [str(f.transform) for f in table.spec().fields] == ["bucket[8]"]
+

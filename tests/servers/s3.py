@@ -27,8 +27,10 @@ import logging
 import random
 import socket
 import struct
+import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -283,19 +285,24 @@ class S3Server:
     secret_access_key = SECRET_ACCESS_KEY
     region = REGION
 
-    def __init__(self, proxy: bool = False):
+    def __init__(self, proxy: bool = False, own_process: bool = False):
         self._want_proxy = proxy
+        self._own_process = own_process
         self._moto: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.proxy: FaultProxy | None = None
         self.direct_url = ""
 
     def start(self) -> S3Server:
-        from moto.server import ThreadedMotoServer
+        if self._own_process:
+            host, port = self._start_process()
+        else:
+            from moto.server import ThreadedMotoServer
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._moto.start()
-        host, port = self._moto.get_host_and_port()
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+            self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._moto.start()
+            host, port = self._moto.get_host_and_port()
         self.direct_url = f"http://{host}:{port}"
         if self._want_proxy:
             self.proxy = FaultProxy(host, port).start()
@@ -308,6 +315,32 @@ class S3Server:
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=10)
+            self._process = None
+
+    def _start_process(self) -> tuple[str, int]:
+        """moto in a child process: for clients that hold the GIL while they wait for the
+        server (delta-rs's Rust calls), which would freeze a server thread in this process."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self._process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                return "127.0.0.1", port
+            if self._process.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("moto's server did not start")
 
     def __enter__(self) -> S3Server:
         return self.start()

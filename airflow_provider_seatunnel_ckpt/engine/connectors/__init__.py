@@ -19,6 +19,8 @@ kind       plugin_name     class
 source     ``Sequence``    :class:`.sequence.SequenceSource`
 source     ``File``        :class:`.file_source.FileSource`
 source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
+source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
+source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
 transform  ``Python``      :class:`.python_function.PythonTransform`
 transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
 transform  ``Select``      :class:`.select.SelectTransform`
@@ -28,6 +30,7 @@ sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
 sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
+sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
 =========  ==============  =====================================================
 """
 
@@ -49,6 +52,8 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
         "file": ("File", f"{_PKG}.file_source:FileSource"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
+        "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
+        "delta": ("Delta", f"{_PKG}.lakehouse.delta_source:DeltaSource"),
     },
     "transform": {
         "python": ("Python", f"{_PKG}.python_function:PythonTransform"),
@@ -62,6 +67,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
+        "delta": ("Delta", f"{_PKG}.lakehouse.delta_sink:DeltaSink"),
     },
 }
 _BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pytest
 
-from tests.integration.engine.conftest import s3_bucket, s3_options, spark_env, workspace  # noqa: F401 - fixtures re-exported
+from tests.integration.engine.conftest import s3_options, spark_env, workspace  # noqa: F401 - fixtures re-exported
 
 
 @dataclass
@@ -31,6 +31,9 @@ class Warehouse:
                 "iceberg.catalog.config": {"type": "sql", "uri": f"sqlite:///{self.catalog_db}", "warehouse": self.url},
                 **self.storage, **extra}
 
+    def delta(self, table: str = "t", **extra: Any) -> dict[str, Any]:
+        return {"plugin_name": "Delta", "path": f"{self.url}/delta/{table}", **self.storage, **extra}
+
 
 @pytest.fixture
 def local_warehouse(tmp_path: Path) -> Warehouse:
@@ -42,24 +45,23 @@ def warehouse(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wareho
     if request.param == "local":
         yield Warehouse("local", f"file://{tmp_path}/warehouse", tmp_path / "catalog.db", {})
         return
-    server = request.getfixturevalue("s3_server")
+    server = request.getfixturevalue("s3_process_server")
     bucket = server.create_bucket(f"lake-{uuid.uuid4().hex[:12]}")
-    server.proxy.reset()
     yield Warehouse("s3", f"s3://{bucket}/warehouse", tmp_path / "catalog.db", s3_options(server))
-    server.proxy.reset()
 
 
 def ids_batch(start: int, stop: int) -> pa.RecordBatch:
     return pa.record_batch([pa.array(range(start, stop), pa.int64())], names=["id"])
 
 
-def duckdb_iceberg(metadata_location: str, storage: dict[str, str]) -> Any:
-    """A DuckDB connection with the iceberg extension (from its wheel: no download) and,
-    for S3, a secret for the test server; ``SELECT ... FROM iceberg_scan(...)`` reads."""
+def duckdb_lake(storage: dict[str, str]) -> Any:
+    """A DuckDB connection with the iceberg and delta extensions (from their wheels: no
+    download) and, for S3, a secret for the test server; ``iceberg_scan(metadata file)``
+    and ``delta_scan(table URL)`` read."""
     import duckdb
 
     connection = duckdb.connect()
-    for name in ("avro", "iceberg", "httpfs"):
+    for name in ("avro", "iceberg", "delta", "httpfs"):
         module = importlib.import_module(f"duckdb_extension_{name}")
         path = glob.glob(os.path.join(os.path.dirname(module.__file__), "extensions", "*", f"{name}.duckdb_extension"))
         connection.execute(f"LOAD '{path[0]}'")

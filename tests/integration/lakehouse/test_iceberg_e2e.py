@@ -66,9 +66,8 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
         assert time.monotonic() - started < 60
 
     # a table whose id column is a string: the job's int64 ids do not fit, and no file is written
-    from pyiceberg.catalog import load_catalog
-
     import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
 
     options = local_warehouse.iceberg(table="strings")
     catalog = load_catalog("test", **options["iceberg.catalog.config"])
@@ -79,5 +78,5 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and "sink[0].table: column 'id' is int64 in the job's output but string in Iceberg table " \
         "ns.strings" in lines[0], result.explain()
-    data = load_sink(options).location(table)
+    data = load_sink(options).location_of(table)
     assert not data.fs.exists(f"{data.root}/data") or not list(data.fs.walk_files(f"{data.root}/data"))

@@ -3,6 +3,7 @@ translation for pyiceberg and delta-rs, table locations, commit infos."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
@@ -13,6 +14,8 @@ from ....storage.urls import filesystem_for_url, is_storage_option
 from ..api import JsonValue
 from ..options import Options
 from .datafiles import DataFile
+
+log = logging.getLogger(__name__)
 
 SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
 DATA_SAVE_MODES = ("append_data",)
@@ -132,3 +135,17 @@ def check_mapping(options: Mapping[str, Any], key: str, example: str) -> dict[st
     if not isinstance(value, Mapping):
         raise ConfigError(key, f"expected a mapping, e.g. {example}; got {value!r}")
     return {str(k): str(v) for k, v in value.items()}
+
+
+def delete_quietly(fs: FileSystem, path: str, plugin: str) -> None:
+    """Delete a data file; a failure is logged (``cleanup`` finds the file again later)."""
+    try:
+        fs.delete(path)
+    except Exception as err:
+        log.warning("%s sink: could not delete %s: %s", plugin, fs.describe(path), err)
+
+
+def reason(err: BaseException) -> str:
+    """One line for a library's exception: its type and first line."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return f"{type(err).__name__}: {text}"[:300]

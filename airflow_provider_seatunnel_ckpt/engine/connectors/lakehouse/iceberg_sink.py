@@ -48,17 +48,37 @@ import re
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from ....errors import ConfigError, ConnectorError
 from ....storage.urls import is_storage_option
-from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
+from ..api import JsonValue, Sink, SinkCommitter
 from ..formats import STORAGE_HINT
-from ..options import Options, option_key
-from .common import TableLocation, check_mapping, collect, data_file_infos, parse_modes, s3_properties, storage_of
+from ..options import Options
+from .common import (
+    TableLocation,
+    check_mapping,
+    collect,
+    delete_quietly,
+    parse_modes,
+)
+from .datafiles import (
+    DEFAULT_MAX_FILE_BYTES,
+    PARQUET_CODECS,
+    DataFileWriter,
+    file_prefix,
+    job_tag,
+    split_by,
+)
+from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess
 from .iceberg_files import data_file, partition_representation, statistics_of
-from .datafiles import DEFAULT_MAX_FILE_BYTES, PARQUET_CODECS, DataFileWriter, file_prefix, job_tag, split_by
-from .schema import check_compatible, conform, storable_schema
+from .schema import storable_schema
+from .table_writer import TableWriter
 
 log = logging.getLogger(__name__)
 
@@ -92,27 +112,18 @@ def parse_partition_field(text: str, key: str = "partition_by") -> tuple[str, st
     return column, name
 
 
-class IcebergSink(Sink):
+class IcebergSink(IcebergTableAccess, Sink):
     plugin_name = "Iceberg"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         opts = Options(
             self.plugin_name, options,
-            known={"catalog_name", "namespace", "table", "iceberg.catalog.config", "schema_save_mode", "data_save_mode",
-                   "partition_by", "iceberg.table.partition-keys", "iceberg.table.write-props",
-                   "iceberg.table.commit-branch", "max_file_bytes", "case_sensitive"},
+            known=TABLE_OPTIONS | {"schema_save_mode", "data_save_mode", "partition_by", "iceberg.table.partition-keys",
+                                   "iceberg.table.write-props", "iceberg.table.commit-branch", "max_file_bytes"},
             extra=is_storage_option, extra_hint=STORAGE_HINT,
         )
-        self.catalog_name: str = opts.str("catalog_name", "default")
-        self.namespace: str = opts.str("namespace")
-        self.table_name: str = opts.str("table")
-        self.identifier = f"{self.namespace}.{self.table_name}"
-        config = options.get("iceberg.catalog.config")
-        if not isinstance(config, Mapping) or not config:
-            raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
-                                                        "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
-        self.catalog_config = {str(k): str(v) for k, v in config.items()}
+        self.read_table_options(opts, options)
         self.create_missing, _ = parse_modes(opts)
         fields = options.get("partition_by")
         keys = options.get("iceberg.table.partition-keys")
@@ -133,42 +144,15 @@ class IcebergSink(Sink):
         self.compression = codec
         self.branch: str = opts.str("iceberg.table.commit-branch", "main")
         self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
-        self.storage_options = storage_of(options)
-        self._catalog: Any = None
 
-    # ---- catalog and table ----------------------------------------------------------------
-    def describe(self) -> str:
-        return f"Iceberg table {self.identifier} in catalog {self.catalog_name!r}"
-
-    def catalog(self) -> Any:
-        if self._catalog is None:
-            from pyiceberg.catalog import load_catalog
-
-            properties = {**s3_properties(self.storage_options), **self.catalog_config}
-            try:
-                self._catalog = load_catalog(self.catalog_name, **properties)
-            except ValueError as err:  # an unknown type, a malformed property
-                raise ConfigError("iceberg.catalog.config", f"catalog {self.catalog_name!r}: {err}") from None
-            except Exception as err:
-                raise ConnectorError(f"cannot open catalog {self.catalog_name!r}: {_reason(err)}") from None
-        return self._catalog
-
-    def load_table(self) -> Any | None:
-        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
-        try:
-            return self.catalog().load_table(self.identifier)
-        except (NoSuchTableError, NoSuchNamespaceError):
-            return None
-        except ConfigError:
-            raise
-        except Exception as err:
-            raise ConnectorError(f"cannot load {self.describe()}: {_reason(err)}") from None
-
+    # ---- table ------------------------------------------------------------------------------
     def create_table(self, schema: pa.Schema) -> Any:
         """Create the table (and namespace) from ``schema``; another subtask creating it
         at the same time is fine: the one that loses loads the winner's table."""
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+        from pyiceberg.exceptions import (
+            NamespaceAlreadyExistsError,
+            TableAlreadyExistsError,
+        )
 
         catalog = self.catalog()
         try:
@@ -206,10 +190,7 @@ class IcebergSink(Sink):
                 shown = ", ".join(f"{t}({c})" for c, t in have) or "nothing"
                 raise ConfigError("partition_by", f"{self.describe()} exists and is partitioned by {shown}; "
                                                   "partition_by only applies to a table the sink creates")
-        self.location(table)
-
-    def location(self, table: Any) -> TableLocation:
-        return TableLocation.of(table.location(), self.storage_options, key="iceberg.catalog.config.warehouse")
+        self.location_of(table)
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> "IcebergWriter":
         return IcebergWriter(self, job_id, subtask, attempt)
@@ -218,28 +199,19 @@ class IcebergSink(Sink):
         return IcebergCommitter(self, job_id)
 
 
-class IcebergWriter(SinkWriter):
-    def __init__(self, sink: IcebergSink, job_id: str, subtask: int, attempt: int):
-        self.sink = sink
-        self.job_id = job_id
-        self.subtask = subtask
-        self.attempt = attempt
-        self._files: DataFileWriter | None = None
-        self._target: pa.Schema | None = None
-        self._location: TableLocation | None = None
+class IcebergWriter(TableWriter):
+    plugin = "Iceberg"
+    table_option = "table"
 
-    def _open(self, schema: pa.Schema) -> DataFileWriter:
+    def table_schema(self, table: Any) -> pa.Schema:
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-        table = self.sink.load_table()
-        if table is None:
-            if not self.sink.create_missing:
-                raise ConfigError(option_key(self.sink, "table"), f"{self.sink.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
-            table = self.sink.create_table(schema)
+        return schema_to_pyarrow(table.schema(), include_field_ids=False)
+
+    def files_for(self, table: Any, location: TableLocation) -> DataFileWriter:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
         iceberg_schema = table.schema()
-        target = schema_to_pyarrow(iceberg_schema, include_field_ids=False)
-        check_compatible(schema, target, self.sink.describe(), key=option_key(self.sink, "table"))
-        self._location = location = self.sink.location(table)
         fields = [(iceberg_schema.find_column_name(f.source_id), iceberg_schema.find_type(f.source_id), f)
                   for f in table.spec().fields]
 
@@ -250,7 +222,6 @@ class IcebergWriter(SinkWriter):
 
         spec_id = table.spec().spec_id
         describe = statistics_of(table.metadata)
-        self._target = target
         return DataFileWriter(
             location.fs, f"{location.root}/data", self.job_id, self.subtask, self.attempt,
             # field ids in the files: readers map columns by id, as for files Iceberg writers make
@@ -259,24 +230,6 @@ class IcebergWriter(SinkWriter):
             describe=lambda metadata: {**describe(metadata), "spec_id": spec_id},
             compression=self.sink.compression, max_file_bytes=self.sink.max_file_bytes,
         )
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if self._files is None:
-            self._files = self._open(batch.schema)
-        assert self._target is not None
-        self._files.write(conform(batch, self._target))
-
-    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
-        if self._files is None:
-            return None
-        assert self._location is not None
-        return data_file_infos(checkpoint_id, self._files.flush(), self._location)
-
-    def close(self) -> None:
-        if self._files is not None:
-            for path in self._files.abort():  # written, never handed to a checkpoint
-                _delete_quietly(self._files.fs, path)
-            self._files = None
 
 
 class IcebergCommitter(SinkCommitter):
@@ -333,7 +286,7 @@ class IcebergCommitter(SinkCommitter):
         table = self.sink.load_table()
         if table is None:
             return
-        location = self.sink.location(table)
+        location = self.sink.location_of(table)
         kept = {f.path for f, _ in collect(keep, "Iceberg")[1]}
         referenced = set()
         if table.current_snapshot() is not None:  # every snapshot's files: time travel keeps working
@@ -344,7 +297,7 @@ class IcebergCommitter(SinkCommitter):
             return
         for info in location.fs.walk_files(data_dir):
             if info.name.startswith(prefix) and info.path not in kept and info.path not in referenced:
-                _delete_quietly(location.fs, info.path)
+                delete_quietly(location.fs, info.path, "Iceberg")
 
     def rollback(self, after_checkpoint_id: int) -> None:
         table = self.sink.load_table()
@@ -381,15 +334,3 @@ class IcebergCommitter(SinkCommitter):
 def _partition_name(column: str, transform: str) -> str:
     base = transform.split("[")[0]
     return column if base == "identity" else f"{column}_{base}"
-
-
-def _delete_quietly(fs: Any, path: str) -> None:
-    try:
-        fs.delete(path)
-    except Exception as err:  # cleanup() finds it later
-        log.warning("Iceberg sink: could not delete %s: %s", fs.describe(path), err)
-
-
-def _reason(err: BaseException) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return f"{type(err).__name__}: {text}"[:300]

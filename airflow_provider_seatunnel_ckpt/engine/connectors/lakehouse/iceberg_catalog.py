@@ -1,0 +1,74 @@
+"""Reaching an Iceberg table through pyiceberg: the options the Iceberg source and sink
+share (SeaTunnel's ``catalog_name``, ``namespace``, ``table``, ``iceberg.catalog.config``
+and the warehouse's storage options), with one-line errors."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from ....errors import ConfigError, ConnectorError
+from ..options import Options
+from .common import TableLocation, reason, s3_properties, storage_of
+
+#: options of every Iceberg connector
+TABLE_OPTIONS = frozenset({"catalog_name", "namespace", "table", "iceberg.catalog.config", "case_sensitive"})
+
+
+class IcebergTableAccess:
+    """Mixed into the Iceberg source and sink: the catalog, the table, its location."""
+
+    def read_table_options(self, opts: Options, options: Mapping[str, Any]) -> None:
+        self.catalog_name: str = opts.str("catalog_name", "default")
+        self.namespace: str = opts.str("namespace")
+        self.table_name: str = opts.str("table")
+        self.identifier = f"{self.namespace}.{self.table_name}"
+        config = options.get("iceberg.catalog.config")
+        if not isinstance(config, Mapping) or not config:
+            raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
+                                                        "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
+        self.catalog_config = {str(k): str(v) for k, v in config.items()}
+        self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
+        self.storage_options = storage_of(options)
+        self._catalog: Any = None
+
+    def describe(self) -> str:
+        return f"Iceberg table {self.identifier} in catalog {self.catalog_name!r}"
+
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from pyiceberg.catalog import load_catalog
+
+            properties = {**s3_properties(self.storage_options), **self.catalog_config}
+            _make_sqlite_directory(properties)
+            try:
+                self._catalog = load_catalog(self.catalog_name, **properties)
+            except ValueError as err:  # an unknown type, a malformed property
+                raise ConfigError("iceberg.catalog.config", f"catalog {self.catalog_name!r}: {err}") from None
+            except Exception as err:
+                raise ConnectorError(f"cannot open catalog {self.catalog_name!r}: {reason(err)}") from None
+        return self._catalog
+
+    def load_table(self) -> Any | None:
+        """The table, or None when it (or its namespace) does not exist."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        try:
+            return self.catalog().load_table(self.identifier)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+        except ConfigError:
+            raise
+        except Exception as err:
+            raise ConnectorError(f"cannot load {self.describe()}: {reason(err)}") from None
+
+    def location_of(self, table: Any) -> TableLocation:
+        return TableLocation.of(table.location(), self.storage_options, key="iceberg.catalog.config.warehouse")
+
+
+def _make_sqlite_directory(properties: Mapping[str, str]) -> None:
+    """A SQL catalog in a sqlite file: make the file's directory (sqlite makes the file)."""
+    uri = properties.get("uri", "")
+    if properties.get("type", "").lower() == "sql" and uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
+        os.makedirs(os.path.dirname(uri[len("sqlite:///"):]) or ".", exist_ok=True)
+
