@@ -43,11 +43,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from functools import partial
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import emit, machine_info, progress, summary  # noqa: E402
+from bench.engine_runs import (  # noqa: E402
+    INTERVAL_MS,
+    MASTER,
+    PARALLELISM,
+    described,
+    job_env,
+    paired,
+    ratio_figures,
+    run_abba,
+    run_engine,
+    spark_session,
+)
 from bench.workloads import (  # noqa: E402
     TRANSFORM_FUNCTION,
     make_importable_on_executors,
@@ -57,10 +70,7 @@ from bench.workloads import (  # noqa: E402
 )
 
 NAME = "jdbc"
-MASTER = "local[2]"
-PARALLELISM = 2
 SPLITS = 4
-INTERVAL_MS = 1000
 FETCH_SIZE = 100_000
 JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 SOURCE_TABLE = "public.bench_source"
@@ -101,46 +111,15 @@ def fill_source(db: Database, rows: int) -> None:
     db.execute(f"VACUUM ANALYZE {SOURCE_TABLE}")
 
 
-# ---- the engine ---------------------------------------------------------------------------
-def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
-    """Run one engine job in ``spark``; seconds of the whole ``JobRun.run`` and its checkpoints."""
-    from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
-    from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
-
-    job = load_job(job_doc)
-    config = load_config(
-        {"checkpoint": {"storage": {"type": "hdfs", "max-retained": 3,
-                                    "plugin-config": {"storage.type": "local", "namespace": f"{workdir}/ckpt-{tag}/"}}}},
-        job_env=job.env,
-    )
-    lines: list[str] = []
-    job_run = JobRun(RunRequest(job=job, config=config, job_id=f"bench-{tag}", master=MASTER), progress=lines.append)
-    gc.collect()
-    started = time.perf_counter()
-    outcome = job_run.run(spark)
-    seconds = time.perf_counter() - started
-    if not outcome.finished:
-        raise RuntimeError(f"{tag}: job failed: {outcome.error}\n" + "\n".join(lines[-5:]))
-    return {"seconds": round(seconds, 4),
-            "checkpoints_completed": len(outcome.completed),
-            "periodic_checkpoints": sum(1 for c in outcome.completed if c.kind == "checkpoint")}
-
-
-def _env(name: str) -> dict[str, Any]:
-    return {"job.name": name, "parallelism": PARALLELISM, "checkpoint.interval": INTERVAL_MS,
-            "checkpoint.timeout": 120_000}
-
-
 def _connection(db: Database) -> dict[str, Any]:
     return {"url": db.jdbc_url, "user": "postgres", "password": db.server.password}
 
 
 # ---- read ---------------------------------------------------------------------------------
-def read_ours(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+def read_ours(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     output = workdir / tag
     job = {
-        "env": _env(f"bench-{tag}"),
+        "env": job_env(f"bench-{tag}"),
         "source": [{"plugin_name": "Jdbc", **_connection(db), "table": SOURCE_TABLE, "partition_column": "id",
                     "partition_num": SPLITS, "fetch_size": FETCH_SIZE}],
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
@@ -151,7 +130,7 @@ def read_ours(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> d
     return result
 
 
-def read_spark(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+def read_spark(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     output = workdir / tag
     gc.collect()
     started = time.perf_counter()
@@ -181,10 +160,10 @@ def _finish_write(db: Database, table: str, rows: int, seconds: float, **extra: 
     return {"seconds": round(seconds, 4), **extra}
 
 
-def write_ours(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+def write_ours(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     table = _target(db, tag)
     job = {
-        "env": _env(f"bench-{tag}"),
+        "env": job_env(f"bench-{tag}"),
         "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": 0}],
         "transform": [{"plugin_name": "Python", "function": TRANSFORM_FUNCTION}],
         "sink": [{"plugin_name": "Jdbc", **_connection(db), "table": table, "is_exactly_once": True}],
@@ -193,7 +172,7 @@ def write_ours(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> 
     return _finish_write(db, table, rows, result.pop("seconds"), **result)
 
 
-def write_copy(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+def write_copy(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     """The limit: the same batches, one psycopg ``COPY`` fed CSV that pyarrow encodes."""
     import psycopg
     import pyarrow.csv as pacsv
@@ -211,7 +190,7 @@ def write_copy(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> 
     return _finish_write(db, table, rows, seconds)
 
 
-def write_adbc(spark: Any, db: Database, rows: int, workdir: Path, tag: str) -> dict[str, Any]:
+def write_adbc(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     """Reference: the same batches through ADBC's bulk ingest (binary COPY), one connection."""
     import adbc_driver_postgresql.dbapi as adbc
     import pyarrow as pa
@@ -235,32 +214,8 @@ def _chain(first: Any, rest: Any) -> Any:
 
 
 # ---- the benchmark ------------------------------------------------------------------------
-Runner = Callable[[Any, Database, int, Path, str], dict[str, Any]]
-READ: dict[str, Runner] = {"ours": read_ours, "spark": read_spark}
-WRITE: dict[str, Runner] = {"ours": write_ours, "copy": write_copy, "adbc": write_adbc}
-
-
-def run_abba(spark: Any, db: Database, variants: dict[str, Runner], rows: int, repeat: int, workdir: Path,
-             label: str) -> dict[str, list[dict[str, Any]]]:
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
-    names = list(variants)
-    for rep in range(repeat):
-        order = names if rep % 2 == 0 else names[::-1]
-        for name in order:
-            tag = f"{label}_{name}_{rep}"
-            result = variants[name](spark, db, rows, workdir, tag)
-            result["rows_per_s"] = round(rows / result["seconds"], 1)
-            results[name].append(result)
-            _log(f"{label} {name} rep {rep}: {result['seconds']:.2f} s, {result['rows_per_s']:,.0f} rows/s")
-    return results
-
-
-def paired(results: dict[str, list[dict[str, Any]]], numerator: str, denominator: str) -> list[float]:
-    return [round(a["rows_per_s"] / b["rows_per_s"], 4) for a, b in zip(results[numerator], results[denominator])]
-
-
-def _described(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    return {name: {"rows_per_s": summary(r["rows_per_s"] for r in runs), "runs": runs} for name, runs in results.items()}
+READ = {"ours": read_ours, "spark": read_spark}
+WRITE = {"ours": write_ours, "copy": write_copy, "adbc": write_adbc}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,8 +233,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{JDBC_JAR} is missing: the Spark JDBC baseline needs Debian's libpostgresql-jdbc-java "
                      "(scripts/bench installs it)")
 
-    from pyspark.sql import SparkSession
-
     from tests.servers.postgres import PostgresServer
 
     make_importable_on_executors()
@@ -290,26 +243,24 @@ def main(argv: list[str] | None = None) -> int:
         version = db.execute("SHOW server_version")[0][0]
         _log(f"PostgreSQL {version} on port {server.port}; filling {rows:,} rows")
         fill_source(db, rows)
-        spark = (SparkSession.builder.master(MASTER).appName("bench-jdbc").config("spark.jars", str(JDBC_JAR))
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session("bench-jdbc", jars=[str(JDBC_JAR)])
         try:
             _log("warm-up: one run of each variant, not counted (JVM, JDBC driver, Python workers)")
-            run_abba(spark, db, READ, rows, 1, workdir, "warm_read")
-            run_abba(spark, db, WRITE, max(rows // 10, 1000), 1, workdir, "warm_write")
-            read = run_abba(spark, db, READ, rows, repeat, workdir, "read")
-            write = run_abba(spark, db, WRITE, write_rows, repeat, workdir, "write")
+            read_variants = {name: partial(fn, spark, db, workdir) for name, fn in READ.items()}
+            write_variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE.items()}
+            run_abba(NAME, read_variants, rows, 1, "warm_read")
+            run_abba(NAME, write_variants, max(rows // 10, 1000), 1, "warm_write")
+            read = run_abba(NAME, read_variants, rows, repeat, "read")
+            write = run_abba(NAME, write_variants, write_rows, repeat, "write")
         finally:
             spark.stop()
             shutil.rmtree(workdir, ignore_errors=True)
     read_ratios = paired(read, "ours", "spark")
     copy_ratios = paired(write, "ours", "copy")
     adbc_ratios = paired(write, "ours", "adbc")
-    ratios = {"jdbc_read_ratio_vs_spark_jdbc": summary(read_ratios), "jdbc_sink_ratio_vs_copy_limit": summary(copy_ratios),
-              "jdbc_sink_ratio_vs_adbc_ingest": summary(adbc_ratios)}
-    figures: dict[str, float] = {}
-    for key, value in ratios.items():
-        figures.update({key: value["median"], f"{key}_min": value["min"], f"{key}_max": value["max"]})
+    ratios, figures = ratio_figures({"jdbc_read_ratio_vs_spark_jdbc": read_ratios,
+                                     "jdbc_sink_ratio_vs_copy_limit": copy_ratios,
+                                     "jdbc_sink_ratio_vs_adbc_ingest": adbc_ratios})
     figures["jdbc_read_rows_per_s"] = summary(r["rows_per_s"] for r in read["ours"])["median"]
     figures["jdbc_sink_rows_per_s"] = summary(r["rows_per_s"] for r in write["ours"])["median"]
     goals = {"jdbc_read_ratio_vs_spark_jdbc": READ_GOAL, "jdbc_sink_ratio_vs_copy_limit": WRITE_GOAL}
@@ -345,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             "committed by the driver after the checkpoint is durable) with one plain COPY that nothing can "
             "resume; `jdbc_sink_ratio_vs_adbc_ingest` compares with the fastest plain Arrow path we know.",
         ],
-        "read": _described(read),
-        "write": _described(write),
+        "read": described(read),
+        "write": described(write),
     }
     emit(result, NAME, args.out)
     return 0

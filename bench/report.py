@@ -26,6 +26,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("streaming_compare_bench.py", "streaming_compare", "Versus Spark Structured Streaming"),
     ("recovery_bench.py", "recovery", "Recovery times"),
     ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
+    ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -55,6 +56,16 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "jdbc_sink_ratio_vs_copy_limit": (
         "jdbc", "rows/s writing into PostgreSQL, ours exactly-once / one plain psycopg COPY of the same Arrow data",
                 "higher"),
+    "iceberg_sink_ratio_vs_pyiceberg_append": (
+        "lakehouse", "rows/s into an Iceberg table, ours (1 s checkpoints, one snapshot each) / pyiceberg's append "
+                     "of the same batches once a second in one process", "higher"),
+    "delta_sink_ratio_vs_write_deltalake": (
+        "lakehouse", "rows/s into a Delta table, ours (1 s checkpoints, one version each) / write_deltalake of the "
+                     "same batches once a second in one process", "higher"),
+    "iceberg_commit_latency_ms_p50_s3": (
+        "lakehouse", "driver-side commit of one checkpoint's files as an Iceberg snapshot, moto S3: p50 ms", "lower"),
+    "delta_commit_latency_ms_p50_s3": (
+        "lakehouse", "driver-side commit of one checkpoint's files as a Delta version, moto S3: p50 ms", "lower"),
 }
 REQUIRED_TOP = ("machine", "date")
 

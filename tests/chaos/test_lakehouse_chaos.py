@@ -65,33 +65,35 @@ def _completed_in(logs: list[str]) -> set[int]:
     return {int(m) for text in logs for m in re.findall(r"checkpoint (\d+) \((?:checkpoint|final)\) completed", text)}
 
 
-def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Workspace,
-                                                                   local_warehouse: Warehouse) -> None:  # noqa: F811
-    """SIGKILL the driver the moment a snapshot of the job appears in the table (before its
+@pytest.mark.parametrize("table_format", ["iceberg", "delta"])
+def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Workspace, local_warehouse: Warehouse,  # noqa: F811
+                                                                   table_format: str) -> None:
+    """SIGKILL the driver the moment a commit of the job appears in the table (before its
     next checkpoint can complete): the restored run replays that checkpoint's commit, finds
     it in the table and skips it."""
     from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+
     rows = 200_000
-    options = local_warehouse.iceberg(table="replay")
+    adapter = FORMATS[table_format]
+    options = adapter.options(local_warehouse, table="replay")
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 20_000}, options)
     config = workspace.write_config(interval=2000, max_retained=100)
     sink = load_sink(options)
+
+    def commits() -> list[str]:
+        return adapter.commits(sink, "replay") if sink.load_table() is not None else []
+
     with workspace.start(job, config, "replay") as driver:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and driver.poll() is None:
-            table = sink.load_table()
-            if table is not None and table.current_snapshot() is not None:
-                driver.kill()
-                break
+        while time.monotonic() < deadline and driver.poll() is None and not commits():
             time.sleep(0.01)
-        committed = sink.load_table().current_snapshot().summary["seatunnel.checkpoint-id"]
+        driver.kill()
+        committed = commits()[-1]
     result = workspace.run(job, config, "replay", "--restore", "latest")
     assert result.returncode == 0, result.explain()
     assert f"checkpoint {committed} of job replay is already in" in result.stderr, result.explain()
-    table = sink.load_table()
-    ids = table.scan().to_arrow().column("id")
-    assert tally(ids.combine_chunks(), rows).exactly_once
-    checkpoints = [s.summary["seatunnel.checkpoint-id"] for s in table.snapshots()]
+    assert tally(pa.array(adapter.ids(sink), pa.int64()), rows).exactly_once
+    checkpoints = commits()
     assert len(checkpoints) == len(set(checkpoints)) and committed in checkpoints
 
 

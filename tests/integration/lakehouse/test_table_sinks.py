@@ -46,6 +46,23 @@ def test_one_commit_per_checkpoint_and_replays_are_skipped(table_format: Any, wa
     assert committer.pending()[0]["last_committed_checkpoint"] == 3
 
 
+def test_infos_resent_with_a_later_checkpoint_are_not_committed_twice(table_format: Any, warehouse: Warehouse) -> None:
+    """A subtask re-sends what it prepared until it hears of the commit, so checkpoint 4's
+    infos may repeat checkpoint 3's: those files are in the table already."""
+    sink = new_sink(table_format, warehouse)
+    writer = sink.create_writer("job-s", 0, 0)
+    committer = sink.create_committer("job-s")
+    writer.write(ids_batch(0, 100))
+    third = writer.prepare_commit(3)
+    committer.commit([third])
+    writer.write(ids_batch(100, 200))
+    fourth = writer.prepare_commit(4)
+    committer.commit([third, fourth])
+    committer.commit([third, fourth])  # and the restore replays it
+    assert table_format.ids(sink) == list(range(200))
+    assert table_format.commits(sink, "job-s") == ["3", "4"]
+
+
 def test_a_concurrent_writer_is_not_lost(table_format: Any, local_warehouse: Warehouse) -> None:
     sink = new_sink(table_format, local_warehouse)
     writer = sink.create_writer("job-c", 0, 0)
@@ -122,3 +139,29 @@ def test_restore_older_is_refused_and_discard_restarts(table_format: Any, wareho
     assert table_format.ids(sink) == [*range(10, 30), *range(100, 110)]
     assert committer.pending()[0]["last_committed_checkpoint"] == 1
     committer.rollback(1)
+
+
+def test_every_subtask_may_create_the_table_at_once(table_format: Any, local_warehouse: Warehouse) -> None:
+    """Both subtasks' first batches arrive together and both try to create the table: one
+    wins, the other loads its table; nothing is lost."""
+    for attempt in range(5):
+        sink = new_sink(table_format, local_warehouse, table=f"race{attempt}")
+        writers = [sink.create_writer("job-race", subtask, 0) for subtask in range(4)]
+        start = threading.Barrier(len(writers))
+        errors: list[BaseException] = []
+
+        def first_batch(subtask: int) -> None:
+            start.wait()
+            try:
+                writers[subtask].write(ids_batch(subtask * 100, subtask * 100 + 100))
+            except BaseException as err:  # reported below
+                errors.append(err)
+
+        threads = [threading.Thread(target=first_batch, args=(i,)) for i in range(len(writers))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        sink.create_committer("job-race").commit([w.prepare_commit(1) for w in writers])
+        assert table_format.ids(sink) == list(range(400))

@@ -115,19 +115,38 @@ def data_file_infos(checkpoint_id: int, files: list[DataFile], location: TableLo
             "files": [f.to_json() | {"url": location.to_url(f.path)} for f in files]}
 
 
-def collect(commit_infos: Iterable[JsonValue], plugin: str) -> tuple[int, list[tuple[DataFile, str]]]:
-    """The highest checkpoint and every ``(data file, url)`` in ``commit_infos``."""
-    checkpoint = 0
-    files: list[tuple[DataFile, str]] = []
+@dataclass(frozen=True)
+class CommitFile:
+    """A data file named by a commit info, with the checkpoint whose epoch wrote it."""
+
+    checkpoint: int
+    file: DataFile
+    url: str
+
+
+def collect(commit_infos: Iterable[JsonValue], plugin: str) -> list[CommitFile]:
+    """Every data file the commit infos name, with its checkpoint."""
+    files: list[CommitFile] = []
     for info in commit_infos:
         if info is None:
             continue
         if not isinstance(info, Mapping) or not isinstance(info.get("checkpoint"), int):
             raise ValueError(f"{plugin} sink: malformed commit info {info!r}")
-        checkpoint = max(checkpoint, info["checkpoint"])
         for doc in info.get("files") or ():
-            files.append((DataFile.from_json(doc), str(doc.get("url") or "")))
-    return checkpoint, files
+            files.append(CommitFile(info["checkpoint"], DataFile.from_json(doc), str(doc.get("url") or "")))
+    return files
+
+
+def not_yet_committed(files: list[CommitFile], done: int | None) -> tuple[int, list[CommitFile]]:
+    """The files of checkpoints after ``done`` (the newest checkpoint the table holds) and
+    the newest of those checkpoints (0 when none is left).
+
+    The infos of one commit may span several checkpoints: a subtask re-sends what it
+    prepared until it hears that the commit happened, so a checkpoint's infos can repeat
+    epochs an earlier commit already put in the table. Those are skipped file by file:
+    everything a subtask prepared up to a committed checkpoint was in that commit."""
+    left = [f for f in files if done is None or f.checkpoint > done]
+    return max((f.checkpoint for f in left), default=0), left
 
 
 def check_mapping(options: Mapping[str, Any], key: str, example: str) -> dict[str, str]:

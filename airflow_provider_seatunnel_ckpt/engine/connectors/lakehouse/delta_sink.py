@@ -40,6 +40,7 @@ from .common import (
     TableLocation,
     collect,
     delete_quietly,
+    not_yet_committed,
     object_store_options,
     parse_modes,
     reason,
@@ -107,7 +108,7 @@ class DeltaSink(Sink):
             raise ConfigError(option_key(self, "partition_by"), f"{', '.join(missing)} not in the job's output "
                                                                 f"(columns: {', '.join(schema.names)})")
         try:
-            DeltaTable.create(self.uri, storable_schema(schema), mode="ignore", partition_by=self.partition_by or None,
+            DeltaTable.create(self.uri, storable_schema(schema, fixed_binary=False), mode="ignore", partition_by=self.partition_by or None,
                               storage_options=self.delta_options)
         except Exception as err:
             if self.load_table() is None:  # not a lost race: a real failure
@@ -175,7 +176,7 @@ class DeltaCommitter(SinkCommitter):
         return version or None  # 0 = reset by discard_job
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        checkpoint, files = collect(commit_infos, "Delta")
+        files = collect(commit_infos, "Delta")
         if not files:
             return
         from deltalake import CommitProperties, Transaction
@@ -183,17 +184,18 @@ class DeltaCommitter(SinkCommitter):
 
         table = self._table()
         done = self.last_committed(table)
-        if done is not None and checkpoint <= done:
+        checkpoint, files = not_yet_committed(files, done)
+        if not files:
             log.info("Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
-                     checkpoint, self.job_id, self.sink.describe(), done)
+                     max(f.checkpoint for f in collect(commit_infos, "Delta")), self.job_id, self.sink.describe(), done)
             return
         now_ms = int(time.time() * 1000)
         root = self.sink.location.root
         actions = [
-            AddAction(path=quote(file.path[len(root) + 1:], safe="/="), size=file.size,
-                      partition_values={k: v for k, v in file.partition.items()}, modification_time=now_ms,
-                      data_change=True, stats=json.dumps({"numRecords": file.rows}))
-            for file, _ in files
+            AddAction(path=quote(entry.file.path[len(root) + 1:], safe="/="), size=entry.file.size,
+                      partition_values=dict(entry.file.partition), modification_time=now_ms,
+                      data_change=True, stats=json.dumps({"numRecords": entry.file.rows}))
+            for entry in files
         ]
         properties = CommitProperties(
             app_transactions=[Transaction(self.app_id, checkpoint)], max_commit_retries=COMMIT_RETRIES,
@@ -202,14 +204,14 @@ class DeltaCommitter(SinkCommitter):
                                        partition_by=list(table.metadata().partition_columns) or None,
                                        commit_properties=properties)
         log.info("Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                 self.job_id, self.sink.describe(), len(files), sum(f.rows for f, _ in files))
+                 self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()
         location = self.sink.location
         if table is None or not location.fs.exists(location.root):
             return
-        kept = {f.path for f, _ in collect(keep, "Delta")[1]}
+        kept = {f.file.path for f in collect(keep, "Delta")}
         referenced = {location.to_path(uri) for uri in table.file_uris()}
         prefix = file_prefix(self.job_id)
         for info in location.fs.walk_files(location.root):

@@ -5,11 +5,21 @@ and the warehouse's storage options), with one-line errors."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Mapping
+
+from tenacity import (
+    Retrying,
+    retry_if_not_exception_type,
+    stop_after_attempt,
+    wait_random,
+)
 
 from ....errors import ConfigError, ConnectorError
 from ..options import Options
 from .common import TableLocation, reason, s3_properties, storage_of
+
+_CATALOG_LOCK = threading.Lock()
 
 #: options of every Iceberg connector
 TABLE_OPTIONS = frozenset({"catalog_name", "namespace", "table", "iceberg.catalog.config", "case_sensitive"})
@@ -36,18 +46,26 @@ class IcebergTableAccess:
         return f"Iceberg table {self.identifier} in catalog {self.catalog_name!r}"
 
     def catalog(self) -> Any:
-        if self._catalog is None:
-            from pyiceberg.catalog import load_catalog
-
-            properties = {**s3_properties(self.storage_options), **self.catalog_config}
-            _make_sqlite_directory(properties)
-            try:
-                self._catalog = load_catalog(self.catalog_name, **properties)
-            except ValueError as err:  # an unknown type, a malformed property
-                raise ConfigError("iceberg.catalog.config", f"catalog {self.catalog_name!r}: {err}") from None
-            except Exception as err:
-                raise ConnectorError(f"cannot open catalog {self.catalog_name!r}: {reason(err)}") from None
+        with _CATALOG_LOCK:
+            if self._catalog is None:
+                self._catalog = self._open_catalog()
         return self._catalog
+
+    def _open_catalog(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        properties = {**s3_properties(self.storage_options), **self.catalog_config}
+        _make_sqlite_directory(properties)
+        # A SQL catalog creates its own tables when first opened: subtasks opening a new
+        # catalog at once race on that ("table iceberg_tables already exists"); again works.
+        retrying = Retrying(stop=stop_after_attempt(4), wait=wait_random(0.05, 0.3), reraise=True,
+                            retry=retry_if_not_exception_type(ValueError))
+        try:
+            return retrying(load_catalog, self.catalog_name, **properties)
+        except ValueError as err:  # an unknown type, a malformed property
+            raise ConfigError("iceberg.catalog.config", f"catalog {self.catalog_name!r}: {err}") from None
+        except Exception as err:
+            raise ConnectorError(f"cannot open catalog {self.catalog_name!r}: {reason(err)}") from None
 
     def load_table(self) -> Any | None:
         """The table, or None when it (or its namespace) does not exist."""

@@ -59,13 +59,15 @@ from ....errors import ConfigError, ConnectorError
 from ....storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
 from ..formats import STORAGE_HINT
-from ..options import Options
+from ..options import Options, option_key
 from .common import (
     TableLocation,
     check_mapping,
     collect,
     delete_quietly,
+    not_yet_committed,
     parse_modes,
+    reason,
 )
 from .datafiles import (
     DEFAULT_MAX_FILE_BYTES,
@@ -147,17 +149,13 @@ class IcebergSink(IcebergTableAccess, Sink):
 
     # ---- table ------------------------------------------------------------------------------
     def create_table(self, schema: pa.Schema) -> Any:
-        """Create the table (and namespace) from ``schema``; another subtask creating it
-        at the same time is fine: the one that loses loads the winner's table."""
-        from pyiceberg.exceptions import (
-            NamespaceAlreadyExistsError,
-            TableAlreadyExistsError,
-        )
-
+        """Create the table (and namespace) from ``schema``. Every subtask may try at once:
+        the losers' attempts fail (how depends on the catalog: "already exists", or a
+        failed commit) and they load the winner's table."""
         catalog = self.catalog()
         try:
-            catalog.create_namespace(self.namespace)
-        except NamespaceAlreadyExistsError:
+            catalog.create_namespace_if_not_exists(self.namespace)
+        except Exception:  # lost a race with another subtask; creating the table tells
             pass
         try:
             with catalog.create_table_transaction(self.identifier, schema=storable_schema(schema),
@@ -166,10 +164,13 @@ class IcebergSink(IcebergTableAccess, Sink):
                     with txn.update_spec() as spec:
                         for column, transform in self.partition_by:
                             spec.add_field(column, transform, _partition_name(column, transform))
-        except TableAlreadyExistsError:
-            pass
-        except ValueError as err:  # a partition field on a column the output lacks
-            raise ConfigError("partition_by", f"cannot create {self.describe()}: {err}") from None
+        except Exception as err:
+            table = self.load_table()
+            if table is not None:
+                return table
+            if isinstance(err, ValueError):  # a partition field on a column the output lacks
+                raise ConfigError(option_key(self, "partition_by"), f"cannot create {self.describe()}: {err}") from None
+            raise ConnectorError(f"cannot create {self.describe()}: {reason(err)}") from None
         table = self.load_table()
         if table is None:
             raise ConnectorError(f"{self.describe()} was created but cannot be loaded")
@@ -255,7 +256,7 @@ class IcebergCommitter(SinkCommitter):
         return None, None
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        checkpoint, files = collect(commit_infos, "Iceberg")
+        files = collect(commit_infos, "Iceberg")
         if not files:
             return  # an epoch without rows makes no snapshot
         from pyiceberg.exceptions import CommitFailedException
@@ -266,28 +267,30 @@ class IcebergCommitter(SinkCommitter):
             with attempt:
                 table = self._table()
                 done, _ = self.last_committed(table)
-                if done is not None and checkpoint <= done:
+                checkpoint, files = not_yet_committed(files, done)
+                if not files:
                     log.info("Iceberg sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
-                             checkpoint, self.job_id, self.sink.describe(), done)
+                             max(f.checkpoint for f in collect(commit_infos, "Iceberg")), self.job_id,
+                             self.sink.describe(), done)
                     return
                 properties = {JOB_ID_PROPERTY: self.job_id, CHECKPOINT_PROPERTY: str(checkpoint)}
                 version = table.metadata.format_version
                 with table.transaction() as txn:
                     with txn.update_snapshot(snapshot_properties=properties, branch=self.sink.branch).fast_append() as append:
-                        for file, url in files:
-                            stats = dict(file.stats)
+                        for entry in files:
+                            stats = dict(entry.file.stats)
                             spec_id = stats.pop("spec_id")
-                            append.append_data_file(
-                                data_file(url, file.size, list(file.partition.values()), stats, spec_id, version))
+                            append.append_data_file(data_file(entry.url, entry.file.size,
+                                                              list(entry.file.partition.values()), stats, spec_id, version))
                 log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                         self.job_id, self.sink.describe(), len(files), sum(f.rows for f, _ in files))
+                         self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()
         if table is None:
             return
         location = self.sink.location_of(table)
-        kept = {f.path for f, _ in collect(keep, "Iceberg")[1]}
+        kept = {f.file.path for f in collect(keep, "Iceberg")}
         referenced = set()
         if table.current_snapshot() is not None:  # every snapshot's files: time travel keeps working
             referenced = {location.to_path(url) for url in table.inspect.all_files().column("file_path").to_pylist()}

@@ -18,14 +18,17 @@ from ....errors import ConfigError
 _INTEGERS = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
 
 
-def storable_schema(schema: pa.Schema) -> pa.Schema:
+def storable_schema(schema: pa.Schema, fixed_binary: bool = True) -> pa.Schema:
     """The schema a new table is created with: nanosecond timestamps as microseconds
     (Iceberg v2 and Delta store microseconds), unsigned integers as the next wider signed
-    type; no metadata."""
+    type, fixed-size binary as binary unless the format has it (``fixed_binary``); no
+    metadata."""
     fields = []
     for f in schema:
         kind = f.type
-        if pa.types.is_timestamp(kind) and kind.unit == "ns":
+        if pa.types.is_fixed_size_binary(kind) and not fixed_binary:
+            kind = pa.binary()
+        elif pa.types.is_timestamp(kind) and kind.unit == "ns":
             kind = pa.timestamp("us", tz=kind.tz)
         elif pa.types.is_unsigned_integer(kind):
             kind = {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}.get(kind.bit_width, kind)
