@@ -30,10 +30,12 @@ Protocol (Flink's Iceberg sink, with the checkpoint id in the snapshot summary):
 2. The driver's committer, once the checkpoint is durable, adds every file of the
    checkpoint in ONE append snapshot whose summary holds ``seatunnel.job-id`` and
    ``seatunnel.checkpoint-id``. Before that it walks the branch's history back to this
-   job's newest snapshot: a checkpoint at or below the id found there is already in the
-   table (the driver died between the table commit and its own bookkeeping) and is
-   skipped, so a replay never doubles rows. A concurrent writer's commit makes ours
-   fail optimistically; the committer reloads the table and tries again.
+   job's newest snapshot: files of a checkpoint at or below the id found there are
+   already in the table and are skipped, so neither a replay after a crash (the driver
+   died between the table commit and its own bookkeeping) nor the infos a subtask sends
+   again with its next checkpoint (until it hears of the commit) ever double rows. A
+   concurrent writer's commit makes ours fail optimistically; the committer reloads the
+   table and tries again.
 3. ``cleanup`` deletes this job's data files that no snapshot and no kept commit info
    names (epochs whose checkpoint never completed).
 4. ``rollback`` refuses: a committed snapshot cannot be un-committed by a restore (see
