@@ -9,6 +9,7 @@ Spark job, the final checkpoint and its commit. ``run_abba`` interleaves the var
 
 from __future__ import annotations
 
+import argparse
 import gc
 import time
 from pathlib import Path
@@ -22,6 +23,16 @@ INTERVAL_MS = 1000
 
 #: a variant: ``(rows, tag) -> {"seconds": ..., ...}``
 Variant = Callable[[int, str], dict[str, Any]]
+
+
+def bench_arguments(doc: str, name: str, rows_help: str) -> argparse.ArgumentParser:
+    """The options every connector benchmark takes; a script may add its own."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run)")
+    parser.add_argument("--out", action="store_true", help=f"also write bench/results/{name}.json")
+    parser.add_argument("--repeat", type=int, help="repetitions of each variant (default 4, quick 1)")
+    parser.add_argument("--rows", type=int, help=rows_help)
+    return parser
 
 
 def spark_session(name: str, jars: Sequence[str] = ()) -> Any:

@@ -35,15 +35,14 @@ Every run's output is counted id by id (parquet with pyarrow, tables with SQL).
 
 from __future__ import annotations
 
-import argparse
 import gc
 import io
 import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -53,6 +52,7 @@ from bench.engine_runs import (  # noqa: E402
     INTERVAL_MS,
     MASTER,
     PARALLELISM,
+    bench_arguments,
     described,
     job_env,
     paired,
@@ -219,11 +219,7 @@ WRITE = {"ours": write_ours, "copy": write_copy, "adbc": write_adbc}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small tables, one repetition (smoke run)")
-    parser.add_argument("--out", action="store_true", help="also write bench/results/jdbc.json")
-    parser.add_argument("--repeat", type=int, help="repetitions of each variant (default 4, quick 1)")
-    parser.add_argument("--rows", type=int, help="rows of the read table (default 2,000,000)")
+    parser = bench_arguments(__doc__, NAME, "rows of the read table (default 2,000,000)")
     parser.add_argument("--write-rows", type=int, help="rows of the write (default 10,000,000)")
     args = parser.parse_args(argv)
     rows = args.rows or (100_000 if args.quick else 2_000_000)

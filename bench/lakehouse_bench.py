@@ -22,7 +22,6 @@ disk and on moto's S3 server (in its own process, on loopback).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from bench.engine_runs import (  # noqa: E402
     INTERVAL_MS,
     MASTER,
     PARALLELISM,
+    bench_arguments,
     described,
     job_env,
     paired,
@@ -190,11 +190,7 @@ def _s3_lake(root: Path) -> tuple[Any, Lake]:
 
 # ---- the benchmark ------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run)")
-    parser.add_argument("--out", action="store_true", help="also write bench/results/lakehouse.json")
-    parser.add_argument("--repeat", type=int, help="repetitions of each variant (default 4, quick 1)")
-    parser.add_argument("--rows", type=int, help="rows per throughput run (default 40,000,000)")
+    parser = bench_arguments(__doc__, NAME, "rows per throughput run (default 40,000,000)")
     args = parser.parse_args(argv)
     rows = args.rows or (200_000 if args.quick else 40_000_000)
     repeat = args.repeat or (1 if args.quick else 4)

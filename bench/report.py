@@ -27,6 +27,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("recovery_bench.py", "recovery", "Recovery times"),
     ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
     ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
+    ("sql_bench.py", "sql", "Sql transform (DuckDB) vs the same transform in pyarrow.compute"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -66,6 +67,9 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "lakehouse", "driver-side commit of one checkpoint's files as an Iceberg snapshot, moto S3: p50 ms", "lower"),
     "delta_commit_latency_ms_p50_s3": (
         "lakehouse", "driver-side commit of one checkpoint's files as a Delta version, moto S3: p50 ms", "lower"),
+    "sql_transform_ratio_vs_python_transform": (
+        "sql", "rows/s with a projection/filter as a Sql transform / the same as a pyarrow.compute Python transform, "
+               "Sequence -> transform -> parquet, 1 s checkpoints", "higher"),
 }
 REQUIRED_TOP = ("machine", "date")
 

@@ -48,6 +48,29 @@ def transform(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.append_column("bucket", bucket).append_column("score", score)
 
 
+#: a projection with computed columns and a filter that drops one row in ten, as SQL for
+#: the ``Sql`` transform; ``projection_filter`` is the same written with pyarrow.compute
+PROJECTION_FILTER_SQL = (
+    "select id, payload, id & 15 as bucket, cast((id * 31 + 7) % 1000 as double) / 1000 as score "
+    "from source where id % 10 <> 3"
+)
+PROJECTION_FILTER_FUNCTION = "bench.workloads:projection_filter"
+
+
+def projection_filter(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``PROJECTION_FILTER_SQL`` in pyarrow.compute: ``transform`` on the rows whose
+    ``id % 10 != 3``."""
+    ids = batch.column("id")
+    tens = pc.subtract(ids, pc.multiply(pc.divide(ids, pa.scalar(10, pa.int64())), pa.scalar(10, pa.int64())))
+    return transform(batch.filter(pc.not_equal(tens, pa.scalar(3, pa.int64()))))
+
+
+def projection_filter_ids(rows: int) -> np.ndarray:
+    """The ids ``projection_filter`` keeps of ``0..rows-1``."""
+    ids = np.arange(rows, dtype=np.int64)
+    return ids[ids % 10 != 3]
+
+
 def transform_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``transform`` over an iterator: the function for Spark's ``DataFrame.mapInArrow``."""
     for batch in batches:

@@ -16,7 +16,7 @@ import secrets
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from ..config import CheckpointConfig, ExternalizedRetention
 from ..errors import ConfigError, ConnectorError
@@ -249,7 +249,9 @@ class JobRun:
         job = request.job
         # Live checks of the systems the job reads and writes (reachable, tables and
         # columns as configured), before anything is claimed or started.
-        _preflight(load_source(job.source, "source[0]"))
+        source = load_source(job.source, "source[0]")
+        _preflight(source)
+        _bind_transforms(source.produced_schema(), job.transforms)
         sink = load_sink(job.sink, "sink[0]")
         _preflight(sink)
         committer = sink.create_committer(request.job_id)
@@ -423,6 +425,15 @@ def _preflight(connector: Any) -> None:
     except ConnectorError as err:
         prefix = getattr(connector, "config_key", "")
         raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
+
+
+def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> None:
+    """Check each transform against the schema it will receive (a SQL query's columns),
+    as far as the source's schema is known on the driver; errors name the option."""
+    from .connectors import load_transform
+
+    for index, entry in enumerate(entries):
+        schema = load_transform(entry, f"transform[{index}]").output_schema(schema)
 
 
 def _driver_host(context: Any) -> str:

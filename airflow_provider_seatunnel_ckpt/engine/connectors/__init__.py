@@ -25,7 +25,8 @@ transform  ``Python``      :class:`.python_function.PythonTransform`
 transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
 transform  ``Select``      :class:`.select.SelectTransform`
 transform  ``Rename``      :class:`.rename.RenameTransform`
-transform  ``Filter``      :class:`.filter.FilterTransform`
+transform  ``Filter``      :class:`.filter.FilterTransform` (a SQL condition)
+transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
@@ -61,6 +62,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "select": ("Select", f"{_PKG}.select:SelectTransform"),
         "rename": ("Rename", f"{_PKG}.rename:RenameTransform"),
         "filter": ("Filter", f"{_PKG}.filter:FilterTransform"),
+        "sql": ("Sql", f"{_PKG}.sql:SqlTransform"),
     },
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),

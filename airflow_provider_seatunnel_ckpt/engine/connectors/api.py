@@ -108,6 +108,12 @@ class Source:
         system cannot be reached. ``__init__`` only checks the options themselves: it
         also runs on every executor."""
 
+    def produced_schema(self) -> pa.Schema | None:
+        """The schema of the batches readers will emit, when the driver knows it after
+        ``preflight`` (None: only reading tells). Transforms bind their expressions
+        against it before Spark starts (``Transform.output_schema``)."""
+        return None
+
 
 class Transform:
     """Batch in, batch out. Stateless unless ``stateful`` is True."""
@@ -120,6 +126,13 @@ class Transform:
 
     def open(self, context: ReaderContext) -> None:
         pass
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        """Check the options against ``input_schema`` (on the driver, before Spark
+        starts) and return the schema of the batches ``process`` returns for it. None in,
+        or an output only processing tells (a Python function), gives None. Raise
+        ``ConfigError`` naming the option (``option_key``)."""
+        return None
 
     def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
         """Return the transformed batch (None drops it). ``split_state`` is this split's

@@ -37,19 +37,30 @@ class CountByKeyTransform(Transform):
         if self.output == self.key:
             raise ConfigError("output", f"must differ from key {self.key!r}")
 
-    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
-        if split_state is None:
-            raise ValueError("CountByKey is stateful: the runtime must pass the split's state")
-        names = batch.schema.names
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        self._check(input_schema.names)
+        return input_schema.append(self._output_field())
+
+    def _check(self, names: list[str]) -> None:
         if self.key not in names:
             raise ConfigError(option_key(self, "key"), f"column {self.key!r} is not in the batch (columns: {names})")
         if self.output in names:
             raise ConfigError(
                 option_key(self, "output"), f"column {self.output!r} already exists in the batch; choose another name"
             )
+
+    def _output_field(self) -> pa.Field:
+        return pa.field(self.output, pa.int64(), nullable=False)
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        if split_state is None:
+            raise ValueError("CountByKey is stateful: the runtime must pass the split's state")
+        self._check(batch.schema.names)
         counts: dict[str, int] = split_state.setdefault("counts", {})
         running = self._running_counts(batch.column(self.key), counts, split_state)
-        return batch.append_column(pa.field(self.output, pa.int64(), nullable=False), pa.array(running))
+        return batch.append_column(self._output_field(), pa.array(running))
 
     def _running_counts(self, column: pa.Array, counts: dict[str, int], state: dict[str, Any]) -> np.ndarray:
         n = len(column)

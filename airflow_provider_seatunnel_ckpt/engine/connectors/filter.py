@@ -1,10 +1,15 @@
 """``Filter`` transform: keep the rows where ``condition`` holds.
 
-``condition`` is one comparison, ``<column> [% <divisor>] <op> <literal>``, with ``op``
-one of ``== != < <= > >=`` and the literal a JSON number, ``true``/``false`` or a
-quoted string (``"x"`` or ``'x'``). Column names that are not identifiers go in
-backticks. Examples: ``id >= 1000``, ``id % 2 == 0``, ```user name` == 'bob'``.
-Rows where the column is null are dropped.
+``condition`` is any SQL boolean expression over the batch's columns, evaluated by
+DuckDB (:mod:`.batch_sql`): ``id % 2 = 0 and name like 'a%'``. Rows where it is null
+(a null column compared) are dropped, as in a SQL ``where``.
+
+The original one-comparison syntax keeps working and keeps its meaning:
+``<column> [% <divisor>] <op> <literal>`` with ``op`` one of ``== != < <= > >=``, the
+column in backticks when it is not an identifier and the literal a JSON number,
+``true``/``false`` or a string in single *or double* quotes. Such a condition is
+rewritten to SQL first, so ```user name` == "bob"`` compares the column with the text
+``bob`` (in plain SQL ``"bob"`` would name a column).
 """
 
 from __future__ import annotations
@@ -13,71 +18,57 @@ import json
 import re
 from typing import Any, Mapping
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from .batch_sql import QueryTransform
+from .options import Options
 
-from ...errors import ConfigError
-from .api import Transform
-from .options import Options, option_key
-
-_CONDITION = re.compile(
+_LEGACY_CONDITION = re.compile(
     r"^\s*(?P<column>`[^`]+`|[A-Za-z_][\w.]*)\s*(?:%\s*(?P<divisor>-?\d+)\s*)?"
     r"(?P<op>==|!=|<=|>=|<|>)\s*(?P<literal>.+?)\s*$"
 )
-_OPERATORS = {
-    "==": pc.equal,
-    "!=": pc.not_equal,
-    "<": pc.less,
-    "<=": pc.less_equal,
-    ">": pc.greater,
-    ">=": pc.greater_equal,
-}
-_FORM = "expected '<column> [% <divisor>] <op> <literal>' with op one of == != < <= > >=, e.g. 'id % 2 == 0'"
+#: the name the condition's input table gets inside the generated query
+_INPUT = "filter_input"
 
 
-class FilterTransform(Transform):
+class FilterTransform(QueryTransform):
     plugin_name = "Filter"
+    query_option = "condition"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         self.condition: str = Options(self.plugin_name, options, known={"condition"}).str("condition")
-        match = _CONDITION.match(self.condition)
-        if match is None:
-            raise ConfigError("condition", f"{self.condition!r}: {_FORM}")
-        self.column = match["column"].strip("`")
-        self.divisor = int(match["divisor"]) if match["divisor"] is not None else None
-        if self.divisor == 0:
-            raise ConfigError("condition", f"{self.condition!r}: division by zero")
-        self.op = match["op"]
-        self.literal = _literal(match["literal"], self.condition)
-
-    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
-        names = batch.schema.names
-        if self.column not in names:
-            raise ConfigError(
-                option_key(self, "condition"), f"no column {self.column!r} in the batch (columns: {names})"
-            )
-        values = batch.column(self.column)
-        try:
-            if self.divisor is not None:
-                values = pc.modulo(values, self.divisor)
-            mask = _OPERATORS[self.op](values, self.literal)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise ConfigError(
-                option_key(self, "condition"),
-                f"{self.condition!r} does not apply to column {self.column!r} of type {values.type}: {exc}",
-            ) from None
-        kept = batch.filter(mask, null_selection_behavior="drop")
-        return kept if kept.num_rows else None
+        where = legacy_condition_as_sql(self.condition) or self.condition
+        self.use_query(f"SELECT * FROM {_INPUT} WHERE {where}")
 
 
-def _literal(text: str, condition: str) -> Any:
+def legacy_condition_as_sql(condition: str) -> str | None:
+    """The SQL for a condition in the original syntax, None when it is not in it."""
+    match = _LEGACY_CONDITION.match(condition)
+    if match is None:
+        return None
+    literal = _legacy_literal(match["literal"])
+    if literal is None:
+        return None
+    column = '"' + match["column"].strip("`").replace('"', '""') + '"'
+    if match["divisor"] is not None:
+        column = f"({column} % {int(match['divisor'])})"
+    return f"{column} {match['op']} {literal}"
+
+
+def _legacy_literal(text: str) -> str | None:
     if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1]
+        return _sql_string(text[1:-1])
     try:
         value = json.loads(text)
     except ValueError:
-        value = None
-    if isinstance(value, (bool, int, float, str)):
-        return value
-    raise ConfigError("condition", f"{condition!r}: {text!r} is not a number, true/false or a quoted string")
+        return None
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _sql_string(value)
+    return None
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -21,8 +21,17 @@ class RenameTransform(Transform):
         if len(set(targets)) != len(targets):
             raise ConfigError("mapping", f"gives two columns the same new name: {self.mapping!r}")
 
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        return pa.schema(
+            [field.with_name(name) for field, name in zip(input_schema, self._renamed(input_schema.names))]
+        )
+
     def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
-        names = batch.schema.names
+        return batch.rename_columns(self._renamed(batch.schema.names))
+
+    def _renamed(self, names: list[str]) -> list[str]:
         missing = [old for old in self.mapping if old not in names]
         if missing:
             raise ConfigError(option_key(self, "mapping"), f"no column {missing[0]!r} in the batch (columns: {names})")
@@ -31,4 +40,4 @@ class RenameTransform(Transform):
             raise ConfigError(
                 option_key(self, "mapping"), f"renaming {names} gives duplicate column names {renamed}"
             )
-        return batch.rename_columns(renamed)
+        return renamed

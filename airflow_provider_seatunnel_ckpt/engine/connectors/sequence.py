@@ -111,6 +111,9 @@ class SequenceSource(Source):
         self._limiters = {}
         self._payload = None
 
+    def produced_schema(self) -> pa.Schema | None:
+        return self.schema
+
     def splits(self, parallelism: int) -> list[Split]:
         if parallelism < 1:
             raise ValueError(f"parallelism must be >= 1, got {parallelism}")

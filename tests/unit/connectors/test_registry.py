@@ -41,7 +41,7 @@ def test_every_builtin_loads():
         transform_class(name)
     for name in connectors.sinks:
         sink_class(name)
-    assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter"}
+    assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql"}
 
 
 def test_unknown_plugin_lists_known_ones():

@@ -147,6 +147,9 @@ class JdbcSource(Source):
         finally:
             client.close_quietly(connection)
 
+    def produced_schema(self) -> pa.Schema | None:
+        return self._plan.schema if self._plan is not None else None
+
     def _inspect(self, connection: Any, check_key: bool) -> KeyColumn:
         if self._key is not None and not check_key:
             return self._key

@@ -84,6 +84,7 @@ class DeltaSource(Source):
         self.location = TableLocation.of(options["path"], storage)
         self.uri = self.location.root if self.location.url.startswith(("file:", "/")) else self.location.url
         self.delta_options = object_store_options(storage)
+        self._schema: pa.Schema | None = None  # known after preflight
 
     def describe(self) -> str:
         return f"Delta table {self.location.url}"
@@ -126,7 +127,11 @@ class DeltaSource(Source):
         return dataset
 
     def preflight(self) -> None:
-        self.dataset(self._pinned())
+        schema = self.dataset(self._pinned()).schema
+        self._schema = pa.schema([schema.field(name) for name in self.columns]) if self.columns else schema
+
+    def produced_schema(self) -> pa.Schema | None:
+        return self._schema
 
     def splits(self, parallelism: int) -> list[Split]:
         table = self._pinned()

@@ -58,6 +58,7 @@ class IcebergSource(IcebergTableAccess, Source):
         self.columns: tuple[str, ...] = tuple(opts.str_list("read_columns")) if opts.has("read_columns") else ("*",)
         self.filter: str | None = opts.str("filter", None)
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self._schema: pa.Schema | None = None  # known after preflight
 
     # ---- driver -----------------------------------------------------------------------------
     def _table(self) -> Any:
@@ -103,7 +104,10 @@ class IcebergSource(IcebergTableAccess, Source):
 
     def preflight(self) -> None:
         table = self._table()
-        self._scan(table, self._snapshot(table))
+        self._schema = self._scan(table, self._snapshot(table)).projection().as_arrow()
+
+    def produced_schema(self) -> pa.Schema | None:
+        return self._schema
 
     def splits(self, parallelism: int) -> list[Split]:
         table = self._table()

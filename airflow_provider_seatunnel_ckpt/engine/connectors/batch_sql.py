@@ -1,0 +1,114 @@
+"""One SQL ``SELECT`` run over each Arrow batch by DuckDB, in the Python worker.
+
+Shared by the ``Sql`` and ``Filter`` transforms. The query names one table (SeaTunnel's
+``source_table_name``, or ``dual``); each batch is bound to that name zero-copy and the
+result comes back as Arrow. A query therefore sees one batch at a time: an aggregate
+covers one batch, not the stream.
+
+The connection is the subtask's own: one thread (the subtask is already one of
+``parallelism`` processes), no file or network access (a job file's query must not read
+``/etc/passwd`` through ``read_csv``), no extension loading, and the configuration locked
+so a query cannot undo that. It is opened lazily, on the executor that runs the subtask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ...errors import ConfigError
+from .api import Transform
+from .options import option_key
+
+_CONNECTION_CONFIG = {
+    "threads": 1,
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
+def _duckdb() -> Any:
+    import duckdb  # lazy: only jobs with a Sql or Filter transform pay for the import
+
+    return duckdb
+
+
+def duckdb_message(err: BaseException) -> str:
+    """DuckDB's message on one line, without the caret drawing under the query text."""
+    text = str(err).split("\nLINE ", 1)[0]
+    return "; ".join(part.strip() for part in text.split("\n") if part.strip()) or type(err).__name__
+
+
+class BatchQuery:
+    """A parsed ``SELECT`` over one input table; ``run`` applies it to a batch.
+
+    Errors are ``ConfigError`` with ``key`` (the option holding the query) as given to
+    each call, so the caller names ``transform[1].query`` on the driver or an executor.
+    """
+
+    def __init__(self, query: str, key: str):
+        duckdb = _duckdb()
+        self.query = query
+        try:
+            statements = duckdb.extract_statements(query)
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            kinds = ", ".join(s.type.name for s in statements) or "nothing"
+            raise ConfigError(key, f"expected one SELECT statement, got {kinds}")
+        try:
+            tables = duckdb.connect(config=_CONNECTION_CONFIG).get_table_names(query, qualified=False)
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+        if len(tables) != 1:
+            named = ", ".join(sorted(tables)) or "none"
+            raise ConfigError(
+                key, f"expected the query to read one table (the transform's input, e.g. 'from source' or "
+                f"'from dual'), it reads {named}"
+            )
+        (self.table,) = tables
+        self._connection: Any = None
+
+    def _connect(self) -> Any:
+        if self._connection is None:
+            self._connection = _duckdb().connect(config=_CONNECTION_CONFIG)
+        return self._connection
+
+    def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
+        """The output schema for input ``schema``; unknown columns and type errors fail here."""
+        return self._execute(schema.empty_table(), key).schema
+
+    def run(self, batch: pa.RecordBatch, key: str) -> pa.RecordBatch | None:
+        """The query's result over ``batch`` as one batch, None when no row is left."""
+        result = self._execute(batch, key)
+        if result.num_rows == 0:
+            return None
+        batches = result.combine_chunks().to_batches()
+        return batches[0]
+
+    def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
+        duckdb = _duckdb()
+        try:
+            return self._connect().from_arrow(data).query(self.table, self.query).to_arrow_table()
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+
+
+class QueryTransform(Transform):
+    """A transform that is one ``BatchQuery``, built from the option ``query_option``."""
+
+    query_option = "query"
+
+    def use_query(self, query: str) -> None:
+        self._query = BatchQuery(query, self.query_option)
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        return self._query.bind(input_schema, option_key(self, self.query_option))
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        return self._query.run(batch, option_key(self, self.query_option))
