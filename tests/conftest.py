@@ -40,3 +40,12 @@ def s3_process_server() -> Iterator[Any]:
     with S3Server(own_process=True) as server:
         yield server
 
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[Any]:
+    """librdkafka's mock Kafka cluster (3 brokers on loopback), in its own process."""
+    from tests.servers.kafka import KafkaMockCluster
+
+    with KafkaMockCluster(brokers=3) as cluster:
+        yield cluster

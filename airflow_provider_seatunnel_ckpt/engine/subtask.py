@@ -72,6 +72,10 @@ RESTORE_TIMEOUT_S = 600.0
 IDLE_WAIT_S = 0.2
 
 
+#: what ``_process_batch`` did
+_READ, _SPLIT_ENDED, _STOPPED = object(), object(), object()
+
+
 class SubtaskRestart(Exception):
     """The control channel was re-established: restart from the restored state."""
 
@@ -108,6 +112,11 @@ class SubtaskRuntime:
         self._restart = False
         self._fatal: BaseException | None = None
         self._prepared: dict[int, Any] = {}  # epoch checkpoint id -> sink commit info
+        #: checkpoint id -> the split positions its barrier snapshotted, until it completes
+        self._positions_at: dict[int, dict[str, Any]] = {}
+        #: the positions of the newest completed checkpoint, for the source's hook
+        self._completed_positions: dict[str, Any] | None = None
+        self._source: Any = None
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
@@ -129,6 +138,11 @@ class SubtaskRuntime:
             with self._lock:
                 for checkpoint_id in [c for c in self._prepared if c <= message.checkpoint_id]:
                     del self._prepared[checkpoint_id]
+                done = [c for c in self._positions_at if c <= message.checkpoint_id]
+                if done:
+                    self._completed_positions = self._positions_at[max(done)]
+                for checkpoint_id in done:
+                    del self._positions_at[checkpoint_id]
         elif isinstance(message, FinishJob):
             self._finish_id = message.checkpoint_id
         elif isinstance(message, AbortCheckpoint):
@@ -148,6 +162,7 @@ class SubtaskRuntime:
             self._generation += 1
             self._barriers.clear()
             self._prepared.clear()
+            self._positions_at.clear()
             self._barrier_pending = False
         self._send(Register(self.subtask, self.attempt))
         self._wake.set()
@@ -203,7 +218,7 @@ class SubtaskRuntime:
         states = self._load_states(restore)
         from .connectors import load_sink, load_source, load_transform
 
-        source = load_source(self.spec.source, "source[0]")
+        self._source = source = load_source(self.spec.source, "source[0]")
         transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(self.spec.transforms)]
         self._sink = load_sink(self.spec.sink, "sink[0]")
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
@@ -213,22 +228,13 @@ class SubtaskRuntime:
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
         self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
 
-        for split in mine:
-            state = self._states[split.split_id]
-            if state.finished:
-                continue
-            reader = source.create_reader(split, state.position, context)
-            try:
-                if not self._process_split(reader, state, transforms):
-                    break
-            finally:
-                reader.close()
-        else:
+        if self._read_splits(source, mine, context, transforms):
             self._send(EndOfInput(self.subtask, self.attempt))
         while self._finish_id is None:
             self._check()
             if self._barrier_pending:
                 self._take_barriers()
+            self._tell_source_completed()
             self._wake.wait(IDLE_WAIT_S)
             self._wake.clear()
         self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
@@ -244,29 +250,70 @@ class SubtaskRuntime:
                 except Exception as err:  # releasing resources: report, never mask the real error
                     log.warning("subtask %d: closing %s failed: %s", self.subtask, type(closable).__name__, err)
 
-    def _process_split(self, reader: Any, state: SplitState, transforms: Sequence[Any]) -> bool:
-        """Process one split to its end; False when the job was stopped first."""
-        stateful = [str(i) if t.stateful else None for i, t in enumerate(transforms)]
-        while True:
-            if self._barrier_pending:
-                self._take_barriers()
-            if self._restart or self._fatal is not None:
-                self._check()
-            if self._finish_id is not None:  # stop-with-savepoint: later rows are not covered
-                return False
-            batch = reader.read_batch()
-            if batch is None:
-                state.finished = True
-                state.position = reader.position()
-                return True
-            for transform, key in zip(transforms, stateful):
-                batch = transform.process(batch, state.operators.setdefault(key, {}) if key else None)
-                if batch is None:
-                    break
-            if batch is not None and batch.num_rows:
-                self._writer.write(batch)
-                self._rows_since_barrier += batch.num_rows
+    def _read_splits(self, source: Any, splits: Sequence[Any], context: Any, transforms: Sequence[Any]) -> bool:
+        """Read this subtask's splits to their ends; False when the job was stopped first.
+
+        One split after the other, unless the source reads its splits together (an
+        unbounded source's splits never end): then each open split gives a batch in turn."""
+        pending = [s for s in splits if not self._states[s.split_id].finished]
+        batches_at_once = 1 if not getattr(source, "reads_splits_together", False) else max(len(pending), 1)
+        open_readers: list[tuple[Any, SplitState]] = []
+        try:
+            while pending or open_readers:
+                while pending and len(open_readers) < batches_at_once:
+                    split = pending.pop(0)
+                    state = self._states[split.split_id]
+                    open_readers.append((source.create_reader(split, state.position, context), state))
+                for entry in list(open_readers):
+                    outcome = self._process_batch(*entry, transforms)
+                    if outcome is _STOPPED:
+                        return False
+                    if outcome is _SPLIT_ENDED:
+                        open_readers.remove(entry)
+                        entry[0].close()
+            return True
+        finally:
+            for reader, _ in open_readers:
+                reader.close()
+
+    def _process_batch(self, reader: Any, state: SplitState, transforms: Sequence[Any]) -> object:
+        """Read, transform and write one batch of a split (barriers first)."""
+        if self._barrier_pending:
+            self._take_barriers()
+        if self._completed_positions is not None:
+            self._tell_source_completed()
+        if self._restart or self._fatal is not None:
+            self._check()
+        if self._finish_id is not None:  # stop-with-savepoint: later rows are not covered
+            return _STOPPED
+        batch = reader.read_batch()
+        if batch is None:
+            state.finished = True
             state.position = reader.position()
+            return _SPLIT_ENDED
+        for index, transform in enumerate(transforms):
+            split_state = state.operators.setdefault(str(index), {}) if transform.stateful else None
+            batch = transform.process(batch, split_state)
+            if batch is None:
+                break
+        if batch is not None and batch.num_rows:
+            self._writer.write(batch)
+            self._rows_since_barrier += batch.num_rows
+        state.position = reader.position()
+        return _READ
+
+    def _tell_source_completed(self) -> None:
+        """Hand the source the split positions of the newest completed checkpoint (Kafka
+        commits them to its consumer group for monitoring). Best effort: a failure is
+        logged, never fails the subtask, since the positions that count are checkpointed."""
+        with self._lock:
+            positions, self._completed_positions = self._completed_positions, None
+        if positions is None:
+            return
+        try:
+            self._source.checkpoint_completed(positions)
+        except Exception as err:
+            log.warning("subtask %d: the source's checkpoint-complete hook failed: %s", self.subtask, err)
 
     def _check(self) -> None:
         if self._fatal is not None:
@@ -288,6 +335,9 @@ class SubtaskRuntime:
         for barrier in barriers:
             started = time.perf_counter()
             snapshot = snapshot_split_states(self.subtask, self._states)  # no encoding here: see module doc
+            with self._lock:
+                self._positions_at[barrier.checkpoint_id] = {
+                    split_id: state.position for split_id, state in self._states.items() if state.position is not None}
             epoch_writer = self._writer
             self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
             rows, self._rows_since_barrier = self._rows_since_barrier, 0

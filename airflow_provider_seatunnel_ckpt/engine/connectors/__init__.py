@@ -21,6 +21,7 @@ source     ``File``        :class:`.file_source.FileSource`
 source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
 source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
+source     ``Kafka``       :class:`.kafka.source.KafkaSource` (offsets in the checkpoint)
 transform  ``Python``      :class:`.python_function.PythonTransform`
 transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
 transform  ``Select``      :class:`.select.SelectTransform`
@@ -55,6 +56,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_source:DeltaSource"),
+        "kafka": ("Kafka", f"{_PKG}.kafka.source:KafkaSource"),
     },
     "transform": {
         "python": ("Python", f"{_PKG}.python_function:PythonTransform"),

@@ -73,7 +73,8 @@ class ReaderContext:
 
 
 class SourceReader:
-    """Reads one split. ``read_batch`` returns None at the end of the split."""
+    """Reads one split. ``read_batch`` returns None at the end of the split, and may
+    return an empty batch when nothing arrived yet (an unbounded split)."""
 
     def read_batch(self) -> pa.RecordBatch | None:
         raise NotImplementedError
@@ -90,6 +91,11 @@ class Source:
     """Configured from a job file's ``source`` entry (``options`` without plugin_name)."""
 
     plugin_name = "abstract"
+    #: False: a subtask reads its splits one after the other. True: it keeps a reader
+    #: open on each and takes a batch from each in turn, for splits that do not end
+    #: (a Kafka partition); ``read_batch`` must then return (an empty batch) when no
+    #: record arrives within a short wait, so the others and barriers get their turn.
+    reads_splits_together = False
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
@@ -107,6 +113,12 @@ class Source:
         the table up...). Raise ``ConfigError`` for bad input, ``ConnectorError`` when the
         system cannot be reached. ``__init__`` only checks the options themselves: it
         also runs on every executor."""
+
+    def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
+        """Runs on a subtask, on its processing thread, after a checkpoint completed:
+        ``positions`` are the checkpointed positions of this subtask's splits (by split
+        id). For information only (Kafka commits them to its consumer group so
+        monitoring sees the lag): restores use the checkpoint, never this."""
 
     def produced_schema(self) -> pa.Schema | None:
         """The schema of the batches readers will emit, when the driver knows it after

@@ -109,6 +109,17 @@ class Options:
             return value.lower()
         return value
 
+    def bool(self, name: str, default: Any = _MISSING) -> Any:
+        """``true``/``false``, also as strings (any case)."""
+        if not self.has(name):
+            return self._default(name, default)
+        value = self.values[name]
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise ConfigError(name, f"expected true or false, got {value!r}")
+
     def str_list(self, name: str) -> list[str]:
         value = self._default(name, _MISSING) if not self.has(name) else self.values[name]
         if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:

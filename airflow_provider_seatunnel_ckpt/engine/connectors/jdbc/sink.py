@@ -81,8 +81,8 @@ class JdbcSink(Sink):
         self.schema = schema or target.current_schema
         self.table = qualified(self.schema, self.table_name)
         self.primary_keys: list[str] = opts.str_list("primary_keys") if opts.has("primary_keys") else []
-        self.exactly_once = _bool(options.get("is_exactly_once", True), "is_exactly_once")
-        if not _bool(options.get("generate_sink_sql", True), "generate_sink_sql") or opts.has("query"):
+        self.exactly_once = opts.bool("is_exactly_once", True)
+        if not opts.bool("generate_sink_sql", True) or opts.has("query"):
             raise ConfigError("generate_sink_sql", "only generate_sink_sql: true is supported (the sink writes its own COPY); "
                                                    "remove query")
         self.batch_size: int = opts.int("batch_size", DEFAULT_BATCH_SIZE, minimum=1)
@@ -219,14 +219,6 @@ class JdbcSink(Sink):
         except Exception as err:
             if client.sqlstate(err) not in client.DUPLICATE_OBJECT:  # another subtask created it first
                 raise ConnectorError(f"Jdbc sink: creating {self.describe()} failed: {client.reason(err)}") from None
-
-
-def _bool(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ConfigError(key, f"expected true or false, got {value!r}")
 
 
 class JdbcSinkWriter(SinkWriter):

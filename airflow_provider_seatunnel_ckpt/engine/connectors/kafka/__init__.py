@@ -1,0 +1,1 @@
+"""Kafka connectors (librdkafka through confluent-kafka): the ``Kafka`` source."""

@@ -1,0 +1,179 @@
+"""Kafka record values -> Arrow batches, in bulk (``format``: ``json``, ``text``, ``raw``).
+
+* ``json``: one JSON object per record, typed by ``schema`` (SeaTunnel's form,
+  ``{fields: {name: string, age: int}}``). The values of a poll are joined into one
+  newline-delimited buffer and parsed by Arrow's JSON reader in one call: no Python
+  object per record. Keys the schema does not name are ignored; missing ones are null.
+* ``text``: each record is a line of ``field_delimiter``-separated values (default
+  ``,``) typed by ``schema``, parsed by Arrow's CSV reader; without ``schema`` one
+  ``content`` string column holds the whole value.
+* ``raw``: columns ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
+  ``timestamp`` (ms since the epoch), as the records come.
+
+A record the format cannot decode (bad JSON, a wrong type, a tombstone's null value) is
+handled by ``format_error_handle_way``: ``fail`` (default) stops the job naming the
+topic, partition and offset; ``skip`` drops it and counts it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from ....errors import ConfigError
+
+FORMATS = ("json", "text", "raw")
+ERROR_WAYS = ("fail", "skip")
+
+_SIMPLE = {
+    "string": pa.string(), "boolean": pa.bool_(), "tinyint": pa.int8(), "smallint": pa.int16(),
+    "int": pa.int32(), "bigint": pa.int64(), "float": pa.float32(), "double": pa.float64(),
+    "bytes": pa.binary(), "date": pa.date32(), "time": pa.time64("us"), "timestamp": pa.timestamp("us"),
+    "null": pa.null(),
+}
+_DECIMAL = re.compile(r"decimal\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+RAW_SCHEMA = pa.schema([
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()), pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64()),
+])
+TEXT_SCHEMA = pa.schema([pa.field("content", pa.string())])
+
+
+def seatunnel_type(text: str, key: str) -> pa.DataType:
+    """A SeaTunnel type name (``int``, ``decimal(10, 2)``, ``array<string>``,
+    ``map<string, int>``) as an Arrow type."""
+    spec = text.strip().lower()
+    if spec in _SIMPLE:
+        return _SIMPLE[spec]
+    if match := _DECIMAL.fullmatch(spec):
+        return pa.decimal128(int(match[1]), int(match[2]))
+    if spec.startswith("array<") and spec.endswith(">"):
+        return pa.list_(seatunnel_type(spec[6:-1], key))
+    if spec.startswith("map<") and spec.endswith(">"):
+        inner = spec[4:-1]
+        depth = 0
+        for index, char in enumerate(inner):
+            depth += char == "<"
+            depth -= char == ">"
+            if char == "," and depth == 0:
+                return pa.map_(seatunnel_type(inner[:index], key), seatunnel_type(inner[index + 1:], key))
+    known = ", ".join([*_SIMPLE, "decimal(p, s)", "array<T>", "map<K, V>"])
+    raise ConfigError(key, f"unknown type {text!r}; known types: {known}")
+
+
+def parse_schema(value: Any) -> pa.Schema:
+    """SeaTunnel's ``schema = {fields {name = type}}``."""
+    fields = value.get("fields") if isinstance(value, Mapping) else None
+    if not isinstance(fields, Mapping) or not fields:
+        raise ConfigError("schema", "expected {fields: {column: type, ...}} with at least one column")
+    return pa.schema([pa.field(str(name), seatunnel_type(str(kind), f"schema.fields.{name}"))
+                      for name, kind in fields.items()])
+
+
+class DecodeError(Exception):
+    """A record the format cannot decode; ``index`` is its position in the poll."""
+
+    def __init__(self, index: int, problem: str):
+        super().__init__(problem)
+        self.index = index
+        self.problem = problem
+
+
+@dataclass
+class Decoded:
+    batch: pa.RecordBatch
+    #: positions (in the poll) of the records dropped by format_error_handle_way: skip
+    skipped: list[int]
+
+
+class RecordDecoder:
+    """Decodes the records of one poll; ``schema`` is what every batch has."""
+
+    def __init__(self, fmt: str, schema: pa.Schema | None, delimiter: str, skip_errors: bool):
+        self.format = fmt
+        self.skip_errors = skip_errors
+        self.delimiter = delimiter
+        if fmt == "raw":
+            self.schema = RAW_SCHEMA
+        elif fmt == "json":
+            if schema is None:
+                raise ConfigError("schema", "is required for format json (the columns and their types)")
+            for field in schema:
+                if "map<" in str(field.type):  # Arrow's JSON reader has no map conversion
+                    raise ConfigError(f"schema.fields.{field.name}", "map types cannot be read from json records; "
+                                                                     "read the object as a string and parse it in a transform")
+            self.schema = schema
+        else:
+            self.schema = schema or TEXT_SCHEMA
+
+    def decode(self, messages: Sequence[Any]) -> Decoded:
+        if self.format == "raw":
+            return Decoded(_raw(messages), [])
+        values = [m.value() for m in messages]
+        try:
+            return Decoded(self._parse(values), [])
+        except DecodeError:
+            pass
+        # Something in the poll is malformed: find it record by record (rare path).
+        good, skipped = [], []
+        for index, value in enumerate(values):
+            try:
+                self._parse([value])
+            except DecodeError as err:
+                if not self.skip_errors:
+                    raise DecodeError(index, err.problem) from None
+                skipped.append(index)
+            else:
+                good.append(value)
+        return Decoded(self._parse(good), skipped)
+
+    def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
+        if not values:
+            return pa.RecordBatch.from_pylist([], schema=self.schema)
+        for index, value in enumerate(values):
+            if value is None:
+                raise DecodeError(index, "the record has no value (a tombstone)")
+            if b"\n" in value or b"\r" in value:
+                raise DecodeError(index, "the value holds a line break")
+        if self.format == "text" and self.schema is TEXT_SCHEMA:
+            return pa.RecordBatch.from_arrays([pa.array([v.decode("utf-8", "replace") for v in values], pa.string())],
+                                              schema=TEXT_SCHEMA)
+        buffer = b"\n".join(values) + b"\n"
+        try:
+            if self.format == "json":
+                table = pajson.read_json(
+                    io.BytesIO(buffer),
+                    read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+                    parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="ignore"),
+                )
+            else:
+                table = pacsv.read_csv(
+                    io.BytesIO(buffer),
+                    read_options=pacsv.ReadOptions(column_names=self.schema.names, block_size=max(len(buffer), 1 << 20)),
+                    parse_options=pacsv.ParseOptions(delimiter=self.delimiter, quote_char=False),
+                    convert_options=pacsv.ConvertOptions(column_types=self.schema, strings_can_be_null=True),
+                )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise DecodeError(0, " ".join(str(err).split())) from None
+        if table.num_rows != len(values):  # an empty line, or a value holding a delimiter row
+            raise DecodeError(0, f"{len(values)} records decoded into {table.num_rows} rows")
+        return table.select(self.schema.names).cast(self.schema).combine_chunks().to_batches()[0]
+
+
+def _raw(messages: Sequence[Any]) -> pa.RecordBatch:
+    columns = [
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.array([m.topic() for m in messages], pa.string()),
+        pa.array([m.partition() for m in messages], pa.int32()),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array([m.timestamp()[1] for m in messages], pa.int64()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=RAW_SCHEMA)

@@ -1,0 +1,195 @@
+"""The Kafka source against librdkafka's mock cluster (the Kafka protocol over loopback
+TCP), without Spark: offsets resolved once per start mode, partitions read to their
+bounded end, a reader resumed from its position, record formats, and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
+from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
+
+pytestmark = pytest.mark.timeout(120)
+
+_names = itertools.count()
+SCHEMA = {"fields": {"id": "bigint", "name": "string", "score": "double"}}
+
+
+def topic_with(cluster: Any, rows: int, partitions: int = 3) -> str:
+    name = f"src-{next(_names)}"
+    cluster.create_topic(name, partitions)
+    cluster.produce_json(name, ({"id": i, "name": f"n{i}", "score": i / 2} for i in range(rows)), partitions)
+    return name
+
+
+def source(cluster: Any, topic: str, **options: Any) -> Any:
+    entry = {"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": topic,
+             "format": "json", "schema": SCHEMA, "stop_mode": "end_offsets_at_start", "start_mode": "earliest",
+             **options}
+    src = load_source(entry, "source[0]")
+    src.preflight()
+    return src
+
+
+def read_all(src: Any, splits: list, positions: dict | None = None, context: ReaderContext | None = None) -> dict:
+    """split id -> (rows read, final position)"""
+    out = {}
+    for split in splits:
+        reader = src.create_reader(split, (positions or {}).get(split.split_id), context or ReaderContext(0, 1, 1000))
+        batches = []
+        while (batch := reader.read_batch()) is not None:
+            batches.append(batch)
+        out[split.split_id] = (pa.Table.from_batches(batches, schema=src.produced_schema()), reader.position())
+        reader.close()
+    return out
+
+
+def ids_of(result: dict) -> list[int]:
+    return sorted(i for table, _ in result.values() for i in table.column("id").to_pylist())
+
+
+def test_bounded_read_of_every_partition(kafka_cluster: Any) -> None:
+    topic = topic_with(kafka_cluster, 3000)
+    src = source(kafka_cluster, topic)
+    splits = src.splits(2)
+    assert [s.split_id for s in splits] == [f"{topic}-0", f"{topic}-1", f"{topic}-2"]
+    assert all(s.spec["start"] == 0 and s.spec["stop"] == 1000 for s in splits)
+    result = read_all(src, splits)
+    assert ids_of(result) == list(range(3000))
+    first = result[f"{topic}-0"][0]
+    assert first.schema == src.produced_schema() and first.column("name")[0].as_py() == "n0"
+    assert {pos["offset"] for _, pos in result.values()} == {1000}
+
+
+def test_records_produced_after_the_start_are_not_read_in_bounded_mode(kafka_cluster: Any) -> None:
+    topic = topic_with(kafka_cluster, 300)
+    src = source(kafka_cluster, topic)
+    splits = src.splits(1)  # end offsets fixed here, at the job's first start
+    kafka_cluster.produce_json(topic, ({"id": i} for i in range(300, 600)), 3)
+    assert ids_of(read_all(src, splits)) == list(range(300))
+
+
+def test_a_reader_resumes_at_its_position(kafka_cluster: Any) -> None:
+    topic = topic_with(kafka_cluster, 900)
+    src = source(kafka_cluster, topic, batch_size=100)
+    split = src.splits(1)[0]
+    reader = src.create_reader(split, None, ReaderContext(0, 1, 65_536))
+    first = reader.read_batch()
+    while first.num_rows == 0:
+        first = reader.read_batch()
+    position = reader.position()
+    reader.close()
+    assert first.num_rows <= 100 and position == {"offset": first.num_rows, "skipped": 0}
+    rest = read_all(src, [split], {split.split_id: position})
+    seen = first.column("id").to_pylist() + rest[split.split_id][0].column("id").to_pylist()
+    assert sorted(seen) == list(range(0, 900, 3)) and len(seen) == 300
+
+
+@pytest.mark.parametrize("mode", ["earliest", "latest", "group_offsets", "specific_offsets"])
+def test_start_modes(kafka_cluster: Any, mode: str) -> None:
+    topic = topic_with(kafka_cluster, 600, partitions=2)
+    options: dict[str, Any] = {"start_mode": mode, "stop_mode": "unbounded"}
+    if mode == "specific_offsets":
+        options["start_mode.offsets"] = {f"{topic}-1": 250}
+    if mode == "group_offsets":
+        from confluent_kafka import Consumer, TopicPartition
+
+        options["consumer.group"] = group = f"g-{topic}"
+        consumer = Consumer(kafka_cluster.config(**{"group.id": group}))
+        consumer.commit(offsets=[TopicPartition(topic, 0, 120)], asynchronous=False)
+        consumer.close()
+    starts = {s.split_id: s.spec["start"] for s in source(kafka_cluster, topic, **options).splits(1)}
+    expected = {"earliest": [0, 0], "latest": [300, 300], "group_offsets": [120, 0], "specific_offsets": [0, 250]}[mode]
+    assert starts == {f"{topic}-0": expected[0], f"{topic}-1": expected[1]}
+
+
+def test_unbounded_reader_returns_empty_batches_then_new_records(kafka_cluster: Any) -> None:
+    topic = topic_with(kafka_cluster, 0, partitions=1)
+    src = source(kafka_cluster, topic, stop_mode="unbounded")
+    reader = src.create_reader(src.splits(1)[0], None, ReaderContext(0, 1, 1000))
+    assert reader.read_batch().num_rows == 0  # no record within the short wait: an empty batch
+    kafka_cluster.produce_json(topic, ({"id": i} for i in range(50)), 1)
+    got: list[int] = []
+    deadline = time.monotonic() + 20
+    while len(got) < 50 and time.monotonic() < deadline:
+        got += reader.read_batch().column("id").to_pylist()
+    reader.close()
+    assert got == list(range(50))
+
+
+def test_a_pattern_reads_every_matching_topic(kafka_cluster: Any) -> None:
+    a, b = topic_with(kafka_cluster, 30, 1), topic_with(kafka_cluster, 30, 2)
+    src = source(kafka_cluster, f"({a}|{b})", pattern=True)
+    assert [s.split_id for s in src.splits(1)] == [f"{a}-0", f"{b}-0", f"{b}-1"]
+
+
+def test_malformed_json_fails_naming_the_record_or_is_skipped_and_counted(kafka_cluster: Any) -> None:
+    name = f"bad-{next(_names)}"
+    kafka_cluster.create_topic(name, 1)
+    values = [json.dumps({"id": i}).encode() for i in range(10)]
+    values[4] = b"{not json"
+    values[7] = b'{"id": "seven"}'
+    kafka_cluster.produce(name, values, partition_of=lambda i: 0)
+    failing = source(kafka_cluster, name)
+    with pytest.raises(ConfigError) as err:
+        read_all(failing, failing.splits(1))
+    assert err.value.key == "source[0].format"
+    assert f"record 4 of {name}-0 is not valid json" in err.value.problem and "format_error_handle_way" in err.value.problem
+    skipping = source(kafka_cluster, name, format_error_handle_way="skip")
+    result = read_all(skipping, skipping.splits(1))
+    assert ids_of(result) == [0, 1, 2, 3, 5, 6, 8, 9]
+    assert result[f"{name}-0"][1] == {"offset": 10, "skipped": 2}
+
+
+def test_text_and_raw_formats(kafka_cluster: Any) -> None:
+    name = f"text-{next(_names)}"
+    kafka_cluster.create_topic(name, 1)
+    kafka_cluster.produce(name, [b"1|ann", b"2|bob"], keys=[b"k1", b"k2"], partition_of=lambda i: 0)
+    text = source(kafka_cluster, name, format="text", field_delimiter="|",
+                  schema={"fields": {"id": "int", "name": "string"}})
+    assert [t.to_pylist() for t, _ in read_all(text, text.splits(1)).values()] == [
+        [{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}]]
+    plain = source(kafka_cluster, name, format="text", schema=None)
+    assert [t.column("content").to_pylist() for t, _ in read_all(plain, plain.splits(1)).values()] == [["1|ann", "2|bob"]]
+    raw = source(kafka_cluster, name, format="raw", schema=None)
+    (table, _), = read_all(raw, raw.splits(1)).values()
+    assert table.column("key").to_pylist() == [b"k1", b"k2"] and table.column("offset").to_pylist() == [0, 1]
+    assert table.column("topic").to_pylist() == [name, name] and table.column("value")[1].as_py() == b"2|bob"
+
+
+def test_bad_options_name_the_key() -> None:
+    base = {"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t", "schema": SCHEMA}
+    cases = [
+        ({"start_mode": "newest"}, "source[0].start_mode", "is not one of"),
+        ({"start_mode": "specific_offsets"}, "source[0].start_mode.offsets", "is required"),
+        ({"start_mode": "specific_offsets", "start_mode.offsets": {"t-x": 1}}, "source[0].start_mode.offsets.t-x", "expected"),
+        ({"schema": None}, "source[0].schema", "is required for format json"),
+        ({"schema": {"fields": {"a": "integer"}}}, "source[0].schema.fields.a", "unknown type 'integer'"),
+        ({"topic": ["a", "b"], "pattern": True}, "source[0].topic", "one regular expression"),
+        ({"topic": "(", "pattern": "true"}, "source[0].topic", "not a regular expression"),
+        ({"format_error_handle_way": "ignore"}, "source[0].format_error_handle_way", "is not one of"),
+        ({"kafka.config": ["x"]}, "source[0].kafka.config", "expected a mapping"),
+        ({"poll.timeout": 5}, "source[0].poll.timeout", "unknown option for Kafka"),
+    ]
+    for extra, key, problem in cases:
+        with pytest.raises(ConfigError) as err:
+            load_source({**base, **extra}, "source[0]")
+        assert err.value.key == key and problem in err.value.problem, (extra, err.value)
+
+
+def test_an_unknown_topic_and_an_unreachable_broker(kafka_cluster: Any) -> None:
+    with pytest.raises(ConfigError, match=r"^source\[0\]\.topic: no topic 'nope' at Kafka at 127\.0\.0\.1"):
+        source(kafka_cluster, "nope")
+    started = time.monotonic()
+    with pytest.raises(ConnectorError) as err:
+        load_source({"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:9", "topic": "t", "schema": SCHEMA,
+                     "connection_check_timeout_sec": 2, "kafka.config": {"sasl.password": "s3cret"}}).preflight()
+    assert time.monotonic() - started < 10
+    assert "Kafka at 127.0.0.1:9: no answer within 2 s" in str(err.value) and "s3cret" not in str(err.value)

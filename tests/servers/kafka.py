@@ -1,0 +1,152 @@
+"""A loopback Kafka for tests: librdkafka's built-in mock cluster, in its own process.
+
+No Kafka broker can be installed on these machines. librdkafka (inside confluent-kafka)
+carries a mock cluster that serves the Kafka protocol over TCP on 127.0.0.1: metadata,
+produce, fetch, list-offsets, offset commit/fetch, groups, transactions. It lives as long
+as the client handle that created it, so a small child process creates one through
+librdkafka's public mock API (``rdkafka_mock.h``, via ctypes: the Python client does not
+expose it), prints its bootstrap servers and creates topics on request (the mock
+answers no admin CreateTopics: it has no controller). Clients anywhere (Spark's Python
+workers included) connect to it::
+
+    with KafkaMockCluster(brokers=3) as kafka:
+        kafka.create_topic("events", partitions=6)
+        kafka.produce_json("events", rows)         # [{"id": 1, ...}, ...] spread by key
+        kafka.bootstrap_servers                     # "127.0.0.1:40123,127.0.0.1:..."
+
+What the mock does not do: ``isolation.level=read_committed`` is ignored (aborted
+transactional records are delivered), so exactly-once *output to* Kafka cannot be proven
+against it, only the producer's protocol. It keeps about 5 MB per partition (older
+records go, the low watermark moves up, as with a size-based retention): keep tests'
+records small, and check ``low_watermarks`` before counting on the earliest offset.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any, Iterable
+
+_CHILD = r"""
+import ctypes, glob, os, sys
+import confluent_kafka
+# librdkafka's public mock API (rdkafka_mock.h), from the library confluent-kafka ships
+libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), "confluent_kafka.libs")
+lib = ctypes.CDLL(glob.glob(os.path.join(libs, "librdkafka*.so*"))[0])
+lib.rd_kafka_conf_new.restype = ctypes.c_void_p
+lib.rd_kafka_new.restype = ctypes.c_void_p
+lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+lib.rd_kafka_mock_cluster_new.restype = ctypes.c_void_p
+lib.rd_kafka_mock_cluster_new.argtypes = [ctypes.c_void_p, ctypes.c_int]
+lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
+lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+errors = ctypes.create_string_buffer(512)
+handle = lib.rd_kafka_new(1, lib.rd_kafka_conf_new(), errors, 512)  # a producer handle owns the cluster
+cluster = lib.rd_kafka_mock_cluster_new(handle, int(sys.argv[1]))
+print(lib.rd_kafka_mock_cluster_bootstraps(cluster).decode(), flush=True)
+for line in sys.stdin:  # "topic <name> <partitions>" until the parent closes our stdin
+    _, name, partitions = line.split()
+    code = lib.rd_kafka_mock_topic_create(cluster, name.encode(), int(partitions), 1)
+    print(code, flush=True)
+"""
+
+
+class KafkaMockCluster:
+    def __init__(self, brokers: int = 3):
+        self.brokers = brokers
+        self.bootstrap_servers = ""
+        self._process: subprocess.Popen | None = None
+
+    def start(self) -> "KafkaMockCluster":
+        self._process = subprocess.Popen([sys.executable, "-c", _CHILD, str(self.brokers)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self._process.stdout.readline().strip()
+        if not line:
+            self.stop()
+            raise RuntimeError("the Kafka mock cluster did not start")
+        self.bootstrap_servers = line
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            try:
+                self._process.stdin.close()
+                self._process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def __enter__(self) -> "KafkaMockCluster":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """The mock has no controller for CreateTopics: its owner creates the topic."""
+        assert self._process is not None and " " not in name
+        self._process.stdin.write(f"topic {name} {partitions}\n")
+        self._process.stdin.flush()
+        code = self._process.stdout.readline().strip()
+        if code != "0":
+            raise RuntimeError(f"creating topic {name!r} failed: librdkafka error {code}")
+
+    def low_watermarks(self, topic: str, partitions: int) -> list[int]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(self.config(**{"group.id": "low-watermarks"}))
+        try:
+            return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0] for p in range(partitions)]
+        finally:
+            consumer.close()
+
+    def produce(self, topic: str, values: Iterable[bytes], keys: Iterable[bytes] | None = None,
+                partition_of: Any = None, timestamp_ms: int | None = None) -> int:
+        """Produce ``values`` (optionally with ``keys``; ``partition_of(index)`` picks a
+        partition); returns how many, after every one was acknowledged."""
+        from confluent_kafka import Producer
+
+        producer = Producer(self.config(**{"linger.ms": 5, "batch.num.messages": 10_000,
+                                           "queue.buffering.max.messages": 1_000_000, "acks": "all"}))
+        failures: list[Any] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+
+        count = 0
+        key_list = list(keys) if keys is not None else None
+        for index, value in enumerate(values):
+            extra: dict[str, Any] = {}
+            if key_list is not None:
+                extra["key"] = key_list[index]
+            if partition_of is not None:
+                extra["partition"] = partition_of(index)
+            if timestamp_ms is not None:
+                extra["timestamp"] = timestamp_ms
+            while True:
+                try:
+                    producer.produce(topic, value, on_delivery=delivered, **extra)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            count += 1
+            if count % 10_000 == 0:
+                producer.poll(0)
+        producer.flush(60)
+        if failures:
+            raise RuntimeError(f"{len(failures)} records not acknowledged, e.g. {failures[0]}")
+        return count
+
+    def produce_json(self, topic: str, rows: Iterable[dict[str, Any]], partitions: int, **kwargs: Any) -> int:
+        """Each row as a JSON value, partition ``id % partitions``."""
+        rows = list(rows)
+        return self.produce(topic, (json.dumps(r, separators=(",", ":")).encode() for r in rows),
+                            partition_of=lambda i: rows[i]["id"] % partitions, **kwargs)
