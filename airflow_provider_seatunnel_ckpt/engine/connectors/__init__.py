@@ -33,6 +33,7 @@ sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
 sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
 sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
+sink       ``Kafka``       :class:`.kafka.sink.KafkaSink` (at least once)
 =========  ==============  =====================================================
 """
 
@@ -72,6 +73,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_sink:DeltaSink"),
+        "kafka": ("Kafka", f"{_PKG}.kafka.sink:KafkaSink"),
     },
 }
 _BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}

@@ -1,0 +1,105 @@
+"""The Kafka sink (at least once) against librdkafka's mock cluster: values encoded in
+bulk, keys by partition_key_fields, every record acknowledged at the barrier, and a run
+through ``seatunnel-ckpt run`` with a driver kill that delivers every id at least once."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from tests.integration.engine.support import Workspace
+
+pytestmark = pytest.mark.timeout(300)
+_names = itertools.count()
+
+
+def new_topic(cluster: Any, partitions: int = 3) -> str:
+    name = f"out-{next(_names)}"
+    cluster.create_topic(name, partitions)
+    return name
+
+
+def consume_all(cluster: Any, topic: str, partitions: int) -> list[Any]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(cluster.config(**{"group.id": f"check-{topic}", "enable.partition.eof": True}))
+    ends = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages, eof = [], set()
+    while len(eof) < partitions:
+        for message in consumer.consume(10_000, timeout=1):
+            if message.error() is None:
+                messages.append(message)
+            elif message.offset() >= ends[message.partition()]:
+                eof.add(message.partition())
+    consumer.close()
+    return messages
+
+
+def test_rows_become_json_records_keyed_by_the_key_fields(kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster)
+    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": topic,
+                      "partition_key_fields": ["user"], "semantics": "AT_LEAST_ONCE"}, "sink[0]")
+    sink.preflight()
+    writer = sink.create_writer("job", 0, 0)
+    for start in (0, 500):
+        ids = np.arange(start, start + 500)
+        writer.write(pa.record_batch({"id": ids, "user": [f"u{i % 7}" for i in ids], "score": ids / 2}))
+    assert writer.prepare_commit(1) is None
+    messages = consume_all(kafka_cluster, topic, 3)
+    rows = [json.loads(m.value()) for m in messages]
+    assert sorted(r["id"] for r in rows) == list(range(1000))
+    assert rows[0] == {"id": rows[0]["id"], "user": f"u{rows[0]['id'] % 7}", "score": rows[0]["id"] / 2}
+    partitions_of_key: dict[bytes, set[int]] = {}
+    for message in messages:
+        partitions_of_key.setdefault(message.key(), set()).add(message.partition())
+    assert set(partitions_of_key) == {json.dumps({"user": f"u{i}"}, separators=(",", ":")).encode() for i in range(7)}
+    assert all(len(p) == 1 for p in partitions_of_key.values())
+    sink.close()
+
+
+def test_text_format_and_a_fixed_partition(kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster, 2)
+    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": topic,
+                      "format": "text", "field_delimiter": "|", "partition": 1})
+    writer = sink.create_writer("job", 0, 0)
+    writer.write(pa.record_batch({"id": [1, 2], "name": ["a", None]}))
+    writer.prepare_commit(1)
+    assert [(m.partition(), m.value()) for m in consume_all(kafka_cluster, topic, 2)] == [(1, b"1|a"), (1, b"2|")]
+    sink.close()
+
+
+def test_bad_sink_options(kafka_cluster: Any) -> None:
+    base = {"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": "missing"}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.semantics: EXACTLY_ONCE is not available yet"):
+        load_sink({**base, "semantics": "EXACTLY_ONCE"}, "sink[0]")
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.topic: no topic 'missing'"):
+        load_sink(base, "sink[0]").preflight()
+    sink = load_sink({**base, "partition_key_fields": ["nope"]}, "sink[0]")
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.partition_key_fields: no column 'nope'"):
+        sink.create_writer("job", 0, 0).write(pa.record_batch({"id": [1]}))
+
+
+@pytest.mark.slow
+def test_sequence_to_kafka_at_least_once_through_a_driver_kill(workspace: Workspace, kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster, 4)
+    rows = 200_000
+    config = workspace.write_config(interval=500)
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "batch_size": 5_000},
+                              {"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers,
+                               "topic": topic, "semantics": "AT_LEAST_ONCE"})
+    with workspace.start(job, config, "to-kafka") as driver:
+        assert driver.wait_for(r"checkpoint [3-9] \(checkpoint\) completed", 180), driver.stderr()
+        driver.kill()
+    rerun = workspace.run(job, config, "to-kafka", "--restore", "latest")
+    assert rerun.returncode == 0, rerun.explain()
+    ids = np.array([json.loads(m.value())["id"] for m in consume_all(kafka_cluster, topic, 4)])
+    assert np.array_equal(np.unique(ids), np.arange(rows)), "some ids never reached Kafka"
+    assert len(ids) >= rows  # the epochs after the restored checkpoint were written again
