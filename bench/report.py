@@ -28,6 +28,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
     ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
     ("sql_bench.py", "sql", "Sql transform (DuckDB) vs the same transform in pyarrow.compute"),
+    ("kafka_bench.py", "kafka", "Kafka source vs a bare consumer loop (librdkafka's mock cluster)"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -70,6 +71,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "sql_transform_ratio_vs_python_transform": (
         "sql", "rows/s with a projection/filter as a Sql transform / the same as a pyarrow.compute Python transform, "
                "Sequence -> transform -> parquet, 1 s checkpoints", "higher"),
+    "kafka_source_rows_per_s": (
+        "kafka", "rows/s the Kafka source reads from librdkafka's mock cluster (JSON into Arrow, p=2, 1 s checkpoints)",
+        "higher"),
+    "kafka_source_ratio_vs_bare_consumer": (
+        "kafka", "Kafka source rows/s / a bare confluent-kafka consumer loop doing the same reading and JSON decoding "
+                 "in one process", "higher"),
 }
 REQUIRED_TOP = ("machine", "date")
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from ...errors import ConfigError
 from .api import Transform
 from .options import option_key
+from .sql_passthrough import PassThrough, plan
 
 _CONNECTION_CONFIG = {
     "threads": 1,
@@ -71,6 +72,8 @@ class BatchQuery:
             )
         (self.table,) = tables
         self._connection: Any = None
+        #: input schema -> its pass-through rewrite (None: run the query as written)
+        self._plans: dict[pa.Schema, PassThrough | None] = {}
 
     def _connect(self) -> Any:
         if self._connection is None:
@@ -91,11 +94,34 @@ class BatchQuery:
 
     def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
         duckdb = _duckdb()
+        passthrough = self._passthrough(data.schema)
         try:
-            return self._connect().from_arrow(data).query(self.table, self.query).to_arrow_table()
+            if passthrough is not None:
+                result = self._run(passthrough.with_rows(data), passthrough.query)
+                return passthrough.assemble(data, result)
+            return self._run(data, self.query)
         except duckdb.Error as err:
             raise ConfigError(key, duckdb_message(err)) from None
 
+    def _run(self, data: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
+        return self._connect().from_arrow(data).query(self.table, query).to_arrow_table()
+
+    def _passthrough(self, schema: pa.Schema) -> PassThrough | None:
+        """The rewrite for this input schema, kept only when it binds and gives the
+        query's own column names (anything else: the query as written)."""
+        if schema in self._plans:
+            return self._plans[schema]
+        found = plan(self._connect(), self.query, self.table, schema)
+        if found is not None:
+            empty = schema.empty_table()
+            try:
+                expected = self._run(empty, self.query).schema.names
+                if found.assemble(empty, self._run(found.with_rows(empty), found.query)).schema.names != expected:
+                    found = None
+            except Exception:  # the query itself fails: report that, from the query as written
+                found = None
+        self._plans[schema] = found
+        return found
 
 class QueryTransform(Transform):
     """A transform that is one ``BatchQuery``, built from the option ``query_option``."""

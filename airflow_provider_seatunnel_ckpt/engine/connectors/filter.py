@@ -1,5 +1,9 @@
 """``Filter`` transform: keep the rows where ``condition`` holds.
 
+DuckDB evaluates the condition over the batch's columns and returns the numbers of the
+rows that hold; the rows are then taken from the batch (its columns never go through
+DuckDB and keep their exact types).
+
 ``condition`` is any SQL boolean expression over the batch's columns, evaluated by
 DuckDB (:mod:`.batch_sql`): ``id % 2 = 0 and name like 'a%'``. Rows where it is null
 (a null column compared) are dropped, as in a SQL ``where``.
@@ -18,8 +22,12 @@ import json
 import re
 from typing import Any, Mapping
 
+import numpy as np
+import pyarrow as pa
+
 from .batch_sql import QueryTransform
-from .options import Options
+from .options import Options, option_key
+from .sql_passthrough import ROW
 
 _LEGACY_CONDITION = re.compile(
     r"^\s*(?P<column>`[^`]+`|[A-Za-z_][\w.]*)\s*(?:%\s*(?P<divisor>-?\d+)\s*)?"
@@ -37,7 +45,19 @@ class FilterTransform(QueryTransform):
         super().__init__(options)
         self.condition: str = Options(self.plugin_name, options, known={"condition"}).str("condition")
         where = legacy_condition_as_sql(self.condition) or self.condition
-        self.use_query(f"SELECT * FROM {_INPUT} WHERE {where}")
+        # DuckDB only says which rows hold; the batch itself never goes through it
+        self.use_query(f"SELECT {ROW} FROM {_INPUT} WHERE {where}")
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        self._query.bind(input_schema.append(pa.field(ROW, pa.int64())), option_key(self, self.query_option))
+        return input_schema
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        numbered = batch.append_column(ROW, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+        kept = self._query.run(numbered, option_key(self, self.query_option))
+        return batch.take(kept.column(0)) if kept is not None else None
 
 
 def legacy_condition_as_sql(condition: str) -> str | None:

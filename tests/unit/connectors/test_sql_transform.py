@@ -126,3 +126,47 @@ def test_load_job_reports_a_syntax_error_under_its_transform_key(tmp_path):
 )
 def test_legacy_filter_conditions_become_sql(condition, expected):
     assert legacy_condition_as_sql(condition) == expected
+
+
+# ---- pass-through columns ---------------------------------------------------------------------
+def wide(n: int = 8) -> pa.RecordBatch:
+    return pa.record_batch({
+        "id": pa.array(range(n), pa.int64()),
+        "payload": pa.array([bytes([i]) * 4 for i in range(n)], pa.binary(4)),
+        "name": [f"n{i}" if i % 3 else None for i in range(n)],
+    })
+
+
+@pytest.mark.parametrize(
+    "query, rewritten",
+    [
+        ("select id, payload, name from s where id % 2 = 0", True),
+        ("select payload, id * 2 as twice from s where name is not null limit 3", True),
+        ("select s.payload, name from s where payload > '\\x02'::blob", True),
+        ("select payload as p, id from s", False),  # renamed: left to DuckDB
+        ("select id, payload from s order by name desc", False),
+        ("select distinct name from s", False),
+        ("select * from s where id > 2", False),
+        ("select name, count(*) as n from s group by name", False),
+        ("select id, upper(name) as name from s", False),  # a computed column, not a pass-through
+    ],
+)
+def test_wide_columns_passed_through_give_what_duckdb_gives(query, rewritten):
+    batch = wide()
+    ours = sql(query)
+    out = ours.process(batch, None)
+    plans = ours._query._plans
+    assert (plans[batch.schema] is not None) == rewritten
+    s = pa.Table.from_batches([batch])  # noqa: F841 - DuckDB finds it by name
+    expected = duckdb.sql(query).to_arrow_table()
+    assert out.schema.names == expected.schema.names
+    assert out.to_pylist() == expected.to_pylist()
+    if rewritten:  # the column keeps its exact Arrow type
+        assert all(out.schema.field(n).type == batch.schema.field(n).type for n in out.schema.names if n in ("payload", "name"))
+
+
+def test_a_column_named_like_the_row_number_turns_the_rewrite_off():
+    batch = wide().append_column("__st_row", pa.array(range(8), pa.int64()))
+    t = sql("select payload, __st_row from s")
+    assert t.process(batch, None).column("__st_row").to_pylist() == list(range(8))
+    assert t._query._plans[batch.schema] is None

@@ -254,7 +254,10 @@ class KafkaReader(SourceReader):
         if self.stop is not None and self.offset >= self.stop:
             return None
         wanted = self.batch_size if self.stop is None else min(self.batch_size, self.stop - self.offset)
-        messages = self.consumer.consume(num_messages=wanted, timeout=POLL_WAIT_S)
+        # What the consumer prefetched, at once; only an empty queue waits (consume waits
+        # for all ``wanted`` records or the timeout, whichever comes first).
+        messages = self.consumer.consume(num_messages=wanted, timeout=0) or self.consumer.consume(
+            num_messages=wanted, timeout=POLL_WAIT_S)
         records = []
         for message in messages:
             error = message.error()
