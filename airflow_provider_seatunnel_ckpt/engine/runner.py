@@ -251,9 +251,11 @@ class JobRun:
         # columns as configured), before anything is claimed or started.
         source = load_source(job.source, "source[0]")
         _preflight(source)
-        _bind_transforms(source.produced_schema(), job.transforms)
+        output = _bind_transforms(source.produced_schema(), job.transforms)
         sink = load_sink(job.sink, "sink[0]")
         _preflight(sink)
+        if output is not None:
+            _preflight(sink, lambda: sink.accepts(output))
         committer = sink.create_committer(request.job_id)
 
         highest_id = self.store.highest_id()  # before --discard-existing deletes anything
@@ -307,6 +309,11 @@ class JobRun:
         stored_plan = manifest.properties.get("splits") if manifest is not None else None
         if stored_plan is not None:
             splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
+            added = tuple(source.discover_splits(splits))
+            if added:  # appended: the stored splits keep their place, so their subtask
+                names = ", ".join(s.split_id for s in added[:5]) + (" ..." if len(added) > 5 else "")
+                self.progress(f"{len(added)} new splits since the stored plan: {names}")
+                splits += added
         else:
             splits = tuple(source.splits(job.parallelism))
 
@@ -415,10 +422,11 @@ class JobRun:
             loop.spark_job_ended(None)
 
 
-def _preflight(connector: Any) -> None:
-    """Run a connector's live checks; its errors name the job-file key (``sink[0].table``)."""
+def _preflight(connector: Any, check: Callable[[], None] | None = None) -> None:
+    """Run a connector's live checks (``preflight`` unless ``check`` says otherwise); its
+    errors name the job-file key (``sink[0].table``)."""
     try:
-        connector.preflight()
+        (check or connector.preflight)()
     except ConfigError as err:
         prefix = getattr(connector, "config_key", "")
         raise ConfigError(f"{prefix}.{err.key}" if prefix and err.key else err.key or prefix, err.problem) from None
@@ -427,13 +435,15 @@ def _preflight(connector: Any) -> None:
         raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
 
 
-def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> None:
+def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> Any:
     """Check each transform against the schema it will receive (a SQL query's columns),
-    as far as the source's schema is known on the driver; errors name the option."""
+    as far as the source's schema is known on the driver; errors name the option. Returns
+    the schema the sink will receive (None when only reading tells)."""
     from .connectors import load_transform
 
     for index, entry in enumerate(entries):
         schema = load_transform(entry, f"transform[{index}]").output_schema(schema)
+    return schema
 
 
 def _driver_host(context: Any) -> str:

@@ -204,7 +204,7 @@ class SubtaskRuntime:
             raise
         finally:
             self._async.shutdown(wait=False, cancel_futures=True)
-            self._release_sink()
+            self._release_connectors()
             self._client.close()
 
     def _run_attempt(self) -> None:
@@ -214,7 +214,7 @@ class SubtaskRuntime:
         # A restart after a re-established channel: the epoch the previous run had
         # open is aborted (its rows are read again; a database sink's open transaction
         # would otherwise hold locks on the keys about to be written again).
-        self._release_sink()
+        self._release_connectors()
         states = self._load_states(restore)
         from .connectors import load_sink, load_source, load_transform
 
@@ -238,12 +238,12 @@ class SubtaskRuntime:
             self._wake.wait(IDLE_WAIT_S)
             self._wake.clear()
         self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
-        self._release_sink()
+        self._release_connectors()
 
-    def _release_sink(self) -> None:
-        writer, sink = getattr(self, "_writer", None), getattr(self, "_sink", None)
-        self._writer = self._sink = None
-        for closable in (writer, sink):
+    def _release_connectors(self) -> None:
+        writer, sink, source = getattr(self, "_writer", None), getattr(self, "_sink", None), self._source
+        self._writer = self._sink = self._source = None
+        for closable in (writer, sink, source):
             if closable is not None:
                 try:
                     closable.close()
@@ -308,7 +308,7 @@ class SubtaskRuntime:
         logged, never fails the subtask, since the positions that count are checkpointed."""
         with self._lock:
             positions, self._completed_positions = self._completed_positions, None
-        if positions is None:
+        if positions is None or self._source is None:
             return
         try:
             self._source.checkpoint_completed(positions)

@@ -14,9 +14,11 @@ workers included) connect to it::
         kafka.produce_json("events", rows)         # [{"id": 1, ...}, ...] spread by key
         kafka.bootstrap_servers                     # "127.0.0.1:40123,127.0.0.1:..."
 
-What the mock does not do: ``isolation.level=read_committed`` is ignored (aborted
-transactional records are delivered), so exactly-once *output to* Kafka cannot be proven
-against it, only the producer's protocol. It keeps about 5 MB per partition (older
+What the mock does not do (librdkafka 2.16, checked): ``isolation.level=read_committed``
+is ignored (aborted transactional records are delivered), a producer fenced by a newer
+one with the same ``transactional.id`` can still commit, and offsets sent with
+``send_offsets_to_transaction`` are not stored. So exactly-once *output to* Kafka cannot
+be proven against it. It keeps about 5 MB per partition (older
 records go, the low watermark moves up, as with a size-based retention): keep tests'
 records small, and check ``low_watermarks`` before counting on the earliest offset.
 """

@@ -108,6 +108,12 @@ class Source:
         """Runs on an executor; ``position`` None = from the beginning of the split."""
         raise NotImplementedError
 
+    def discover_splits(self, known: Sequence[Split]) -> list[Split]:
+        """Runs on the driver when a run restores a stored split plan: splits that exist
+        now but are not in ``known`` (a Kafka partition added since), read from their
+        beginning. Default: none, the plan is fixed."""
+        return []
+
     def preflight(self) -> None:
         """Check the live system once, on the driver, before Spark starts (connect, look
         the table up...). Raise ``ConfigError`` for bad input, ``ConnectorError`` when the
@@ -119,6 +125,10 @@ class Source:
         ``positions`` are the checkpointed positions of this subtask's splits (by split
         id). For information only (Kafka commits them to its consumer group so
         monitoring sees the lag): restores use the checkpoint, never this."""
+
+    def close(self) -> None:
+        """Release what the source holds on a subtask (a client made for
+        ``checkpoint_completed``); called when the subtask attempt ends."""
 
     def produced_schema(self) -> pa.Schema | None:
         """The schema of the batches readers will emit, when the driver knows it after
@@ -218,6 +228,11 @@ class Sink:
 
     def preflight(self) -> None:
         """As ``Source.preflight``: live checks on the driver before Spark starts."""
+
+    def accepts(self, schema: pa.Schema) -> None:
+        """Raise ``ConfigError`` if rows of ``schema`` (the job's output, when the driver
+        knows it) cannot be written: an existing table's columns. Runs on the driver after
+        ``preflight``, before Spark starts, so the error is one line and nothing is written."""
 
     def close(self) -> None:
         """Release what the sink holds for its writers (pooled connections); called when

@@ -69,7 +69,8 @@ def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(workspace
     topic = f"live-{next(_names)}"
     kafka_cluster.create_topic(topic, PARTITIONS)
     config = workspace.write_config(interval=500)
-    job = workspace.write_job(kafka_source(kafka_cluster, topic), name="live")
+    # a pattern: a topic created while the job is stopped joins it at the restore
+    job = workspace.write_job(kafka_source(kafka_cluster, f"{topic}(-later)?", pattern=True), name="live")
     storage = open_storage(config)
 
     def produce_live(ids: range, seconds: float) -> threading.Thread:
@@ -108,10 +109,13 @@ def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(workspace
     assert tally(committed(), 60_000).exactly_once
 
     produce(kafka_cluster, topic, range(60_000, 90_000))  # while the job is stopped
+    kafka_cluster.create_topic(f"{topic}-later", 2)
+    kafka_cluster.produce_json(f"{topic}-later", ({"id": i, "name": f"n{i}", "score": 0} for i in range(90_000, 95_000)), 2)
     with workspace.start(job, config, "live", "--restore", "latest") as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
-        caught_up(90_000, within=30)
+        assert f"2 new splits since the stored plan: {topic}-later-0, {topic}-later-1" in driver.stderr()
+        caught_up(95_000, within=30)
         stop_with_savepoint(driver)
-    counted = tally(committed(), 90_000)
+    counted = tally(committed(), 95_000)
     assert counted.exactly_once, counted
     assert lag < 20

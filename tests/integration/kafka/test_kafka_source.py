@@ -193,3 +193,17 @@ def test_an_unknown_topic_and_an_unreachable_broker(kafka_cluster: Any) -> None:
                      "connection_check_timeout_sec": 2, "kafka.config": {"sasl.password": "s3cret"}}).preflight()
     assert time.monotonic() - started < 10
     assert "Kafka at 127.0.0.1:9: no answer within 2 s" in str(err.value) and "s3cret" not in str(err.value)
+
+
+def test_a_restore_discovers_partitions_created_since_the_plan(kafka_cluster: Any) -> None:
+    first = topic_with(kafka_cluster, 30, 2)
+    pattern = f"{first}(-later)?"
+    src = source(kafka_cluster, pattern, pattern=True, stop_mode="unbounded")
+    known = src.splits(1)
+    assert src.discover_splits(known) == []
+    kafka_cluster.create_topic(f"{first}-later", 3)
+    found = src.discover_splits(known)
+    assert [(s.split_id, s.spec["start"], s.spec["stop"]) for s in found] == [
+        (f"{first}-later-{p}", 0, None) for p in range(3)]
+    bounded = source(kafka_cluster, pattern, pattern=True)
+    assert bounded.discover_splits(known) == []  # a bounded job keeps what it started with

@@ -74,9 +74,41 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.strings", schema=pa.schema([pa.field("id", pa.string())]))
     result = workspace.run(workspace.write_job(source, options, name="changed"), config, "changed", timeout=300)
-    assert result.returncode != 0, result.explain()
+    assert result.returncode == 2, result.explain()
     lines = _error_lines(result.stderr)
     assert len(lines) == 1 and "sink[0].table: column 'id' is int64 in the job's output but string in Iceberg table " \
         "ns.strings" in lines[0], result.explain()
+    assert "attempt 1:" not in result.stderr, f"Spark started\n{result.explain()}"
     data = load_sink(options).location_of(table)
     assert not data.fs.exists(f"{data.root}/data") or not list(data.fs.walk_files(f"{data.root}/data"))
+
+
+def test_delta_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse) -> None:  # noqa: F811
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    config = workspace.write_config()
+    source = {"plugin_name": "Sequence", "rows": 1000}
+    missing = local_warehouse.delta(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST")
+    result = workspace.run(workspace.write_job(source, missing, name="delta-missing"), config, "delta-missing", timeout=120)
+    assert result.returncode == 2, result.explain()
+    lines = _error_lines(result.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: sink[0].path: ") and "does not exist" in lines[0], \
+        result.explain()
+    assert "attempt 1:" not in result.stderr, result.explain()
+
+    # a table whose id column is a string: the job's int64 ids do not fit, and nothing is committed
+    changed = local_warehouse.delta(table="strings")
+    path = load_sink(changed).uri
+    write_deltalake(path, pa.table({"id": pa.array(["a"], pa.string())}))
+    files_before = set(DeltaTable(path).file_uris())
+    result = workspace.run(workspace.write_job(source, changed, name="delta-changed"), config, "delta-changed",
+                           timeout=300)
+    assert result.returncode == 2, result.explain()
+    lines = _error_lines(result.stderr)
+    assert len(lines) == 1 and "column 'id' is int64 in the job's output but string in Delta table" in lines[0], \
+        result.explain()
+    assert "Traceback" not in result.stderr, result.explain()
+    assert "attempt 1:" not in result.stderr, result.explain()
+    table = DeltaTable(path)
+    assert table.version() == 0 and set(table.file_uris()) == files_before

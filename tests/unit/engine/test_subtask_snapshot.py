@@ -150,3 +150,33 @@ def test_a_state_that_cannot_be_encoded_fails_the_subtask_and_declines(monkeypat
     [decline] = client.sent
     assert type(decline).__name__ == "Decline" and "state encoding failed" in decline.reason
     assert isinstance(runtime._fatal, RuntimeError)
+
+
+class RecordingSource:
+    def __init__(self) -> None:
+        self.completed: list[dict[str, Any]] = []
+
+    def checkpoint_completed(self, positions: dict[str, Any]) -> None:
+        self.completed.append(dict(positions))
+
+
+def test_the_source_hears_the_positions_of_the_newest_completed_checkpoint() -> None:
+    from airflow_provider_seatunnel_ckpt.engine.messages import NotifyComplete, encode
+
+    state = SplitState(position=10)
+    runtime, client = _runtime({"s0": state}, storage=Storage())
+    source = runtime._source = RecordingSource()
+    for checkpoint_id, position in ((1, 10), (2, 20), (3, 30)):
+        state.position = position
+        _barrier(runtime, checkpoint_id)
+        runtime._take_barriers()
+    runtime._async.submit(lambda: None).result()
+    runtime._tell_source_completed()
+    assert source.completed == []  # nothing completed yet
+    runtime._on_message(encode(NotifyComplete(2)))  # 1 was subsumed by 2
+    runtime._tell_source_completed()
+    assert source.completed == [{"s0": 20}]
+    runtime._tell_source_completed()  # told once
+    runtime._on_message(encode(NotifyComplete(3)))
+    runtime._tell_source_completed()
+    assert source.completed == [{"s0": 20}, {"s0": 30}] and runtime._positions_at == {}

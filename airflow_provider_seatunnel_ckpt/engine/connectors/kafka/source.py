@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -153,6 +153,23 @@ class KafkaSource(Source):
                                               "stop": stops.get((topic, partition))})
                 for topic, partition in partitions]
 
+    def discover_splits(self, known: Sequence[Split]) -> list[Split]:
+        """Unbounded: partitions created since the plan was made (a topic grown, or a new
+        topic matching the pattern), from their earliest offset, as Flink reads
+        discovered partitions. A bounded job keeps the partitions it started with."""
+        if self.stop_mode != "unbounded":
+            return []
+        consumer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
+        try:
+            ids = {split.split_id for split in known}
+            new = [tp for tp in self._partitions(consumer) if f"{tp[0]}-{tp[1]}" not in ids]
+            starts = {tp: low for tp, (low, _) in self._watermarks(consumer, new).items()} if new else {}
+        finally:
+            consumer.close()
+        return [Split(f"{topic}-{partition}", {"topic": topic, "partition": partition,
+                                              "start": starts[(topic, partition)], "stop": None})
+                for topic, partition in new]
+
     def _watermarks(self, consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import KafkaException, TopicPartition
 
@@ -222,6 +239,11 @@ class KafkaSource(Source):
             if self._committer is None:
                 self._committer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
             self._committer.commit(offsets=offsets, asynchronous=True)
+
+    def close(self) -> None:
+        if self._committer is not None:  # closing waits for the commits in flight
+            self._committer.close()
+            self._committer = None
 
     def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
         return KafkaReader(self, split, position, self.batch_size or context.batch_size)

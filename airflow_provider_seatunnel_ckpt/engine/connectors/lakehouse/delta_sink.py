@@ -54,7 +54,7 @@ from .datafiles import (
     split_by,
 )
 from .schema import storable_schema
-from .table_writer import TableWriter
+from .table_writer import TableWriter, check_table_accepts
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,13 @@ class DeltaSink(Sink):
                                               f"{', '.join(have) or 'nothing'}; partition_by only applies to a table "
                                               "the sink creates")
 
+    def table_schema(self, table: Any) -> pa.Schema:
+        """The table's columns as Arrow, without metadata."""
+        return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pa.schema(table.schema().to_arrow())])
+
+    def accepts(self, schema: pa.Schema) -> None:
+        check_table_accepts(self, schema, "path")
+
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> "DeltaWriter":
         return DeltaWriter(self, job_id, subtask, attempt)
 
@@ -141,12 +148,9 @@ class DeltaWriter(TableWriter):
     plugin = "Delta"
     table_option = "path"
 
-    def table_schema(self, table: Any) -> pa.Schema:
-        return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pa.schema(table.schema().to_arrow())])
-
     def files_for(self, table: Any, location: TableLocation) -> DataFileWriter:
         partitions = list(table.metadata().partition_columns)
-        stored = pa.schema([f for f in self.table_schema(table) if f.name not in partitions])
+        stored = pa.schema([f for f in self.sink.table_schema(table) if f.name not in partitions])
 
         def partitioner(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], pa.RecordBatch]]:
             # Delta keeps partition values as strings in the log

@@ -82,7 +82,7 @@ from .datafiles import (
 from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess
 from .iceberg_files import data_file, partition_representation, statistics_of
 from .schema import storable_schema
-from .table_writer import TableWriter
+from .table_writer import TableWriter, check_table_accepts
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +195,15 @@ class IcebergSink(IcebergTableAccess, Sink):
                                                   "partition_by only applies to a table the sink creates")
         self.location_of(table)
 
+    def table_schema(self, table: Any) -> pa.Schema:
+        """The table's columns as Arrow, without metadata."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        return schema_to_pyarrow(table.schema(), include_field_ids=False)
+
+    def accepts(self, schema: pa.Schema) -> None:
+        check_table_accepts(self, schema, "table")
+
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> "IcebergWriter":
         return IcebergWriter(self, job_id, subtask, attempt)
 
@@ -205,11 +214,6 @@ class IcebergSink(IcebergTableAccess, Sink):
 class IcebergWriter(TableWriter):
     plugin = "Iceberg"
     table_option = "table"
-
-    def table_schema(self, table: Any) -> pa.Schema:
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-        return schema_to_pyarrow(table.schema(), include_field_ids=False)
 
     def files_for(self, table: Any, location: TableLocation) -> DataFileWriter:
         from pyiceberg.io.pyarrow import schema_to_pyarrow

@@ -16,6 +16,14 @@ from .datafiles import DataFileWriter
 from .schema import check_compatible, conform
 
 
+def check_table_accepts(sink: Any, schema: pa.Schema, key: str) -> None:
+    """The driver's check that the job's output fits the sink's table, if it exists yet
+    (``Sink.accepts``); the writers repeat it against the table they open."""
+    table = sink.load_table()
+    if table is not None:
+        check_compatible(schema, sink.table_schema(table), sink.describe(), key=key)
+
+
 class TableWriter(SinkWriter):
     """Subclasses say how to reach the table (``load_table``/``create_table`` on the sink)
     and how to lay out its files (``files_for``)."""
@@ -33,10 +41,6 @@ class TableWriter(SinkWriter):
         self._target: pa.Schema | None = None
         self._location: TableLocation | None = None
 
-    def table_schema(self, table: Any) -> pa.Schema:
-        """The table's columns as Arrow, without metadata."""
-        raise NotImplementedError
-
     def files_for(self, table: Any, location: TableLocation) -> DataFileWriter:
         raise NotImplementedError
 
@@ -47,7 +51,7 @@ class TableWriter(SinkWriter):
             if not self.sink.create_missing:
                 raise ConfigError(key, f"{self.sink.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
             table = self.sink.create_table(schema)
-        self._target = self.table_schema(table)
+        self._target = self.sink.table_schema(table)
         check_compatible(schema, self._target, self.sink.describe(), key=key)
         self._location = self.sink.location_of(table)
         return self.files_for(table, self._location)
