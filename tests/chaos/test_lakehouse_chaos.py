@@ -113,7 +113,9 @@ def test_a_table_source_under_kills_reads_one_snapshot(workspace: Workspace, loc
 
     rng, record = chaos
     started = time.monotonic()
-    rows, commits = 300_000, 6
+    # 30k rows/s through the throttle: 20 s of work, so run 1's kills and the later
+    # runs' driver kills all land before the job can finish
+    rows, commits = 600_000, 6
     adapter = FORMATS[source_format]
     source_sink = load_sink(adapter.options(local_warehouse, table="source"))
     committer = source_sink.create_committer("fill")
