@@ -2,7 +2,8 @@
 
 Modelled on fsspec's AbstractFileSystem: a backend implements five primitives
 (``read``, ``write_atomic``, ``list_dir``, ``delete``, ``info``); everything else is
-derived here. Checkpoint logic (layout, manifests, retention) lives above this layer
+derived here (a backend may override a derived method where it can do better, as the
+local one does for ``open_new``: writing a large file as it is produced). Checkpoint logic (layout, manifests, retention) lives above this layer
 in ``fs_storage.py`` and is shared by all backends.
 
 Contract for implementers:
@@ -24,6 +25,7 @@ Contract for implementers:
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import posixpath
 import threading
@@ -203,6 +205,17 @@ class FileSystem:
         self.write_atomic(then_path, then_data(digest))
         return digest
 
+    def open_new(self, path: str) -> "NewFile":
+        """A new file at ``path`` (a name no one else uses), written piece by piece.
+
+        For data that no reader trusts until something else names it (a table commit
+        naming its data files): until ``sync()`` returns, ``path`` may be missing or
+        hold part of what was written; once it returns, ``path`` holds everything
+        written, durably. ``discard()`` removes what exists of it. The default keeps
+        the bytes in memory and writes them with ``write_atomic`` at ``sync``; the
+        local file system writes them to disk as they come."""
+        return NewFile(self, path)
+
     def move(self, source: str, destination: str) -> None:
         """Publish ``source`` under ``destination`` and remove ``source``.
 
@@ -218,3 +231,75 @@ class FileSystem:
             raise
         self.write_atomic(destination, data)
         self.delete(source)
+
+
+class NewFile:
+    """A file being written (``FileSystem.open_new``): a binary, write-only file object
+    (``write``, ``tell``, ``flush``, ``close``, ``closed``: what pyarrow and ``io`` writers
+    expect), plus ``sync`` (everything written is durable under ``path``) and ``discard``.
+
+    ``close`` only ends writing; the file is complete once ``sync`` returns, which a
+    caller may do later and on another thread (one at a time). This default buffers in
+    memory and writes at ``sync``."""
+
+    def __init__(self, fs: FileSystem, path: str):
+        self.fs = fs
+        self.path = path
+        self._buffer: io.BytesIO | None = io.BytesIO()
+        self._size = 0
+        self._synced = False
+        self.closed = False
+
+    def write(self, data: Bytes) -> int:
+        if self.closed or self._buffer is None:
+            raise ValueError(f"{self.fs.describe(self.path)}: write to a closed file")
+        written = self._buffer.write(data)
+        self._size += written
+        return written
+
+    def tell(self) -> int:
+        return self._size
+
+    def flush(self) -> None:
+        """Nothing to do: bytes reach storage at ``sync``."""
+
+    def close(self) -> None:
+        self.closed = True
+
+    def sync(self) -> None:
+        """End writing and make everything written durable under ``path``; a second call
+        does nothing."""
+        self.close()
+        if self._synced:
+            return
+        if self._discarded():
+            raise ValueError(f"{self.fs.describe(self.path)}: sync after discard")
+        self._make_durable()
+        self._synced = True
+
+    def _discarded(self) -> bool:
+        return self._buffer is None
+
+    def _make_durable(self) -> None:
+        assert self._buffer is not None
+        with self._buffer.getbuffer() as data:
+            self.fs.write_atomic(self.path, data)
+        self._buffer = None
+
+    def discard(self) -> None:
+        """End writing and remove whatever exists of the file (synced or not)."""
+        self.closed = True
+        self._buffer = None
+        if self._synced:
+            self.fs.delete(self.path)
+            self._synced = False
+
+    def __enter__(self) -> "NewFile":
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        """Sync on success; discard when the block raised."""
+        if exc_type is None:
+            self.sync()
+        else:
+            self.discard()

@@ -393,3 +393,47 @@ def test_move_publishes_and_replays(fs: FileSystem, fs_root: str) -> None:
     assert fs.read(f"{fs_root}/out/final/part-1") == b"new"
     with pytest.raises(FileNotFoundError):
         fs.move(f"{fs_root}/out/_staged/never", f"{fs_root}/out/final/never")
+
+
+def test_open_new_streams_a_file_that_sync_makes_complete(fs: FileSystem, fs_root: str) -> None:
+    """``open_new``: pieces written (more than one writeback chunk on local disk), the
+    position counted, the whole file under its name once ``sync`` returns, in a new
+    directory; ``close`` before ``sync`` ends writing without losing anything."""
+    piece = bytes(range(256)) * 4096  # 1 MiB
+    pieces = [piece[i:] + bytes([i]) for i in range(10)]
+    path = f"{fs_root}/table/data/a=1/part-0.parquet"
+    out = fs.open_new(path)
+    for i, p in enumerate(pieces):
+        assert out.write(memoryview(p) if i % 2 else p) == len(p)
+    assert out.tell() == sum(map(len, pieces))
+    out.close()
+    assert out.closed
+    with pytest.raises(ValueError, match="closed"):
+        out.write(b"late")
+    out.sync()
+    out.sync()  # a second sync is a no-op
+    assert fs.read(path) == b"".join(pieces)
+    assert fs.info(path).size == out.tell()
+    assert [i.name for i in fs.list_dir(f"{fs_root}/table/data/a=1")] == ["part-0.parquet"]
+
+
+def test_open_new_discard_leaves_nothing(fs: FileSystem, fs_root: str) -> None:
+    """Discarded while being written, or after it was synced: the file is gone; as a
+    context manager, a block that raises discards."""
+    writing = fs.open_new(f"{fs_root}/data/writing")
+    writing.write(b"x" * 100_000)
+    writing.discard()
+    done = fs.open_new(f"{fs_root}/data/done")
+    done.write(b"y" * 10)
+    done.sync()
+    assert fs.read(f"{fs_root}/data/done") == b"y" * 10
+    done.discard()
+    with pytest.raises(RuntimeError):
+        with fs.open_new(f"{fs_root}/data/failed") as failed:
+            failed.write(b"z")
+            raise RuntimeError("the producer failed")
+    with fs.open_new(f"{fs_root}/data/kept") as kept:
+        kept.write(b"kept")
+    assert _entries(fs.list_dir(f"{fs_root}/data")) == [("kept", False, 4)]
+    with pytest.raises(ValueError, match="discard"):
+        writing.sync()

@@ -116,10 +116,18 @@ def test_cleanup_deletes_only_this_jobs_uncommitted_files(table_format: Any, war
 def test_writer_close_deletes_files_it_never_handed_out(table_format: Any, warehouse: Warehouse) -> None:
     sink = new_sink(table_format, warehouse, max_file_bytes=1)
     writer = sink.create_writer("job-w", 0, 0)
-    writer.write(ids_batch(0, 100))  # over max_file_bytes: written at once
-    assert len(data_files(table_format, sink)) == 1
+    writer.write(ids_batch(0, 100))  # over max_file_bytes: finished at once
+    writer.write(ids_batch(100, 200))
+    # local disk: streamed as written; object stores: uploaded only when made durable
+    assert len(data_files(table_format, sink)) == (2 if warehouse.kind == "local" else 0)
     writer.close()
     assert data_files(table_format, sink) == set()
+    writer = sink.create_writer("job-w", 0, 1)
+    writer.write(ids_batch(0, 100))
+    staged = writer.prepare_commit(1)
+    assert {f["path"] for f in staged["files"]} == data_files(table_format, sink)
+    writer.close()  # what a checkpoint holds stays
+    assert len(data_files(table_format, sink)) == 1
 
 
 def test_restore_older_is_refused_and_discard_restarts(table_format: Any, warehouse: Warehouse) -> None:

@@ -6,14 +6,18 @@ the driver's committer adds them in one table commit, and a file no commit ever 
 is an orphan that ``cleanup`` deletes. Names carry the job's tag, so a sink never
 touches other writers' files.
 
-:class:`DataFileWriter` keeps one in-memory parquet file per partition; a file is written
-(``FileSystem.write_atomic``) when it reaches ``max_file_bytes`` or at ``flush`` (the
-barrier), and every written file is reported as a :class:`DataFile`.
+:class:`DataFileWriter` keeps one open parquet file per partition, streamed to storage
+(``FileSystem.open_new``: on local disk as it is encoded, elsewhere at the end); a file is
+finished when it reaches ``max_file_bytes`` or at ``flush`` (the barrier), which makes
+every finished file durable and reports it as a :class:`DataFile`. Making it durable
+waits for the barrier because ``flush`` runs on the subtask's checkpoint thread, so the
+thread writing rows never waits for the disk.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -23,7 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ....storage.filesystem import FileSystem
+from ....storage.filesystem import FileSystem, NewFile
+
+log = logging.getLogger(__name__)
 
 #: parquet codecs the sinks accept (pyarrow's names)
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
@@ -129,7 +135,8 @@ class DataFileWriter:
         self._prefix = f"{file_prefix(job_id)}{subtask:05d}-{attempt}-{secrets.token_hex(4)}-"
         self._count = 0
         self._open: dict[tuple[Any, ...], _OpenFile] = {}
-        self._written: list[DataFile] = []
+        #: finished, not yet durable nor reported: (file, its storage handle)
+        self._finished: list[tuple[DataFile, NewFile]] = []
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -138,53 +145,66 @@ class DataFileWriter:
         for values, rows in parts:
             file = self._open.get(values)
             if file is None:
-                file = self._open[values] = _OpenFile(self.schema, self.compression)
+                file = self._open[values] = self._new_file(values)
             file.write(self.prepare(rows) if self.prepare is not None else rows)
             if self.max_file_bytes and file.size >= self.max_file_bytes:
                 self._finish(values)
 
     def flush(self) -> list[DataFile]:
-        """Write every open file; return all files written since the previous flush."""
+        """Finish every open file, make every finished one durable, and return them all
+        (every file finished since the previous flush)."""
         for values in list(self._open):
             self._finish(values)
-        written, self._written = self._written, []
-        return written
+        for _, out in self._finished:
+            out.sync()
+        finished, self._finished = self._finished, []
+        return [data_file for data_file, _ in finished]
 
-    def abort(self) -> list[str]:
-        """Drop open files; return the paths written but never handed out by ``flush``."""
+    def abort(self) -> None:
+        """Remove every file not reported by ``flush``; a file that cannot be removed is
+        logged (``cleanup`` deletes it later: its name carries the job's tag)."""
+        handles = [file.out for file in self._open.values()] + [out for _, out in self._finished]
         self._open.clear()
-        paths = [f.path for f in self._written]
-        self._written = []
-        return paths
+        self._finished = []
+        for out in handles:
+            try:
+                out.discard()
+            except Exception as err:
+                log.warning("could not delete the unused data file %s: %s", self.fs.describe(out.path), err)
 
-    def _finish(self, values: tuple[Any, ...]) -> None:
-        file = self._open.pop(values)
-        data, rows = file.finish()
+    def _new_file(self, values: tuple[Any, ...]) -> "_OpenFile":
         directory = self.data_dir
         if self.partition_names:
             directory = f"{directory}/{partition_dir(self.partition_names, values)}"
         path = f"{directory}/{self._prefix}{self._count:05d}.parquet"
         self._count += 1
-        stats = self.describe(pq.read_metadata(pa.BufferReader(data))) if self.describe is not None else {}
-        self.fs.write_atomic(path, memoryview(data))
+        return _OpenFile(self.fs.open_new(path), self.schema, self.compression)
+
+    def _finish(self, values: tuple[Any, ...]) -> None:
+        file = self._open.pop(values)
+        metadata = file.finish()
+        stats = self.describe(metadata) if self.describe is not None else {}
         partition = dict(zip(self.partition_names, values))
-        self._written.append(DataFile(path, rows, len(data), partition, stats))
+        self._finished.append((DataFile(file.out.path, file.rows, file.out.tell(), partition, stats), file.out))
 
 
 class _OpenFile:
-    def __init__(self, schema: pa.Schema, compression: str):
-        self._sink = pa.BufferOutputStream()
-        self._writer = pq.ParquetWriter(self._sink, schema, compression=compression)
+    def __init__(self, out: NewFile, schema: pa.Schema, compression: str):
+        self.out = out
+        self._writer = pq.ParquetWriter(out, schema, compression=compression)
         self.rows = 0
 
     @property
     def size(self) -> int:
-        return self._sink.tell()
+        return self.out.tell()
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
-    def finish(self) -> tuple[pa.Buffer, int]:
+    def finish(self) -> pq.FileMetaData:
+        """Write the footer and end writing; the footer's metadata, taken from memory
+        (the file is never read back)."""
         self._writer.close()
-        return self._sink.getvalue(), self.rows
+        self.out.close()
+        return self._writer.writer.metadata

@@ -11,7 +11,7 @@ import pyarrow as pa
 from ....errors import ConfigError
 from ..api import JsonValue, SinkWriter
 from ..options import option_key
-from .common import TableLocation, data_file_infos, delete_quietly
+from .common import TableLocation, data_file_infos
 from .datafiles import DataFileWriter
 from .schema import check_compatible, conform
 
@@ -70,6 +70,5 @@ class TableWriter(SinkWriter):
 
     def close(self) -> None:
         if self._files is not None:
-            for path in self._files.abort():  # written, never handed to a checkpoint
-                delete_quietly(self._files.fs, path, self.plugin)
+            self._files.abort()  # files written but never handed to a checkpoint
             self._files = None
