@@ -9,12 +9,14 @@ reprocess what the first committed, and every row landed exactly once.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+
+from tests import example_runs
+from tests.example_runs import committed_ids
 
 from .conftest import EXAMPLE_DAGS, airflow_dags_test, output, task_states, xcom_values
 
@@ -26,7 +28,6 @@ EXAMPLES = {
     "example_postgres_to_lake",
     "example_lakehouse",
 }
-_PART = re.compile(r"part-[0-9a-f]{8}-\d{5,}-\d+-(\d{10,})-\d+\.parquet$")
 
 
 def test_dagbag_imports_every_example_dag_without_errors():
@@ -46,17 +47,6 @@ def local_storage(workdir: Path):
     return get_checkpoint_hook(
         config_file={"checkpoint": {"storage": {"plugin-config": {"storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}}}
     )
-
-
-def committed_ids(directory: Path) -> dict[int, list[int]]:
-    """checkpoint id -> the ids in the output files that checkpoint committed."""
-    import pyarrow.parquet as pq
-
-    by_checkpoint: dict[int, list[int]] = {}
-    for path in sorted(directory.glob("part-*.parquet")):
-        checkpoint_id = int(_PART.search(path.name).group(1))
-        by_checkpoint.setdefault(checkpoint_id, []).extend(pq.read_table(path, columns=["id"]).column("id").to_pylist())
-    return by_checkpoint
 
 
 @pytest.mark.slow
@@ -84,35 +74,8 @@ def test_local_etl_happy_path(airflow_db, tmp_path):
     assert ids == list(range(rows))
 
 
-def check_resumed_exactly_once(workdir: Path, dag_id: str, job_task: str = "etl") -> None:
-    rows = 240_000  # the example's default
-    xcoms = xcom_values(dag_id)
-    job_id = xcoms[(job_task, "job_id")]
-    hook = local_storage(workdir)
-
-    first, second = hook.get_attempts(job_id)
-    assert first["outcome"] == "failed" and "FailOnceError" in first["error"]
-    restored = first["last_checkpoint_id"]
-    assert restored is not None and first["checkpoints_completed"] >= 1
-    assert second["outcome"] == "finished" and second["restored_from"] == restored
-    assert hook.get_job_status(job_id)["status"] == "finished"
-
-    (run_dir,) = (workdir / "output" / dag_id).iterdir()
-    by_checkpoint = committed_ids(run_dir)
-    before = [i for cid, ids in by_checkpoint.items() if cid <= restored for i in ids]
-    after = [i for cid, ids in by_checkpoint.items() if cid > restored for i in ids]
-    assert before, "the failed attempt committed nothing before it failed"
-    assert not set(before) & set(after), "the resumed attempt reprocessed committed rows"
-    assert len(after) == rows - len(before)
-    everything = sorted(before + after)
-    assert everything == list(range(rows)), "not every row exactly once"
-
-    # the resumed attempt's own checkpoint statistics account for exactly its rows
-    manifests = [hook.storage.read_manifest(job_id, 1, c["checkpoint_id"]) for c in hook.list_checkpoints(job_id)]
-    mine = [m for m in manifests if m.properties.get("attempt") == 2]
-    if len(mine) == second["checkpoints_completed"]:  # all of them still retained
-        assert sum(m.statistics["rows"] for m in mine) == len(after)
-    assert all(m.properties.get("attempt") == 2 for m in manifests if m.checkpoint_id > restored)
+def check_resumed_exactly_once(workdir: Path, dag_id: str) -> None:
+    example_runs.check_resumed_exactly_once(workdir, dag_id, xcom_values(dag_id)[("etl", "job_id")])
 
 
 @pytest.mark.slow
