@@ -49,8 +49,10 @@ class AirflowDeployment:
         self.logs = home / "logs"
         self.processes: dict[str, subprocess.Popen] = {}
         passwords = home / "passwords.json"
+        # nothing from this process's Airflow settings (tests/airflow sets its own): only ours
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         self.env = {
-            **os.environ,
+            **inherited,
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -71,6 +73,8 @@ class AirflowDeployment:
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            # the connection form's "Test" button (off by default in Airflow 3)
+            "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",
             # runs only when triggered: unpausing a @daily example must not start a run of its own
             "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
             # the examples' default workdir is under the temp dir: keep it inside this deployment

@@ -5,12 +5,14 @@ checkpoint storage and the output, id by id."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.example_runs import check_resumed_exactly_once, committed_ids, example_storage
+from tests.example_runs import attempts, check_resumed_exactly_once, committed_ids, example_storage
 
 from .deployment import AirflowDeployment
 
@@ -29,14 +31,22 @@ def ensure_connection(deployment: AirflowDeployment, body: dict[str, Any]) -> No
         raise AssertionError(f"creating connection {body['connection_id']}: HTTP {response.status_code}: {response.text}")
 
 
-def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any]) -> str:
-    """Unpause ``dag_id`` (once the DAG processor has parsed it) and trigger a run; its id."""
+def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], logical_date: dt.datetime | None = None) -> str:
+    """Unpause ``dag_id`` (once the DAG processor has parsed it) and trigger a run (at
+    ``logical_date``, default now); its id."""
     deployment.wait_until(lambda: deployment.api("GET", f"/dags/{dag_id}").status_code == 200, 180,
                           f"DAG {dag_id} parsed")
     deployment.ok("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
-    logical_date = dt.datetime.now(dt.timezone.utc).isoformat()
-    run = deployment.ok("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": logical_date, "conf": conf})
+    when = (logical_date or dt.datetime.now(dt.timezone.utc)).isoformat()
+    run = deployment.ok("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": when, "conf": conf})
     return run["dag_run_id"]
+
+
+def clear(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> None:
+    """What a person does in the grid: clear a task (and what depends on it) of one run."""
+    deployment.ok("POST", f"/dags/{dag_id}/clearTaskInstances", json={
+        "dag_run_id": run_id, "task_ids": [task_id], "include_downstream": True, "only_failed": False,
+        "dry_run": False, "reset_dag_runs": True})
 
 
 def task_instances(deployment: AirflowDeployment, dag_id: str, run_id: str) -> dict[str, tuple[str | None, int]]:
@@ -154,3 +164,189 @@ def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
 def _xcom_or_none(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, key: str) -> Any:
     response = deployment.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
     return response.json()["value"] if response.status_code == 200 else None
+
+
+def _everything_a_run_shows(deployment: AirflowDeployment, dag_id: str, run_id: str) -> dict[str, str]:
+    """Where a secret must never appear, as text: every task's XComs, rendered template
+    fields and log (as the API and UI serve them), and every component's own log."""
+    places: dict[str, str] = {}
+    for task_id, (_, tries) in task_instances(deployment, dag_id, run_id).items():
+        base = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+        places[f"{task_id} xcom"] = json.dumps(deployment.ok("GET", f"{base}/xcomEntries"))
+        places[f"{task_id} rendered"] = json.dumps(deployment.ok("GET", base).get("rendered_fields"))
+        for attempt in range(1, tries + 1):
+            places[f"{task_id} log {attempt}"] = json.dumps(deployment.ok(
+                "GET", f"{base}/logs/{attempt}", params={"full_content": "true"}, headers={"Accept": "application/json"}))
+    for path in deployment.logs.glob("*.log"):
+        places[path.name] = path.read_text(errors="replace")
+    return places
+
+
+def test_connections_made_over_rest_carry_the_credentials_and_never_show_them(
+    deployment: AirflowDeployment, spark_connection: None, s3_process_server: Any, tmp_path: Path
+) -> None:
+    """The storage connections a person creates (an ``aws`` one on the moto server and the
+    provider's own ``seatunnel_checkpoint`` type), made and tested over the API; example
+    (b) keeps its checkpoints on S3 through the ``aws`` one; the secret key shows nowhere."""
+    s3 = s3_process_server
+    secret = "deploy-secret-" + secrets.token_hex(12)
+    bucket = s3.create_bucket(f"deploy-{secrets.token_hex(4)}")
+    ensure_connection(deployment, {
+        "connection_id": "aws_checkpoints", "conn_type": "aws", "login": "AKIADEPLOYMENT", "password": secret,
+        "extra": json.dumps({"region_name": s3.region, "endpoint_url": s3.endpoint_url})})
+    own_type = {
+        "connection_id": "checkpoints_on_s3", "conn_type": "seatunnel_checkpoint", "login": "AKIADEPLOYMENT",
+        "password": secret, "extra": json.dumps({
+            "storage_type": "s3", "namespace": "/seatunnel/checkpoint/",
+            "plugin_config": {"s3.bucket": f"s3a://{bucket}", "fs.s3a.endpoint": s3.endpoint_url,
+                              "fs.s3a.path.style.access": "true"}})}
+    ensure_connection(deployment, own_type)
+    assert deployment.ok("GET", "/connections/checkpoints_on_s3")["conn_type"] == "seatunnel_checkpoint"
+    tested = deployment.ok("POST", "/connections/test", json=own_type)
+    assert tested["status"] is True, tested
+    missing = json.loads(own_type["extra"])
+    missing["plugin_config"]["s3.bucket"] = "s3a://no-such-bucket"
+    refused = deployment.ok("POST", "/connections/test", json={**own_type, "extra": json.dumps(missing)})
+    assert refused["status"] is False and "no-such-bucket" in refused["message"], refused
+    assert secret not in refused["message"]
+
+    dag_id, rows = "example_checkpointed_etl_s3", 100_000
+    run_id = trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows, "bucket": bucket})
+    state, _ = wait_for_run(deployment, dag_id, run_id)
+    assert state == "success", deployment.explain()
+    assert task_instances(deployment, dag_id, run_id) == {"etl": ("success", 1), "final_checkpoint": ("success", 1)}
+    job_id = xcom(deployment, dag_id, run_id, "etl", "job_id")
+    result = xcom(deployment, dag_id, run_id, "etl")
+    assert result["status"] == "finished" and result["final_checkpoint"]["location"].startswith(f"s3://{bucket}/")
+    keys = [o["Key"] for o in s3.client().list_objects_v2(Bucket=bucket, Prefix="seatunnel/checkpoint/")["Contents"]]
+    assert any(key.startswith(f"seatunnel/checkpoint/{job_id}/") and key.endswith("job.json") for key in keys), keys
+    (day,) = (tmp_path / "output" / dag_id).iterdir()
+    assert sorted(i for part in committed_ids(day).values() for i in part) == list(range(rows))
+
+    shown = _everything_a_run_shows(deployment, dag_id, run_id)
+    assert not [where for where, text in shown.items() if secret in text]
+
+
+def _processes_running(job_id: str) -> list[Any]:
+    """The spark-submit processes (JVM and Python driver) of ``job_id``."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if job_id in cmdline and "--job-id" in cmdline:
+            found.append(process)
+    return found
+
+
+def test_a_task_whose_worker_is_killed_is_retried_and_the_stale_driver_fenced_out(
+    deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
+) -> None:
+    """The worker of a running Spark task is SIGKILLed (the task process and the executor
+    process supervising it), leaving spark-submit running: the scheduler notices the
+    missing heartbeats, fails the try, and the retry resumes the job from its latest
+    completed checkpoint while the old driver is fenced out. Every id exactly once."""
+    import psutil
+
+    dag_id, rows = "example_fail_and_retry", 2_400_000
+    # slow enough (60 s of rows) to outlive the heartbeat timeout; never fails on purpose
+    conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
+    run_id = trigger(deployment, dag_id, conf)
+    job_id = deployment.wait_until(lambda: _xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+                                   "the job id", every=0.5)
+    storage = example_storage(tmp_path)
+    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
+                          "a completed checkpoint of the first try", every=0.5)
+    (jvm,) = [p for p in _processes_running(job_id) if "java" in p.name()]
+    task_process = jvm.parent()
+    supervisor = task_process.parent()
+    first_drivers = _processes_running(job_id)
+    for process in (supervisor, task_process):
+        process.kill()
+
+    state, seen = wait_for_run(deployment, dag_id, run_id)
+    assert state == "success", deployment.explain()
+    assert task_instances(deployment, dag_id, run_id)["etl"] == ("success", 2)
+    for process in first_drivers:  # the stale driver stopped on its own
+        try:
+            process.wait(timeout=120)
+        except psutil.TimeoutExpired:
+            raise AssertionError(f"the first try's driver {process.pid} still runs") from None
+
+    tries = attempts(storage, job_id)
+    assert [a["attempt"] for a in tries] == [1, 2], tries
+    first, second = tries
+    assert second["outcome"] == "finished" and second["restored_from"] is not None, tries
+    (run_dir,) = (tmp_path / "output" / dag_id).iterdir()
+    everything = sorted(i for part in committed_ids(run_dir).values() for i in part)
+    assert everything == list(range(rows)), "not every row exactly once"
+    # the zombie kept checkpointing until the retry claimed the job, then stopped, saying so
+    assert first["outcome"] == "failed" and "taken over by another driver (attempt 2)" in first["error"], first
+    assert second["restored_from"] <= first["last_checkpoint_id"]
+
+
+def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does_not_rerun(
+    deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
+) -> None:
+    """Two runs of (a) at once (different logical dates) never share a job id, checkpoints
+    or output; clearing the finished task of one run re-runs the task under the same job
+    id, which finds the job finished and does nothing (no rows written twice)."""
+    dag_id, rows = "example_checkpointed_etl_local", 100_000
+    first_day = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+    runs = [trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows}, first_day + dt.timedelta(days=n))
+            for n in range(2)]
+    ended = wait_for_runs(deployment, *[(dag_id, run_id) for run_id in runs])
+    assert [ended[run_id][0] for run_id in runs] == ["success", "success"], deployment.explain()
+    job_ids = [xcom(deployment, dag_id, run_id, "etl", "job_id") for run_id in runs]
+    assert len(set(job_ids)) == 2
+    storage = example_storage(tmp_path)
+    assert sorted(storage.list_jobs()) == sorted(job_ids)
+    for job_id in job_ids:
+        assert storage.read_document(job_id, "job.json")["status"] == "finished"
+        assert [a["attempt"] for a in attempts(storage, job_id)] == [1]
+    for day in ("2026-03-01", "2026-03-02"):
+        assert sorted(i for part in committed_ids(tmp_path / "output" / dag_id / day).values() for i in part) == \
+            list(range(rows))
+
+    before = xcom(deployment, dag_id, runs[0], "etl")
+    clear(deployment, dag_id, runs[0], "etl")
+    deployment.wait_until(lambda: task_instances(deployment, dag_id, runs[0])["etl"][1] == 2, 120, "the cleared try")
+    state, _ = wait_for_run(deployment, dag_id, runs[0])
+    assert state == "success", deployment.explain()
+    assert task_instances(deployment, dag_id, runs[0]) == {"etl": ("success", 2), "final_checkpoint": ("success", 2)}
+    again = xcom(deployment, dag_id, runs[0], "etl")
+    assert again["ran"] is False and again["status"] == "finished"
+    assert again["final_checkpoint_id"] == before["final_checkpoint_id"]
+    assert [a["attempt"] for a in attempts(storage, job_ids[0])] == [1]  # no new attempt ran
+    assert sorted(i for part in committed_ids(tmp_path / "output" / dag_id / "2026-03-01").values() for i in part) == \
+        list(range(rows))
+
+
+def test_a_task_marked_failed_then_cleared_resumes_its_job(
+    deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
+) -> None:
+    """A person marks a running Spark task failed (its spark-submit is stopped) and later
+    clears it: the new try resumes the same job from its latest completed checkpoint."""
+    dag_id, rows = "example_fail_and_retry", 1_200_000
+    conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
+    run_id = trigger(deployment, dag_id, conf)
+    job_id = deployment.wait_until(lambda: _xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+                                   "the job id", every=0.5)
+    storage = example_storage(tmp_path)
+    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
+                          "a completed checkpoint", every=0.5)
+    deployment.ok("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/etl", json={"new_state": "failed"})
+    state, _ = wait_for_run(deployment, dag_id, run_id)
+    assert state == "failed"
+    deployment.wait_until(lambda: not _processes_running(job_id), 60, "spark-submit of the failed try stopped")
+    assert storage.read_document(job_id, "job.json")["status"] != "finished"
+    stopped_at = storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1).checkpoint_id
+
+    clear(deployment, dag_id, run_id, "etl")
+    deployment.wait_until(lambda: task_instances(deployment, dag_id, run_id)["etl"][1] == 2, 120, "the cleared try")
+    state, _ = wait_for_run(deployment, dag_id, run_id)
+    assert state == "success", deployment.explain()
+    tries = attempts(storage, job_id)
+    assert tries[-1]["outcome"] == "finished" and tries[-1]["restored_from"] == stopped_at, tries
+    (run_dir,) = (tmp_path / "output" / dag_id).iterdir()
+    assert sorted(i for part in committed_ids(run_dir).values() for i in part) == list(range(rows))
