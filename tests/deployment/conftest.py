@@ -1,6 +1,7 @@
-"""One real Airflow deployment per session (tests/deployment/deployment.py): PostgreSQL
+"""One real Airflow deployment for the tests of this directory (deployment.py): PostgreSQL
 (the session's server, the one the Jdbc tests use) as its metadata database, and the
-example DAGs plus tests/deployment/dags as its DAGs folder. Stopped at the end of the session, also on failure."""
+example DAGs plus tests/deployment/dags as its DAGs folder. Stopped after the last test
+of this directory, also on failure."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from typing import Any, Iterator
 import pytest
 
 from .deployment import AirflowDeployment
+from .rest import ensure_connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
+# package scope: stopped after the last test of tests/deployment, so its scheduler and DAG
+# processor do not keep working beside the rest of the session
+@pytest.fixture(scope="package")
 def deployment(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
     home = tmp_path_factory.mktemp("airflow-deployment")
     dags = home / "dags"
@@ -28,3 +32,9 @@ def deployment(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -
     with deployment:
         yield deployment
     postgres_server.drop_database(database)
+
+
+@pytest.fixture
+def spark_connection(deployment: AirflowDeployment) -> None:
+    """``spark_default`` as local[2], made over the API."""
+    ensure_connection(deployment, {"connection_id": "spark_default", "conn_type": "spark", "host": "local[2]"})

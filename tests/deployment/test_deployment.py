@@ -15,79 +15,9 @@ import pytest
 from tests.example_runs import attempts, check_resumed_exactly_once, committed_ids, example_storage
 
 from .deployment import AirflowDeployment
+from .rest import clear, ensure_connection, task_instances, trigger, wait_for_run, wait_for_runs, xcom, xcom_or_none
 
 pytestmark = pytest.mark.slow
-
-RUN_TIMEOUT = 420
-
-
-# ---- helpers: the REST API ---------------------------------------------------------------------
-def ensure_connection(deployment: AirflowDeployment, body: dict[str, Any]) -> None:
-    """Create a connection (or replace it, when an earlier test made it)."""
-    response = deployment.api("POST", "/connections", json=body)
-    if response.status_code == 409:
-        deployment.ok("PATCH", f"/connections/{body['connection_id']}", json=body)
-    elif response.status_code >= 300:
-        raise AssertionError(f"creating connection {body['connection_id']}: HTTP {response.status_code}: {response.text}")
-
-
-def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], logical_date: dt.datetime | None = None) -> str:
-    """Unpause ``dag_id`` (once the DAG processor has parsed it) and trigger a run (at
-    ``logical_date``, default now); its id."""
-    deployment.wait_until(lambda: deployment.api("GET", f"/dags/{dag_id}").status_code == 200, 180,
-                          f"DAG {dag_id} parsed")
-    deployment.ok("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
-    when = (logical_date or dt.datetime.now(dt.timezone.utc)).isoformat()
-    run = deployment.ok("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": when, "conf": conf})
-    return run["dag_run_id"]
-
-
-def clear(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> None:
-    """What a person does in the grid: clear a task (and what depends on it) of one run."""
-    deployment.ok("POST", f"/dags/{dag_id}/clearTaskInstances", json={
-        "dag_run_id": run_id, "task_ids": [task_id], "include_downstream": True, "only_failed": False,
-        "dry_run": False, "reset_dag_runs": True})
-
-
-def task_instances(deployment: AirflowDeployment, dag_id: str, run_id: str) -> dict[str, tuple[str | None, int]]:
-    """task id -> (state, try number)."""
-    listed = deployment.ok("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances")
-    return {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in listed["task_instances"]}
-
-
-def wait_for_runs(deployment: AirflowDeployment, *runs: tuple[str, str]) -> dict[str, tuple[str, set[tuple[str, str]]]]:
-    """Poll runs ``(dag id, run id)`` together to their end states; for each run id, its end
-    state and every (task, state) seen on the way."""
-    seen: dict[str, set[tuple[str, str]]] = {run_id: set() for _, run_id in runs}
-    ended: dict[str, str] = {}
-
-    def all_ended() -> bool:
-        for dag_id, run_id in runs:
-            if run_id in ended:
-                continue
-            for task_id, (state, _) in task_instances(deployment, dag_id, run_id).items():
-                if state:
-                    seen[run_id].add((task_id, state))
-            state = deployment.ok("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
-            if state in ("success", "failed"):
-                ended[run_id] = state
-        return len(ended) == len(runs)
-
-    deployment.wait_until(all_ended, RUN_TIMEOUT, f"end of runs {runs}", every=0.5)
-    return {run_id: (ended[run_id], seen[run_id]) for _, run_id in runs}
-
-
-def wait_for_run(deployment: AirflowDeployment, dag_id: str, run_id: str) -> tuple[str, set[tuple[str, str]]]:
-    return wait_for_runs(deployment, (dag_id, run_id))[run_id]
-
-
-def xcom(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
-    return deployment.ok("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")["value"]
-
-
-@pytest.fixture
-def spark_connection(deployment: AirflowDeployment) -> None:
-    ensure_connection(deployment, {"connection_id": "spark_default", "conn_type": "spark", "host": "local[2]"})
 
 
 # ---- tests --------------------------------------------------------------------------------------
@@ -132,7 +62,7 @@ def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
     through the failure and the recovery, and completes with the final checkpoint."""
     dag_id = "example_fail_and_recover"
     run_id = trigger(deployment, dag_id, {"workdir": str(tmp_path)})
-    job_id = deployment.wait_until(lambda: _xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
                                    "the job id of example (c)", every=0.5)
     watch_run = trigger(deployment, "watch_job_checkpoints", {"job_id": job_id, "workdir": str(tmp_path)})
 
@@ -159,11 +89,6 @@ def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
              and e.get("event", "").startswith(f"job {job_id}: waiting for the final checkpoint")]
     assert waits, f"no trigger lines in the task log: {events[-20:]}"
     assert any(e.get("filename") == "triggerer_job_runner.py" and "starting" in e.get("event", "") for e in events)
-
-
-def _xcom_or_none(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, key: str) -> Any:
-    response = deployment.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
-    return response.json()["value"] if response.status_code == 200 else None
 
 
 def _everything_a_run_shows(deployment: AirflowDeployment, dag_id: str, run_id: str) -> dict[str, str]:
@@ -252,7 +177,7 @@ def test_a_task_whose_worker_is_killed_is_retried_and_the_stale_driver_fenced_ou
     # slow enough (60 s of rows) to outlive the heartbeat timeout; never fails on purpose
     conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
     run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: _xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
                                    "the job id", every=0.5)
     storage = example_storage(tmp_path)
     deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
@@ -330,7 +255,7 @@ def test_a_task_marked_failed_then_cleared_resumes_its_job(
     dag_id, rows = "example_fail_and_retry", 1_200_000
     conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
     run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: _xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
                                    "the job id", every=0.5)
     storage = example_storage(tmp_path)
     deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
