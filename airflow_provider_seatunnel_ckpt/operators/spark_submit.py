@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..storage.layout import validate_job_id
+from .assets import alias_name, sink_asset_uri
 from .engine_archive import engine_archive
 
 if TYPE_CHECKING:
@@ -128,6 +130,11 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         ``${PG_PASSWORD}``, ``${PG_HOST}``, ``${PG_PORT}`` and ``${PG_DATABASE}`` in the job
         file (see :mod:`airflow_provider_seatunnel_ckpt.hooks.variables`); the values
         reach the driver in a 0600 temp file, never on the command line.
+    :param sink_asset: declare the sink's output as an Airflow asset (default True): the
+        task's outlets get the ``AssetAlias`` ``seatunnel-ckpt/<dag_id>.<task_id>``, and a
+        run that finishes the job adds the rendered sink's ``Asset`` to it (a path, a
+        table, a topic; see :mod:`airflow_provider_seatunnel_ckpt.operators.assets`), so
+        DAGs scheduled on the alias run after each finished job.
     :param spark_submit_kwargs: anything ``SparkSubmitOperator`` takes (``conf``,
         ``py_files`` for your own transforms, ``executor_memory``, ``env_vars``...),
         except ``application``, which is the engine.
@@ -152,6 +159,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         restore: str | int = "auto",
         conn_id: str = "spark_default",
         connections: Mapping[str, str] | None = None,
+        sink_asset: bool = True,
         **spark_submit_kwargs: Any,
     ) -> None:
         if "application" in spark_submit_kwargs:
@@ -164,6 +172,10 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self.job_id = job_id
         self.restore = _check_restore(restore)
         self.connections = dict(connections or {})
+        self.sink_alias = AssetAlias(name=alias_name(self.dag_id if self.has_dag() else None, self.task_id)) \
+            if sink_asset else None
+        if self.sink_alias is not None:
+            self.outlets = [*(self.outlets or []), self.sink_alias]
 
     # ---- inputs -------------------------------------------------------------------------------
     def _resolve_path(self, value: Any) -> Any:
@@ -202,7 +214,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
 
             hook.config  # noqa: B018 - validates config file + connection
             variables = variables_for(self.connections)
-            load_job(job_source, variables)
+            job = load_job(job_source, variables)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
@@ -210,7 +222,20 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if restore is None:
             return self._result(context, hook, job_id, ran=False)
         self._run_engine(hook, job_id, job_source, restore, variables)
-        return self._result(context, hook, job_id, ran=True)
+        result = self._result(context, hook, job_id, ran=True)
+        if result["status"] == "finished":
+            self._announce_output(context, job.sink, result)
+        return result
+
+    def _announce_output(self, context: Context, sink: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        """The finished job's output as an asset event on the task's alias."""
+        uri = sink_asset_uri(sink) if self.sink_alias is not None else None
+        events = context.get("outlet_events")  # absent when execute() is called outside a task run
+        if uri is None or events is None:
+            return
+        extra = {"job_id": result["job_id"], "final_checkpoint_id": result["final_checkpoint_id"]}
+        events[self.sink_alias].add(Asset(uri=uri, name=uri), extra=extra)
+        self.log.info("job %s: output %s announced on asset alias %s", result["job_id"], uri, self.sink_alias.name)
 
     def _restore_argument(self, hook: CheckpointStorageHook, job_id: str) -> str | None:
         """The engine's ``--restore`` value, or None when there is nothing to run."""

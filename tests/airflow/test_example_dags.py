@@ -9,6 +9,8 @@ reprocess what the first committed, and every row landed exactly once.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
 from tests import example_runs
 from tests.example_runs import committed_ids
 
-from .conftest import EXAMPLE_DAGS, airflow_dags_test, output, task_states, xcom_values
+from .conftest import AIRFLOW_HOME, EXAMPLE_DAGS, airflow_dags_test, output, task_states, xcom_values
 
 EXAMPLES = {
     "example_checkpointed_etl_local",
@@ -72,6 +74,13 @@ def test_local_etl_happy_path(airflow_db, tmp_path):
     (day,) = (tmp_path / "output" / "example_checkpointed_etl_local").iterdir()
     ids = sorted(i for part in committed_ids(day).values() for i in part)
     assert ids == list(range(rows))
+    # the output, as an asset event on the task's alias
+    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
+        events = db.execute(
+            "SELECT asset.uri, asset_event.extra FROM asset_event JOIN asset ON asset.id = asset_event.asset_id "
+            "WHERE asset_event.source_dag_id = ?", ("example_checkpointed_etl_local",)).fetchall()
+    assert [(uri, json.loads(extra)["job_id"]) for uri, extra in events if uri == f"file://{day}"] == \
+        [(f"file://{day}", job_id)], events
 
 
 def check_resumed_exactly_once(workdir: Path, dag_id: str) -> None:
@@ -105,12 +114,7 @@ def test_failed_run_is_resumed_by_the_recovery_operator(airflow_db, tmp_path):
 def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, postgres_server, pg_database):
     """Example (d): credentials from a ``postgres`` connection, the first attempt fails
     mid-copy, the recovery operator resumes it; every row once; the password nowhere."""
-    import json
-    import sqlite3
-
     import pyarrow.parquet as pq
-
-    from .conftest import AIRFLOW_HOME
 
     rows = 300_000
     postgres_server.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2), note text)",
@@ -152,8 +156,6 @@ def test_lakehouse_example_is_recovered_into_one_iceberg_table(airflow_db, tmp_p
     """Example (e): Postgres -> Iceberg; the first attempt fails mid-copy, the recovery
     operator resumes it; every row once in the table, read with pyiceberg; one snapshot per
     completed checkpoint, none of them twice."""
-    import json
-
     from pyiceberg.catalog import load_catalog
 
     rows = 200_000

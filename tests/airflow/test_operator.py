@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator, default_job_id
+from airflow_provider_seatunnel_ckpt.operators.assets import sink_asset_uri
 from airflow_provider_seatunnel_ckpt.operators.engine_archive import engine_archive
 from airflow_provider_seatunnel_ckpt.operators.spark_submit import _terminate_tree, spark_submit_environment
 from airflow_provider_seatunnel_ckpt.storage.layout import validate_job_id
@@ -39,6 +40,36 @@ def test_arguments_are_checked_early():
     op = CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore=12, executor_memory="2g")
     assert op.restore == "12" and op._executor_memory == "2g"
     assert tuple(op.template_fields) == ("job_file", "job_id", "config_file", "application_args")
+
+
+@pytest.mark.parametrize(
+    ("sink", "uri"),
+    [
+        ({"plugin_name": "File", "path": "file:///data/out/2026-01-01/"}, "file:///data/out/2026-01-01"),
+        ({"plugin_name": "File", "path": "/data/out"}, "file:///data/out"),
+        ({"plugin_name": "file", "path": "s3a://bucket/out/"}, "s3://bucket/out"),
+        ({"plugin_name": "Delta", "path": "s3://key:secret@bucket/t"}, "s3://bucket/t"),
+        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders"},
+         "iceberg://lake/db/orders"),
+        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw", "table": "sales.orders"},
+         "postgres://pg:5433/shop/sales/orders"),
+        ({"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table": "orders"}, "postgres://pg:5432/shop/public/orders"),
+        ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": "events"}, "kafka://b1:9092/events"),
+        ({"plugin_name": "Console"}, None),
+    ],
+)
+def test_sink_asset_uri_names_the_output_without_credentials(sink, uri):
+    assert sink_asset_uri(sink) == uri
+
+
+def test_the_sink_alias_is_an_outlet_unless_turned_off():
+    from airflow.sdk import DAG, AssetAlias
+
+    with DAG("assets_dag", schedule=None):
+        declared = CheckpointedSparkSubmitOperator(task_id="etl", job_file="j.yaml")
+        quiet = CheckpointedSparkSubmitOperator(task_id="quiet", job_file="j.yaml", sink_asset=False)
+    assert declared.outlets == [AssetAlias("seatunnel-ckpt/assets_dag.etl")]
+    assert quiet.outlets == []
 
 
 def test_spark_submit_does_not_inherit_airflow_secrets(monkeypatch):

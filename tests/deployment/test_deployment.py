@@ -33,6 +33,9 @@ def test_every_component_reports_healthy(deployment: AirflowDeployment) -> None:
 def test_rest_triggered_run_of_example_a(deployment: AirflowDeployment, spark_connection: None, tmp_path: Path) -> None:
     """(a) triggered over the REST API, scheduled by the scheduler, run by LocalExecutor."""
     dag_id, rows = "example_checkpointed_etl_local", 100_000
+    deployment.wait_until(lambda: deployment.api("GET", "/dags/on_etl_output").status_code == 200, 180,
+                          "the DAG scheduled on (a)'s output parsed")
+    deployment.ok("PATCH", "/dags/on_etl_output", json={"is_paused": False})
     run_id = trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows})
     state, _ = wait_for_run(deployment, dag_id, run_id)
     assert state == "success", deployment.explain()
@@ -51,6 +54,14 @@ def test_rest_triggered_run_of_example_a(deployment: AirflowDeployment, spark_co
     (day,) = (tmp_path / "output" / dag_id).iterdir()
     ids = sorted(i for part in committed_ids(day).values() for i in part)
     assert ids == list(range(rows))
+
+    # the output, announced as an asset on the task's alias, queues the DAG scheduled on it
+    output_uri = f"file://{day}"
+    events = deployment.ok("GET", "/assets/events", params={"source_dag_id": dag_id, "source_run_id": run_id})
+    (event,) = [e for e in events["asset_events"] if e["uri"] == output_uri]
+    assert event["extra"]["job_id"] == job_id and event["extra"]["final_checkpoint_id"] == result["final_checkpoint_id"]
+    queued = deployment.ok("GET", "/dags/on_etl_output/assets/queuedEvents")
+    assert event["asset_id"] in {q["asset_id"] for q in queued["queued_events"]}, queued
 
 
 def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
