@@ -163,6 +163,19 @@ def test_connections_made_over_rest_carry_the_credentials_and_never_show_them(
     assert not [where for where, text in shown.items() if secret in text]
 
 
+def _start_slow_job(deployment: AirflowDeployment, workdir: Path, dag_id: str, rows: int) -> tuple[str, str, Any]:
+    """Trigger (c) at 40,000 rows/s without its planned failure and wait until the job has
+    a completed checkpoint; its run id, job id and checkpoint storage."""
+    conf = {"workdir": str(workdir), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
+    run_id = trigger(deployment, dag_id, conf)
+    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+                                   "the job id", every=0.5)
+    storage = example_storage(workdir)
+    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
+                          "a completed checkpoint", every=0.5)
+    return run_id, job_id, storage
+
+
 def _processes_running(job_id: str) -> list[Any]:
     """The spark-submit processes (JVM and Python driver) of ``job_id``."""
     import psutil
@@ -184,15 +197,8 @@ def test_a_task_whose_worker_is_killed_is_retried_and_the_stale_driver_fenced_ou
     completed checkpoint while the old driver is fenced out. Every id exactly once."""
     import psutil
 
-    dag_id, rows = "example_fail_and_retry", 2_400_000
-    # slow enough (60 s of rows) to outlive the heartbeat timeout; never fails on purpose
-    conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
-    run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
-                                   "the job id", every=0.5)
-    storage = example_storage(tmp_path)
-    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
-                          "a completed checkpoint of the first try", every=0.5)
+    dag_id, rows = "example_fail_and_retry", 2_400_000  # 60 s of rows: outlives the heartbeat timeout
+    run_id, job_id, storage = _start_slow_job(deployment, tmp_path, dag_id, rows)
     (jvm,) = [p for p in _processes_running(job_id) if "java" in p.name()]
     task_process = jvm.parent()
     supervisor = task_process.parent()
@@ -264,13 +270,7 @@ def test_a_task_marked_failed_then_cleared_resumes_its_job(
     """A person marks a running Spark task failed (its spark-submit is stopped) and later
     clears it: the new try resumes the same job from its latest completed checkpoint."""
     dag_id, rows = "example_fail_and_retry", 1_200_000
-    conf = {"workdir": str(tmp_path), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
-    run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
-                                   "the job id", every=0.5)
-    storage = example_storage(tmp_path)
-    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
-                          "a completed checkpoint", every=0.5)
+    run_id, job_id, storage = _start_slow_job(deployment, tmp_path, dag_id, rows)
     deployment.ok("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/etl", json={"new_state": "failed"})
     state, _ = wait_for_run(deployment, dag_id, run_id)
     assert state == "failed"
