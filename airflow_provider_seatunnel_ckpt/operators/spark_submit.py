@@ -176,6 +176,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             if sink_asset else None
         if self.sink_alias is not None:
             self.outlets = [*(self.outlets or []), self.sink_alias]
+        #: what the run read and wrote, and which job and checkpoint: for OpenLineage
+        self._lineage_entries: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
+        self._lineage_run: dict[str, Any] | None = None
 
     # ---- inputs -------------------------------------------------------------------------------
     def _resolve_path(self, value: Any) -> Any:
@@ -217,6 +220,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             job = load_job(job_source, variables)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
+        self._lineage_entries = (job.source, job.sink)
+        self._lineage_run = {"job_id": job_id}
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
         restore = self._restore_argument(hook, job_id)
         if restore is None:
@@ -226,6 +231,19 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if result["status"] == "finished":
             self._announce_output(context, job.sink, result)
         return result
+
+    # ---- lineage: called by the OpenLineage provider, when it is installed --------------------
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        return self._openlineage()
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        return self._openlineage()
+
+    def _openlineage(self) -> Any:
+        from .lineage import job_lineage
+
+        source, sink = self._lineage_entries or ({}, {})
+        return job_lineage(source, sink, self._lineage_run)
 
     def _announce_output(self, context: Context, sink: Mapping[str, Any], result: Mapping[str, Any]) -> None:
         """The finished job's output as an asset event on the task's alias."""
@@ -318,6 +336,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         except Exception as err:  # noqa: BLE001 - the failure itself is what matters
             status, latest = {}, None
             parts.append(f"(could not read the job's status: {err})")
+        self._lineage_run = {"job_id": job_id, "status": status.get("status"), "attempt": status.get("attempt")}
         if status.get("status") == "failed" and status.get("error"):
             parts.append(f"attempt {status.get('attempt')} failed: {status['error']}")
         if code == EXIT_INVALID_INPUT:
@@ -346,6 +365,10 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         final = hook.inspect(job_id, int(final_id)) if final_id is not None else None
         attempts = hook.get_attempts(job_id)
         context["ti"].xcom_push(key="final_checkpoint_id", value=final_id)
+        self._lineage_run = {
+            "job_id": job_id, "status": status.get("status"), "attempt": status.get("attempt"),
+            "restored_from": attempts[-1].get("restored_from") if attempts else None, "final_checkpoint_id": final_id,
+        }
         return {
             "job_id": job_id,
             "status": status.get("status"),

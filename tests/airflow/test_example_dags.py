@@ -124,8 +124,13 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
     connection = {"conn_type": "postgres", "host": postgres_server.host, "port": postgres_server.port,
                   "login": "postgres", "password": postgres_server.password, "schema": pg_database}
     conf = {"workdir": str(tmp_path), "fail_after_rows": 100_000, "checkpoint_interval_ms": 100, "fetch_size": 5_000}
+    # lineage through the OpenLineage provider's file transport; the file is in AIRFLOW_HOME,
+    # so the secret check below reads it too
+    lineage = AIRFLOW_HOME / "openlineage-example-d.jsonl"
+    transport = {"type": "file", "log_file_path": str(lineage), "append": True}
     done = airflow_dags_test("example_postgres_to_lake", conf,
-                             env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection)})
+                             env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection),
+                                  "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport)})
     assert done.returncode == 0, output(done)
     assert task_states("example_postgres_to_lake") == {
         "copy": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
@@ -139,6 +144,21 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
     (run_dir,) = (tmp_path / "lake" / "public.orders").iterdir()
     ids = sorted(i for path in run_dir.glob("part-*.parquet") for i in pq.read_table(path, columns=["id"]).column("id").to_pylist())
     assert ids == list(range(rows)), "not every row exactly once"
+
+    # OpenLineage: the failed copy and the recovery both read the table and write the run's directory
+    events = [json.loads(line) for line in lineage.read_text().splitlines() if line.strip()]
+    ended = {(e["job"]["name"], e["eventType"]): e for e in events if e["eventType"] in ("COMPLETE", "FAIL")}
+    failed, recovered = ended[("example_postgres_to_lake.copy", "FAIL")], ended[("example_postgres_to_lake.recover", "COMPLETE")]
+    source = {"namespace": f"postgres://{postgres_server.host}:{postgres_server.port}", "name": f"{pg_database}.public.orders"}
+    sink = {"namespace": "file", "name": str(run_dir)}
+    for event in (failed, recovered):
+        assert [{k: d[k] for k in ("namespace", "name")} for d in event["inputs"]] == [source]
+        assert [{k: d[k] for k in ("namespace", "name")} for d in event["outputs"]] == [sink]
+    assert failed["run"]["facets"]["seatunnelCheckpoint"]["job_id"] == job_id
+    checkpoint = recovered["run"]["facets"]["seatunnelCheckpoint"]
+    assert (checkpoint["job_id"], checkpoint["status"], checkpoint["attempt"]) == (job_id, "finished", 2)
+    assert checkpoint["restored_from"] == first["last_checkpoint_id"]
+    assert checkpoint["final_checkpoint_id"] == xcoms[("recover", "final_checkpoint_id")]
 
     secret = postgres_server.password
     places = {"task log": done.stdout + done.stderr, "XCom": json.dumps([[*k, v] for k, v in xcoms.items()], default=str)}

@@ -1,0 +1,75 @@
+"""What a job reads and writes, as OpenLineage datasets and Airflow asset URIs: one naming
+for both, no credentials. The events themselves are checked on a real run of example (d)
+in test_example_dags.py (the provider's file transport)."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.operators.datasets import sink_datasets, source_datasets
+
+
+def named(refs):
+    return [(r.namespace, r.name, r.uri) for r in refs]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ({"plugin_name": "Sequence", "rows": 10}, []),
+        ({"plugin_name": "File", "path": "/data/in/", "format": "parquet"}, [("file", "/data/in", "file:///data/in")]),
+        ({"plugin_name": "File", "path": "s3a://ak:sk@bucket/in/day=1/"},
+         [("s3://bucket", "in/day=1", "s3://bucket/in/day=1")]),
+        ({"plugin_name": "Delta", "path": "hdfs://nn:8020/lake/t"}, [("hdfs://nn:8020", "/lake/t", "hdfs://nn:8020/lake/t")]),
+        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw&currentSchema=sales",
+          "table": "orders"}, [("postgres://pg:5433", "shop.sales.orders", "postgres://pg:5433/shop/sales/orders")]),
+        ({"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table_path": "shop.public.Orders"},
+         [("postgres://pg:5432", "shop.public.orders", "postgres://pg:5432/shop/public/orders")]),
+        ({"plugin_name": "Jdbc", "url": "postgresql://pg/shop", "password": "pw",
+          "query": "select o.id, c.name from sales.orders o join customers c on c.id = o.customer_id"},
+         [("postgres://pg:5432", "shop.public.customers", "postgres://pg:5432/shop/public/customers"),
+          ("postgres://pg:5432", "shop.sales.orders", "postgres://pg:5432/shop/sales/orders")]),
+        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders"},
+         [("iceberg://lake", "db.orders", "iceberg://lake/db/orders")]),
+        ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": ["a", "b"],
+          "kafka.config": {"sasl.password": "pw"}},
+         [("kafka://b1:9092", "a", "kafka://b1:9092/a"), ("kafka://b1:9092", "b", "kafka://b1:9092/b")]),
+        ({"plugin_name": "Kafka", "bootstrap.servers": "b1", "topic": "events.*", "pattern": True}, []),
+    ],
+)
+def test_source_datasets(source, expected):
+    refs = source_datasets(source)
+    assert named(refs) == expected
+    assert not [r for r in refs if "pw" in repr(r) or "sk" in r.uri]
+
+
+@pytest.mark.parametrize(
+    ("sink", "expected"),
+    [
+        ({"plugin_name": "Console"}, []),
+        ({"plugin_name": "File", "path": "oss://bucket/out/"}, [("oss://bucket", "out", "oss://bucket/out")]),
+        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop", "database": "dw", "table": "sales.orders"},
+         [("postgres://pg:5433", "dw.sales.orders", "postgres://pg:5433/dw/sales/orders")]),
+        ({"plugin_name": "Jdbc", "url": "mysql://db/shop", "table": "orders"}, []),  # the job's validation says why
+        ({"plugin_name": "Kafka", "bootstrap.servers": "broker", "topic": "out"},
+         [("kafka://broker:9092", "out", "kafka://broker:9092/out")]),
+    ],
+)
+def test_sink_datasets(sink, expected):
+    assert named(sink_datasets(sink)) == expected
+
+
+def test_operator_lineage_names_source_sink_and_checkpoint_without_credentials():
+    from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator
+
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file="j.yaml")
+    assert op.get_openlineage_facets_on_failure(None).inputs == []  # failed before the job was read
+    op._lineage_entries = ({"plugin_name": "Jdbc", "url": "postgresql://u:secret@pg/shop", "table": "orders"},
+                           {"plugin_name": "File", "path": "/out"})
+    op._lineage_run = {"job_id": "j1", "status": "finished", "attempt": 2, "restored_from": 7, "final_checkpoint_id": 9}
+    lineage = op.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.inputs] == [("postgres://pg:5432", "shop.public.orders")]
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out")]
+    facet = lineage.run_facets["seatunnelCheckpoint"]
+    assert (facet.job_id, facet.attempt, facet.restored_from, facet.final_checkpoint_id) == ("j1", 2, 7, 9)
+    assert "secret" not in repr(lineage)
