@@ -25,7 +25,6 @@ import datetime as dt
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import shutil
 import signal
 import statistics

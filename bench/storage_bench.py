@@ -490,8 +490,15 @@ def _timing_fs(inner: Any) -> Any:
         def write_atomic_hashed(self, path: str, data: Any) -> str:
             return self._timed("write", path, inner.write_atomic_hashed, data)
 
-        def write_atomic_hashed_then(self, path: str, data: Any, then_path: str, then_data: Any) -> str:
-            return self._timed("write+manifest", path, inner.write_atomic_hashed_then, data, then_path, then_data)
+        def write_atomic_hashed_then(
+            self, path: str, data: Any, then_path: str, then_data: Any, exclusive: bool = False
+        ) -> str:
+            return self._timed(
+                "write+manifest", path, inner.write_atomic_hashed_then, data, then_path, then_data, exclusive
+            )
+
+        def create_new(self, path: str, data: Any) -> None:
+            self._timed("write", path, inner.create_new, data)
 
         def list_dir(self, path: str) -> list[Any]:
             return self._timed("list", path, inner.list_dir)

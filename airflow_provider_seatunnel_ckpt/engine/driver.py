@@ -6,8 +6,8 @@ the clock. Storage work (writing ``_metadata``, deleting aborted state, committi
 output) runs on a single worker thread, in order, so a slow object store never stalls
 barrier handling and commits happen in checkpoint order.
 
-Ordering that makes output exactly-once: ``_metadata`` is written (after the fencing
-check), *then* the coordinator is told (``on_persisted``), *then* subtasks are notified
+Ordering that makes output exactly-once: ``_metadata`` is created (after the id is
+reserved in the fence log, see fencing.py), *then* the coordinator is told (``on_persisted``), *then* subtasks are notified
 and the sink output is committed. A crash anywhere in between is repaired by the next
 run, which replays the commits of the checkpoint it restores.
 """
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..errors import CheckpointError, ProtocolError
+from ..storage import CheckpointIdTaken
 from .actions import (
     Broadcast,
     DeleteCheckpointState,
@@ -36,6 +37,7 @@ from .actions import (
 )
 from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
 from .coordinator import CheckpointCoordinator, Lifecycle
+from .fencing import Fenced, FenceLog
 from .messages import FinishJob, Register, TaskFailed, TriggerBarrier, decode, encode
 
 log = logging.getLogger(__name__)
@@ -46,10 +48,6 @@ REQUEST_POLL_S = 1.0
 
 def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
-
-
-class Fenced(CheckpointError):
-    """Another driver took over this job id; this one must not commit anything."""
 
 
 @dataclass
@@ -93,7 +91,7 @@ class DriverLoop:
         coordinator: CheckpointCoordinator,
         store: CompletedCheckpointStore,
         committer: Any,
-        fencing_token: str,
+        fence: FenceLog,
         *,
         properties: Mapping[str, Any] | None = None,
         progress: Callable[[str], None] | None = None,
@@ -103,7 +101,7 @@ class DriverLoop:
         self.coordinator = coordinator
         self.store = store
         self.committer = committer
-        self.fencing_token = fencing_token
+        self.fence = fence
         self.properties = dict(properties or {})
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.clock = clock
@@ -260,14 +258,6 @@ class DriverLoop:
             log.info("could not reach subtask %d attempt %d: %s", subtask, attempt, err)
 
     # ---- storage worker ---------------------------------------------------------------------
-    def _check_fencing(self) -> None:
-        job = self.store.storage.read_document(self.store.job_id, "job.json") or {}
-        if job.get("fencing_token") != self.fencing_token:
-            raise Fenced(
-                f"job {self.store.job_id} was taken over by another driver (attempt {job.get('attempt')}); "
-                "this driver stops without committing"
-            )
-
     def _persist(self, checkpoint: Any, trigger_wall: int) -> None:
         try:
             if self._commit_failed is not None:
@@ -275,10 +265,15 @@ class DriverLoop:
                 # commit (subtasks forgot those infos), and its cleanup would delete
                 # the staged output: the restore must come from the failed one.
                 raise CheckpointError(f"not completed: {self._commit_failed}")
-            self._check_fencing()
             manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
+            # Reserve the id in the fence log, then create its _metadata: each fails once
+            # another driver claimed the job (engine/fencing.py).
+            self.fence.reserve(checkpoint.checkpoint_id, manifest.kind.value == "savepoint")
             started = time.perf_counter()
-            location = self.store.persist(manifest)
+            try:
+                location = self.store.persist(manifest)
+            except CheckpointIdTaken:  # the claimant fenced this id before we could complete it
+                raise self.fence.fenced_error() from None
             persist_ms = int((time.perf_counter() - started) * 1000)
             durable_wall = wall_ms()  # the checkpoint is durable (and retention done) from here
             self._durable_infos = commit_infos_of(manifest.commit_infos)
@@ -290,7 +285,7 @@ class DriverLoop:
     def _commit(self, checkpoint_id: int, manifest: Any) -> None:
         infos = commit_infos_of(manifest.commit_infos)
         try:
-            self._check_fencing()
+            self.fence.check(f"committing checkpoint {checkpoint_id}")
             if infos:
                 self.committer.commit(infos)
         except Exception as err:

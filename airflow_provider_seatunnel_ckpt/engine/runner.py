@@ -25,6 +25,7 @@ from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled
 from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
+from .fencing import Claim, Fenced, FenceLog
 from .job import JobSpec
 from .subtask import SubtaskContext, run_subtask_partition
 
@@ -106,6 +107,7 @@ class JobRun:
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.storage = create_storage(request.config.storage)
         self.store = CompletedCheckpointStore(self.storage, request.job_id, PIPELINE_ID)
+        self.fence = FenceLog(self.storage, request.job_id)
         self.attempt_number = 0
         self.restored_id: int | None = None
         self.spark: Any = None
@@ -133,7 +135,8 @@ class JobRun:
                         "use --restore latest to resume, or add --discard-existing to start over",
                     )
                 self.progress(f"job {job_id}: discarding existing checkpoints as requested")
-                self.storage.delete_checkpoint(job_id, PIPELINE_ID)
+                entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
+                self.storage.delete_checkpoint(job_id, PIPELINE_ID, [e.checkpoint_id for e in entries if not e.fenced])
                 self.discarded = True
             return None
         try:
@@ -142,11 +145,26 @@ class JobRun:
             raise ConfigError("--restore", str(err)) from None
 
     # ---- job document and attempts -----------------------------------------------------------
+    def _claim_fence(self, token: str) -> Claim:
+        """Win the job's fence log; fence the checkpoint id a previous driver reserved
+        and may still be completing."""
+        job_id = self.request.job_id
+        existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}  # jobs from before the fence log
+        claim = self.fence.claim(token, min_attempt=int(existing.get("attempt") or 0))
+        self.attempt_number = claim.attempt
+        if claim.pending is not None:
+            checkpoint_id, savepoint = claim.pending
+            if self.storage.fence_checkpoint_id(job_id, PIPELINE_ID, checkpoint_id, savepoint):
+                self.progress(
+                    f"job {job_id}: fenced checkpoint {checkpoint_id} of attempt {claim.pending_attempt}, which may "
+                    "still be running: it can no longer complete a checkpoint or commit output"
+                )
+        return claim
+
     def _claim(self, token: str, restored_id: int | None, highest_id: int = 0) -> int:
-        """Claim the job; returns the highest checkpoint id this job ever used."""
+        """Record the claim in ``job.json``; returns the highest checkpoint id this job ever used."""
         job_id = self.request.job_id
         existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
-        self.attempt_number = int(existing.get("attempt", 0)) + 1
         # Recorded here because checkpoints newer than a restored one are deleted (see
         # _discard_newer): ids must still never be reused.
         highest_id = max(highest_id, int(existing.get("highest_checkpoint_id") or 0))
@@ -175,7 +193,10 @@ class JobRun:
         checkpoint as the latest, and the next run repeats the rollback.
         """
         job_id = self.request.job_id
-        newer = [e for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if e.checkpoint_id > restored_id]
+        newer = [
+            e for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
+            if e.checkpoint_id > restored_id and not e.fenced  # a fenced id stays fenced
+        ]
         completed = [str(e.checkpoint_id) for e in newer if e.completed]
         if completed:
             self.progress(
@@ -205,7 +226,7 @@ class JobRun:
         status = "stopped" if stopped else "finished" if outcome.finished else "failed"
         document = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         last = outcome.completed[-1].checkpoint_id if outcome.completed else self.restored_id
-        if document.get("fencing_token") == token:  # never overwrite a newer attempt's claim
+        if document.get("fencing_token") == token and not self._fenced():  # never overwrite a newer claim
             document.update(
                 status=status,
                 updated_ms=wall_ms(),
@@ -215,6 +236,7 @@ class JobRun:
                 error=outcome.error,
             )
             self.storage.write_document(job_id, JOB_DOCUMENT, document)
+        self.fence.prune()
         self._record_attempt(
             {
                 "outcome": status,
@@ -226,6 +248,13 @@ class JobRun:
                 "savepoint_id": savepoint_id,
             }
         )
+
+    def _fenced(self) -> bool:
+        try:
+            self.fence.check()
+        except Fenced:
+            return True
+        return False
 
     def _release_after_error(self, err: BaseException, token: str) -> None:
         """An exception escaped after the claim: the attempt must not stay "running"
@@ -258,14 +287,18 @@ class JobRun:
             _preflight(sink, lambda: sink.accepts(output))
         committer = sink.create_committer(request.job_id)
 
-        highest_id = self.store.highest_id()  # before --discard-existing deletes anything
+        # Claim first, then fence what the previous driver may still complete, and only
+        # then choose what to restore: a driver that is still running (a zombie) can
+        # complete no checkpoint this run does not see (engine/fencing.py).
+        token = secrets.token_hex(16)
+        claim = self._claim_fence(token)
+        highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore()
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
         if self.discarded:
             committer.discard_job()
         restored_infos = commit_infos_of(manifest.commit_infos) if manifest is not None else []
 
-        token = secrets.token_hex(16)
         highest_id = self._claim(token, self.restored_id, highest_id)
         try:
             return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
@@ -338,7 +371,7 @@ class JobRun:
             next_checkpoint_id=next_id,
         )
         loop = DriverLoop(
-            coordinator, self.store, committer, token,
+            coordinator, self.store, committer, self.fence,
             properties={
                 "job_name": job.name,
                 "attempt": self.attempt_number,

@@ -3,6 +3,7 @@
 from ..errors import BackendMissing, CheckpointStorageError
 from .api import CheckpointEntry, CheckpointStorage, CheckpointStorageFactory
 from .model import (
+    CheckpointIdTaken,
     CheckpointKind,
     CheckpointManifest,
     CheckpointNotFoundError,
@@ -15,6 +16,7 @@ from .registry import create_storage, get_factory, register_storage, storage_typ
 __all__ = [
     "BackendMissing",
     "CheckpointEntry",
+    "CheckpointIdTaken",
     "CheckpointKind",
     "CheckpointManifest",
     "CheckpointNotFoundError",

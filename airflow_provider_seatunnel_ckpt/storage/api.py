@@ -34,13 +34,25 @@ from .model import (
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETAINED = 3
+_warned_not_atomic: set[str] = set()
+
+
+def _warn_not_atomic(backend: str) -> None:
+    if backend not in _warned_not_atomic:
+        _warned_not_atomic.add(backend)
+        log.warning("%s has no atomic create-only write: two drivers of one job are not fenced on it", backend)
+
 #: the file ``store_checkpoint`` writes ``PipelineState.states`` to when not inlined
 COORDINATOR_STATE_FILE = "coordinator.state"
 
 
 @dataclass(frozen=True, order=True)
 class CheckpointEntry:
-    """A checkpoint directory as listed: completed means ``_metadata`` is present."""
+    """A checkpoint directory as listed: completed means a ``_metadata`` is present.
+
+    ``fenced``: the id was taken from a driver that lost its claim on the job (an empty
+    ``_metadata``, see :meth:`CheckpointStorage.fence_checkpoint_id`): never completed,
+    never reused, kept so that driver can never complete it later."""
 
     checkpoint_id: int
     savepoint: bool
@@ -49,6 +61,7 @@ class CheckpointEntry:
     #: name -> size of every file in the directory, when the listing that found the
     #: checkpoint saw them (saves listing the directory again); None when unknown
     files: Mapping[str, int] | None = field(default=None, compare=False, repr=False)
+    fenced: bool = field(default=False, compare=False)
 
 
 class CheckpointStorage:
@@ -107,6 +120,21 @@ class CheckpointStorage:
         raise NotImplementedError
 
     def write_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def create_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
+        """Create a document that must not exist yet: ``FileExistsError`` when it does.
+        Atomic against concurrent creators on the built-in backends (exactly one wins);
+        this is what fences two drivers of one job. The default here is not atomic."""
+        if self.read_document(job_id, relative_path) is not None:
+            raise FileExistsError(f"{self.describe(job_id)}/{relative_path} already exists")
+        _warn_not_atomic(type(self).__name__)
+        self.write_document(job_id, relative_path, document)
+
+    def fence_checkpoint_id(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> bool:
+        """Make ``checkpoint_id`` impossible to complete: an empty ``_metadata``, created
+        only if none exists. True when fenced; False when a ``_metadata`` was there first
+        (the checkpoint completed, or was fenced before)."""
         raise NotImplementedError
 
     def list_documents(self, job_id: str, relative_dir: str) -> list[str]:
@@ -268,6 +296,8 @@ class CheckpointStorage:
         keep = {e.checkpoint_id for e in completed[: max(1, max_retained)]}
         stale = []
         for entry in sorted(entries):
+            if entry.fenced:  # kept: deleting it would let the fenced driver complete the id
+                continue
             stale_completed = entry.completed and entry.checkpoint_id not in keep
             aborted_leftover = not entry.completed and entry.checkpoint_id < latest_id
             if stale_completed or aborted_leftover:

@@ -17,6 +17,11 @@ Contract for implementers:
   credentials, so a denied read can never look like "no checkpoint".
 * ``write_atomic`` is all-or-nothing: a concurrent or later reader sees the old
   content, nothing, or the complete new content; never a prefix.
+* ``create_new`` is ``write_atomic`` that never replaces: of several drivers creating
+  the same path at once, exactly one wins and the others get ``FileExistsError``. This
+  is what fences a zombie driver from its retry, so backends implement it with the
+  store's own create-or-fail operation (``_create_new``); the base class only has a
+  racy fallback, and says so in the log.
 * Transient errors are retried inside the backend (``retry.call_with_retries``).
 * Instances are picklable (configuration only; clients are created lazily per
   process) and thread-safe.
@@ -24,8 +29,10 @@ Contract for implementers:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
+import logging
 import os
 import posixpath
 import threading
@@ -37,6 +44,8 @@ from . import retry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..errors import CheckpointStorageError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -52,6 +61,18 @@ def _sha256_hex(data: Bytes) -> str:
 
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
+
+_WARNED: set[object] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_once(key: object, message: str, *args: object) -> None:
+    """Log ``message`` as a warning the first time this process sees ``key``."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    log.warning(message, *args)
 
 
 def in_background(fn: Callable[..., T], *args: object) -> Future[T]:
@@ -132,8 +153,9 @@ class FileSystem:
         to_error: Callable[[str, str, BaseException], CheckpointStorageError] | None = None,
     ) -> T:
         """Run one request under the shared retry policy with this instance's settings.
-        With ``to_error``, whatever still fails (other than ``FileNotFoundError`` and
-        ``CheckpointStorageError``) is raised as ``to_error(op, path, exc)``."""
+        With ``to_error``, whatever still fails (other than ``FileNotFoundError``,
+        ``FileExistsError`` and ``CheckpointStorageError``) is raised as
+        ``to_error(op, path, exc)``."""
         try:
             return retry.call_with_retries(
                 fn,
@@ -143,7 +165,7 @@ class FileSystem:
                 initial_wait_s=self.retry_initial_wait_s,
                 max_wait_s=self.retry_max_wait_s,
             )
-        except FileNotFoundError:
+        except (FileNotFoundError, FileExistsError):
             raise
         except Exception as exc:
             from ..errors import CheckpointStorageError
@@ -192,18 +214,75 @@ class FileSystem:
         return result
 
     def write_atomic_hashed_then(
-        self, path: str, data: Bytes, then_path: str, then_data: Callable[[str], Bytes]
+        self,
+        path: str,
+        data: Bytes,
+        then_path: str,
+        then_data: Callable[[str], Bytes],
+        exclusive: bool = False,
     ) -> str:
         """Write ``data`` to ``path`` (as ``write_atomic_hashed``), then
         ``then_data(sha256 of data)`` to ``then_path``; returns the sha256.
 
         ``then_path`` never exists, not even after a crash, before ``path`` is complete:
         this is how a checkpoint's state file and the ``_metadata`` that completes it are
-        written. The default does one write after the other; a backend may overlap them
-        (local: both files are fsynced in one journal commit, then renamed)."""
+        written. With ``exclusive``, ``then_path`` is created as by ``create_new``:
+        ``FileExistsError`` when it exists (``path`` may then stay written; no one trusts
+        it without ``then_path``). The default does one write after the other; a backend
+        may overlap them (local: both files are fsynced in one journal commit, then
+        renamed)."""
         digest = self.write_atomic_hashed(path, data)
-        self.write_atomic(then_path, then_data(digest))
+        if exclusive:
+            self.create_new(then_path, then_data(digest))
+        else:
+            self.write_atomic(then_path, then_data(digest))
         return digest
+
+    def create_new(self, path: str, data: Bytes) -> None:
+        """Create ``path`` holding ``data`` only if nothing is there; all or nothing, and
+        parents implied, like ``write_atomic``.
+
+        Atomic against concurrent creators: of several calls for one path exactly one
+        succeeds, every other raises ``FileExistsError``; two drivers of one job (an
+        Airflow zombie and its retry) are fenced this way. When the path already holds
+        exactly ``data`` the call returns normally: that is our own create whose answer
+        was lost and which the retry policy sent again (so a caller must make what it
+        creates distinguishable from what another driver would create)."""
+        try:
+            self._create_new(path, data)
+        except FileExistsError:
+            self._check_created(path, data)
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """The backend's create-or-fail write: raise ``FileExistsError`` when ``path``
+        exists. Backends override it with their store's atomic operation; this fallback
+        (for third-party backends) checks, then writes, so two drivers that both check
+        before either writes are not fenced: it warns once per backend."""
+        warn_once(
+            ("create_new", type(self)),
+            "%s (%s): create_new is not atomic on this backend (a check, then a write); "
+            "concurrent drivers of one job are not fenced",
+            self.backend,
+            type(self).__qualname__,
+        )
+        self._create_new_unfenced(path, data)
+
+    def _create_new_unfenced(self, path: str, data: Bytes) -> None:
+        """``exists`` then ``write_atomic``: ``create_new`` where the store has nothing better."""
+        if self.exists(path):
+            raise FileExistsError(errno.EEXIST, f"{self.backend}: already exists", self.describe(path))
+        self.write_atomic(path, data)
+
+    def _check_created(self, path: str, data: Bytes) -> None:
+        """After a refused create: return when ``path`` holds exactly ``data`` (our own
+        earlier attempt landed), else raise ``FileExistsError``."""
+        refused = FileExistsError(errno.EEXIST, f"{self.backend}: already exists", self.describe(path))
+        try:
+            existing = self.read(path)
+        except FileNotFoundError:  # created by someone else, and removed again since
+            raise refused from None
+        if existing != (data if isinstance(data, (bytes, bytearray)) else bytes(data)):
+            raise refused from None
 
     def open_new(self, path: str) -> "NewFile":
         """A new file at ``path`` (a name no one else uses), written piece by piece.

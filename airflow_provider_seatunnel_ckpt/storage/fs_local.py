@@ -4,7 +4,9 @@ Paths are plain absolute local paths. ``write_atomic`` writes a hidden temp file
 the target (``.<name>.tmp-<random>``), fsyncs it, renames it over the target with
 ``os.replace`` and fsyncs the directory, so after a crash the path holds either the old
 or the new content, and once the call returns the new content is durable. ``list_dir``
-hides temp files of writes still in flight. Directories it creates are fsynced (their
+hides temp files of writes still in flight. ``create_new`` writes the temp file the same
+way but publishes it with ``os.link``, which fails with ``EEXIST`` instead of replacing
+(the O_EXCL of a complete file). Directories it creates are fsynced (their
 parents, that is) after the file's own fsync, which on a journaling file system has
 already committed them, so that costs next to nothing.
 
@@ -98,6 +100,16 @@ class LocalFileSystem(FileSystem):
             raise self._error("read", path, exc) from exc
 
     def write_atomic(self, path: str, data: Bytes) -> None:
+        self._write_via_temp(path, data, os.replace, "write")
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """``write_atomic`` with a hard link instead of the rename: ``link`` refuses an
+        existing name (``EEXIST``) where ``rename`` would replace it, so of several
+        creators exactly one wins, and the name appears only with every byte fsynced."""
+        self._write_via_temp(path, data, _link_new, "create")
+
+    def _write_via_temp(self, path: str, data: Bytes, publish: Callable[[str, str], None], op: str) -> None:
+        """``data`` into a hidden temp file, fsynced, then ``publish(tmp, path)``."""
         path = _checked(path)
         parent, name = os.path.split(path)
         tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(8)}")
@@ -111,16 +123,17 @@ class LocalFileSystem(FileSystem):
                 # The new directories' entries: after the file's fsync, whose journal
                 # commit (ext4, xfs) already carried them, so these cost next to nothing.
                 _fsync_parents(created)
-                os.replace(tmp, path)
-            except BaseException:
+                publish(tmp, path)
+            finally:
                 try:
-                    os.unlink(tmp)
+                    os.unlink(tmp)  # gone after a rename; still there after a link or a failure
                 except OSError:
                     pass
-                raise
             _fsync_dir(parent)
+        except FileExistsError:
+            raise
         except OSError as exc:
-            raise self._error("write", path, exc) from exc
+            raise self._error(op, path, exc) from exc
 
     def open_new(self, path: str) -> NewFile:
         return _LocalNewFile(self, _checked(path))
@@ -154,7 +167,12 @@ class LocalFileSystem(FileSystem):
             raise self._error("move", destination, exc) from exc
 
     def write_atomic_hashed_then(
-        self, path: str, data: Bytes, then_path: str, then_data: Callable[[str], Bytes]
+        self,
+        path: str,
+        data: Bytes,
+        then_path: str,
+        then_data: Callable[[str], Bytes],
+        exclusive: bool = False,
     ) -> str:
         """Both files written to temp names and fsynced at the same time (the small
         second one's fsync shares the journal commit with the big one's, instead of
@@ -162,7 +180,9 @@ class LocalFileSystem(FileSystem):
 
         A crash before the renames leaves only hidden temp files; the second rename
         comes after the first, and both after both fsyncs, so ``then_path`` never
-        exists without ``path`` complete. Durable when this returns."""
+        exists without ``path`` complete. Durable when this returns. With
+        ``exclusive`` the second file is hard-linked instead of renamed, as in
+        ``create_new``: ``FileExistsError`` when ``then_path`` exists."""
         path, then_path = _checked(path), _checked(then_path)
         parent, name = os.path.split(path)
         then_parent, then_name = os.path.split(then_path)
@@ -174,6 +194,7 @@ class LocalFileSystem(FileSystem):
         if len(data) >= _HASH_IN_PARALLEL_FROM:  # hashlib releases the GIL: hash while writing
             hasher = in_background(lambda: digest.append(hashlib.sha256(data).hexdigest()))
         current = path
+        second = b""
         try:
             created = self._makedirs(parent)
             if then_parent != parent:
@@ -203,7 +224,11 @@ class LocalFileSystem(FileSystem):
                 current = path
                 os.replace(tmp, path)
                 current = then_path
-                os.replace(then_tmp, then_path)
+                if exclusive:
+                    _link_new(then_tmp, then_path)
+                    os.unlink(then_tmp)
+                else:
+                    os.replace(then_tmp, then_path)
             except BaseException:
                 for leftover in (tmp, then_tmp):
                     try:
@@ -214,6 +239,12 @@ class LocalFileSystem(FileSystem):
             _fsync_dir(parent)
             if then_parent != parent:
                 _fsync_dir(then_parent)
+        except FileExistsError:  # only _link_new raises it: then_path was there
+            self._check_created(then_path, second)  # raises, unless it holds these very bytes
+            try:
+                _fsync_dir(parent)
+            except OSError as exc:
+                raise self._error("write", path, exc) from exc
         except OSError as exc:
             raise self._error("write", current, exc) from exc
         finally:
@@ -413,6 +444,17 @@ def _checked(path: str) -> str:
     if not path.startswith("/"):
         raise ValueError(f"local: path must be absolute, got {path!r}")
     return path.rstrip("/") or "/"
+
+
+def _link_new(source: str, destination: str) -> None:
+    """Give the file ``source`` the new name ``destination``; ``FileExistsError`` naming
+    ``destination`` when that name is taken (``link`` never replaces)."""
+    try:
+        os.link(source, destination)
+    except FileExistsError:
+        if os.path.isdir(destination):  # as write_atomic: a directory is in the way, an error
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", destination) from None
+        raise FileExistsError(errno.EEXIST, "local: already exists", destination) from None
 
 
 def _fsync_parents(created: list[str]) -> None:

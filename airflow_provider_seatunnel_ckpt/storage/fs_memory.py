@@ -75,17 +75,29 @@ class MemoryFileSystem(FileSystem):
         path = _norm(path)
         content = bytes(data)  # a private immutable copy: later changes to data don't leak in
         with self._lock:
-            files = self._files
-            if self._is_dir_locked(files, path):
-                raise CheckpointStorageError(f"memory: cannot write {self.describe(path)}: is a directory")
-            parent = posixpath.dirname(path)
-            while parent != "/":
-                if parent in files:
-                    raise CheckpointStorageError(
-                        f"memory: cannot write {self.describe(path)}: {parent} is a file"
-                    )
-                parent = posixpath.dirname(parent)
-            files[path] = (content, time.time())
+            self._put_locked(path, content)
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """Checked and written under the store lock: atomic against other creators."""
+        path = _norm(path)
+        content = bytes(data)
+        with self._lock:
+            if path in self._files:
+                raise FileExistsError(errno.EEXIST, "memory: already exists", self.describe(path))
+            self._put_locked(path, content)
+
+    def _put_locked(self, path: str, content: bytes) -> None:
+        files = self._files
+        if self._is_dir_locked(files, path):
+            raise CheckpointStorageError(f"memory: cannot write {self.describe(path)}: is a directory")
+        parent = posixpath.dirname(path)
+        while parent != "/":
+            if parent in files:
+                raise CheckpointStorageError(
+                    f"memory: cannot write {self.describe(path)}: {parent} is a file"
+                )
+            parent = posixpath.dirname(parent)
+        files[path] = (content, time.time())
 
     def list_dir(self, path: str) -> list[FileInfo]:
         prefix = _dir_prefix(_norm(path))

@@ -33,6 +33,8 @@ Mapping to OSS:
   visible only when completed and is aborted on failure. Uploads are checked end to end
   with the CRC-64 OSS returns (oss2 compares it with its own, computed while sending),
   so no Content-MD5 pass over the data is added.
+* ``create_new`` sends one PutObject with ``x-oss-forbid-overwrite: true``; OSS refuses
+  an existing key with 409 FileAlreadyExists (``FileExistsError``), deciding atomically.
 * ``read`` with offset/length sends a Range request (``x-oss-range-behavior: standard``
   so an unsatisfiable range is an error rather than the whole object).
 * ``delete(recursive=True)`` lists the prefix and removes keys with
@@ -395,6 +397,31 @@ class OssFileSystem(FileSystem):
                 self._multipart_put(key, path, payload)
         except self._failures() as exc:
             raise self._storage_error("write", path, exc) from exc
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """One PutObject with ``x-oss-forbid-overwrite: true``: OSS itself refuses an
+        existing key (409 FileAlreadyExists), so of several creators exactly one wins."""
+        key = self._key(path)
+        if not key or key.endswith("/"):
+            raise ValueError(f"oss: cannot write to directory path {path!r}")
+        payload = data if isinstance(data, bytes) else bytes(data)
+        headers = {"Content-Type": "application/octet-stream", "x-oss-forbid-overwrite": "true"}
+        exceptions = _import_oss2().exceptions
+
+        def attempt() -> None:
+            try:
+                self._client().put_object(key, payload, headers=headers)
+            except exceptions.ServerError as exc:
+                if exc.status == 409 and exc.code == "FileAlreadyExists":
+                    raise FileExistsError(errno.EEXIST, "oss: already exists", self.describe(path)) from None
+                raise
+
+        try:
+            self._call("create", path, attempt)
+        except FileExistsError:
+            raise
+        except self._failures() as exc:
+            raise self._storage_error("create", path, exc) from exc
 
     def list_dir(self, path: str) -> list[FileInfo]:
         norm = self._norm(path)

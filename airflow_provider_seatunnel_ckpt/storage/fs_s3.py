@@ -33,6 +33,13 @@ to ``multipart_threshold``, above it a multipart upload whose object appears onl
 CompleteMultipartUpload (aborted on failure). Parts are memoryview slices of the
 caller's buffer, so no copy of the data is made.
 
+Create-only writes (``create_new``): one PutObject with ``If-None-Match: *``; HTTP 412
+PreconditionFailed means the key exists (``FileExistsError``, never retried), 409
+ConditionalRequestConflict (a concurrent conditional write in flight) is retried. An
+endpoint that answers 501 NotImplemented to the header is logged once and then served
+by the base class's check-then-write, which does not fence concurrent drivers. A server
+that silently ignores the header cannot be told apart from one that honours it.
+
 Retries: boto3's own retry loop is off (one attempt per call); every call goes through
 ``retry.call_with_retries`` like the other backends. Transient: HTTP 408/429/5xx,
 SlowDown/Throttling codes, connection errors and timeouts. Everything else (403
@@ -61,7 +68,7 @@ from typing import Any, Callable, TypeVar
 from urllib.parse import urlparse
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
-from airflow_provider_seatunnel_ckpt.storage.filesystem import Bytes, FileInfo, FileSystem
+from airflow_provider_seatunnel_ckpt.storage.filesystem import Bytes, FileInfo, FileSystem, warn_once
 from airflow_provider_seatunnel_ckpt.storage.retry import (
     DEFAULT_ATTEMPTS,
     DEFAULT_INITIAL_WAIT_S,
@@ -101,6 +108,7 @@ _TRANSIENT_CODES = frozenset(
         "InternalError",
         "ServiceUnavailable",
         "PriorRequestNotComplete",
+        "ConditionalRequestConflict",  # 409: another conditional write to the key is in flight
     }
 )
 
@@ -245,6 +253,8 @@ class S3FileSystem(FileSystem):
         self.retry_max_wait_s = retry_max_wait_s
         self._client: Any = None
         self._client_pid: int | None = None
+        #: False once the endpoint answered 501 to If-None-Match (then create_new is racy)
+        self._conditional_writes = True
 
     # ---- configuration ----------------------------------------------------------
     @classmethod
@@ -355,6 +365,44 @@ class S3FileSystem(FileSystem):
         else:  # a fresh reader per attempt, so a retry starts from byte 0
             put = lambda: client.put_object(Bucket=self.bucket, Key=key, Body=_ViewReader(view), **extra)  # noqa: E731
         self._call("write", path, put)
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """One PutObject with ``If-None-Match: *`` (S3 conditional writes): S3 decides,
+        atomically, so of several creators exactly one gets 200 and the others 412."""
+        if not self._conditional_writes:
+            self._create_new_unfenced(path, data)
+            return
+        view = memoryview(data)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+        checksum = base64.b64encode(hashlib.sha256(view).digest()).decode("ascii")
+        client = self._get_client()
+        key = _key(path)
+
+        def put() -> bool:
+            body = data if isinstance(data, (bytes, bytearray)) else _ViewReader(view)  # fresh per attempt
+            try:
+                client.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*", ChecksumSHA256=checksum)
+            except Exception as exc:
+                if _status(exc) == 412 or _code(exc) == "PreconditionFailed":
+                    raise FileExistsError(errno.EEXIST, "s3: already exists", self.describe(path)) from None
+                if _status(exc) == 501 or _code(exc) == "NotImplemented":
+                    return False  # the server does not do conditional writes
+                raise
+            return True
+
+        if self._call("create", path, put):
+            return
+        self._conditional_writes = False
+        warn_once(
+            ("s3 If-None-Match", self.endpoint_host, self.bucket),
+            "s3: %s (bucket %s) does not support conditional writes (If-None-Match: * answered "
+            "501 NotImplemented); create_new falls back to a check, then a write: concurrent "
+            "drivers of one job are not fenced on this store",
+            self.endpoint_host,
+            self.bucket,
+        )
+        self._create_new_unfenced(path, data)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         prefix = _dir_prefix(path)

@@ -14,7 +14,14 @@ from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
 from .filesystem import FileSystem
 from .layout import METADATA, Layout, validate_job_id
-from .model import CheckpointManifest, CheckpointNotFoundError, CorruptCheckpointError, StateHandle, is_plain_name
+from .model import (
+    CheckpointIdTaken,
+    CheckpointManifest,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    StateHandle,
+    is_plain_name,
+)
 
 #: JSON documents under the job directory (job.json, attempts/*.json) stay small
 MAX_DOCUMENT_BYTES = 1 << 20
@@ -71,9 +78,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             checkpoint_id, savepoint = parsed
             directory = item.path.rstrip("/")
             files = {e.name: e.size for e in self.fs.list_dir(directory) if not e.is_dir}
-            entries.append(
-                CheckpointEntry(checkpoint_id, savepoint, METADATA in files, self.fs.describe(directory), files)
-            )
+            entries.append(_entry(checkpoint_id, savepoint, files.get(METADATA), self.fs.describe(directory), files))
         return sorted(entries)
 
     def _entries_from_tree(self, pipeline_dir: str) -> list[CheckpointEntry]:
@@ -94,8 +99,12 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         for name, files in found.items():
             checkpoint_id, savepoint = self.layout.parse_checkpoint_dir(name)  # type: ignore[misc]
             directory = f"{prefix}{name}"
-            completed = METADATA in files if files is not None else self.fs.exists(f"{directory}/{METADATA}")
-            entries.append(CheckpointEntry(checkpoint_id, savepoint, completed, self.fs.describe(directory), files))
+            if files is not None:
+                metadata_size = files.get(METADATA)
+            else:
+                metadata = self.fs.info(f"{directory}/{METADATA}")
+                metadata_size = metadata.size if metadata is not None else None
+            entries.append(_entry(checkpoint_id, savepoint, metadata_size, self.fs.describe(directory), files))
         return sorted(entries)
 
     # ---- manifests and state --------------------------------------------------------
@@ -109,6 +118,8 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             raw = self.fs.read(path)
         except FileNotFoundError:
             raise CheckpointNotFoundError(f"{where}: no completed checkpoint {checkpoint_id}") from None
+        if not raw:
+            raise CheckpointNotFoundError(f"{where}: checkpoint {checkpoint_id} was fenced (its driver lost the job), never completed")
         manifest = CheckpointManifest.from_bytes(raw, where)
         if (manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id) != (job_id, pipeline_id, checkpoint_id):
             raise CorruptCheckpointError(
@@ -147,14 +158,35 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             handle = StateHandle(size=len(data), sha256=digest, file=name)
             return manifest.with_updates(coordinator_state=handle).to_bytes()
 
-        self.fs.write_atomic_hashed_then(f"{directory}/{name}", data, f"{directory}/{METADATA}", manifest_bytes)
+        try:
+            self.fs.write_atomic_hashed_then(
+                f"{directory}/{name}", data, f"{directory}/{METADATA}", manifest_bytes, exclusive=True
+            )
+        except FileExistsError:
+            raise self._id_taken(manifest) from None
         return self.fs.describe(directory)
 
     def write_manifest(self, manifest: CheckpointManifest) -> str:
+        """Created, never replaced: a checkpoint id is completed once per job, ever."""
         savepoint = manifest.kind.value == "savepoint"
         directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
-        self.fs.write_atomic(f"{directory}/{METADATA}", manifest.to_bytes())
+        try:
+            self.fs.create_new(f"{directory}/{METADATA}", manifest.to_bytes())
+        except FileExistsError:
+            raise self._id_taken(manifest) from None
         return self.fs.describe(directory)
+
+    def _id_taken(self, manifest: CheckpointManifest) -> CheckpointIdTaken:
+        savepoint = manifest.kind.value == "savepoint"
+        where = self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+        return CheckpointIdTaken(f"{where}: checkpoint {manifest.checkpoint_id} was already completed or fenced")
+
+    def fence_checkpoint_id(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> bool:
+        try:
+            self.fs.create_new(f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{METADATA}", b"")
+        except FileExistsError:
+            return False
+        return True
 
     def delete_checkpoint_dir(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> None:
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
@@ -217,6 +249,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         data = json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
         self.fs.write_atomic(self._document_path(job_id, relative_path), data)
 
+    def create_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
+        data = json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+        self.fs.create_new(self._document_path(job_id, relative_path), data)
+
     def list_documents(self, job_id: str, relative_dir: str) -> list[str]:
         entries = self.fs.list_dir(self._document_path(job_id, relative_dir))
         return sorted(e.name for e in entries if not e.is_dir and e.name.endswith(".json"))
@@ -234,3 +270,11 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         if checkpoint_id is None:
             return self.fs.describe(self.layout.pipeline_dir(job_id, pipeline_id))
         return self.fs.describe(self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id, savepoint))
+
+
+def _entry(
+    checkpoint_id: int, savepoint: bool, metadata_size: int | None, location: str, files: dict[str, int] | None
+) -> CheckpointEntry:
+    """A manifest is never empty; an empty ``_metadata`` fences the id."""
+    completed = metadata_size is not None and metadata_size > 0
+    return CheckpointEntry(checkpoint_id, savepoint, completed, location, files, fenced=metadata_size == 0)

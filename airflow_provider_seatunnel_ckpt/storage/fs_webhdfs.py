@@ -60,6 +60,11 @@ Behaviour
   overwrites of existing files are rare (a checkpoint's files are written once).
   Every step is safe to retry after a lost answer: the temp name is unique, so a temp
   file that is gone while the target exists means an earlier rename went through.
+* ``create_new``: the same hidden temp file, then the classic ``RENAME`` *without*
+  ``renameoptions``, which the name node refuses atomically (``{"boolean": false}``)
+  when the target exists: the temp file is deleted and ``FileExistsError`` raised. A
+  refusal with the temp file already gone and the target a file is our own earlier
+  rename whose answer was lost.
 * Not found: ``FileNotFoundException`` (HTTP 404), or ``ParentNotDirectoryException``
   for a path below a file, is the only "falsy" result. A 404 without a WebHDFS error
   body (a proxy, a wrong URL) raises, so a misconfigured URL can never look like an
@@ -632,6 +637,11 @@ class WebHdfsFileSystem(FileSystem):
         return self._call("read", path, do)
 
     def write_atomic(self, path: str, data: Bytes) -> None:
+        self._write_via_temp(path, data, "write", self._replace)
+
+    def _write_via_temp(self, path: str, data: Bytes, op: str, publish: Callable[[str, str], T]) -> T:
+        """``data`` into a hidden temp file, then ``publish(tmp, path)``; the temp file
+        is removed when either fails."""
         path = _checked(path)
         if path == "/":
             raise ValueError("hdfs: cannot write to /")
@@ -640,12 +650,43 @@ class WebHdfsFileSystem(FileSystem):
         tmp = posixpath.join(parent, f".{name}.tmp-{secrets.token_hex(8)}")
         reached_datanode: list[bool] = []
         try:
-            self._call("write", path, lambda client: self._create(client, tmp, payload, reached_datanode))
-            self._replace(tmp, path)
+            self._call(op, path, lambda client: self._create(client, tmp, payload, reached_datanode))
+            return publish(tmp, path)
         except BaseException:
             if reached_datanode:  # a temp file may exist; otherwise nothing to clean up
                 self._discard(tmp)
             raise
+
+    def _create_new(self, path: str, data: Bytes) -> None:
+        """The data in a hidden temp file, then one classic RENAME onto ``path``: the
+        name node checks and renames in one operation, so of several creators exactly
+        one wins; the others' renames answer false."""
+        path = _checked(path)
+        temps: list[str] = []
+
+        def rename(tmp: str, target: str) -> Any:
+            temps.append(tmp)
+            return self._call("create", target, lambda c: self._rename(c, tmp, target, overwrite=False))
+
+        renamed = self._write_via_temp(path, data, "create", rename)
+        tmp = temps[0]
+        if renamed is None:  # pragma: no cover - only rename2 answers without a boolean
+            raise CheckpointStorageError(f"hdfs: cannot create {self.describe(path)}: RENAME gave no answer")
+        if renamed:
+            target = self.info(path)
+            if target is not None and target.is_dir:  # tmp went *into* that directory
+                self._discard(posixpath.join(path, posixpath.basename(tmp)))
+                raise CheckpointStorageError(f"hdfs: cannot create {self.describe(path)}: is a directory")
+            return
+        if self.info(tmp) is None:
+            if self._is_file(path):
+                return  # tmp is gone because it *is* the target: an earlier attempt's answer was lost
+            raise CheckpointStorageError(
+                f"hdfs: cannot create {self.describe(path)}: temp file {tmp} vanished before rename"
+            )
+        # tmp is still there, so its directory is: the rename was refused because path exists
+        self._discard(tmp)
+        raise FileExistsError(errno.EEXIST, "hdfs: already exists", self.describe(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         path = _checked(path)

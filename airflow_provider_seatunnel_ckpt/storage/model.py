@@ -39,6 +39,11 @@ class CheckpointNotFoundError(CheckpointStorageError, LookupError):
     """No completed checkpoint matches the request."""
 
 
+class CheckpointIdTaken(CheckpointStorageError):
+    """A ``_metadata`` was already there: the id was completed, or fenced because the
+    writer lost its claim on the job to another driver."""
+
+
 def sha256_hex(data: bytes | bytearray | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 

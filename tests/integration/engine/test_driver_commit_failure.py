@@ -5,7 +5,7 @@ a restore *from that very checkpoint* replays them. A failed commit therefore fa
 run, and no later checkpoint may complete in the meantime: its manifest would not carry
 those infos, a restore from it would never publish them, and its sink cleanup would
 delete them (rows lost). The chaos suite hit exactly this window (a storage error in the
-commit's fencing check while the next checkpoint's ``_metadata`` write was queued on the
+commit while the next checkpoint's ``_metadata`` write was queued on the
 same storage worker); here it is reproduced deterministically with a real coordinator,
 driver loop and memory storage, a fake control channel and a sink committer the test
 holds and then fails.
@@ -23,6 +23,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator, CoordinatorSettings
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop, monotonic_ms
+from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
     AckStats,
@@ -54,7 +55,7 @@ class HeldCommitter:
         if any(info.get("epoch") == 1 for info in infos):
             self.entered.set()
             self.gate.wait(20)
-            raise CheckpointStorageError("hdfs: cannot read job.json: injected failure, after 6 attempts")
+            raise CheckpointStorageError("hdfs: cannot move part-0: injected failure, after 6 attempts")
         self.committed += infos
 
 
@@ -76,12 +77,13 @@ class AutoAckChannel:
 
 def test_no_checkpoint_completes_after_a_failed_commit() -> None:
     storage = FileSystemCheckpointStorage(MemoryFileSystem(f"commit-{uuid.uuid4().hex}"), "/ns/", 10)
-    storage.write_document("job", "job.json", {"fencing_token": TOKEN})
+    fence = FenceLog(storage, "job")
+    fence.claim(TOKEN)
     store = CompletedCheckpointStore(storage, "job", 1)
     coordinator = CheckpointCoordinator(1, 1, CoordinatorSettings(interval_ms=50, timeout_ms=30_000), monotonic_ms)
     committer = HeldCommitter()
     lines: list[str] = []
-    loop = DriverLoop(coordinator, store, committer, TOKEN, progress=lines.append)
+    loop = DriverLoop(coordinator, store, committer, fence, progress=lines.append)
     channel = AutoAckChannel(loop)
     loop.server = channel
     loop.on_message(1, encode(Register(0, 0)))

@@ -284,3 +284,13 @@ class CoordinatorBuilder:
 
     def started(self) -> Harness:
         return self.build().start()
+
+
+class Unfenced:
+    """A fence log nobody else writes to: every reservation and check passes."""
+
+    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> None:
+        pass
+
+    def check(self, before: str = "") -> None:
+        pass

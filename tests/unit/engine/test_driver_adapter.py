@@ -6,6 +6,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished
 from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle
+from .harness import Unfenced
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST, DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
@@ -19,7 +20,7 @@ from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
     ],
 )
 def test_job_finished_sets_the_outcome_once_committed(builder, action, final, savepoint):
-    loop = DriverLoop(builder.started().coordinator, store=None, committer=None, fencing_token="t",
+    loop = DriverLoop(builder.started().coordinator, store=None, committer=None, fence=Unfenced(),
                       progress=lambda line: None)
     try:
         loop._execute([action])
@@ -52,7 +53,7 @@ class Store:
 
 
 def _loop(harness, lines):
-    return DriverLoop(harness.coordinator, Store(), committer=None, fencing_token="t", progress=lines.append)
+    return DriverLoop(harness.coordinator, Store(), committer=None, fence=Unfenced(), progress=lines.append)
 
 
 def test_a_stop_request_waits_until_every_subtask_runs(builder):
@@ -112,7 +113,7 @@ def test_a_restarted_subtask_has_its_stale_sink_work_discarded(builder):
 
     h = builder.build()
     committer = RecordingCommitter()
-    loop = DriverLoop(h.coordinator, Store(), committer=committer, fencing_token="t", progress=lambda line: None,
+    loop = DriverLoop(h.coordinator, Store(), committer=committer, fence=Unfenced(), progress=lambda line: None,
                       durable_infos=[{"gid": "restored"}])
     try:
         for subtask in (0, 1):  # the first registration of each subtask: nothing to discard

@@ -10,7 +10,7 @@ from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedChec
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, DriverLoop, completion_line
 from airflow_provider_seatunnel_ckpt.engine.messages import CheckpointKind
 
-from .harness import state_of
+from .harness import state_of, Unfenced
 
 #: the keys bench/ and sensors already read; they must stay
 LEGACY_KEYS = {"trigger_ms", "complete_ms", "duration_ms", "ack_duration_ms", "state_bytes", "rows", "subtasks"}
@@ -130,7 +130,7 @@ def test_the_progress_line_is_trigger_to_durable_and_persisted_is_the_measured_w
     h, cid, completed = _completed_with_latencies(builder, [5, 10])
     lines: list[str] = []
     store = CompletedCheckpointStore(_SlowStorage(0.3), "job", 1)
-    loop = DriverLoop(h.coordinator, store, _Committer(), fencing_token="t", progress=lines.append)
+    loop = DriverLoop(h.coordinator, store, _Committer(), fence=Unfenced(), progress=lines.append)
     try:
         trigger_wall = wall_ms()
         loop._persist(completed, trigger_wall)

@@ -1,0 +1,192 @@
+"""At most one driver works on a job, whatever the timing: fencing by create-only writes.
+
+An Airflow task whose worker stopped heartbeating is retried while the first
+spark-submit may still run (a zombie): two drivers, one job id. A check of a token
+before each write (check-then-act) leaves a window in which the old driver, having
+passed the check, writes a checkpoint or commits output after the new one has restored
+and rolled back. Here every step that matters is a write that only one driver can win,
+because storage creates it only if it does not exist yet (``FileSystem.create_new``):
+
+* **the fence log** ``fence/<seq>.json``. A driver *claims* the job by creating the
+  record after the highest one it sees, and *reserves* each checkpoint id, before
+  writing its ``_metadata``, by creating the record after its own last one. Once a
+  newer claim took that number, the reservation fails: the old driver is fenced.
+* **``_metadata`` is created, never replaced**, and the new claimant fences the id the
+  old driver reserved last (an empty ``_metadata``, see
+  ``CheckpointStorage.fence_checkpoint_id``) *before* choosing what to restore. Either
+  the old driver's ``_metadata`` landed first (the checkpoint is complete, and the
+  claimant restores it) or the fence did (the old driver can never complete that id,
+  however long it was paused).
+
+So every checkpoint the old driver completes is one the claimant restores or a newer
+one exists; sink output is committed only for completed checkpoints, and commits are
+idempotent, so an old driver's late commit repeats what the claimant replays; it can
+never publish output the claimant rolled back. ``check()`` before a commit narrows
+even that to nothing new.
+
+Records are tiny. A driver deletes its own older reservations every ``PRUNE_EVERY``
+and when it ends; claims stay (one per run), see :meth:`FenceLog.prune`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CheckpointError, CheckpointStorageError
+
+log = logging.getLogger(__name__)
+
+FENCE_DIR = "fence"
+PRUNE_EVERY = 100
+CLAIM_TRIES = 20
+#: test-only: milliseconds to sleep after each fence step, before the write it guards,
+#: so a test can make another driver's claim land inside the window deterministically
+TEST_WINDOW_ENV = "SEATUNNEL_CKPT_TEST_FENCE_WINDOW_MS"
+
+
+class Fenced(CheckpointError):
+    """Another driver took over this job id; this one must not complete or commit anything."""
+
+
+def record_name(seq: int) -> str:
+    return f"{FENCE_DIR}/{seq:012d}.json"
+
+
+def _seq_of(name: str) -> int | None:
+    stem = name[: -len(".json")] if name.endswith(".json") else ""
+    return int(stem) if stem.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Claim:
+    attempt: int
+    seq: int
+    #: (checkpoint id, savepoint) the previous driver reserved last: it may still complete it
+    pending: tuple[int, bool] | None
+    #: the attempt that made that reservation
+    pending_attempt: int | None
+    #: the highest checkpoint id any driver reserved (ids are never reused)
+    highest_reserved: int
+
+
+class FenceLog:
+    """One driver's view of a job's fence log (its claim and reservations)."""
+
+    def __init__(self, storage: Any, job_id: str):
+        self.storage = storage
+        self.job_id = job_id
+        self.seq = 0
+        self.attempt = 0
+        self._reserved = 0
+        self._prunable_from = 1
+        window = os.environ.get(TEST_WINDOW_ENV, "")
+        self._test_window_s = int(window) / 1000 if window.isdigit() else 0.0
+
+    # ---- claim (the new driver) -----------------------------------------------------------
+    def claim(self, token: str, min_attempt: int = 0) -> Claim:
+        """Create the record after the highest one; retried when another driver wins it.
+
+        The claim's ``pending`` is the newest reservation in the log: the only one that
+        can still be unresolved (every driver fences it before reserving anything), so
+        the caller fences it even when drivers that claimed in between died first."""
+        for _ in range(CLAIM_TRIES):
+            seqs = self._sequence_numbers()
+            last_seq = seqs[-1] if seqs else 0
+            last = self._read(last_seq) if last_seq else None
+            attempt = max(int((last or {}).get("attempt") or 0), min_attempt) + 1
+            record = {"seq": last_seq + 1, "kind": "claim", "attempt": attempt, "token": token, "written_ms": _now_ms()}
+            try:
+                self.storage.create_document(self.job_id, record_name(last_seq + 1), record)
+            except FileExistsError:
+                continue  # another driver claimed or reserved that number first: look again
+            self.seq, self.attempt = last_seq + 1, attempt
+            self._prunable_from = self.seq + 1
+            reservation_seq, reservation = self._newest_reservation(seqs)
+            if reservation is None:
+                claim = Claim(attempt, self.seq, None, None, 0)
+            else:
+                checkpoint_id = int(reservation["checkpoint_id"])
+                pending = (checkpoint_id, bool(reservation.get("savepoint")))
+                claim = Claim(attempt, self.seq, pending, int(reservation.get("attempt") or 0), checkpoint_id)
+            return claim
+        raise CheckpointStorageError(
+            f"job {self.job_id}: could not claim the job: {CLAIM_TRIES} tries lost to other drivers writing "
+            f"{self.storage.describe(self.job_id)}/{FENCE_DIR}"
+        )
+
+    def _newest_reservation(self, seqs: list[int]) -> tuple[int, dict[str, Any] | None]:
+        """Reservations only grow (a claimant starts above the highest), so the newest
+        one also holds the highest id ever reserved; claims may sit after it."""
+        for seq in reversed(seqs):
+            record = self._read(seq)
+            if record and record.get("kind") == "reserve":
+                return seq, record
+        return 0, None
+
+    # ---- the claim's holder ---------------------------------------------------------------
+    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> None:
+        """Reserve ``checkpoint_id`` before writing its ``_metadata``; ``Fenced`` when a
+        newer claim exists."""
+        seq = self.seq + 1
+        record = {"seq": seq, "kind": "reserve", "attempt": self.attempt, "checkpoint_id": checkpoint_id,
+                  "savepoint": savepoint, "written_ms": _now_ms()}
+        try:
+            self.storage.create_document(self.job_id, record_name(seq), record)
+        except FileExistsError:
+            raise self.fenced_error() from None
+        self.seq = seq
+        self._reserved += 1
+        if self._reserved % PRUNE_EVERY == 0:
+            self.prune()
+        self._test_window(f"after reserving checkpoint {checkpoint_id}")
+
+    def check(self, before: str = "writing") -> None:
+        """``Fenced`` when a newer claim exists (before a commit)."""
+        if self.storage.read_document(self.job_id, record_name(self.seq + 1)) is not None:
+            raise self.fenced_error()
+        self._test_window(f"before {before}")
+
+    def fenced_error(self) -> Fenced:
+        """The error of a driver whose claim was replaced (names the newer attempt)."""
+        winner = self._read(self.seq + 1) or {}
+        return Fenced(
+            f"job {self.job_id} was taken over by another driver (attempt {winner.get('attempt', '?')}); "
+            "this driver stops without completing a checkpoint or committing"
+        )
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _sequence_numbers(self) -> list[int]:
+        names = self.storage.list_documents(self.job_id, FENCE_DIR)
+        return sorted(s for s in (_seq_of(n) for n in names) if s is not None)
+
+    def _read(self, seq: int) -> dict[str, Any] | None:
+        return self.storage.read_document(self.job_id, record_name(seq))
+
+    def prune(self) -> None:
+        """Delete this driver's own reservation records but the newest.
+
+        Claims are never deleted: the claim after a driver's last record is what fences
+        that driver, and a deleted record would be a free number a fenced driver could
+        still create. A reservation is only ever the target of its own driver, which has
+        moved past it; the newest stays, so a claimant finds the highest id reserved."""
+        try:
+            for seq in range(self._prunable_from, self.seq):
+                self.storage.delete_document(self.job_id, record_name(seq))
+                self._prunable_from = seq + 1
+        except CheckpointStorageError as err:  # only tidiness: the next prune retries
+            log.info("could not prune the fence log of job %s: %s", self.job_id, err)
+
+    def _test_window(self, where: str) -> None:
+        if self._test_window_s:
+            print(f"test hook: fence window of {self._test_window_s:.1f} s open {where} (attempt {self.attempt})",
+                  file=sys.stderr, flush=True)
+            time.sleep(self._test_window_s)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,142 @@
+"""Fencing two drivers of one job (engine/fencing.py), interleaved step by step on the
+memory backend: whatever the order, a driver whose claim was replaced completes no
+checkpoint the new driver does not see, and reuses no id."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.fencing import FENCE_DIR, PRUNE_EVERY, Fenced, FenceLog
+from airflow_provider_seatunnel_ckpt.storage import CheckpointIdTaken, CheckpointKind, CheckpointManifest
+from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
+from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
+
+JOB = "job"
+
+
+@pytest.fixture
+def storage() -> FileSystemCheckpointStorage:
+    return FileSystemCheckpointStorage(MemoryFileSystem(f"fence-{uuid.uuid4().hex}"), "/ns/", 3)
+
+
+def manifest(checkpoint_id: int) -> CheckpointManifest:
+    return CheckpointManifest(job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, kind=CheckpointKind.CHECKPOINT,
+                              trigger_ms=1, complete_ms=2)
+
+
+def complete(storage, checkpoint_id: int) -> None:
+    storage.complete_checkpoint(manifest(checkpoint_id))
+
+
+def completed_ids(storage) -> list[int]:
+    return [e.checkpoint_id for e in storage.list_checkpoint_entries(JOB, 1) if e.completed]
+
+
+def test_a_newer_claim_fences_the_older_driver_at_its_next_reservation_and_check(storage):
+    a, b = FenceLog(storage, JOB), FenceLog(storage, JOB)
+    assert a.claim("a").attempt == 1
+    a.reserve(1)
+    complete(storage, 1)
+    a.check()
+    claim = b.claim("b")
+    assert (claim.attempt, claim.pending, claim.highest_reserved) == (2, (1, False), 1)
+    with pytest.raises(Fenced, match=r"taken over by another driver \(attempt 2\)"):
+        a.reserve(2)
+    with pytest.raises(Fenced, match=r"attempt 2"):
+        a.check()
+    b.reserve(2)  # the new driver goes on
+    b.check()
+
+
+def test_the_claimant_fences_the_id_the_old_driver_reserved_so_it_can_never_complete_it(storage):
+    a, b = FenceLog(storage, JOB), FenceLog(storage, JOB)
+    a.claim("a")
+    a.reserve(1)
+    complete(storage, 1)
+    a.reserve(2)  # a passed its fence step for checkpoint 2 ... and pauses
+    claim = b.claim("b")
+    assert claim.pending == (2, False)
+    assert storage.fence_checkpoint_id(JOB, 1, 2) is True
+    with pytest.raises(CheckpointIdTaken):  # ... and its _metadata write, whenever it comes, fails
+        complete(storage, 2)
+    assert completed_ids(storage) == [1]
+    [fenced] = [e for e in storage.list_checkpoint_entries(JOB, 1) if e.checkpoint_id == 2]
+    assert fenced.fenced and not fenced.completed
+    assert storage.get_latest_checkpoint_by_job_id_and_pipeline_id(JOB, 1).checkpoint_id == 1
+    assert storage.verify_checkpoint(JOB, 1, 1) == []
+
+
+def test_when_the_old_driver_completes_first_the_claimant_sees_the_checkpoint(storage):
+    a, b = FenceLog(storage, JOB), FenceLog(storage, JOB)
+    a.claim("a")
+    a.reserve(1)
+    claim = b.claim("b")
+    complete(storage, 1)  # a's _metadata landed before b's fence
+    assert storage.fence_checkpoint_id(JOB, 1, *claim.pending) is False
+    assert completed_ids(storage) == [1]  # b restores from it
+
+
+def test_a_claimant_that_died_before_fencing_leaves_the_reservation_to_the_next(storage):
+    a, b, c = FenceLog(storage, JOB), FenceLog(storage, JOB), FenceLog(storage, JOB)
+    a.claim("a")
+    a.reserve(7, savepoint=True)
+    b.claim("b")  # dies here
+    claim = c.claim("c")
+    assert (claim.attempt, claim.pending, claim.pending_attempt) == (3, (7, True), 1)
+
+
+def test_retention_and_discarding_keep_a_fenced_id(storage):
+    log = FenceLog(storage, JOB)
+    log.claim("a")
+    for checkpoint_id in (1, 2):
+        log.reserve(checkpoint_id)
+        complete(storage, checkpoint_id)
+    assert storage.fence_checkpoint_id(JOB, 1, 3)
+    for checkpoint_id in range(4, 10):
+        log.reserve(checkpoint_id)
+        complete(storage, checkpoint_id)
+    entries = storage.list_checkpoint_entries(JOB, 1)
+    assert [e.checkpoint_id for e in entries if e.completed] == [7, 8, 9]  # max-retained 3
+    assert [e.checkpoint_id for e in entries if e.fenced] == [3]
+
+
+def test_concurrent_claims_get_distinct_attempts_and_only_the_last_holds_the_job(storage):
+    logs = [FenceLog(storage, JOB) for _ in range(8)]
+    barrier = threading.Barrier(len(logs))
+
+    def claim(log: FenceLog) -> None:
+        barrier.wait()
+        log.claim(uuid.uuid4().hex)
+
+    threads = [threading.Thread(target=claim, args=(log,)) for log in logs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(log.attempt for log in logs) == list(range(1, 9))
+    holders = []
+    for log in logs:
+        try:
+            log.check()
+            holders.append(log.attempt)
+        except Fenced:
+            pass
+    assert holders == [8]
+
+
+def test_the_log_is_pruned_and_still_knows_the_highest_reserved_id_and_attempt(storage):
+    log = FenceLog(storage, JOB)
+    log.claim("a", min_attempt=4)  # a job whose job.json predates the fence log
+    assert log.attempt == 5
+    for checkpoint_id in range(1, 2 * PRUNE_EVERY + 1):
+        log.reserve(checkpoint_id)
+    assert len(storage.list_documents(JOB, FENCE_DIR)) < PRUNE_EVERY
+    claim = FenceLog(storage, JOB).claim("b")
+    assert (claim.attempt, claim.highest_reserved) == (6, 2 * PRUNE_EVERY)
+    # a's claim (what fences a), a's newest reservation, b's claim
+    assert len(storage.list_documents(JOB, FENCE_DIR)) == 3
+    with pytest.raises(Fenced):
+        log.reserve(2 * PRUNE_EVERY + 1)
