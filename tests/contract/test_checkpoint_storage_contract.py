@@ -16,6 +16,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.config import ConfigError
 from airflow_provider_seatunnel_ckpt.storage import (
+    CheckpointIdTaken,
     CheckpointKind,
     CheckpointManifest,
     CheckpointNotFoundError,
@@ -286,6 +287,58 @@ def test_job_documents_round_trip(make_storage):
     assert storage.read_document(JOB, "nothing.json") is None
     with pytest.raises(CheckpointStorageError):
         storage.read_document(JOB, "../escape.json")
+
+
+# ------------------------------------------------------------------ fencing (one writer per job)
+
+
+@pytest.mark.parametrize("size", [16, 300_000])  # inline state, and a state file + _metadata
+def test_a_checkpoint_id_completes_once_ever(make_storage, size):
+    storage = make_storage()
+    storage.store_checkpoint(state(3, size=size))
+    with pytest.raises(CheckpointIdTaken):
+        storage.store_checkpoint(state(3, size=size + 1))
+    assert storage.get_checkpoint(JOB, 1, 3).states == state(3, size=size).states
+
+
+def test_a_fenced_id_never_completes_and_is_neither_latest_nor_retained_away(make_storage):
+    storage = make_storage()
+    storage.store_checkpoint(state(1))
+    assert storage.fence_checkpoint_id(JOB, 1, 2) is True
+    assert storage.fence_checkpoint_id(JOB, 1, 1) is False  # completed first: stays completed
+    with pytest.raises(CheckpointIdTaken):
+        storage.store_checkpoint(state(2, size=300_000))
+    for checkpoint_id in range(3, 8):
+        storage.store_checkpoint(state(checkpoint_id))
+    entries = {e.checkpoint_id: e for e in storage.list_checkpoint_entries(JOB, 1)}
+    assert entries[2].fenced and not entries[2].completed
+    assert sorted(i for i, e in entries.items() if e.completed) == [5, 6, 7]  # max-retained 3; 2 kept
+    with pytest.raises(CheckpointNotFoundError, match="fenced"):
+        storage.get_checkpoint(JOB, 1, 2)
+    storage.fence_checkpoint_id(JOB, 1, 8)
+    assert storage.get_latest_checkpoint_by_job_id_and_pipeline_id(JOB, 1).checkpoint_id == 7
+
+
+def test_created_documents_have_exactly_one_creator(make_storage):
+    storage = make_storage()
+    winners: list[int] = []
+    barrier = threading.Barrier(6)
+
+    def create(index: int) -> None:
+        barrier.wait()
+        try:
+            storage.create_document(JOB, "fence/000000000001.json", {"by": index})
+            winners.append(index)
+        except FileExistsError:
+            pass
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(winners) == 1
+    assert storage.read_document(JOB, "fence/000000000001.json") == {"by": winners[0]}
 
 
 # ------------------------------------------------------------------ safety
