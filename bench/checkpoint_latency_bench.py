@@ -472,7 +472,7 @@ def profile_run(proc: subprocess.Popen, workdir: str, run: dict[str, Any]) -> No
 PROFILE_FOCUS = (
     "encode_subtask_state", "encode_snapshot", "snapshot_split_states", "SubtaskRuntime._take_barriers", "SubtaskRuntime._complete_barrier",
     "SubtaskRuntime._store_state", "write_state", "write_atomic", "_sha256_hex", "write_manifest",
-    "complete_checkpoint", "apply_retention", "DriverLoop._persist", "DriverLoop._check_fencing",
+    "complete_checkpoint", "apply_retention", "DriverLoop._persist", "FenceLog.reserve",
     "RateLimiter.acquire", "random_text", "RawWriter.write", "prepare_commit", "iterencode",
 )
 
@@ -1068,7 +1068,7 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
             f"snapshot on the processing thread {_med(local_1m, 'max_sync_ms')} ms, async pre-commit + encode + upload "
             f"{_med(local_1m, 'max_async_ms')} ms; the rest is waiting for the batch boundary and the control "
             f"channel), ACKs -> manifest {_med(local_1m, 'persist_ms')} ms (_metadata statistics.persist_ms: the "
-            f"storage worker's queue and the fencing read of job.json), then _metadata write + retention "
+            f"storage worker's queue), then the reservation in the fence log, _metadata write + retention "
             f"{_persisted_median(local_1m)} ms."
         )
     for r in results:
@@ -1163,10 +1163,10 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
     if s3_small:
         notes.append(
             "S3 is moto's ThreadedMotoServer (pure Python, in a child process) on loopback: every request costs a few "
-            "ms of Python on a busy 2-core machine. A checkpoint makes several requests after the ACKs: the fencing GET "
-            "of job.json (before the manifest is built, so in ACKs -> manifest: " + ", ".join(
-                f"{r['size']}: {_med(r, 'persist_ms')} ms" for r in s3_small) + " median), then in the persist step "
-            "a LIST of the checkpoint directory to check the state files, PUT _metadata, LIST + GETs + DELETEs for "
+            "ms of Python on a busy 2-core machine. A checkpoint makes several requests after the ACKs (ACKs -> manifest: " + ", ".join(
+                f"{r['size']}: {_med(r, 'persist_ms')} ms" for r in s3_small) + " median): a conditional PUT "
+            "reserving the id in the fence log, then in the persist step a LIST of the checkpoint directory to check "
+            "the state files, a conditional PUT of _metadata, LIST + GETs + DELETEs for "
             "retention, hence _metadata write+retention of " + ", ".join(
                 f"{r['size']}: {_persisted_median(r)} ms" for r in s3_small) + " (median); a real S3 adds "
             "tens of ms per request. Absolute S3 numbers say little about real S3; the ratio says what our protocol costs "
