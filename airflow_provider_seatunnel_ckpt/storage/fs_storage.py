@@ -154,10 +154,6 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         savepoint = manifest.kind.value == "savepoint"
         directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
 
-        if self.fs.exists(f"{directory}/{METADATA}"):
-            # before the state file, which would otherwise replace the completed one's
-            raise self._id_taken(manifest)
-
         def manifest_bytes(digest: str) -> bytes:
             handle = StateHandle(size=len(data), sha256=digest, file=name)
             return manifest.with_updates(coordinator_state=handle).to_bytes()
