@@ -136,7 +136,7 @@ class JobRun:
                     )
                 self.progress(f"job {job_id}: discarding existing checkpoints as requested")
                 entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
-                self.storage.delete_checkpoint(job_id, PIPELINE_ID, [e.checkpoint_id for e in entries if not e.fenced])
+                self.storage.delete_checkpoint_dirs(job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
                 self.discarded = True
             return None
         try:
@@ -145,11 +145,11 @@ class JobRun:
             raise ConfigError("--restore", str(err)) from None
 
     # ---- job document and attempts -----------------------------------------------------------
-    def _claim_fence(self, token: str) -> Claim:
+    def _claim_fence(self, token: str, existing: Mapping[str, Any]) -> Claim:
         """Win the job's fence log; fence the checkpoint id a previous driver reserved
-        and may still be completing."""
+        and may still be completing. ``existing`` is ``job.json`` (jobs from before the
+        fence log number their attempts there)."""
         job_id = self.request.job_id
-        existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}  # jobs from before the fence log
         claim = self.fence.claim(token, min_attempt=int(existing.get("attempt") or 0))
         self.attempt_number = claim.attempt
         if claim.pending is not None:
@@ -161,10 +161,10 @@ class JobRun:
                 )
         return claim
 
-    def _claim(self, token: str, restored_id: int | None, highest_id: int = 0) -> int:
-        """Record the claim in ``job.json``; returns the highest checkpoint id this job ever used."""
+    def _claim(self, token: str, restored_id: int | None, existing: Mapping[str, Any], highest_id: int = 0) -> int:
+        """Record the claim in ``job.json`` (``existing``: as read before the claim);
+        returns the highest checkpoint id this job ever used."""
         job_id = self.request.job_id
-        existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         # Recorded here because checkpoints newer than a restored one are deleted (see
         # _discard_newer): ids must still never be reused.
         highest_id = max(highest_id, int(existing.get("highest_checkpoint_id") or 0))
@@ -291,7 +291,8 @@ class JobRun:
         # then choose what to restore: a driver that is still running (a zombie) can
         # complete no checkpoint this run does not see (engine/fencing.py).
         token = secrets.token_hex(16)
-        claim = self._claim_fence(token)
+        existing = self.storage.read_document(request.job_id, JOB_DOCUMENT) or {}
+        claim = self._claim_fence(token, existing)
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore()
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
@@ -299,7 +300,7 @@ class JobRun:
             committer.discard_job()
         restored_infos = commit_infos_of(manifest.commit_infos) if manifest is not None else []
 
-        highest_id = self._claim(token, self.restored_id, highest_id)
+        highest_id = self._claim(token, self.restored_id, existing, highest_id)
         try:
             return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
         except BaseException as err:

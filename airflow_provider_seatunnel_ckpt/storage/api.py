@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
+from .filesystem import warn_once
 from .model import (
     INLINE_STATE_LIMIT,
     CheckpointKind,
@@ -34,13 +35,6 @@ from .model import (
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETAINED = 3
-_warned_not_atomic: set[str] = set()
-
-
-def _warn_not_atomic(backend: str) -> None:
-    if backend not in _warned_not_atomic:
-        _warned_not_atomic.add(backend)
-        log.warning("%s has no atomic create-only write: two drivers of one job are not fenced on it", backend)
 
 #: the file ``store_checkpoint`` writes ``PipelineState.states`` to when not inlined
 COORDINATOR_STATE_FILE = "coordinator.state"
@@ -128,7 +122,9 @@ class CheckpointStorage:
         this is what fences two drivers of one job. The default here is not atomic."""
         if self.read_document(job_id, relative_path) is not None:
             raise FileExistsError(f"{self.describe(job_id)}/{relative_path} already exists")
-        _warn_not_atomic(type(self).__name__)
+        warn_once(("create_document", type(self)),
+                  "%s has no atomic create-only write: two drivers of one job are not fenced on it",
+                  type(self).__name__)
         self.write_document(job_id, relative_path, document)
 
     def fence_checkpoint_id(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> bool:

@@ -78,8 +78,8 @@ def test_an_interrupt_before_the_loop_is_recorded(tmp_path: Path, monkeypatch: p
 
 def test_a_stop_with_savepoint_is_recorded_as_stopped(tmp_path: Path) -> None:
     run = JobRun(_request(tmp_path), progress=lambda line: None)
-    run._claim_fence("token")
-    run._claim("token", None)
+    run._claim_fence("token", {})
+    run._claim("token", None, {})
     record = CheckpointRecord(7, "savepoint", 12, 100, 500, "file:///x/7")
     run._release(Outcome(finished=True, completed=[record], stopped_savepoint_id=7), "token")
     job = run.storage.read_document(JOB_ID, "job.json")
@@ -91,8 +91,8 @@ def test_a_stop_with_savepoint_is_recorded_as_stopped(tmp_path: Path) -> None:
 
 def test_a_stop_whose_commit_failed_is_recorded_as_failed(tmp_path: Path) -> None:
     run = JobRun(_request(tmp_path), progress=lambda line: None)
-    run._claim_fence("token")
-    run._claim("token", None)
+    run._claim_fence("token", {})
+    run._claim("token", None, {})
     outcome = Outcome(error="committing the output of checkpoint 7 failed: disk full", stopped_savepoint_id=7)
     assert not outcome.stopped_with_savepoint  # the savepoint completed, its commit did not
     run._release(outcome, "token")
