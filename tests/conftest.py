@@ -3,6 +3,9 @@ behind the fault proxy (tests/servers/s3.py)."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -49,3 +52,27 @@ def kafka_cluster() -> Iterator[Any]:
 
     with KafkaMockCluster(brokers=3) as cluster:
         yield cluster
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The chaos report (tests/chaos/conftest.py), for the chaos and the cluster suites."""
+    chaos = sys.modules.get("tests.chaos.conftest")
+    if chaos is None or not chaos.RECORDS:
+        return
+    RECORDS, SEED = chaos.RECORDS, chaos.SEED
+    terminalreporter.section("chaos report")
+    terminalreporter.write_line(f"seed {SEED} (set SEATUNNEL_CKPT_CHAOS_SEED to replay another)")
+    for record in RECORDS:
+        terminalreporter.write_line(record.summary())
+        for point in record.kill_points:
+            terminalreporter.write_line(f"    {point}")
+        for note in record.notes:
+            terminalreporter.write_line(f"    note: {note}")
+    total = sum(len(r.kill_points) for r in RECORDS)
+    terminalreporter.write_line(f"total kill points: {total}")
+    log = os.environ.get("SEATUNNEL_CKPT_CHAOS_REPORT")
+    if log:
+        with open(Path(log), "a") as f:
+            for record in RECORDS:
+                f.write(record.summary() + "\n")
+            f.write(f"total kill points: {total}\n")

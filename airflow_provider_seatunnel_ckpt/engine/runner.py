@@ -22,6 +22,7 @@ from ..config import CheckpointConfig, ExternalizedRetention
 from ..errors import ConfigError, ConnectorError
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
+from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
 from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
@@ -337,6 +338,7 @@ class JobRun:
                 "env.parallelism",
                 f"{job.parallelism} subtasks must run at the same time but the Spark master offers {slots} task slots",
             )
+        endpoint = control_endpoint(context.getConf().get, context.master)
         source = load_source(job.source, "source[0]")
         # The split plan is part of the checkpoint: a restore (with any parallelism)
         # keeps it, so split ids and ranges always match the restored positions.
@@ -382,8 +384,16 @@ class JobRun:
             durable_infos=restored_infos,
         )
         self._loop = loop
-        host = _driver_host(context)
-        server = ControlServer(host=host, port=0, on_message=loop.on_message, on_disconnect=loop.on_disconnect)
+        try:
+            server = ControlServer(
+                host=endpoint.bind_address, port=endpoint.port, on_message=loop.on_message,
+                on_disconnect=loop.on_disconnect,
+            )
+        except OSError as err:
+            raise ConfigError(
+                BIND_ADDRESS_KEY if endpoint.port == 0 else PORT_KEY,
+                f"the control channel cannot listen on {endpoint.bind_address}:{endpoint.port}: {err.strerror or err}",
+            ) from None
         loop.server = server
         state_local = getattr(self.storage, "fs", None) is not None and self.storage.fs.backend == "memory"
         subtask_context = SubtaskContext(
@@ -391,7 +401,7 @@ class JobRun:
             pipeline_id=PIPELINE_ID,
             job=job.to_json(),
             splits=splits,
-            driver_address=server.address,
+            driver_address=(endpoint.advertised_host, server.address[1]),
             token=server.token,
             storage=self.storage,
             state_is_process_local=state_local,
@@ -478,10 +488,3 @@ def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> Any:
     for index, entry in enumerate(entries):
         schema = load_transform(entry, f"transform[{index}]").output_schema(schema)
     return schema
-
-
-def _driver_host(context: Any) -> str:
-    configured = context.getConf().get("spark.driver.host", None)
-    if context.master.startswith("local"):
-        return "127.0.0.1"
-    return configured or os.environ.get("SPARK_LOCAL_IP") or "127.0.0.1"

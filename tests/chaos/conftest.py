@@ -1,5 +1,5 @@
 """Fixtures for the chaos suite: the integration suite's Spark fixtures, a fixed random
-seed, and a report of every kill point, printed at the end of the session.
+seed, and a report of every kill point, printed at the end of the session (by tests/conftest.py, so the cluster suite reports too).
 
 The seed is ``$SEATUNNEL_CKPT_CHAOS_SEED`` (default below); it is printed in the report
 and in every failure message, so a failing run can be replayed exactly (as far as
@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
@@ -61,24 +60,3 @@ def chaos(request: pytest.FixtureRequest) -> Iterator[tuple[random.Random, Chaos
     record = ChaosRecord(name, SEED)
     RECORDS.append(record)
     yield rng, record
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not RECORDS:
-        return
-    terminalreporter.section("chaos report")
-    terminalreporter.write_line(f"seed {SEED} (set SEATUNNEL_CKPT_CHAOS_SEED to replay another)")
-    for record in RECORDS:
-        terminalreporter.write_line(record.summary())
-        for point in record.kill_points:
-            terminalreporter.write_line(f"    {point}")
-        for note in record.notes:
-            terminalreporter.write_line(f"    note: {note}")
-    total = sum(len(r.kill_points) for r in RECORDS)
-    terminalreporter.write_line(f"total kill points: {total}")
-    log = os.environ.get("SEATUNNEL_CKPT_CHAOS_REPORT")
-    if log:
-        with open(Path(log), "a") as f:
-            for record in RECORDS:
-                f.write(record.summary() + "\n")
-            f.write(f"total kill points: {total}\n")
