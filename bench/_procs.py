@@ -57,7 +57,8 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-DAEMONS = ("pyspark.daemon", "bench._preload_daemon")
+#: "-m MODULE": the JVM's command line names the module too (in its --conf)
+DAEMONS = ("-m pyspark.daemon", "-m airflow_provider_seatunnel_ckpt.engine.worker_daemon")
 
 
 def _is_daemon(line: str) -> bool:
@@ -65,8 +66,8 @@ def _is_daemon(line: str) -> bool:
 
 
 def pyspark_workers(root_pid: int) -> list[int]:
-    """Forked PySpark workers (children of the daemon, ``pyspark.daemon`` or the preloading
-    prototype) below ``root_pid``: killing one fails exactly the Spark task it runs."""
+    """Forked PySpark workers (children of the daemon: ``pyspark.daemon`` or the engine's
+    preloading one) below ``root_pid``: killing one fails exactly the Spark task it runs."""
     workers = []
     for pid in descendants(root_pid):
         line = _cmdline(pid)

@@ -52,6 +52,9 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "checkpoint_latency", "time to checkpoint 1 GiB of state / time to write the same bytes raw", "lower"),
     "region_failover_seconds_p50": (
         "recovery", "seconds until a killed subtask runs again (region failover), p50", "lower"),
+    "region_failover_ratio_vs_stock_daemon": (
+        "recovery", "region failover p50 with the engine's preloading Python daemon / with PySpark's stock daemon, "
+                    "same kill schedule, same run", "lower"),
     "jdbc_read_ratio_vs_spark_jdbc": (
         "jdbc", "rows/s copying a PostgreSQL table to parquet, ours (1 s checkpoints) / spark.read.jdbc, "
                 "same parallelism and splits", "higher"),

@@ -28,6 +28,7 @@ from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .fencing import Claim, Fenced, FenceLog
 from .job import JobSpec
+from .preload import preload_settings
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,11 @@ def build_spark(request: RunRequest) -> Any:
         except ValueError:
             raise ConfigError("spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}") from None
         builder = builder.master(_local_with_retries(master, max_failures))
+    else:  # from spark-submit
+        from pyspark import SparkConf
+
+        master = SparkConf().get("spark.master", None)
+    conf.update(preload_settings(request.job, master, conf))
     # PySpark starts executor Python workers with $PYSPARK_PYTHON (default: "python3"
     # from PATH); spark.pyspark.python only reaches it through spark-submit. Without
     # this, a driver run from a virtualenv that is not first on PATH starts workers

@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tests.integration.engine.support import REPO, VENV_BIN, kill_tree, spark_environment
+from tests.integration.engine.support import REPO, VENV_BIN, is_daemon, kill_tree, spark_environment
 
 from .netns import Hosts
 
@@ -218,7 +218,7 @@ class NetCluster:
         for pid in self.hosts.pids(host):
             with contextlib.suppress(OSError):
                 line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                if "pyspark.daemon" in line or "pyspark.worker" in line:
+                if is_daemon(line) or "pyspark.worker" in line:
                     pids.append(pid)
         return pids
 

@@ -139,6 +139,16 @@ def _class(kind: str, name: Any, key: str) -> Any:
     return target
 
 
+def module_of(kind: str, name: Any) -> str | None:
+    """The module that defines the ``kind`` connector called ``name`` (None when unknown),
+    without importing it."""
+    found = _registry.get(kind, {}).get(str(name).strip().lower()) if isinstance(name, str) else None
+    if found is None:
+        return None
+    target = found[1]
+    return target.partition(":")[0] if isinstance(target, str) else target.__module__
+
+
 def load_source(entry: Mapping[str, Any], key: str = "source[0]") -> Source:
     return _load("source", entry, key)
 

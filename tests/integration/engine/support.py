@@ -106,26 +106,36 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
+#: the Python daemon Spark starts per executor (``python -m MODULE``): the stock one, or the
+#: engine's preloading one (engine/worker_daemon.py, the default with a local master). The
+#: "-m" matters: the JVM's own command line names the module too (its --conf).
+DAEMON_MODULES = ("-m pyspark.daemon", "-m airflow_provider_seatunnel_ckpt.engine.worker_daemon")
+
+
+def is_daemon(line: str) -> bool:
+    return any(module in line for module in DAEMON_MODULES)
+
+
 def is_python_worker(pid: int) -> bool:
     """A PySpark daemon or worker process (``python -m pyspark.daemon`` / ``pyspark.worker``)."""
     line = cmdline(pid)
-    return "pyspark.daemon" in line or "pyspark.worker" in line
+    return is_daemon(line) or "pyspark.worker" in line
 
 
 def pyspark_workers(root_pid: int) -> list[int]:
     """PySpark worker processes below ``root_pid`` that run tasks.
 
-    The JVM starts one ``pyspark.daemon`` that forks a worker per task; killing a forked
-    worker fails exactly one task (killing the daemon would only make Spark start a
-    new one). Without the daemon (worker reuse off) the workers are ``pyspark.worker``
-    processes started by the JVM directly.
+    The JVM starts one daemon that forks a worker per task; killing a forked worker fails
+    exactly one task (killing the daemon would only make Spark start a new one). Without
+    the daemon (worker reuse off) the workers are ``pyspark.worker`` processes started by
+    the JVM directly.
     """
     workers = []
     for pid in descendants(root_pid):
         if not is_python_worker(pid):
             continue
         ppid = parent_pid(pid)
-        if "pyspark.daemon" not in cmdline(pid) or (ppid is not None and "pyspark.daemon" in cmdline(ppid)):
+        if not is_daemon(cmdline(pid)) or (ppid is not None and is_daemon(cmdline(ppid))):
             workers.append(pid)
     return workers
 

@@ -1,0 +1,57 @@
+"""PySpark's Python daemon, with what every subtask needs imported before it forks.
+
+Spark starts one daemon per executor (``spark.python.daemon.module``) and forks a Python
+worker from it for each task. With the stock ``pyspark.daemon`` every forked worker,
+including the retry of a killed subtask, imports the engine, pyarrow and the job's
+connectors itself, and pyarrow imports pandas on its first type check: about a second of
+imports on the critical path of region failover. Forked from this daemon, a worker
+inherits them already imported, so a retried subtask starts with its restore.
+
+What is imported: the modules below, plus the job's connector modules, which the driver
+lists in ``SEATUNNEL_CKPT_PRELOAD`` (``spark.executorEnv``). Preloading is best effort: a
+module that fails to import is skipped (the task will import it, and report the error,
+as it would have anyway); the daemon always starts. The only threads these imports start
+are numpy's OpenBLAS pool and pyarrow's jemalloc background thread, and both register
+fork handlers, so forking workers from here stays safe; the engine's own threads start in
+the worker, after the fork.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+PRELOAD_ENV = "SEATUNNEL_CKPT_PRELOAD"
+
+#: imported by every subtask whatever its connectors
+BASE_MODULES = (
+    "numpy",
+    "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.parquet",
+    "pandas",  # pyarrow imports it lazily on its first type check
+    "airflow_provider_seatunnel_ckpt.engine.subtask",
+    "airflow_provider_seatunnel_ckpt.engine.transport",
+)
+
+
+def preload(extra: str = "") -> list[str]:
+    """Import the base modules and the comma-separated ``extra``; returns what failed."""
+    failed = []
+    for name in (*BASE_MODULES, *(m.strip() for m in extra.split(",") if m.strip())):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - best effort, the task imports it again
+            failed.append(name)
+    return failed
+
+
+def main() -> None:
+    preload(os.environ.get(PRELOAD_ENV, ""))
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    main()
