@@ -4,8 +4,8 @@
 ``spark.seatunnel.preloadDaemon``: ``auto`` (default), ``true`` or ``false``. The daemon
 module must be importable by the executors' Python *before* any task runs (``--py-files``
 are added to a worker's path only when a task starts), so ``auto`` turns it on only where
-that is known: a local master whose Python workers run this interpreter, which can import
-the engine from a directory. On a cluster, turn it on when the package is installed on
+that is known: a local master whose workers' Python can import the engine from a
+directory (checked by starting it once). On a cluster, turn it on when the package is installed on
 the executors (a venv archive, a container image). A ``spark.python.daemon.module`` of
 your own always wins.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from typing import Any, Mapping
 
 from ..errors import ConfigError
@@ -25,18 +24,15 @@ DAEMON_MODULE = "airflow_provider_seatunnel_ckpt.engine.worker_daemon"
 PRELOAD_ENV_KEY = "spark.executorEnv.SEATUNNEL_CKPT_PRELOAD"
 
 
-def preload_settings(job: Any, master: str | None, conf: Mapping[str, str]) -> dict[str, str]:
-    """Spark settings to add for ``job`` (empty when the stock daemon stays)."""
+def preload_settings(job: Any, master: str | None, conf: Mapping[str, str], worker_python: str) -> dict[str, str]:
+    """Spark settings to add for ``job`` (empty when the stock daemon stays); ``conf`` is
+    the Spark configuration as it will be, ``worker_python`` the executors' Python."""
     choice = str(conf.get(PRELOAD_KEY, "auto")).strip().lower()
     if choice not in ("auto", "true", "false"):
         raise ConfigError(PRELOAD_KEY, f"expected auto, true or false, got {conf.get(PRELOAD_KEY)!r}")
     if choice == "false" or DAEMON_KEY in conf:
         return {}
-    if choice == "auto" and not (
-        (master or "").startswith("local")
-        and conf.get("spark.pyspark.python", sys.executable) == sys.executable
-        and _importable_here()
-    ):
+    if choice == "auto" and not ((master or "").startswith("local") and _importable_by(worker_python)):
         return {}
     return {DAEMON_KEY: DAEMON_MODULE, PRELOAD_ENV_KEY: ",".join(connector_modules(job))}
 
@@ -50,16 +46,17 @@ def connector_modules(job: Any) -> list[str]:
     return list(dict.fromkeys(m for m in found if m))
 
 
-def _importable_here() -> bool:
-    """Can a fresh interpreter, started like the Python workers, run the daemon module
-    from a directory? The workers' environment has no ``--py-files`` archives, so those
-    are left out of the probe's path."""
+def _importable_by(python: str) -> bool:
+    """Can ``python``, started like the Python workers, run the daemon module from a
+    directory? The workers' environment has no ``--py-files`` archives, so those are
+    left out of the probe's path; like a local master's daemon, it runs in the current
+    directory."""
     path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not os.path.isfile(p)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     check = (f"import importlib.util as u, os; s = u.find_spec({DAEMON_MODULE!r}); "
              "raise SystemExit(not (s and s.origin and os.path.isfile(s.origin)))")
     try:
-        probe = subprocess.run([sys.executable, "-c", check], env=env, stdin=subprocess.DEVNULL,
+        probe = subprocess.run([python, "-c", check], env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False

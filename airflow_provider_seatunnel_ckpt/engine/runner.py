@@ -73,37 +73,48 @@ def build_spark(request: RunRequest) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(f"seatunnel-ckpt:{request.job.name}")
+    chosen = {**request.job.spark_conf, **request.spark_conf}
     conf = {
         "spark.task.maxFailures": str(DEFAULT_TASK_MAX_FAILURES),
         "spark.pyspark.python": sys.executable,
         "spark.ui.showConsoleProgress": "false",
-        **request.job.spark_conf,
-        **request.spark_conf,
+        **chosen,
     }
     master = request.master or os.environ.get("SEATUNNEL_CKPT_MASTER")
+    launcher: dict[str, str] = {}
     if master:
         try:
             max_failures = int(conf["spark.task.maxFailures"])
         except ValueError:
             raise ConfigError("spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}") from None
         builder = builder.master(_local_with_retries(master, max_failures))
-    else:  # from spark-submit
-        from pyspark import SparkConf
-
-        master = SparkConf().get("spark.master", None)
-    conf.update(preload_settings(request.job, master, conf))
+    elif os.environ.get("PYSPARK_GATEWAY_PORT"):
+        launcher = _launcher_conf()
+        master = launcher.get("spark.master")
     # PySpark starts executor Python workers with $PYSPARK_PYTHON (default: "python3"
     # from PATH); spark.pyspark.python only reaches it through spark-submit. Without
     # this, a driver run from a virtualenv that is not first on PATH starts workers
     # that cannot import this package.
     if not os.environ.get("PYSPARK_PYTHON"):
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    # spark-submit's settings beat our defaults but not the job's or the command line's
+    effective = {**conf, **{k: v for k, v in launcher.items() if k not in chosen}}
+    conf.update(preload_settings(request.job, master, effective, os.environ["PYSPARK_PYTHON"]))
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # Task retries are expected (region failover) and reported by the engine itself.
     spark.sparkContext.setLogLevel(os.environ.get("SEATUNNEL_CKPT_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def _launcher_conf() -> dict[str, str]:
+    """The settings spark-submit started this driver with (its --conf, spark-defaults),
+    from the JVM it launched."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
 
 
 class JobRun:

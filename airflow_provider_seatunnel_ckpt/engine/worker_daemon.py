@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 PRELOAD_ENV = "SEATUNNEL_CKPT_PRELOAD"
 
@@ -36,13 +37,24 @@ BASE_MODULES = (
 
 
 def preload(extra: str = "") -> list[str]:
-    """Import the base modules and the comma-separated ``extra``; returns what failed."""
+    """Import the base modules and the comma-separated ``extra``; returns what failed.
+
+    Anything an import writes to stdout goes to stderr instead: PySpark's daemon tells
+    the JVM its port on stdout, and stray bytes there would fail every task."""
     failed = []
-    for name in (*BASE_MODULES, *(m.strip() for m in extra.split(",") if m.strip())):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - best effort, the task imports it again
-            failed.append(name)
+    sys.stdout.flush()
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        for name in (*BASE_MODULES, *(m.strip() for m in extra.split(",") if m.strip())):
+            try:
+                importlib.import_module(name)
+            except (Exception, SystemExit):  # noqa: BLE001 - best effort, the task imports it again
+                failed.append(name)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
     return failed
 
 

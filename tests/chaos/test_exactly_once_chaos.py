@@ -148,7 +148,9 @@ def test_driver_killed_at_random(workspace: Workspace, chaos: tuple[random.Rando
     assert result.returncode == 0, f"seed {record.seed}\n{result.explain()}"
     # Each run that claimed the job is one attempt; a run killed while it was still
     # starting (before its claim, likelier on a busy machine) is not.
-    final_attempt = int(re.search(r"job chaos-driver attempt (\d+): ", result.stderr).group(1))
+    final = re.search(r"job chaos-driver attempt (\d+): ", result.stderr)
+    assert final, f"seed {record.seed}: the last run did not say its attempt\n{result.explain()}"
+    final_attempt = int(final.group(1))
     announced = sum(1 for log in workspace.logs.glob("run*.stderr") if re.search(r"attempt \d+: ", log.read_text()))
     assert open_storage(config).read_document("chaos-driver", "job.json")["attempt"] == final_attempt
     assert announced <= final_attempt <= record.driver_runs, (announced, final_attempt, record.driver_runs)

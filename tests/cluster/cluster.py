@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tests.integration.engine.support import REPO, VENV_BIN, is_daemon, kill_tree, spark_environment
+from tests.integration.engine.support import REPO, VENV_BIN, cmdline, is_daemon, kill_tree, parent_pid, spark_environment
 
 from .netns import Hosts
 
@@ -213,12 +213,7 @@ class NetCluster:
                         found[worker] = found.get(worker, 0) + 1
         return found
 
-    def python_workers(self, host: str) -> list[int]:
-        pids = []
-        for pid in self.hosts.pids(host):
-            with contextlib.suppress(OSError):
-                line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                if is_daemon(line) or "pyspark.worker" in line:
-                    pids.append(pid)
-        return pids
-
+    def forked_python_workers(self, host: str) -> list[int]:
+        """Python workers running tasks on ``host``: forked by an executor's daemon."""
+        return [pid for pid in self.hosts.pids(host)
+                if is_daemon(cmdline(pid)) and is_daemon(cmdline(parent_pid(pid) or 0))]

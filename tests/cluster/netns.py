@@ -53,7 +53,7 @@ def remove_stale_namespaces() -> None:
     (a SIGKILLed pytest), with whatever still runs in them."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for name in (line.split()[0] for line in listed.splitlines() if line.strip()):
-        owner = name.removeprefix("stckpt").split("x", 1)[0]
+        owner = name.removeprefix("stckpt-probe-").removeprefix("stckpt").split("x", 1)[0]
         if not name.startswith("stckpt") or not owner.isdigit() or Path(f"/proc/{owner}").exists():
             continue
         pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()

@@ -88,9 +88,9 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
     with start_on_driver_host(cluster, workspace, job, config, "across-hosts") as driver:
         record.driver_runs += 1
         assert driver.wait_for(COMPLETED.pattern, 180), driver.stderr()[-6000:]
-        subtasks_on = {w: len(cluster.python_workers(w)) for w in WORKERS}
+        subtasks_on = {w: len(cluster.forked_python_workers(w)) for w in WORKERS}
         assert all(subtasks_on.values()), f"the subtasks did not spread over both workers: {subtasks_on}"
-        assert not _secret_on_a_command_line(cluster), "the S3 secret is on a process's command line"
+        assert not _secret_on_a_command_line(cluster), "the S3 secret is on a command line or in an environment"
 
         time.sleep(rng.uniform(0.5, 2.0))
         record.kill_points.append(f"partition: worker-b cut off for 20 s at {time.monotonic() - driver.started:.1f} s")
@@ -169,13 +169,14 @@ def _wait_for_subtasks_on(driver: Driver, subtasks: set[int], address: str, time
 
 
 def _secret_on_a_command_line(cluster: NetCluster) -> list[Any]:
+    """Processes on any host with the S3 secret in their command line or environment."""
     found = []
     for host in cluster.hosts.hosts:
         for pid in cluster.hosts.pids(host):
-            try:
-                line = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if S3_SECRET_KEY.encode() in line:
-                found.append((host, pid))
+            for part in ("cmdline", "environ"):
+                try:
+                    if S3_SECRET_KEY.encode() in Path(f"/proc/{pid}/{part}").read_bytes():
+                        found.append((host, pid, part))
+                except OSError:
+                    continue
     return found

@@ -39,6 +39,13 @@ def test_the_control_keys_override_spark(monkeypatch: pytest.MonkeyPatch) -> Non
     assert local == ControlEndpoint("0.0.0.0", "127.0.0.1", 0)
 
 
+def test_a_published_address_alone_is_advertised_not_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind NAT: executors are told the published address; the driver listens on its own."""
+    found = endpoint("spark://m:7077", monkeypatch, **{"spark.driver.host": "10.0.0.9",
+                                                       "spark.seatunnel.control.host": "203.0.113.7"})
+    assert found == ControlEndpoint("10.0.0.9", "203.0.113.7", 0)
+
+
 @pytest.mark.parametrize("port", ["http", "-1", "65536"])
 def test_a_bad_port_names_the_key(monkeypatch: pytest.MonkeyPatch, port: str) -> None:
     with pytest.raises(ConfigError) as raised:
