@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 import psutil
 
+from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
 from bench.common import REPO_ROOT
 
 VENV_BIN = Path(sys.executable).parent
@@ -58,7 +59,7 @@ def _cmdline(pid: int) -> str:
 
 
 #: "-m MODULE": the JVM's command line names the module too (in its --conf)
-DAEMONS = ("-m pyspark.daemon", "-m airflow_provider_seatunnel_ckpt.engine.worker_daemon")
+DAEMONS = ("-m pyspark.daemon", f"-m {DAEMON_MODULE}")
 
 
 def _is_daemon(line: str) -> bool:

@@ -25,7 +25,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tests.integration.engine.support import REPO, VENV_BIN, cmdline, is_daemon, kill_tree, parent_pid, spark_environment
+from tests.integration.engine.support import (
+    REPO, VENV_BIN, cmdline, is_daemon, kill_tree, master_is_idle, parent_pid, spark_environment,
+)
 
 from .netns import Hosts
 
@@ -166,17 +168,12 @@ class NetCluster:
             time.sleep(0.5)
 
     def wait_idle(self, timeout: float = 90) -> None:
-        """Until no application holds a live worker's cores (a killed driver's app is gone;
-        a lost worker stays listed as DEAD with the cores it had)."""
+        """Until no application holds a live worker's cores (a killed driver's app is gone)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            state = self.master_state()
-            if not state.get("activeapps") and all(
-                w.get("coresused", 0) == 0 for w in state.get("workers", []) if w.get("state") == "ALIVE"
-            ):
-                return
+        while not master_is_idle(self.master_state()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the cluster is still busy after {timeout} s: {self.master_state()}")
             time.sleep(1)
-        raise AssertionError(f"the cluster is still busy after {timeout} s: {self.master_state()}")
 
     def create_bucket(self, bucket: str) -> None:
         self.probe("driver", "create-bucket", self.s3_endpoint, bucket)

@@ -6,7 +6,6 @@ refusing a connection from another host that does not hold the job's token."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ pytestmark = pytest.mark.slow
 
 ROWS = 1_200_000
 CONTROL_PORT = 47321
-
-
-def _wait_for_output(driver: Driver, pattern: re.Pattern[str], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and driver.poll() is None:
-        if pattern.search(driver.stdout()):
-            return True
-        time.sleep(0.2)
-    return bool(pattern.search(driver.stdout()))
 
 
 def test_spark_submit_from_the_driver_host_and_a_stranger_is_refused(net_cluster: NetCluster, tmp_path: Path) -> None:
@@ -58,7 +48,7 @@ def test_spark_submit_from_the_driver_host_and_a_stranger_is_refused(net_cluster
               "--name", "submitted", "--py-files", str(engine_archive()), *conf,
               spark_app.__file__, str(job), "--config", str(config), "--job-id", "submitted", "--restore", "latest"]
     with Driver(cluster.hosts.command("driver", submit), cluster.env("driver"), workspace.logs, "submit") as driver:
-        assert _wait_for_output(driver, COMPLETED, 180), driver.stdout()[-6000:]
+        assert driver.wait_for(COMPLETED.pattern, 180, stream="stdout"), driver.stdout()[-6000:]
         listening = cluster.hosts.run("driver", ["ss", "-Hltn", f"sport = :{CONTROL_PORT}"]).stdout
         assert f"{cluster.address('driver')}:{CONTROL_PORT}" in listening, listening
 

@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
+from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
+
 REPO = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
 JOB_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
@@ -109,7 +111,7 @@ def parent_pid(pid: int) -> int | None:
 #: the Python daemon Spark starts per executor (``python -m MODULE``): the stock one, or the
 #: engine's preloading one (engine/worker_daemon.py, the default with a local master). The
 #: "-m" matters: the JVM's own command line names the module too (its --conf).
-DAEMON_MODULES = ("-m pyspark.daemon", "-m airflow_provider_seatunnel_ckpt.engine.worker_daemon")
+DAEMON_MODULES = ("-m pyspark.daemon", f"-m {DAEMON_MODULE}")
 
 
 def is_daemon(line: str) -> bool:
@@ -198,16 +200,18 @@ class Driver:
     def poll(self) -> int | None:
         return self.proc.poll()
 
-    def wait_for(self, pattern: str, timeout: float) -> re.Match[str] | None:
-        """Wait until stderr matches ``pattern`` (None when the run ended or time is up)."""
+    def wait_for(self, pattern: str, timeout: float, stream: str = "stderr") -> re.Match[str] | None:
+        """Wait until ``stream`` (stderr, or stdout: spark-submit hands the Python driver's
+        stderr to its stdout) matches ``pattern`` (None when the run ended or time is up)."""
         regex = re.compile(pattern, re.MULTILINE)
+        read = self.stdout if stream == "stdout" else self.stderr
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            match = regex.search(self.stderr())
+            match = regex.search(read())
             if match:
                 return match
             if self.proc.poll() is not None:
-                return regex.search(self.stderr())
+                return regex.search(read())
             time.sleep(0.1)
         return None
 
@@ -455,8 +459,7 @@ class StandaloneCluster:
         """Until no application holds the worker's cores (a killed driver's app is gone)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            state = self.state()
-            if not state.get("activeapps") and all(w.get("coresused", 0) == 0 for w in state.get("workers", [])):
+            if master_is_idle(self.state()):
                 return
             time.sleep(0.5)
         raise AssertionError(f"the standalone cluster is still busy after {timeout} s: {self.state()}")
@@ -472,6 +475,14 @@ class StandaloneCluster:
                 kill_tree(proc.pid)
                 proc.wait(timeout=10)
             kill_tree(proc.pid)  # executors started by the worker, if any are left
+
+
+def master_is_idle(state: Mapping[str, Any]) -> bool:
+    """A Spark master's ``/json/`` state: no application, and no live worker's cores in use
+    (a lost worker stays listed as DEAD with the cores it had)."""
+    return not state.get("activeapps") and all(
+        w.get("coresused", 0) == 0 for w in state.get("workers", []) if w.get("state") == "ALIVE"
+    )
 
 
 def start_standalone_cluster(root: Path, env: Mapping[str, str], cores: int = 2, memory: str = "2g",
