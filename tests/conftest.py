@@ -10,6 +10,12 @@ from typing import Any, Iterator
 
 import pytest
 
+# Most tests start many short local jobs. The preloading Python daemon (engine/preload.py)
+# adds ~2.5 s to each start and pays off only when a subtask fails over, so it is off for
+# the suite as a machine-wide default; the tests of the daemon (random executor-worker
+# kills, the standalone cluster's) turn it on with --conf spark.seatunnel.preloadDaemon.
+os.environ.setdefault("SEATUNNEL_CKPT_PRELOAD_DAEMON", "false")
+
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:

@@ -1,7 +1,9 @@
 """Whether executors fork their Python workers from the engine's preloading daemon
 (engine/worker_daemon.py), and the Spark settings that say so.
 
-``spark.seatunnel.preloadDaemon``: ``auto`` (default), ``true`` or ``false``. The daemon
+``spark.seatunnel.preloadDaemon``: ``auto`` (default, or ``$SEATUNNEL_CKPT_PRELOAD_DAEMON``
+when that is set: a machine-wide default, e.g. for a host that runs many short jobs),
+``true`` or ``false``. The daemon
 module must be importable by the executors' Python *before* any task runs (``--py-files``
 are added to a worker's path only when a task starts), so ``auto`` turns it on only where
 that is known: a local master whose workers' Python can import the engine from a
@@ -22,14 +24,17 @@ PRELOAD_KEY = "spark.seatunnel.preloadDaemon"
 DAEMON_KEY = "spark.python.daemon.module"
 DAEMON_MODULE = "airflow_provider_seatunnel_ckpt.engine.worker_daemon"
 PRELOAD_ENV_KEY = "spark.executorEnv.SEATUNNEL_CKPT_PRELOAD"
+#: environment variable with the default for PRELOAD_KEY (a job's or --conf setting wins)
+DEFAULT_ENV = "SEATUNNEL_CKPT_PRELOAD_DAEMON"
 
 
 def preload_settings(job: Any, master: str | None, conf: Mapping[str, str], worker_python: str) -> dict[str, str]:
     """Spark settings to add for ``job`` (empty when the stock daemon stays); ``conf`` is
     the Spark configuration as it will be, ``worker_python`` the executors' Python."""
-    choice = str(conf.get(PRELOAD_KEY, "auto")).strip().lower()
+    key, raw = (PRELOAD_KEY, conf[PRELOAD_KEY]) if PRELOAD_KEY in conf else (DEFAULT_ENV, os.environ.get(DEFAULT_ENV) or "auto")
+    choice = str(raw).strip().lower()
     if choice not in ("auto", "true", "false"):
-        raise ConfigError(PRELOAD_KEY, f"expected auto, true or false, got {conf.get(PRELOAD_KEY)!r}")
+        raise ConfigError(key, f"expected auto, true or false, got {raw!r}")
     if choice == "false" or DAEMON_KEY in conf:
         return {}
     if choice == "auto" and not ((master or "").startswith("local") and _importable_by(worker_python)):

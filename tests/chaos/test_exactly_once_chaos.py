@@ -27,10 +27,13 @@ from typing import Any
 import pytest
 
 from tests.integration.engine.conftest import s3_options, webhdfs_plugin_config
+from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
 from tests.integration.engine.support import (
     Driver,
     Workspace,
+    cmdline,
     open_storage,
+    parent_pid,
     pyspark_workers,
     read_output,
     tally,
@@ -86,14 +89,18 @@ def _storage_failure(record: ChaosRecord, result: Any) -> None:
 
 
 def test_executor_workers_killed_at_random(workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]) -> None:
+    """Region failover with the workers forked from the engine's preloading daemon."""
     rng, record = chaos
     started = time.monotonic()
     rows = 3_000_000
     config = workspace.write_config(interval=500, tolerable_failure=5)
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000, "batch_size": 10_000})
-    with workspace.start(job, config, "chaos-workers", "--conf", MAX_TASK_FAILURES) as driver:
+    with workspace.start(job, config, "chaos-workers", "--conf", MAX_TASK_FAILURES,
+                         "--conf", "spark.seatunnel.preloadDaemon=auto") as driver:
         record.driver_runs = 1
         assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
+        daemons = {cmdline(parent_pid(pid) or 0) for pid in pyspark_workers(driver.pid)}
+        assert any(f"-m {DAEMON_MODULE}" in line for line in daemons), daemons
         kills = _kill_workers(driver, rng, record, kills=10, gap=(1.2, 2.6))
         result = driver.wait(400)
     record.elapsed_s = time.monotonic() - started

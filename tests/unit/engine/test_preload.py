@@ -21,6 +21,12 @@ CONNECTORS = ("airflow_provider_seatunnel_ckpt.engine.connectors.sequence,"
               "airflow_provider_seatunnel_ckpt.engine.connectors.file_sink")
 
 
+@pytest.fixture(autouse=True)
+def _no_machine_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the test suite sets a machine-wide default (tests/conftest.py); these tests state theirs
+    monkeypatch.delenv("SEATUNNEL_CKPT_PRELOAD_DAEMON", raising=False)
+
+
 def test_a_local_master_gets_the_daemon_with_the_jobs_connectors() -> None:
     assert preload_settings(JOB, "local[2]", {}, sys.executable) == {
         "spark.python.daemon.module": DAEMON_MODULE, "spark.executorEnv.SEATUNNEL_CKPT_PRELOAD": CONNECTORS}
@@ -60,6 +66,17 @@ def test_an_engine_only_in_a_py_files_zip_is_not_preloaded(monkeypatch: pytest.M
     assert subprocess.run([system_python, "-c", "import airflow_provider_seatunnel_ckpt.engine.worker_daemon"],
                           env={"PYTHONPATH": str(archive)}, cwd=tmp_path).returncode == 0
     assert preload_settings(JOB, "local[2]", {}, system_python) == {}
+
+
+def test_the_environment_sets_the_default_and_a_setting_beats_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEATUNNEL_CKPT_PRELOAD_DAEMON", "false")
+    assert preload_settings(JOB, "local[2]", {}, sys.executable) == {}
+    assert preload_settings(JOB, "local[2]", {"spark.seatunnel.preloadDaemon": "auto"}, sys.executable) != {}
+    monkeypatch.setenv("SEATUNNEL_CKPT_PRELOAD_DAEMON", "TRUE")
+    assert preload_settings(JOB, "yarn", {}, "python3")["spark.python.daemon.module"] == DAEMON_MODULE
+    monkeypatch.setenv("SEATUNNEL_CKPT_PRELOAD_DAEMON", "on")
+    with pytest.raises(ConfigError, match=r"^SEATUNNEL_CKPT_PRELOAD_DAEMON: expected auto, true or false, got 'on'$"):
+        preload_settings(JOB, "local[2]", {}, sys.executable)
 
 
 def test_a_bad_choice_names_the_key() -> None:
