@@ -50,6 +50,10 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "checkpoint_latency", "checkpoint latency, 1 MiB of state, local disk: p99 ms", "lower"),
     "checkpoint_time_ratio_vs_raw_write_1GiB": (
         "checkpoint_latency", "time to checkpoint 1 GiB of state / time to write the same bytes raw", "lower"),
+    "checkpoint_latency_ms_p50_1MiB_s3": (
+        "checkpoint_latency", "checkpoint latency, 1 MiB of state, S3 (moto on loopback): p50 ms", "lower"),
+    "checkpoint_time_ratio_vs_raw_write_1GiB_s3": (
+        "checkpoint_latency", "time to checkpoint 1 GiB of state on S3 (moto) / time to PUT the same bytes raw", "lower"),
     "region_failover_seconds_p50": (
         "recovery", "seconds until a killed subtask runs again (region failover), p50", "lower"),
     "region_failover_ratio_vs_stock_daemon": (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..storage import (
     CheckpointKind as StoredKind,
@@ -72,8 +72,13 @@ class CompletedCheckpointStore:
             properties={"parallelism": checkpoint.num_subtasks, **properties},
         )
 
-    def persist(self, manifest: CheckpointManifest) -> str:
-        return self.storage.complete_checkpoint(manifest)
+    def persist(self, manifest: CheckpointManifest, before_write: Callable[[], None] | None = None) -> str:
+        """Check the state files, run ``before_write``, write ``_metadata``. Retention is
+        left to :meth:`apply_retention`, after the checkpoint is reported complete."""
+        return self.storage.complete_checkpoint(manifest, before_write=before_write, retention=False)
+
+    def apply_retention(self) -> list[int]:
+        return self.storage.apply_retention(self.job_id, self.pipeline_id)
 
     # ---- read ---------------------------------------------------------------------------
     def from_manifest(self, manifest: CheckpointManifest) -> CompletedCheckpoint:

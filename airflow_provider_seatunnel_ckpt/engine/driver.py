@@ -20,7 +20,7 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -111,6 +111,9 @@ class DriverLoop:
         self._connections: dict[tuple[int, int], Any] = {}
         self._peers: dict[Any, tuple[int, int]] = {}
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-io")
+        # the fence reservation runs here while the io thread checks the state files:
+        # both only have to precede the _metadata write, and each is a storage round trip
+        self._fence_io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-fence")
         self._wakeup_at: int | None = None
         self._trigger_wall: dict[int, int] = {}
         self._done = threading.Event()
@@ -145,6 +148,7 @@ class DriverLoop:
                 self._step()
         finally:
             self._io.shutdown(wait=True)
+            self._fence_io.shutdown(wait=True)
         return self.outcome
 
     def _step(self) -> None:
@@ -268,14 +272,17 @@ class DriverLoop:
             manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
             # Reserve the id in the fence log, then create its _metadata: each fails once
             # another driver claimed the job (engine/fencing.py).
-            self.fence.reserve(checkpoint.checkpoint_id, manifest.kind.value == "savepoint")
             started = time.perf_counter()
+            reservation = self._fence_io.submit(
+                self.fence.reserve, checkpoint.checkpoint_id, manifest.kind.value == "savepoint")
             try:
-                location = self.store.persist(manifest)
+                location = self.store.persist(manifest, before_write=reservation.result)
             except CheckpointIdTaken:  # the claimant fenced this id before we could complete it
                 raise self.fence.fenced_error() from None
+            finally:
+                wait([reservation])  # never leave a fence write running behind a failed check
             persist_ms = int((time.perf_counter() - started) * 1000)
-            durable_wall = wall_ms()  # the checkpoint is durable (and retention done) from here
+            durable_wall = wall_ms()  # the checkpoint is durable from here (retention comes after the commit)
             self._durable_infos = commit_infos_of(manifest.commit_infos)
         except Exception as err:  # reported to the coordinator, which counts it
             self.events.put(("persist_failed", checkpoint.checkpoint_id, err))
@@ -296,6 +303,12 @@ class DriverLoop:
             self._commit_failed = message
             self.events.put(("io_failed", message))
 
+    def _apply_retention(self) -> None:
+        try:
+            self.store.apply_retention()
+        except Exception as err:  # the next completed checkpoint's retention removes them
+            log.warning("could not remove checkpoints beyond the retained ones: %s", err)
+
     def _discard_orphans(self, subtask: int, up_to_checkpoint_id: int) -> None:
         try:
             self.committer.discard_orphans(subtask, up_to_checkpoint_id, self._durable_infos)
@@ -312,6 +325,8 @@ class DriverLoop:
     def _completed(self, checkpoint_id: int, manifest: Any, location: str, durable_wall: int, persist_ms: int) -> None:
         actions = self.coordinator.on_persisted(checkpoint_id)
         self._io.submit(self._commit, checkpoint_id, manifest)
+        if manifest.kind.value != "savepoint":
+            self._io.submit(self._apply_retention)
         stats = manifest.statistics if isinstance(manifest.statistics, dict) else {}
         # trigger -> durable: _metadata's own duration_ms ends before its write
         duration = max(int(stats.get("duration_ms", 0)), durable_wall - manifest.trigger_ms)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
 from .filesystem import warn_once
@@ -177,13 +177,20 @@ class CheckpointStorage:
         handle = self.write_state(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, name, data, savepoint)
         return self.write_manifest(manifest.with_updates(coordinator_state=handle))
 
-    def complete_checkpoint(self, manifest: CheckpointManifest, written: Iterable[str] = ()) -> str:
+    def complete_checkpoint(self, manifest: CheckpointManifest, written: Iterable[str] = (), *,
+                            before_write: Callable[[], None] | None = None, retention: bool = True) -> str:
         """Verify the referenced state files are all there, write ``_metadata``, then
         apply retention. Raises before writing if any state file is missing or short.
-        ``written`` names state files this process just wrote (no need to list them)."""
+        ``written`` names state files this process just wrote (no need to list them).
+        ``before_write`` runs between the check and the write, and may raise to stop it
+        (the driver waits there for its fence reservation). ``retention=False`` leaves
+        retention to the caller (the driver applies it after the checkpoint is reported
+        complete, so it is not part of the checkpoint's latency)."""
         self._require_state_files(manifest, skip=set(written))
+        if before_write is not None:
+            before_write()
         location = self.write_manifest(manifest)
-        if manifest.kind != CheckpointKind.SAVEPOINT:
+        if retention and manifest.kind != CheckpointKind.SAVEPOINT:
             self.apply_retention(manifest.job_id, manifest.pipeline_id)
         return location
 

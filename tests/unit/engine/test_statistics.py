@@ -113,9 +113,14 @@ class _SlowStorage:
     def read_document(self, job_id, path):
         return {"fencing_token": "t"}
 
-    def complete_checkpoint(self, manifest):
+    def complete_checkpoint(self, manifest, before_write=None, retention=True):
+        if before_write is not None:
+            before_write()
         time.sleep(self.write_s)
         return "file:///c"
+
+    def apply_retention(self, job_id, pipeline_id):
+        return []
 
 
 class _Committer:
