@@ -124,6 +124,19 @@ def machine_info(extra_libraries: Iterable[str] = ()) -> dict[str, Any]:
     return info
 
 
+def save_figure(fig: Any, filename: str) -> list[str]:
+    """Write a matplotlib figure to docs/img/``filename`` and close it; returns the
+    repository-relative path as a result's ``plots`` list."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    PLOTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = PLOTS_DIR / filename
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [str(path.relative_to(REPO_ROOT))]
+
+
 def emit(result: dict[str, Any], name: str, write: bool, rebuilt: bool = False) -> None:
     """Print the result as JSON on stdout; with ``write`` also keep it as bench/results/NAME.json.
     ``rebuilt``: a --report-only rebuild of a saved result; its machine figures stay as measured."""

@@ -22,6 +22,7 @@ from bench.common import REPO_ROOT, RESULTS_DIR, machine_info  # noqa: E402
 SCRIPTS: list[tuple[str, str, str]] = [
     ("storage_bench.py", "storage", "Checkpoint storage: our layer vs the raw client"),
     ("throughput_bench.py", "throughput", "Throughput: checkpoint overhead, the pyarrow limit, scaling"),
+    ("scaling_bench.py", "scaling", "Scaling: 1 to 8 subtasks on a standalone cluster"),
     ("checkpoint_latency_bench.py", "checkpoint_latency", "Checkpoint latency and state-size scaling"),
     ("streaming_compare_bench.py", "streaming_compare", "Versus Spark Structured Streaming"),
     ("recovery_bench.py", "recovery", "Recovery times"),
@@ -40,6 +41,9 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "ratio_vs_pyarrow_limit": (
         "throughput", "our rows/s (2 subtasks on 2 cores, 1 s interval) / a plain single-process pyarrow loop "
                       "doing the same transform and parquet write", "higher"),
+    "cpu_efficiency_ratio_vs_pyarrow_limit": (
+        "throughput", "rows per CPU-second: ours (2 subtasks, 1 s interval, every process of the run counted) / the "
+                      "plain pyarrow loop", "higher"),
     "throughput_ratio_vs_structured_streaming": (
         "streaming_compare", "our rows/s / Spark Structured Streaming's rows/s on the same workload", "higher"),
     "resume_time_ratio_vs_structured_streaming": (
@@ -231,11 +235,30 @@ def _met(value: Any) -> str:
     return "met" if value is True else ("**MISSED**" if value is False else "")
 
 
+#: a figure whose repetitions spread wider than this (max/min) cannot show a 3-5 % change
+MAX_SPREAD = 1.10
+
+
+def spread(summary: Mapping[str, Any], key: str) -> float | None:
+    """max/min of a figure's repetitions (None for a single measurement or a percentile)."""
+    low, high = summary.get(f"{key}_min"), summary.get(f"{key}_max")
+    if _is_number(low) and _is_number(high) and float(low) > 0:
+        return float(high) / float(low)
+    return None
+
+
 def _range(summary: Mapping[str, Any], key: str) -> str:
     low, high = summary.get(f"{key}_min"), summary.get(f"{key}_max")
     if _is_number(low) and _is_number(high):
         return f"{_cell(float(low))} - {_cell(float(high))}"
     return ""
+
+
+def _spread_cell(summary: Mapping[str, Any], key: str) -> str:
+    value = spread(summary, key)
+    if value is None:
+        return ""
+    return f"{value:.2f}" if value <= MAX_SPREAD else f"**{value:.2f}: too wide to judge**"
 
 
 def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]], *,
@@ -285,10 +308,14 @@ def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[st
             flags.append("stale: last run failed")
         rows.append([
             f"`{key}`", meaning, (_cell(value) if _is_number(value) else "**missing**"), _range(summary, key),
-            better, target.get("target", ""), _met(target.get("met")),
+            _spread_cell(summary, key), better, target.get("target", ""), _met(target.get("met")),
             f"`{name}`" + (f" ({', '.join(flags)})" if flags else ""),
         ])
-    lines.append(md_table(["figure", "what it is", "value", "min - max", "better", "target", "status", "from"], rows))
+    lines.append(md_table(["figure", "what it is", "value", "min - max", "spread (max/min)", "better", "target",
+                           "status", "from"], rows))
+    lines += ["", f"*spread*: the largest repetition's figure over the smallest. Above {MAX_SPREAD:.2f} the "
+              "repetitions disagree by more than a small regression would move the median, so such a figure is "
+              "flagged: it says which side of its target it is on only when the whole range is.*"]
     lines.append("")
     other_targets = [t for k, t in targets_by_key.items() if k not in REQUIRED_KEYS]
     if other_targets:
@@ -367,6 +394,9 @@ def _section(name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map
     extra = doc.get("figures_table")
     if isinstance(extra, Mapping) and "columns" in extra:
         lines += [md_table(extra["columns"], extra["rows"]), ""]
+    for table in doc.get("extra_tables") or []:
+        if isinstance(table, Mapping) and "columns" in table:
+            lines += [f"**{table.get('title', '')}**", "", md_table(table["columns"], table["rows"]), ""]
     targets = _targets_of(doc)
     if targets:
         lines += ["Targets:", ""]
