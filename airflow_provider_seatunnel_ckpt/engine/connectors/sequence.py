@@ -38,10 +38,13 @@ RATE_LIMITED_BATCH_S = 0.1
 class RateLimiter:
     """Monotonic-clock token bucket that sleeps only when the caller is ahead of the rate.
 
-    ``acquire(n)`` books ``n`` rows at ``rate`` rows/s and sleeps until they are due.
-    Time not used (the caller was slower than the rate) is credited for at most
-    ``max_credit_s`` seconds, so a reader that was paused catches up briefly instead of
-    bursting. Whatever happens, ``elapsed >= rows_acquired / rate`` after each call.
+    ``acquire(n)`` waits until the rows booked before are due, then books ``n`` rows at
+    ``rate`` rows/s: a request's cost is paid by the next one (as Guava's RateLimiter
+    does), so the first batch of a fresh reader goes at once, and a subtask retried in a
+    new process does not start with a batch interval of sleep. Time not used (the caller
+    was slower than the rate) is credited for at most ``max_credit_s`` seconds, so a
+    reader that was paused catches up briefly instead of bursting. Whatever happens,
+    ``elapsed >= (rows_acquired - rows of the last call) / rate`` after each call.
     The clock and sleep are injectable for tests.
     """
 
@@ -65,12 +68,10 @@ class RateLimiter:
         """Book ``n`` rows; return the seconds slept."""
         with self._lock:
             now = self._clock()
-            if self._paid_until is None:
-                self._paid_until = now
-            elif self._paid_until < now - self._max_credit_s:
-                self._paid_until = now - self._max_credit_s
+            if self._paid_until is None or self._paid_until < now - self._max_credit_s:
+                self._paid_until = now - (0.0 if self._paid_until is None else self._max_credit_s)
+            wait = self._paid_until - now  # what the rows booked before still owe
             self._paid_until += n / self.rate
-            wait = self._paid_until - now
         if wait > 0:
             self._sleep(wait)
             return wait
