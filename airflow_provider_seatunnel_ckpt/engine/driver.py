@@ -14,6 +14,7 @@ run, which replays the commits of the checkpoint it restores.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import re
@@ -38,7 +39,8 @@ from .actions import (
 from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
 from .coordinator import CheckpointCoordinator, Lifecycle
 from .fencing import Fenced, FenceLog
-from .messages import FinishJob, Register, TaskFailed, TriggerBarrier, decode, encode
+from .messages import AddSplits, FinishJob, Register, RestoreState, SplitPlan, TaskFailed, TriggerBarrier, decode, encode
+from .split_discovery import SplitDiscovery, split_names
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,10 @@ class DriverLoop:
         self._durable_infos: list[Any] = list(durable_infos or [])
         self._registered: set[int] = set()
         self._highest_triggered = coordinator_highest_id(coordinator)
+        #: live split discovery (the runner sets it when the source discovers while running)
+        self.discovery: SplitDiscovery | None = None
+        #: the splits it found, in order: appended to the plan, sent to every subtask
+        self._added_splits: SplitPlan = ()
 
     # ---- inputs (any thread) --------------------------------------------------------------
     def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
@@ -140,13 +146,20 @@ class DriverLoop:
     def spark_job_ended(self, error: BaseException | None) -> None:
         self.events.put(("spark_ended", error))
 
+    def splits_discovered(self, found: list[Any]) -> None:
+        self.events.put(("splits", found))
+
     # ---- loop -------------------------------------------------------------------------------
     def run(self) -> Outcome:
         try:
+            if self.discovery is not None:
+                self.discovery.start()
             self._execute(self.coordinator.on_tick())
             while not self._done.is_set():
                 self._step()
         finally:
+            if self.discovery is not None:
+                self.discovery.stop()
             self._io.shutdown(wait=True)
             self._fence_io.shutdown(wait=True)
         return self.outcome
@@ -207,6 +220,8 @@ class DriverLoop:
             _, checkpoint_id, finished = event
             if finished:
                 self._finish(checkpoint_id)
+        elif kind == "splits":
+            self._add_splits(event[1])
         elif kind == "io_failed":
             self._fail(event[1])
         elif kind == "spark_ended":
@@ -252,10 +267,29 @@ class DriverLoop:
             elif isinstance(action, ScheduleWakeup):
                 self._wakeup_at = action.at_ms
 
+    def _add_splits(self, found: list[Any]) -> None:
+        """Append discovered splits to the plan, then tell every subtask.
+
+        In this order: a checkpoint's manifest (written later, from ``properties``) then
+        names every split a subtask could have read before that checkpoint's barrier. A
+        split in the plan that no subtask state mentions is read from its beginning on
+        restore, which is right: nothing of it was checkpointed."""
+        added = tuple((split.split_id, dict(split.spec)) for split in found)
+        self._added_splits += added
+        # replaced, not mutated: the storage worker reads properties concurrently
+        plan = [*self.properties.get("splits", []), *([split_id, spec] for split_id, spec in added)]
+        self.properties = {**self.properties, "splits": plan}
+        self.progress(f"{len(added)} new splits discovered: {split_names(split_id for split_id, _ in added)}")
+        message = AddSplits(self._added_splits)
+        for subtask, attempt in list(self._connections):
+            self._send(subtask, attempt, message)
+
     def _send(self, subtask: int, attempt: int, message: Any) -> None:
         connection_id = self._connections.get((subtask, attempt))
         if connection_id is None or self.server is None:
             return
+        if isinstance(message, RestoreState) and self._added_splits:
+            message = dataclasses.replace(message, added_splits=self._added_splits)
         try:
             self.server.send(connection_id, encode(message))
         except Exception as err:  # the disconnect event will follow

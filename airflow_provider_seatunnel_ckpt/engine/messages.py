@@ -27,11 +27,17 @@ Subtask -> coordinator (``SubtaskMessage``):
 
 Coordinator -> subtask (``CoordinatorMessage``):
 
-``RestoreState(checkpoint_id, state_handles, sink_commit_info)``
+``RestoreState(checkpoint_id, state_handles, sink_commit_info, kind, added_splits)``
     Answer to Register: the subtask's part of the latest completed checkpoint
     (``checkpoint_id`` None = start from scratch). The sink re-commits
     ``sink_commit_info`` (commits are idempotent) and discards staged output of any
-    newer checkpoint id, which no completed checkpoint covers.
+    newer checkpoint id, which no completed checkpoint covers. ``added_splits``: the
+    splits discovered while the job runs, appended to the plan the subtask was started
+    with (``AddSplits``).
+``AddSplits(added_splits)``
+    Live split discovery found new splits: the whole list discovered so far, in order
+    (so a repeated or late message is harmless). Each subtask takes its round-robin
+    share of the extended plan and starts reading the new splits from their beginning.
 ``TriggerBarrier(checkpoint_id, kind, timestamp_ms)``
     Inject a barrier: snapshot, pre-commit, upload, then Ack or Decline.
 ``NotifyComplete(checkpoint_id)``
@@ -67,9 +73,12 @@ from typing import Any, ClassVar, NoReturn, TypeAlias
 from ..errors import ProtocolError
 
 # Bumped when a message changes shape; the transport compares it at handshake.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 JsonValue: TypeAlias = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
+
+#: splits as the manifest keeps them: ``((split_id, spec), ...)``
+SplitPlan: TypeAlias = tuple[tuple[str, dict[str, Any]], ...]
 
 _MAX_JSON_DEPTH = 64
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -289,6 +298,26 @@ class _Handles(_Codec):
         return tuple(StateHandle.from_json(item, f"{where}[{i}]") for i, item in enumerate(raw))
 
 
+class _SplitPlan(_Codec):
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, tuple):
+            _fail(where, f"expected a tuple of (split_id, spec) pairs, got {type(value).__name__}")
+        self.decode([list(item) if isinstance(item, tuple) else item for item in value], where)
+
+    def encode(self, value: SplitPlan) -> list[list[Any]]:
+        return [[split_id, spec] for split_id, spec in value]
+
+    def decode(self, raw: Any, where: str) -> SplitPlan:
+        if not isinstance(raw, list):
+            _fail(where, f"expected a list, got {type(raw).__name__}")
+        plan = []
+        for i, item in enumerate(raw):
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)):
+                _fail(f"{where}[{i}]", "expected [split_id, spec object]")
+            plan.append((item[0], _check_json(item[1], f"{where}[{i}]")))
+        return tuple(plan)
+
+
 class _Stats(_Codec):
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, AckStats):
@@ -309,6 +338,7 @@ _CODECS: dict[str, _Codec] = {
     "CheckpointKind": _Kind(),
     "tuple[StateHandle, ...]": _Handles(),
     "AckStats": _Stats(),
+    "SplitPlan": _SplitPlan(),
 }
 
 
@@ -379,6 +409,8 @@ class RestoreState(_Message):
     sink_commit_info: JsonValue = None
     #: savepoints live in their own directory, so the reader must know which it is
     kind: CheckpointKind = CheckpointKind.CHECKPOINT
+    #: splits discovered while the job runs (filled in by the driver, not the coordinator)
+    added_splits: SplitPlan = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +435,12 @@ class AbortCheckpoint(_Message):
 
 
 @dataclass(frozen=True, slots=True)
+class AddSplits(_Message):
+    TYPE: ClassVar[str] = "add_splits"
+    added_splits: SplitPlan
+
+
+@dataclass(frozen=True, slots=True)
 class FinishJob(_Message):
     """The job's last checkpoint (final, or stop-with-savepoint) is durable and its
     output committed: close the subtask without producing anything more."""
@@ -412,14 +450,14 @@ class FinishJob(_Message):
 
 
 SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed
-CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob
+CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob | AddSplits
 Message: TypeAlias = SubtaskMessage | CoordinatorMessage
 
 MESSAGE_TYPES: Mapping[str, type[_Message]] = {
     cls.TYPE: cls
     for cls in (
         Register, Ack, Decline, EndOfInput, TaskFailed,
-        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint, FinishJob,
+        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint, FinishJob, AddSplits,
     )
 }
 

@@ -29,6 +29,7 @@ from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .fencing import Claim, Fenced, FenceLog
 from .job import JobSpec
 from .preload import preload_settings
+from .split_discovery import SplitDiscovery, split_names
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
@@ -364,8 +365,7 @@ class JobRun:
             splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
             added = tuple(source.discover_splits(splits))
             if added:  # appended: the stored splits keep their place, so their subtask
-                names = ", ".join(s.split_id for s in added[:5]) + (" ..." if len(added) > 5 else "")
-                self.progress(f"{len(added)} new splits since the stored plan: {names}")
+                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
                 splits += added
         else:
             splits = tuple(source.splits(job.parallelism))
@@ -400,6 +400,8 @@ class JobRun:
             progress=self.progress,
             durable_infos=restored_infos,
         )
+        if source.discovery_interval_s:
+            loop.discovery = SplitDiscovery(source, splits, source.discovery_interval_s, loop.splits_discovered)
         self._loop = loop
         try:
             server = ControlServer(

@@ -44,6 +44,7 @@ from .messages import (
     AbortCheckpoint,
     Ack,
     AckStats,
+    AddSplits,
     CheckpointKind,
     Decline,
     EndOfInput,
@@ -117,6 +118,10 @@ class SubtaskRuntime:
         #: the positions of the newest completed checkpoint, for the source's hook
         self._completed_positions: dict[str, Any] | None = None
         self._source: Any = None
+        #: splits discovered while the job runs (AddSplits / RestoreState): only grows
+        self._added_splits: tuple[tuple[str, Any], ...] = ()
+        self._splits_added = False  # set by the reader thread, taken by the processing thread
+        self._restored_states: dict[str, SplitState] = {}
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
@@ -143,11 +148,19 @@ class SubtaskRuntime:
                     self._completed_positions = self._positions_at[max(done)]
                 for checkpoint_id in done:
                     del self._positions_at[checkpoint_id]
+        elif isinstance(message, AddSplits):
+            self._note_added_splits(message.added_splits)
         elif isinstance(message, FinishJob):
             self._finish_id = message.checkpoint_id
         elif isinstance(message, AbortCheckpoint):
             log.info("subtask %d: checkpoint %d aborted: %s", self.subtask, message.checkpoint_id, message.reason)
         self._wake.set()
+
+    def _note_added_splits(self, added: tuple[tuple[str, Any], ...]) -> None:
+        with self._lock:
+            if len(added) > len(self._added_splits):  # the lists only grow: ignore a stale one
+                self._added_splits = added
+                self._splits_added = True
 
     def _on_reconnect(self) -> None:
         # Everything in flight belongs to the old registration: the coordinator aborts
@@ -216,6 +229,7 @@ class SubtaskRuntime:
         # would otherwise hold locks on the keys about to be written again).
         self._release_connectors()
         states = self._load_states(restore)
+        self._note_added_splits(restore.added_splits)
         from .connectors import load_sink, load_source, load_transform
 
         self._source = source = load_source(self.spec.source, "source[0]")
@@ -224,19 +238,17 @@ class SubtaskRuntime:
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
             transform.open(context)
-        mine = assign_splits(self.ctx.splits, self.parallelism, self.subtask)
+        with self._lock:
+            added, self._splits_added = self._added_splits, False
+        mine = assign_splits(self._plan(added), self.parallelism, self.subtask)
+        self._restored_states = states
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
         self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
 
         if self._read_splits(source, mine, context, transforms):
             self._send(EndOfInput(self.subtask, self.attempt))
-        while self._finish_id is None:
-            self._check()
-            if self._barrier_pending:
-                self._take_barriers()
-            self._tell_source_completed()
-            self._wake.wait(IDLE_WAIT_S)
-            self._wake.clear()
+        while not self._idle_step():
+            pass
         self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
         self._release_connectors()
 
@@ -250,20 +262,58 @@ class SubtaskRuntime:
                 except Exception as err:  # releasing resources: report, never mask the real error
                     log.warning("subtask %d: closing %s failed: %s", self.subtask, type(closable).__name__, err)
 
+    def _plan(self, added: tuple[tuple[str, Any], ...]) -> tuple[Split, ...]:
+        return self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
+
+    def _idle_step(self) -> bool:
+        """Nothing to read: answer barriers and wait a little. True once the job finishes."""
+        self._check()
+        if self._barrier_pending:
+            self._take_barriers()
+        self._tell_source_completed()
+        if self._finish_id is not None:
+            return True
+        self._wake.wait(IDLE_WAIT_S)
+        self._wake.clear()
+        return False
+
+    def _take_added_splits(self) -> list[Split]:
+        """This subtask's share of newly discovered splits, registered in its state (from
+        the restored checkpoint when that has them, else from their beginning)."""
+        with self._lock:
+            added, self._splits_added = self._added_splits, False
+        mine = assign_splits(self._plan(added), self.parallelism, self.subtask)
+        new = [split for split in mine if split.split_id not in self._states]
+        for split in new:
+            self._states[split.split_id] = self._restored_states.get(split.split_id) or SplitState()
+        if new:
+            log.info("subtask %d: reading %d discovered splits: %s", self.subtask, len(new),
+                     ", ".join(split.split_id for split in new))
+        return [split for split in new if not self._states[split.split_id].finished]
+
     def _read_splits(self, source: Any, splits: Sequence[Any], context: Any, transforms: Sequence[Any]) -> bool:
         """Read this subtask's splits to their ends; False when the job was stopped first.
 
         One split after the other, unless the source reads its splits together (an
-        unbounded source's splits never end): then each open split gives a batch in turn."""
+        unbounded source's splits never end): then each open split gives a batch in turn.
+        With live discovery the input never ends: with nothing to read, the subtask waits
+        for discovered splits (and answers barriers) until the job is stopped."""
         pending = [s for s in splits if not self._states[s.split_id].finished]
-        batches_at_once = 1 if not getattr(source, "reads_splits_together", False) else max(len(pending), 1)
+        together = getattr(source, "reads_splits_together", False)
+        live = bool(getattr(source, "discovery_interval_s", None))
         open_readers: list[tuple[Any, SplitState]] = []
         try:
-            while pending or open_readers:
-                while pending and len(open_readers) < batches_at_once:
+            while pending or open_readers or live:
+                if self._splits_added:
+                    pending.extend(self._take_added_splits())
+                while pending and (together or not open_readers):
                     split = pending.pop(0)
                     state = self._states[split.split_id]
                     open_readers.append((source.create_reader(split, state.position, context), state))
+                if not open_readers:
+                    if self._idle_step():
+                        return False
+                    continue
                 for entry in list(open_readers):
                     outcome = self._process_batch(*entry, transforms)
                     if outcome is _STOPPED:

@@ -96,6 +96,10 @@ class Source:
     #: (a Kafka partition); ``read_batch`` must then return (an empty batch) when no
     #: record arrives within a short wait, so the others and barriers get their turn.
     reads_splits_together = False
+    #: seconds between two ``discover_splits`` calls while the job runs (live
+    #: discovery: new splits go to the running subtasks, which then never report the
+    #: end of their input, since more may come); None = only when a run restores
+    discovery_interval_s: float | None = None
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
@@ -109,9 +113,10 @@ class Source:
         raise NotImplementedError
 
     def discover_splits(self, known: Sequence[Split]) -> list[Split]:
-        """Runs on the driver when a run restores a stored split plan: splits that exist
-        now but are not in ``known`` (a Kafka partition added since), read from their
-        beginning. Default: none, the plan is fixed."""
+        """Runs on the driver when a run restores a stored split plan, and every
+        ``discovery_interval_s`` while the job runs: splits that exist now but are not in
+        ``known`` (a Kafka partition added since), read from their beginning. Default:
+        none, the plan is fixed."""
         return []
 
     def preflight(self) -> None:

@@ -117,19 +117,32 @@ def runtime() -> Iterable[tuple[SubtaskRuntime, FakeChannel]]:
     spec = JobSpec("reconnect", 1, source, {"plugin_name": "HeldTest"})
     splits = tuple(SequenceSource({"rows": 1_000_000}).splits(1))
     context = SubtaskContext("reconnect", 1, spec.to_json(), splits, ("127.0.0.1", 1), "t" * 32, storage=None)
+    subtask, channel, thread, _errors = start_subtask(context)
+    channel.deliver(RestoreState(None))
+    yield subtask, channel
+    for event in HeldSink.hold.values():
+        event.set()
+    subtask._fatal = RuntimeError("test over")  # stops the processing thread at its next check
+    thread.join(5)
+
+
+def start_subtask(context: SubtaskContext, subtask_index: int = 0) -> tuple[
+        SubtaskRuntime, FakeChannel, threading.Thread, list[BaseException]]:
+    """Subtask ``subtask_index`` (attempt 0) running on a thread over a FakeChannel,
+    registered and waiting for its RestoreState; the list collects what ``run`` raised."""
     channels: list[FakeChannel] = []
 
     def factory(*args: Any, **kwargs: Any) -> FakeChannel:
         channels.append(FakeChannel(*args, **kwargs))
         return channels[-1]
 
-    subtask = SubtaskRuntime(context, 0, 0, client_factory=factory)
+    subtask = SubtaskRuntime(context, subtask_index, 0, client_factory=factory)
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
             subtask.run()
-        except BaseException as err:  # pragma: no cover - reported below
+        except BaseException as err:  # pragma: no cover - reported by the caller
             errors.append(err)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -139,12 +152,7 @@ def runtime() -> Iterable[tuple[SubtaskRuntime, FakeChannel]]:
         time.sleep(0.01)
     channel = channels[0]
     channel.wait_for(lambda m: isinstance(m, Register))
-    channel.deliver(RestoreState(None))
-    yield subtask, channel
-    for event in HeldSink.hold.values():
-        event.set()
-    subtask._fatal = RuntimeError("test over")  # stops the processing thread at its next check
-    thread.join(5)
+    return subtask, channel, thread, errors
 
 
 def _acks(channel: FakeChannel, checkpoint_id: int) -> list[Ack]:

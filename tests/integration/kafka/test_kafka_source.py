@@ -177,6 +177,9 @@ def test_bad_options_name_the_key() -> None:
         ({"format_error_handle_way": "ignore"}, "source[0].format_error_handle_way", "is not one of"),
         ({"kafka.config": ["x"]}, "source[0].kafka.config", "expected a mapping"),
         ({"poll.timeout": 5}, "source[0].poll.timeout", "unknown option for Kafka"),
+        ({"partition-discovery.interval-millis": -5}, "source[0].partition-discovery.interval-millis", ">= -1"),
+        ({"partition-discovery.interval-millis": "often"}, "source[0].partition-discovery.interval-millis",
+         "integer"),
     ]
     for extra, key, problem in cases:
         with pytest.raises(ConfigError) as err:
@@ -207,3 +210,12 @@ def test_a_restore_discovers_partitions_created_since_the_plan(kafka_cluster: An
         (f"{first}-later-{p}", 0, None) for p in range(3)]
     bounded = source(kafka_cluster, pattern, pattern=True)
     assert bounded.discover_splits(known) == []  # a bounded job keeps what it started with
+
+
+def test_live_discovery_is_on_only_with_an_interval_in_unbounded_mode() -> None:
+    base = {"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t", "schema": SCHEMA}
+    interval = "partition-discovery.interval-millis"
+    assert load_source(base).discovery_interval_s is None  # SeaTunnel's default: -1, off
+    assert load_source({**base, interval: 0}).discovery_interval_s is None
+    assert load_source({**base, interval: 2500}).discovery_interval_s == 2.5
+    assert load_source({**base, interval: 2500, "stop_mode": "end_offsets_at_start"}).discovery_interval_s is None

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    MESSAGE_TYPES, AbortCheckpoint, Ack, AckStats, CheckpointKind, Decline, EndOfInput,
+    MESSAGE_TYPES, AbortCheckpoint, Ack, AddSplits, AckStats, CheckpointKind, Decline, EndOfInput,
     FinishJob, NotifyComplete, Register, RestoreState, StateHandle, TaskFailed, TriggerBarrier, decode,
     decode_json, encode, encode_json,
 )
@@ -33,6 +33,7 @@ handles = st.one_of(
     ),
 )
 handle_tuples = st.lists(handles, max_size=3).map(tuple)
+split_plans = st.lists(st.tuples(texts, st.dictionaries(texts, json_values, max_size=3)), max_size=3).map(tuple)
 stats = st.builds(AckStats, sync_ms=ids, async_ms=ids, state_bytes=ids, rows_since_last=ids)
 
 any_message = st.one_of(
@@ -43,7 +44,8 @@ any_message = st.one_of(
     st.builds(EndOfInput, subtask=ids, attempt=ids),
     st.builds(TaskFailed, subtask=ids, attempt=ids, error=texts),
     st.builds(RestoreState, checkpoint_id=st.none() | ids, state_handles=handle_tuples,
-              sink_commit_info=json_values),
+              sink_commit_info=json_values, added_splits=split_plans),
+    st.builds(AddSplits, added_splits=split_plans),
     st.builds(TriggerBarrier, checkpoint_id=ids, kind=st.sampled_from(CheckpointKind), timestamp_ms=ids),
     st.builds(NotifyComplete, checkpoint_id=ids),
     st.builds(FinishJob, checkpoint_id=ids),
@@ -55,6 +57,7 @@ def test_every_message_type_is_covered_by_the_strategy():
     assert set(MESSAGE_TYPES) == {
         "register", "ack", "decline", "end_of_input", "task_failed",
         "restore_state", "trigger_barrier", "notify_complete", "abort_checkpoint", "finish_job",
+        "add_splits",
     }
 
 
@@ -164,6 +167,10 @@ def test_invalid_messages_cannot_even_be_constructed():
         StateHandle(size=1, sha256="0" * 64)
     with pytest.raises(ProtocolError, match="ack message, field sink_commit_info.1: set is not JSON-safe"):
         Ack(1, 0, 0, sink_commit_info={"1": {2}})
+    with pytest.raises(ProtocolError, match=r"add_splits message, field added_splits\[0\]: expected \[split_id, spec"):
+        AddSplits((("orders-0",),))
+    with pytest.raises(ProtocolError, match=r"add_splits message, field added_splits\[0\].start: nan is not valid JSON"):
+        AddSplits((("orders-0", {"start": float("nan")}),))
 
 
 def test_optional_fields_may_be_omitted_on_the_wire():

@@ -19,6 +19,9 @@ Options (SeaTunnel's names):
 * ``format`` (``json``, ``text``, ``raw``), ``schema``, ``field_delimiter``,
   ``format_error_handle_way`` (``fail`` or ``skip``): :mod:`.records`
 * ``batch_size``: records per batch at most (default: the job's batch size)
+* ``partition-discovery.interval-millis`` (default -1, off): in unbounded mode, look for
+  new partitions (a topic grown, a new topic matching the pattern) this often while the
+  job runs and read them from their earliest offset, without a restart
 * ``commit_on_checkpoint`` (default true): after each completed checkpoint, commit its
   offsets to ``consumer.group``, for monitoring (lag) and for a *new* job started with
   ``group_offsets``; a restore never reads them
@@ -56,6 +59,7 @@ _KNOWN = {
     "bootstrap.servers", "topic", "pattern", "consumer.group", "start_mode", "start_mode.offsets",
     "start_mode.timestamp", "stop_mode", "stop_mode.timestamp", "format", "schema", "field_delimiter",
     "format_error_handle_way", "kafka.config", "connection_check_timeout_sec", "batch_size", "commit_on_checkpoint",
+    "partition-discovery.interval-millis",
 }
 
 
@@ -82,6 +86,10 @@ class KafkaSource(Source):
         self.decoder = RecordDecoder(self.format, schema, delimiter, skip)
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
         self.commit_on_checkpoint: bool = opts.bool("commit_on_checkpoint", True)
+        discovery_ms: int = opts.int("partition-discovery.interval-millis", -1, minimum=-1)
+        # a bounded job keeps the partitions it started with (its end is fixed at the start)
+        if discovery_ms > 0 and self.stop_mode == "unbounded":
+            self.discovery_interval_s = discovery_ms / 1000
         self._committer: Any = None
 
     def _topics(self, opts: Options) -> list[str]:
