@@ -129,7 +129,7 @@ WINDOW_MS = 15_000
 def test_takeovers_on_local_storage(workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]) -> None:
     rng, record = chaos
     config = workspace.write_config(interval=400, tolerable_failure=5)
-    _chain(workspace, record, rng, None, config, takeovers=10, windowed=4, output=f"file://{workspace.output}/")
+    _chain(workspace, record, rng, None, config, takeovers=8, windowed=4, output=f"file://{workspace.output}/")
 
 
 def test_takeovers_on_s3(workspace: Workspace, request: pytest.FixtureRequest,
@@ -143,4 +143,4 @@ def test_takeovers_on_s3(workspace: Workspace, request: pytest.FixtureRequest,
     output = f"s3://{plugin_config['s3.bucket'].removeprefix('s3a://')}/out/"
     config = workspace.write_config(plugin_config, interval=400, tolerable_failure=5)
     sink = {"plugin_name": "File", "path": output, "format": "parquet", **options}
-    _chain(workspace, record, rng, sink, config, takeovers=10, windowed=4, output=output, options=options)
+    _chain(workspace, record, rng, sink, config, takeovers=8, windowed=4, output=output, options=options)
