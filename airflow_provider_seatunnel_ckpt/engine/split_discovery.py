@@ -35,9 +35,11 @@ class SplitDiscovery:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop without waiting long: a discovery under way against a slow cluster
+        finishes on its own (daemon thread) and what it finds is not reported."""
         self._stopped.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self.interval_s + 30)
+            self._thread.join(timeout=1.0)
 
     def discover_once(self) -> list[Split]:
         """One discovery: the splits not seen before (remembered from now on)."""

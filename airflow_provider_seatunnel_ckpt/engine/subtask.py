@@ -267,12 +267,12 @@ class SubtaskRuntime:
 
     def _idle_step(self) -> bool:
         """Nothing to read: answer barriers and wait a little. True once the job finishes."""
+        if self._finish_id is not None:
+            return True
         self._check()
         if self._barrier_pending:
             self._take_barriers()
         self._tell_source_completed()
-        if self._finish_id is not None:
-            return True
         self._wake.wait(IDLE_WAIT_S)
         self._wake.clear()
         return False
