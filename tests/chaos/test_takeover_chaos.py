@@ -80,7 +80,11 @@ def _chain(workspace: Workspace, record: ChaosRecord, rng: random.Random, sink: 
     started = time.monotonic()
     # Takeovers started inside the old run's fence window: that run holds each window
     # long enough for the new one (whose start-up takes seconds) to claim meanwhile.
-    inside = set(rng.sample(range(takeovers), windowed))
+    inside = sorted(rng.sample(range(takeovers), windowed))
+    # both kinds of window in every chain, in a random order
+    kinds = sorted(WINDOWS) + [rng.choice(sorted(WINDOWS)) for _ in range(windowed - len(WINDOWS))]
+    rng.shuffle(kinds)
+    window_kind = dict(zip(inside, kinds))
 
     def start(index: int) -> Driver:
         window = WINDOW_MS if index in inside else 0
@@ -95,7 +99,7 @@ def _chain(workspace: Workspace, record: ChaosRecord, rng: random.Random, sink: 
         if index in inside:
             # between reserving an id and creating its _metadata, or between the last
             # check and a commit (whose replay by the new run must not duplicate)
-            kind = rng.choice(sorted(WINDOWS))
+            kind = window_kind[index]
             match = old.wait_for(WINDOWS[kind], 90)
             assert match, f"seed {record.seed}: no {kind} window in run {index + 1}\n{old.stderr()[-4000:]}"
             target = f"inside the old run's window {match.group(1)}"
@@ -129,7 +133,7 @@ WINDOW_MS = 15_000
 def test_takeovers_on_local_storage(workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]) -> None:
     rng, record = chaos
     config = workspace.write_config(interval=400, tolerable_failure=5)
-    _chain(workspace, record, rng, None, config, takeovers=8, windowed=4, output=f"file://{workspace.output}/")
+    _chain(workspace, record, rng, None, config, takeovers=6, windowed=3, output=f"file://{workspace.output}/")
 
 
 def test_takeovers_on_s3(workspace: Workspace, request: pytest.FixtureRequest,
@@ -143,4 +147,4 @@ def test_takeovers_on_s3(workspace: Workspace, request: pytest.FixtureRequest,
     output = f"s3://{plugin_config['s3.bucket'].removeprefix('s3a://')}/out/"
     config = workspace.write_config(plugin_config, interval=400, tolerable_failure=5)
     sink = {"plugin_name": "File", "path": output, "format": "parquet", **options}
-    _chain(workspace, record, rng, sink, config, takeovers=8, windowed=4, output=output, options=options)
+    _chain(workspace, record, rng, sink, config, takeovers=6, windowed=3, output=output, options=options)

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import register_sink, register_source
+from airflow_provider_seatunnel_ckpt.engine import connectors
+from airflow_provider_seatunnel_ckpt.engine.connectors import register_sink
 from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, Source, SourceReader, Split
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
@@ -60,8 +61,9 @@ def _split(index: int) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.fixture
-def runtime() -> Iterable[tuple[SubtaskRuntime, FakeChannel]]:
-    register_source("LiveTest", LiveSource)
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterable[tuple[SubtaskRuntime, FakeChannel]]:
+    # for this test only: the registry's list of known sources is part of other tests
+    monkeypatch.setitem(connectors._registry["source"], "livetest", ("LiveTest", LiveSource))
     register_sink("HeldTest", HeldSink)
     HeldSink.hold, HeldSink.entered = {}, {}
     LiveSource.opened = []
