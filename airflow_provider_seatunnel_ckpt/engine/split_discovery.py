@@ -43,8 +43,7 @@ class SplitDiscovery:
 
     def discover_once(self) -> list[Split]:
         """One discovery: the splits not seen before (remembered from now on)."""
-        ids = {split.split_id for split in self._known}
-        found = [split for split in self.source.discover_splits(self._known) if split.split_id not in ids]
+        found = list(self.source.discover_splits(self._known))  # its contract: none of ``known``
         self._known.extend(found)
         return found
 

@@ -121,7 +121,6 @@ class SubtaskRuntime:
         #: splits discovered while the job runs (AddSplits / RestoreState): only grows
         self._added_splits: tuple[tuple[str, Any], ...] = ()
         self._splits_added = False  # set by the reader thread, taken by the processing thread
-        self._restored_states: dict[str, SplitState] = {}
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
@@ -238,10 +237,7 @@ class SubtaskRuntime:
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
             transform.open(context)
-        with self._lock:
-            added, self._splits_added = self._added_splits, False
-        mine = assign_splits(self._plan(added), self.parallelism, self.subtask)
-        self._restored_states = states
+        mine = self._my_splits()
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
         self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
 
@@ -262,8 +258,13 @@ class SubtaskRuntime:
                 except Exception as err:  # releasing resources: report, never mask the real error
                     log.warning("subtask %d: closing %s failed: %s", self.subtask, type(closable).__name__, err)
 
-    def _plan(self, added: tuple[tuple[str, Any], ...]) -> tuple[Split, ...]:
-        return self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
+    def _my_splits(self) -> list[Split]:
+        """This subtask's round-robin share of the plan as known now: the job's plan and
+        the splits discovered since (appended, so no split ever changes subtask)."""
+        with self._lock:
+            added, self._splits_added = self._added_splits, False
+        plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
+        return assign_splits(plan, self.parallelism, self.subtask)
 
     def _idle_step(self) -> bool:
         """Nothing to read: answer barriers and wait a little. True once the job finishes."""
@@ -278,14 +279,12 @@ class SubtaskRuntime:
         return False
 
     def _take_added_splits(self) -> list[Split]:
-        """This subtask's share of newly discovered splits, registered in its state (from
-        the restored checkpoint when that has them, else from their beginning)."""
-        with self._lock:
-            added, self._splits_added = self._added_splits, False
-        mine = assign_splits(self._plan(added), self.parallelism, self.subtask)
-        new = [split for split in mine if split.split_id not in self._states]
+        """This subtask's share of newly discovered splits, registered in its state from
+        their beginning. (A split the restored checkpoint has a position for is never new
+        here: that checkpoint's plan, and so the RestoreState, already named it.)"""
+        new = [split for split in self._my_splits() if split.split_id not in self._states]
         for split in new:
-            self._states[split.split_id] = self._restored_states.get(split.split_id) or SplitState()
+            self._states[split.split_id] = SplitState()
         if new:
             log.info("subtask %d: reading %d discovered splits: %s", self.subtask, len(new),
                      ", ".join(split.split_id for split in new))
