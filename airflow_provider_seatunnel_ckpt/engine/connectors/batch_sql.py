@@ -20,7 +20,8 @@ import pyarrow as pa
 from ...errors import ConfigError
 from .api import Transform
 from .options import option_key
-from .sql_passthrough import PassThrough, plan
+from .sql_arrow import ArrowPlan, FallBack, compile_select
+from .sql_passthrough import PassThrough, parse_select, plan
 
 _CONNECTION_CONFIG = {
     "threads": 1,
@@ -50,8 +51,10 @@ class BatchQuery:
     each call, so the caller names ``transform[1].query`` on the driver or an executor.
     """
 
-    def __init__(self, query: str, key: str):
+    def __init__(self, query: str, key: str, arrow_kernels: bool = True):
         duckdb = _duckdb()
+        #: False: always DuckDB (the reference the Arrow plans are tested and measured against)
+        self.arrow_kernels = arrow_kernels
         self.query = query
         try:
             statements = duckdb.extract_statements(query)
@@ -74,6 +77,8 @@ class BatchQuery:
         self._connection: Any = None
         #: input schema -> its pass-through rewrite (None: run the query as written)
         self._plans: dict[pa.Schema, PassThrough | None] = {}
+        #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
+        self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
 
     def _connect(self) -> Any:
         if self._connection is None:
@@ -82,17 +87,28 @@ class BatchQuery:
 
     def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
         """The output schema for input ``schema``; unknown columns and type errors fail here."""
-        return self._execute(schema.empty_table(), key).schema
+        return self._execute_on_duckdb(schema.empty_table(), key).schema
 
     def run(self, batch: pa.RecordBatch, key: str) -> pa.RecordBatch | None:
         """The query's result over ``batch`` as one batch, None when no row is left."""
         result = self._execute(batch, key)
         if result.num_rows == 0:
             return None
+        if isinstance(result, pa.RecordBatch):
+            return result
         batches = result.combine_chunks().to_batches()
         return batches[0]
 
-    def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
+    def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.RecordBatch | pa.Table:
+        arrow_plan = self.arrow_plan(data.schema)
+        if arrow_plan is not None:
+            try:
+                return arrow_plan.run(data)
+            except FallBack:
+                pass  # a value the engines treat differently: DuckDB's answer is the one
+        return self._execute_on_duckdb(data, key)
+
+    def _execute_on_duckdb(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
         duckdb = _duckdb()
         passthrough = self._passthrough(data.schema)
         try:
@@ -102,6 +118,22 @@ class BatchQuery:
             return self._run(data, self.query)
         except duckdb.Error as err:
             raise ConfigError(key, duckdb_message(err)) from None
+
+    def arrow_plan(self, schema: pa.Schema) -> ArrowPlan | None:
+        """The query compiled to Arrow kernels for this input schema (:mod:`.sql_arrow`),
+        None when it runs on DuckDB."""
+        if schema not in self._arrow_plans:
+            found = None
+            tree = parse_select(self._connect(), self.query) if self.arrow_kernels else None
+            if tree is not None:
+                try:
+                    expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
+                except ConfigError:
+                    expected = None  # the query fails: DuckDB reports it, batch by batch
+                if expected is not None:
+                    found = compile_select(tree["statements"][0]["node"], self.table, schema, expected)
+            self._arrow_plans[schema] = found
+        return self._arrow_plans[schema]
 
     def _run(self, data: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
         return self._connect().from_arrow(data).query(self.table, query).to_arrow_table()

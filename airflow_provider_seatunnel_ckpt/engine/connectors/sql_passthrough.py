@@ -60,18 +60,27 @@ class PassThrough:
         return pa.Table.from_arrays(arrays, names=names)
 
 
-def plan(connection: Any, query: str, table: str, schema: pa.Schema) -> PassThrough | None:
-    """The pass-through rewrite of ``query`` for input ``schema``, or None."""
-    if ROW in schema.names:
-        return None
+def parse_select(connection: Any, query: str) -> dict[str, Any] | None:
+    """DuckDB's parse tree of a one-statement query (``json_serialize_sql``), None when
+    DuckDB cannot serialise it."""
     try:
         tree = json.loads(connection.execute("SELECT json_serialize_sql($1::VARCHAR)", [query]).fetchone()[0])
     except Exception:
         return None
     statements = tree.get("statements") or []
-    if tree.get("error") or len(statements) != 1:
+    if tree.get("error") or len(statements) != 1 or not isinstance(statements[0].get("node"), dict):
         return None
-    node = statements[0].get("node") or {}
+    return tree
+
+
+def plan(connection: Any, query: str, table: str, schema: pa.Schema) -> PassThrough | None:
+    """The pass-through rewrite of ``query`` for input ``schema``, or None."""
+    if ROW in schema.names:
+        return None
+    tree = parse_select(connection, query)
+    if tree is None:
+        return None
+    node = tree["statements"][0]["node"]
     source = node.get("from_table") or {}
     if (node.get("type") != "SELECT_NODE" or source.get("type") != "BASE_TABLE" or node.get("group_expressions")
             or node.get("group_sets") or node.get("aggregate_handling") != "STANDARD_HANDLING"
