@@ -20,7 +20,7 @@ import pyarrow as pa
 from ...errors import ConfigError
 from .api import Transform
 from .options import option_key
-from .sql_arrow import ArrowPlan, FallBack, compile_select
+from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
 from .sql_passthrough import PassThrough, parse_select, plan
 
 _CONNECTION_CONFIG = {
@@ -122,18 +122,21 @@ class BatchQuery:
     def arrow_plan(self, schema: pa.Schema) -> ArrowPlan | None:
         """The query compiled to Arrow kernels for this input schema (:mod:`.sql_arrow`),
         None when it runs on DuckDB."""
+        if not self.arrow_kernels or not plain_schema(schema):
+            return None  # checked first: schemas differing only in field metadata are equal keys
         if schema not in self._arrow_plans:
-            found = None
-            tree = parse_select(self._connect(), self.query) if self.arrow_kernels else None
-            if tree is not None:
-                try:
-                    expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
-                except ConfigError:
-                    expected = None  # the query fails: DuckDB reports it, batch by batch
-                if expected is not None:
-                    found = compile_select(tree["statements"][0]["node"], self.table, schema, expected)
-            self._arrow_plans[schema] = found
+            self._arrow_plans[schema] = self._compile(schema)
         return self._arrow_plans[schema]
+
+    def _compile(self, schema: pa.Schema) -> ArrowPlan | None:
+        try:
+            tree = parse_select(self._connect(), self.query)
+            if tree is None:
+                return None
+            expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
+            return compile_select(tree["statements"][0]["node"], self.table, schema, expected)
+        except Exception:  # the query fails, or a type Arrow cannot handle: DuckDB runs it and says so
+            return None
 
     def _run(self, data: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
         return self._connect().from_arrow(data).query(self.table, query).to_arrow_table()

@@ -9,8 +9,10 @@ DuckDB's own parse tree (``json_serialize_sql``: no home-made SQL parser), into 
 pyarrow.compute, with DuckDB's meaning kept exactly:
 
 * only ``BIGINT``, ``DOUBLE``, ``BOOLEAN`` and ``VARCHAR`` values take part in
-  expressions (any column may be selected as it is); integer literals take the other
-  operand's type, as DuckDB's binder does; an operator on two literals is left to DuckDB;
+  expressions; a column is selected as it is only when DuckDB would hand its type back
+  unchanged; batches with extension types or names equal but for case stay DuckDB's;
+  integer literals take the other operand's type, as DuckDB's binder does; an operator
+  on two literals is left to DuckDB;
 * integer ``+ - *`` and negation are checked (DuckDB raises on overflow), ``/`` divides
   as doubles (DuckDB's default: ``7 / 2 = 3.5``, ``1 / 0 = inf``), ``%`` truncates;
 * ``and``/``or`` use SQL's three-valued logic; a null ``where`` drops the row;
@@ -99,6 +101,8 @@ class ArrowPlan:
 def compile_select(node: dict[str, Any], table: str, schema: pa.Schema, expected: pa.Schema) -> ArrowPlan | None:
     """The plan for one parsed ``SELECT`` node over input ``schema``, or None when the query
     must run on DuckDB. ``expected`` is DuckDB's result schema for the same input."""
+    if not plain_schema(schema):
+        return None
     try:
         compiler = _Compiler(table, node.get("from_table") or {}, schema)
         compiler.check_shape(node)
@@ -125,14 +129,33 @@ def compile_select(node: dict[str, Any], table: str, schema: pa.Schema, expected
     return plan
 
 
+#: types DuckDB hands back exactly as it received them, so a selected column of one of
+#: them may be taken from the batch as it is (an interval, say, loses its nanoseconds)
+def _kept_exactly(kind: pa.DataType) -> bool:
+    return (pa.types.is_integer(kind) or kind in (pa.float32(), pa.float64(), pa.bool_(), pa.string(),
+                                                  pa.large_string(), pa.binary(), pa.large_binary(), pa.date32())
+            or pa.types.is_decimal128(kind) or (pa.types.is_timestamp(kind) and kind.tz is None))
+
+
+def plain_schema(schema: pa.Schema) -> bool:
+    """Whether DuckDB sees this schema's columns as their Arrow types say: no extension
+    types (DuckDB reads ``arrow.json`` as JSON, some opaque types as its own), and no two
+    names equal but for case (DuckDB's names are case-insensitive: it renames one)."""
+    lowered = {name.lower() for name in schema.names}
+    return len(lowered) == len(schema.names) and not any(
+        field.metadata and b"ARROW:extension:name" in field.metadata for field in schema)
+
+
 class _Compiler:
     def __init__(self, table: str, source: dict[str, Any], schema: pa.Schema):
         self.schema = schema
-        self.names = {table, source.get("table_name"), source.get("alias")} - {None, ""}
+        # an aliased table is known by its alias only; a bare "source.x" then names a column
+        self.names = {source.get("alias")} if source.get("alias") else {table, source.get("table_name")} - {None, ""}
 
     def check_shape(self, node: dict[str, Any]) -> None:
         source = node.get("from_table") or {}
         if (node.get("type") != "SELECT_NODE" or source.get("type") != "BASE_TABLE" or source.get("sample")
+                or source.get("column_name_alias")
                 or node.get("modifiers") or node.get("group_expressions") or node.get("group_sets")
                 or node.get("aggregate_handling") != "STANDARD_HANDLING" or node.get("having")
                 or node.get("qualify") or node.get("sample") or (node.get("cte_map") or {}).get("map")):
@@ -144,9 +167,9 @@ class _Compiler:
                     or item.get("qualified_exclude_list") or item.get("rename_list")
                     or item.get("relation_name") not in ("", None, *self.names)):
                 raise NotCompiled("a star with modifiers")
-            return [self._column(name) for name in self.schema.names]
+            return [self._selected(name) for name in self.schema.names]
         if item.get("class") == "COLUMN_REF":
-            return [self._column(self._column_name(item))]
+            return [self._selected(self._column_name(item))]
         expr = self.expression(item)
         if expr.is_literal:
             raise NotCompiled("a constant column")
@@ -232,6 +255,11 @@ class _Compiler:
         if self.schema.get_field_index(names[-1]) < 0:
             raise NotCompiled(f"column {names[-1]} is ambiguous")
         return names[-1]
+
+    def _selected(self, name: str) -> Callable[[Data], Value]:
+        if not _kept_exactly(self.schema.field(name).type):
+            raise NotCompiled(f"column {name} of type {self.schema.field(name).type} is DuckDB's to convert")
+        return self._column(name)
 
     @staticmethod
     def _column(name: str) -> Callable[[Data], Value]:

@@ -75,7 +75,7 @@ def parse_select(connection: Any, query: str) -> dict[str, Any] | None:
 
 def plan(connection: Any, query: str, table: str, schema: pa.Schema) -> PassThrough | None:
     """The pass-through rewrite of ``query`` for input ``schema``, or None."""
-    if ROW in schema.names:
+    if ROW in schema.names or len(set(schema.names)) != len(schema.names):
         return None
     tree = parse_select(connection, query)
     if tree is None:

@@ -186,3 +186,40 @@ def test_overflow_is_duckdbs_error() -> None:
     assert query.arrow_plan(batch.schema) is not None
     with pytest.raises(ConfigError, match=r"transform\[0\]\.query: .*Overflow in addition of INT64"):
         query.run(batch, "transform[0].query")
+
+
+_JSON_TAG = {b"ARROW:extension:name": b"arrow.json", b"ARROW:extension:metadata": b""}
+
+
+@pytest.mark.parametrize("query, batch", [
+    # a column alias list renames the table's columns
+    ("select b from source s(b, a) where a > 15", pa.RecordBatch.from_pydict({"a": [1, 2], "b": [10, 20]})),
+    # DuckDB's names are case-insensitive: it renames the second of A/a and binds a to A
+    ("select a + 1 as c from source where A > 1",
+     pa.RecordBatch.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["A", "a"])),
+    # an extension type: DuckDB reads arrow.json as JSON
+    ("select a from source where s = 'a'", pa.RecordBatch.from_arrays(
+        [pa.array(["x", "a"]), pa.array([1, 2])],
+        schema=pa.schema([pa.field("s", pa.string(), metadata=_JSON_TAG), pa.field("a", pa.int64())]))),
+    # an interval comes back from DuckDB without its nanoseconds, in the same Arrow type
+    ("select i from source", pa.RecordBatch.from_arrays(
+        [pa.array([pa.MonthDayNano([0, 0, 1])], pa.month_day_nano_interval())], names=["i"])),
+    # after an alias, source.a is field a of the struct column named source
+    ("select source.a from source s", pa.RecordBatch.from_arrays(
+        [pa.array([1, 2]), pa.StructArray.from_arrays([pa.array([100, 200])], names=["a"])], names=["a", "source"])),
+    # a type Arrow's kernels cannot even make an empty table of
+    ("select a from source", pa.RecordBatch.from_arrays(
+        [pa.UnionArray.from_sparse(pa.array([0], pa.int8()), [pa.array([1])]), pa.array([1])], names=["u", "a"])),
+])
+def test_inputs_found_in_review_match_duckdb(query: str, batch: pa.RecordBatch) -> None:
+    assert outcome(BatchQuery(query, "query"), batch) == outcome(BatchQuery(query, "query", arrow_kernels=False), batch)
+
+
+def test_a_plan_is_not_reused_for_a_schema_differing_in_an_extension_type() -> None:
+    plain = pa.RecordBatch.from_pydict({"s": ["x", "a"], "a": [1, 2]})
+    tagged = pa.RecordBatch.from_arrays(plain.columns, schema=pa.schema(
+        [pa.field("s", pa.string(), metadata=_JSON_TAG), pa.field("a", pa.int64())]))
+    query = BatchQuery("select a from source where s = 'a'", "query")
+    assert query.run(plain, "query").column(0).to_pylist() == [2]
+    with pytest.raises(ConfigError, match="Malformed JSON"):
+        query.run(tagged, "query")
