@@ -28,7 +28,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("recovery_bench.py", "recovery", "Recovery times"),
     ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
     ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
-    ("sql_bench.py", "sql", "Sql transform (DuckDB) vs the same transform in pyarrow.compute"),
+    ("sql_bench.py", "sql", "Sql transform vs the same transform in pyarrow.compute"),
     ("kafka_bench.py", "kafka", "Kafka source vs a bare consumer loop (librdkafka's mock cluster)"),
 ]
 

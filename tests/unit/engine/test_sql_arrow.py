@@ -223,3 +223,12 @@ def test_a_plan_is_not_reused_for_a_schema_differing_in_an_extension_type() -> N
     assert query.run(plain, "query").column(0).to_pylist() == [2]
     with pytest.raises(ConfigError, match="Malformed JSON"):
         query.run(tagged, "query")
+
+
+def test_the_benchmark_query_compiles_on_the_sequence_sources_batches() -> None:
+    from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+
+    schema = SequenceSource({"rows": 10, "payload_bytes": 100}).produced_schema()
+    query = ("select id, payload, id & 15 as bucket, cast((id * 31 + 7) % 1000 as double) / 1000 as score "
+             "from source where id % 10 <> 3")
+    assert BatchQuery(query, "query").arrow_plan(schema) is not None
