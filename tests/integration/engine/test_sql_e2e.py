@@ -1,4 +1,4 @@
-"""``Sql`` end to end through ``seatunnel-ckpt run``: the committed output equals the same
+"""``Sql`` end to end through ``seatunnel-ckpt run``, on DuckDB and compiled to Arrow kernels: the committed output equals the same
 query run by DuckDB over the whole input, and a bad query fails before Spark starts."""
 
 from __future__ import annotations
@@ -19,19 +19,30 @@ QUERY = (
 )
 
 
-def test_sequence_sql_file_equals_duckdb_over_the_whole_input(workspace: Workspace) -> None:
-    rows = 300_000
+#: a plain projection and filter: compiled to Arrow kernels (engine/connectors/sql_arrow.py)
+COMPILED_QUERY = (
+    "select id, id * 3 + 1 as x, cast(id % 7 as double) / 2 as half, id > 1000 and id % 3 = 0 as flag "
+    "from fake where id % 4 <> 1 and -id < 5"
+)
+SEQUENCE = {"plugin_name": "Sequence", "rows": 300_000, "batch_size": 20_000, "rows_per_second": 150_000}
+
+
+@pytest.mark.parametrize("query, on_arrow", [(QUERY, False), (COMPILED_QUERY, True)], ids=["duckdb", "arrow"])
+def test_sequence_sql_file_equals_duckdb_over_the_whole_input(workspace: Workspace, query: str, on_arrow: bool) -> None:
+    from airflow_provider_seatunnel_ckpt.engine.connectors.batch_sql import BatchQuery
+    from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+
+    schema = SequenceSource({k: v for k, v in SEQUENCE.items() if k != "plugin_name"}).produced_schema()
+    assert (BatchQuery(query, "query").arrow_plan(schema) is not None) == on_arrow
+    rows = SEQUENCE["rows"]
     config = workspace.write_config(interval=500)
-    job = workspace.write_job(
-        {"plugin_name": "Sequence", "rows": rows, "batch_size": 20_000, "rows_per_second": 150_000},
-        transforms=[{"plugin_name": "Sql", "query": QUERY}],
-    )
+    job = workspace.write_job(dict(SEQUENCE), transforms=[{"plugin_name": "Sql", "query": query}])
     result = workspace.run(job, config, "sql")
     assert result.returncode == 0, result.explain()
     assert "checkpoint 2 (checkpoint) completed" in result.stderr, "expected checkpoints while the job ran"
     ours = read_output(f"file://{workspace.output}/").sort_by("id")
     fake = pa.table({"id": pa.array(range(rows), pa.int64())})  # noqa: F841 - the query's table
-    expected = duckdb.sql(QUERY + " order by id").to_arrow_table()
+    expected = duckdb.sql(query + " order by id").to_arrow_table()
     assert ours.num_rows == expected.num_rows == rows - rows // 4
     assert ours.schema.names == expected.schema.names
     for name in expected.schema.names:
