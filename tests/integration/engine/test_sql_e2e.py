@@ -1,5 +1,6 @@
-"""``Sql`` end to end through ``seatunnel-ckpt run``, on DuckDB and compiled to Arrow kernels: the committed output equals the same
-query run by DuckDB over the whole input, and a bad query fails before Spark starts."""
+"""``Sql`` end to end through ``seatunnel-ckpt run``, on DuckDB and compiled to Arrow
+kernels: the committed output equals the same query run by DuckDB over the whole input,
+and a bad query fails before Spark starts."""
 
 from __future__ import annotations
 
