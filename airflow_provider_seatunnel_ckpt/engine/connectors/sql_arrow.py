@@ -46,6 +46,8 @@ _IEEE = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}
 _COMPARE = {"COMPARE_EQUAL": pc.equal, "COMPARE_NOTEQUAL": pc.not_equal, "COMPARE_LESSTHAN": pc.less,
             "COMPARE_LESSTHANOREQUALTO": pc.less_equal, "COMPARE_GREATERTHAN": pc.greater,
             "COMPARE_GREATERTHANOREQUALTO": pc.greater_equal}
+_UNCHANGED_BY_DUCKDB = (pa.float32(), pa.float64(), pa.bool_(), pa.string(), pa.large_string(), pa.binary(),
+                        pa.large_binary(), pa.date32())
 _SPEED_ONLY = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
@@ -134,8 +136,7 @@ def _kept_exactly(kind: pa.DataType) -> bool:
     selected column may be taken from the batch as it is (an interval, say, would lose
     its nanoseconds in DuckDB). DuckDB returns no fixed-size binary: when the expected
     result has one, the pass-through (sql_passthrough.py) took it from the batch too."""
-    return (pa.types.is_integer(kind) or pa.types.is_fixed_size_binary(kind) or kind in (pa.float32(), pa.float64(), pa.bool_(), pa.string(),
-                                                  pa.large_string(), pa.binary(), pa.large_binary(), pa.date32())
+    return (kind in _UNCHANGED_BY_DUCKDB or pa.types.is_integer(kind) or pa.types.is_fixed_size_binary(kind)
             or pa.types.is_decimal128(kind) or (pa.types.is_timestamp(kind) and kind.tz is None))
 
 
