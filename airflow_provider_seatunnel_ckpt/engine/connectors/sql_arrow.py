@@ -101,10 +101,9 @@ class ArrowPlan:
 
 
 def compile_select(node: dict[str, Any], table: str, schema: pa.Schema, expected: pa.Schema) -> ArrowPlan | None:
-    """The plan for one parsed ``SELECT`` node over input ``schema``, or None when the query
+    """The plan for one parsed ``SELECT`` node over input ``schema`` (one that passes
+    ``plain_schema``: the caller checks, before its plan cache), or None when the query
     must run on DuckDB. ``expected`` is DuckDB's result schema for the same input."""
-    if not plain_schema(schema):
-        return None
     try:
         compiler = _Compiler(table, node.get("from_table") or {}, schema)
         compiler.check_shape(node)
@@ -224,8 +223,7 @@ class _Compiler:
 
     def _operator(self, name: str, operands: list[Expr]) -> Expr:
         if len(operands) == 1 and name == "-" and operands[0].is_literal and operands[0].kind in (INT, FLOAT):
-            value = -operands[0].literal  # a negative number in the query text
-            return Expr(operands[0].kind, lambda data: pa.scalar(value, _ARROW[operands[0].kind]), value)
+            return _literal(operands[0].kind, -operands[0].literal)  # a negative number in the query text
         if len(operands) == 1 and name == "-" and operands[0].kind in (INT, FLOAT) and not operands[0].is_literal:
             (operand,) = operands
             negate = pc.negate_checked if operand.kind == INT else pc.negate
@@ -275,14 +273,18 @@ def _constant(value: dict[str, Any]) -> Expr:
         raise NotCompiled("a null literal")
     literal = value.get("value")
     if type_id in ("INTEGER", "BIGINT") and isinstance(literal, int):
-        return Expr(INT, lambda data: pa.scalar(literal, pa.int64()), literal)
+        return _literal(INT, literal)
     if type_id == "DOUBLE" and isinstance(literal, (int, float)):
-        return Expr(FLOAT, lambda data: pa.scalar(float(literal), pa.float64()), float(literal))
+        return _literal(FLOAT, float(literal))
     if type_id == "BOOLEAN" and isinstance(literal, bool):
-        return Expr(BOOL, lambda data: pa.scalar(literal, pa.bool_()), literal)
+        return _literal(BOOL, literal)
     if type_id == "VARCHAR" and isinstance(literal, str):
-        return Expr(TEXT, lambda data: pa.scalar(literal, pa.string()), literal)
+        return _literal(TEXT, literal)
     raise NotCompiled(f"a {type_id} literal")
+
+
+def _literal(kind: str, value: Any) -> Expr:
+    return Expr(kind, lambda data: pa.scalar(value, _ARROW[kind]), value)
 
 
 def _compare(operator: str, left: Expr, right: Expr) -> Expr:
@@ -311,8 +313,7 @@ def _compare(operator: str, left: Expr, right: Expr) -> Expr:
 
 def _cast(child: Expr, target: str | None) -> Expr:
     if child.is_literal and child.kind == TEXT and target == BOOL and child.literal in ("t", "f"):
-        value = child.literal == "t"  # DuckDB's parse tree writes true as 't'::BOOLEAN
-        return Expr(BOOL, lambda data: pa.scalar(value, pa.bool_()), value)
+        return _literal(BOOL, child.literal == "t")  # DuckDB's parse tree writes true as 't'::BOOLEAN
     if child.is_literal:
         raise NotCompiled("a cast constant")
     if target == "DOUBLE" and child.kind in (INT, FLOAT):
