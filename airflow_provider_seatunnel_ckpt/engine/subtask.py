@@ -239,7 +239,7 @@ class SubtaskRuntime:
             transform.open(context)
         mine = self._my_splits()
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
-        self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
+        self._writer = self._new_writer(restore.checkpoint_id or 0)
 
         if self._read_splits(source, mine, context, transforms):
             self._send(EndOfInput(self.subtask, self.attempt))
@@ -388,12 +388,17 @@ class SubtaskRuntime:
                 self._positions_at[barrier.checkpoint_id] = {
                     split_id: state.position for split_id, state in self._states.items() if state.position is not None}
             epoch_writer = self._writer
-            self._writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
+            self._writer = self._new_writer(barrier.checkpoint_id)
             rows, self._rows_since_barrier = self._rows_since_barrier, 0
             self.rows_total += rows
             sync_ms = int((time.perf_counter() - started) * 1000)
             self._async.submit(self._finish_barrier, barrier, snapshot, epoch_writer, rows, sync_ms, generation)
             self.barriers_handled += 1
+
+    def _new_writer(self, after_checkpoint_id: int) -> Any:
+        writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
+        writer.open(after_checkpoint_id)
+        return writer
 
     def _stale(self, generation: int) -> bool:
         return generation != self._generation

@@ -152,3 +152,61 @@ class KafkaMockCluster:
         rows = list(rows)
         return self.produce(topic, (json.dumps(r, separators=(",", ":")).encode() for r in rows),
                             partition_of=lambda i: rows[i]["id"] % partitions, **kwargs)
+
+
+def read_committed_values(bootstrap_servers: str, topic: str, partitions: int) -> list[bytes]:
+    """What a ``read_committed`` consumer would read: the mock cluster serves every record
+    whatever the isolation level, so this applies the rule to the raw log itself. Each
+    partition's record batches are fetched with kafka-python's protocol layer; a
+    transactional batch becomes visible when its producer's COMMIT control record follows
+    it, is dropped at an ABORT, and stays invisible while neither came (an open transaction)."""
+    import struct
+
+    from kafka.client_async import KafkaClient
+    from kafka.protocol.fetch import FetchRequest
+    from kafka.record import MemoryRecords
+
+    client = KafkaClient(bootstrap_servers=bootstrap_servers.split(","), request_timeout_ms=10_000)
+    try:
+        future = client.cluster.request_update()
+        client.poll(future=future, timeout_ms=10_000)
+        client.add_topic(topic)
+        future = client.cluster.request_update()
+        client.poll(future=future, timeout_ms=10_000)
+        visible: list[bytes] = []
+        for partition in range(partitions):
+            leader = client.cluster.leader_for_partition(_topic_partition(topic, partition))
+            offset, high = 0, None
+            pending: dict[int, list[bytes]] = {}
+            while high is None or offset < high:
+                while not client.ready(leader):
+                    client.poll(timeout_ms=100)
+                request = FetchRequest[4](-1, 100, 1, 64 << 20, 0, [(topic, [(partition, offset, 64 << 20)])])
+                future = client.send(leader, request)
+                client.poll(future=future, timeout_ms=10_000)
+                _topic, [(_p, error, high, _lso, _aborted, raw)] = future.value.topics[0]
+                assert error == 0, f"fetching {topic}/{partition} failed with error {error}"
+                records = MemoryRecords(raw)
+                while (batch := records.next_batch()) is not None:
+                    if batch.base_offset + batch.last_offset_delta < offset:
+                        continue
+                    entries = list(batch)
+                    if batch.is_control_batch:
+                        _version, kind = struct.unpack(">hh", entries[0].key)
+                        done = pending.pop(batch.producer_id, [])
+                        if kind == 1:  # COMMIT
+                            visible.extend(done)
+                    elif batch.is_transactional:
+                        pending.setdefault(batch.producer_id, []).extend(e.value for e in entries if e.offset >= offset)
+                    else:
+                        visible.extend(e.value for e in entries if e.offset >= offset)
+                    offset = batch.base_offset + batch.last_offset_delta + 1
+        return visible
+    finally:
+        client.close()
+
+
+def _topic_partition(topic: str, partition: int) -> Any:
+    from kafka.structs import TopicPartition
+
+    return TopicPartition(topic, partition)

@@ -171,6 +171,12 @@ class Transform:
 class SinkWriter:
     """Per subtask attempt. Only ``write`` runs on the processing thread's hot path."""
 
+    def open(self, after_checkpoint_id: int) -> None:
+        """Called once before the first ``write``: the epoch follows checkpoint
+        ``after_checkpoint_id`` (0 when it follows none). Sinks that name an epoch's
+        resources after it (the Kafka sink's transactional ids) can find them again on
+        restore; most sinks need nothing here."""
+
     def write(self, batch: pa.RecordBatch) -> None:
         raise NotImplementedError
 

@@ -1,0 +1,142 @@
+"""The Kafka sink's EXACTLY_ONCE protocol against librdkafka's mock cluster.
+
+The mock serves every record whatever the isolation level and does not abort a
+transaction when a new producer claims its id, so these tests check the protocol, as
+their names say: a transaction per epoch, left open at the barrier, committed by another
+client (the driver) from the producer id and epoch kept in the checkpoint, refused when
+the broker no longer holds it open, aborted when the epoch ends unprepared. What a
+``read_committed`` reader sees is computed from the log's own transaction markers
+(``read_committed_values``), and a run with a driver kill must show every id exactly
+once in that view. The end-to-end exactly-once proof of the Kafka path is the source's
+(test_kafka_e2e.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.engine.connectors.kafka import sink as kafka_sink
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
+from tests.integration.engine.support import Workspace
+from tests.integration.kafka.test_kafka_sink import consume_all, new_topic, sequence_to_kafka_through_a_driver_kill
+from tests.servers.kafka import read_committed_values
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def exactly_once_sink(cluster: Any, topic: str, **extra: Any) -> Any:
+    return load_sink({"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": topic,
+                      "semantics": "EXACTLY_ONCE", **extra}, "sink[0]")
+
+
+def committed_ids(cluster: Any, topic: str, partitions: int = 3) -> list[int]:
+    return sorted(json.loads(v)["id"] for v in read_committed_values(cluster.bootstrap_servers, topic, partitions))
+
+
+def test_protocol_an_epoch_is_one_transaction_the_driver_commits_after_the_checkpoint(kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster)
+    sink = exactly_once_sink(kafka_cluster, topic, transaction_prefix="orders")
+    writer = sink.create_writer("job", 2, 0)
+    writer.open(7)
+    writer.write(pa.record_batch({"id": np.arange(0, 600)}))
+    writer.write(pa.record_batch({"id": np.arange(600, 1000)}))
+    info = writer.prepare_commit(8)
+    writer.close()  # a prepared transaction outlives its writer
+    assert info["transactional_id"] == "orders-2-7"
+    assert info["producer_id"] >= 0 and info["producer_epoch"] >= 0
+    assert committed_ids(kafka_cluster, topic) == []  # flushed, not visible
+    committer = exactly_once_sink(kafka_cluster, topic).create_committer("job")  # another client: the driver
+    committer.commit([info])
+    assert committed_ids(kafka_cluster, topic) == list(range(1000))
+    committer.commit([info])  # a restore commits the restored checkpoint's transactions again
+    assert committed_ids(kafka_cluster, topic) == list(range(1000))
+    committer.cleanup([info])
+
+
+def test_protocol_a_transaction_the_broker_no_longer_holds_fails_the_commit_loudly(kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster)
+    sink = exactly_once_sink(kafka_cluster, topic, **{"kafka.config": {"sasl.password": "hunter2-secret"}})
+    writer = sink.create_writer("job", 0, 0)
+    writer.open(0)
+    writer.write(pa.record_batch({"id": np.arange(10)}))
+    info = writer.prepare_commit(1)
+    stale = {**info, "producer_epoch": info["producer_epoch"] + 1}  # as after a newer producer claimed the id
+    with pytest.raises(ConnectorError) as raised:
+        sink.create_committer("job").commit([stale])
+    message = str(raised.value)
+    assert "committing transaction 'seatunnel-ckpt-job-0-0'" in message and "InvalidProducerEpoch" in message
+    assert "hunter2" not in message and "\n" not in message
+
+
+def test_protocol_an_epoch_that_ends_unprepared_is_aborted_and_an_empty_one_makes_none(kafka_cluster: Any) -> None:
+    topic = new_topic(kafka_cluster)
+    sink = exactly_once_sink(kafka_cluster, topic)
+    writer = sink.create_writer("job", 0, 0)
+    writer.open(3)
+    writer.write(pa.record_batch({"id": np.arange(50)}))
+    writer.close()  # the attempt ended inside the epoch: its rows are read again elsewhere
+    empty = sink.create_writer("job", 0, 0)
+    empty.open(4)
+    assert empty.prepare_commit(5) is None
+    committed = sink.create_writer("job", 0, 0)
+    committed.open(3)  # the same id again: a new producer fences the old one
+    committed.write(pa.record_batch({"id": np.arange(50, 60)}))
+    sink.create_committer("job").commit([committed.prepare_commit(4)])
+    assert committed_ids(kafka_cluster, topic) == list(range(50, 60))
+
+
+def test_protocol_lingering_transactions_are_fenced_upwards_until_an_unused_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probing rule, with a fake coordinator: the mock always answers epoch 0."""
+    claimed: list[str] = []
+    epochs = {"p-1-5": 2, "p-1-6": 1}
+
+    class Coordinators:
+        def __init__(self, target: Any) -> None:
+            pass
+
+        def fence(self, transactional_id: str, timeout_ms: int) -> int:
+            claimed.append(transactional_id)
+            return epochs.get(transactional_id, 0)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(kafka_sink, "TransactionCoordinators", Coordinators)
+    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t",
+                      "semantics": "EXACTLY_ONCE", "transaction_prefix": "p"}, "sink[0]")
+    assert sink.fence_lingering("job", 1, 4, 60_000) == 2
+    assert claimed == ["p-1-5", "p-1-6", "p-1-7"]
+    assert sink.fence_lingering("job", 1, 4, 60_000) == 0  # once per attempt
+    assert len(claimed) == 3
+
+
+def test_bad_exactly_once_options() -> None:
+    base = {"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t", "semantics": "EXACTLY_ONCE"}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.kafka\.config: transactional\.id is chosen by the sink"):
+        load_sink({**base, "kafka.config": {"transactional.id": "mine"}}, "sink[0]")
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.transaction_prefix: expected a non-empty string"):
+        load_sink({**base, "transaction_prefix": " "}, "sink[0]")
+
+
+@pytest.mark.slow
+def test_protocol_sequence_to_kafka_exactly_once_in_the_read_committed_view_through_a_driver_kill(
+    workspace: Workspace, kafka_cluster: Any
+) -> None:
+    topic = new_topic(kafka_cluster, 4)
+    rows = 200_000
+
+    def uncommitted_records_in_the_log() -> bool:  # so the kill leaves open transactions behind
+        return len(consume_all(kafka_cluster, topic, 4)) > len(committed_ids(kafka_cluster, topic, 4))
+
+    runs = sequence_to_kafka_through_a_driver_kill(workspace, kafka_cluster, topic, rows, "EXACTLY_ONCE",
+                                                   kill_when=uncommitted_records_in_the_log)
+    in_the_log = len(consume_all(kafka_cluster, topic, 4))
+    assert in_the_log > rows, f"the killed run's open transactions should still be in the mock's log\n{runs}"
+    ids = np.array(committed_ids(kafka_cluster, topic, 4))
+    assert np.array_equal(ids, np.arange(rows)), (
+        f"{len(ids)} ids visible to read_committed, {len(np.unique(ids))} distinct, of {rows}")
