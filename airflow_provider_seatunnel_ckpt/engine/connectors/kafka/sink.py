@@ -15,27 +15,13 @@ producer's own retries).
 AT_LEAST_ONCE: a completed checkpoint means its rows are in Kafka. A restore replays the
 epochs after the restored checkpoint: rows written after it are written again.
 
-EXACTLY_ONCE, the two phases (Flink's ``KafkaSink`` design):
-
-1. Each epoch of each subtask writes in its own transaction, from a producer whose
-   ``transactional.id`` is ``<transaction_prefix>-<subtask>-<checkpoint the epoch
-   follows>``. Starting it fences every older producer of that id: the broker aborts the
-   transaction a crashed run left open under the same name (the epoch it held is being
-   read again). The first epoch of an attempt also fences the ids of the epochs that
-   followed, as far as they were used (``_fence_lingering``).
-2. ``prepare_commit`` flushes and returns ``(transactional.id, producer id, epoch)``: the
-   transaction stays open, invisible to ``read_committed`` readers, and its coordinates go
-   into the checkpoint.
-3. The driver's committer ends it with ``EndTxn`` after the checkpoint completed
-   (``transactions.py``); a restore commits the restored checkpoint's transactions again,
-   which the broker answers with success if they were committed already.
+EXACTLY_ONCE: a transaction per epoch and subtask, committed by the driver after the
+checkpoint completed (``exactly_once.py``).
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
@@ -45,18 +31,11 @@ from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
 from ..batch_sql import BatchQuery
 from ..options import Options, option_key
 from .client import KafkaTarget, reason
-from .transactions import TransactionCoordinators, commit_info, parse_commit_info
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
 _ROWS = "kafka_rows"
 #: seconds prepare_commit waits for the broker's acknowledgements before failing the checkpoint
 FLUSH_TIMEOUT_S = 60.0
-#: a prepared transaction must outlive the checkpoint, its commit and a driver restart:
-#: the brokers' default ceiling (transaction.max.timeout.ms, 15 min) unless kafka.config says
-DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
-#: how often librdkafka reports its statistics, the only place it tells its producer id and
-#: epoch; a transactional producer lives for one epoch
-_STATS_INTERVAL_MS = 10
 _KNOWN = {"bootstrap.servers", "topic", "format", "field_delimiter", "partition_key_fields", "partition",
           "kafka.config", "semantics", "transaction_prefix", "connection_check_timeout_sec"}
 
@@ -83,8 +62,8 @@ class KafkaSink(Sink):
             raise ConfigError("kafka.config", "transactional.id is chosen by the sink per subtask and epoch; "
                                               "set transaction_prefix instead")
         self._encoders: dict[tuple[str, ...], BatchQuery] = {}
-        self._shared: _Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
-        self._fenced_after_restore = False
+        self._shared: Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
+        self._pipelines: dict[int, Any] = {}  # EXACTLY_ONCE: each subtask's transactional producers
 
     @property
     def exactly_once(self) -> bool:
@@ -105,6 +84,14 @@ class KafkaSink(Sink):
             raise ConfigError(option_key(self, "topic"), f"no topic {self.topic!r} at {self.target.describe()}")
         if self.partition is not None and self.partition not in topics[self.topic].partitions:
             raise ConfigError(option_key(self, "partition"), f"{self.describe()} has no partition {self.partition}")
+        if self.exactly_once:
+            from .transactions import TransactionCoordinators
+
+            coordinators = TransactionCoordinators(self.target, request_timeout_s=self.target.connect_timeout_s)
+            try:
+                coordinators.check(f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight")
+            finally:
+                coordinators.close()
 
     # ---- encoding -------------------------------------------------------------------------------
     def _expression(self, columns: Iterable[str]) -> str:
@@ -136,57 +123,39 @@ class KafkaSink(Sink):
     def producer_config(self, **settings: Any) -> dict[str, Any]:
         return self.target.client_config(**{"enable.idempotence": True, "acks": "all", "linger.ms": 5, **settings})
 
-    def shared_producer(self) -> "_Producing":
+    def shared_producer(self) -> "Producing":
         if self._shared is None:
-            self._shared = _Producing(self, self.producer_config())
+            self._shared = Producing(self, self.producer_config())
         return self._shared
 
-    def transactional_id(self, job_id: str, subtask: int, after_checkpoint_id: int) -> str:
-        return f"{self.transaction_prefix or 'seatunnel-ckpt-' + job_id}-{subtask}-{after_checkpoint_id}"
-
-    def fence_lingering(self, job_id: str, subtask: int, after_checkpoint_id: int, timeout_ms: int) -> int:
-        """Once per attempt, before its first transaction: a run that died may have left
-        transactions open under the ids of the epochs after the restored checkpoint (they
-        were never committed, their rows are read again). Claiming each id aborts its
-        transaction at once instead of when it times out, which would hold back every
-        ``read_committed`` reader of the topic until then. Ids are tried upwards until
-        one was never used; an id skipped because its checkpoint never reached this
-        subtask stays open until its timeout. Returns how many ids were fenced."""
-        if self._fenced_after_restore:
-            return 0
-        self._fenced_after_restore = True
-        coordinators = TransactionCoordinators(self.target)
-        fenced = 0
-        try:
-            for later in range(after_checkpoint_id + 1, after_checkpoint_id + 1 + MAX_LINGERING_PROBES):
-                if coordinators.fence(self.transactional_id(job_id, subtask, later), timeout_ms) == 0:
-                    break
-                fenced += 1
-        finally:
-            coordinators.close()
-        return fenced
-
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
-        if self.exactly_once:
-            return TransactionalWriter(self, job_id, subtask)
-        return KafkaSinkWriter(self)
+        if not self.exactly_once:
+            return KafkaSinkWriter(self)
+        from .exactly_once import ProducerPipeline, TransactionalWriter
+
+        pipeline = self._pipelines.get(subtask)
+        if pipeline is None:
+            prefix = self.transaction_prefix or f"seatunnel-ckpt-{job_id}"
+            pipeline = self._pipelines[subtask] = ProducerPipeline(self, prefix, subtask)
+        return TransactionalWriter(pipeline)
 
     def create_committer(self, job_id: str) -> SinkCommitter:
-        if self.exactly_once:
-            return TransactionCommitter(self.target)
-        return _NothingToCommit()
+        if not self.exactly_once:
+            return _NothingToCommit()
+        from .exactly_once import TransactionCommitter
+
+        return TransactionCommitter(self.target)
 
     def close(self) -> None:
         if self._shared is not None:
             self._shared.flush()
             self._shared = None
+        for pipeline in self._pipelines.values():
+            pipeline.close()
+        self._pipelines.clear()
 
 
-#: how many ids after the restored checkpoint ``fence_lingering`` tries at most
-MAX_LINGERING_PROBES = 100
-
-
-class _Producing:
+class Producing:
     """A librdkafka producer and the delivery failures its callbacks reported."""
 
     def __init__(self, sink: KafkaSink, config: Mapping[str, Any]):
@@ -249,104 +218,6 @@ class KafkaSinkWriter(SinkWriter):
         if self.sink._shared is not None:
             self.sink._shared.flush()
         return None
-
-
-class TransactionalWriter(SinkWriter):
-    """EXACTLY_ONCE: one epoch, one transactional producer (module docstring)."""
-
-    def __init__(self, sink: KafkaSink, job_id: str, subtask: int):
-        self.sink = sink
-        self.job_id = job_id
-        self.subtask = subtask
-        self.after_checkpoint_id = 0
-        self._producing: _Producing | None = None
-        self._coordinates: tuple[int, int] | None = None  # producer id, epoch
-        self._prepared = False
-
-    @property
-    def transactional_id(self) -> str:
-        return self.sink.transactional_id(self.job_id, self.subtask, self.after_checkpoint_id)
-
-    def open(self, after_checkpoint_id: int) -> None:
-        self.after_checkpoint_id = after_checkpoint_id
-
-    def _begin(self) -> _Producing:
-        from confluent_kafka import KafkaException
-
-        sink = self.sink
-        coordinates: dict[str, int] = {}
-
-        def statistics(report: str) -> None:
-            if not coordinates:
-                eos = json.loads(report).get("eos") or {}
-                if eos.get("idemp_state") == "Assigned" and eos.get("producer_id", -1) >= 0:
-                    coordinates.update(producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"])
-
-        config = sink.producer_config(**{"transactional.id": self.transactional_id,
-                                         "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
-                                         "statistics.interval.ms": _STATS_INTERVAL_MS})
-        config["stats_cb"] = statistics
-        timeout_ms = int(config["transaction.timeout.ms"])
-        sink.fence_lingering(self.job_id, self.subtask, self.after_checkpoint_id, timeout_ms)
-        producing = _Producing(sink, config)
-        producer = producing.producer
-        try:
-            producer.init_transactions(sink.target.connect_timeout_s)  # fences this id's older producers
-            deadline = time.monotonic() + sink.target.connect_timeout_s
-            while not coordinates and time.monotonic() < deadline:
-                producer.poll(_STATS_INTERVAL_MS / 1000)
-            if not coordinates:
-                raise ConnectorError(f"Kafka sink: librdkafka reported no producer id for transaction "
-                                     f"{self.transactional_id!r} within {sink.target.connect_timeout_s:g} s")
-            producer.begin_transaction()
-        except KafkaException as err:
-            raise ConnectorError(f"Kafka sink: starting transaction {self.transactional_id!r} at "
-                                 f"{sink.describe()} failed: {reason(err)}") from None
-        self._coordinates = (coordinates["producer_id"], coordinates["producer_epoch"])
-        return producing
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if self._producing is None:
-            self._producing = self._begin()
-        self._producing.write(batch)
-
-    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
-        if self._producing is None:
-            return None  # nothing written this epoch: no transaction to commit
-        self._producing.flush()
-        self._prepared = True
-        assert self._coordinates is not None
-        return commit_info(self.transactional_id, *self._coordinates)
-
-    def close(self) -> None:
-        """A prepared transaction is left open for the committer; one never prepared (the
-        attempt ended or went stale inside the epoch) is aborted now."""
-        producing, self._producing = self._producing, None
-        if producing is not None and not self._prepared:
-            try:
-                producing.producer.abort_transaction(FLUSH_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - the next producer of this id fences it anyway
-                pass
-
-
-class TransactionCommitter(SinkCommitter):
-    """Commits the prepared transactions named in a completed checkpoint (driver side)."""
-
-    def __init__(self, target: KafkaTarget):
-        self.coordinators = TransactionCoordinators(target)
-
-    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        for info in commit_infos:
-            if isinstance(info, Mapping):
-                self.coordinators.end(*parse_commit_info(info), commit=True)
-
-    def cleanup(self, keep: Iterable[JsonValue]) -> None:
-        """Transactions no checkpoint kept were aborted by their writer or are fenced by the
-        next attempt (``fence_lingering``); there is no staged output to remove."""
-        self.coordinators.close()
-
-    def rollback(self, after_checkpoint_id: int) -> None:
-        pass  # committed transactions cannot be un-published: see docs/kafka.md (--restore ID)
 
 
 class _NothingToCommit(SinkCommitter):

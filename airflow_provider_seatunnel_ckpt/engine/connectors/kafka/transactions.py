@@ -51,7 +51,8 @@ class Retriable(Exception):
 
 def kafka_python_config(target: KafkaTarget) -> dict[str, Any]:
     config: dict[str, Any] = {"bootstrap_servers": target.bootstrap_servers.split(","),
-                              "request_timeout_ms": int(REQUEST_TIMEOUT_S * 1000)}
+                              "request_timeout_ms": int(REQUEST_TIMEOUT_S * 1000),
+                              "api_version_auto_timeout_ms": int(target.connect_timeout_s * 1000)}
     for key, value in target.config.items():
         name = LIBRDKAFKA_TO_KAFKA_PYTHON.get(key)
         if name is not None:
@@ -62,8 +63,9 @@ def kafka_python_config(target: KafkaTarget) -> dict[str, Any]:
 class TransactionCoordinators:
     """One connection pool to the cluster; ends or fences transactions by id."""
 
-    def __init__(self, target: KafkaTarget):
+    def __init__(self, target: KafkaTarget, request_timeout_s: float = REQUEST_TIMEOUT_S):
         self.target = target
+        self.request_timeout_s = request_timeout_s
         self._client: Any = None
 
     def _connected(self) -> Any:
@@ -79,15 +81,15 @@ class TransactionCoordinators:
 
     def _call(self, node: Any, request: Any) -> Any:
         client = self._connected()
-        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        deadline = time.monotonic() + self.request_timeout_s
         while not client.ready(node):
             if time.monotonic() > deadline:
                 raise Retriable(f"broker {node} of {self.target.describe()} not reachable")
             client.poll(timeout_ms=100)
         future = client.send(node, request)
-        client.poll(future=future, timeout_ms=REQUEST_TIMEOUT_S * 1000)
+        client.poll(future=future, timeout_ms=self.request_timeout_s * 1000)
         if not future.is_done:
-            raise Retriable(f"no answer from broker {node} within {REQUEST_TIMEOUT_S:g} s")
+            raise Retriable(f"no answer from broker {node} within {self.request_timeout_s:g} s")
         if future.failed():
             raise Retriable(f"{type(future.exception).__name__}: {future.exception}")
         return future.value
@@ -115,6 +117,16 @@ class TransactionCoordinators:
             with attempt:
                 return action()
         return None  # unreachable: tenacity re-raises the last error
+
+    def check(self, transactional_id: str) -> None:
+        """Find the transaction coordinator of ``transactional_id`` once, not retried: the
+        driver's check, before Spark starts, that this client reaches the cluster with the
+        connector's security settings, so a commit after the first checkpoint will too."""
+        try:
+            self._coordinator(transactional_id)
+        except Retriable as err:
+            raise ConnectorError(f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "
+                                 f"reach the transaction coordinator at {self.target.describe()}: {err}") from None
 
     def end(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
         """Commit (or abort) the open transaction of ``transactional_id``, made by that

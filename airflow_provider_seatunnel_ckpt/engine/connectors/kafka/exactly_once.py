@@ -1,0 +1,228 @@
+"""The Kafka sink's EXACTLY_ONCE semantics: a transaction per epoch and subtask, prepared
+at the barrier, committed by the driver after the checkpoint (Flink's ``KafkaSink`` design).
+
+1. Each epoch of each subtask writes in its own transaction, from a producer whose
+   ``transactional.id`` is ``<transaction_prefix>-<subtask>-<checkpoint the epoch
+   follows>``. Initialising it fences every older producer of that id: the broker aborts
+   the transaction a crashed run left open under the same name (the epoch it held is
+   being read again). Before the first one of an attempt, the ids of the epochs that
+   followed are claimed too, as far as they were used (``fence_lingering``).
+2. ``prepare_commit`` flushes and returns ``(transactional.id, producer id, epoch)``: the
+   transaction stays open, invisible to ``read_committed`` readers, and its coordinates go
+   into the checkpoint.
+3. ``TransactionCommitter`` (the driver) ends it with ``EndTxn`` after the checkpoint
+   completed (``transactions.py``); a restore commits the restored checkpoint's
+   transactions again, which the broker answers with success if they were committed.
+
+A producer's ``init_transactions`` takes tens of milliseconds, so ``ProducerPipeline``
+initialises the next epoch's producer on a thread of its own while the current epoch is
+written: the id the next epoch will most likely have is known (checkpoint ids go up by
+one), and a guess that turns out wrong costs one discarded producer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+import pyarrow as pa
+
+from ....errors import ConnectorError
+from ..api import JsonValue, SinkCommitter, SinkWriter
+from .client import KafkaTarget, reason
+from .transactions import TransactionCoordinators, commit_info, parse_commit_info
+
+if TYPE_CHECKING:
+    from .sink import KafkaSink, Producing
+
+#: a prepared transaction must outlive the checkpoint, its commit and a driver restart:
+#: the brokers' default ceiling (transaction.max.timeout.ms, 15 min) unless kafka.config says
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+#: how often librdkafka reports its statistics, the only place it tells its producer id and
+#: epoch; a transactional producer lives for one epoch
+STATS_INTERVAL_MS = 10
+#: how many ids after the restored checkpoint ``fence_lingering`` tries at most
+MAX_LINGERING_PROBES = 100
+
+
+def transactional_id(prefix: str, subtask: int, after_checkpoint_id: int) -> str:
+    return f"{prefix}-{subtask}-{after_checkpoint_id}"
+
+
+class Transaction:
+    """A transactional producer, initialised, with the producer id and epoch it holds."""
+
+    def __init__(self, name: str, producing: "Producing", producer_id: int, producer_epoch: int):
+        self.name = name
+        self.producing = producing
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.begun = False
+
+    def discard(self) -> None:
+        """Drop the producer; a begun transaction is aborted (nothing of it may commit)."""
+        if self.begun:
+            try:
+                self.producing.producer.abort_transaction(self.producing.sink.target.connect_timeout_s)
+            except Exception:  # noqa: BLE001 - the next producer of this id fences it anyway
+                pass
+
+
+def start_transaction(sink: "KafkaSink", name: str) -> Transaction:
+    """A producer for ``name``, past ``init_transactions`` (which fences its older producers)."""
+    from confluent_kafka import KafkaException
+
+    from .sink import Producing
+
+    coordinates: dict[str, int] = {}
+
+    def statistics(report: str) -> None:
+        if not coordinates:
+            eos = json.loads(report).get("eos") or {}
+            if eos.get("idemp_state") == "Assigned" and eos.get("producer_id", -1) >= 0:
+                coordinates.update(producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"])
+
+    config = sink.producer_config(**{"transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
+                                     "statistics.interval.ms": STATS_INTERVAL_MS})
+    config.update({"transactional.id": name, "stats_cb": statistics})
+    producing = Producing(sink, config)
+    timeout_s = sink.target.connect_timeout_s
+    try:
+        producing.producer.init_transactions(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while not coordinates and time.monotonic() < deadline:
+            producing.producer.poll(STATS_INTERVAL_MS / 1000)
+    except KafkaException as err:
+        raise ConnectorError(f"Kafka sink: starting transaction {name!r} at {sink.describe()} failed: "
+                             f"{reason(err)}") from None
+    if not coordinates:
+        raise ConnectorError(f"Kafka sink: librdkafka reported no producer id for transaction {name!r} "
+                             f"within {timeout_s:g} s")
+    return Transaction(name, producing, coordinates["producer_id"], coordinates["producer_epoch"])
+
+
+def fence_lingering(sink: "KafkaSink", prefix: str, subtask: int, after_checkpoint_id: int) -> int:
+    """Before an attempt's first transaction: a run that died may have left transactions
+    open under the ids of the epochs after the restored checkpoint (never committed, their
+    rows are read again). Claiming each id aborts its transaction now instead of when it
+    times out, which would hold back every ``read_committed`` reader of its partitions
+    until then. Ids are tried upwards until one was never used (epoch 0); an id skipped
+    because its checkpoint never reached this subtask leaves the ones after it open until
+    their timeout. Returns how many ids were fenced."""
+    coordinates = TransactionCoordinators(sink.target)
+    timeout_ms = int(sink.producer_config().get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
+    fenced = 0
+    try:
+        for later in range(after_checkpoint_id + 1, after_checkpoint_id + 1 + MAX_LINGERING_PROBES):
+            if coordinates.fence(transactional_id(prefix, subtask, later), timeout_ms) == 0:
+                break
+            fenced += 1
+    finally:
+        coordinates.close()
+    return fenced
+
+
+class ProducerPipeline:
+    """One subtask attempt's transactional producers, each initialised one epoch ahead on a
+    thread of its own (module docstring), the attempt's lingering ids fenced first."""
+
+    def __init__(self, sink: "KafkaSink", prefix: str, subtask: int):
+        self.sink = sink
+        self.prefix = prefix
+        self.subtask = subtask
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"kafka-transactions-{subtask}")
+        self._ahead: tuple[int, Future[Transaction]] | None = None
+        self._fenced = False
+
+    def _start(self, after_checkpoint_id: int) -> Transaction:
+        if not self._fenced:
+            self._fenced = True
+            fence_lingering(self.sink, self.prefix, self.subtask, after_checkpoint_id)
+        return start_transaction(self.sink, transactional_id(self.prefix, self.subtask, after_checkpoint_id))
+
+    def transaction_after(self, after_checkpoint_id: int) -> Future[Transaction]:
+        """The producer for the epoch after ``after_checkpoint_id``; starts the next one's."""
+        if self._ahead is not None and self._ahead[0] == after_checkpoint_id:
+            current = self._ahead[1]
+        else:
+            if self._ahead is not None:
+                _discard_when_ready(self._ahead[1])
+            current = self._thread.submit(self._start, after_checkpoint_id)
+        self._ahead = (after_checkpoint_id + 1, self._thread.submit(self._start, after_checkpoint_id + 1))
+        return current
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            _discard_when_ready(self._ahead[1])
+            self._ahead = None
+        self._thread.shutdown(wait=True)
+
+
+def _discard_when_ready(future: Future[Transaction]) -> None:
+    future.add_done_callback(lambda done: done.exception() is None and done.result().discard())
+
+
+class TransactionalWriter(SinkWriter):
+    """One epoch of one subtask: one transaction (module docstring)."""
+
+    def __init__(self, pipeline: ProducerPipeline):
+        self.pipeline = pipeline
+        self._pending: Future[Transaction] | None = None
+        self._transaction: Transaction | None = None
+        self._prepared = False
+
+    def open(self, after_checkpoint_id: int) -> None:
+        self._pending = self.pipeline.transaction_after(after_checkpoint_id)
+
+    def _current(self) -> Transaction:
+        if self._transaction is None:
+            if self._pending is None:
+                self.open(0)
+            assert self._pending is not None
+            self._transaction = self._pending.result()  # raises the ConnectorError of a failed start
+            self._transaction.producing.producer.begin_transaction()
+            self._transaction.begun = True
+        return self._transaction
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._current().producing.write(batch)
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        transaction = self._transaction
+        if transaction is None:
+            return None  # nothing written this epoch: no transaction to commit
+        transaction.producing.flush()
+        self._prepared = True
+        return commit_info(transaction.name, transaction.producer_id, transaction.producer_epoch)
+
+    def close(self) -> None:
+        """A prepared transaction is left open for the committer; one never prepared (the
+        attempt ended or went stale inside the epoch) is aborted now."""
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None and not self._prepared:
+            transaction.discard()
+        elif transaction is None and self._pending is not None:
+            _discard_when_ready(self._pending)
+        self._pending = None
+
+
+class TransactionCommitter(SinkCommitter):
+    """Commits the prepared transactions named in a completed checkpoint (driver side)."""
+
+    def __init__(self, target: KafkaTarget):
+        self.coordinators = TransactionCoordinators(target)
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        for info in commit_infos:
+            if isinstance(info, Mapping):
+                self.coordinators.end(*parse_commit_info(info), commit=True)
+
+    def cleanup(self, keep: Iterable[JsonValue]) -> None:
+        """Transactions no checkpoint kept were aborted by their writer or are fenced by the
+        next attempt (``fence_lingering``); there is no staged output to remove."""
+        self.coordinators.close()
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        pass  # committed transactions cannot be un-published: see docs/kafka.md (--restore ID)
