@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, Iterable
 
 _CHILD = r"""
@@ -210,3 +211,29 @@ def _topic_partition(topic: str, partition: int) -> Any:
     from kafka.structs import TopicPartition
 
     return TopicPartition(topic, partition)
+
+
+def claimed_while_prepared(audit_path: str | Path) -> tuple[list[str], int]:
+    """Read the Kafka sink's transaction audit (``SEATUNNEL_CKPT_KAFKA_TRANSACTION_LOG``) and
+    list every claim (a producer started, or an id fenced) of a transactional id between its
+    ``prepare`` and the ``commit`` that followed: on a real broker that claim aborts the
+    prepared transaction and the commit fails or, worse, its rows are lost. The mock cluster
+    lets such a commit through, so only this log can show it. Returns (the claims, how many
+    commits were checked)."""
+    events = sorted((json.loads(line) for line in Path(audit_path).read_text().splitlines() if line),
+                    key=lambda e: e["at"])
+    hazards, commits = [], 0
+    last_prepare: dict[str, float] = {}
+    claims: dict[str, list[float]] = {}
+    for event in events:
+        name, at = event["id"], event["at"]
+        if event["event"] == "prepare":
+            last_prepare[name] = at
+        elif event["event"] in ("start", "fence"):
+            claims.setdefault(name, []).append(at)
+        elif event["event"] == "commit" and name in last_prepare:
+            commits += 1
+            prepared = last_prepare[name]
+            hazards += [f"{name}: claimed at {t:.3f}, prepared at {prepared:.3f}, committed at {at:.3f}"
+                        for t in claims.get(name, []) if prepared < t < at]
+    return hazards, commits

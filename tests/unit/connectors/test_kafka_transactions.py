@@ -4,7 +4,9 @@ reach kafka-python under its names; librdkafka's tuning properties stay behind."
 from __future__ import annotations
 
 from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.client import KafkaTarget
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import kafka_python_config
+from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import (
+    kafka_python_config,
+)
 from airflow_provider_seatunnel_ckpt.engine.connectors.options import Options
 
 
@@ -29,3 +31,25 @@ def test_security_settings_are_translated_and_tuning_is_left_to_librdkafka() -> 
 def test_without_kafka_config_only_the_servers_and_timeouts_are_set() -> None:
     assert set(kafka_python_config(target())) == {"bootstrap_servers", "request_timeout_ms",
                                                   "api_version_auto_timeout_ms"}
+
+
+def test_broker_answers_are_sorted_into_retry_forgotten_and_lost() -> None:
+    import kafka.errors as errors
+    import pytest
+
+    from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import (
+        ForgottenTransaction,
+        Retriable,
+        _raise_for,
+    )
+    from airflow_provider_seatunnel_ckpt.errors import ConnectorError
+
+    _raise_for(errors.NoError.errno, "committing")
+    for retry in (errors.ConcurrentTransactionsError, errors.CoordinatorLoadInProgressError, errors.NotCoordinatorError):
+        with pytest.raises(Retriable):
+            _raise_for(retry.errno, "committing")
+    with pytest.raises(ForgottenTransaction):
+        _raise_for(errors.InvalidProducerIdMappingError.errno, "committing")
+    for lost in (errors.ProducerFencedError, errors.InvalidProducerEpochError, errors.InvalidTxnStateError):
+        with pytest.raises(ConnectorError, match="^Kafka sink: committing: .*aborted"):
+            _raise_for(lost.errno, "committing")

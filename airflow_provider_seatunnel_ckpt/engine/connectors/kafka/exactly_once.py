@@ -32,7 +32,7 @@ import pyarrow as pa
 from ....errors import ConnectorError
 from ..api import JsonValue, SinkCommitter, SinkWriter
 from .client import KafkaTarget, reason
-from .transactions import TransactionCoordinators, commit_info, parse_commit_info
+from .transactions import TransactionCoordinators, audit, commit_info, parse_commit_info
 
 if TYPE_CHECKING:
     from .sink import KafkaSink, Producing
@@ -41,14 +41,22 @@ if TYPE_CHECKING:
 #: the brokers' default ceiling (transaction.max.timeout.ms, 15 min) unless kafka.config says
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
 #: how often librdkafka reports its statistics, the only place it tells its producer id and
-#: epoch; a transactional producer lives for one epoch
-STATS_INTERVAL_MS = 10
+#: epoch. A producer lives for one epoch and is started ahead, off the hot path, so the wait
+#: is cheap; reports of an idle producer queue until its next poll (ten a second, bounded
+#: by the checkpoint interval)
+STATS_INTERVAL_MS = 100
 #: how many ids after the restored checkpoint ``fence_lingering`` tries at most
 MAX_LINGERING_PROBES = 100
 
 
 def transactional_id(prefix: str, subtask: int, after_checkpoint_id: int) -> str:
     return f"{prefix}-{subtask}-{after_checkpoint_id}"
+
+
+def id_prefix(transaction_prefix: str | None, job_id: str) -> str:
+    """The job id is always part of it: two jobs given the same ``transaction_prefix``
+    would otherwise fence (abort) each other's prepared transactions."""
+    return f"{transaction_prefix or 'seatunnel-ckpt'}-{job_id}"
 
 
 class Transaction:
@@ -66,6 +74,7 @@ class Transaction:
         if self.begun:
             try:
                 self.producing.producer.abort_transaction(self.producing.sink.target.connect_timeout_s)
+                audit("abort", self.name)
             except Exception:  # noqa: BLE001 - the next producer of this id fences it anyway
                 pass
 
@@ -90,6 +99,7 @@ def start_transaction(sink: "KafkaSink", name: str) -> Transaction:
     producing = Producing(sink, config)
     timeout_s = sink.target.connect_timeout_s
     try:
+        audit("start", name)
         producing.producer.init_transactions(timeout_s)
         deadline = time.monotonic() + timeout_s
         while not coordinates and time.monotonic() < deadline:
@@ -144,8 +154,9 @@ class ProducerPipeline:
 
     def transaction_after(self, after_checkpoint_id: int) -> Future[Transaction]:
         """The producer for the epoch after ``after_checkpoint_id``; starts the next one's."""
-        if self._ahead is not None and self._ahead[0] == after_checkpoint_id:
-            current = self._ahead[1]
+        ahead = self._ahead
+        if ahead is not None and ahead[0] == after_checkpoint_id and not _failed(ahead[1]):
+            current = ahead[1]
         else:
             if self._ahead is not None:
                 _discard_when_ready(self._ahead[1])
@@ -154,14 +165,25 @@ class ProducerPipeline:
         return current
 
     def close(self) -> None:
+        """Returns at once: a start still queued is cancelled, one running is discarded
+        when it ends (a broker that does not answer must not hold up the attempt's end)."""
         if self._ahead is not None:
             _discard_when_ready(self._ahead[1])
             self._ahead = None
-        self._thread.shutdown(wait=True)
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _failed(future: Future[Transaction]) -> bool:
+    """A speculative start that failed (a broker blip) is retried for real, not reported."""
+    return future.done() and not future.cancelled() and future.exception() is not None
 
 
 def _discard_when_ready(future: Future[Transaction]) -> None:
-    future.add_done_callback(lambda done: done.exception() is None and done.result().discard())
+    def discard(done: Future[Transaction]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            done.result().discard()
+
+    future.add_done_callback(discard)
 
 
 class TransactionalWriter(SinkWriter):
@@ -178,10 +200,10 @@ class TransactionalWriter(SinkWriter):
 
     def _current(self) -> Transaction:
         if self._transaction is None:
-            if self._pending is None:
-                self.open(0)
-            assert self._pending is not None
+            if self._pending is None:  # the id would be a guess, and could be a prepared one's
+                raise RuntimeError("TransactionalWriter.write before open(after_checkpoint_id)")
             self._transaction = self._pending.result()  # raises the ConnectorError of a failed start
+            self._transaction.producing.producer.poll(0)  # the statistics queued while it waited
             self._transaction.producing.producer.begin_transaction()
             self._transaction.begun = True
         return self._transaction
@@ -194,6 +216,7 @@ class TransactionalWriter(SinkWriter):
         if transaction is None:
             return None  # nothing written this epoch: no transaction to commit
         transaction.producing.flush()
+        audit("prepare", transaction.name)
         self._prepared = True
         return commit_info(transaction.name, transaction.producer_id, transaction.producer_epoch)
 
@@ -215,9 +238,18 @@ class TransactionCommitter(SinkCommitter):
         self.coordinators = TransactionCoordinators(target)
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        """Every transaction is tried, so one the broker lost does not leave the others of
+        the checkpoint uncommitted; the failures are then raised together."""
+        failures = []
         for info in commit_infos:
             if isinstance(info, Mapping):
-                self.coordinators.end(*parse_commit_info(info), commit=True)
+                try:
+                    self.coordinators.end(*parse_commit_info(info), commit=True)
+                except ConnectorError as err:
+                    failures.append(str(err))
+        if failures:
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise ConnectorError(failures[0] + more)
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         """Transactions no checkpoint kept were aborted by their writer or are fenced by the

@@ -89,7 +89,7 @@ class KafkaSink(Sink):
 
             coordinators = TransactionCoordinators(self.target, request_timeout_s=self.target.connect_timeout_s)
             try:
-                coordinators.check(f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight")
+                coordinators.check(f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight")  # any id will do
             finally:
                 coordinators.close()
 
@@ -131,11 +131,11 @@ class KafkaSink(Sink):
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
         if not self.exactly_once:
             return KafkaSinkWriter(self)
-        from .exactly_once import ProducerPipeline, TransactionalWriter
+        from .exactly_once import ProducerPipeline, TransactionalWriter, id_prefix
 
         pipeline = self._pipelines.get(subtask)
         if pipeline is None:
-            prefix = self.transaction_prefix or f"seatunnel-ckpt-{job_id}"
+            prefix = id_prefix(self.transaction_prefix, job_id)
             pipeline = self._pipelines[subtask] = ProducerPipeline(self, prefix, subtask)
         return TransactionalWriter(pipeline)
 

@@ -12,7 +12,9 @@ settings of the connector's ``kafka.config`` (``LIBRDKAFKA_TO_KAFKA_PYTHON``).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from typing import Any, Mapping
 
@@ -45,8 +47,27 @@ RETRY_FOR_S = 120.0
 _TRANSACTION_COORDINATOR = 1  # FindCoordinator key_type
 
 
+#: when set, every transaction decision (start, fence, prepare, commit, abort) is appended
+#: to this file as a JSON line, from the driver and every subtask: an audit trail of which
+#: transactional id was claimed when (docs/kafka.md; the sink's chaos test checks it)
+AUDIT_ENV = "SEATUNNEL_CKPT_KAFKA_TRANSACTION_LOG"
+
+
+def audit(event: str, transactional_id: str) -> None:
+    path = os.environ.get(AUDIT_ENV)
+    if path:
+        line = json.dumps({"event": event, "id": transactional_id, "at": time.time(), "process": os.getpid()})
+        with open(path, "a") as log_file:  # one short append per line: lines from processes do not mix
+            log_file.write(line + "\n")
+
+
 class Retriable(Exception):
     """The broker asked to try again (or the connection broke): retried by tenacity."""
+
+
+class ForgottenTransaction(Exception):
+    """The broker has no record of the transactional id: it expired
+    (``transactional.id.expiration.ms``, 7 days by default, after the id's last use)."""
 
 
 def kafka_python_config(target: KafkaTarget) -> dict[str, Any]:
@@ -76,7 +97,7 @@ class TransactionCoordinators:
             try:
                 self._client = KafkaClient(**kafka_python_config(self.target))
             except KafkaError as err:  # no broker answered (the message names no secret)
-                raise ConnectorError(f"{self.target.describe()}: {type(err).__name__}: {err}") from None
+                raise Retriable(f"{type(err).__name__}: {err}") from None
         return self._client
 
     def _call(self, node: Any, request: Any) -> Any:
@@ -104,7 +125,11 @@ class TransactionCoordinators:
         version = client.api_version(FindCoordinatorRequest, max_version=2)
         response = self._call(node, FindCoordinatorRequest[version](transactional_id, _TRANSACTION_COORDINATOR))
         _raise_for(response.error_code, f"finding the coordinator of transaction {transactional_id!r}")
-        return client.cluster.add_coordinator(response, "transaction", transactional_id)
+        node = client.cluster.add_coordinator(response, "transaction", transactional_id)
+        # kafka-python keeps an entry per transactional id for good; ids change every epoch,
+        # so a long-running driver would keep millions. The broker's node entry stays.
+        client.cluster._coordinators.pop(("transaction", transactional_id), None)
+        return node
 
     def _retrying(self, what: str, action: Any) -> Any:
         for attempt in tenacity.Retrying(
@@ -144,8 +169,17 @@ class TransactionCoordinators:
 
         try:
             self._retrying(what, end_once)
+            audit("commit" if commit else "abort", transactional_id)
         except Retriable as err:
             raise ConnectorError(f"Kafka sink: {what} at {self.target.describe()} failed: {err}") from None
+        except ForgottenTransaction as err:
+            # Only a restore commits an id old enough to have expired (a savepoint resumed
+            # after a week): it was committed when its checkpoint completed, as every
+            # completed checkpoint's are, or failed loudly then. Flink's committer skips it too.
+            if not commit:
+                return
+            log.warning("Kafka sink: %s; it was committed when its checkpoint completed, more than "
+                        "transactional.id.expiration.ms ago, so there is nothing left to commit", err)
 
     def fence(self, transactional_id: str, timeout_ms: int) -> int:
         """Claim ``transactional_id`` with a new epoch, as a new producer would: the broker
@@ -157,6 +191,7 @@ class TransactionCoordinators:
 
         def fence_once() -> int:
             node = self._coordinator(transactional_id)
+            audit("fence", transactional_id)
             response = self._call(node, InitProducerIdRequest[0](transactional_id, timeout_ms))
             _raise_for(response.error_code, what)
             return int(response.producer_epoch)
@@ -178,6 +213,8 @@ def _raise_for(error_code: int, what: str) -> None:
     error = errors.for_code(error_code)
     if error is errors.NoError:
         return
+    if error is errors.InvalidProducerIdMappingError:
+        raise ForgottenTransaction(f"{what}: the broker no longer knows this transactional id")
     if getattr(error, "retriable", False):
         raise Retriable(f"{what}: {error.__name__}")
     if error in (errors.ProducerFencedError, errors.InvalidProducerEpochError, errors.InvalidTxnStateError):
