@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..storage import (
     CheckpointKind as StoredKind,
@@ -72,10 +72,12 @@ class CompletedCheckpointStore:
             properties={"parallelism": checkpoint.num_subtasks, **properties},
         )
 
-    def persist(self, manifest: CheckpointManifest, before_write: Callable[[], None] | None = None) -> str:
-        """Check the state files, run ``before_write``, write ``_metadata``. Retention is
-        left to :meth:`apply_retention`, after the checkpoint is reported complete."""
-        return self.storage.complete_checkpoint(manifest, before_write=before_write, retention=False)
+    def persist(self, manifest: CheckpointManifest, before_write: Callable[[], None] | None = None,
+                trusted: Iterable[str] = ()) -> str:
+        """Check the state files (but the ``trusted`` ones), run ``before_write``, write
+        ``_metadata``. Retention is left to :meth:`apply_retention`, after the checkpoint
+        is reported complete."""
+        return self.storage.complete_checkpoint(manifest, trusted, before_write=before_write, retention=False)
 
     def apply_retention(self) -> list[int]:
         return self.storage.apply_retention(self.job_id, self.pipeline_id)

@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -113,9 +113,18 @@ class DriverLoop:
         self._connections: dict[tuple[int, int], Any] = {}
         self._peers: dict[Any, tuple[int, int]] = {}
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-io")
-        # the fence reservation runs here while the io thread checks the state files:
-        # both only have to precede the _metadata write, and each is a storage round trip
+        # Fence reservations run here, off the io thread: a checkpoint's reservation is
+        # made at its trigger, while the subtasks snapshot and upload, when no other
+        # checkpoint is unresolved (see _execute); else beside the state-file check.
+        # Either way it precedes the _metadata write, and leaves it one round trip.
         self._fence_io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-fence")
+        #: checkpoint id -> its reservation made at the trigger (loop thread only)
+        self._reserved_ahead: dict[int, Future[int]] = {}
+        #: checkpoints handed to the io thread whose outcome the loop has not seen yet
+        self._persisting = 0
+        #: (subtask, attempt) whose state files the driver found in storage once: their
+        #: later files are trusted without a listing (io thread only), see _persist
+        self._verified_attempts: set[tuple[int, int]] = set()
         self._wakeup_at: int | None = None
         self._trigger_wall: dict[int, int] = {}
         self._done = threading.Event()
@@ -207,9 +216,11 @@ class DriverLoop:
                 if self.coordinator.lifecycle is Lifecycle.ACTIVE:
                     self._execute(self.coordinator.on_message(TaskFailed(peer[0], peer[1], "control connection lost")))
         elif kind == "persisted":
+            self._persisting -= 1
             _, checkpoint_id, manifest, location, durable_wall, persist_ms = event
             self._completed(checkpoint_id, manifest, location, durable_wall, persist_ms)
         elif kind == "persist_failed":
+            self._persisting -= 1
             _, checkpoint_id, error = event
             if isinstance(error, Fenced):
                 self._fail(str(error))
@@ -237,6 +248,7 @@ class DriverLoop:
                 self._send(action.subtask, action.attempt, action.message)
             elif isinstance(action, Broadcast):
                 if isinstance(action.message, TriggerBarrier):
+                    self._reserve_ahead(action.message)
                     self._trigger_wall[action.message.checkpoint_id] = wall_ms()
                     self._highest_triggered = max(self._highest_triggered, action.message.checkpoint_id)
                     log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
@@ -245,9 +257,12 @@ class DriverLoop:
             elif isinstance(action, PersistCheckpoint):
                 checkpoint = action.checkpoint
                 trigger_wall = self._trigger_wall.pop(checkpoint.checkpoint_id, wall_ms())
-                self._io.submit(self._persist, checkpoint, trigger_wall)
+                self._persisting += 1
+                ahead = self._reserved_ahead.pop(checkpoint.checkpoint_id, None)
+                self._io.submit(self._persist, checkpoint, trigger_wall, ahead)
             elif isinstance(action, DeleteCheckpointState):
                 self._trigger_wall.pop(action.checkpoint_id, None)
+                self._reserved_ahead.pop(action.checkpoint_id, None)
                 if action.checkpoint_id == self._stop_savepoint_id:
                     self._stop_savepoint_id = None
                     if self.coordinator.lifecycle is Lifecycle.ACTIVE:
@@ -266,6 +281,20 @@ class DriverLoop:
                 self._io.submit(lambda cid=action.checkpoint_id: self.events.put(("committed", cid, True)))
             elif isinstance(action, ScheduleWakeup):
                 self._wakeup_at = action.at_ms
+
+    def _reserve_ahead(self, trigger: TriggerBarrier) -> None:
+        """Reserve the checkpoint's id in the fence log now, so that its ``_metadata``
+        write need not wait for a reservation once the last ACK is in.
+
+        Only while no other checkpoint is triggered or being persisted: then this
+        reservation stays the driver's newest until its own ``_metadata`` write, as
+        fencing requires. A reservation made ahead whose checkpoint is aborted is
+        harmless: a claimant fences that id, which nobody completes."""
+        if self._trigger_wall or self._persisting:
+            return
+        savepoint = trigger.kind.value == "savepoint"
+        self._reserved_ahead[trigger.checkpoint_id] = self._fence_io.submit(
+            self.fence.reserve, trigger.checkpoint_id, savepoint)
 
     def _add_splits(self, found: list[Any]) -> None:
         """Append discovered splits to the plan, then tell every subtask.
@@ -296,7 +325,7 @@ class DriverLoop:
             log.info("could not reach subtask %d attempt %d: %s", subtask, attempt, err)
 
     # ---- storage worker ---------------------------------------------------------------------
-    def _persist(self, checkpoint: Any, trigger_wall: int) -> None:
+    def _persist(self, checkpoint: Any, trigger_wall: int, ahead: Future[int] | None = None) -> None:
         try:
             if self._commit_failed is not None:
                 # A restore from this newer checkpoint would not replay the failed
@@ -308,20 +337,36 @@ class DriverLoop:
             # another driver claimed the job (engine/fencing.py).
             started = time.perf_counter()
             reservation = self._fence_io.submit(
-                self.fence.reserve, checkpoint.checkpoint_id, manifest.kind.value == "savepoint")
+                self._reserve_for_write, checkpoint.checkpoint_id, manifest.kind.value == "savepoint", ahead)
+            # A subtask attempt whose files were found once writes through the same
+            # client to the same storage: listing its later files again would only put
+            # a round trip between the last ACK and the _metadata write. The first
+            # checkpoint of every attempt is still checked (a subtask on a host whose
+            # storage the driver cannot see is caught there).
+            trusted = [handle.path for snapshot in checkpoint.subtasks
+                       if (snapshot.subtask, snapshot.attempt) in self._verified_attempts
+                       for handle in snapshot.state_handles if handle.path is not None]
             try:
-                location = self.store.persist(manifest, before_write=reservation.result)
+                location = self.store.persist(manifest, before_write=reservation.result, trusted=trusted)
             except CheckpointIdTaken:  # the claimant fenced this id before we could complete it
                 raise self.fence.fenced_error() from None
             finally:
                 wait([reservation])  # never leave a fence write running behind a failed check
             persist_ms = int((time.perf_counter() - started) * 1000)
+            self._verified_attempts.update((snapshot.subtask, snapshot.attempt) for snapshot in checkpoint.subtasks)
             durable_wall = wall_ms()  # the checkpoint is durable from here (retention comes after the commit)
             self._durable_infos = commit_infos_of(manifest.commit_infos)
         except Exception as err:  # reported to the coordinator, which counts it
             self.events.put(("persist_failed", checkpoint.checkpoint_id, err))
             return
         self.events.put(("persisted", checkpoint.checkpoint_id, manifest, location, durable_wall, persist_ms))
+
+    def _reserve_for_write(self, checkpoint_id: int, savepoint: bool, ahead: Future[int] | None) -> None:
+        """On the fence thread, so after any reservation made ahead: keep that one if it
+        is still this driver's newest record, else reserve again."""
+        if ahead is not None and ahead.exception() is None and self.fence.is_newest(ahead.result()):
+            return
+        self.fence.reserve(checkpoint_id, savepoint)
 
     def _commit(self, checkpoint_id: int, manifest: Any) -> None:
         infos = commit_infos_of(manifest.commit_infos)

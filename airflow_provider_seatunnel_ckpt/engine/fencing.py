@@ -11,6 +11,9 @@ because storage creates it only if it does not exist yet (``FileSystem.create_ne
   record after the highest one it sees, and *reserves* each checkpoint id, before
   writing its ``_metadata``, by creating the record after its own last one. Once a
   newer claim took that number, the reservation fails: the old driver is fenced.
+  A driver writes a checkpoint's ``_metadata`` only while that checkpoint's
+  reservation is its own newest record (it reserves again otherwise), so the newest
+  reservation in the log is the only one a driver may still complete.
 * **``_metadata`` is created, never replaced**, and the new claimant fences the id the
   old driver reserved last (an empty ``_metadata``, see
   ``CheckpointStorage.fence_checkpoint_id``) *before* choosing what to restore. Either
@@ -33,6 +36,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +88,11 @@ class FenceLog:
         self.attempt = 0
         self._reserved = 0
         self._prunable_from = 1
+        # A reservation made at a trigger (fence thread) may run while a commit's check
+        # (storage worker) reads the record after ``seq``: between creating that record
+        # and advancing ``seq``, the check would take the driver's own reservation for a
+        # newer claim. Creating and advancing, and reading, happen under this lock.
+        self._lock = threading.RLock()
         window = os.environ.get(TEST_WINDOW_ENV, "")
         self._test_window_s = int(window) / 1000 if window.isdigit() else 0.0
 
@@ -129,31 +138,42 @@ class FenceLog:
         return 0, None
 
     # ---- the claim's holder ---------------------------------------------------------------
-    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> None:
+    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> int:
         """Reserve ``checkpoint_id`` before writing its ``_metadata``; ``Fenced`` when a
-        newer claim exists."""
-        seq = self.seq + 1
-        record = {"seq": seq, "kind": "reserve", "attempt": self.attempt, "checkpoint_id": checkpoint_id,
-                  "savepoint": savepoint, "written_ms": _now_ms()}
-        try:
-            self.storage.create_document(self.job_id, record_name(seq), record)
-        except FileExistsError:
-            raise self.fenced_error() from None
-        self.seq = seq
-        self._reserved += 1
-        if self._reserved % PRUNE_EVERY == 0:
+        newer claim exists. Returns the record's number (see :meth:`is_newest`)."""
+        with self._lock:
+            seq = self.seq + 1
+            record = {"seq": seq, "kind": "reserve", "attempt": self.attempt, "checkpoint_id": checkpoint_id,
+                      "savepoint": savepoint, "written_ms": _now_ms()}
+            try:
+                self.storage.create_document(self.job_id, record_name(seq), record)
+            except FileExistsError:
+                raise self.fenced_error() from None
+            self.seq = seq
+            self._reserved += 1
+            prune = self._reserved % PRUNE_EVERY == 0
+        if prune:
             self.prune()
         self._test_window(f"after reserving checkpoint {checkpoint_id}")
+        return seq
+
+    def is_newest(self, seq: int) -> bool:
+        """Whether record ``seq`` is still this driver's newest: a reservation made
+        ahead (at the trigger) is good for the ``_metadata`` write only while no other
+        reservation of this driver came after it."""
+        return self.seq == seq
 
     def check(self, before: str = "writing") -> None:
         """``Fenced`` when a newer claim exists (before a commit)."""
-        if self.storage.read_document(self.job_id, record_name(self.seq + 1)) is not None:
-            raise self.fenced_error()
+        with self._lock:
+            if self.storage.read_document(self.job_id, record_name(self.seq + 1)) is not None:
+                raise self.fenced_error()
         self._test_window(f"before {before}")
 
     def fenced_error(self) -> Fenced:
         """The error of a driver whose claim was replaced (names the newer attempt)."""
-        winner = self._read(self.seq + 1) or {}
+        with self._lock:
+            winner = self._read(self.seq + 1) or {}
         return Fenced(
             f"job {self.job_id} was taken over by another driver (attempt {winner.get('attempt', '?')}); "
             "this driver stops without completing a checkpoint or committing"

@@ -178,6 +178,12 @@ class JobRun:
                     f"job {job_id}: fenced checkpoint {checkpoint_id} of attempt {claim.pending_attempt}, which may "
                     "still be running: it can no longer complete a checkpoint or commit output"
                 )
+                # Retention keeps a fenced id's marker for ever, so its uploads go now
+                # (usually the checkpoint that was in flight when the old driver died).
+                try:
+                    self.storage.delete_state_files(job_id, PIPELINE_ID, checkpoint_id, savepoint)
+                except Exception as err:  # only space; the id is fenced either way
+                    log.info("could not delete the state files of fenced checkpoint %d: %s", checkpoint_id, err)
         return claim
 
     def _claim(self, token: str, restored_id: int | None, existing: Mapping[str, Any], highest_id: int = 0) -> int:

@@ -106,6 +106,11 @@ class CheckpointStorage:
         'completed' checkpoint with missing state."""
         raise NotImplementedError
 
+    def delete_state_files(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> None:
+        """Remove a checkpoint's state files but keep its ``_metadata``: what a fenced id
+        (an empty ``_metadata``, which must stay) no longer needs."""
+        raise NotImplementedError
+
     def delete_job(self, job_id: str) -> None:
         raise NotImplementedError
 
@@ -181,7 +186,8 @@ class CheckpointStorage:
                             before_write: Callable[[], None] | None = None, retention: bool = True) -> str:
         """Verify the referenced state files are all there, write ``_metadata``, then
         apply retention. Raises before writing if any state file is missing or short.
-        ``written`` names state files this process just wrote (no need to list them).
+        ``written`` names state files known to be there: written by this process, or
+        by a writer whose earlier files were found (the driver's rule), so not listed.
         ``before_write`` runs between the check and the write, and may raise to stop it
         (the driver waits there for its fence reservation). ``retention=False`` leaves
         retention to the caller (the driver applies it after the checkpoint is reported

@@ -193,6 +193,12 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self.fs.delete(f"{directory}/{METADATA}")
         self.fs.delete(directory, recursive=True)
 
+    def delete_state_files(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> None:
+        directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
+        names = [e.name for e in self.fs.list_dir(directory) if not e.is_dir and e.name != METADATA]
+        if names:
+            self.fs.delete_files(f"{directory}/{name}" for name in names)
+
     def delete_checkpoint_dirs(self, job_id: str, pipeline_id: int, entries: Iterable[CheckpointEntry]) -> None:
         """Batched: every ``_metadata`` in one request, then every other file in one
         more (object stores, whose listing gave the file names), or a recursive delete

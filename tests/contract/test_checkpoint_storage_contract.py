@@ -318,6 +318,20 @@ def test_a_fenced_id_never_completes_and_is_neither_latest_nor_retained_away(mak
     assert storage.get_latest_checkpoint_by_job_id_and_pipeline_id(JOB, 1).checkpoint_id == 7
 
 
+def test_a_fenced_id_s_state_files_can_go_while_its_fence_stays(make_storage):
+    storage = make_storage()
+    for subtask in range(2):  # uploads of the checkpoint that was in flight
+        storage.write_state(JOB, 1, 4, f"task-{subtask}-0.state", bytes([subtask]) * 70_000)
+    assert storage.fence_checkpoint_id(JOB, 1, 4) is True
+    storage.delete_state_files(JOB, 1, 4)
+    storage.delete_state_files(JOB, 1, 5)  # nothing there: fine
+    [entry] = storage.list_checkpoint_entries(JOB, 1)
+    assert entry.fenced and not entry.completed
+    assert storage.state_file_sizes(JOB, 1, 4) == {"_metadata": 0}
+    with pytest.raises(CheckpointIdTaken):
+        storage.store_checkpoint(state(4))
+
+
 def test_created_documents_have_exactly_one_creator(make_storage):
     storage = make_storage()
     winners: list[int] = []

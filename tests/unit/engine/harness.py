@@ -289,8 +289,11 @@ class CoordinatorBuilder:
 class Unfenced:
     """A fence log nobody else writes to: every reservation and check passes."""
 
-    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> None:
-        pass
+    def reserve(self, checkpoint_id: int, savepoint: bool = False) -> int:
+        return 0
+
+    def is_newest(self, seq: int) -> bool:
+        return True
 
     def check(self, before: str = "") -> None:
         pass

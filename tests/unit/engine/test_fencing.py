@@ -5,6 +5,7 @@ checkpoint the new driver does not see, and reuses no id."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -140,3 +141,35 @@ def test_the_log_is_pruned_and_still_knows_the_highest_reserved_id_and_attempt(s
     assert len(storage.list_documents(JOB, FENCE_DIR)) == 3
     with pytest.raises(Fenced):
         log.reserve(2 * PRUNE_EVERY + 1)
+
+
+def test_a_check_while_the_driver_s_own_reservation_is_being_made_is_no_takeover(storage):
+    """The driver reserves at a trigger (fence thread) while a commit's check runs (storage
+    worker): the record exists a moment before ``reserve`` returns, and must not be read
+    as a newer claim."""
+
+    class SlowCreate:
+        def __init__(self, inner):
+            self.inner = inner
+            self.created = threading.Event()
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def create_document(self, *args):
+            self.inner.create_document(*args)
+            self.created.set()
+            time.sleep(0.3)  # the reply is still on its way
+
+    slow = SlowCreate(storage)
+    log = FenceLog(slow, JOB)
+    log.claim("a")
+    slow.created.clear()
+    reserving = threading.Thread(target=log.reserve, args=(1,))
+    reserving.start()
+    try:
+        assert slow.created.wait(5)
+        log.check("committing checkpoint 0")
+    finally:
+        reserving.join()
+    assert log.is_newest(log.seq) and log.seq == 2

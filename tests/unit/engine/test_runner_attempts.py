@@ -99,3 +99,19 @@ def test_a_stop_whose_commit_failed_is_recorded_as_failed(tmp_path: Path) -> Non
     job = run.storage.read_document(JOB_ID, "job.json")
     assert (job["status"], job["savepoint_id"]) == ("failed", None)
     assert run.storage.read_document(JOB_ID, "attempts/000001.json")["outcome"] == "failed"
+
+
+def test_a_claimant_fences_the_checkpoint_in_flight_and_deletes_its_uploads(tmp_path: Path) -> None:
+    lines: list[str] = []
+    old = JobRun(_request(tmp_path), progress=lines.append)
+    old._claim_fence("old", {})
+    old.fence.reserve(5)  # at its trigger; the subtasks uploaded, then the driver died
+    for subtask in range(2):
+        old.storage.write_state(JOB_ID, runner.PIPELINE_ID, 5, f"task-{subtask}-0.state", b"s" * 70_000)
+
+    new = JobRun(_request(tmp_path), progress=lines.append)
+    new._claim_fence("new", {})
+    assert "job attempts: fenced checkpoint 5 of attempt 1, which may still be running" in "\n".join(lines)
+    [entry] = new.storage.list_checkpoint_entries(JOB_ID, runner.PIPELINE_ID)
+    assert (entry.checkpoint_id, entry.fenced) == (5, True)
+    assert new.storage.state_file_sizes(JOB_ID, runner.PIPELINE_ID, 5) == {"_metadata": 0}

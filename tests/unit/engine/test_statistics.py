@@ -113,7 +113,7 @@ class _SlowStorage:
     def read_document(self, job_id, path):
         return {"fencing_token": "t"}
 
-    def complete_checkpoint(self, manifest, before_write=None, retention=True):
+    def complete_checkpoint(self, manifest, written=(), *, before_write=None, retention=True):
         if before_write is not None:
             before_write()
         time.sleep(self.write_s)
