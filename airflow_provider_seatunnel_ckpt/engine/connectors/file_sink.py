@@ -7,8 +7,9 @@ Options:
 * ``compression``: parquet codec (``snappy`` default, ``zstd``, ``gzip``, ``lz4``,
   ``brotli``, ``none``); csv and jsonl are written uncompressed
 * ``max_file_bytes``: a file being written is staged early once it reaches this size
-  (default 128 MiB, 0 = only at checkpoints); bounds the writer's memory to about two
-  such files (the one being filled and at most one being uploaded)
+  (default 16 MiB, 0 = only at checkpoints); on object stores and HDFS it bounds the
+  writer's memory to about two such files (the one being filled and at most one being
+  uploaded); on local disk files are written as they are encoded
 * storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
 
 Layout under ``path``::
@@ -19,24 +20,32 @@ Layout under ``path``::
 
 Protocol:
 
-1. ``SinkWriter.write`` encodes batches into an in-memory file (a new file when the
-   schema changes or the file reaches ``max_file_bytes``). The full one is handed to
-   the writer's own flush thread, which uploads it to ``_staging`` with
-   ``write_atomic``: the processing thread does no I/O for it. At most one file is in
-   flight: when the next file is full before the previous upload finished, ``write``
-   waits for it (backpressure; memory stays at about two files). A failed background
-   upload is raised by the next ``write`` or ``prepare_commit`` (and every later one),
-   so the subtask fails and restarts from its last completed checkpoint.
-2. ``prepare_commit(checkpoint_id)`` waits for the upload in flight, finishes the
-   current file, uploads it with ``write_atomic`` to ``_staging`` and returns
+1. ``SinkWriter.write`` encodes batches straight into a new file under ``_staging``
+   (``FileSystem.open_new``: on local disk the bytes go to the file as they are
+   encoded, like a plain ``ParquetWriter(path)``; object stores and HDFS keep them in
+   memory and upload the file when it is synced). A new file starts when the schema
+   changes or the file reaches ``max_file_bytes``; the full one is handed to the
+   writer's own flush thread, which makes it durable (``NewFile.sync``: fsync, or the
+   upload): the processing thread waits for no disk or network for it. At most one
+   file is in flight: when the next file is full before the previous sync finished,
+   ``write`` waits for it (backpressure; memory stays at about two files). A failed
+   background sync is raised by the next ``write`` or ``prepare_commit`` (and every
+   later one), so the subtask fails and restarts from its last completed checkpoint.
+   Encoding into a growing memory buffer and writing that out instead cost the File
+   sink twice the CPU of the file-backed encoder on local disk (page faults of the
+   buffer and one more copy; docs/benchmarks.md).
+2. ``prepare_commit(checkpoint_id)`` waits for the sync in flight, finishes the
+   current file, syncs it and returns
    ``{"staged": [...], "final": [...], "rows": n}`` covering every file staged since
    the previous call, in the order the files were cut, or None. Final
    names are a function of (subtask, attempt, checkpoint id, index), so a replay
    publishes the same names. Staged names carry a random writer id instead of the
    checkpoint id because a file staged early does not know its checkpoint yet; the
-   upload index ``n`` is taken when the file is cut, on the writer's caller thread.
-   ``close`` (abort) cancels or waits for the upload in flight, then deletes every
-   file this writer staged that no commit info names yet.
+   index ``n`` is taken when the file is started, on the writer's caller thread. A
+   staged file is only trusted once a commit info names it (after its sync): until
+   then it may be partial, and ``cleanup`` treats it as the orphan it is.
+   ``close`` (abort) discards the file being written, cancels or waits for the sync in
+   flight, then deletes every file this writer staged that no commit info names yet.
 3. ``SinkCommitter.commit`` (driver, after the checkpoint is durable) moves each staged
    file to its final name with ``FileSystem.move``, which is idempotent: staged gone
    and final present means done. A file is only ever visible under its final name
@@ -66,7 +75,7 @@ from typing import Any, Iterable, Mapping
 import pyarrow as pa
 
 from ...errors import CheckpointStorageError, ConfigError
-from ...storage.filesystem import FileSystem
+from ...storage.filesystem import FileSystem, NewFile
 from ...storage.layout import validate_checkpoint_id, validate_job_id
 from ...storage.urls import is_storage_option
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
@@ -133,29 +142,29 @@ class FileSinkWriter(SinkWriter):
         self._uploads = 0
         self._staged: list[tuple[str, int]] = []  # uploaded since the last prepare_commit
         self._file: _FileEncoder | None = None
-        # Full files are uploaded off the caller's (processing) thread, one at a time.
+        # Full files are synced off the caller's (processing) thread, one at a time.
         # Only the caller thread touches the fields below; the flush thread only writes.
         self._flusher: ThreadPoolExecutor | None = None  # created at the first full file
-        self._inflight: tuple[Future[None], str, int] | None = None  # (upload, path, rows)
-        self._error: BaseException | None = None  # a failed upload: sticky, raised again
-        self._failed: list[str] = []  # paths of failed uploads, deleted (best effort) on close
+        self._inflight: tuple[Future[None], _FileEncoder, int] | None = None  # (sync, file, rows)
+        self._error: BaseException | None = None  # a failed sync: sticky, raised again
+        self._failed: list[str] = []  # paths of failed syncs, deleted (best effort) on close
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._error is not None or (self._inflight is not None and self._inflight[0].done()):
-            self._collect()  # does not block: raises a failed upload, records a finished one
+            self._collect()  # does not block: raises a failed sync, records a finished one
         if batch.num_rows == 0:
             return
         if self._file is not None and not self._file.schema.equals(batch.schema):
             self._flush_current()
         if self._file is None:
-            self._file = _FileEncoder(self.sink.format, batch.schema, self.sink.compression)
+            self._file = self._start_file(batch.schema)
         self._file.write(batch)
         if self.sink.max_file_bytes and self._file.size >= self.sink.max_file_bytes:
             self._flush_current()
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         validate_checkpoint_id(checkpoint_id)
-        self._collect()  # the file uploading in the background belongs to this epoch
+        self._collect()  # the file syncing in the background belongs to this epoch
         if self._file is not None:
             self._stage_current()
         if not self._staged:
@@ -172,20 +181,24 @@ class FileSinkWriter(SinkWriter):
     def close(self) -> None:
         """Drop unstaged rows and, best effort, staged files no commit info names yet.
 
-        An upload still in flight is cancelled, or waited for and its file deleted, so
-        no staged file appears after the writer was closed."""
-        self._file = None
+        A sync still in flight is cancelled, or waited for, and its file deleted, so no
+        staged file appears after the writer was closed."""
+        current, self._file = self._file, None
+        if current is not None:
+            self._discard(current)
         doomed = [path for path, _ in self._staged] + self._failed
         self._staged, self._failed = [], []
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
-            upload, path, _ = inflight
-            if not upload.cancel():
+            sync, file, _ = inflight
+            if sync.cancel():
+                self._discard(file)
+            else:
                 try:
-                    upload.result()
+                    sync.result()
                 except BaseException:  # aborting anyway; the error was or will be reported
                     pass
-                doomed.append(path)
+                doomed.append(file.path)
         if self._flusher is not None:
             self._flusher.shutdown(wait=False)
             self._flusher = None
@@ -195,6 +208,12 @@ class FileSinkWriter(SinkWriter):
             except Exception as exc:  # cleanup() removes it later
                 log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(path), exc)
 
+    def _discard(self, file: _FileEncoder) -> None:
+        try:
+            file.out.discard()
+        except Exception as exc:  # cleanup() removes it later
+            log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(file.path), exc)
+
     def _next_path(self) -> str:
         path = _join(
             self._staging, f"{self.subtask}-{self.attempt}-{self._writer_id}-{self._uploads:06d}.{self.sink.extension}"
@@ -202,42 +221,58 @@ class FileSinkWriter(SinkWriter):
         self._uploads += 1
         return path
 
-    def _stage_current(self) -> None:
-        """Upload the current file on this thread (``prepare_commit``)."""
-        assert self._file is not None
-        data, rows = self._file.finish()
-        self._file = None
+    def _start_file(self, schema: pa.Schema) -> _FileEncoder:
         path = self._next_path()
-        self.sink.fs.write_atomic(path, memoryview(data))
-        self._staged.append((path, rows))
+        out = self.sink.fs.open_new(path)
+        try:
+            return _FileEncoder(self.sink.format, schema, self.sink.compression, out)
+        except BaseException:
+            out.discard()
+            raise
+
+    def _stage_current(self) -> None:
+        """Finish the current file and sync it on this thread (``prepare_commit``)."""
+        assert self._file is not None
+        file, self._file = self._file, None
+        try:
+            rows = file.finish()
+            file.out.sync()
+        except BaseException:
+            self._failed.append(file.path)
+            raise
+        self._staged.append((file.path, rows))
 
     def _flush_current(self) -> None:
-        """Hand the current (full) file to the flush thread; waits for the previous one
-        first, so at most one file is in flight besides the one being filled."""
+        """Finish the current (full) file and hand its sync to the flush thread; waits
+        for the previous one first, so at most one file is in flight besides the one
+        being filled."""
         assert self._file is not None
         self._collect()
-        data, rows = self._file.finish()
-        self._file = None
-        path = self._next_path()
+        file, self._file = self._file, None
+        try:
+            rows = file.finish()
+        except BaseException:
+            self._failed.append(file.path)
+            raise
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"file-sink-{self.subtask}-flush")
-        self._inflight = (self._flusher.submit(self.sink.fs.write_atomic, path, memoryview(data)), path, rows)
+        self._inflight = (self._flusher.submit(file.out.sync), file, rows)
 
     def _collect(self) -> None:
-        """Wait for the upload in flight and record its staged file; raise when it (or
+        """Wait for the sync in flight and record its staged file; raise when it (or
         an earlier one) failed."""
         if self._inflight is not None:
-            upload, path, rows = self._inflight
+            sync, file, rows = self._inflight
             try:
-                upload.result()
+                sync.result()
             except BaseException as exc:
                 self._inflight = None
-                self._failed.append(path)
+                self._failed.append(file.path)
                 self._error = exc
-                log.error("File sink: staging %s in the background failed: %s", self.sink.fs.describe(path), exc)
+                log.error("File sink: staging %s in the background failed: %s", self.sink.fs.describe(file.path), exc)
             else:
                 self._inflight = None
-                self._staged.append((path, rows))
+                self._staged.append((file.path, rows))
         if self._error is not None:
             raise self._error
 
@@ -314,21 +349,22 @@ class FileSinkCommitter(SinkCommitter):
 
 
 class _FileEncoder:
-    """One output file being encoded in memory."""
+    """One output file being encoded into ``out`` (a ``NewFile``)."""
 
-    def __init__(self, fmt: str, schema: pa.Schema, compression: str | None):
+    def __init__(self, fmt: str, schema: pa.Schema, compression: str | None, out: NewFile):
         self.format = fmt
         self.schema = schema
         self.rows = 0
-        self._sink = pa.BufferOutputStream()
+        self.out = out
+        self.path = out.path
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            self._writer: Any = pq.ParquetWriter(self._sink, schema, compression=compression or "snappy")
+            self._writer: Any = pq.ParquetWriter(out, schema, compression=compression or "snappy")
         elif fmt == "csv":
             import pyarrow.csv as pacsv
 
-            self._writer = pacsv.CSVWriter(self._sink, schema)
+            self._writer = pacsv.CSVWriter(out, schema)
         elif fmt == "jsonl":
             self._writer = None
         else:  # pragma: no cover - checked by FileSink
@@ -336,20 +372,23 @@ class _FileEncoder:
 
     @property
     def size(self) -> int:
-        return self._sink.tell()
+        return self.out.tell()
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._writer is not None:
             self._writer.write_batch(batch)
         else:  # pyarrow has no JSON writer: one json.dumps per row
             lines = [json.dumps(row, default=_json_default, ensure_ascii=False) for row in batch.to_pylist()]
-            self._sink.write(("\n".join(lines) + "\n").encode("utf-8"))
+            self.out.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.rows += batch.num_rows
 
-    def finish(self) -> tuple[pa.Buffer, int]:
+    def finish(self) -> int:
+        """Write the footer and end writing (the file is not durable before its sync);
+        returns the rows written."""
         if self._writer is not None:
             self._writer.close()
-        return self._sink.getvalue(), self.rows
+        self.out.close()
+        return self.rows
 
 
 def _json_default(value: Any) -> Any:
