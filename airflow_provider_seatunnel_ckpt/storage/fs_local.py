@@ -13,7 +13,12 @@ already committed them, so that costs next to nothing.
 ``open_new`` (files written as they are produced: the table sinks' data files) writes
 straight to the final path, asks the kernel every ``WRITEBACK_EVERY`` bytes to start
 writing out what it has (so the disk works while the file grows, instead of all at once
-in the fsync at ``sync``), and at ``sync`` fsyncs the file and the directories it created.
+in the fsync at ``sync``), and at ``sync`` fsyncs the file and the directories it created,
+then drops the file's (now clean) pages from the page cache: nothing here reads them
+again, and gigabytes of a job's output kept cached push out what the host needs (on a VM
+that hands free memory back to its host, each new page cache page is also a costly fault:
+measured on this project's 2-core VM, a pyarrow loop writing 40M rows used 1.5 s of system
+time instead of 4.6 s).
 A crash before ``sync`` leaves a partial file under its final name: only a commit that
 names the file makes it part of anything, and the sinks' ``cleanup`` deletes such orphans.
 
@@ -362,6 +367,11 @@ class LocalFileSystem(FileSystem):
         return created
 
 
+def _drop_cached_pages(fd: int) -> None:
+    if hasattr(os, "posix_fadvise"):  # Linux; elsewhere the pages stay cached
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
 class _LocalNewFile(NewFile):
     """``NewFile`` on disk: see the module doc (``open_new``)."""
 
@@ -421,6 +431,7 @@ class _LocalNewFile(NewFile):
     def _make_durable(self) -> None:
         try:
             os.fsync(self._file.fileno())
+            _drop_cached_pages(self._file.fileno())
             self._file.close()
             self._file = None
             _fsync_parents(self._created)

@@ -100,6 +100,45 @@ def test_local_move_is_a_rename_not_a_copy(tmp_path, monkeypatch):
     assert not os.path.exists(f"{tmp_path}/_staged/part-0")
 
 
+def _resident_pages(path: str) -> int:
+    """How many of the file's pages are in the page cache (mincore(2) over a mapping)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    size = os.path.getsize(path)
+    vec = (ctypes.c_ubyte * -(-size // mmap.PAGESIZE))()
+    with open(path, "rb") as f:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+        assert address not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+        try:
+            assert libc.mincore(address, size, vec) == 0, os.strerror(ctypes.get_errno())
+        finally:
+            libc.munmap(address, size)
+    return sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="the page cache hint is Linux's")
+def test_local_new_file_leaves_the_page_cache_once_durable(tmp_path):
+    """A sink's output is not read back by the job: once fsynced, its pages are dropped
+    instead of filling the page cache with a job's gigabytes."""
+    fs = LocalFileSystem()
+    path = f"{tmp_path}/out/part-0.parquet"
+    new = fs.open_new(path)
+    data = os.urandom(1 << 20)
+    for _ in range(4):
+        new.write(data)
+    new.close()
+    assert _resident_pages(path) > 0  # written, not yet synced: still cached (dirty or under writeback)
+    new.sync()
+    assert _resident_pages(path) == 0
+    assert fs.read(path) == data * 4  # and durable content, read back from the disk
+
+
 def test_local_rejects_relative_paths():
     with pytest.raises(ValueError, match="absolute"):
         LocalFileSystem().read("relative/path")
