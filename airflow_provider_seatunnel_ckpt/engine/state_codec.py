@@ -14,8 +14,9 @@ A checkpoint is taken in two steps, like Flink's state backends:
   ``connectors/api.py``). Its cost is one step per container entry, independent of the
   size of the strings and byte strings in the state. Values that can never be encoded
   are reported here, on the processing thread, with their path.
-* ``encode_snapshot`` (the *asynchronous* part, on the subtask's async thread): the
-  bytes that are uploaded.
+* ``frame_snapshot`` (the *asynchronous* part, on the subtask's async thread): the
+  bytes that are uploaded, as pieces a storage writes as they come (``encode_snapshot``
+  puts them together).
 
 Format, version 2 (written by this release)::
 
@@ -41,7 +42,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..storage import CorruptCheckpointError
 
@@ -57,6 +58,7 @@ BLOB_STR_MIN = 64 * 1024
 _COPY_CHUNK = 4 << 20
 
 _BYTES_TYPES = (bytes, bytearray, memoryview)
+Bytes = bytes | bytearray | memoryview
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
@@ -192,10 +194,45 @@ def _show(path: Iterable[Any]) -> str:
 # ---- asynchronous part: encode ------------------------------------------------------------
 
 
-def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
-    """The bytes of a snapshot: format version 2 when it has blobs, each copied once,
-    into the output; version 1 (plain JSON) otherwise. The caller owns ``snapshot``
-    and it is consumed (its tree may be changed)."""
+@dataclass(frozen=True)
+class EncodedState:
+    """An encoded snapshot before it is put together: ``size`` bytes that ``pieces()``
+    yields in order (the framing and header, then every blob in slices of
+    ``_COPY_CHUNK``). A storage can write the pieces as they come instead of first
+    copying a state of gigabytes into one buffer, which costs a fresh page of memory per
+    4 KiB of state on every checkpoint."""
+
+    size: int
+    head: bytes
+    #: (size in bytes, payload): an ASCII ``str`` or a 1-D byte ``memoryview``
+    blobs: tuple[tuple[int, Any], ...] = ()
+
+    def pieces(self) -> Iterator[Bytes]:
+        yield self.head
+        for size, payload in self.blobs:
+            if isinstance(payload, str):  # ASCII: encoded slice by slice, never the whole string at once
+                for start in range(0, size, _COPY_CHUNK):
+                    yield payload[start : start + _COPY_CHUNK].encode("ascii")
+            else:
+                for start in range(0, size, _COPY_CHUNK):
+                    yield payload[start : min(size, start + _COPY_CHUNK)]
+
+    def to_bytes(self) -> bytes | bytearray:
+        if not self.blobs:
+            return self.head
+        out = bytearray(self.size)
+        pos = 0
+        for piece in self.pieces():
+            out[pos : pos + len(piece)] = piece
+            pos += len(piece)
+        return out
+
+
+def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
+    """The encoding of a snapshot, as pieces: format version 2 when it has blobs (each
+    copied once, as its pieces are taken), version 1 (plain JSON) otherwise. Every
+    encoding error is raised here, none while the pieces are taken. The caller owns
+    ``snapshot`` and it is consumed (its tree may be changed)."""
     entries: list[dict[str, Any]] = []
     payloads: list[Any] = []
     for path, value in snapshot.blobs:
@@ -210,7 +247,7 @@ def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
                 _put(snapshot.tree, path, value)
                 continue
             entries.append({"path": list(path), "type": "str", "size": len(encoded)})
-            payloads.append(encoded)
+            payloads.append(memoryview(encoded))
         else:
             view = memoryview(value)
             if view.ndim != 1 or view.itemsize != 1:
@@ -219,31 +256,21 @@ def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
             payloads.append(view)
     if not entries:
         body = {"format": FORMAT, "version": 1, "subtask": snapshot.subtask, "splits": snapshot.tree}
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        head = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return EncodedState(size=len(head), head=head)
     header = json.dumps(
         {"format": FORMAT, "version": VERSION, "subtask": snapshot.subtask, "splits": snapshot.tree, "blobs": entries},
         separators=(",", ":"),
         allow_nan=False,
     ).encode("ascii")
-    total = _PREFIX + len(header) + sum(e["size"] for e in entries)
-    out = bytearray(total)
-    out[: len(MAGIC)] = MAGIC
-    out[len(MAGIC) : _PREFIX] = _LENGTH.pack(len(header))
-    pos = _PREFIX + len(header)
-    out[_PREFIX:pos] = header
-    for entry, payload in zip(entries, payloads):
-        size = entry["size"]
-        if isinstance(payload, str):  # ASCII: encode slice by slice, never the whole string at once
-            for start in range(0, size, _COPY_CHUNK):
-                chunk = payload[start : start + _COPY_CHUNK].encode("ascii")
-                out[pos + start : pos + start + len(chunk)] = chunk
-        else:
-            view = payload if isinstance(payload, memoryview) else memoryview(payload)
-            for start in range(0, size, _COPY_CHUNK):
-                end = min(size, start + _COPY_CHUNK)
-                out[pos + start : pos + end] = view[start:end]
-        pos += size
-    return out
+    head = MAGIC + _LENGTH.pack(len(header)) + header
+    blobs = tuple((entry["size"], payload) for entry, payload in zip(entries, payloads))
+    return EncodedState(size=len(head) + sum(size for size, _ in blobs), head=head, blobs=blobs)
+
+
+def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
+    """The bytes of a snapshot (``frame_snapshot`` put together in one buffer)."""
+    return frame_snapshot(snapshot).to_bytes()
 
 
 def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> bytes | bytearray:

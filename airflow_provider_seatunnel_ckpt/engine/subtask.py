@@ -15,7 +15,7 @@ On a barrier the processing thread takes only the synchronous snapshot: a struct
 copy of the split positions and operator states (``state_codec.snapshot_split_states``:
 containers copied, values shared, no serialisation) and a fresh sink writer for the
 next epoch. The snapshot and the old writer go to the async thread, which stages the
-epoch's output, serialises the snapshot (``encode_snapshot``) and uploads it, so
+epoch's output, serialises the snapshot (``frame_snapshot``) and uploads it, so
 processing continues meanwhile. ``sync_ms`` in the ACK statistics is the processing
 thread's part; ``async_ms`` the rest (pre-commit, encoding, upload).
 
@@ -59,10 +59,11 @@ from .messages import (
     encode,
 )
 from .state_codec import (
+    EncodedState,
     SplitState,
     StateSnapshot,
     decode_subtask_state,
-    encode_snapshot,
+    frame_snapshot,
     merge_split_states,
     snapshot_split_states,
 )
@@ -445,7 +446,7 @@ class SubtaskRuntime:
                 self._prepared[checkpoint_id] = info
             commit_infos = [[c, i] for c, i in sorted(self._prepared.items()) if c <= checkpoint_id]
         try:
-            data = encode_snapshot(snapshot)
+            encoded = frame_snapshot(snapshot)
         except Exception as err:  # e.g. NaN or a non-JSON key: fails again at every barrier
             if self._stale(generation):
                 return
@@ -454,7 +455,7 @@ class SubtaskRuntime:
             self._wake.set()
             return
         try:
-            handle = self._store_state(checkpoint_id, data, barrier.kind is CheckpointKind.SAVEPOINT)
+            handle = self._store_state(checkpoint_id, encoded, barrier.kind is CheckpointKind.SAVEPOINT)
         except Exception as err:  # the staged output stays prepared for the next checkpoint
             if not self._stale(generation):
                 self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
@@ -464,7 +465,7 @@ class SubtaskRuntime:
         stats = AckStats(
             sync_ms=sync_ms,
             async_ms=int((time.perf_counter() - started) * 1000),
-            state_bytes=len(data),
+            state_bytes=encoded.size,
             rows_since_last=rows,
         )
         log.debug("subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes", self.subtask, checkpoint_id,
@@ -478,13 +479,15 @@ class SubtaskRuntime:
         except Exception:
             pass
 
-    def _store_state(self, checkpoint_id: int, data: bytes | bytearray, savepoint: bool) -> StateHandle:
-        if len(data) <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
-            return StateHandle.of_bytes(data)
+    def _store_state(self, checkpoint_id: int, encoded: EncodedState, savepoint: bool) -> StateHandle:
+        if encoded.size <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
+            return StateHandle.of_bytes(encoded.to_bytes())
         name = Layout.task_state_name(self.subtask, self.attempt)
-        # the storage's raw-bytes service hashes while it writes (write_atomic_hashed)
-        stored = self.ctx.storage.write_state(
-            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, data, savepoint=savepoint
+        # The storage's raw-bytes service takes the pieces as they are encoded and
+        # hashes while it writes: no second copy of a large state is ever built.
+        stored = self.ctx.storage.write_state_pieces(
+            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, encoded.size, encoded.pieces(),
+            savepoint=savepoint,
         )
         return StateHandle(size=stored.size, sha256=stored.sha256, path=name)
 

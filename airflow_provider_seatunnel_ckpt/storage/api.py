@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
-from .filesystem import warn_once
+from .filesystem import Bytes, join_pieces, warn_once
 from .model import (
     INLINE_STATE_LIMIT,
     CheckpointKind,
@@ -86,6 +86,16 @@ class CheckpointStorage:
         """Raw-bytes service (Flink's CheckpointStreamFactory): write one state file
         into a checkpoint directory, atomically; subtasks call this on executors."""
         raise NotImplementedError
+
+    def write_state_pieces(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, size: int, pieces: Iterable[Bytes],
+        savepoint: bool = False,
+    ) -> StateHandle:
+        """``write_state`` of data produced piece by piece, ``size`` bytes in all (an
+        encoded subtask state: header, then its large values in slices). The default
+        puts the pieces together and calls ``write_state``; a storage that can write
+        them as they come overrides it, sparing a copy of the whole state."""
+        return self.write_state(job_id, pipeline_id, checkpoint_id, name, join_pieces(size, pieces), savepoint)
 
     def read_state(
         self, job_id: str, pipeline_id: int, checkpoint_id: int, handle: StateHandle, savepoint: bool = False

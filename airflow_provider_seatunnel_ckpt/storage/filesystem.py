@@ -59,6 +59,25 @@ def _sha256_hex(data: Bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def check_pieces_size(written: int, size: int) -> None:
+    if written != size:  # a writer bug; the caller's temp file or buffer is dropped
+        raise ValueError(f"the pieces came to {written} bytes, not the {size} announced")
+
+
+def join_pieces(size: int, pieces: Iterable[Bytes]) -> bytearray:
+    """``pieces`` copied into one buffer of ``size`` bytes."""
+    out = bytearray(size)
+    pos = 0
+    for piece in pieces:
+        end = pos + len(piece)
+        if end > size:
+            check_pieces_size(end, size)
+        out[pos:end] = piece
+        pos = end
+    check_pieces_size(pos, size)
+    return out
+
+
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -212,6 +231,13 @@ class FileSystem:
         finally:
             result = digest.result()
         return result
+
+    def write_atomic_hashed_pieces(self, path: str, size: int, pieces: Iterable[Bytes]) -> str:
+        """``write_atomic_hashed`` of ``pieces`` put together (``size`` bytes in all):
+        for data produced piece by piece, such as an encoded checkpoint state. The
+        default puts them together in one buffer; a backend that can write them as they
+        come overrides it (local disk)."""
+        return self.write_atomic_hashed(path, join_pieces(size, pieces))
 
     def write_atomic_hashed_then(
         self,

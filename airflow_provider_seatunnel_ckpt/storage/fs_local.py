@@ -48,7 +48,7 @@ import stat
 import sys
 import threading
 from concurrent.futures import wait
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 from airflow_provider_seatunnel_ckpt.storage.filesystem import (
@@ -57,6 +57,7 @@ from airflow_provider_seatunnel_ckpt.storage.filesystem import (
     FileInfo,
     FileSystem,
     NewFile,
+    check_pieces_size,
     in_background,
 )
 
@@ -67,6 +68,10 @@ _LOCAL_DEFAULT_FS = ("file:///", "file:/", "file://")
 DEFER_RECLAIM_FROM = 1 << 20
 #: a streamed file (``open_new``) asks for writeback of each this many new bytes
 WRITEBACK_EVERY = 8 << 20
+#: files written whole (``write_atomic``) from this size on leave the page cache once
+#: durable, as ``open_new`` files do: large ones are checkpoint state, read again only
+#: by a restore; small ones (documents, ``_metadata``) are read often and stay cached
+DROP_CACHED_FROM = 1 << 20
 
 
 class LocalFileSystem(FileSystem):
@@ -105,16 +110,45 @@ class LocalFileSystem(FileSystem):
             raise self._error("read", path, exc) from exc
 
     def write_atomic(self, path: str, data: Bytes) -> None:
-        self._write_via_temp(path, data, os.replace, "write")
+        self._write_via_temp(path, lambda f: f.write(data), os.replace, "write")
+
+    def write_atomic_hashed_pieces(self, path: str, size: int, pieces: Iterable[Bytes]) -> str:
+        """Each piece written to the temp file as it comes, and hashed meanwhile on a
+        pool thread (both release the GIL), so no buffer of ``size`` bytes is built."""
+        hasher = hashlib.sha256()
+
+        def write_body(f: BinaryIO) -> int:
+            written = handed_to_writeback = 0
+            for piece in pieces:
+                hashing = in_background(hasher.update, piece) if len(piece) >= _HASH_IN_PARALLEL_FROM else None
+                if hashing is None:
+                    hasher.update(piece)
+                try:
+                    written += f.write(piece)
+                finally:
+                    if hashing is not None:
+                        hashing.result()
+                if written - handed_to_writeback >= WRITEBACK_EVERY:  # the disk works while we encode
+                    f.flush()
+                    _start_writeback(f.fileno(), handed_to_writeback, written)
+                    handed_to_writeback = written
+            check_pieces_size(written, size)
+            return written
+
+        self._write_via_temp(path, write_body, os.replace, "write")
+        return hasher.hexdigest()
 
     def _create_new(self, path: str, data: Bytes) -> None:
         """``write_atomic`` with a hard link instead of the rename: ``link`` refuses an
         existing name (``EEXIST``) where ``rename`` would replace it, so of several
         creators exactly one wins, and the name appears only with every byte fsynced."""
-        self._write_via_temp(path, data, _link_new, "create")
+        self._write_via_temp(path, lambda f: f.write(data), _link_new, "create")
 
-    def _write_via_temp(self, path: str, data: Bytes, publish: Callable[[str, str], None], op: str) -> None:
-        """``data`` into a hidden temp file, fsynced, then ``publish(tmp, path)``."""
+    def _write_via_temp(
+        self, path: str, write_body: Callable[[BinaryIO], int], publish: Callable[[str, str], None], op: str
+    ) -> None:
+        """``write_body(file)`` (returns the bytes written) into a hidden temp file,
+        fsynced, then ``publish(tmp, path)``."""
         path = _checked(path)
         parent, name = os.path.split(path)
         tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(8)}")
@@ -122,9 +156,11 @@ class LocalFileSystem(FileSystem):
             created = self._makedirs(parent)
             try:
                 with open(tmp, "xb") as f:
-                    f.write(data)
+                    size = write_body(f)
                     f.flush()
                     os.fsync(f.fileno())
+                    if size >= DROP_CACHED_FROM:
+                        _drop_cached_pages(f.fileno())
                 # The new directories' entries: after the file's fsync, whose journal
                 # commit (ext4, xfs) already carried them, so these cost next to nothing.
                 _fsync_parents(created)
@@ -367,6 +403,13 @@ class LocalFileSystem(FileSystem):
         return created
 
 
+def _start_writeback(fd: int, start: int, end: int) -> None:
+    # POSIX_FADV_DONTNEED starts writeback of the range's dirty pages without waiting
+    # for it (Linux); the pages stay cached until written. Python has no sync_file_range.
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
+
+
 def _drop_cached_pages(fd: int) -> None:
     if hasattr(os, "posix_fadvise"):  # Linux; elsewhere the pages stay cached
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -401,12 +444,8 @@ class _LocalNewFile(NewFile):
         return written
 
     def _start_writeback(self) -> None:
-        # POSIX_FADV_DONTNEED starts writeback of the range's dirty pages without waiting
-        # for it (Linux); the pages stay cached until written. Python has no sync_file_range.
         self._file.flush()
-        if hasattr(os, "posix_fadvise"):
-            start = self._handed_to_writeback
-            os.posix_fadvise(self._file.fileno(), start, self._size - start, os.POSIX_FADV_DONTNEED)
+        _start_writeback(self._file.fileno(), self._handed_to_writeback, self._size)
         self._handed_to_writeback = self._size
 
     def flush(self) -> None:

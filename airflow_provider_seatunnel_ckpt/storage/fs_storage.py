@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
-from .filesystem import FileSystem
+from .filesystem import Bytes, FileSystem
 from .layout import METADATA, Layout, validate_job_id
 from .model import (
     CheckpointIdTaken,
@@ -131,10 +131,21 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def write_state(
         self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: bytes, savepoint: bool = False
     ) -> StateHandle:
+        digest = self.fs.write_atomic_hashed(self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint), data)
+        return StateHandle(size=len(data), sha256=digest, file=name)
+
+    def write_state_pieces(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, size: int, pieces: Iterable[Bytes],
+        savepoint: bool = False,
+    ) -> StateHandle:
+        path = self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint)
+        digest = self.fs.write_atomic_hashed_pieces(path, size, pieces)
+        return StateHandle(size=size, sha256=digest, file=name)
+
+    def _state_path(self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, savepoint: bool) -> str:
         if not is_plain_name(name) or name.startswith(("_", ".")):
             raise CheckpointStorageError(f"state file name {name!r} must be a plain name not starting with '_' or '.'")
-        digest = self.fs.write_atomic_hashed(f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{name}", data)
-        return StateHandle(size=len(data), sha256=digest, file=name)
+        return f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{name}"
 
     def read_state(
         self, job_id: str, pipeline_id: int, checkpoint_id: int, handle: StateHandle, savepoint: bool = False

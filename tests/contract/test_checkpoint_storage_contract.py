@@ -6,6 +6,7 @@ path users take: a SeaTunnel plugin-config -> ``load_config`` -> ``create_storag
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pickle
 import random
@@ -473,3 +474,23 @@ def test_permanent_errors_fail_fast_naming_backend_and_path_never_the_secret(mak
         assert word in message
     if backend.faults is not None:
         assert backend.faults.request_count - before <= 3  # no retry loop on a 403
+
+
+@pytest.mark.parametrize("sizes", [[10, 5000], [1 << 20, 3 << 20, 7]], ids=["small", "4MiB"])
+def test_state_written_piece_by_piece_reads_back_whole(make_storage, sizes):
+    """A subtask hands its encoded state over in pieces; the file and its handle are
+    those of the pieces put together."""
+    storage = make_storage()
+    pieces = [bytes([n]) * size for n, size in enumerate(sizes)]
+    whole = b"".join(pieces)
+    handle = storage.write_state_pieces(JOB, 1, 5, "task-0-0.state", len(whole), iter(pieces))
+    assert (handle.size, handle.sha256, handle.file) == (len(whole), hashlib.sha256(whole).hexdigest(), "task-0-0.state")
+    assert storage.read_state(JOB, 1, 5, handle) == whole
+    assert storage.state_file_sizes(JOB, 1, 5) == {"task-0-0.state": len(whole)}
+
+
+def test_pieces_that_do_not_add_up_leave_no_state_file(make_storage):
+    storage = make_storage()
+    with pytest.raises(ValueError, match="came to 5000 bytes, not the 6000 announced"):
+        storage.write_state_pieces(JOB, 1, 6, "task-0-0.state", 6000, iter([b"a" * 3000, b"b" * 2000]))
+    assert storage.state_file_sizes(JOB, 1, 6) == {}

@@ -139,6 +139,23 @@ def test_local_new_file_leaves_the_page_cache_once_durable(tmp_path):
     assert fs.read(path) == data * 4  # and durable content, read back from the disk
 
 
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="the page cache hint is Linux's")
+@pytest.mark.parametrize("how", ["write_atomic", "pieces"])
+def test_local_large_state_files_leave_the_page_cache_and_small_documents_stay(tmp_path, how):
+    """A large state file is read again only by a restore; small documents are read often."""
+    fs = LocalFileSystem()
+    big, small = os.urandom(fs_local.DROP_CACHED_FROM * 3), b"{}" * 100
+    for name, data in (("big", big), ("small", small)):
+        if how == "write_atomic":
+            fs.write_atomic(f"{tmp_path}/{name}", data)
+        else:
+            pieces = [data[i:i + (1 << 20)] for i in range(0, len(data), 1 << 20)]
+            assert fs.write_atomic_hashed_pieces(f"{tmp_path}/{name}", len(data), pieces) == hashlib.sha256(data).hexdigest()
+    assert _resident_pages(f"{tmp_path}/big") == 0
+    assert _resident_pages(f"{tmp_path}/small") == 1
+    assert fs.read(f"{tmp_path}/big") == big and fs.read(f"{tmp_path}/small") == small
+
+
 def test_local_rejects_relative_paths():
     with pytest.raises(ValueError, match="absolute"):
         LocalFileSystem().read("relative/path")

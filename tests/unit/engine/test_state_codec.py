@@ -17,6 +17,7 @@ from airflow_provider_seatunnel_ckpt.engine.state_codec import (
     decode_subtask_state,
     encode_snapshot,
     encode_subtask_state,
+    frame_snapshot,
     snapshot_split_states,
 )
 from airflow_provider_seatunnel_ckpt.storage import CorruptCheckpointError
@@ -222,3 +223,19 @@ def test_a_large_blob_is_copied_once(kind):
         tracemalloc.stop()
     assert restored["s"].operators["0"]["blob"] == value
     assert peak - base < 1.2 * size
+
+
+@pytest.mark.parametrize("kind", ["bytes", "str", "non-ascii str", "json only"])
+def test_the_pieces_are_the_encoding_and_none_holds_a_whole_large_value(kind):
+    """A storage writes the pieces as they come: together they are exactly the encoded
+    state, and no piece is larger than a slice, however large the value."""
+    size = 9 * MiB
+    value = {"bytes": b"\xab" * size, "str": "z" * size, "non-ascii str": "\u00e9" * (size // 2), "json only": 42}[kind]
+    states = {"s": SplitState(position=1, operators={"0": {"v": value, "n": 3}})}
+    encoded = frame_snapshot(snapshot_split_states(0, states))
+    pieces = list(encoded.pieces())
+    whole = b"".join(pieces)
+    assert len(whole) == encoded.size
+    assert whole == bytes(encode_subtask_state(0, states)) == bytes(encoded.to_bytes())
+    assert max(len(p) for p in pieces) <= max(state_codec._COPY_CHUNK, len(pieces[0]))
+    assert decode_subtask_state(whole, "t")["s"].operators["0"]["v"] == value

@@ -53,10 +53,11 @@ class Storage:
         self.files: dict[str, bytes] = {}
         self.threads: list[str] = []
 
-    def write_state(self, job_id, pipeline_id, checkpoint_id, name, data, savepoint=False):
+    def write_state_pieces(self, job_id, pipeline_id, checkpoint_id, name, size, pieces, savepoint=False):
         self.threads.append(threading.current_thread().name)
-        self.files[name] = bytes(data)
-        return StoredHandle(size=len(data), sha256=hashlib.sha256(data).hexdigest(), file=name)
+        data = self.files[name] = b"".join(pieces)
+        assert len(data) == size
+        return StoredHandle(size=size, sha256=hashlib.sha256(data).hexdigest(), file=name)
 
 
 def _runtime(states: dict[str, SplitState], storage: Any = None) -> tuple[SubtaskRuntime, Client]:
@@ -84,7 +85,7 @@ def test_a_slow_encoding_does_not_block_the_processing_thread(monkeypatch):
     and its time is in async_ms, not in sync_ms."""
     entered, release = threading.Event(), threading.Event()
     encoded_on: list[str] = []
-    real_encode = subtask_module.encode_snapshot
+    real_encode = subtask_module.frame_snapshot
 
     def slow_encode(snapshot):
         encoded_on.append(threading.current_thread().name)
@@ -92,7 +93,7 @@ def test_a_slow_encoding_does_not_block_the_processing_thread(monkeypatch):
         assert release.wait(20)
         return real_encode(snapshot)
 
-    monkeypatch.setattr(subtask_module, "encode_snapshot", slow_encode)
+    monkeypatch.setattr(subtask_module, "frame_snapshot", slow_encode)
     counts = {"a": 1}
     runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"counts": counts}})})
     try:
