@@ -583,7 +583,7 @@ def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[st
         "free memory back to its host (free page reporting), every new cache page is a fault on the host "
         "that shows up as system time (a pyarrow loop writing 40M rows: 4.6 s of system time, 1.5 s when "
         "each 16 MiB file's pages are dropped once fsynced). Local open_new files now drop their pages once "
-        "durable (nothing in the job reads its output back): 0.18 -> 0.15 CPU-s per million rows at 1 s "
+        "durable (nothing in the job reads its output back): 0.18 -> 0.13-0.15 CPU-s per million rows at 1 s "
         "(2026-11-27). The plain pyarrow limit still writes into the cache; the pyarrow_like_sink loop "
         "writes as the sink does, so ours / it is what the engine costs beyond the writing. Measured now: the tail from the "
         f"final checkpoint being durable to the end of the Spark job is {tails['off']} s with checkpointing "
