@@ -430,23 +430,9 @@ class DriverLoop:
     def _fail(self, message: str) -> None:
         if self._done.is_set():
             return
-        self.outcome.error = self._root_cause(message)
+        self.outcome.error = message
         self._execute(self.coordinator.shutdown())
         self._done.set()
-
-    def _root_cause(self, message: str) -> str:
-        """A failure of a driver that was taken over is reported as the takeover.
-
-        Once another attempt claimed the job, it restores and discards what this one
-        staged: this driver's subtasks then fail on files that vanished, which is a
-        consequence, not the cause a user should chase."""
-        try:
-            self.fence.check("reporting the failure")
-        except Fenced as fenced:
-            return message if str(fenced) in message else f"{fenced} (it then failed: {message})"
-        except Exception as err:  # the fence log unreadable: the failure as it came
-            log.debug("could not check the fence log: %s", err)
-        return message
 
     def _poll_requests(self) -> None:
         """Act on a stop-with-savepoint request document.

@@ -57,6 +57,10 @@ class Fenced(CheckpointError):
     """Another driver took over this job id; this one must not complete or commit anything."""
 
 
+#: what every takeover error says (a failure that already says it is not wrapped again)
+TAKEN_OVER = "was taken over by another driver"
+
+
 def record_name(seq: int) -> str:
     return f"{FENCE_DIR}/{seq:012d}.json"
 
@@ -175,7 +179,7 @@ class FenceLog:
         with self._lock:
             winner = self._read(self.seq + 1) or {}
         return Fenced(
-            f"job {self.job_id} was taken over by another driver (attempt {winner.get('attempt', '?')}); "
+            f"job {self.job_id} {TAKEN_OVER} (attempt {winner.get('attempt', '?')}); "
             "this driver stops without completing a checkpoint or committing"
         )
 

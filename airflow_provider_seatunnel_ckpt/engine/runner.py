@@ -26,7 +26,7 @@ from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
 from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
-from .fencing import Claim, Fenced, FenceLog
+from .fencing import TAKEN_OVER, Claim, Fenced, FenceLog
 from .job import JobSpec
 from .preload import preload_settings
 from .split_discovery import SplitDiscovery, split_names
@@ -251,7 +251,12 @@ class JobRun:
         status = "stopped" if stopped else "finished" if outcome.finished else "failed"
         document = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         last = outcome.completed[-1].checkpoint_id if outcome.completed else self.restored_id
-        if document.get("fencing_token") == token and not self._fenced():  # never overwrite a newer claim
+        fenced = self._fenced()
+        if fenced and outcome.error and TAKEN_OVER not in outcome.error:
+            # The claimant discards what this run staged, so its sink may have failed on
+            # files that vanished: a consequence, not the cause a user should chase.
+            outcome.error = f"{self.fence.fenced_error()} (it then failed: {outcome.error})"
+        if document.get("fencing_token") == token and not fenced:  # never overwrite a newer claim
             document.update(
                 status=status,
                 updated_ms=wall_ms(),

@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import itertools
 import logging
 import os
 import posixpath
@@ -64,11 +65,16 @@ def check_pieces_size(written: int, size: int) -> None:
         raise ValueError(f"the pieces came to {written} bytes, not the {size} announced")
 
 
-def join_pieces(size: int, pieces: Iterable[Bytes]) -> bytearray:
-    """``pieces`` copied into one buffer of ``size`` bytes."""
+def join_pieces(size: int, pieces: Iterable[Bytes]) -> Bytes:
+    """``pieces`` as one buffer of ``size`` bytes (a lone piece as it is, not copied)."""
+    iterator = iter(pieces)
+    first, second = next(iterator, b""), next(iterator, None)
+    if second is None:
+        check_pieces_size(len(first), size)
+        return first
     out = bytearray(size)
     pos = 0
-    for piece in pieces:
+    for piece in itertools.chain((first, second), iterator):
         end = pos + len(piece)
         if end > size:
             check_pieces_size(end, size)

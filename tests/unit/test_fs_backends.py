@@ -156,6 +156,45 @@ def test_local_large_state_files_leave_the_page_cache_and_small_documents_stay(t
     assert fs.read(f"{tmp_path}/big") == big and fs.read(f"{tmp_path}/small") == small
 
 
+def test_pieces_are_joined_without_copying_a_lone_one_and_must_add_up():
+    from airflow_provider_seatunnel_ckpt.storage.filesystem import join_pieces
+
+    lone = b"x" * 5000
+    assert join_pieces(5000, [lone]) is lone
+    assert join_pieces(7, iter([b"abc", b"", b"defg"])) == b"abcdefg"
+    for size, pieces in ((6, [b"abc", b"defg"]), (8, [b"abc", b"defg"]), (4, [b"abc"]), (2, [b"abc"])):
+        with pytest.raises(ValueError, match=f"not the {size} announced"):
+            join_pieces(size, pieces)
+
+
+def test_a_storage_that_writes_state_its_own_way_gets_the_pieces_whole(tmp_path):
+    """A plugin that subclasses the file storage to change ``write_state`` (encryption,
+    compression) or its file system's ``write_atomic`` keeps seeing every state byte."""
+    from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
+
+    seen: list[bytes] = []
+
+    class Reversing(FileSystemCheckpointStorage):
+        def write_state(self, job_id, pipeline_id, checkpoint_id, name, data, savepoint=False):
+            seen.append(bytes(data))
+            return super().write_state(job_id, pipeline_id, checkpoint_id, name, bytes(data)[::-1], savepoint)
+
+    class Recording(LocalFileSystem):
+        def write_atomic(self, path, data):
+            seen.append(bytes(data))
+            super().write_atomic(path, data)
+
+    pieces = [b"a" * (1 << 20), b"b" * 10]
+    reversing = Reversing(LocalFileSystem(), f"{tmp_path}/one/")
+    reversing.write_state_pieces("job", 1, 1, "task-0-0.state", (1 << 20) + 10, pieces)
+    assert seen == [b"".join(pieces)]
+    stored = f"{reversing.layout.checkpoint_dir('job', 1, 1, False)}/task-0-0.state"
+    assert LocalFileSystem().read(stored) == b"".join(pieces)[::-1]
+    seen.clear()
+    FileSystemCheckpointStorage(Recording(), f"{tmp_path}/two/").write_state_pieces("job", 1, 1, "t.state", (1 << 20) + 10, pieces)
+    assert seen == [b"".join(pieces)]
+
+
 def test_local_rejects_relative_paths():
     with pytest.raises(ValueError, match="absolute"):
         LocalFileSystem().read("relative/path")

@@ -115,3 +115,32 @@ def test_a_claimant_fences_the_checkpoint_in_flight_and_deletes_its_uploads(tmp_
     [entry] = new.storage.list_checkpoint_entries(JOB_ID, runner.PIPELINE_ID)
     assert (entry.checkpoint_id, entry.fenced) == (5, True)
     assert new.storage.state_file_sizes(JOB_ID, runner.PIPELINE_ID, 5) == {"_metadata": 0}
+
+
+@pytest.mark.parametrize("taken_over", [False, True])
+def test_a_run_that_fails_after_a_takeover_reports_the_takeover(tmp_path: Path, taken_over: bool) -> None:
+    """The claimant discards what the stale run staged, so the stale run's sink then fails
+    on a vanished file: the takeover is the cause the user is told, its own failure after."""
+    old = JobRun(_request(tmp_path), progress=lambda line: None)
+    old._claim_fence("old", {})
+    old._claim("old", None, {})
+    if taken_over:
+        JobRun(_request(tmp_path), progress=lambda line: None)._claim_fence("new", {})
+    failure = "Spark job failed: RuntimeError: sink pre-commit for checkpoint 83 failed: no such file"
+    outcome = Outcome(error=failure)
+    old._release(outcome, "old")
+    attempt = old.storage.read_document(JOB_ID, "attempts/000001.json")
+    assert attempt["error"] == outcome.error and failure in outcome.error
+    assert ("taken over by another driver (attempt 2)" in outcome.error) is taken_over
+    if taken_over:
+        assert outcome.error.startswith(f"job {JOB_ID} was taken over")
+
+
+def test_a_takeover_the_run_found_itself_is_reported_once(tmp_path: Path) -> None:
+    old = JobRun(_request(tmp_path), progress=lambda line: None)
+    old._claim_fence("old", {})
+    old._claim("old", None, {})
+    JobRun(_request(tmp_path), progress=lambda line: None)._claim_fence("new", {})
+    outcome = Outcome(error=str(old.fence.fenced_error()))
+    old._release(outcome, "old")
+    assert outcome.error.count("taken over") == 1
