@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..storage import CorruptCheckpointError
+from ..storage.filesystem import Bytes, join_pieces
 
 FORMAT = "seatunnel-ckpt/subtask-state"
 VERSION = 2
@@ -58,7 +59,6 @@ BLOB_STR_MIN = 64 * 1024
 _COPY_CHUNK = 4 << 20
 
 _BYTES_TYPES = (bytes, bytearray, memoryview)
-Bytes = bytes | bytearray | memoryview
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
@@ -217,15 +217,8 @@ class EncodedState:
                 for start in range(0, size, _COPY_CHUNK):
                     yield payload[start : min(size, start + _COPY_CHUNK)]
 
-    def to_bytes(self) -> bytes | bytearray:
-        if not self.blobs:
-            return self.head
-        out = bytearray(self.size)
-        pos = 0
-        for piece in self.pieces():
-            out[pos : pos + len(piece)] = piece
-            pos += len(piece)
-        return out
+    def to_bytes(self) -> Bytes:
+        return join_pieces(self.size, self.pieces())
 
 
 def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
@@ -268,7 +261,7 @@ def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
     return EncodedState(size=len(head) + sum(size for size, _ in blobs), head=head, blobs=blobs)
 
 
-def encode_snapshot(snapshot: StateSnapshot) -> bytes | bytearray:
+def encode_snapshot(snapshot: StateSnapshot) -> Bytes:
     """The bytes of a snapshot (``frame_snapshot`` put together in one buffer)."""
     return frame_snapshot(snapshot).to_bytes()
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
-import itertools
 import logging
 import os
 import posixpath
@@ -60,21 +59,30 @@ def _sha256_hex(data: Bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def overridden(obj: object, name: str, owner: type) -> bool:
+    """Whether a subclass replaced ``owner``'s method ``name`` on ``obj``: a fast path
+    that bypasses it must then give way (a plugin may encrypt or compress there)."""
+    return getattr(type(obj), name) is not getattr(owner, name)
+
+
 def check_pieces_size(written: int, size: int) -> None:
     if written != size:  # a writer bug; the caller's temp file or buffer is dropped
         raise ValueError(f"the pieces came to {written} bytes, not the {size} announced")
 
 
 def join_pieces(size: int, pieces: Iterable[Bytes]) -> Bytes:
-    """``pieces`` as one buffer of ``size`` bytes (a lone piece as it is, not copied)."""
+    """``pieces`` as one buffer of ``size`` bytes (a lone piece as it is, not copied).
+    Each piece is let go once copied, so a generator's slices never pile up."""
     iterator = iter(pieces)
-    first, second = next(iterator, b""), next(iterator, None)
-    if second is None:
-        check_pieces_size(len(first), size)
+    first = next(iterator, b"")
+    if len(first) >= size:
+        check_pieces_size(len(first) + sum(len(piece) for piece in iterator), size)
         return first
     out = bytearray(size)
-    pos = 0
-    for piece in itertools.chain((first, second), iterator):
+    pos = len(first)
+    out[:pos] = first
+    del first
+    for piece in iterator:
         end = pos + len(piece)
         if end > size:
             check_pieces_size(end, size)

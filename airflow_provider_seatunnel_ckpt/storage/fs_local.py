@@ -59,6 +59,7 @@ from airflow_provider_seatunnel_ckpt.storage.filesystem import (
     NewFile,
     check_pieces_size,
     in_background,
+    overridden,
 )
 
 _NOT_FOUND = (errno.ENOENT, errno.ENOTDIR)
@@ -115,9 +116,7 @@ class LocalFileSystem(FileSystem):
     def write_atomic_hashed_pieces(self, path: str, size: int, pieces: Iterable[Bytes]) -> str:
         """Each piece written to the temp file as it comes, and hashed meanwhile on a
         pool thread (both release the GIL), so no buffer of ``size`` bytes is built."""
-        own_writes = not (_plain_method(self, "write_atomic", LocalFileSystem)
-                          and _plain_method(self, "write_atomic_hashed", FileSystem))
-        if own_writes:  # a subclass that changes how files are written (e.g. encrypts) gets them whole
+        if overridden(self, "write_atomic", LocalFileSystem) or overridden(self, "write_atomic_hashed", FileSystem):
             return super().write_atomic_hashed_pieces(path, size, pieces)
         hasher = hashlib.sha256()
 
@@ -405,11 +404,6 @@ class LocalFileSystem(FileSystem):
                 continue  # a concurrent writer created it
             created.append(d)
         return created
-
-
-def _plain_method(obj: object, name: str, owner: type) -> bool:
-    """Whether ``obj.name`` is still ``owner``'s own (not overridden by a subclass)."""
-    return getattr(type(obj), name) is getattr(owner, name)
 
 
 def _start_writeback(fd: int, start: int, end: int) -> None:

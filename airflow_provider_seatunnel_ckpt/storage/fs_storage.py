@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
-from .filesystem import Bytes, FileSystem
+from .filesystem import Bytes, FileSystem, overridden
 from .layout import METADATA, Layout, validate_job_id
 from .model import (
     CheckpointIdTaken,
@@ -138,8 +138,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, size: int, pieces: Iterable[Bytes],
         savepoint: bool = False,
     ) -> StateHandle:
-        if type(self).write_state is not FileSystemCheckpointStorage.write_state:
-            # a subclass that changes how state is written (e.g. encrypts) gets it whole
+        if overridden(self, "write_state", FileSystemCheckpointStorage):
             return super().write_state_pieces(job_id, pipeline_id, checkpoint_id, name, size, pieces, savepoint)
         path = self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint)
         digest = self.fs.write_atomic_hashed_pieces(path, size, pieces)
