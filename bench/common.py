@@ -12,13 +12,14 @@ import datetime as _dt
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
@@ -122,6 +123,52 @@ def machine_info(extra_libraries: Iterable[str] = ()) -> dict[str, Any]:
         ).stdout.strip()
         info["git_commit"] = commit + (" (package modified)" if dirty else "")
     return info
+
+
+# A VM with free page reporting hands the pages its guest frees back to the host (after
+# min_free_ms, at once when more than max_waiting_mib wait); touching such a page again is
+# a fault the host serves, charged to whatever the guest was doing (user or system time).
+# With the platform's 0 ms every run re-faults its heap and page cache at a cost the host
+# decides, which swung the CPU-per-row figures of identical runs by up to 1.3x. Holding
+# freed pages while a benchmark runs is to this what pinning the CPU frequency is to
+# timing: the figures then measure our code, not the host's memory.
+FREE_PAGE_REPORTING = Path("/sys/module/page_reporting/parameters")
+HOLD_FREED_PAGES = {"min_free_ms": 120_000, "max_waiting_mib": 8192}
+
+
+@contextlib.contextmanager
+def freed_memory_held(enabled: bool = True) -> Iterator[dict[str, Any]]:
+    """Keep freed pages in the guest (HOLD_FREED_PAGES) while the block runs, when the
+    kernel has the knobs and this process may write them; restore them afterwards, also
+    on SIGTERM. Yields what was done, for the results' machine section."""
+    state: dict[str, Any] = {"free_page_reporting": None, "held": None}
+    knobs = {name: FREE_PAGE_REPORTING / name for name in HOLD_FREED_PAGES}
+    try:
+        before = {name: int(path.read_text()) for name, path in knobs.items()}
+    except (OSError, ValueError):
+        state["note"] = "no free page reporting knobs: nothing to hold"
+        yield state
+        return
+    state["free_page_reporting"] = before
+    if not enabled:
+        yield state
+        return
+    changed: dict[str, int] = {}
+    previous_handler = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        try:
+            for name, value in HOLD_FREED_PAGES.items():
+                if before[name] < value:
+                    knobs[name].write_text(f"{value}\n")
+                    changed[name] = before[name]
+            state["held"] = dict(HOLD_FREED_PAGES)
+        except OSError as exc:
+            state["note"] = f"could not hold freed pages ({exc.strerror}): figures may swing with the host"
+        yield state
+    finally:
+        for name, value in changed.items():
+            knobs[name].write_text(f"{value}\n")
+        signal.signal(signal.SIGTERM, previous_handler)
 
 
 def save_figure(fig: Any, filename: str) -> list[str]:

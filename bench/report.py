@@ -289,7 +289,10 @@ def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[st
         "Every figure is a ratio of two things measured side by side in one run, interleaved (ABBA order), as "
         "the median of at least 5 repetitions with the minimum and maximum, or a latency percentile. They were "
         "measured on a small shared machine (below): read them as ratios, not as absolute speeds of the "
-        "engine on real hardware. The raw numbers of every repetition are in `bench/results/<name>.json`.",
+        "engine on real hardware. The raw numbers of every repetition are in `bench/results/<name>.json`. "
+        "The machine is a VM that hands the memory its guest frees back to the host; the `throughput` "
+        "benchmark holds freed pages in the guest while it runs (and says so in its machine section), "
+        "because the host's faults otherwise swing its CPU figures by up to 1.3x: see its notes.",
         "",
         "## Headline figures",
         "",

@@ -31,6 +31,7 @@ directory and output directory; its output is counted after the timing (every id
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import shutil
@@ -42,7 +43,7 @@ from typing import Any, Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, ratio, save_figure, summary  # noqa: E402
+from bench.common import emit, freed_memory_held, machine_info, progress, ratio, save_figure, summary  # noqa: E402
 from bench.workloads import (  # noqa: E402
     BATCH_SIZE,
     PAYLOAD_BYTES,
@@ -105,6 +106,7 @@ def tree_cpu_seconds(roots: Iterable[int] = ()) -> dict[str, float]:
     cost, not how long it waited for a core."""
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
+    system: dict[int, float] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -118,11 +120,13 @@ def tree_cpu_seconds(roots: Iterable[int] = ()) -> dict[str, float]:
         parents[pid] = int(fields[1])
         # utime, stime, cutime, cstime (fields 14-17): reaped children count in their parent
         times[pid] = sum(int(x) for x in fields[11:15]) / _TICK
+        system[pid] = (int(fields[12]) + int(fields[14])) / _TICK
         if "(java" in head:
             times[-pid] = 1.0  # marker: a JVM
     root = os.getpid()
     tops = {root, *roots}
     out = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+    kernel = 0.0
     for pid, cpu in times.items():
         if pid < 0:
             continue
@@ -133,7 +137,11 @@ def tree_cpu_seconds(roots: Iterable[int] = ()) -> dict[str, float]:
             continue
         kind = "driver" if pid == root else ("jvm" if -pid in times else "workers")
         out[kind] += cpu
+        kernel += system[pid]
     out["total"] = sum(out.values())
+    # of the total, the kernel's share (page faults, writes, fsync): on this VM the part
+    # that swings with the host's memory state, so a wide spread can be told apart
+    out["system"] = kernel
     return out
 
 
@@ -311,6 +319,41 @@ def run_pyarrow(rows: int, workdir: Path, tag: str, like_sink: bool = False) -> 
             "output_bytes": size, "files": len(paths)}
 
 
+def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One repetition from its interleaved rounds: rows per second and per CPU-second from
+    the totals, times and CPU as per-run means (so per-row figures read as for one run),
+    the checkpoint counts as medians; the rounds themselves kept under ``rounds``."""
+    n = len(runs)
+    rows = runs[0]["rows"]
+    elapsed = sum(r["rows"] / r["rows_per_s"] for r in runs)
+    cpu_s = sum(r["cpu_s"] for r in runs)
+
+    def mean(key: str) -> float | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return round(sum(values) / len(values), 4) if len(values) == n else None
+
+    def median(key: str) -> Any:
+        values = sorted(r[key] for r in runs if r.get(key) is not None)
+        return values[len(values) // 2] if values else None
+
+    combined = {
+        "rows": rows,
+        "spark_job_s": mean("spark_job_s"),
+        "run_s": mean("run_s"),
+        "rows_per_s": round(rows * n / elapsed, 1),
+        "cpu_s": round(cpu_s / n, 3),
+        "cpu_s_by_process": {k: round(sum(r["cpu_s_by_process"][k] for r in runs) / n, 3)
+                             for k in runs[0]["cpu_s_by_process"]},
+        "rows_per_cpu_s": round(rows * n / cpu_s, 1) if cpu_s > 0 else None,
+    }
+    for key in ("checkpoints_completed", "periodic_checkpoints", "checkpoint_duration_ms_median",
+                "checkpoint_duration_ms_max", "final_checkpoint_ms", "final_commit_tail_s"):
+        if any(key in r for r in runs):
+            combined[key] = median(key)
+    combined["rounds"] = runs
+    return combined
+
+
 # ---- the benchmark ------------------------------------------------------------------------
 def paired(results: dict[str, list[dict[str, Any]]], numerator: str, denominator: str,
            field: str = "rows_per_s") -> list[float]:
@@ -327,7 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", action="store_true", help="write bench/results/throughput.json and the plot")
     parser.add_argument("--repeat", type=int, help="repetitions per variant (default 5; quick: 5)")
     parser.add_argument("--rows", type=int, help="rows per run (default 40,000,000: runs of several seconds, so a checkpoint interval of 1 s means several checkpoints; quick: 600,000)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs per variant in one repetition, interleaved with the other variants' (default 3): "
+                             "a repetition's figures are totals over its rounds, so a few seconds of noise from "
+                             "the host weigh a third as much")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    parser.add_argument("--let-host-reclaim", dest="hold_memory", action="store_false",
+                        help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
+                             "while the benchmark runs: bench/common.py freed_memory_held)")
     parser.add_argument("--no-profile", dest="profile", action="store_false",
                         help="skip the extra profiled 1 s run (py-spy on the Python workers: where the CPU goes)")
     args = parser.parse_args(argv)
@@ -347,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = None
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     profile: dict[str, Any] | None = None
+    host = contextlib.ExitStack()
+    host_memory = host.enter_context(freed_memory_held(args.hold_memory))
     try:
         engine_variants = [v for v in variants if v not in PYARROW_LOOPS]
         if engine_variants:
@@ -362,8 +414,10 @@ def main(argv: list[str] | None = None) -> int:
                                            spark_conf={"spark.ui.enabled": "false"}))
             spark_start_s = time.perf_counter() - t0
             _log(f"Spark up in {spark_start_s:.1f} s; warm-up runs (not measured)")
-            # warm-up: Python workers started and modules imported for both parallelisms
-            warm_rows = min(rows, 200_000)
+            # warm-up at full size: Python workers started and modules imported for both
+            # parallelisms, and every process's heap and the page cache grown to what a run
+            # uses (a first run that grows them paid up to 1.2x the CPU per row of the next)
+            warm_rows = rows
             for v in dict.fromkeys(["off", *engine_variants]):
                 if v in VARIANTS and v not in PYARROW_LOOPS:
                     run_engine(spark, v, warm_rows, workdir, f"warmup-{v}")
@@ -371,28 +425,34 @@ def main(argv: list[str] | None = None) -> int:
             spark_start_s = None
         for v in PYARROW_LOOPS:
             if v in variants:
-                run_pyarrow(min(rows, 200_000), workdir, f"warmup-{v}", like_sink=v == "pyarrow_like_sink")
+                run_pyarrow(rows, workdir, f"warmup-{v}", like_sink=v == "pyarrow_like_sink")
 
         for rep in range(repeat):
-            order = variants if rep % 2 == 0 else list(reversed(variants))
-            for v in order:
-                tag = f"{v}-r{rep}"
-                settle_page_cache()
-                if v in PYARROW_LOOPS:
-                    result = run_pyarrow(rows, workdir, tag, like_sink=v == "pyarrow_like_sink")
-                else:
-                    result = run_engine(spark, v, rows, workdir, tag)
-                results[v].append(result)
-                extra = "" if v in PYARROW_LOOPS else (
-                    f", {result['checkpoints_completed']} checkpoints, median {result['checkpoint_duration_ms_median']} ms")
-                _log(f"rep {rep + 1}/{repeat} {v:8s}: {result['rows_per_s']:>12,.0f} rows/s "
-                     f"({result['spark_job_s'] or result['run_s']:.2f} s{extra})")
+            rounds: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+            for round_ in range(args.rounds):
+                # ABBA over the whole sequence: every other round runs the variants backwards
+                backwards = (rep * args.rounds + round_) % 2 == 1
+                for v in (list(reversed(variants)) if backwards else variants):
+                    tag = f"{v}-r{rep}-{round_}"
+                    settle_page_cache()
+                    if v in PYARROW_LOOPS:
+                        result = run_pyarrow(rows, workdir, tag, like_sink=v == "pyarrow_like_sink")
+                    else:
+                        result = run_engine(spark, v, rows, workdir, tag)
+                    rounds[v].append(result)
+                    extra = "" if v in PYARROW_LOOPS else (
+                        f", {result['checkpoints_completed']} checkpoints, median {result['checkpoint_duration_ms_median']} ms")
+                    _log(f"rep {rep + 1}/{repeat} round {round_ + 1}/{args.rounds} {v:8s}: "
+                         f"{result['rows_per_s']:>12,.0f} rows/s ({result['spark_job_s'] or result['run_s']:.2f} s{extra})")
+            for v, runs in rounds.items():
+                results[v].append(combine_rounds(runs))
         if args.profile and spark is not None and "1s" in variants:
             profile = profile_run(spark, rows, workdir)
     finally:
         if spark is not None:
             spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+        host.close()
 
     # ---- figures --------------------------------------------------------------------------
     throughput = {v: summary([r["rows_per_s"] for r in rs], digits=0) for v, rs in results.items()}
@@ -477,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
 
     total_s = round(time.perf_counter() - bench_started, 1)
     notes = _notes(figures, throughput, results, rows, machine)
+    notes.append(_quiet_note(host_memory, args.rounds))
     plots = _plot(variants, results, throughput, figures) if args.out else []
     result = {
         "benchmark": "Engine throughput: checkpointing off vs every 1 s / 100 ms, vs a plain pyarrow loop, "
@@ -487,15 +548,17 @@ def main(argv: list[str] | None = None) -> int:
             "sink, through the engine's Python API in one long-lived `local[2]` SparkSession. Throughput is rows "
             "divided by the Spark job's wall time (submit to the end of `collect()`, i.e. after the final checkpoint "
             "is committed); JVM start-up is excluded. The limit is the same batches, transform and parquet encoding "
-            "in a single-threaded pyarrow loop without Spark. Variants are interleaved (ABBA), "
-            f"{repeat} repetitions; each figure is the median of the per-repetition ratios, with min and max."
+            "in a single-threaded pyarrow loop without Spark. Variants are interleaved (ABBA); "
+            f"{repeat} repetitions of {args.rounds} rounds each (a repetition's figures are totals over its rounds); "
+            "each figure is the median of the per-repetition ratios, with min and max."
         ),
-        "machine": machine,
+        "machine": {**machine, "host_memory": host_memory},
         "settings": {
             "rows": rows,
             "payload_bytes": PAYLOAD_BYTES,
             "batch_size": BATCH_SIZE,
             "repeat": repeat,
+            "rounds_per_repetition": args.rounds,
             "master": MASTER,
             "transform": TRANSFORM_FUNCTION,
             "sink": "File parquet (snappy), local disk",
@@ -505,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             "checkpoint_timeout_ms": TIMEOUT_MS,
             "timed": "Spark job: from the engine's submission of the job to collect() returning (after the final "
                      "checkpoint is committed); SparkSession start excluded; pyarrow: the whole loop incl. file close",
-            "order": "ABBA: variant order reversed on every other repetition, after one unmeasured warm-up run each",
+            "order": "ABBA: variant order reversed on every other round, after one unmeasured full-size warm-up run each",
             "page_cache": ("written back (sync) before every measured run, and dropped (vm.drop_caches = 1) when the "
                            "benchmark may (root): " + ("dropped" if settle_page_cache() else "not dropped (no permission)")),
             "quick": bool(args.quick),
@@ -542,6 +605,28 @@ def main(argv: list[str] | None = None) -> int:
 def _median_text(values: list[Any], fmt: str) -> str:
     values = sorted(v for v in values if v is not None)
     return fmt.format(values[len(values) // 2]) if values else "-"
+
+
+def _quiet_note(host_memory: dict[str, Any], rounds: int) -> str:
+    held = host_memory.get("held")
+    how = (f"this run held freed pages in the guest ({held}, was {host_memory.get('free_page_reporting')}; "
+           "restored afterwards)" if held else
+           f"this run did NOT hold freed pages ({host_memory.get('note') or 'asked not to'}), so its CPU figures "
+           "swing with the host")
+    return (
+        "Quiet measurements (issue #15). This VM hands every page its guest frees back to the host (free page "
+        "reporting, min_free_ms 0), and touching such a page again is a fault the host serves, charged to the "
+        "guest as user or system time. With the machine as configured, identical runs' CPU per row swung by up "
+        "to 1.3x, and the plain pyarrow loop paid 0.07-0.11 CPU-s per million rows of system time for its page "
+        "cache (0.03 when freed pages are held). So the benchmark holds freed pages while it runs "
+        "(bench/common.py freed_memory_held; --let-host-reclaim skips it), warms every variant up at full size "
+        f"and makes each repetition of {rounds} interleaved rounds (ABBA over all rounds); {how}. What is left is "
+        "the machine's own run-to-run noise: six back-to-back runs of the single-process pyarrow_like_sink loop "
+        "with nothing else running spread 1.10 (0.110-0.122 CPU-s per million rows). A ratio of two such "
+        "figures carries about 1.4 times one figure's noise. The plain pyarrow limit gained most from held pages, "
+        "which is why cpu_efficiency_ratio_vs_pyarrow_limit is lower than in runs before 2026-11-27 (0.99 then, "
+        "with the host reclaiming freed memory)."
+    )
 
 
 def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[str, Any], rows: int,

@@ -1,0 +1,84 @@
+"""The benchmark helpers that decide what a figure is made of: a repetition's totals over
+its rounds, and the hold on freed memory that is always given back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import common
+from bench.throughput_bench import combine_rounds
+
+
+def _run(rows: int, seconds: float, cpu_s: float, checkpoints: int) -> dict:
+    return {"rows": rows, "spark_job_s": seconds, "run_s": seconds + 0.01, "rows_per_s": rows / seconds,
+            "cpu_s": cpu_s, "cpu_s_by_process": {"driver": 0.1, "workers": cpu_s - 0.1, "total": cpu_s},
+            "checkpoints_completed": checkpoints, "checkpoint_duration_ms_median": 10 * checkpoints}
+
+
+def test_a_repetition_is_the_totals_of_its_rounds_not_the_mean_of_their_rates() -> None:
+    runs = [_run(1000, 1.0, 2.0, 3), _run(1000, 4.0, 6.0, 5), _run(1000, 1.0, 1.0, 4)]
+    combined = combine_rounds(runs)
+    assert combined["rows_per_s"] == pytest.approx(3000 / 6.0)  # the mean of the rates would be 750
+    assert combined["rows_per_cpu_s"] == pytest.approx(3000 / 9.0, abs=0.1)
+    assert combined["cpu_s"] == pytest.approx(3.0)  # per run, so CPU per row reads as for one run
+    assert combined["cpu_s"] * 1e6 / combined["rows"] == pytest.approx(9.0 * 1e6 / 3000)
+    assert combined["cpu_s_by_process"]["driver"] == pytest.approx(0.1)
+    assert combined["spark_job_s"] == pytest.approx(2.0)
+    assert combined["checkpoints_completed"] == 4 and combined["checkpoint_duration_ms_median"] == 40
+    assert combined["rounds"] == runs
+
+
+def test_a_pyarrow_loop_without_a_spark_job_time_combines_too() -> None:
+    runs = [{**_run(500, 2.0, 2.0, 0), "spark_job_s": None}, {**_run(500, 3.0, 2.0, 0), "spark_job_s": None}]
+    combined = combine_rounds(runs)
+    assert combined["spark_job_s"] is None
+    assert combined["rows_per_s"] == pytest.approx(1000 / 5.0)
+
+
+@pytest.fixture
+def knobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "min_free_ms").write_text("0\n")
+    (tmp_path / "max_waiting_mib").write_text("1024\n")
+    monkeypatch.setattr(common, "FREE_PAGE_REPORTING", tmp_path)
+    return tmp_path
+
+
+def _values(path: Path) -> dict[str, int]:
+    return {name: int((path / name).read_text()) for name in ("min_free_ms", "max_waiting_mib")}
+
+
+def test_freed_pages_are_held_while_the_benchmark_runs_and_the_setting_restored(knobs: Path) -> None:
+    with common.freed_memory_held() as state:
+        assert _values(knobs) == common.HOLD_FREED_PAGES
+    assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 1024}
+    assert state["held"] == common.HOLD_FREED_PAGES
+    assert state["free_page_reporting"] == {"min_free_ms": 0, "max_waiting_mib": 1024}
+
+
+def test_the_setting_is_restored_when_the_benchmark_fails(knobs: Path) -> None:
+    with pytest.raises(RuntimeError), common.freed_memory_held():
+        raise RuntimeError("a run failed")
+    assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 1024}
+
+
+def test_a_setting_already_above_the_hold_is_left_as_it_is(knobs: Path) -> None:
+    (knobs / "max_waiting_mib").write_text("65536\n")
+    with common.freed_memory_held():
+        assert _values(knobs)["max_waiting_mib"] == 65536
+    assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 65536}
+
+
+def test_asked_not_to_hold_the_setting_is_left_alone(knobs: Path) -> None:
+    with common.freed_memory_held(enabled=False) as state:
+        assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 1024}
+    assert state["held"] is None
+
+
+def test_a_kernel_without_the_knobs_is_reported_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "FREE_PAGE_REPORTING", tmp_path / "absent")
+    with common.freed_memory_held() as state:
+        pass
+    assert state["held"] is None and "no free page reporting" in state["note"]
+    assert not (tmp_path / "absent").exists()
