@@ -18,6 +18,7 @@ the worker, after the fork.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -58,8 +59,19 @@ def preload(extra: str = "") -> list[str]:
     return failed
 
 
+def prepare() -> list[str]:
+    """Preload, then freeze what the imports allocated: every forked worker runs a full
+    ``gc.collect()`` after each task (PySpark's daemon does), and without the freeze it
+    walks the ~90,000 objects of pyarrow, pandas and the engine each time, ~50 ms a task
+    (2 % of a benchmark run's CPU). Frozen objects are also never written by a worker's
+    collector, so their pages stay shared with the daemon instead of being copied."""
+    failed = preload(os.environ.get(PRELOAD_ENV, ""))
+    gc.freeze()
+    return failed
+
+
 def main() -> None:
-    preload(os.environ.get(PRELOAD_ENV, ""))
+    prepare()
     from pyspark import daemon
 
     daemon.manager()
