@@ -625,7 +625,17 @@ def _quiet_note(host_memory: dict[str, Any], rounds: int) -> str:
         "with nothing else running spread 1.10 (0.110-0.122 CPU-s per million rows). A ratio of two such "
         "figures carries about 1.4 times one figure's noise. The plain pyarrow limit gained most from held pages, "
         "which is why cpu_efficiency_ratio_vs_pyarrow_limit is lower than in runs before 2026-11-27 (0.99 then, "
-        "with the host reclaiming freed memory)."
+        "with the host reclaiming freed memory). What separates ours from that limit (measured 2026-11-27 with "
+        "freed pages held): (1) durable output. The same loop writing as the sink must (pyarrow_like_sink: "
+        "16 MiB files, fsynced, pages dropped) used 0.114-0.124 CPU-s per million rows against the plain "
+        "loop's 0.098-0.114, about 16 % more, and the file size is not the cause (16, 64 and 128 MiB files "
+        "cost the same within the noise). Part of that is where the cost is charged: the plain loop's "
+        "write-back runs later in the kernel's flusher threads, outside its process tree; counted machine-wide "
+        "(/proc/stat, with a final sync) the plain loop used 0.109-0.123 and the like-sink loop 0.119-0.123. "
+        "(2) What the engine adds beyond that: ours / pyarrow_like_sink, about 0.9 since the preloading "
+        "daemon freezes its imports (gc.freeze; PySpark's workers run a full gc.collect() after every task), "
+        "the rest being the Spark JVM (0.003-0.004 CPU-s per million rows), the driver (0.0015) and the "
+        "workers' PySpark and engine plumbing."
     )
 
 
