@@ -140,7 +140,8 @@ HOLD_FREED_PAGES = {"min_free_ms": 120_000, "max_waiting_mib": 8192}
 def freed_memory_held(enabled: bool = True) -> Iterator[dict[str, Any]]:
     """Keep freed pages in the guest (HOLD_FREED_PAGES) while the block runs, when the
     kernel has the knobs and this process may write them; restore them afterwards, also
-    on SIGTERM. Yields what was done, for the results' machine section."""
+    on SIGTERM (a benchmark stopped by run_all's timeout). Yields what was done, for the
+    results' machine section. Call it from the main thread (it sets a signal handler)."""
     state: dict[str, Any] = {"free_page_reporting": None, "held": None}
     knobs = {name: FREE_PAGE_REPORTING / name for name in HOLD_FREED_PAGES}
     try:
@@ -154,21 +155,34 @@ def freed_memory_held(enabled: bool = True) -> Iterator[dict[str, Any]]:
         yield state
         return
     changed: dict[str, int] = {}
-    previous_handler = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    stopping = False
+
+    def stop(*_: Any) -> None:
+        nonlocal stopping
+        if not stopping:  # a second SIGTERM must not cut the restore short
+            stopping = True
+            sys.exit(143)
+
+    previous_handler = signal.signal(signal.SIGTERM, stop)
     try:
         try:
             for name, value in HOLD_FREED_PAGES.items():
                 if before[name] < value:
+                    changed[name] = before[name]  # recorded first: a write that happened is undone
                     knobs[name].write_text(f"{value}\n")
-                    changed[name] = before[name]
-            state["held"] = dict(HOLD_FREED_PAGES)
+            # what is in effect (a knob already set higher is left as it was)
+            state["held"] = {name: HOLD_FREED_PAGES[name] if name in changed else before[name] for name in knobs}
         except OSError as exc:
             state["note"] = f"could not hold freed pages ({exc.strerror}): figures may swing with the host"
         yield state
     finally:
-        for name, value in changed.items():
-            knobs[name].write_text(f"{value}\n")
-        signal.signal(signal.SIGTERM, previous_handler)
+        stopping = True
+        try:
+            for name, value in changed.items():
+                with contextlib.suppress(OSError):  # restore every knob that can be
+                    knobs[name].write_text(f"{value}\n")
+        finally:
+            signal.signal(signal.SIGTERM, previous_handler if previous_handler is not None else signal.SIG_DFL)
 
 
 def save_figure(fig: Any, filename: str) -> list[str]:

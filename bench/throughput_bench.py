@@ -449,10 +449,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile and spark is not None and "1s" in variants:
             profile = profile_run(spark, rows, workdir)
     finally:
-        if spark is not None:
-            spark.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-        host.close()
+        try:
+            host.close()  # first: stopping a JVM that run_all's timeout is killing may raise or hang
+        finally:
+            if spark is not None:
+                spark.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
 
     # ---- figures --------------------------------------------------------------------------
     throughput = {v: summary([r["rows_per_s"] for r in rs], digits=0) for v, rs in results.items()}
@@ -614,10 +616,11 @@ def _quiet_note(host_memory: dict[str, Any], rounds: int) -> str:
            f"this run did NOT hold freed pages ({host_memory.get('note') or 'asked not to'}), so its CPU figures "
            "swing with the host")
     return (
-        "Quiet measurements (issue #15). This VM hands every page its guest frees back to the host (free page "
-        "reporting, min_free_ms 0), and touching such a page again is a fault the host serves, charged to the "
-        "guest as user or system time. With the machine as configured, identical runs' CPU per row swung by up "
-        "to 1.3x, and the plain pyarrow loop paid 0.07-0.11 CPU-s per million rows of system time for its page "
+        "Quiet measurements (issue #15). The machine these figures were first taken on is a VM that hands every "
+        "page its guest frees back to the host (free page reporting with min_free_ms 0; this machine's settings: "
+        f"{host_memory.get('free_page_reporting') or 'none'}), and touching such a page again is a fault the host "
+        "serves, charged to the guest as user or system time. With that VM as configured, identical runs' CPU "
+        "per row swung by up to 1.3x, and the plain pyarrow loop paid 0.07-0.11 CPU-s per million rows of system time for its page "
         "cache (0.03 when freed pages are held). So the benchmark holds freed pages while it runs "
         "(bench/common.py freed_memory_held; --let-host-reclaim skips it), warms every variant up at full size "
         f"and makes each repetition of {rounds} interleaved rounds (ABBA over all rounds); {how}. What is left is "

@@ -63,8 +63,8 @@ def prepare() -> list[str]:
     """Preload, then freeze what the imports allocated: every forked worker runs a full
     ``gc.collect()`` after each task (PySpark's daemon does), and without the freeze it
     walks the ~90,000 objects of pyarrow, pandas and the engine each time, ~50 ms a task
-    (2 % of a benchmark run's CPU). Frozen objects are also never written by a worker's
-    collector, so their pages stay shared with the daemon instead of being copied."""
+    (2 % of a benchmark run's CPU). It also spares those pages the collector's own writes
+    in every worker (reference counting still writes some of them)."""
     failed = preload(os.environ.get(PRELOAD_ENV, ""))
     gc.freeze()
     return failed

@@ -65,9 +65,38 @@ def test_the_setting_is_restored_when_the_benchmark_fails(knobs: Path) -> None:
 
 def test_a_setting_already_above_the_hold_is_left_as_it_is(knobs: Path) -> None:
     (knobs / "max_waiting_mib").write_text("65536\n")
-    with common.freed_memory_held():
+    with common.freed_memory_held() as state:
         assert _values(knobs)["max_waiting_mib"] == 65536
     assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 65536}
+    assert state["held"] == {"min_free_ms": common.HOLD_FREED_PAGES["min_free_ms"], "max_waiting_mib": 65536}
+
+
+def test_a_refused_second_write_undoes_the_first(knobs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = Path.write_text
+
+    def write_text(self: Path, text: str, *args: object, **kwargs: object) -> int:
+        if self.name == "max_waiting_mib" and text.strip() != "1024":
+            raise PermissionError(13, "Permission denied")
+        return real_write(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    with common.freed_memory_held() as state:
+        assert _values(knobs)["min_free_ms"] == common.HOLD_FREED_PAGES["min_free_ms"]
+    assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 1024}
+    assert state["held"] is None and "could not hold" in state["note"]
+
+
+def test_sigterm_restores_the_setting_and_the_handler(knobs: Path) -> None:
+    import os
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped, common.freed_memory_held():
+        assert _values(knobs) == common.HOLD_FREED_PAGES
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stopped.value.code == 143
+    assert _values(knobs) == {"min_free_ms": 0, "max_waiting_mib": 1024}
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_asked_not_to_hold_the_setting_is_left_alone(knobs: Path) -> None:
