@@ -370,10 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", action="store_true", help="write bench/results/throughput.json and the plot")
     parser.add_argument("--repeat", type=int, help="repetitions per variant (default 5; quick: 5)")
     parser.add_argument("--rows", type=int, help="rows per run (default 40,000,000: runs of several seconds, so a checkpoint interval of 1 s means several checkpoints; quick: 600,000)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="runs per variant in one repetition, interleaved with the other variants' (default 3): "
-                             "a repetition's figures are totals over its rounds, so a few seconds of noise from "
-                             "the host weigh a third as much")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="runs per variant in one repetition, interleaved with the other variants' (default 4: "
+                             "an even number, so every repetition is a whole ABBA and each variant's mean position "
+                             "in it is the same): a repetition's figures are totals over its rounds, so a few "
+                             "seconds of noise from the host weigh a quarter as much")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
     parser.add_argument("--let-host-reclaim", dest="hold_memory", action="store_false",
                         help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
