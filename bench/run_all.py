@@ -42,7 +42,8 @@ from bench.report import SCRIPTS, build_summary, load_results, write_report  # n
 
 BENCH_DIR = REPO_ROOT / "bench"
 QUICK_DIR = RESULTS_DIR / "quick"
-TIMEOUT_FULL_S = 15 * 60
+# the throughput benchmark alone takes ~10 min since its repetitions are 4 interleaved rounds
+TIMEOUT_FULL_S = 25 * 60
 TIMEOUT_QUICK_S = 6 * 60
 STDERR_TAIL_LINES = 25
 #: the line that says what went wrong: a Python exception, or an argparse/CLI "error: ..." line

@@ -418,10 +418,9 @@ def main(argv: list[str] | None = None) -> int:
             # warm-up at full size: Python workers started and modules imported for both
             # parallelisms, and every process's heap and the page cache grown to what a run
             # uses (a first run that grows them paid up to 1.2x the CPU per row of the next)
-            warm_rows = rows
             for v in dict.fromkeys(["off", *engine_variants]):
                 if v in VARIANTS and v not in PYARROW_LOOPS:
-                    run_engine(spark, v, warm_rows, workdir, f"warmup-{v}")
+                    run_engine(spark, v, rows, workdir, f"warmup-{v}")
         else:
             spark_start_s = None
         for v in PYARROW_LOOPS:
