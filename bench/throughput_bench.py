@@ -383,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the extra profiled 1 s run (py-spy on the Python workers: where the CPU goes)")
     args = parser.parse_args(argv)
 
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     rows = args.rows or (600_000 if args.quick else 40_000_000)
     repeat = args.repeat or 5
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
