@@ -34,6 +34,9 @@ BASE_MODULES = (
     "pandas",  # pyarrow imports it lazily on its first type check
     "airflow_provider_seatunnel_ckpt.engine.subtask",
     "airflow_provider_seatunnel_ckpt.engine.transport",
+    # PySpark's own daemon (serializers, errors, util: ~110 modules), imported here rather
+    # than in main() so that the freeze below covers it too; it starts no thread
+    "pyspark.daemon",
 )
 
 
@@ -62,7 +65,7 @@ def preload(extra: str = "") -> list[str]:
 def prepare() -> list[str]:
     """Preload, then freeze what the imports allocated: every forked worker runs a full
     ``gc.collect()`` after each task (PySpark's daemon does), and without the freeze it
-    walks the ~90,000 objects of pyarrow, pandas and the engine each time, ~50 ms a task
+    walks the ~90,000 objects of pyarrow, pandas, PySpark and the engine each time, ~50 ms a task
     (2 % of a benchmark run's CPU). It also spares those pages the collector's own writes
     in every worker (reference counting still writes some of them)."""
     failed = preload(os.environ.get(PRELOAD_ENV, ""))

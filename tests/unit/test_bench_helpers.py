@@ -1,5 +1,6 @@
 """The benchmark helpers that decide what a figure is made of: a repetition's totals over
-its rounds, and the hold on freed memory that is always given back."""
+its rounds, the pyarrow loops run side by side, and the hold on freed memory that is
+always given back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import common
-from bench.throughput_bench import combine_rounds
+from bench.throughput_bench import ParallelLoops, _gap_table, combine_rounds
 
 
 def _run(rows: int, seconds: float, cpu_s: float, checkpoints: int) -> dict:
@@ -35,6 +36,34 @@ def test_a_pyarrow_loop_without_a_spark_job_time_combines_too() -> None:
     combined = combine_rounds(runs)
     assert combined["spark_job_s"] is None
     assert combined["rows_per_s"] == pytest.approx(1000 / 5.0)
+
+
+def test_parallel_loops_split_the_ids_add_up_their_cpu_and_report_a_failure(tmp_path: Path) -> None:
+    loops = ParallelLoops()
+    try:
+        both = loops.run(150_001, tmp_path, "t", like_sink=True, processes=2)
+        alone = loops.run(150_001, tmp_path, "t", like_sink=False, processes=1)
+        again = loops.run(150_001, tmp_path, "t", like_sink=False, processes=2)  # the pool is started afresh
+        missing = tmp_path / "missing"
+        with pytest.raises(RuntimeError, match="a pyarrow loop failed: .*missing"):
+            loops.run(1000, missing, "t", like_sink=True, processes=2)
+    finally:
+        loops.close()
+    # each loop checks that its file holds its share of the rows; 2 files, one per loop
+    assert both["rows"] == again["rows"] == 150_001 and both["processes"] == again["processes"] == 2
+    assert both["files"] == 2 and alone["files"] == 1
+    assert both["cpu_s"] == pytest.approx(both["cpu_s_by_process"]["total"], abs=0.01) and both["cpu_s"] > 0
+    assert both["rows_per_cpu_s"] == pytest.approx(150_001 / both["cpu_s"], rel=0.01)
+    assert list(tmp_path.iterdir()) == []  # every loop removed what it wrote
+
+
+def test_the_gap_to_the_limit_is_the_product_of_its_three_factors() -> None:
+    cpu = {"pyarrow": 0.1, "pyarrow_like_sink": 0.125, "pyarrow_like_sink_p2": 0.14, "1s": 0.16}
+    table = _gap_table({v: {"median": m} for v, m in cpu.items()})
+    factors = [float(row[-1]) for row in table["rows"]]
+    assert factors[:3] == [0.8, pytest.approx(0.893, abs=0.001), 0.875]
+    assert factors[3] == pytest.approx(0.1 / 0.16, abs=0.001) == pytest.approx(factors[0] * factors[1] * factors[2], abs=0.001)
+    assert _gap_table({v: {"median": m} for v, m in cpu.items() if v != "pyarrow_like_sink_p2"}) is None
 
 
 @pytest.fixture

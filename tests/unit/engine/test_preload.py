@@ -107,8 +107,9 @@ def test_what_an_import_prints_stays_off_the_daemons_stdout(tmp_path) -> None:
 
 def test_the_daemon_freezes_what_it_imported_so_a_workers_collection_skips_it() -> None:
     code = ("import gc; from airflow_provider_seatunnel_ckpt.engine.worker_daemon import prepare; "
-            "prepare(); print(gc.get_freeze_count(), len(gc.get_objects()))")
-    frozen, tracked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                     check=True).stdout.split()
-    assert int(frozen) > 50_000  # pyarrow, pandas and the engine
+            "import sys; prepare(); print(gc.get_freeze_count(), len(gc.get_objects()), 'pyspark.daemon' in sys.modules)")
+    frozen, tracked, pyspark_frozen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                     check=True).stdout.split()
+    assert int(frozen) > 50_000  # pyarrow, pandas, PySpark and the engine
+    assert pyspark_frozen == "True"  # imported before the freeze, so PySpark's own objects are frozen too
     assert int(tracked) < int(frozen) // 20  # what a worker's full collection still walks
