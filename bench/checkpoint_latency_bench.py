@@ -392,20 +392,24 @@ def run_child(run: dict[str, Any], target: Any, args: argparse.Namespace, scratc
             profiler.start()
         stop_seen: float | None = None
         ended_by = "clean"
-        while proc.poll() is None:
-            time.sleep(0.5)
-            now = time.perf_counter()
-            if stop_seen is None and _has_event(spec["events_path"], "stop_requested"):
-                stop_seen = now
-            if stop_seen is not None and now - stop_seen > args.stop_grace:
-                ended_by = f"terminated {args.stop_grace} s after the stop request (its savepoint is not measured)"
-            elif now - started > args.run_timeout:
-                ended_by = f"terminated after --run-timeout {args.run_timeout} s"
-                log(f"{label}: no end after {args.run_timeout} s; stopping the job's processes")
-            else:
-                continue
-            _terminate(proc)
-            break
+        try:
+            while proc.poll() is None:
+                time.sleep(0.5)
+                now = time.perf_counter()
+                if stop_seen is None and _has_event(spec["events_path"], "stop_requested"):
+                    stop_seen = now
+                if stop_seen is not None and now - stop_seen > args.stop_grace:
+                    ended_by = f"terminated {args.stop_grace} s after the stop request (its savepoint is not measured)"
+                elif now - started > args.run_timeout:
+                    ended_by = f"terminated after --run-timeout {args.run_timeout} s"
+                    log(f"{label}: no end after {args.run_timeout} s; stopping the job's processes")
+                else:
+                    continue
+                _terminate(proc)
+                break
+        finally:
+            if proc.poll() is None:  # this benchmark is stopping (SIGTERM): the job, in its own session, too
+                _terminate(proc)
         proc.wait()
         if profiler is not None:
             profiler.join(timeout=60)

@@ -47,9 +47,6 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "cpu_efficiency_ratio_vs_pyarrow_like_sink": (
         "throughput", "rows per CPU-second: ours / the pyarrow loop writing as the File sink does (16 MiB files, "
                       "fsynced, pages dropped): what the engine costs beyond the writing", "higher"),
-    "cpu_efficiency_ratio_vs_pyarrow_like_sink_p2": (
-        "throughput", "rows per CPU-second: ours (2 subtasks) / the same durable-writing loop in 2 processes at once: "
-                      "what the engine costs on the same cores doing the same work", "higher"),
     "throughput_ratio_vs_structured_streaming": (
         "streaming_compare", "our rows/s / Spark Structured Streaming's rows/s on the same workload", "higher"),
     "resume_time_ratio_vs_structured_streaming": (

@@ -34,8 +34,9 @@ BASE_MODULES = (
     "pandas",  # pyarrow imports it lazily on its first type check
     "airflow_provider_seatunnel_ckpt.engine.subtask",
     "airflow_provider_seatunnel_ckpt.engine.transport",
-    # PySpark's own daemon (serializers, errors, util: ~110 modules), imported here rather
-    # than in main() so that the freeze below covers it too; it starts no thread
+    # PySpark's own daemon, which imports the pyspark package (about 110 modules), here
+    # rather than in main() so that the freeze below covers it too; no thread starts at
+    # its import (its signal handlers are set in manager(), after this)
     "pyspark.daemon",
 )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import common
-from bench.throughput_bench import ParallelLoops, _gap_table, combine_rounds
+from bench.throughput_bench import ParallelLoops, _gap_note, _gap_table, combine_rounds, id_shares
 
 
 def _run(rows: int, seconds: float, cpu_s: float, checkpoints: int) -> dict:
@@ -38,32 +38,57 @@ def test_a_pyarrow_loop_without_a_spark_job_time_combines_too() -> None:
     assert combined["rows_per_s"] == pytest.approx(1000 / 5.0)
 
 
-def test_parallel_loops_split_the_ids_add_up_their_cpu_and_report_a_failure(tmp_path: Path) -> None:
+def test_the_loops_share_the_ids_once_each() -> None:
+    for rows, processes in ((150_001, 2), (10, 3), (40_000_000, 2), (1, 2)):
+        shares = id_shares(rows, processes)
+        assert sum(count for _, count in shares) == rows
+        assert all(start == sum(c for _, c in shares[:i]) for i, (start, _) in enumerate(shares))  # back to back
+        assert max(c for _, c in shares) - min(c for _, c in shares) <= 1
+        if rows < 1000:
+            assert [i for start, count in shares for i in range(start, start + count)] == list(range(rows))
+
+
+def test_parallel_loops_run_at_once_add_up_their_cpu_and_report_a_failure(tmp_path: Path) -> None:
     loops = ParallelLoops()
     try:
         both = loops.run(150_001, tmp_path, "t", like_sink=True, processes=2)
         alone = loops.run(150_001, tmp_path, "t", like_sink=False, processes=1)
         again = loops.run(150_001, tmp_path, "t", like_sink=False, processes=2)  # the pool is started afresh
-        missing = tmp_path / "missing"
         with pytest.raises(RuntimeError, match="a pyarrow loop failed: .*missing"):
-            loops.run(1000, missing, "t", like_sink=True, processes=2)
+            loops.run(1000, tmp_path / "missing", "t", like_sink=True, processes=2)
+        after_failure = loops.run(1000, tmp_path, "t", like_sink=False, processes=2)  # a new pool, no stale answer
     finally:
         loops.close()
-    # each loop checks that its file holds its share of the rows; 2 files, one per loop
-    assert both["rows"] == again["rows"] == 150_001 and both["processes"] == again["processes"] == 2
-    assert both["files"] == 2 and alone["files"] == 1
-    assert both["cpu_s"] == pytest.approx(both["cpu_s_by_process"]["total"], abs=0.01) and both["cpu_s"] > 0
-    assert both["rows_per_cpu_s"] == pytest.approx(150_001 / both["cpu_s"], rel=0.01)
+    # each loop checks that its files hold its share of the rows; 2 files, one per loop
+    assert both["ids"] == again["ids"] == [[0, 75_001], [75_001, 150_001]]
+    assert after_failure["ids"] == [[0, 500], [500, 1000]] and after_failure["rows"] == 1000
+    assert both["processes"] == 2 and both["files"] == 2 and alone["files"] == 1
+    assert both["cpu_s"] > 0 and both["cpu_s_by_process"]["total"] == pytest.approx(both["cpu_s"], abs=0.01)
     assert list(tmp_path.iterdir()) == []  # every loop removed what it wrote
+
+
+def test_a_loop_that_dies_is_reported_not_waited_for(tmp_path: Path) -> None:
+    loops = ParallelLoops()
+    try:
+        loops._start(2)
+        loops._loops[1][0].kill()
+        with pytest.raises(RuntimeError, match="a pyarrow loop died"):
+            loops._answer(*loops._loops[1], "d")
+    finally:
+        loops.close()
+    assert loops._loops == []
 
 
 def test_the_gap_to_the_limit_is_the_product_of_its_three_factors() -> None:
     cpu = {"pyarrow": 0.1, "pyarrow_like_sink": 0.125, "pyarrow_like_sink_p2": 0.14, "1s": 0.16}
-    table = _gap_table({v: {"median": m} for v, m in cpu.items()})
-    factors = [float(row[-1]) for row in table["rows"]]
-    assert factors[:3] == [0.8, pytest.approx(0.893, abs=0.001), 0.875]
-    assert factors[3] == pytest.approx(0.1 / 0.16, abs=0.001) == pytest.approx(factors[0] * factors[1] * factors[2], abs=0.001)
-    assert _gap_table({v: {"median": m} for v, m in cpu.items() if v != "pyarrow_like_sink_p2"}) is None
+    factors = [float(row[-1]) for row in _gap_table(cpu)["rows"]]
+    assert factors == [0.8, pytest.approx(0.893, abs=0.001), 0.875, pytest.approx(0.625, abs=0.001)]
+    assert "engine that cost nothing would score 0.71" in _gap_note(cpu)
+    # the optional comparisons appear when their variants ran, and a missing one is no error
+    full = _gap_note({**cpu, "pyarrow_p2": 0.11, "p1_1s": 0.13})
+    assert "the plain loop alike: 0.110 in 2 processes" in full and "With one subtask" in full
+    assert _gap_table({v: m for v, m in cpu.items() if v != "pyarrow_like_sink_p2"}) is None
+    assert _gap_note({v: m for v, m in cpu.items() if v != "1s"}) is None
 
 
 @pytest.fixture
