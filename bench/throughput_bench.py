@@ -326,13 +326,10 @@ class ParallelLoops:
         for answer in found:
             for key, value in answer["cpu_s_by_process"].items():
                 by_process[key] = round(by_process.get(key, 0.0) + value, 3)
-        cpu_s = sum(answer["cpu_s"] for answer in found)
-        elapsed = max(answer["run_s"] for answer in found)
-        return {"rows": rows, "spark_job_s": None, "run_s": round(elapsed, 4), "rows_per_s": round(rows / elapsed, 1),
-                "cpu_s": round(cpu_s, 3), "cpu_s_by_process": by_process,
-                "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None, "processes": processes,
-                "output_bytes": sum(answer["output_bytes"] for answer in found),
-                "files": sum(answer["files"] for answer in found), "ids": [answer["ids"] for answer in found]}
+        result = loop_result(rows, max(answer["run_s"] for answer in found), sum(answer["cpu_s"] for answer in found),
+                             by_process, sum(answer["output_bytes"] for answer in found),
+                             sum(answer["files"] for answer in found))
+        return {**result, "processes": processes, "ids": [answer["ids"] for answer in found]}
 
     def _answer(self, process: Any, connection: Any, tag: str) -> dict[str, Any]:
         from multiprocessing.connection import wait
@@ -436,9 +433,15 @@ def run_pyarrow(rows: int, workdir: Path, tag: str, like_sink: bool = False, sta
     size = sum(path.stat().st_size for path in paths)
     for path in paths:
         path.unlink()
+    return loop_result(rows, elapsed, cpu_s, cpu, size, len(paths))
+
+
+def loop_result(rows: int, elapsed: float, cpu_s: float, cpu_by_process: dict[str, float], output_bytes: int,
+                files: int) -> dict[str, Any]:
+    """A pyarrow loop run's result, in the shape of an engine run's (no Spark job time)."""
     return {"rows": rows, "spark_job_s": None, "run_s": round(elapsed, 4), "rows_per_s": round(rows / elapsed, 1),
-            "cpu_s": round(cpu_s, 3), "cpu_s_by_process": cpu, "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None,
-            "output_bytes": size, "files": len(paths)}
+            "cpu_s": round(cpu_s, 3), "cpu_s_by_process": cpu_by_process,
+            "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None, "output_bytes": output_bytes, "files": files}
 
 
 def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -674,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     total_s = round(time.perf_counter() - bench_started, 1)
     notes = _notes(figures, throughput, results, rows, machine)
     notes.append(_quiet_note(host_memory, args.rounds))
-    gap = _gap_note(cpu_medians(results))
+    medians = cpu_medians(results)  # unrounded, for the gap's factors
+    gap = _gap_note(medians)
     if gap:
         notes.append(gap)
     plots = _plot(variants, results, throughput, figures) if args.out else []
@@ -731,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         "plots": plots,
         "notes": notes,
     }
-    gap_table = _gap_table(cpu_medians(results))
+    gap_table = _gap_table(medians)
     result["extra_tables"] = ([gap_table] if gap_table else []) + [
         {"title": "What each change did to the CPU per row (measured when it landed)", "columns": CPU_HISTORY_COLUMNS,
          "rows": CPU_HISTORY}]
