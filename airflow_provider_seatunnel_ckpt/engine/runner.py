@@ -331,6 +331,7 @@ class JobRun:
         restored_infos = commit_infos_of(manifest.commit_infos) if manifest is not None else []
 
         highest_id = self._claim(token, self.restored_id, existing, highest_id)
+        sink.run_attempt = self.attempt_number
         try:
             return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
         except BaseException as err:
@@ -435,6 +436,7 @@ class JobRun:
             token=server.token,
             storage=self.storage,
             state_is_process_local=state_local,
+            run_attempt=self.attempt_number,
         )
         restored_text = "the beginning"
         if manifest is not None:

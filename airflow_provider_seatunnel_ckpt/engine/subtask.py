@@ -94,6 +94,10 @@ class SubtaskContext:
     token: str
     storage: Any  #: a picklable CheckpointStorage
     state_is_process_local: bool = False  #: memory storage: state travels inline
+    #: the driver's run attempt (its claim on the job): part of every name a subtask
+    #: gives storage or a sink's resources, so a zombie driver's subtasks touch none of
+    #: the claimant's
+    run_attempt: int = 0
 
 
 class SubtaskRuntime:
@@ -235,6 +239,7 @@ class SubtaskRuntime:
         self._source = source = load_source(self.spec.source, "source[0]")
         transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(self.spec.transforms)]
         self._sink = load_sink(self.spec.sink, "sink[0]")
+        self._sink.run_attempt = self.ctx.run_attempt
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
             transform.open(context)
@@ -482,7 +487,7 @@ class SubtaskRuntime:
     def _store_state(self, checkpoint_id: int, encoded: EncodedState, savepoint: bool) -> StateHandle:
         if encoded.size <= INLINE_STATE_LIMIT or self.ctx.state_is_process_local:
             return StateHandle.of_bytes(encoded.to_bytes())
-        name = Layout.task_state_name(self.subtask, self.attempt)
+        name = Layout.task_state_name(self.subtask, self.attempt, self.ctx.run_attempt)
         # The storage's raw-bytes service takes the pieces as they are encoded and
         # hashes while it writes: no second copy of a large state is ever built.
         stored = self.ctx.storage.write_state_pieces(

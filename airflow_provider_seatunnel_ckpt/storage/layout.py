@@ -7,7 +7,8 @@
       attempts/{n:06d}.json                 one record per run attempt
       requests/{name}.json                  external requests (e.g. stop-with-savepoint)
       pipeline-{p}/chk-{id:020d}/           a checkpoint; zero padding = listing order
-          task-{subtask}-{attempt}.state    written by the subtask itself
+          task-{subtask}-{attempt}-r{run}.state  written by the subtask itself (run: the
+                                            driver's claim, so a zombie's never collide)
           coordinator.state                 the coordinator's state, when not inlined
           _metadata                         written last, atomically: presence = completed
       pipeline-{p}/savepoint-{id:020d}/     same format; never removed by retention
@@ -100,8 +101,12 @@ class Layout:
         return f"{self.pipeline_dir(job_id, pipeline_id)}/{prefix}-{validate_checkpoint_id(checkpoint_id):020d}"
 
     @staticmethod
-    def task_state_name(subtask: int, attempt: int) -> str:
-        return f"task-{int(subtask)}-{int(attempt)}.state"
+    def task_state_name(subtask: int, attempt: int, run: int) -> str:
+        """A subtask attempt's state file. ``run`` is the run attempt (the driver's claim
+        on the job): Spark numbers task attempts from 0 in every application, so without
+        it a taken-over driver's subtasks (a zombie) would overwrite the claimant's files
+        of the same checkpoint id."""
+        return f"task-{int(subtask)}-{int(attempt)}-r{int(run)}.state"
 
     @staticmethod
     def parse_checkpoint_dir(name: str) -> tuple[int, bool] | None:

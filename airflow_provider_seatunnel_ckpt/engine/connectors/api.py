@@ -201,6 +201,15 @@ class SinkCommitter:
         restored or completed checkpoint). Called on restore and when the job ends."""
         raise NotImplementedError
 
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int]) -> None:
+        """Raise (``ConfigError`` on key ``--restore``) if ``rollback(after_checkpoint_id)``
+        would refuse; change nothing.
+
+        Called on restore before anything is deleted: the completed checkpoints
+        ``newer_checkpoint_ids`` (newer than the restored one) are about to be discarded,
+        and a sink that cannot un-publish their output must stop the run while they
+        still exist. The default accepts (sinks that can roll back)."""
+
     def rollback(self, after_checkpoint_id: int) -> None:
         """Remove *committed* output of epochs newer than ``after_checkpoint_id``.
 
@@ -227,6 +236,13 @@ class SinkCommitter:
 
 class Sink:
     plugin_name = "abstract"
+    #: The number of the run attempt (the driver's claim on the job, engine/fencing.py)
+    #: this sink instance works for; the engine sets it before creating writers or a
+    #: committer. A sink that names per-epoch resources in a shared system (transaction
+    #: ids, prepared-transaction gids, staged file names) puts it in those names, so the
+    #: subtasks of a driver that was taken over but still runs (a zombie) never touch
+    #: the resources of the run that claimed the job after it.
+    run_attempt: int = 0
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)

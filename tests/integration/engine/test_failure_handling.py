@@ -111,7 +111,7 @@ def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str)
     ids = completed_ids(config, "corrupt")
     latest, previous = ids[-1], ids[-2]
     directory = checkpoint_dir(config, "corrupt", latest)
-    target = directory / (Layout.task_state_name(0, 0) if damage == "state-file" else "_metadata")
+    target = directory / (Layout.task_state_name(0, 0, 1) if damage == "state-file" else "_metadata")  # the first run claims attempt 1
     assert target.exists(), sorted(p.name for p in directory.iterdir())
     _flip_byte(target)
     # Output committed after the previous checkpoint: normally the damaged one's (a
