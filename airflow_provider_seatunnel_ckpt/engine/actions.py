@@ -46,10 +46,11 @@ class PersistCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class DeleteCheckpointState:
-    """The checkpoint was aborted: delete whatever subtasks uploaded for it."""
+    """The checkpoint (or savepoint) was aborted: delete whatever subtasks uploaded for it."""
 
     checkpoint_id: int
     reason: FailureReason
+    savepoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +75,11 @@ class JobFinished:
 @dataclass(frozen=True, slots=True)
 class ScheduleWakeup:
     """Call ``on_tick`` at ``at_ms`` (coordinator clock). Replaces any earlier wakeup;
-    ticking early or extra is always harmless."""
+    ticking early or extra is always harmless. None: no time is due (only events matter,
+    e.g. while a subtask is restarting); a wakeup in the past would make the adapter
+    spin."""
 
-    at_ms: int
+    at_ms: int | None
 
 
 Action: TypeAlias = (

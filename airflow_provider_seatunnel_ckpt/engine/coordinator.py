@@ -35,6 +35,12 @@ from .pending import AckResult, CheckpointState, PendingCheckpoint
 # How many finished ids to remember to tell a late message (DISCARDED) from an invalid
 # one (UNKNOWN); Flink keeps the same number of such "ghost" ids.
 RECENT_IDS_KEPT = 16
+#: How long a failed subtask may go without a new attempt registering before the job
+#: fails. Spark retries a failed task at once; it takes long only when the executor is
+#: lost (Spark notices after spark.network.timeout, 120 s by default) or when the task
+#: neither runs nor ends (a worker frozen with its channel gone). Without a bound nothing
+#: would ever time out: no checkpoint is triggered while a subtask is not running.
+DEFAULT_FAILOVER_TIMEOUT_MS = 300_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +56,12 @@ class CoordinatorSettings:
     min_pause_ms: int = 0
     max_concurrent: int = 1
     tolerable_failure: int = 0
+    failover_timeout_ms: int = DEFAULT_FAILOVER_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         for name, low in (
             ("interval_ms", 1), ("timeout_ms", 1), ("min_pause_ms", 0),
-            ("max_concurrent", 1), ("tolerable_failure", 0),
+            ("max_concurrent", 1), ("tolerable_failure", 0), ("failover_timeout_ms", 1),
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -132,6 +139,8 @@ class CheckpointCoordinator:
         self._exceeded_message: str | None = None
         self._attempts: list[int | None] = [None] * num_subtasks
         self._status = [SubtaskStatus.ABSENT] * num_subtasks
+        #: subtask -> (when it failed, why), until its next attempt registers
+        self._failed_at: dict[int, tuple[int, str]] = {}
         self._pending: dict[int, PendingCheckpoint] = {}
         self._recent: deque[int] = deque(maxlen=recent_ids_kept)
         self._latest = restored
@@ -177,6 +186,7 @@ class CheckpointCoordinator:
             for p in self._pending.values()
             if p.state is CheckpointState.PENDING
         ]
+        times.extend(at + self.settings.failover_timeout_ms for at, _ in self._failed_at.values())
         trigger_at = self._next_trigger_ms()
         if trigger_at is not None:
             times.append(trigger_at)
@@ -219,6 +229,7 @@ class CheckpointCoordinator:
             return []  # a superseded attempt
         self._attempts[subtask] = attempt
         self._status[subtask] = SubtaskStatus.RESTORING
+        self._failed_at.pop(subtask, None)
         if self._lifecycle is not Lifecycle.ACTIVE:
             return []  # recorded, so its later messages are recognised, but the job is over
         actions: list[Action] = []
@@ -284,6 +295,7 @@ class CheckpointCoordinator:
         self._status[failed.subtask] = SubtaskStatus.FAILED
         actions: list[Action] = []
         detail = f"subtask {failed.subtask} attempt {failed.attempt} failed: {failed.error}"
+        self._failed_at.setdefault(failed.subtask, (self._clock(), detail))
         self._abort_all_pending(FailureReason.TASK_FAILURE, detail, actions)
         return self._with_wakeup(actions)
 
@@ -294,6 +306,16 @@ class CheckpointCoordinator:
             return []
         now = self._clock()
         actions: list[Action] = []
+        limit = self.settings.failover_timeout_ms
+        overdue = sorted(i for i, (at, _) in self._failed_at.items() if now >= at + limit)
+        if overdue:
+            _, why = self._failed_at[overdue[0]]
+            self._lifecycle = Lifecycle.FAILED
+            self._abort_all_pending(FailureReason.TASK_FAILURE, "a subtask did not come back", actions)
+            actions.append(FailJob(
+                f"subtask {overdue[0]} did not restart within {limit // 1000} s after it failed ({why}); "
+                "rerun the job to resume from the latest completed checkpoint"))
+            return actions
         timeout = self.settings.timeout_ms
         for _, pending in sorted(self._pending.items()):
             if pending.state is CheckpointState.PENDING and now >= pending.trigger_ms + timeout:
@@ -428,7 +450,7 @@ class CheckpointCoordinator:
         checkpoint_id = pending.checkpoint_id
         self._forget(pending)
         actions.append(Broadcast(AbortCheckpoint(checkpoint_id, reason.name), self._targets()))
-        actions.append(DeleteCheckpointState(checkpoint_id, reason))
+        actions.append(DeleteCheckpointState(checkpoint_id, reason, pending.kind is CheckpointKind.SAVEPOINT))
         if checkpoint_id == self._final_id:
             self._final_id = None  # retried on a later tick
         if checkpoint_id == self._stop_id:
@@ -487,7 +509,8 @@ class CheckpointCoordinator:
 
     def _with_wakeup(self, actions: list[Action]) -> list[Action]:
         at = self.next_wakeup_ms()
-        if at is not None and at != self._last_wakeup:
+        # Once the job is over the adapter stops; FailJob / JobFinished stay the last action.
+        if at != self._last_wakeup and self._lifecycle is Lifecycle.ACTIVE:
             self._last_wakeup = at
             actions.append(ScheduleWakeup(at))
         return actions

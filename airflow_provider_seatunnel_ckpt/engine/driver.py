@@ -270,7 +270,7 @@ class DriverLoop:
                             f"stop-with-savepoint: savepoint {action.checkpoint_id} failed "
                             f"({action.reason.name.lower()}); the job keeps running, request the stop again"
                         )
-                self._io.submit(self._delete_aborted, action.checkpoint_id)
+                self._io.submit(self._delete_aborted, action.checkpoint_id, action.savepoint)
             elif isinstance(action, FailJob):
                 self._fail(action.message)
             elif isinstance(action, JobFinished):
@@ -390,14 +390,20 @@ class DriverLoop:
 
     def _discard_orphans(self, subtask: int, up_to_checkpoint_id: int) -> None:
         try:
+            self.fence.check(f"releasing what subtask {subtask} prepared")  # a fenced driver releases nothing
             self.committer.discard_orphans(subtask, up_to_checkpoint_id, self._durable_infos)
         except Exception as err:  # cleanup() at the end of the run catches what is left
             log.warning("could not release what subtask %d prepared before it restarted: %s", subtask, err)
 
-    def _delete_aborted(self, checkpoint_id: int) -> None:
+    def _delete_aborted(self, checkpoint_id: int, savepoint: bool = False) -> None:
+        """Only this run's uploads, and only while no other driver claimed the job: the
+        claimant counts on from the highest id reserved, so a taken-over driver that still
+        runs aborts ids the claimant may be completing in the same directory."""
         try:
-            self.store.storage.delete_checkpoint_dir(self.store.job_id, self.store.pipeline_id, checkpoint_id)
-        except Exception as err:  # leftovers are removed by retention later
+            self.fence.check(f"deleting aborted checkpoint {checkpoint_id}")
+            self.store.storage.delete_aborted_state(
+                self.store.job_id, self.store.pipeline_id, checkpoint_id, self.fence.attempt, savepoint)
+        except Exception as err:  # leftovers are removed by retention later; a fenced driver deletes nothing
             log.info("could not delete aborted checkpoint %d: %s", checkpoint_id, err)
 
     # ---- outcomes ---------------------------------------------------------------------------

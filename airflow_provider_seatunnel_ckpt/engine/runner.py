@@ -191,7 +191,7 @@ class JobRun:
         returns the highest checkpoint id this job ever used."""
         job_id = self.request.job_id
         # Recorded here because checkpoints newer than a restored one are deleted (see
-        # _discard_newer): ids must still never be reused.
+        # _restore_output): ids must still never be reused.
         highest_id = max(highest_id, int(existing.get("highest_checkpoint_id") or 0))
         document = {
             "job_id": job_id,
@@ -207,29 +207,41 @@ class JobRun:
         self._record_attempt({"outcome": "running", "start_ms": wall_ms(), "restored_from": restored_id})
         return highest_id
 
-    def _discard_newer(self, restored_id: int) -> None:
-        """Delete every checkpoint and savepoint newer than the restored one.
+    def _restore_output(self, committer: Any, restored_infos: list[Any]) -> None:
+        """Make the checkpoints and the sink output match the restored cut, before
+        anything runs.
 
-        Resuming from an older cut (``--restore ID``, or a damaged latest checkpoint)
-        rolls back the sink output committed after it, so the newer checkpoints no
-        longer match the output: restoring one later (``--restore latest`` after this
-        run dies) would lose or fail to publish the rows they cover. They are deleted
-        *before* the output is rolled back, so a crash in between leaves the restored
-        checkpoint as the latest, and the next run repeats the rollback.
+        Every checkpoint and savepoint newer than the restored one is deleted. Resuming
+        from an older cut (``--restore ID``, or a damaged latest checkpoint) rolls back
+        the sink output committed after it, so the newer checkpoints no longer match the
+        output: restoring one later (``--restore latest`` after this run dies) would lose
+        or fail to publish the rows they cover. A sink that cannot roll back refuses
+        first (``check_rollback``), while nothing has changed. The checkpoints are
+        deleted *before* the output is rolled back, so a crash in between leaves the
+        restored checkpoint as the latest, and the next run repeats the rollback.
+
+        Savepoints an earlier run never completed go too: retention keeps every
+        savepoint, and the only id an earlier driver could still complete was fenced
+        by the claim (a fenced id stays, always).
         """
         job_id = self.request.job_id
-        newer = [
-            e for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
-            if e.checkpoint_id > restored_id and not e.fenced  # a fenced id stays fenced
-        ]
-        completed = [str(e.checkpoint_id) for e in newer if e.completed]
+        restored_id = self.restored_id or 0
+        entries = [e for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if not e.fenced]
+        newer = [e for e in entries if e.checkpoint_id > restored_id]
+        completed = [e.checkpoint_id for e in newer if e.completed]
+        committer.check_rollback(restored_id, completed)
         if completed:
             self.progress(
-                f"job {job_id}: discarding checkpoint(s) {', '.join(completed)}, newer than "
+                f"job {job_id}: discarding checkpoint(s) {', '.join(map(str, completed))}, newer than "
                 f"{f'checkpoint {restored_id}' if restored_id else 'the start'}: their output is rolled back"
             )
-        for entry in newer:
+        aborted_savepoints = [e for e in entries if e.savepoint and not e.completed and e.checkpoint_id <= restored_id]
+        for entry in newer + aborted_savepoints:
             self.storage.delete_checkpoint_dir(job_id, PIPELINE_ID, entry.checkpoint_id, entry.savepoint)
+        if restored_infos:
+            committer.commit(restored_infos)
+        committer.rollback(restored_id)
+        committer.cleanup(restored_infos)
 
     def _record_attempt(self, fields: dict[str, Any]) -> None:
         path = f"attempts/{self.attempt_number:06d}.json"
@@ -348,13 +360,7 @@ class JobRun:
         job = request.job
         config = request.config
         try:
-            # Make the checkpoints and the sink output match the restored cut before
-            # anything runs.
-            self._discard_newer(self.restored_id or 0)
-            if restored_infos:
-                committer.commit(restored_infos)
-            committer.rollback(self.restored_id or 0)
-            committer.cleanup(restored_infos)
+            self._restore_output(committer, restored_infos)
         except BaseException as err:
             self._release(Outcome(error=f"restoring the sink output failed: {err}"), token)
             raise

@@ -184,6 +184,19 @@ class SubtaskRuntime:
         self._send(Register(self.subtask, self.attempt))
         self._wake.set()
 
+    def _on_channel_closed(self, error: BaseException | None) -> None:
+        """The client gave up reconnecting (or was closed by ``run``: ``error`` None).
+
+        A subtask without its channel can never take part in a checkpoint again: it
+        would run on with one epoch growing for ever (a database transaction holding its
+        locks, staged files piling up) while the driver waits for it. Failing makes Spark
+        retry the task, and the next attempt registers and restores (region failover)."""
+        if error is None:
+            return
+        self._fatal = ConnectionError(f"subtask {self.subtask}: the control channel to the driver is lost for good: {error}")
+        self._restore_event.set()  # a wait for the restore state ends too
+        self._wake.set()
+
     def _send(self, message: Any) -> None:
         self._client.send(encode(message))
 
@@ -198,6 +211,7 @@ class SubtaskRuntime:
             label=f"subtask-{self.subtask}/attempt-{self.attempt}",
             on_message=self._on_message,
             on_reconnect=self._on_reconnect,
+            on_close=self._on_channel_closed,
             reconnect=True,
         )
         self._client.connect()
@@ -227,6 +241,8 @@ class SubtaskRuntime:
     def _run_attempt(self) -> None:
         if not self._restore_event.wait(RESTORE_TIMEOUT_S):
             raise TimeoutError(f"subtask {self.subtask}: no restore state from the coordinator in {RESTORE_TIMEOUT_S:.0f} s")
+        if self._fatal is not None:
+            raise self._fatal
         restore = self._restore
         # A restart after a re-established channel: the epoch the previous run had
         # open is aborted (its rows are read again; a database sink's open transaction
@@ -418,9 +434,7 @@ class SubtaskRuntime:
             if self._stale(generation):
                 return
             log.exception("subtask %d: finishing checkpoint %d failed", self.subtask, barrier.checkpoint_id)
-            self._fatal = RuntimeError(f"finishing checkpoint {barrier.checkpoint_id} failed: {err}")
-            self._decline(barrier.checkpoint_id, f"{type(err).__name__}: {err}")
-            self._wake.set()
+            self._fail_task(RuntimeError(f"finishing checkpoint {barrier.checkpoint_id} failed: {err}"))
 
     def _complete_barrier(
         self, barrier: TriggerBarrier, snapshot: StateSnapshot, writer: Any, rows: int, sync_ms: int, generation: int
@@ -438,9 +452,7 @@ class SubtaskRuntime:
                 return
             # The epoch's rows are neither staged nor re-readable from this attempt's
             # positions: only a restart from the last completed checkpoint is safe.
-            self._fatal = RuntimeError(f"sink pre-commit for checkpoint {checkpoint_id} failed: {err}")
-            self._decline(checkpoint_id, f"sink pre-commit failed: {type(err).__name__}: {err}")
-            self._wake.set()
+            self._fail_task(RuntimeError(f"sink pre-commit for checkpoint {checkpoint_id} failed: {err}"))
             return
         with self._lock:
             if self._stale(generation):
@@ -455,9 +467,7 @@ class SubtaskRuntime:
         except Exception as err:  # e.g. NaN or a non-JSON key: fails again at every barrier
             if self._stale(generation):
                 return
-            self._fatal = RuntimeError(f"encoding the state for checkpoint {checkpoint_id} failed: {err}")
-            self._decline(checkpoint_id, f"state encoding failed: {type(err).__name__}: {err}")
-            self._wake.set()
+            self._fail_task(RuntimeError(f"encoding the state for checkpoint {checkpoint_id} failed: {err}"))
             return
         try:
             handle = self._store_state(checkpoint_id, encoded, barrier.kind is CheckpointKind.SAVEPOINT)
@@ -476,6 +486,17 @@ class SubtaskRuntime:
         log.debug("subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes", self.subtask, checkpoint_id,
                   stats.sync_ms, stats.async_ms, stats.state_bytes)
         self._send(Ack(checkpoint_id, self.subtask, self.attempt, (handle,), commit_infos or None, stats))
+
+    def _fail_task(self, error: BaseException) -> None:
+        """A failure in the checkpoint's synchronous part (Flink's snapshot and sink
+        pre-commit): the task fails, and Spark retries it from the last completed
+        checkpoint (region failover). As in Flink it is a task failure, not a declined
+        checkpoint: it does not count toward tolerable-failure (the coordinator aborts
+        the checkpoint as TASK_FAILURE when the failed task reports), so one transient
+        sink error cannot fail the whole job before the retry. A sink that keeps failing
+        exhausts spark.task.maxFailures and fails the job with its error."""
+        self._fatal = error
+        self._wake.set()
 
     def _decline(self, checkpoint_id: int, reason: str) -> None:
         log.warning("subtask %d declines checkpoint %d: %s", self.subtask, checkpoint_id, reason)

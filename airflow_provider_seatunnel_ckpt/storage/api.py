@@ -121,6 +121,14 @@ class CheckpointStorage:
         (an empty ``_metadata``, which must stay) no longer needs."""
         raise NotImplementedError
 
+    def delete_aborted_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, run: int, savepoint: bool = False
+    ) -> None:
+        """Remove what the subtasks of run attempt ``run`` uploaded for an aborted
+        checkpoint, and its directory once nothing else is in it. Never ``_metadata`` nor
+        another run's files: a driver that was taken over may abort an id the claimant
+        is completing in the same directory. The default leaves them to retention."""
+
     def delete_job(self, job_id: str) -> None:
         raise NotImplementedError
 

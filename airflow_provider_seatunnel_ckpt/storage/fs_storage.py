@@ -212,6 +212,19 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         if names:
             self.fs.delete_files(f"{directory}/{name}" for name in names)
 
+    def delete_aborted_state(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, run: int, savepoint: bool = False
+    ) -> None:
+        directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
+        names = [e.name for e in self.fs.list_dir(directory) if not e.is_dir and Layout.state_file_run(e.name) == run]
+        if names:
+            self.fs.delete_files(f"{directory}/{name}" for name in names)
+        if not self.fs.flat_listing:
+            try:  # not recursive: only an empty directory goes, never a file written since
+                self.fs.delete(directory)
+            except CheckpointStorageError:
+                pass  # another run's files or a _metadata: not ours to delete
+
     def delete_checkpoint_dirs(self, job_id: str, pipeline_id: int, entries: Iterable[CheckpointEntry]) -> None:
         """Batched: every ``_metadata`` in one request, then every other file in one
         more (object stores, whose listing gave the file names), or a recursive delete

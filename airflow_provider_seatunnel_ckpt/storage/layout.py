@@ -31,6 +31,7 @@ REQUESTS_DIR = "requests"
 
 _JOB_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=@-]{0,199}")
 _CHECKPOINT_DIR_RE = re.compile(r"(chk|savepoint)-(\d{1,20})")
+_STATE_FILE_RE = re.compile(r"task-\d+-\d+-r(\d+)\.state")
 _PIPELINE_DIR_RE = re.compile(r"pipeline-(\d{1,9})")
 
 
@@ -107,6 +108,12 @@ class Layout:
         it a taken-over driver's subtasks (a zombie) would overwrite the claimant's files
         of the same checkpoint id."""
         return f"task-{int(subtask)}-{int(attempt)}-r{int(run)}.state"
+
+    @staticmethod
+    def state_file_run(name: str) -> int | None:
+        """The run attempt in a state file's name; None for any other name."""
+        match = _STATE_FILE_RE.fullmatch(name)
+        return int(match.group(1)) if match else None
 
     @staticmethod
     def parse_checkpoint_dir(name: str) -> tuple[int, bool] | None:

@@ -18,7 +18,7 @@ from airflow_provider_seatunnel_ckpt.engine.actions import (
 )
 from airflow_provider_seatunnel_ckpt.engine.completed import CompletedCheckpoint, SubtaskSnapshot
 from airflow_provider_seatunnel_ckpt.engine.coordinator import (
-    RECENT_IDS_KEPT, CheckpointCoordinator, CoordinatorSettings,
+    DEFAULT_FAILOVER_TIMEOUT_MS, RECENT_IDS_KEPT, CheckpointCoordinator, CoordinatorSettings,
 )
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack, AckStats, CheckpointKind, CoordinatorMessage, Decline, NotifyComplete, RestoreState,
@@ -258,6 +258,7 @@ class CoordinatorBuilder:
     next_checkpoint_id: int | None = None
     recent_ids_kept: int = RECENT_IDS_KEPT
     start_ms: int = 0
+    failover_timeout_ms: int = DEFAULT_FAILOVER_TIMEOUT_MS
 
     def with_(self, **changes) -> CoordinatorBuilder:
         return dataclasses.replace(self, **changes)
@@ -270,6 +271,7 @@ class CoordinatorBuilder:
             min_pause_ms=self.min_pause_ms,
             max_concurrent=self.max_concurrent,
             tolerable_failure=self.tolerable_failure,
+            failover_timeout_ms=self.failover_timeout_ms,
         )
         coordinator = CheckpointCoordinator(
             self.pipeline_id,
@@ -288,6 +290,8 @@ class CoordinatorBuilder:
 
 class Unfenced:
     """A fence log nobody else writes to: every reservation and check passes."""
+
+    attempt = 1
 
     def reserve(self, checkpoint_id: int, savepoint: bool = False) -> int:
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished, SendToSubtask
+from airflow_provider_seatunnel_ckpt.engine.actions import DeleteCheckpointState, JobFinished, SendToSubtask
 from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle, SubtaskStatus
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     CheckpointKind, NotifyComplete, RestoreState, StateHandle, TriggerBarrier,
@@ -271,3 +271,58 @@ def test_shutdown_aborts_pending_but_lets_a_persisting_checkpoint_finish(builder
     assert h.job_failures == [] and h.finished == []
     with pytest.raises(CheckpointFailed, match="job is shut down"):
         h.coordinator.trigger_savepoint()
+
+
+def test_a_failed_subtask_that_never_comes_back_fails_the_job(builder):
+    """Nothing is triggered while a subtask is not running, so nothing would ever expire:
+    a task that neither runs nor ends (a worker frozen with its channel gone) would hang
+    the job for ever. The failover timeout bounds the wait."""
+    h = builder.with_(failover_timeout_ms=5_000).started()
+    cid = h.trigger()
+    failed_at = h.clock.now
+    h[1].fail("control connection lost")
+    assert h.coordinator.next_wakeup_ms() == failed_at + 5_000
+    h.tick(advance=4_999)
+    assert h.job_failures == [] and h.coordinator.lifecycle is Lifecycle.ACTIVE
+    h.tick(advance=1)
+    [failure] = h.job_failures
+    assert failure.startswith("subtask 1 did not restart within 5 s after it failed")
+    assert "control connection lost" in failure and "rerun the job" in failure
+    assert h.coordinator.lifecycle is Lifecycle.FAILED
+    assert h.aborted == [(cid, FailureReason.TASK_FAILURE)]
+
+
+def test_a_subtask_that_restarts_in_time_is_not_held_against_the_job(builder):
+    h = builder.with_(failover_timeout_ms=5_000).started()
+    h.trigger()
+    h[0].fail()
+    h.clock.advance(4_000)
+    h[0].restart()
+    h.tick(advance=10_000)
+    assert h.job_failures == [] and h.coordinator.lifecycle is Lifecycle.ACTIVE
+    h[0].fail()  # a second failure starts its own clock
+    h.tick(advance=4_999)
+    assert h.job_failures == []
+
+
+def test_no_time_due_is_said_so_the_adapter_does_not_spin(builder):
+    """While a restarted subtask waits for a persisting checkpoint nothing is due: the
+    coordinator replaces its earlier wakeup (now in the past) with None."""
+    h = builder.started()
+    cid = h.trigger()
+    h.ack_all(cid)  # persisting now
+    h[0].restart()  # waits for the write's outcome before it gets its restore state
+    assert h.coordinator.next_wakeup_ms() is None
+    assert h.wakeups[-1] is None
+
+
+def test_an_aborted_savepoint_has_its_uploads_deleted_as_a_savepoint(builder):
+    h = builder.started()
+    savepoint, actions = h.coordinator.trigger_savepoint()
+    h.run(actions)
+    h[0].decline(savepoint, "disk full")
+    [delete] = of_type(h.log, DeleteCheckpointState)
+    assert (delete.checkpoint_id, delete.savepoint) == (savepoint, True)
+    periodic = h.trigger()
+    h[1].decline(periodic)
+    assert of_type(h.log, DeleteCheckpointState)[-1].savepoint is False

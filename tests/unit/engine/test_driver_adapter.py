@@ -6,7 +6,8 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished
 from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle
-from .harness import Unfenced
+from .harness import Unfenced, of_type
+from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST, DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
@@ -127,3 +128,100 @@ def test_a_restarted_subtask_has_its_stale_sink_work_discarded(builder):
         assert committer.discarded == [(1, triggered, [{"gid": "restored"}])]
     finally:
         loop._io.shutdown(wait=True)
+
+
+def _local_storage(tmp_path):
+    from airflow_provider_seatunnel_ckpt.storage import create_storage
+    from airflow_provider_seatunnel_ckpt.config import load_config
+
+    config = load_config({"seatunnel": {"engine": {"checkpoint": {"storage": {"type": "hdfs", "plugin-config": {
+        "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}}}})
+    return create_storage(config.storage)
+
+
+def _storage_loop(builder, storage, fence):
+    from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
+
+    return DriverLoop(builder.build().coordinator, CompletedCheckpointStore(storage, "zombie", 1), committer=None,
+                      fence=fence, progress=lambda line: None)
+
+
+def _files(storage, checkpoint_id, savepoint=False):
+    return sorted(storage.state_file_sizes("zombie", 1, checkpoint_id, savepoint))
+
+
+def test_a_taken_over_driver_deletes_nothing_when_it_aborts(builder, tmp_path):
+    """The claimant counts on from the highest id reserved, so the old driver, still
+    running, aborts ids the claimant completes in the same directory: its shutdown must
+    not delete the claimant's state or _metadata."""
+    from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
+
+    storage = _local_storage(tmp_path)
+    old, new = FenceLog(storage, "zombie"), FenceLog(storage, "zombie")
+    old.claim("old")
+    new.claim("new")
+    for fence in (old, new):
+        storage.write_state("zombie", 1, 7, f"task-0-0-r{fence.attempt}.state", b"s" * 70_000)
+    storage.fence_checkpoint_id("zombie", 1, 7)  # stands for the claimant's _metadata
+    before = _files(storage, 7)
+    loop = _storage_loop(builder, storage, old)
+    loop._delete_aborted(7)
+    assert _files(storage, 7) == before == ["_metadata", "task-0-0-r1.state", "task-0-0-r2.state"]
+
+
+def test_an_aborted_checkpoint_loses_only_this_runs_uploads(builder, tmp_path):
+    from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
+
+    storage = _local_storage(tmp_path)
+    FenceLog(storage, "zombie").claim("crashed")  # run 1 crashed mid-checkpoint 8
+    fence = FenceLog(storage, "zombie")
+    fence.claim("live")
+    storage.write_state("zombie", 1, 8, "task-0-0-r1.state", b"a" * 70_000)
+    storage.write_state("zombie", 1, 8, "task-1-0-r2.state", b"b" * 70_000)
+    storage.write_state("zombie", 1, 9, "task-0-0-r2.state", b"c" * 70_000)
+    loop = _storage_loop(builder, storage, fence)
+    loop._delete_aborted(8)
+    assert _files(storage, 8) == ["task-0-0-r1.state"]  # run 1's: retention's, not ours
+    loop._delete_aborted(9)
+    assert [e.checkpoint_id for e in storage.list_checkpoint_entries("zombie", 1)] == [8]
+
+
+def test_an_aborted_savepoint_has_its_uploads_deleted(builder, tmp_path):
+    from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
+
+    storage = _local_storage(tmp_path)
+    fence = FenceLog(storage, "zombie")
+    fence.claim("live")
+    storage.write_state("zombie", 1, 5, "task-0-0-r1.state", b"s" * 70_000, savepoint=True)
+    loop = _storage_loop(builder, storage, fence)
+    loop._delete_aborted(5, savepoint=True)
+    assert storage.list_checkpoint_entries("zombie", 1) == []
+
+
+def test_the_loop_waits_instead_of_spinning_while_nothing_is_due(builder, monkeypatch):
+    """A restarted subtask waiting for a persisting checkpoint: no wakeup is due, and the
+    loop must block on its queue instead of ticking the coordinator in a busy loop."""
+    import time
+
+    from airflow_provider_seatunnel_ckpt.engine import driver as driver_module
+
+    monkeypatch.setattr(driver_module, "REQUEST_POLL_S", 0.05)
+    h = builder.started()
+    loop = DriverLoop(h.coordinator, Store(), committer=None, fence=Unfenced(), progress=lambda line: None,
+                      clock=h.clock)
+    ticks = []
+    real_tick = h.coordinator.on_tick
+    monkeypatch.setattr(h.coordinator, "on_tick", lambda: ticks.append(1) or real_tick())
+    try:
+        cid = h.trigger()
+        h.ack_all(cid)  # persisting: nothing can expire or be triggered now
+        h[0].restart()
+        loop._execute(of_type(h.log, ScheduleWakeup))  # the wakeups, in order, as the loop got them
+        h.clock.advance(60_000)  # the last time that was due is long past
+        ticks.clear()
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:
+            loop._step()
+    finally:
+        loop._io.shutdown(wait=True)
+    assert len(ticks) <= 10, f"{len(ticks)} ticks in 0.3 s: the loop spins"

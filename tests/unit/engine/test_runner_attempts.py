@@ -13,8 +13,14 @@ from airflow_provider_seatunnel_ckpt.engine import runner
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB_ID = "attempts"
+
+
+def _storage(tmp_path: Path, max_retained: int = 3) -> dict[str, Any]:
+    return {"type": "hdfs", "max-retained": max_retained,
+            "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}
 
 
 def _request(tmp_path: Path, **config: Any) -> RunRequest:
@@ -144,3 +150,65 @@ def test_a_takeover_the_run_found_itself_is_reported_once(tmp_path: Path) -> Non
     outcome = Outcome(error=str(old.fence.fenced_error()))
     old._release(outcome, "old")
     assert outcome.error.count("taken over") == 1
+
+
+class RefusingCommitter:
+    """A sink that cannot un-publish (a table commit, a Kafka transaction)."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def check_rollback(self, after_checkpoint_id, newer_checkpoint_ids):
+        self.calls.append("check")
+        if newer_checkpoint_ids:
+            raise ConfigError("--restore", f"cannot undo checkpoints {list(newer_checkpoint_ids)}")
+
+    def commit(self, infos):
+        self.calls.append("commit")
+
+    def rollback(self, after_checkpoint_id):
+        self.calls.append("rollback")
+
+    def cleanup(self, keep):
+        self.calls.append("cleanup")
+
+
+def _completed(run: JobRun, *ids: int, savepoint: bool = False) -> None:
+    from airflow_provider_seatunnel_ckpt.storage import PipelineState
+    from airflow_provider_seatunnel_ckpt.storage.model import CheckpointKind
+
+    kind = CheckpointKind.SAVEPOINT if savepoint else CheckpointKind.CHECKPOINT
+    for checkpoint_id in ids:
+        run.storage.store_checkpoint(PipelineState(JOB_ID, runner.PIPELINE_ID, checkpoint_id, b"s", kind=kind))
+
+
+def _ids(run: JobRun) -> list[tuple[int, bool, bool]]:
+    return [(e.checkpoint_id, e.savepoint, e.completed)
+            for e in run.storage.list_checkpoint_entries(JOB_ID, runner.PIPELINE_ID)]
+
+
+def test_a_sink_that_cannot_roll_back_refuses_before_newer_checkpoints_are_deleted(tmp_path: Path) -> None:
+    """--restore 1 with a table sink that holds checkpoint 3's rows: the run stops with
+    the sink's one line while checkpoints 2 and 3 still exist (it deleted them first and
+    then refused: the job was stuck)."""
+    run = JobRun(_request(tmp_path, storage=_storage(tmp_path, max_retained=5)), progress=lambda line: None)
+    _completed(run, 1, 2, 3)
+    run.restored_id = 1
+    committer = RefusingCommitter()
+    with pytest.raises(ConfigError, match=r"--restore: cannot undo checkpoints \[2, 3\]"):
+        run._restore_output(committer, [])
+    assert committer.calls == ["check"]
+    assert _ids(run) == [(1, False, True), (2, False, True), (3, False, True)]
+
+
+def test_restoring_an_older_cut_discards_newer_checkpoints_and_leftover_savepoints(tmp_path: Path) -> None:
+    run = JobRun(_request(tmp_path, storage=_storage(tmp_path, max_retained=5)), progress=lambda line: None)
+    _completed(run, 1, 2, 4)
+    _completed(run, 3, savepoint=True)
+    run.storage.write_state(JOB_ID, runner.PIPELINE_ID, 2, "task-0-0-r1.state", b"x" * 70_000, savepoint=True)
+    run.restored_id = 2  # savepoint 2 was never completed: an earlier run's leftover
+    committer = RefusingCommitter()
+    committer.check_rollback = lambda after, newer: committer.calls.append(f"check {after} {list(newer)}")
+    run._restore_output(committer, [])
+    assert committer.calls == ["check 2 [3, 4]", "rollback", "cleanup"]
+    assert _ids(run) == [(1, False, True), (2, False, True)]

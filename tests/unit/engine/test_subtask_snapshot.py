@@ -140,17 +140,83 @@ def test_the_async_thread_encodes_bytes_state_and_uploads_it():
     assert restored["range-00000"].operators["0"] == {"blob": blob, "n": 1}
 
 
-def test_a_state_that_cannot_be_encoded_fails_the_subtask_and_declines(monkeypatch):
+def _wait_fatal(runtime: SubtaskRuntime) -> BaseException:
+    assert runtime._wake.wait(10), "the subtask was never woken"
+    runtime._async.submit(lambda: None).result(10)
+    assert runtime._fatal is not None
+    return runtime._fatal
+
+
+def test_a_state_that_cannot_be_encoded_fails_the_task_without_declining():
+    """Flink's rule: a failure in a checkpoint's synchronous part fails the task (Spark
+    retries it, region failover); a Decline would count toward tolerable-failure and,
+    with the default 0, fail the whole job before the retry could run."""
     runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"x": float("nan")}})})
     try:
         _barrier(runtime, 2)
+        runtime._take_barriers()
+        fatal = _wait_fatal(runtime)
+    finally:
+        runtime._async.shutdown(wait=True)
+    assert "encoding the state for checkpoint 2 failed" in str(fatal)
+    assert client.sent == []  # no Decline: the task failure aborts the checkpoint (TASK_FAILURE)
+    with pytest.raises(RuntimeError, match="encoding the state"):
+        runtime._check()
+
+
+class FailingPrepare(Writer):
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        raise OSError("S3 staging: 503 Slow Down")
+
+
+def test_a_failed_sink_pre_commit_fails_the_task_without_declining():
+    runtime, client = _runtime({"range-00000": SplitState(position=5)})
+    runtime._writer = FailingPrepare()
+    try:
+        _barrier(runtime, 4)
+        runtime._take_barriers()
+        fatal = _wait_fatal(runtime)
+    finally:
+        runtime._async.shutdown(wait=True)
+    assert "sink pre-commit for checkpoint 4 failed: S3 staging: 503 Slow Down" in str(fatal)
+    assert client.sent == []
+
+
+class FailingStorage(Storage):
+    def write_state_pieces(self, *args, **kwargs):
+        raise OSError("storage unreachable")
+
+
+def test_a_failed_state_upload_declines_and_the_task_runs_on():
+    """The asynchronous part (Flink's CHECKPOINT_ASYNC_EXCEPTION): the checkpoint is
+    declined and counts; the task keeps its staged output for the next checkpoint."""
+    blob = b"x" * 300_000  # not inline: uploaded
+    runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"b": blob}})},
+                               storage=FailingStorage())
+    try:
+        _barrier(runtime, 5)
         runtime._take_barriers()
         assert client.got.wait(10)
     finally:
         runtime._async.shutdown(wait=True)
     [decline] = client.sent
-    assert type(decline).__name__ == "Decline" and "state encoding failed" in decline.reason
-    assert isinstance(runtime._fatal, RuntimeError)
+    assert type(decline).__name__ == "Decline" and "state upload failed" in decline.reason
+    assert runtime._fatal is None
+
+
+def test_a_channel_lost_for_good_fails_the_task():
+    """The client gave up reconnecting: the task fails (Spark retries it and the new
+    attempt registers) instead of running on without checkpoints."""
+    runtime, _ = _runtime({"range-00000": SplitState(position=5)})
+    try:
+        runtime._on_channel_closed(None)  # closed by the subtask itself: nothing to do
+        assert runtime._fatal is None
+        runtime._on_channel_closed(ConnectionRefusedError("gave up after 6 attempts"))
+        assert runtime._restore_event.is_set() and runtime._wake.is_set()
+        with pytest.raises(ConnectionError, match="control channel to the driver is lost for good"):
+            runtime._check()
+    finally:
+        runtime._async.shutdown(wait=True)
 
 
 class RecordingSource:
