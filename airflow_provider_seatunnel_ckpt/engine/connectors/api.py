@@ -237,8 +237,8 @@ class SinkCommitter:
 class Sink:
     plugin_name = "abstract"
     #: The number of the run attempt (the driver's claim on the job, engine/fencing.py)
-    #: this sink instance works for; the engine sets it before creating writers or a
-    #: committer. A sink that names per-epoch resources in a shared system (transaction
+    #: this sink instance works for; the engine sets it before creating writers, and on
+    #: the driver once the job is claimed (before the committer is used). A sink that names per-epoch resources in a shared system (transaction
     #: ids, prepared-transaction gids, staged file names) puts it in those names, so the
     #: subtasks of a driver that was taken over but still runs (a zombie) never touch
     #: the resources of the run that claimed the job after it.

@@ -224,8 +224,16 @@ def _raise_for(error_code: int, what: str) -> None:
     raise ConnectorError(f"Kafka sink: {what}: {error.__name__}")
 
 
-def commit_info(transactional_id: str, producer_id: int, producer_epoch: int) -> dict[str, Any]:
-    return {"transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch}
+def commit_info(transactional_id: str, producer_id: int, producer_epoch: int,
+                checkpoint_id: int | None = None) -> dict[str, Any]:
+    """What a prepared transaction leaves in the checkpoint. ``checkpoint_id`` (the barrier
+    that prepared it) lets the committer tell what it committed; infos written by older
+    releases lack it, and nothing else reads it."""
+    info: dict[str, Any] = {"transactional_id": transactional_id, "producer_id": producer_id,
+                            "producer_epoch": producer_epoch}
+    if checkpoint_id is not None:
+        info["checkpoint_id"] = checkpoint_id
+    return info
 
 
 def parse_commit_info(info: Mapping[str, Any]) -> tuple[str, int, int]:
