@@ -23,14 +23,17 @@ Exactly-once protocol (one transaction per subtask and epoch):
 1. the epoch's first row opens a transaction (``BEGIN``) on a pooled connection;
    batches are cast to the table's column types and sent with binary COPY;
 2. ``prepare_commit(checkpoint)`` inserts the commit-log row and runs
-   ``PREPARE TRANSACTION 'stckpt-{job}-{subtask}-{attempt}-{checkpoint}'``; the commit
-   info is the gid. An epoch without rows prepares nothing;
+   ``PREPARE TRANSACTION 'stckpt-{job}-r{run}-{subtask}-{attempt}-{checkpoint}'`` (the
+   driver's run attempt keeps a taken-over driver's gids apart from its claimant's: see
+   :mod:`.transactions`); the commit info is the gid. An epoch without rows prepares nothing;
 3. after the checkpoint is durable the driver runs ``COMMIT PREPARED`` (a gid already
    committed is recognised in the commit log);
 4. on restore: the restored checkpoint's gids are committed, this job's committed rows
    of newer epochs are deleted (by ``xmin``), every other prepared transaction of the
    job is rolled back; a restarted subtask's stale transactions are rolled back at once
-   (they hold locks on the keys it is about to write again).
+   (they hold locks on the keys it is about to write again): by the driver when the
+   subtask registers again, and by the subtask itself before it writes (see
+   ``JdbcSink.release_stale``, which closes the race between the two).
 """
 
 from __future__ import annotations
@@ -93,15 +96,21 @@ class JdbcSink(Sink):
         self._pool: list[Any] = []
         self._lock = threading.Lock()
         self._columns: dict[str, pa.Field] | None = None  # the table's columns, read at the first write
+        #: set by close(); taken with _prepare_lock, which every PREPARE TRANSACTION holds
+        self._closed = False
+        self._prepare_lock = threading.Lock()
+        #: (job tag, subtask) whose stale prepared transactions this instance released
+        self._released_stale: set[tuple[str, int]] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_pool=[], _lock=None, _columns=None)
+        state.update(_pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set())
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
 
     def describe(self) -> str:
         return f"table {self.schema + '.' if self.schema else ''}{self.table_name} at {self.target.describe()}"
@@ -173,6 +182,8 @@ class JdbcSink(Sink):
 
     # ---- executor side: pooled connections (a prepared transaction frees its session) ---------
     def acquire(self) -> Any:
+        if self._closed:
+            raise ConnectorError(f"Jdbc sink: the subtask released its sink for {self.describe()}; it writes no more")
         with self._lock:
             if self._pool:
                 return self._pool.pop()
@@ -180,13 +191,60 @@ class JdbcSink(Sink):
 
     def release(self, connection: Any) -> None:
         with self._lock:
-            self._pool.append(connection)
+            if not self._closed:
+                self._pool.append(connection)
+                return
+        client.close_quietly(connection)  # after close(): nobody would ever take it again
 
     def close(self) -> None:
+        """The subtask attempt (or its registration) is over: no writer of this instance
+        may PREPARE from now on (see ``JdbcSinkWriter.prepare_commit``). Waits for a
+        PREPARE in progress on another thread, so once this returns, every transaction
+        this instance will ever have prepared is visible in ``pg_prepared_xacts``."""
+        with self._prepare_lock:
+            self._closed = True
         with self._lock:
             pool, self._pool = self._pool, []
         for connection in pool:
             client.close_quietly(connection)
+
+    def release_stale(self, tag: str, subtask: int, attempt: int, after_checkpoint_id: int) -> None:
+        """Roll back what ``subtask`` prepared in this run, at this attempt or an earlier
+        one, for checkpoints after ``after_checkpoint_id`` (the checkpoint it restores):
+        none of that will ever be committed, and it holds locks on the keys the subtask is
+        about to write again. Runs once per subtask and sink instance, before its first
+        writer writes.
+
+        Why here, and not only on the driver: when a subtask's control channel comes back
+        (or Spark retries it), the driver rolls back the subtask's stale transactions as
+        soon as it registers again (``discard_orphans``). But the old registration's async
+        thread may still be inside ``prepare_commit``, and its PREPARE can land *after*
+        the driver looked: that transaction would hold its keys until the end of the run,
+        and the restarted subtask's COPY of the same keys would wait for it for ever
+        (there is no lock timeout). The subtask closes the old registration's sink
+        instance before it creates this one (``_release_connectors``, then ``load_sink``),
+        and ``close()`` waits for a PREPARE in progress and makes any later one roll back
+        instead (``prepare_commit``). So when this runs, every transaction the old
+        registration will ever prepare is already visible, and this removes it: the race
+        cannot happen. Only this run's, this subtask's, never a newer attempt's, never a
+        checkpoint at or before the restored one (those the driver commits)."""
+        with self._lock:
+            if not self.exactly_once or (tag, subtask) in self._released_stale:
+                return
+            self._released_stale.add((tag, subtask))
+        run = self.run_attempt
+        connection = self.acquire()
+        try:
+            for xact in transactions.prepared(connection, tag, run, subtask):
+                if xact.run_attempt == run and xact.attempt <= attempt and xact.checkpoint_id > after_checkpoint_id:
+                    transactions.rollback(connection, xact.gid)
+                    log.info("Jdbc sink: subtask %d rolled back %s: prepared by its previous registration for "
+                             "checkpoint %d, after the restored checkpoint %d", subtask, xact.gid, xact.checkpoint_id,
+                             after_checkpoint_id)
+        except BaseException:
+            client.close_quietly(connection)
+            raise
+        self.release(connection)
 
     def columns(self, connection: Any, first: pa.Schema) -> dict[str, pa.Field]:
         """The table's columns; creates the table from ``first`` when allowed and missing."""
@@ -229,10 +287,17 @@ class JdbcSinkWriter(SinkWriter):
         self.tag = tag
         self.subtask = subtask
         self.attempt = attempt
+        #: the driver's run attempt, part of every gid (set on the sink by the engine)
+        self.run_attempt = sink.run_attempt
         self._connection: Any = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered = 0
         self.rows = 0
+
+    def open(self, after_checkpoint_id: int) -> None:
+        # The first writer of a sink instance is the one of the restored epoch: release
+        # what this subtask's previous registration left prepared (JdbcSink.release_stale)
+        self.sink.release_stale(self.tag, self.subtask, self.attempt, after_checkpoint_id)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -301,15 +366,38 @@ class JdbcSinkWriter(SinkWriter):
             return None
         self._flush()
         if not self.sink.exactly_once:
-            client.execute(self._connection, "COMMIT")
+            with self.sink._prepare_lock:  # as below: a released sink commits nothing more
+                if self.sink._closed:
+                    self._abandon(checkpoint_id)
+                client.execute(self._connection, "COMMIT")
             self._release()
             return None
-        gid = transactions.gid_for(self.tag, self.subtask, self.attempt, checkpoint_id)
+        gid = transactions.gid_for(self.tag, self.subtask, self.attempt, checkpoint_id, self.run_attempt)
         client.execute(self._connection, transactions.log_row_sql(
             self.sink.schema, gid, self.tag, self.sink.table, self.subtask, self.attempt, checkpoint_id, self.rows))
-        client.execute(self._connection, f"PREPARE TRANSACTION {client.quote_literal(gid)}")
+        # Under the sink's prepare lock, against close(): once the subtask has released
+        # this sink instance (a re-registration restarts it from the restored checkpoint,
+        # or the attempt ends), nobody will ever commit this epoch, and a prepared
+        # transaction would outlive the session and hold its keys. So it is rolled back
+        # instead; a PREPARE that got in first is finished before close() returns, and
+        # the next sink instance's release_stale() finds it.
+        with self.sink._prepare_lock:
+            if self.sink._closed:
+                self._abandon(checkpoint_id)
+            client.execute(self._connection, f"PREPARE TRANSACTION {client.quote_literal(gid)}")
         self._release()
         return {"gid": gid, "rows": self.rows}
+
+    def _abandon(self, checkpoint_id: int) -> None:
+        """Roll back the epoch of a released sink and say so (never return as if staged)."""
+        connection, self._connection = self._connection, None
+        try:
+            client.execute(connection, "ROLLBACK")  # the keys are free when this returns
+        except Exception:  # a broken session: the server rolls back when it goes
+            pass
+        client.close_quietly(connection)
+        raise ConnectorError(f"Jdbc sink: subtask {self.subtask} released its sink before checkpoint {checkpoint_id} "
+                             "was prepared; its transaction was rolled back (its rows are read again)")
 
     def _release(self) -> None:
         connection, self._connection = self._connection, None
@@ -380,22 +468,33 @@ class JdbcSinkCommitter(SinkCommitter):
         self._with_connection(commit_all)
 
     def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
-        """Roll back this job's prepared transactions that ``keep`` does not name."""
+        """Roll back this job's prepared transactions that ``keep`` does not name (of this
+        run and every older one; never of a newer run)."""
         self.discard_orphans(subtask, None, keep)
 
     def discard_orphans(self, subtask: int | None, up_to_checkpoint_id: int | None, keep: Iterable[JsonValue]) -> None:
+        """Roll back the prepared transactions ``keep`` does not name: this run's for
+        checkpoints up to ``up_to_checkpoint_id``, and an older run's whatever their
+        checkpoint (nothing of it will be committed any more: see :mod:`.transactions`).
+        A newer run's are never touched: this driver was taken over, they are the
+        claimant's. The run is read at each call: the engine sets it after the claim."""
         if not self.sink.exactly_once:
             return
         kept = set(self._gids(keep))
+        run = self.sink.run_attempt
 
         def roll_back(connection: Any) -> None:
             for xact in transactions.prepared(connection, self.tag):
                 if xact.gid in kept or (subtask is not None and xact.subtask != subtask):
                     continue
-                if up_to_checkpoint_id is not None and xact.checkpoint_id > up_to_checkpoint_id:
+                older = transactions.older_run(xact.run_attempt, run)
+                if not older and xact.run_attempt != run:
+                    continue  # a newer run's: this driver is a zombie
+                if not older and up_to_checkpoint_id is not None and xact.checkpoint_id > up_to_checkpoint_id:
                     continue
                 transactions.rollback(connection, xact.gid)
-                log.info("Jdbc sink: rolled back %s (checkpoint %d never completed)", xact.gid, xact.checkpoint_id)
+                why = "never completed" if not older else "of a run this one took over"
+                log.info("Jdbc sink: rolled back %s (checkpoint %d %s)", xact.gid, xact.checkpoint_id, why)
 
         self._with_connection(roll_back)
 
@@ -424,7 +523,8 @@ class JdbcSinkCommitter(SinkCommitter):
 
     def discard_job(self) -> None:
         """The job's checkpoints are being deleted: roll back its prepared transactions and
-        drop its commit-log rows (committed data stays)."""
+        drop its commit-log rows (committed data stays), of every run: an explicit
+        ``delete`` or ``--discard-existing`` (the run attempt may be unknown here)."""
         if not self.sink.exactly_once:
             return
         connection = self._connect()

@@ -2,11 +2,28 @@
 
 One transaction per subtask and epoch is prepared (``PREPARE TRANSACTION gid``) at the
 barrier and committed by the driver (``COMMIT PREPARED gid``) once the checkpoint is
-durable. The global id encodes the job, the subtask, its attempt and the checkpoint::
+durable. The global id encodes the job, the driver's run attempt, the subtask, its
+attempt and the checkpoint::
 
-    stckpt-{job tag: 12 hex of sha256(job id)}-{subtask}-{attempt}-{checkpoint id}
+    stckpt-{job tag: 12 hex of sha256(job id)}-r{run attempt}-{subtask}-{attempt}-{checkpoint id}
 
-so a job's transactions are found in ``pg_prepared_xacts`` by prefix.
+so a job's transactions (of every run) are found in ``pg_prepared_xacts`` by prefix.
+
+**The run attempt** (``Sink.run_attempt``, the driver's claim on the job) is in the gid
+because checkpoint ids alone repeat across drivers: a driver that was taken over but
+still runs (a zombie, run N) keeps triggering the ids the claimant (run N + 1) also
+uses. Without the run both would prepare the same gid for the same subtask and
+checkpoint: the second waits for ever on the first's commit-log row, or is committed or
+rolled back in its place. The rules, for every committer operation:
+
+* a run never rolls back a transaction of a *newer* run (it is the zombie, the newer
+  run owns it);
+* a run rolls back every uncommitted transaction of an *older* run that its restored
+  checkpoint does not name, whatever its checkpoint id: the claimant committed what it
+  restored before any subtask started, and an older run can complete no checkpoint
+  after the claim (engine/fencing.py), so nothing else of it will ever be committed;
+* gids written by releases before the run was part of them (``stckpt-{tag}-{subtask}-
+  {attempt}-{checkpoint}``) are recognised and count as older than every run.
 
 Each prepared transaction also inserts one row into the **commit log**
 (``seatunnel_ckpt_commit_log``, in the target table's schema) *inside* itself: the row is
@@ -23,7 +40,7 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from ....errors import ConnectorError
 from . import client
@@ -33,7 +50,8 @@ log = logging.getLogger(__name__)
 
 COMMIT_LOG = "seatunnel_ckpt_commit_log"
 GID_PREFIX = "stckpt"
-_GID = re.compile(rf"{GID_PREFIX}-([0-9a-f]{{12}})-(\d+)-(\d+)-(\d+)")
+#: the run attempt is optional: gids of older releases have none
+_GID = re.compile(rf"{GID_PREFIX}-([0-9a-f]{{12}})-(?:r(\d+)-)?(\d+)-(\d+)-(\d+)")
 _XID_MODULUS = 2**32
 
 
@@ -41,8 +59,33 @@ def job_tag(job_id: str) -> str:
     return hashlib.sha256(job_id.encode("utf-8")).hexdigest()[:12]
 
 
-def gid_for(tag: str, subtask: int, attempt: int, checkpoint_id: int) -> str:
-    return f"{GID_PREFIX}-{tag}-{subtask}-{attempt}-{checkpoint_id}"
+def gid_for(tag: str, subtask: int, attempt: int, checkpoint_id: int, run_attempt: int | None = 0) -> str:
+    """The gid of one subtask's epoch; ``run_attempt`` None gives an older release's form."""
+    run = "" if run_attempt is None else f"r{int(run_attempt)}-"
+    return f"{GID_PREFIX}-{tag}-{run}{subtask}-{attempt}-{checkpoint_id}"
+
+
+class Gid(NamedTuple):
+    tag: str
+    subtask: int
+    attempt: int
+    checkpoint_id: int
+    #: None: written by a release whose gids had no run attempt (older than every run)
+    run_attempt: int | None
+
+
+def parse_gid(gid: str) -> Gid | None:
+    match = _GID.fullmatch(gid)
+    if match is None:
+        return None
+    run = match.group(2)
+    return Gid(match.group(1), int(match.group(3)), int(match.group(4)), int(match.group(5)),
+               None if run is None else int(run))
+
+
+def older_run(gid_run: int | None, run_attempt: int) -> bool:
+    """A gid of a run before ``run_attempt`` (an older release's gid is older than all)."""
+    return gid_run is None or gid_run < run_attempt
 
 
 @dataclass(frozen=True)
@@ -52,17 +95,11 @@ class PreparedTransaction:
     attempt: int
     checkpoint_id: int
     prepared_at: str
+    run_attempt: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"gid": self.gid, "subtask": self.subtask, "attempt": self.attempt,
+        return {"gid": self.gid, "run_attempt": self.run_attempt, "subtask": self.subtask, "attempt": self.attempt,
                 "checkpoint_id": self.checkpoint_id, "prepared_at": self.prepared_at}
-
-
-def parse_gid(gid: str) -> tuple[str, int, int, int] | None:
-    match = _GID.fullmatch(gid)
-    if match is None:
-        return None
-    return match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
 
 
 def ensure_commit_log(connection: Any, schema: str | None) -> None:
@@ -89,18 +126,24 @@ def log_row_sql(schema: str | None, gid: str, tag: str, target: str, subtask: in
     )
 
 
-def prepared(connection: Any, tag: str) -> list[PreparedTransaction]:
-    """This job's prepared transactions in the connection's database, oldest first."""
+def prepared(connection: Any, tag: str, run_attempt: int | None = None, subtask: int | None = None
+             ) -> list[PreparedTransaction]:
+    """This job's prepared transactions in the connection's database, oldest first: of
+    every run and subtask, or of one run's one subtask (``run_attempt`` and ``subtask``)."""
+    prefix = f"{GID_PREFIX}-{tag}-"
+    if run_attempt is not None and subtask is not None:
+        prefix += f"r{int(run_attempt)}-{int(subtask)}-"
     rows = client.query(
         connection,
         "SELECT gid, prepared::text FROM pg_prepared_xacts WHERE database = current_database() "
-        f"AND gid LIKE {quote_literal(f'{GID_PREFIX}-{tag}-%')} ORDER BY prepared",
+        f"AND gid LIKE {quote_literal(prefix + '%')} ORDER BY prepared",
     )
     found = []
     for gid, prepared_at in rows:
         parsed = parse_gid(gid)
         if parsed is not None:
-            found.append(PreparedTransaction(gid, parsed[1], parsed[2], parsed[3], prepared_at))
+            found.append(PreparedTransaction(gid, parsed.subtask, parsed.attempt, parsed.checkpoint_id, prepared_at,
+                                             parsed.run_attempt))
     return found
 
 
