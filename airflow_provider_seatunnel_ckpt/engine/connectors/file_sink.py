@@ -16,7 +16,11 @@ Layout under ``path``::
 
     part-{job}-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}   committed output (the
                                      only non-hidden files); {job} = 8 hex digits of the job id's hash
-    _staging/{job_id}/{subtask}-{attempt}-{writer}-{n:06d}.{ext} staged, not yet committed
+    _staging/{job_id}/{subtask}-{attempt}-r{run}-{writer}-{n:06d}.{ext}  staged, not yet committed
+                                     ({run}: the driver's run attempt; releases before it wrote
+                                     {subtask}-{attempt}-{writer}-{n:06d}.{ext})
+    _discarded-{job_id}.json         written by ``discard_job``: this job's committed output up to
+                                     that checkpoint id belongs to discarded runs and stays
 
 Protocol:
 
@@ -41,7 +45,12 @@ Protocol:
    names are a function of (subtask, attempt, checkpoint id, index), so a replay
    publishes the same names. Staged names carry a random writer id instead of the
    checkpoint id because a file staged early does not know its checkpoint yet; the
-   index ``n`` is taken when the file is started, on the writer's caller thread. A
+   index ``n`` is taken when the file is started, on the writer's caller thread. They
+   also carry the run attempt (``Sink.run_attempt``): a driver that was taken over but
+   still runs (a zombie) and the run that claimed the job may prepare the same
+   checkpoint id for the same subtask and Spark task attempt, and their staged files
+   must never share a name (the claimant's commit moves only names its own commit
+   infos hold; a zombie's write never replaces the claimant's staged file). A
    staged file is only trusted once a commit info names it (after its sync): until
    then it may be partial, and ``cleanup`` treats it as the orphan it is.
    ``close`` (abort) discards the file being written, cancels or waits for the sync in
@@ -51,11 +60,21 @@ Protocol:
    and final present means done. A file is only ever visible under its final name
    complete, because it reaches it through ``write_atomic`` (or an atomic rename).
 4. ``SinkCommitter.cleanup(keep)`` deletes every staged file the kept commit infos do
-   not reference (output of checkpoints that never completed).
+   not reference (output of checkpoints that never completed), whichever run staged it
+   and whichever release named it.
 5. ``SinkCommitter.rollback(after)`` deletes this job's committed files of epochs newer
    than checkpoint ``after``: a restore from an older cut (a damaged latest checkpoint,
    or ``--restore ID``) re-produces those rows. The job tag in the names keeps other
    jobs' files in a shared directory out of reach.
+6. ``SinkCommitter.discard_job()`` (``--discard-existing``, delete-on-finish,
+   ``seatunnel-ckpt delete --job-file``) deletes the job's staging and records in
+   ``_discarded-{job_id}.json`` the highest checkpoint id of the job's committed files:
+   that output stays (docs/jobs.md, "Starting over"), and ``rollback`` never goes
+   below it. The engine never reuses a checkpoint id for a job (``job.json`` and the
+   fence log keep the highest), so the next run's files get new names above it. Only
+   when the job's checkpoint storage was deleted as a whole do the ids start again: a
+   commit at or below the recorded id is then refused instead of overwriting or mixing
+   with the discarded output.
 """
 
 from __future__ import annotations
@@ -69,6 +88,7 @@ import hashlib
 import posixpath
 import re
 import secrets
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
@@ -95,6 +115,8 @@ def job_tag(job_id: str) -> str:
 
 
 _FINAL_RE = re.compile(r"part-([0-9a-f]{8})-(\d{5,})-(\d+)-(\d{10,})-(\d+)\.[a-z]+")
+#: ``discard_job``'s record, in the output directory (hidden, like ``_staging``)
+DISCARDED_NAME = "_discarded-{job_id}.json"
 
 
 class FileSink(Sink):
@@ -125,17 +147,22 @@ class FileSink(Sink):
         return FileSinkWriter(self, job_id, subtask, attempt)
 
     def create_committer(self, job_id: str) -> FileSinkCommitter:
-        return FileSinkCommitter(self.fs, self.root, self.staging_dir(job_id), job_tag(job_id))
+        return FileSinkCommitter(
+            self.fs, self.root, self.staging_dir(job_id), job_tag(job_id),
+            _join(self.root, DISCARDED_NAME.format(job_id=validate_job_id(job_id))),
+        )
 
 
 class FileSinkWriter(SinkWriter):
     def __init__(self, sink: FileSink, job_id: str, subtask: int, attempt: int):
-        for name, value in (("subtask", subtask), ("attempt", attempt)):
+        run_attempt = sink.run_attempt
+        for name, value in (("subtask", subtask), ("attempt", attempt), ("run attempt", run_attempt)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"File sink: {name} must be a non-negative integer, got {value!r}")
         self.sink = sink
         self.subtask = subtask
         self.attempt = attempt
+        self.run_attempt = run_attempt
         self._staging = sink.staging_dir(job_id)
         self._tag = job_tag(job_id)
         self._writer_id = secrets.token_hex(4)
@@ -215,9 +242,10 @@ class FileSinkWriter(SinkWriter):
             log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(file.path), exc)
 
     def _next_path(self) -> str:
-        path = _join(
-            self._staging, f"{self.subtask}-{self.attempt}-{self._writer_id}-{self._uploads:06d}.{self.sink.extension}"
-        )
+        # The run attempt keeps a zombie driver's subtasks and the claimant's apart: both
+        # may stage the same checkpoint id for the same subtask and Spark task attempt.
+        name = f"{self.subtask}-{self.attempt}-r{self.run_attempt}-{self._writer_id}-{self._uploads:06d}"
+        path = _join(self._staging, f"{name}.{self.sink.extension}")
         self._uploads += 1
         return path
 
@@ -280,30 +308,85 @@ class FileSinkWriter(SinkWriter):
 class FileSinkCommitter(SinkCommitter):
     """Publishes staged files; every method may be replayed."""
 
-    def __init__(self, fs: FileSystem, root: str, staging_dir: str, tag: str):
+    def __init__(self, fs: FileSystem, root: str, staging_dir: str, tag: str, discarded_path: str | None = None):
         self.fs = fs
         self.root = root
         self.staging_dir = staging_dir
         self.tag = tag
+        #: ``discard_job``'s record (None: a committer without one, which never discards)
+        self.discarded_path = discarded_path
+        self._discarded: int | None = None  # read once: only discard_job changes it
 
-    def rollback(self, after_checkpoint_id: int) -> list[str]:
-        """Delete this job's committed files of epochs newer than ``after_checkpoint_id``."""
-        removed = []
+    def discarded_through(self) -> int:
+        """The highest checkpoint id of this job's committed output that ``discard_job``
+        set aside (0: none). That output belongs to earlier runs and stays."""
+        if self._discarded is None:
+            self._discarded = self._read_discarded()
+        return self._discarded
+
+    def _read_discarded(self) -> int:
+        if self.discarded_path is None:
+            return 0
+        try:
+            data = self.fs.read(self.discarded_path)
+        except FileNotFoundError:
+            return 0
+        try:
+            value = json.loads(data)["discarded_through_checkpoint_id"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(value)
+        except (ValueError, KeyError, TypeError) as err:
+            raise CheckpointStorageError(
+                f"File sink: {self.fs.describe(self.discarded_path)} is damaged ({err!r}); it records which committed "
+                "output of discarded runs must stay: restore it, or delete it to let rollbacks reach that output"
+            ) from None
+        return value
+
+    def _committed(self) -> list[tuple[int, str]]:
+        """(checkpoint id, path) of this job's committed files, in any release's naming."""
+        found = []
         for entry in self.fs.list_dir(self.root):
             match = _FINAL_RE.fullmatch(entry.name) if not entry.is_dir else None
-            if match and match.group(1) == self.tag and int(match.group(4)) > after_checkpoint_id:
-                self.fs.delete(entry.path)
-                removed.append(entry.path)
+            if match and match.group(1) == self.tag:
+                found.append((int(match.group(4)), entry.path))
+        return found
+
+    def rollback(self, after_checkpoint_id: int) -> list[str]:
+        """Delete this job's committed files of epochs newer than ``after_checkpoint_id``;
+        never the output of runs ``discard_job`` set aside (all at or below
+        ``discarded_through()``: checkpoint ids only grow)."""
+        floor = max(after_checkpoint_id, self.discarded_through())
+        removed = []
+        for checkpoint_id, path in self._committed():
+            if checkpoint_id > floor:
+                self.fs.delete(path)
+                removed.append(path)
         if removed:
             log.warning(
                 "File sink: removed %d committed file(s) newer than checkpoint %d from %s (they will be re-produced)",
-                len(removed), after_checkpoint_id, self.fs.describe(self.root),
+                len(removed), floor, self.fs.describe(self.root),
             )
         return removed
 
+    def discard_job(self) -> None:
+        """The job's checkpoints are deleted: delete its staged files and record the
+        highest checkpoint id of its committed files, which stay (``rollback`` and a
+        later run leave them alone). Idempotent."""
+        through = max([self.discarded_through(), *(checkpoint_id for checkpoint_id, _ in self._committed())])
+        if through > self.discarded_through() and self.discarded_path is not None:
+            record = {"discarded_through_checkpoint_id": through, "tag": self.tag, "discarded_ms": _now_ms()}
+            self.fs.write_atomic(self.discarded_path, json.dumps(record).encode("utf-8"))
+            self._discarded = through
+            log.info("File sink: committed output of job tag %s up to checkpoint %d in %s stays (discarded runs)",
+                     self.tag, through, self.fs.describe(self.root))
+        self.fs.delete(self.staging_dir, recursive=True)
+
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
         for info in commit_infos:
-            for staged, final in self._pairs(info):
+            pairs = self._pairs(info)
+            if pairs and self.discarded_through():
+                self._refuse_discarded(pairs)
+            for staged, final in pairs:
                 try:
                     self.fs.move(staged, final)
                 except FileNotFoundError:
@@ -311,6 +394,22 @@ class FileSinkCommitter(SinkCommitter):
                         f"File sink: cannot publish {self.fs.describe(final)}: its staged file "
                         f"{self.fs.describe(staged)} is gone and the final file does not exist"
                     ) from None
+
+    def _refuse_discarded(self, pairs: list[tuple[str, str]]) -> None:
+        """Checkpoint ids never repeat while the job's checkpoint storage exists, so a
+        final name at or below the discarded output's means the job was deleted as a
+        whole and started again: publishing could replace a file of that output."""
+        through = self.discarded_through()
+        for _, final in pairs:
+            match = _FINAL_RE.fullmatch(final.rpartition("/")[2])
+            if match and match.group(1) == self.tag and int(match.group(4)) <= through:
+                raise CheckpointStorageError(
+                    f"File sink: cannot publish {self.fs.describe(final)}: its checkpoint id {int(match.group(4))} is "
+                    f"not above checkpoint {through}, the newest of this job's output that earlier, discarded runs "
+                    f"committed ({self.fs.describe(self.discarded_path or self.root)}); the job's checkpoint ids "
+                    "started again (its checkpoint storage was deleted), and that output stays: run under a new "
+                    "job id, or move that output away and delete the record"
+                )
 
     def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
         """Delete staged files not named by ``keep``.
@@ -401,6 +500,10 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _join(root: str, *parts: str) -> str:

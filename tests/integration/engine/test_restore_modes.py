@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output
@@ -48,12 +50,15 @@ def test_restore_latest_none_discard_and_missing_id(workspace: Workspace) -> Non
     assert garbage.returncode == 2, garbage.explain()
     _one_line_error(garbage, "--restore", "yesterday")
 
-    # none + --discard-existing: starts over; the old output is rolled back first.
+    # none + --discard-existing: starts over; the first run's committed output stays
+    # (docs/jobs.md, "Starting over"), and the new run's output holds every id once.
+    first_bytes = {name: (workspace.output / name).read_bytes() for name in first_files}
     again = workspace.run(job, config, "modes", "--restore", "none", "--discard-existing")
     assert again.returncode == 0, again.explain()
     assert "discarding existing checkpoints" in again.stderr
-    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
-    assert not set(first_files) & set(committed_files(workspace.output))
+    now = committed_files(workspace.output)
+    assert {name: (workspace.output / name).read_bytes() for name in first_files} == first_bytes
+    assert_exactly_once(pa.concat_tables([pq.read_table(workspace.output / n) for n in now if n not in first_files]), rows)
     # The old checkpoints are gone, but ids keep growing: they are never reused.
     assert min(completed_ids(config, "modes")) > max(ids)
 

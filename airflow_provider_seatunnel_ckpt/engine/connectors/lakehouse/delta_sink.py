@@ -17,8 +17,9 @@ the driver's committer adds a completed checkpoint's files in ONE commit that ca
 application transaction ``(seatunnel-ckpt:{job id}, checkpoint id)``; a checkpoint at or
 below ``transaction_version(app id)`` is already in the table and is skipped. Appends of
 other writers do not conflict with ours (delta-rs retries the commit). ``cleanup`` deletes
-this job's files that the table does not reference; ``rollback`` refuses to restore past a
-committed version; ``discard_job`` sets the job's transaction version back to 0.
+this job's files that the table does not reference; ``check_rollback`` (before the
+runner deletes anything) and ``rollback`` refuse to restore past a committed version;
+``discard_job`` sets the job's transaction version back to 0 (committed rows stay).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -223,7 +224,10 @@ class DeltaCommitter(SinkCommitter):
                     and "/_delta_log/" not in info.path:
                 delete_quietly(location.fs, info.path, "Delta")
 
-    def rollback(self, after_checkpoint_id: int) -> None:
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int] = ()) -> None:
+        """Refuse a restore older than the newest checkpoint the table holds for this job
+        (a Delta commit cannot be undone); reads the table, changes nothing. The runner
+        calls it before it deletes the newer checkpoints."""
         table = self.sink.load_table()
         done = self.last_committed(table) if table is not None else None
         if done is not None and done > after_checkpoint_id:
@@ -233,6 +237,10 @@ class DeltaCommitter(SinkCommitter):
                 f"{table.version()} or earlier); a table commit cannot be undone by restoring checkpoint "
                 f"{after_checkpoint_id}: restore checkpoint {done} or newer, or restore the table yourself "
                 "(docs/lakehouse.md)")
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        """Nothing to remove; refuses as ``check_rollback`` does."""
+        self.check_rollback(after_checkpoint_id)
 
     def discard_job(self) -> None:
         from deltalake import CommitProperties, Transaction

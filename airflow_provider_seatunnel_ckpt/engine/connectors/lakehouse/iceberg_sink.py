@@ -38,16 +38,18 @@ Protocol (Flink's Iceberg sink, with the checkpoint id in the snapshot summary):
    table and tries again.
 3. ``cleanup`` deletes this job's data files that no snapshot and no kept commit info
    names (epochs whose checkpoint never completed).
-4. ``rollback`` refuses: a committed snapshot cannot be un-committed by a restore (see
-   docs/lakehouse.md); ``discard_job`` records where this job's history restarts, so a
-   fresh run under the same job id (``--discard-existing``) starts counting again.
+4. ``check_rollback`` (before the runner deletes anything) and ``rollback`` refuse a
+   restore older than this job's newest snapshot: a committed snapshot cannot be
+   un-committed by a restore (see docs/lakehouse.md). ``discard_job`` records where this
+   job's history restarts, so a fresh run under the same job id (``--discard-existing``)
+   starts counting again; the committed snapshots stay.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 from tenacity import (
@@ -308,7 +310,10 @@ class IcebergCommitter(SinkCommitter):
             if info.name.startswith(prefix) and info.path not in kept and info.path not in referenced:
                 delete_quietly(location.fs, info.path, "Iceberg")
 
-    def rollback(self, after_checkpoint_id: int) -> None:
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int] = ()) -> None:
+        """Refuse a restore older than this job's newest snapshot (a table commit cannot
+        be undone); reads the table, changes nothing. The runner calls it before it
+        deletes the newer checkpoints, so a refused restore leaves the job as it was."""
         table = self.sink.load_table()
         if table is None:
             return
@@ -319,6 +324,11 @@ class IcebergCommitter(SinkCommitter):
                 f"{self.sink.describe()} already holds snapshot {snapshot_id} with the rows of checkpoint {done} of job "
                 f"{self.job_id}; a table commit cannot be undone by restoring checkpoint {after_checkpoint_id}: restore "
                 f"checkpoint {done} or newer, or roll the table back yourself (docs/lakehouse.md)")
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        """Nothing to remove (a restore never goes below the table's newest snapshot of
+        this job); refuses as ``check_rollback`` does."""
+        self.check_rollback(after_checkpoint_id)
 
     def discard_job(self) -> None:
         table = self.sink.load_table()
