@@ -508,11 +508,14 @@ class CheckpointCoordinator:
         return all(s is SubtaskStatus.END_OF_INPUT for s in self._status)
 
     def _with_wakeup(self, actions: list[Action]) -> list[Action]:
-        at = self.next_wakeup_ms()
-        # Once the job is over the adapter stops; FailJob / JobFinished stay the last action.
-        if at != self._last_wakeup and self._lifecycle is Lifecycle.ACTIVE:
+        at = self.next_wakeup_ms()  # None once the job is over: the adapter may still wait for a commit
+        if at != self._last_wakeup:
             self._last_wakeup = at
-            actions.append(ScheduleWakeup(at))
+            wakeup = ScheduleWakeup(at)
+            if actions and isinstance(actions[-1], (FailJob, JobFinished)):
+                actions.insert(len(actions) - 1, wakeup)  # the job's end stays the last action
+            else:
+                actions.append(wakeup)
         return actions
 
     def _in_flight(self, event: str, checkpoint_id: int) -> PendingCheckpoint:

@@ -384,6 +384,7 @@ class DriverLoop:
 
     def _apply_retention(self) -> None:
         try:
+            self.fence.check("applying retention")  # a fenced driver deletes nothing
             self.store.apply_retention()
         except Exception as err:  # the next completed checkpoint's retention removes them
             log.warning("could not remove checkpoints beyond the retained ones: %s", err)

@@ -328,12 +328,25 @@ class JobRun:
         if output is not None:
             _preflight(sink, lambda: sink.accepts(output))
         committer = sink.create_committer(request.job_id)
-
-        # Claim first, then fence what the previous driver may still complete, and only
-        # then choose what to restore: a driver that is still running (a zombie) can
-        # complete no checkpoint this run does not see (engine/fencing.py).
         token = secrets.token_hex(16)
-        existing = self.storage.read_document(request.job_id, JOB_DOCUMENT) or {}
+        manifest, highest_id, restored_infos = self.claim(token, sink, committer)
+        try:
+            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
+        except BaseException as err:
+            self._release_after_error(err, token)
+            raise
+
+    def claim(self, token: str, sink: Any, committer: Any) -> tuple[Any, int, list[Any]]:
+        """Claim the job, choose the checkpoint to restore and make the checkpoints and
+        the sink output match it; returns (restored manifest or None, highest checkpoint
+        id ever used, the restored commit infos). No Spark here: the deterministic
+        simulation (tests/simulation) drives this same code.
+
+        Claim first, then fence what the previous driver may still complete, and only
+        then choose what to restore: a driver that is still running (a zombie) can
+        complete no checkpoint this run does not see (engine/fencing.py)."""
+        job_id = self.request.job_id
+        existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         claim = self._claim_fence(token, existing)
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore()
@@ -345,10 +358,59 @@ class JobRun:
         highest_id = self._claim(token, self.restored_id, existing, highest_id)
         sink.run_attempt = self.attempt_number
         try:
-            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
+            self._restore_output(committer, restored_infos)
         except BaseException as err:
-            self._release_after_error(err, token)
+            self._release(Outcome(error=f"restoring the sink output failed: {err}"), token)
             raise
+        return manifest, highest_id, restored_infos
+
+    def coordinator(self, manifest: Any, highest_id: int, clock: Callable[[], int] = monotonic_ms) -> CheckpointCoordinator:
+        """The pipeline's coordinator, restored from ``manifest`` (None: from the start),
+        numbering on above every id the job ever used."""
+        config = self.request.config
+        parallelism = self.request.job.parallelism
+        restored = None
+        if manifest is not None:
+            restored = rescaled(self.store.from_manifest(manifest), parallelism)
+            if restored.num_subtasks != manifest.properties.get("parallelism", restored.num_subtasks):
+                self.progress(f"rescaling from {manifest.properties.get('parallelism')} to {parallelism} subtasks")
+        return CheckpointCoordinator(
+            PIPELINE_ID,
+            parallelism,
+            CoordinatorSettings(
+                interval_ms=config.interval,
+                timeout_ms=config.timeout,
+                min_pause_ms=config.min_pause,
+                max_concurrent=config.max_concurrent,
+                tolerable_failure=config.tolerable_failure,
+            ),
+            clock,
+            restored=restored,
+            next_checkpoint_id=max(highest_id, self.restored_id or 0) + 1,
+        )
+
+    def end(self, outcome: Outcome, committer: Any, token: str) -> None:
+        """After the driver loop: a finished job's staged leftovers go (and with
+        delete-on-finish its checkpoints), then the outcome is recorded."""
+        request = self.request
+        # A run that finished after another attempt claimed the job (its last commit
+        # landed just before the claim) leaves the sink and the checkpoints to the
+        # claimant: the staging its cleanup would remove may be the claimant's.
+        if outcome.finished and not self._fenced():
+            final_infos = []
+            latest = self.store.latest_restorable(verify=False)
+            if latest is not None:
+                final_infos = commit_infos_of(latest.commit_infos)
+            committer.cleanup(final_infos)
+            # A stop-with-savepoint is not the end of the job: its savepoint is where
+            # the next run resumes, so delete-on-finish keeps it.
+            if (
+                request.config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
+                and not outcome.stopped_with_savepoint
+            ):
+                self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
+                committer.discard_job()
+        self._release(outcome, token)
 
     def _run_claimed(
         self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any]
@@ -359,12 +421,6 @@ class JobRun:
         request = self.request
         job = request.job
         config = request.config
-        try:
-            self._restore_output(committer, restored_infos)
-        except BaseException as err:
-            self._release(Outcome(error=f"restoring the sink output failed: {err}"), token)
-            raise
-
         owns_spark = spark is None
         self.spark = spark or build_spark(request)
         context = self.spark.sparkContext
@@ -388,26 +444,7 @@ class JobRun:
         else:
             splits = tuple(source.splits(job.parallelism))
 
-        restored = None
-        if manifest is not None:
-            restored = rescaled(self.store.from_manifest(manifest), job.parallelism)
-            if restored.num_subtasks != manifest.properties.get("parallelism", restored.num_subtasks):
-                self.progress(f"rescaling from {manifest.properties.get('parallelism')} to {job.parallelism} subtasks")
-        next_id = max(highest_id, self.restored_id or 0) + 1
-        coordinator = CheckpointCoordinator(
-            PIPELINE_ID,
-            job.parallelism,
-            CoordinatorSettings(
-                interval_ms=config.interval,
-                timeout_ms=config.timeout,
-                min_pause_ms=config.min_pause,
-                max_concurrent=config.max_concurrent,
-                tolerable_failure=config.tolerable_failure,
-            ),
-            monotonic_ms,
-            restored=restored,
-            next_checkpoint_id=next_id,
-        )
+        coordinator = self.coordinator(manifest, highest_id)
         loop = DriverLoop(
             coordinator, self.store, committer, self.fence,
             properties={
@@ -473,21 +510,7 @@ class JobRun:
                 context.cancelJobGroup(self._job_group)
                 spark_thread.join(timeout=60)
             server.close()
-            if outcome.finished:
-                final_infos = []
-                latest = self.store.latest_restorable(verify=False)
-                if latest is not None:
-                    final_infos = commit_infos_of(latest.commit_infos)
-                committer.cleanup(final_infos)
-                # A stop-with-savepoint is not the end of the job: its savepoint is where
-                # the next run resumes, so delete-on-finish keeps it.
-                if (
-                    config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
-                    and not outcome.stopped_with_savepoint
-                ):
-                    self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
-                    committer.discard_job()
-            self._release(outcome, token)
+            self.end(outcome, committer, token)
             if owns_spark:
                 self.spark.stop()
         return outcome

@@ -441,7 +441,10 @@ class SubtaskRuntime:
     ) -> None:
         started = time.perf_counter()
         checkpoint_id = barrier.checkpoint_id
-        if self._stale(generation):  # the old registration's epoch: its rows are read again
+        if self._stale(generation) or self._fatal is not None:
+            # The old registration's epoch (its rows are read again), or the task is
+            # failing: an earlier epoch was not staged, so no later checkpoint may be
+            # acknowledged (its positions cover that epoch's rows).
             writer.close()
             return
         try:
@@ -475,7 +478,7 @@ class SubtaskRuntime:
             if not self._stale(generation):
                 self._decline(checkpoint_id, f"state upload failed: {type(err).__name__}: {err}")
             return
-        if self._stale(generation):
+        if self._stale(generation) or self._fatal is not None:
             return
         stats = AckStats(
             sync_ms=sync_ms,

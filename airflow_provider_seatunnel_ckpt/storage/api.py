@@ -125,9 +125,11 @@ class CheckpointStorage:
         self, job_id: str, pipeline_id: int, checkpoint_id: int, run: int, savepoint: bool = False
     ) -> None:
         """Remove what the subtasks of run attempt ``run`` uploaded for an aborted
-        checkpoint, and its directory once nothing else is in it. Never ``_metadata`` nor
-        another run's files: a driver that was taken over may abort an id the claimant
-        is completing in the same directory. The default leaves them to retention."""
+        checkpoint, and its directory once nothing else is in it. A ``_metadata`` the run
+        wrote itself (the write landed, its answer was lost) goes first; never another
+        run's ``_metadata`` or files: a driver that was taken over may abort an id the
+        claimant is completing in the same directory. The default leaves them to
+        retention."""
 
     def delete_job(self, job_id: str) -> None:
         raise NotImplementedError

@@ -216,7 +216,13 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self, job_id: str, pipeline_id: int, checkpoint_id: int, run: int, savepoint: bool = False
     ) -> None:
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
-        names = [e.name for e in self.fs.list_dir(directory) if not e.is_dir and Layout.state_file_run(e.name) == run]
+        entries = {e.name: e for e in self.fs.list_dir(directory) if not e.is_dir}
+        metadata = entries.get(METADATA)
+        if metadata is not None and metadata.size > 0 and self._written_by(job_id, pipeline_id, checkpoint_id, savepoint, run):
+            # The run's own _metadata write landed but its answer was lost: un-complete
+            # the checkpoint first, so it never looks complete with its state gone.
+            self.fs.delete(f"{directory}/{METADATA}")
+        names = [name for name in entries if Layout.state_file_run(name) == run]
         if names:
             self.fs.delete_files(f"{directory}/{name}" for name in names)
         if not self.fs.flat_listing:
@@ -224,6 +230,16 @@ class FileSystemCheckpointStorage(CheckpointStorage):
                 self.fs.delete(directory)
             except CheckpointStorageError:
                 pass  # another run's files or a _metadata: not ours to delete
+
+    def _written_by(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool, run: int) -> bool:
+        """Whether the checkpoint's ``_metadata`` was written by run attempt ``run`` (the
+        engine records its attempt in the manifest's properties); a damaged one is not
+        claimed by anyone."""
+        try:
+            manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
+        except (CheckpointNotFoundError, CorruptCheckpointError):
+            return False
+        return manifest.properties.get("attempt") == run
 
     def delete_checkpoint_dirs(self, job_id: str, pipeline_id: int, entries: Iterable[CheckpointEntry]) -> None:
         """Batched: every ``_metadata`` in one request, then every other file in one

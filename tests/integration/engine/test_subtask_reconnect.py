@@ -77,7 +77,7 @@ class HeldWriter(SinkWriter):
 class FakeChannel:
     """Stands in for ControlClient: records what the subtask sends."""
 
-    def __init__(self, address: Any, token: str, label: str, on_message: Any, on_reconnect: Any, reconnect: bool):
+    def __init__(self, address: Any, token: str, label: str, on_message: Any, on_reconnect: Any, reconnect: bool, on_close: Any = None):
         self.on_message = on_message
         self.on_reconnect = on_reconnect
         self.sent: list[Any] = []

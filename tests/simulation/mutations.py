@@ -1,0 +1,191 @@
+"""The defects of issue 30 (and the ones the simulation found while it was built),
+reintroduced one at a time, to show the simulation finds each.
+
+``python -m tests.simulation.mutations`` prints a table: mutation -> the first seed whose
+run breaks an invariant, how many seeds that took, and what broke. The test suite runs
+the same search (tests/simulation/test_simulation.py) with a seed budget.
+
+Each mutation puts the old behaviour back by patching the real code for the duration of
+a ``with`` block; nothing here is used outside the simulation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+from unittest import mock
+
+from airflow_provider_seatunnel_ckpt.engine import coordinator as coordinator_module
+from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
+from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
+from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.messages import Decline
+from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
+from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
+from airflow_provider_seatunnel_ckpt.storage.layout import Layout
+
+from .world import Violation, simulate
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    defect: str
+    patch: Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+# ---- 1: a zombie driver's side effects ----------------------------------------------------------
+def _zombie_deletes() -> contextlib.AbstractContextManager[Any]:
+    def delete_aborted(self: DriverLoop, checkpoint_id: int, savepoint: bool = False) -> None:
+        try:  # as before the fix: the whole directory, fenced or not
+            self.store.storage.delete_checkpoint_dir(self.store.job_id, self.store.pipeline_id, checkpoint_id, savepoint)
+        except Exception:  # noqa: BLE001
+            pass
+
+    return mock.patch.object(DriverLoop, "_delete_aborted", delete_aborted)
+
+
+def _state_names_without_run() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(Layout, "task_state_name", staticmethod(lambda subtask, attempt, run: f"task-{subtask}-{attempt}.state"))
+
+
+def _finished_zombie_cleans_up() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(JobRun, "_fenced", lambda self: False)
+
+
+# ---- 2: a failed subtask that never comes back ------------------------------------------------
+def _no_failover_timeout() -> contextlib.AbstractContextManager[Any]:
+    # a fresh dict on every read: the coordinator never remembers when a subtask failed
+    return mock.patch.object(CheckpointCoordinator, "_failed_at", property(lambda self: {}, lambda self, value: None),
+                             create=True)
+
+
+# ---- 3: restore discards, then the sink refuses -------------------------------------------------
+def _discard_then_refuse() -> contextlib.AbstractContextManager[Any]:
+    def restore_output(self: JobRun, committer: Any, restored_infos: list[Any]) -> None:
+        restored_id = self.restored_id or 0
+        entries = [e for e in self.storage.list_checkpoint_entries(self.request.job_id, PIPELINE_ID) if not e.fenced]
+        for entry in [e for e in entries if e.checkpoint_id > restored_id]:
+            self.storage.delete_checkpoint_dir(self.request.job_id, PIPELINE_ID, entry.checkpoint_id, entry.savepoint)
+        if restored_infos:
+            committer.commit(restored_infos)
+        committer.rollback(restored_id)  # the sink refuses only here, after the deletion
+        committer.cleanup(restored_infos)
+
+    return mock.patch.object(JobRun, "_restore_output", restore_output)
+
+
+# ---- 4: a synchronous checkpoint failure counted as a decline --------------------------------------
+def _sync_failure_declines() -> contextlib.AbstractContextManager[Any]:
+    original = SubtaskRuntime._complete_barrier
+
+    def complete_barrier(self: SubtaskRuntime, barrier: Any, *args: Any) -> None:
+        self._declining = barrier.checkpoint_id  # type: ignore[attr-defined]
+        original(self, barrier, *args)
+
+    def fail_task(self: SubtaskRuntime, error: BaseException) -> None:
+        self._fatal = error
+        self._send(Decline(self._declining, self.subtask, self.attempt, f"sink pre-commit failed: {error}"))  # type: ignore[attr-defined]
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(SubtaskRuntime, "_complete_barrier", complete_barrier))
+    stack.enter_context(mock.patch.object(SubtaskRuntime, "_fail_task", fail_task))
+    return stack
+
+
+# ---- 7: aborted savepoints -------------------------------------------------------------------
+def _savepoint_kind_dropped() -> contextlib.AbstractContextManager[Any]:
+    original = DriverLoop._delete_aborted
+    return mock.patch.object(DriverLoop, "_delete_aborted", lambda self, checkpoint_id, savepoint=False:
+                             original(self, checkpoint_id, False))
+
+
+# ---- 8: the driver loop spinning ------------------------------------------------------------------
+def _stale_wakeup() -> contextlib.AbstractContextManager[Any]:
+    def with_wakeup(self: CheckpointCoordinator, actions: list[Any]) -> list[Any]:
+        at = self.next_wakeup_ms()
+        if at is not None and at != self._last_wakeup:  # as before: "nothing due" was never said
+            self._last_wakeup = at
+            actions.append(ScheduleWakeup(at))
+        return actions
+
+    return mock.patch.object(coordinator_module.CheckpointCoordinator, "_with_wakeup", with_wakeup)
+
+
+# ---- found by the simulation while it was built ------------------------------------------------------
+def _ack_after_failed_precommit() -> contextlib.AbstractContextManager[Any]:
+    original = SubtaskRuntime._complete_barrier
+
+    def complete_barrier(self: SubtaskRuntime, *args: Any) -> None:
+        failing, self._fatal = self._fatal, None  # as before: a later barrier still acknowledged
+        try:
+            original(self, *args)
+        finally:
+            self._fatal = self._fatal or failing
+
+    return mock.patch.object(SubtaskRuntime, "_complete_barrier", complete_barrier)
+
+
+def _lost_metadata_answer_keeps_metadata() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(FileSystemCheckpointStorage, "_written_by", lambda self, *args: False)
+
+
+MUTATIONS = (
+    Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
+    Mutation("state-file-names-without-run", "1", _state_names_without_run),
+    Mutation("finished-zombie-cleans-up-sink", "1 (found by the simulation)", _finished_zombie_cleans_up),
+    Mutation("no-failover-timeout", "2", _no_failover_timeout),
+    Mutation("discard-newer-before-sink-refuses", "3", _discard_then_refuse),
+    Mutation("sync-failure-declines", "4", _sync_failure_declines),
+    Mutation("aborted-savepoint-deleted-as-checkpoint", "7", _savepoint_kind_dropped),
+    Mutation("stale-wakeup-spins", "8", _stale_wakeup),
+    Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),
+    Mutation("lost-metadata-answer-keeps-metadata", "found by the simulation", _lost_metadata_answer_keeps_metadata),
+)
+
+
+def first_failing_seed(mutation: Mutation, seeds: range) -> tuple[int | None, str]:
+    """The first seed in ``seeds`` whose run breaks an invariant with ``mutation`` in place."""
+    with mutation.patch():
+        for seed in seeds:
+            try:
+                simulate(seed)
+            except Violation as err:
+                return seed, str(err).splitlines()[0]
+            except Exception as err:  # noqa: BLE001 - a crash is a finding too
+                return seed, f"{type(err).__name__}: {err}".splitlines()[0]
+    return None, ""
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    import logging
+
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def main(budget: int = 5_000) -> int:
+    print("| mutation | defect | first failing seed | seconds | what broke |")
+    print("| --- | --- | --- | --- | --- |")
+    missed = 0
+    with _quiet():
+        for mutation in MUTATIONS:
+            started = time.perf_counter()
+            seed, what = first_failing_seed(mutation, range(budget))
+            took = time.perf_counter() - started
+            missed += seed is None
+            found = str(seed) if seed is not None else f"not found in {budget} seeds"
+            print(f"| {mutation.name} | {mutation.defect} | {found} | {took:.1f} | {what[:160]} |", flush=True)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 5_000))

@@ -1,0 +1,1001 @@
+"""A deterministic simulation of the whole checkpoint protocol, in the spirit of
+FoundationDB's and TigerBeetle's simulators.
+
+Everything that decides runs for real: the runner's claim, restore and end
+(``JobRun.claim`` / ``coordinator`` / ``end``), the coordinator, the driver loop's event
+handling and storage work (``DriverLoop``), the fence log, the checkpoint storage (over
+the in-memory file system), and each subtask's barrier handling, state encoding, upload
+and restore (``SubtaskRuntime``). What is simulated is what surrounds them: time, the
+network, threads (the driver's storage worker is a queue the simulation runs step by
+step), Spark (task attempts, retries, a cancelled job), the sink's external system, and
+faults. Every choice comes from one ``random.Random(seed)``, and events run one at a time
+in (time, sequence) order, so a seed replays exactly.
+
+Faults: storage requests that fail, or succeed and lose their answer; slow storage
+work; delayed messages; subtask workers killed (Spark retries them) or frozen with their
+channel gone (Spark does not); sink pre-commits that fail; drivers killed (the next run
+resumes) or taken over while they still run (zombies); savepoints requested; reruns
+that restore an older checkpoint than the latest.
+
+Invariants, checked after every step (``Violation`` names the first broken one):
+
+* no checkpoint id completes twice (a non-empty ``_metadata`` is created once);
+* nothing commits before a ``_metadata`` covers it;
+* a fenced driver deletes, creates and commits nothing in the checkpoint directories or
+  the sink (its own fence records and attempt documents aside);
+* no state file is overwritten with other bytes;
+* a failure in the checkpoint's synchronous part (sink pre-commit) is never a Decline;
+* a restore a sink refuses changes no checkpoint;
+* an aborted savepoint's uploads are deleted by a run that saw no storage fault;
+* the driver loop never spins (ticks at one instant without effect);
+* something can always progress or time out until the job finishes;
+* at the end every id is committed exactly once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import random
+import re
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from airflow_provider_seatunnel_ckpt.config import load_config
+from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
+from airflow_provider_seatunnel_ckpt.engine.connectors.api import Sink, SinkCommitter, SinkWriter, Split, assign_splits
+from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
+from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job
+from airflow_provider_seatunnel_ckpt.engine.messages import (
+    AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
+)
+from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState
+from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.errors import CheckpointError, CheckpointFailed, ConfigError, ConnectorError
+from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
+from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
+from airflow_provider_seatunnel_ckpt.storage.layout import Layout
+
+JOB_ID = "sim"
+NAMESPACE = "/sim/"
+PIPELINE_ID = 1
+MAX_RUNS = 16
+#: runs after which no fault is injected any more, so the job can finish
+CALM_AFTER_RUNS = 7
+MAX_EVENTS = 60_000
+MAX_TASK_ATTEMPTS = 8
+#: ticks of one driver at one instant, without effect, before it counts as spinning
+SPIN_LIMIT = 200
+
+_CHECKPOINT_PATH = re.compile(r"/pipeline-\d+/(chk|savepoint)-(\d+)(/(.*))?$")
+
+
+class Violation(BaseException):
+    """An invariant broke; the message names it (and the seed, from ``simulate``).
+
+    A BaseException, and recorded in the world before it is raised (``World.broke``):
+    the code under test catches ``Exception`` in many places (a failed deletion is only
+    logged), and a violation must never be swallowed there."""
+
+
+# ---- the seed's world ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Profile:
+    """The job and the fault rates one seed draws."""
+
+    parallelism: int
+    splits: int
+    rows_per_split: int
+    batch: int
+    interval_ms: int
+    timeout_ms: int
+    max_concurrent: int
+    tolerable: int
+    big_state: bool
+    transactional_sink: bool
+    p_storage_fail: float
+    p_storage_lost: float
+    slow_storage_ms: int
+    max_message_delay_ms: int
+    p_kill_subtask: float
+    p_hang_subtask: float
+    p_prepare_fail: float
+    p_kill_driver: float
+    p_takeover: float
+    p_savepoint: float
+    p_restore_older: float
+
+    @classmethod
+    def draw(cls, rng: random.Random) -> Profile:
+        parallelism = rng.randint(1, 3)
+        return cls(
+            parallelism=parallelism,
+            splits=parallelism * rng.randint(1, 3),
+            rows_per_split=rng.randint(20, 80),
+            batch=rng.randint(3, 12),
+            interval_ms=rng.choice((100, 200, 400)),
+            timeout_ms=rng.choice((300, 800, 2_000)),
+            max_concurrent=rng.randint(1, 2),
+            tolerable=rng.randint(0, 2),
+            big_state=rng.random() < 0.5,
+            transactional_sink=rng.random() < 0.4,
+            p_storage_fail=rng.choice((0.0, 0.01, 0.04)),
+            p_storage_lost=rng.choice((0.0, 0.01, 0.03)),
+            slow_storage_ms=rng.choice((5, 50, 600)),
+            max_message_delay_ms=rng.choice((2, 20, 300)),
+            p_kill_subtask=rng.choice((0.0, 0.002, 0.01)),
+            p_hang_subtask=rng.choice((0.0, 0.0, 0.003)),
+            p_prepare_fail=rng.choice((0.0, 0.02, 0.08)),
+            p_kill_driver=rng.choice((0.0, 0.002, 0.006)),
+            p_takeover=rng.choice((0.0, 0.002, 0.006)),
+            p_savepoint=rng.choice((0.0, 0.005, 0.02)),
+            p_restore_older=rng.choice((0.0, 0.3)),
+        )
+
+    @property
+    def rows(self) -> int:
+        return self.splits * self.rows_per_split
+
+
+class World:
+    """One seed's simulation: a clock, an event queue, storage, the sink, the runs."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.profile = Profile.draw(self.rng)
+        self.now = 0
+        self._queue: list[tuple[int, int, Callable[[], None]]] = []
+        self._sequence = itertools.count()
+        self.events = 0
+        self.store_name = f"simulation-{seed}"
+        self.raw = MemoryFileSystem(self.store_name)  # the truth, without faults
+        self.splits = tuple(Split(f"range-{i:03d}", {"start": i * self.profile.rows_per_split,
+                                                     "end": (i + 1) * self.profile.rows_per_split})
+                            for i in range(self.profile.splits))
+        self.external = ExternalSink(self)
+        self.runs: list[DriverRun] = []
+        self.finished = False
+        self.completed_ids: set[int] = set()
+        #: the newest run attempt that claimed the job (claims are never deleted)
+        self.newest_claim = 0
+        #: fence log: claim attempt -> seq; (attempt, checkpoint id) -> seq of its reservation
+        self.claim_seqs: dict[int, int] = {}
+        self.reservations: dict[tuple[int, int], int] = {}
+        #: state file path -> when it was written; checkpoint id -> when its abort was sent
+        self.state_written_at: dict[str, int] = {}
+        self.aborted_at: dict[int, int] = {}
+        #: (run attempt, subtask, attempt, checkpoint id) whose sink pre-commit failed
+        self.prepare_faults: set[tuple[int, int, int, int]] = set()
+        self.trace: list[str] = []
+        #: the first invariant broken (kept even if the code under test swallowed the raise)
+        self.violation: str | None = None
+
+    # ---- scheduling -------------------------------------------------------------------
+    def at(self, time_ms: int, action: Callable[[], None]) -> None:
+        heapq.heappush(self._queue, (max(time_ms, self.now), next(self._sequence), action))
+
+    def after(self, delay_ms: int, action: Callable[[], None]) -> None:
+        self.at(self.now + delay_ms, action)
+
+    def clock(self) -> int:
+        return self.now
+
+    def note(self, line: str) -> None:
+        self.trace.append(f"{self.now:>8} {line}")
+        if len(self.trace) > 400:
+            del self.trace[:100]
+
+    def broke(self, message: str) -> Violation:
+        if self.violation is None:
+            self.violation = message
+        return Violation(message)
+
+    @property
+    def calm(self) -> bool:
+        return len(self.runs) >= CALM_AFTER_RUNS
+
+    def chance(self, p: float) -> bool:
+        return not self.calm and p > 0 and self.rng.random() < p
+
+    def message_delay(self) -> int:
+        return self.rng.randint(1, self.profile.max_message_delay_ms if not self.calm else 2)
+
+    def storage_delay(self) -> int:
+        slow = self.profile.slow_storage_ms if not self.calm else 5
+        return self.rng.randint(1, slow)
+
+    # ---- the run ------------------------------------------------------------------------
+    def run(self) -> None:
+        self.at(0, lambda: self.start_run("latest"))
+        while self._queue and not self.finished:
+            time_ms, _, action = heapq.heappop(self._queue)
+            self.now = time_ms
+            try:
+                action()
+            finally:
+                if self.violation is not None:
+                    raise Violation(self.violation)
+            self.events += 1
+            if self.events > MAX_EVENTS:
+                raise self.broke(f"no end after {MAX_EVENTS} events (sim time {self.now} ms)")
+        if not self.finished:
+            live = [r for r in self.runs if r.alive]
+            raise self.broke("nothing can progress and nothing times out: the job hangs "
+                            f"({', '.join(r.describe() for r in live) or 'no live run'})")
+        self.check_exactly_once()
+
+    def start_run(self, restore: str) -> None:
+        if self.finished:
+            return
+        if len(self.runs) >= MAX_RUNS:
+            raise self.broke(f"the job did not finish in {MAX_RUNS} runs")
+        if restore == "latest" and self.chance(self.profile.p_restore_older):
+            older = sorted(self.completed_checkpoint_ids())[:-1]
+            if older:
+                restore = str(self.rng.choice(older))
+        run = DriverRun(self, len(self.runs) + 1, restore)
+        self.runs.append(run)
+        run.start()
+
+    def next_run(self, restore: str = "latest") -> None:
+        if not self.finished and not any(r.alive for r in self.runs):
+            self.after(self.rng.randint(100, 1_500), lambda: self.start_run(restore))
+
+    # ---- truths read without faults ----------------------------------------------------------
+    def storage(self, actor: Any) -> FileSystemCheckpointStorage:
+        return FileSystemCheckpointStorage(FaultyFileSystem(self, actor), NAMESPACE, max_retained=2)
+
+    def truth(self) -> FileSystemCheckpointStorage:
+        return FileSystemCheckpointStorage(self.raw, NAMESPACE, max_retained=2)
+
+    def completed_checkpoint_ids(self) -> list[int]:
+        return [e.checkpoint_id for e in self.truth().list_checkpoint_entries(JOB_ID, PIPELINE_ID)
+                if e.completed and not e.fenced]
+
+    def is_fenced(self, run: DriverRun) -> bool:
+        return 0 < run.attempt < self.newest_claim
+
+    # ---- invariants ----------------------------------------------------------------------
+    def on_storage_write(self, actor: Any, op: str, path: str, data: bytes | None, before: bytes | None) -> None:
+        if op == "created" and "/fence/" in path and data:
+            record = json.loads(data)
+            if record.get("kind") == "claim":
+                self.newest_claim = max(self.newest_claim, int(record["attempt"]))
+                self.claim_seqs[int(record["attempt"])] = int(record["seq"])
+            elif record.get("kind") == "reserve":
+                self.reservations[(int(record["attempt"]), int(record["checkpoint_id"]))] = int(record["seq"])
+            return
+        match = _CHECKPOINT_PATH.search(path)
+        if match is None:
+            return
+        name = match.group(4) or ""
+        completing = name == "_metadata" and op == "created" and bool(data)
+        if isinstance(actor, DriverRun) and actor.attempt and not completing and self.is_fenced(actor):
+            raise self.broke(f"fenced driver run {actor.attempt} {op} {path}")
+        if completing:
+            checkpoint_id = int(match.group(2))
+            # Completing is allowed only under the run's own reservation of the id, made
+            # before any newer claim (a claim after it fences the id, or finds it done).
+            reserved = self.reservations.get((getattr(actor, "attempt", -1), checkpoint_id))
+            if reserved is None:
+                raise self.broke(f"{actor!r} completed checkpoint {checkpoint_id} without reserving it")
+            if any(seq < reserved for attempt, seq in self.claim_seqs.items() if attempt > actor.attempt):
+                raise self.broke(f"{actor!r} completed checkpoint {checkpoint_id} reserved after a newer claim")
+            if checkpoint_id in self.completed_ids:
+                raise self.broke(f"checkpoint {checkpoint_id} completed twice")
+            self.completed_ids.add(checkpoint_id)
+        if name.endswith(".state") and op == "deleted":
+            metadata = path.rsplit("/", 1)[0] + "/_metadata"
+            try:
+                completed = self.raw.read(metadata)
+            except FileNotFoundError:
+                completed = b""
+            if completed and name.encode() in completed:
+                raise self.broke(f"{actor!r} deleted {name} of completed checkpoint {match.group(2)}")
+        if name.endswith(".state") and op == "wrote":
+            if before is not None and before != data:
+                raise self.broke(f"state file {path} overwritten with other bytes by {actor!r}")
+            self.state_written_at[path] = self.now
+
+    def check_exactly_once(self) -> None:
+        ids = Counter(i for entry in self.external.final.values() for i in entry["ids"])
+        expected = set(range(self.profile.rows))
+        lost = sorted(expected - set(ids))
+        duplicated = sorted(i for i, n in ids.items() if n > 1)
+        unexpected = sorted(set(ids) - expected)
+        if lost or duplicated or unexpected:
+            raise self.broke(f"not exactly once: lost {lost[:10]} ({len(lost)}), duplicated {duplicated[:10]} "
+                            f"({len(duplicated)}), unexpected {unexpected[:10]}")
+
+
+class FaultyFileSystem(MemoryFileSystem):
+    """The world's in-memory storage as one actor (a driver run, a subtask) sees it:
+    requests fail, or succeed and lose their answer, as the seed decides."""
+
+    def __init__(self, world: World, actor: Any):
+        super().__init__(world.store_name)
+        self.world = world
+        self.actor = actor
+
+    def _fault(self, op: str, path: str) -> str:
+        world = self.world
+        if world.chance(world.profile.p_storage_fail):
+            self._count()
+            return "fail"
+        if op != "read" and world.chance(world.profile.p_storage_lost):
+            self._count()
+            return "lost"
+        return "ok"
+
+    def _count(self) -> None:
+        run = self.actor if isinstance(self.actor, DriverRun) else getattr(self.actor, "run", None)
+        if run is not None:
+            run.storage_faults += 1
+
+    def _raise(self, op: str, path: str, applied: bool) -> None:
+        from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
+
+        what = "its answer was lost" if applied else "failed"
+        raise CheckpointStorageError(f"memory: {op} {path}: injected fault ({what})")
+
+    def _mutate(self, op: str, path: str, apply: Callable[[], None], data: bytes | None = None) -> None:
+        fault = self._fault(op, path)
+        if fault == "fail":
+            self._raise(op, path, applied=False)
+        before = self._peek(path) if op == "wrote" else None
+        apply()
+        self.world.on_storage_write(self.actor, op, path, data, before)
+        if fault == "lost":
+            self._raise(op, path, applied=True)
+
+    def _peek(self, path: str) -> bytes | None:
+        try:
+            return MemoryFileSystem.read(self, path)
+        except FileNotFoundError:
+            return None
+
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        if self._fault("read", path) == "fail":
+            self._raise("read", path, applied=False)
+        return super().read(path, offset, length)
+
+    def list_dir(self, path: str) -> Any:
+        if self._fault("read", path) == "fail":
+            self._raise("list", path, applied=False)
+        return super().list_dir(path)
+
+    def write_atomic(self, path: str, data: Any) -> None:
+        content = bytes(data)
+        self._mutate("wrote", path, lambda: MemoryFileSystem.write_atomic(self, path, content), content)
+
+    def _create_new(self, path: str, data: Any) -> None:
+        content = bytes(data)
+        self._mutate("created", path, lambda: MemoryFileSystem._create_new(self, path, content), content)
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        if MemoryFileSystem.info(self, path) is None:
+            return  # nothing there: no request worth failing, and nothing deleted
+        self._mutate("deleted", path, lambda: MemoryFileSystem.delete(self, path, recursive))
+
+
+# ---- the sink's external system ------------------------------------------------------------
+class ExternalSink:
+    """What a sink writes to: staged epochs and published ones, by name.
+
+    Two kinds, as the seed draws: a File-like sink (rollback deletes published epochs
+    newer than the restored checkpoint) and a transactional one that cannot un-publish
+    (as Kafka's EXACTLY_ONCE: it refuses a restore behind completed checkpoints)."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.transactional = world.profile.transactional_sink
+        self.staged: dict[str, list[int]] = {}
+        self.final: dict[str, dict[str, Any]] = {}
+
+
+class SimSink(Sink):
+    plugin_name = "Simulated"
+
+    def __init__(self, world: World, run: DriverRun):
+        super().__init__({})
+        self.world = world
+        self.run = run
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        return SimWriter(self, subtask, attempt)
+
+    def create_committer(self, job_id: str) -> SinkCommitter:
+        return SimCommitter(self)
+
+
+class SimWriter(SinkWriter):
+    def __init__(self, sink: SimSink, subtask: int, attempt: int):
+        self.sink = sink
+        self.subtask = subtask
+        self.attempt = attempt
+        self.rows: list[int] = []
+
+    def write(self, batch: Any) -> None:
+        self.rows.extend(batch)
+
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        world = self.sink.world
+        if world.chance(world.profile.p_prepare_fail):
+            world.prepare_faults.add((self.sink.run_attempt, self.subtask, self.attempt, checkpoint_id))
+            raise OSError("injected sink pre-commit failure")
+        if not self.rows:
+            return None
+        name = f"r{self.sink.run_attempt}-s{self.subtask}-a{self.attempt}-c{checkpoint_id}"
+        world.external.staged[name] = self.rows
+        self.rows = []
+        return {"name": name, "cp": checkpoint_id}
+
+
+class SimCommitter(SinkCommitter):
+    def __init__(self, sink: SimSink):
+        self.sink = sink
+        self.world = sink.world
+        self.external = sink.world.external
+
+    def _check_not_fenced(self, what: str) -> None:
+        run = self.sink.run
+        if self.world.is_fenced(run):
+            raise self.world.broke(f"fenced driver run {run.attempt} {what}")
+
+    def commit(self, commit_infos: Any) -> None:
+        self._check_not_fenced("committed sink output")
+        completed = self.world.completed_checkpoint_ids()
+        for info in commit_infos:
+            name, checkpoint_id = info["name"], info["cp"]
+            if name in self.external.final:
+                continue
+            if not any(c >= checkpoint_id for c in completed):
+                raise self.world.broke(f"{name} committed before a _metadata covers checkpoint {checkpoint_id}")
+            if name not in self.external.staged:
+                raise ConnectorError(f"simulated sink: staged epoch {name} is gone")
+            self.external.final[name] = {"ids": self.external.staged.pop(name), "cp": checkpoint_id}
+
+    def cleanup(self, keep: Any) -> None:
+        self._check_not_fenced("cleaned up sink output")
+        names = {info["name"] for info in keep if info}
+        for name in [n for n in self.external.staged if n not in names]:
+            del self.external.staged[name]
+
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
+        if self.external.transactional and list(newer_checkpoint_ids):
+            raise ConfigError("--restore", f"simulated transactional sink cannot un-publish checkpoints "
+                                           f"{list(newer_checkpoint_ids)}")
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        self._check_not_fenced("rolled back sink output")
+        newer = [n for n, e in self.external.final.items() if e["cp"] > after_checkpoint_id]
+        if newer and self.external.transactional:
+            raise self.world.broke(f"a transactional sink was asked to un-publish {newer}: the restore was not refused")
+        for name in newer:
+            del self.external.final[name]
+
+
+# ---- the simulated parts around the real code ---------------------------------------------------
+class InlineExecutor:
+    """An executor that runs the task at once (the fence thread; a subtask's async thread)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args))
+        except Violation:
+            raise
+        except BaseException as err:  # noqa: BLE001 - handed to the caller as the future's
+            future.set_exception(err)
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+class StorageWorker:
+    """The driver's ordered storage thread, as a queue the world runs one task at a time,
+    each after a delay (slow storage)."""
+
+    def __init__(self, run: DriverRun):
+        self.run = run
+        self.tasks: list[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] = []
+        self.busy = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self.tasks.append((fn, args, future))
+        if not self.busy:
+            self.busy = True
+            self.run.world.after(self.run.world.storage_delay(), self.step)
+        return future
+
+    def step(self) -> None:
+        if not self.run.alive or not self.tasks:
+            self.busy = False
+            return
+        self.run_one()
+        self.run.deliver_loop_events()
+        if self.tasks:
+            self.run.world.after(self.run.world.storage_delay(), self.step)
+        else:
+            self.busy = False
+
+    def run_one(self) -> None:
+        fn, args, future = self.tasks.pop(0)
+        try:
+            future.set_result(fn(*args))
+        except Violation:
+            raise
+        except BaseException as err:  # noqa: BLE001
+            future.set_exception(err)
+
+    def drain(self) -> None:
+        """``shutdown(wait=True)``: what is queued runs, in order."""
+        while self.tasks:
+            self.run_one()
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+class Connection:
+    """One subtask attempt's control connection: ordered both ways, each message late
+    by a random delay."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.open = True
+        self._to_driver_at = 0
+        self._to_subtask_at = 0
+
+    def later(self, towards_driver: bool) -> int:
+        at = self.world.now + self.world.message_delay()
+        if towards_driver:
+            at = self._to_driver_at = max(at, self._to_driver_at)
+        else:
+            at = self._to_subtask_at = max(at, self._to_subtask_at)
+        return at
+
+
+class SimServer:
+    """What the driver loop sends through: into the subtask's connection."""
+
+    def __init__(self, run: DriverRun):
+        self.run = run
+
+    def send(self, connection: Any, raw: Any) -> None:
+        subtask: SimSubtask = connection
+        message = decode(raw)
+        if isinstance(message, AbortCheckpoint):
+            self.run.world.aborted_at.setdefault(message.checkpoint_id, self.run.world.now)
+        if not subtask.conn.open:
+            raise ConnectionError("closed")
+        self.run.world.at(subtask.conn.later(towards_driver=False), lambda: subtask.receive(raw))
+
+
+class SimClient:
+    def __init__(self, subtask: SimSubtask):
+        self.subtask = subtask
+
+    def send(self, raw: Any) -> None:
+        subtask = self.subtask
+        world = subtask.run.world
+        message = decode(raw)
+        if isinstance(message, Decline):
+            key = (subtask.run.attempt, subtask.index, subtask.attempt, message.checkpoint_id)
+            if key in world.prepare_faults:
+                raise world.broke(f"subtask {subtask.index} attempt {subtask.attempt} declined checkpoint "
+                                f"{message.checkpoint_id} for a failed sink pre-commit: a task failure, not a "
+                                "counted decline (Flink's rule)")
+        if not subtask.conn.open:
+            raise ConnectionError("closed")
+        world.at(subtask.conn.later(towards_driver=True), lambda: subtask.run.handle(("message", subtask, raw)))
+
+
+# ---- a driver run -----------------------------------------------------------------------------
+class DriverRun:
+    """One ``seatunnel-ckpt run``: the real JobRun claim and restore, the real coordinator
+    and driver loop, the subtasks Spark would run."""
+
+    def __init__(self, world: World, number: int, restore: str):
+        self.world = world
+        self.number = number
+        self.restore = restore
+        self.alive = True
+        self.attempt = 0
+        self.storage_faults = 0
+        self.subtasks: dict[int, SimSubtask] = {}
+        self.task_attempts: Counter[int] = Counter()
+        self.savepoints: list[int] = []
+        self.loop: DriverLoop | None = None
+        self._ticks_at: tuple[int, int] = (-1, 0)
+        self._tick_scheduled: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<run {self.number} attempt {self.attempt}>"
+
+    def describe(self) -> str:
+        coordinator = self.loop.coordinator.describe() if self.loop else "not started"
+        return f"run {self.number} (attempt {self.attempt}): {coordinator}"
+
+    # ---- start: the runner's own code ----------------------------------------------------------
+    def start(self) -> None:
+        world = self.world
+        profile = world.profile
+        source = {"plugin_name": "Sequence", "rows": profile.rows}
+        job = load_job({"env": {"job.name": JOB_ID, "parallelism": profile.parallelism},
+                        "source": [source], "sink": [{"plugin_name": "Console"}]})
+        config = load_config({"seatunnel": {"engine": {"checkpoint": {
+            "interval": profile.interval_ms, "timeout": profile.timeout_ms, "max-concurrent": profile.max_concurrent,
+            "tolerable-failure": profile.tolerable, "storage": {"type": "memory", "max-retained": 2}}}}})
+        self.job = JobSpec(JOB_ID, profile.parallelism, source, {"plugin_name": "Simulated"})
+        run = self.job_run = JobRun(RunRequest(job=job, config=config, job_id=JOB_ID, restore=self.restore),
+                                    progress=world.note)
+        run.storage = world.storage(self)
+        run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
+        run.fence = FenceLog(run.storage, JOB_ID)
+        self.sink = SimSink(world, self)
+        self.committer = self.sink.create_committer(JOB_ID)
+        self.token = f"token-{self.number}"
+        before = world.completed_checkpoint_ids()
+        try:
+            manifest, highest_id, restored_infos = run.claim(self.token, self.sink, self.committer)
+        except Violation:
+            raise
+        except ConfigError as err:
+            self.attempt = run.attempt_number
+            if "--restore" in str(err) and world.completed_checkpoint_ids() != before:
+                raise world.broke(f"a refused restore changed the checkpoints: {before} -> "
+                                f"{world.completed_checkpoint_ids()} ({err})") from None
+            self.end_failed_start(err)
+            return
+        except CheckpointError as err:
+            self.attempt = run.attempt_number
+            self.end_failed_start(err)
+            return
+        self.attempt = run.attempt_number
+        world.note(f"run {self.number} claimed attempt {self.attempt}, restored {run.restored_id}")
+        coordinator = run.coordinator(manifest, highest_id, clock=world.clock)
+        loop = self.loop = DriverLoop(
+            coordinator, run.store, self.committer, run.fence,
+            properties={"job_name": JOB_ID, "attempt": self.attempt,
+                        "splits": [[s.split_id, dict(s.spec)] for s in world.splits]},
+            progress=world.note, clock=world.clock, durable_infos=restored_infos,
+        )
+        loop._io.shutdown(wait=True)
+        loop._fence_io.shutdown(wait=True)
+        loop._io = self.io = StorageWorker(self)
+        loop._fence_io = InlineExecutor()
+        loop.server = SimServer(self)
+        self.execute(coordinator.on_tick())
+        for index in range(profile.parallelism):
+            self.spawn(index, 0)
+        self.schedule_faults()
+
+    def end_failed_start(self, err: BaseException) -> None:
+        self.world.note(f"run {self.number} failed to start: {err}")
+        self.alive = False
+        self.world.next_run()
+
+    # ---- events ---------------------------------------------------------------------------------
+    def handle(self, event: tuple[Any, ...]) -> None:
+        if not self.alive or self.loop is None:
+            return
+        self.loop._handle(event)
+        self.after_event()
+
+    def execute(self, actions: list[Any]) -> None:
+        assert self.loop is not None
+        self.loop._execute(actions)
+        self.after_event()
+
+    def deliver_loop_events(self) -> None:
+        """Move what the storage worker reported onto the loop's thread (a little later)."""
+        assert self.loop is not None
+        while not self.loop.events.empty():
+            event = self.loop.events.get_nowait()
+            self.world.after(1, lambda e=event: self.handle(e))
+
+    def after_event(self) -> None:
+        """As ``DriverLoop._step`` after each event: tick when due, then keep a wakeup."""
+        loop = self.loop
+        assert loop is not None
+        if self.finish_if_done():
+            return
+        wakeup = loop._wakeup_at
+        if wakeup is None or self.world.now >= wakeup:
+            self.tick()
+            return
+        self.schedule_tick(wakeup)
+
+    def schedule_tick(self, at: int | None) -> None:
+        # The real loop also wakes every REQUEST_POLL_S (1 s) when nothing else is due.
+        at = self.world.now + 1_000 if at is None else min(at, self.world.now + 1_000)
+        if self._tick_scheduled is not None and self._tick_scheduled <= at and self._tick_scheduled >= self.world.now:
+            return
+        self._tick_scheduled = at
+        self.world.at(at, self.tick_event)
+
+    def tick_event(self) -> None:
+        self._tick_scheduled = None
+        if self.alive and self.loop is not None:
+            loop = self.loop
+            if loop._wakeup_at is None or self.world.now >= loop._wakeup_at:
+                self.tick()
+            else:
+                self.schedule_tick(loop._wakeup_at)
+
+    def tick(self) -> None:
+        loop = self.loop
+        assert loop is not None
+        before = loop._wakeup_at
+        actions = loop.coordinator.on_tick()
+        loop._execute(actions)
+        if self.finish_if_done():
+            return
+        instant, count = self._ticks_at
+        count = count + 1 if instant == self.world.now and not actions else 0
+        self._ticks_at = (self.world.now, count)
+        if count > SPIN_LIMIT:
+            raise self.world.broke(f"run {self.number}: the driver loop spins: {count} ticks at {self.world.now} ms without "
+                            f"effect (wakeup {before}; {loop.coordinator.describe()}; next wakeup {loop.coordinator.next_wakeup_ms()})")
+        wakeup = loop._wakeup_at
+        if wakeup is not None and wakeup <= self.world.now:
+            self.world.at(self.world.now, self.tick_event)  # as the real loop: events.get(timeout=0)
+            self._tick_scheduled = self.world.now
+        else:
+            self.schedule_tick(wakeup)
+
+    # ---- the end of the run -----------------------------------------------------------------------
+    def finish_if_done(self) -> bool:
+        loop = self.loop
+        if loop is None or not loop._done.is_set() or not self.alive:
+            return False
+        self.alive = False
+        self.io.drain()  # _io.shutdown(wait=True)
+        for subtask in list(self.subtasks.values()):
+            subtask.stop()  # the Spark job is cancelled (or its tasks return)
+        outcome = loop.outcome
+        try:
+            self.job_run.end(outcome, self.committer, self.token)
+        except Violation:
+            raise
+        except Exception as err:  # noqa: BLE001 - recorded as the real run() would
+            self.job_run._release_after_error(err, self.token)
+        self.world.note(f"run {self.number} ended: finished={outcome.finished} error={outcome.error}")
+        self.check_savepoints_deleted()
+        if outcome.finished and not self.world.is_fenced(self):
+            self.world.finished = True
+            return True
+        self.world.next_run()
+        return True
+
+    def check_savepoints_deleted(self) -> None:
+        """What was uploaded for an aborted savepoint before its abort is deleted (a
+        subtask still uploading after it leaves a leftover the next claim removes)."""
+        world = self.world
+        if self.storage_faults or world.is_fenced(self):
+            return
+        truth = world.truth()
+        for savepoint in self.savepoints:
+            aborted = world.aborted_at.get(savepoint)
+            if aborted is None:
+                continue
+            directory = truth.layout.checkpoint_dir(JOB_ID, PIPELINE_ID, savepoint, savepoint=True)
+            for info in world.raw.list_dir(directory):
+                ours = Layout.state_file_run(info.name) == self.attempt  # a zombie's are not this run's to delete
+                if ours and world.state_written_at.get(info.path, aborted) < aborted:
+                    raise world.broke(f"run {self.number}: aborted savepoint {savepoint} left {info.name} behind")
+
+    def kill(self) -> None:
+        """SIGKILL of the driver: nothing more of this run happens, its executors go too."""
+        if not self.alive:
+            return
+        self.world.note(f"run {self.number}: driver killed")
+        self.alive = False
+        for subtask in list(self.subtasks.values()):
+            subtask.stop()
+        self.world.next_run()
+
+    # ---- faults ------------------------------------------------------------------------------------
+    def schedule_faults(self) -> None:
+        world = self.world
+
+        def maybe() -> None:
+            if not self.alive or world.finished:
+                return
+            profile = world.profile
+            if world.chance(profile.p_kill_driver * 20):
+                self.kill()
+                return
+            if world.chance(profile.p_takeover * 20):
+                world.note(f"run {self.number}: another run takes over while this one still runs")
+                world.start_run("latest")
+            if world.chance(profile.p_savepoint * 20) and self.loop is not None:
+                try:
+                    savepoint, actions = self.loop.coordinator.trigger_savepoint()
+                except CheckpointFailed:
+                    pass
+                else:
+                    self.savepoints.append(savepoint)
+                    self.execute(actions)
+            if self.alive:
+                world.after(world.rng.randint(50, 250), maybe)
+
+        world.after(world.rng.randint(50, 250), maybe)
+
+    # ---- Spark ---------------------------------------------------------------------------------------
+    def spawn(self, index: int, attempt: int) -> None:
+        self.task_attempts[index] += 1
+        subtask = SimSubtask(self, index, attempt)
+        self.subtasks[index] = subtask
+        self.world.after(self.world.rng.randint(1, 30), subtask.start)
+
+    def task_failed(self, index: int, attempt: int, error: str) -> None:
+        """Spark retries a failed task, up to its limit; past it the Spark job fails."""
+        if not self.alive:
+            return
+        if self.task_attempts[index] >= MAX_TASK_ATTEMPTS:
+            self.world.after(5, lambda: self.handle(("spark_ended", RuntimeError(f"task {index} failed: {error}"))))
+            return
+        self.world.after(self.world.rng.randint(5, 200), lambda: self.alive and self.spawn(index, attempt + 1))
+
+
+class SimSubtask:
+    """One Spark task attempt running a subtask: the real SubtaskRuntime's barrier,
+    restore and message handling, with reading and the Spark task around it simulated."""
+
+    def __init__(self, run: DriverRun, index: int, attempt: int):
+        self.run = run
+        self.world = run.world
+        self.index = index
+        self.attempt = attempt
+        self.conn = Connection(self.world)
+        self.alive = True
+        self.hung = False
+        self.started = False
+        self.eoi_sent = False
+        context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), self.world.splits, ("sim", 0), "t" * 32,
+                                 storage=self.world.storage(self), run_attempt=run.attempt)
+        rt = self.rt = SubtaskRuntime(context, index, attempt)
+        rt._client = SimClient(self)
+        rt._async = InlineExecutor()
+        rt._sink = run.sink
+        self.mine = assign_splits(list(self.world.splits), rt.parallelism, index)
+
+    def __repr__(self) -> str:
+        return f"<subtask {self.index} attempt {self.attempt} of run {self.run.number}>"
+
+    def start(self) -> None:
+        if not self.alive:
+            return
+        try:
+            self.rt._send(Register(self.index, self.attempt))
+        except ConnectionError:
+            return
+
+    def receive(self, raw: Any) -> None:
+        if not self.alive or self.hung:
+            return
+        self.rt._on_message(raw)
+        if not self.started and self.rt._restore_event.is_set():
+            self.started = True
+            self.restore()
+
+    def restore(self) -> None:
+        rt = self.rt
+        try:
+            states = rt._load_states(rt._restore)
+        except Violation:
+            raise
+        except Exception as err:  # noqa: BLE001 - the task fails, as in SubtaskRuntime.run
+            self.fail(f"restore failed: {err}")
+            return
+        rt._states = {s.split_id: states.get(s.split_id) or SplitState() for s in self.mine}
+        if self.world.profile.big_state and self.mine:
+            rt._states[self.mine[0].split_id].operators.setdefault("0", {})["pad"] = "x" * 5_000
+        rt._writer = rt._new_writer(rt._restore.checkpoint_id or 0)
+        self.world.after(self.world.rng.randint(1, 20), self.step)
+
+    def step(self) -> None:
+        if not self.alive or self.hung:
+            return
+        world, rt = self.world, self.rt
+        profile = world.profile
+        if world.chance(profile.p_kill_subtask):
+            self.kill()
+            return
+        if world.chance(profile.p_hang_subtask):
+            self.hang()
+            return
+        try:
+            if rt._barrier_pending:
+                rt._take_barriers()
+            rt._check()
+        except Violation:
+            raise
+        except Exception as err:  # noqa: BLE001 - the task fails, as run() reports it
+            self.fail(f"{type(err).__name__}: {err}")
+            return
+        if rt._finish_id is not None:
+            self.stop()
+            return
+        self.read_batch()
+        world.after(world.rng.randint(5, 25), self.step)
+
+    def read_batch(self) -> None:
+        rt = self.rt
+        for split in self.mine:
+            state = rt._states[split.split_id]
+            if state.finished:
+                continue
+            start = state.position if state.position is not None else split.spec["start"]
+            end = min(start + self.world.profile.batch, split.spec["end"])
+            rt._writer.write(list(range(start, end)))
+            rt._rows_since_barrier += end - start
+            state.position = end
+            state.finished = end >= split.spec["end"]
+            return
+        if not self.eoi_sent:
+            self.eoi_sent = True
+            self.send(EndOfInput(self.index, self.attempt))
+
+    def send(self, message: Any) -> None:
+        try:
+            self.rt._send(message)
+        except ConnectionError:
+            pass
+
+    # ---- the ways a task attempt ends -------------------------------------------------------------
+    def fail(self, error: str) -> None:
+        self.send(TaskFailed(self.index, self.attempt, error[:2000]))
+        self.close()
+        self.run.task_failed(self.index, self.attempt, error)
+
+    def kill(self) -> None:
+        """The worker is SIGKILLed: the driver sees the connection drop; Spark retries."""
+        self.world.note(f"{self!r} killed")
+        self.close()
+        self.run.task_failed(self.index, self.attempt, "worker killed")
+
+    def hang(self) -> None:
+        """Frozen with its channel gone (a worker stalled past the reconnects): it neither
+        runs nor ends, and Spark, which sees a running task, does not retry it."""
+        self.world.note(f"{self!r} hangs with its channel gone")
+        self.hung = True
+        self.close()
+
+    def stop(self) -> None:
+        self.alive = False
+        self.conn.open = False
+
+    def close(self) -> None:
+        if not self.hung:
+            self.alive = False
+        if not self.conn.open:
+            return
+        self.conn.open = False
+        run = self.run
+        self.world.at(self.conn.later(towards_driver=True), lambda: run.handle(("disconnect", self)))
+
+
+def simulate(seed: int) -> World:
+    """Run one seed; raise ``Violation`` (naming the seed and the recent trace) on a broken
+    invariant. The memory store is dropped afterwards."""
+    world = World(seed)
+    try:
+        world.run()
+    except Violation as err:
+        trace = "\n".join(world.trace[-40:])
+        raise Violation(f"seed {seed}: {err}\nprofile: {world.profile}\nlast events:\n{trace}") from None
+    finally:
+        with MemoryFileSystem._lock:
+            MemoryFileSystem._stores.pop(world.store_name, None)
+    return world
