@@ -39,6 +39,8 @@ DEFAULT_TASK_MAX_FAILURES = 4
 #: after the final checkpoint, how long the subtasks' Spark tasks get to return
 FINISHED_TASKS_GRACE_S = 10
 JOB_DOCUMENT = "job.json"
+#: in job.json while --discard-existing deletes the checkpoints, until the sink dropped its bookkeeping
+DISCARDING = "discarding"
 
 
 @dataclass
@@ -137,9 +139,16 @@ class JobRun:
         self.discarded = False
 
     # ---- restore selection ----------------------------------------------------------------
-    def choose_restore(self) -> Any:
+    def choose_restore(self, existing: Mapping[str, Any] | None = None) -> Any:
+        """The manifest to restore (None: from the start). ``existing`` is ``job.json``
+        as read before the claim."""
         mode = parse_restore(self.request.restore)
         job_id = self.request.job_id
+        if (existing or {}).get(DISCARDING):
+            self.progress(f"job {job_id}: an earlier --discard-existing was interrupted; finishing it first "
+                          "(the checkpoints go, committed output stays), then starting from the beginning")
+            self._discard(existing or {})
+            return None
         if mode == "latest":
             manifest = self.store.latest_restorable()
             if manifest is None:
@@ -154,14 +163,24 @@ class JobRun:
                         "use --restore latest to resume, or add --discard-existing to start over",
                     )
                 self.progress(f"job {job_id}: discarding existing checkpoints as requested")
-                entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
-                self.storage.delete_checkpoint_dirs(job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
-                self.discarded = True
+                self._discard(existing or {})
             return None
         try:
             return self.store.restorable(int(mode))
         except CheckpointStorageError as err:
             raise ConfigError("--restore", str(err)) from None
+
+    def _discard(self, existing: Mapping[str, Any]) -> None:
+        """Delete the job's checkpoints (``--discard-existing``); the caller then lets the
+        sink drop its bookkeeping (``discard_job``). Marked in ``job.json`` first: a run
+        that dies in between (checkpoints gone, the sink still counting on them: a File
+        sink's rollback would take the committed output too) is finished by the next run,
+        whatever it asks to restore. The claim's ``job.json`` write clears the mark."""
+        job_id = self.request.job_id
+        self.storage.write_document(job_id, JOB_DOCUMENT, {**existing, DISCARDING: True})
+        entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
+        self.storage.delete_checkpoint_dirs(job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
+        self.discarded = True
 
     # ---- job document and attempts -----------------------------------------------------------
     def _claim_fence(self, token: str, existing: Mapping[str, Any]) -> Claim:
@@ -349,7 +368,7 @@ class JobRun:
         existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         claim = self._claim_fence(token, existing)
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
-        manifest = self.choose_restore()
+        manifest = self.choose_restore(existing)
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
         if self.discarded:
             committer.discard_job()

@@ -212,3 +212,40 @@ def test_restoring_an_older_cut_discards_newer_checkpoints_and_leftover_savepoin
     run._restore_output(committer, [])
     assert committer.calls == ["check 2 [3, 4]", "rollback", "cleanup"]
     assert _ids(run) == [(1, False, True), (2, False, True)]
+
+
+class DiscardRecordingCommitter(RefusingCommitter):
+    def discard_job(self):
+        self.calls.append("discard_job")
+
+
+def test_an_interrupted_discard_is_finished_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--discard-existing died after deleting the checkpoints and before the sink dropped
+    its bookkeeping: the next run, whatever it asks to restore, finishes the discard
+    (so a File sink never rolls back the committed output to 'the start')."""
+    request = _request(tmp_path, storage=_storage(tmp_path, max_retained=5))
+    request.restore, request.discard_existing = "none", True
+    first = JobRun(request, progress=lambda line: None)
+    _completed(first, 1, 2)
+    committer = DiscardRecordingCommitter()
+
+    def crash(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(committer, "discard_job", crash)
+    with pytest.raises(KeyboardInterrupt):
+        first.claim("first", _Sink(), committer)
+    assert first.storage.read_document(JOB_ID, "job.json")["discarding"] is True
+
+    lines: list[str] = []
+    second = JobRun(_request(tmp_path, storage=_storage(tmp_path, max_retained=5)), progress=lines.append)
+    again = DiscardRecordingCommitter()
+    manifest, _, _ = second.claim("second", _Sink(), again)  # --restore latest
+    assert manifest is None and again.calls[0] == "discard_job"
+    assert any("an earlier --discard-existing was interrupted" in line for line in lines)
+    assert "discarding" not in second.storage.read_document(JOB_ID, "job.json")
+    assert _ids(second) == []
+
+
+class _Sink:
+    run_attempt = 0
