@@ -29,13 +29,13 @@ from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .fencing import TAKEN_OVER, Claim, Fenced, FenceLog
 from .job import JobSpec
 from .preload import preload_settings
+from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
 
 PIPELINE_ID = 1
-DEFAULT_TASK_MAX_FAILURES = 4
 #: after the final checkpoint, how long the subtasks' Spark tasks get to return
 FINISHED_TASKS_GRACE_S = 10
 JOB_DOCUMENT = "job.json"
@@ -100,12 +100,26 @@ def build_spark(request: RunRequest) -> Any:
     # that cannot import this package.
     if not os.environ.get("PYSPARK_PYTHON"):
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    # Settings that break the engine's model (engine/spark_settings.py): the job's are
+    # refused, spark-submit's overridden with a warning; the engine's values also beat a
+    # spark-defaults.conf that only the JVM reads.
+    required = check_spark_settings(chosen, launcher)
+    conf.update(required)
     # spark-submit's settings beat our defaults but not the job's or the command line's
-    effective = {**conf, **{k: v for k, v in launcher.items() if k not in chosen}}
-    conf.update(preload_settings(request.job, master, effective, os.environ["PYSPARK_PYTHON"]))
+    effective = {**conf, **{k: v for k, v in launcher.items() if k not in chosen}, **required}
+    if launcher and master:  # spark-submit --master local[N] would retry no task either
+        retrying = _local_with_retries(master, int(effective["spark.task.maxFailures"]))
+        if retrying != master:
+            builder = builder.master(retrying)
+    preload = preload_settings(request.job, master, effective, os.environ["PYSPARK_PYTHON"])
+    conf.update(preload)
     for key, value in conf.items():
+        if key in launcher and key not in chosen and key not in required and key not in preload:
+            continue  # spark-submit's own value stands: a default of ours must not replace it
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    # getOrCreate may have found a context whose settings the builder could not change
+    check_running_spark_settings(dict(spark.sparkContext.getConf().getAll()))
     # Task retries are expected (region failover) and reported by the engine itself.
     spark.sparkContext.setLogLevel(os.environ.get("SEATUNNEL_CKPT_SPARK_LOG_LEVEL", "ERROR"))
     return spark
@@ -337,6 +351,9 @@ class JobRun:
 
         request = self.request
         job = request.job
+        # A Spark setting of the job's own that breaks the engine's model: one line,
+        # exit 2, before anything is claimed or started (engine/spark_settings.py).
+        check_spark_settings({**job.spark_conf, **request.spark_conf})
         # Live checks of the systems the job reads and writes (reachable, tables and
         # columns as configured), before anything is claimed or started.
         source = load_source(job.source, "source[0]")
@@ -449,6 +466,8 @@ class JobRun:
                 "env.parallelism",
                 f"{job.parallelism} subtasks must run at the same time but the Spark master offers {slots} task slots",
             )
+        if not owns_spark:  # a context given to the job: its settings can no longer change
+            check_running_spark_settings(dict(context.getConf().getAll()))
         endpoint = control_endpoint(context.getConf().get, context.master)
         source = load_source(job.source, "source[0]")
         # The split plan is part of the checkpoint: a restore (with any parallelism)
