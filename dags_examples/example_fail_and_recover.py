@@ -1,16 +1,18 @@
 """(c) Fail mid-way, then resume from the latest completed checkpoint: two DAGs.
 
 Both run a job whose ``fail_once`` transform raises once, after some rows (and after
-some checkpoints completed). With ``local[N]`` Spark does not retry tasks, so the
-failure ends the run attempt; the job is then resumed at the Airflow level:
+some checkpoints completed). The job sets ``spark.task.maxFailures: 1``, so Spark does not
+retry the failed task and the failure ends the run attempt; the job is then resumed at the
+Airflow level:
 
 * ``example_fail_and_retry``: the task's own retry resumes it;
 * ``example_fail_and_recover``: the task has no retries; ``CheckpointRecoveryOperator``
   (``trigger_rule="one_failed"``) resumes it, within ``tolerable-failure``.
 
 Either way a deferrable ``CheckpointSensor`` then waits for the final checkpoint, and
-the output holds every row exactly once. On a cluster, or with ``local[N,F]``, the same
-failure is absorbed inside the run by the engine's region failover instead.
+the output holds every row exactly once. Without that setting (4 attempts by default, with
+a local master too) the same failure is absorbed inside the run by the engine's region
+failover instead.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ JOB = """\
 env:
   job.name: fail-and-recover
   parallelism: 2
+  # no task retries: the failure ends the run attempt, so Airflow resumes it
+  spark.task.maxFailures: 1
   spark.executorEnv.SEATUNNEL_CKPT_FAIL_ONCE_MARKER: "{{ params.workdir }}/markers/{{ dag.dag_id }}-{{ run_id | path_safe }}"
   spark.executorEnv.SEATUNNEL_CKPT_FAIL_ONCE_AFTER_ROWS: "{{ params.fail_after_rows }}"
 source:

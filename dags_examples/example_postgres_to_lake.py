@@ -47,6 +47,7 @@ env:
   parallelism: 2
   batch_size: 5000
 {%- if params.fail_after_rows %}
+  spark.task.maxFailures: 1
   spark.executorEnv.SEATUNNEL_CKPT_FAIL_ONCE_MARKER: "{{ params.workdir }}/markers/{{ dag.dag_id }}-{{ run_id | path_safe }}"
   spark.executorEnv.SEATUNNEL_CKPT_FAIL_ONCE_AFTER_ROWS: "{{ params.fail_after_rows }}"
 {%- endif %}
