@@ -20,6 +20,7 @@ from unittest import mock
 
 from airflow_provider_seatunnel_ckpt.engine import coordinator as coordinator_module
 from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
+from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
@@ -97,6 +98,24 @@ def _sync_failure_declines() -> contextlib.AbstractContextManager[Any]:
     return stack
 
 
+# ---- 5: --discard-existing means different things -----------------------------------------------
+def _discard_deletes_committed_output() -> contextlib.AbstractContextManager[Any]:
+    # as before: the File sink rolled its committed part files back to the start
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(FileSinkCommitter, "discard_job", lambda self: FileSinkCommitter.rollback(self, 0)))
+    stack.enter_context(mock.patch.object(FileSinkCommitter, "_read_discarded", lambda self: 0))
+    return stack
+
+
+def _discard_not_marked() -> contextlib.AbstractContextManager[Any]:
+    def discard(self: JobRun, existing: Any) -> None:  # as before: no mark, so a crash halfway is not finished
+        entries = self.storage.list_checkpoint_entries(self.request.job_id, PIPELINE_ID)
+        self.storage.delete_checkpoint_dirs(self.request.job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
+        self.discarded = True
+
+    return mock.patch.object(JobRun, "_discard", discard)
+
+
 # ---- 7: aborted savepoints -------------------------------------------------------------------
 def _savepoint_kind_dropped() -> contextlib.AbstractContextManager[Any]:
     original = DriverLoop._delete_aborted
@@ -141,6 +160,8 @@ MUTATIONS = (
     Mutation("no-failover-timeout", "2", _no_failover_timeout),
     Mutation("discard-newer-before-sink-refuses", "3", _discard_then_refuse),
     Mutation("sync-failure-declines", "4", _sync_failure_declines),
+    Mutation("discard-deletes-committed-output", "5", _discard_deletes_committed_output),
+    Mutation("discard-not-marked", "5 (crash halfway)", _discard_not_marked),
     Mutation("aborted-savepoint-deleted-as-checkpoint", "7", _savepoint_kind_dropped),
     Mutation("stale-wakeup-spins", "8", _stale_wakeup),
     Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),

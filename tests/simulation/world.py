@@ -35,6 +35,7 @@ Invariants, checked after every step (``Violation`` names the first broken one):
 from __future__ import annotations
 
 import heapq
+import pyarrow as pa
 import itertools
 import json
 import random
@@ -47,6 +48,7 @@ from typing import Any, Callable
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.connectors.api import Sink, SinkCommitter, SinkWriter, Split, assign_splits
+from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job
@@ -109,6 +111,7 @@ class Profile:
     p_takeover: float
     p_savepoint: float
     p_restore_older: float
+    p_discard: float
 
     @classmethod
     def draw(cls, rng: random.Random) -> Profile:
@@ -135,6 +138,7 @@ class Profile:
             p_takeover=rng.choice((0.0, 0.002, 0.006)),
             p_savepoint=rng.choice((0.0, 0.005, 0.02)),
             p_restore_older=rng.choice((0.0, 0.3)),
+            p_discard=rng.choice((0.0, 0.0, 0.2)),
         )
 
     @property
@@ -170,6 +174,11 @@ class World:
         #: state file path -> when it was written; checkpoint id -> when its abort was sent
         self.state_written_at: dict[str, int] = {}
         self.aborted_at: dict[int, int] = {}
+        #: committed output that must stay (snapshots at --discard-existing requests), and
+        #: what the current lineage started beside
+        self.kept_snapshots: list[dict[str, tuple[int, ...]]] = []
+        self.requested_snapshot: dict[str, tuple[int, ...]] = {}
+        self.lineage_start: dict[str, tuple[int, ...]] = {}
         #: (run attempt, subtask, attempt, checkpoint id) whose sink pre-commit failed
         self.prepare_faults: set[tuple[int, int, int, int]] = set()
         self.trace: list[str] = []
@@ -239,6 +248,9 @@ class World:
             older = sorted(self.completed_checkpoint_ids())[:-1]
             if older:
                 restore = str(self.rng.choice(older))
+        if restore == "latest" and self.completed_checkpoint_ids() and self.chance(self.profile.p_discard):
+            restore = "discard"
+            self.discard_requested()
         run = DriverRun(self, len(self.runs) + 1, restore)
         self.runs.append(run)
         run.start()
@@ -303,8 +315,38 @@ class World:
                 raise self.broke(f"state file {path} overwritten with other bytes by {actor!r}")
             self.state_written_at[path] = self.now
 
+    def outputs(self) -> dict[str, tuple[int, ...]]:
+        """The committed output, by name: published epochs, or the File sink's part files."""
+        if self.profile.transactional_sink:
+            return {name: tuple(ids) for name, ids in self.external.final.items()}
+        found = {}
+        for info in self.raw.list_dir(OUTPUT):
+            if not info.is_dir and info.name.startswith("part-"):
+                found[info.name] = tuple(json.loads(line)["id"] for line in self.raw.read(info.path).splitlines() if line)
+        return found
+
+    def discard_requested(self) -> None:
+        """A run asks for --discard-existing: once it has begun (a checkpoint deleted),
+        what is committed now must stay (docs/jobs.md 'Starting over')."""
+        self.requested_snapshot = self.outputs()
+
+    def discard_began(self) -> None:
+        if not self.kept_snapshots or self.kept_snapshots[-1] is not self.requested_snapshot:
+            self.kept_snapshots.append(self.requested_snapshot)
+
+    def discarded(self) -> None:
+        """The sink dropped its bookkeeping: a new lineage starts, which must write every
+        id once more beside what earlier lineages committed."""
+        self.discard_began()
+        self.lineage_start = self.requested_snapshot
+
     def check_exactly_once(self) -> None:
-        ids = Counter(i for entry in self.external.final.values() for i in entry["ids"])
+        outputs = self.outputs()
+        for snapshot in self.kept_snapshots:
+            changed = sorted(name for name, ids in snapshot.items() if outputs.get(name) != ids)
+            if changed:
+                raise self.broke(f"output committed before a --discard-existing was deleted or changed: {changed[:5]}")
+        ids = Counter(i for name, values in outputs.items() if name not in self.lineage_start for i in values)
         expected = set(range(self.profile.rows))
         lost = sorted(expected - set(ids))
         duplicated = sorted(i for i, n in ids.items() if n > 1)
@@ -384,19 +426,18 @@ class FaultyFileSystem(MemoryFileSystem):
         self._mutate("deleted", path, lambda: MemoryFileSystem.delete(self, path, recursive))
 
 
-# ---- the sink's external system ------------------------------------------------------------
-class ExternalSink:
-    """What a sink writes to: staged epochs and published ones, by name.
+# ---- the sink -------------------------------------------------------------------------------
+OUTPUT = "/out"
 
-    Two kinds, as the seed draws: a File-like sink (rollback deletes published epochs
-    newer than the restored checkpoint) and a transactional one that cannot un-publish
-    (as Kafka's EXACTLY_ONCE: it refuses a restore behind completed checkpoints)."""
+
+class ExternalSink:
+    """A transactional system that cannot un-publish (as Kafka's EXACTLY_ONCE: it refuses
+    a restore behind completed checkpoints): staged epochs and published ones, by name."""
 
     def __init__(self, world: World):
         self.world = world
-        self.transactional = world.profile.transactional_sink
         self.staged: dict[str, list[int]] = {}
-        self.final: dict[str, dict[str, Any]] = {}
+        self.final: dict[str, list[int]] = {}
 
 
 class SimSink(Sink):
@@ -422,63 +463,146 @@ class SimWriter(SinkWriter):
         self.rows: list[int] = []
 
     def write(self, batch: Any) -> None:
-        self.rows.extend(batch)
+        self.rows.extend(batch.column(0).to_pylist())
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
-        world = self.sink.world
-        if world.chance(world.profile.p_prepare_fail):
-            world.prepare_faults.add((self.sink.run_attempt, self.subtask, self.attempt, checkpoint_id))
-            raise OSError("injected sink pre-commit failure")
         if not self.rows:
             return None
         name = f"r{self.sink.run_attempt}-s{self.subtask}-a{self.attempt}-c{checkpoint_id}"
-        world.external.staged[name] = self.rows
+        self.sink.world.external.staged[name] = self.rows
         self.rows = []
         return {"name": name, "cp": checkpoint_id}
 
 
 class SimCommitter(SinkCommitter):
     def __init__(self, sink: SimSink):
-        self.sink = sink
         self.world = sink.world
         self.external = sink.world.external
 
-    def _check_not_fenced(self, what: str) -> None:
-        run = self.sink.run
-        if self.world.is_fenced(run):
-            raise self.world.broke(f"fenced driver run {run.attempt} {what}")
-
     def commit(self, commit_infos: Any) -> None:
-        self._check_not_fenced("committed sink output")
-        completed = self.world.completed_checkpoint_ids()
         for info in commit_infos:
-            name, checkpoint_id = info["name"], info["cp"]
+            name = info["name"]
             if name in self.external.final:
                 continue
-            if not any(c >= checkpoint_id for c in completed):
-                raise self.world.broke(f"{name} committed before a _metadata covers checkpoint {checkpoint_id}")
             if name not in self.external.staged:
                 raise ConnectorError(f"simulated sink: staged epoch {name} is gone")
-            self.external.final[name] = {"ids": self.external.staged.pop(name), "cp": checkpoint_id}
+            self.external.final[name] = self.external.staged.pop(name)
 
     def cleanup(self, keep: Any) -> None:
-        self._check_not_fenced("cleaned up sink output")
         names = {info["name"] for info in keep if info}
         for name in [n for n in self.external.staged if n not in names]:
             del self.external.staged[name]
 
     def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
-        if self.external.transactional and list(newer_checkpoint_ids):
+        if list(newer_checkpoint_ids):
             raise ConfigError("--restore", f"simulated transactional sink cannot un-publish checkpoints "
                                            f"{list(newer_checkpoint_ids)}")
 
     def rollback(self, after_checkpoint_id: int) -> None:
-        self._check_not_fenced("rolled back sink output")
-        newer = [n for n, e in self.external.final.items() if e["cp"] > after_checkpoint_id]
-        if newer and self.external.transactional:
+        newer = [n for n in self.external.final if int(n.rsplit("-c", 1)[1]) > after_checkpoint_id
+                 and n not in self.world.lineage_start]  # an earlier lineage's output stays (--discard-existing)
+        if newer:
             raise self.world.broke(f"a transactional sink was asked to un-publish {newer}: the restore was not refused")
-        for name in newer:
-            del self.external.final[name]
+
+
+class SimFileSink(FileSink):
+    """The real File sink (jsonl) on the world's storage, under ``/out``, with faults."""
+
+    def __init__(self, world: World, run: DriverRun):
+        super().__init__({"path": f"memory://{world.store_name}{OUTPUT}/", "format": "jsonl"})
+        self.fs = FaultyFileSystem(world, run)
+
+
+class FaultyWriter(SinkWriter):
+    """A writer whose pre-commit fails when the seed says so (around the real one)."""
+
+    def __init__(self, world: World, inner: SinkWriter, key: tuple[int, int, int]):
+        self.world = world
+        self.inner = inner
+        self.key = key
+
+    def open(self, after_checkpoint_id: int) -> None:
+        self.inner.open(after_checkpoint_id)
+
+    def write(self, batch: Any) -> None:
+        self.inner.write(batch)
+
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        world = self.world
+        if world.chance(world.profile.p_prepare_fail):
+            world.prepare_faults.add((*self.key, checkpoint_id))
+            raise OSError("injected sink pre-commit failure")
+        return self.inner.prepare_commit(checkpoint_id)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class SubtaskSink:
+    """The sink as a subtask sees it: its writers' pre-commits fail when the seed says so."""
+
+    def __init__(self, sink: Sink, world: World, key: tuple[int, int, int]):
+        self.sink = sink
+        self.world = world
+        self.key = key
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        return FaultyWriter(self.world, self.sink.create_writer(job_id, subtask, attempt), self.key)
+
+    def close(self) -> None:
+        pass
+
+
+class CheckedCommitter(SinkCommitter):
+    """The run's committer, watched: a fenced driver commits, cleans up and rolls back
+    nothing; nothing is committed before a ``_metadata`` covers it."""
+
+    def __init__(self, world: World, run: DriverRun, inner: SinkCommitter):
+        self.world = world
+        self.run = run
+        self.inner = inner
+
+    def _not_fenced(self, what: str) -> None:
+        if self.world.is_fenced(self.run):
+            raise self.world.broke(f"fenced driver run {self.run.attempt} {what}")
+
+    def commit(self, commit_infos: Any) -> None:
+        self._not_fenced("committed sink output")
+        completed = self.world.completed_checkpoint_ids()
+        for info in commit_infos:
+            checkpoint_id = epoch_of(info)
+            if not any(c >= checkpoint_id for c in completed):
+                raise self.world.broke(f"the epoch of checkpoint {checkpoint_id} committed before a _metadata covers it")
+        self.inner.commit(commit_infos)
+
+    def cleanup(self, keep: Any) -> None:
+        self._not_fenced("cleaned up sink output")
+        self.inner.cleanup(keep)
+
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
+        self.inner.check_rollback(after_checkpoint_id, newer_checkpoint_ids)
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        self._not_fenced("rolled back sink output")
+        self.inner.rollback(after_checkpoint_id)
+
+    def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Any) -> None:
+        self.inner.discard_orphans(subtask, up_to_checkpoint_id, keep)
+
+    def discard_job(self) -> None:
+        self._not_fenced("discarded the job's sink bookkeeping")
+        self.inner.discard_job()
+        self.world.discarded()
+
+
+_FINAL_CHECKPOINT = re.compile(r"part-[0-9a-f]{8}-\d+-\d+-(\d+)-\d+\.")
+
+
+def epoch_of(info: Any) -> int:
+    """The checkpoint id a commit info's epoch ends at."""
+    if "cp" in info:
+        return int(info["cp"])
+    return max(int(_FINAL_CHECKPOINT.search(path).group(1)) for path in info["final"])
 
 
 # ---- the simulated parts around the real code ---------------------------------------------------
@@ -636,13 +760,15 @@ class DriverRun:
             "interval": profile.interval_ms, "timeout": profile.timeout_ms, "max-concurrent": profile.max_concurrent,
             "tolerable-failure": profile.tolerable, "storage": {"type": "memory", "max-retained": 2}}}}})
         self.job = JobSpec(JOB_ID, profile.parallelism, source, {"plugin_name": "Simulated"})
-        run = self.job_run = JobRun(RunRequest(job=job, config=config, job_id=JOB_ID, restore=self.restore),
-                                    progress=world.note)
+        discard = self.restore == "discard"
+        request = RunRequest(job=job, config=config, job_id=JOB_ID, restore="none" if discard else self.restore,
+                             discard_existing=discard)
+        run = self.job_run = JobRun(request, progress=world.note)
         run.storage = world.storage(self)
         run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
         run.fence = FenceLog(run.storage, JOB_ID)
-        self.sink = SimSink(world, self)
-        self.committer = self.sink.create_committer(JOB_ID)
+        self.sink = SimSink(world, self) if profile.transactional_sink else SimFileSink(world, self)
+        self.committer = CheckedCommitter(world, self, self.sink.create_committer(JOB_ID))
         self.token = f"token-{self.number}"
         before = world.completed_checkpoint_ids()
         try:
@@ -658,6 +784,8 @@ class DriverRun:
             return
         except CheckpointError as err:
             self.attempt = run.attempt_number
+            if self.restore == "discard" and world.completed_checkpoint_ids() != before:
+                world.discard_began()  # checkpoints went: the next run must finish the discard
             self.end_failed_start(err)
             return
         self.attempt = run.attempt_number
@@ -867,7 +995,7 @@ class SimSubtask:
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
         rt._async = InlineExecutor()
-        rt._sink = run.sink
+        rt._sink = SubtaskSink(run.sink, self.world, (run.attempt, index, attempt))
         self.mine = assign_splits(list(self.world.splits), rt.parallelism, index)
 
     def __repr__(self) -> str:
@@ -938,7 +1066,7 @@ class SimSubtask:
                 continue
             start = state.position if state.position is not None else split.spec["start"]
             end = min(start + self.world.profile.batch, split.spec["end"])
-            rt._writer.write(list(range(start, end)))
+            rt._writer.write(pa.record_batch([pa.array(range(start, end), pa.int64())], names=["id"]))
             rt._rows_since_barrier += end - start
             state.position = end
             state.finished = end >= split.spec["end"]
