@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -532,3 +533,49 @@ def standalone_cluster(root: Path, env: Mapping[str, str]) -> Iterator[Standalon
         yield cluster
     finally:
         cluster.stop()
+
+
+# ---- a subtask's control channel, faked -------------------------------------------------------
+class FakeChannel:
+    """Stands in for a subtask's ControlClient (``client_factory``): records what the
+    subtask sends; the test delivers the driver's messages and plays the reader thread's
+    reconnect (``on_reconnect``)."""
+
+    def __init__(self, *args: Any, on_message: Any, on_reconnect: Any = None, **kwargs: Any):
+        from airflow_provider_seatunnel_ckpt.engine.messages import decode
+
+        self._decode = decode
+        self.on_message = on_message
+        self.on_reconnect = on_reconnect
+        self.sent: list[Any] = []
+        self.lock = threading.Lock()
+
+    def connect(self) -> None:
+        pass
+
+    def send(self, raw: dict[str, Any]) -> None:
+        with self.lock:
+            self.sent.append(self._decode(raw))
+
+    def close(self) -> None:
+        pass
+
+    def deliver(self, message: Any) -> None:
+        from airflow_provider_seatunnel_ckpt.engine.messages import encode
+
+        self.on_message(encode(message))
+
+    def find(self, predicate: Any) -> Any:
+        with self.lock:
+            return next((m for m in self.sent if predicate(m)), None)
+
+    def wait_for(self, predicate: Any, timeout: float = 10) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                found = [m for m in self.sent if predicate(m)]
+            if found:
+                return found[-1]
+            time.sleep(0.01)
+        raise AssertionError(f"nothing matched; sent: {self.sent}")
+

@@ -39,6 +39,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     encode,
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from .support import FakeChannel
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,39 +73,6 @@ class HeldWriter(SinkWriter):
         if not self.ids:
             return None
         return {"epoch": checkpoint_id, "first": self.ids[0], "last": self.ids[-1], "rows": len(self.ids)}
-
-
-class FakeChannel:
-    """Stands in for ControlClient: records what the subtask sends."""
-
-    def __init__(self, address: Any, token: str, label: str, on_message: Any, on_reconnect: Any, reconnect: bool, on_close: Any = None):
-        self.on_message = on_message
-        self.on_reconnect = on_reconnect
-        self.sent: list[Any] = []
-        self.lock = threading.Lock()
-
-    def connect(self) -> None:
-        pass
-
-    def send(self, raw: dict[str, Any]) -> None:
-        with self.lock:
-            self.sent.append(decode(raw))
-
-    def close(self) -> None:
-        pass
-
-    def deliver(self, message: Any) -> None:
-        self.on_message(encode(message))
-
-    def wait_for(self, predicate: Any, timeout: float = 10) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                found = [m for m in self.sent if predicate(m)]
-            if found:
-                return found[-1]
-            time.sleep(0.01)
-        raise AssertionError(f"nothing matched; sent: {self.sent}")
 
 
 @pytest.fixture

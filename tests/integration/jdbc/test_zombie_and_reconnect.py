@@ -34,6 +34,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import ConnectorError
+from tests.integration.engine.support import FakeChannel
 
 from .conftest import Database, prepared_gids
 
@@ -77,34 +78,6 @@ def _within(seconds: float, work: Callable[[], Any], db: Database, what: str) ->
     if errors:
         raise errors[0]
     return result[0]
-
-
-class FakeChannel:
-    """Stands in for the subtask's ControlClient: records what it sends; the test
-    delivers the driver's messages and plays the reader thread's reconnect."""
-
-    def __init__(self, *args: Any, on_message: Any, on_reconnect: Any, **kwargs: Any):
-        self.on_message = on_message
-        self.on_reconnect = on_reconnect
-        self.sent: list[Any] = []
-        self.lock = threading.Lock()
-
-    def connect(self) -> None:
-        pass
-
-    def send(self, raw: dict[str, Any]) -> None:
-        with self.lock:
-            self.sent.append(decode(raw))
-
-    def close(self) -> None:
-        pass
-
-    def deliver(self, message: Any) -> None:
-        self.on_message(encode(message))
-
-    def find(self, predicate: Callable[[Any], bool]) -> Any:
-        with self.lock:
-            return next((m for m in self.sent if predicate(m)), None)
 
 
 def start_subtask(context: SubtaskContext) -> tuple[SubtaskRuntime, FakeChannel, threading.Thread, list[BaseException]]:
