@@ -35,8 +35,6 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     Register,
     RestoreState,
     TriggerBarrier,
-    decode,
-    encode,
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from .support import FakeChannel

@@ -29,8 +29,6 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     Register,
     RestoreState,
     TriggerBarrier,
-    decode,
-    encode,
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import ConnectorError
