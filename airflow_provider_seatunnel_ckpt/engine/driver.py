@@ -197,6 +197,14 @@ class DriverLoop:
             _, connection_id, raw = event
             try:
                 message = decode(raw)
+                if not isinstance(message, Register) and self._connections.get(
+                        (message.subtask, message.attempt), connection_id) != connection_id:
+                    # Sent over a connection the subtask has since replaced (it reconnected
+                    # and registered again, same attempt): it belongs to the registration
+                    # that restarted, e.g. an EndOfInput that would trigger the final
+                    # checkpoint while the restarted subtask reads its splits again.
+                    log.debug("ignoring %s from a replaced connection", type(message).__name__)
+                    return
                 if isinstance(message, Register):
                     self._connections[(message.subtask, message.attempt)] = connection_id
                     self._peers[connection_id] = (message.subtask, message.attempt)

@@ -57,7 +57,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 )
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState
-from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import CheckpointError, CheckpointFailed, ConfigError, ConnectorError
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
@@ -112,6 +112,8 @@ class Profile:
     p_savepoint: float
     p_restore_older: float
     p_discard: float
+    p_reconnect: float
+    p_outage: float
 
     @classmethod
     def draw(cls, rng: random.Random) -> Profile:
@@ -139,6 +141,8 @@ class Profile:
             p_savepoint=rng.choice((0.0, 0.005, 0.02)),
             p_restore_older=rng.choice((0.0, 0.3)),
             p_discard=rng.choice((0.0, 0.0, 0.2)),
+            p_reconnect=rng.choice((0.0, 0.003, 0.01)),
+            p_outage=rng.choice((0.0, 0.0, 0.02)),
         )
 
     @property
@@ -171,9 +175,10 @@ class World:
         #: fence log: claim attempt -> seq; (attempt, checkpoint id) -> seq of its reservation
         self.claim_seqs: dict[int, int] = {}
         self.reservations: dict[tuple[int, int], int] = {}
-        #: state file path -> when it was written; checkpoint id -> when its abort was sent
+        #: state file path -> when it was written; (run attempt, checkpoint id) -> when its
+        #: abort was sent
         self.state_written_at: dict[str, int] = {}
-        self.aborted_at: dict[int, int] = {}
+        self.aborted_at: dict[tuple[int, int], int] = {}
         #: committed output that must stay (snapshots at --discard-existing requests), and
         #: what the current lineage started beside
         self.kept_snapshots: list[dict[str, tuple[int, ...]]] = []
@@ -182,6 +187,8 @@ class World:
         #: (run attempt, subtask, attempt, checkpoint id) whose sink pre-commit failed
         self.prepare_faults: set[tuple[int, int, int, int]] = set()
         self.trace: list[str] = []
+        #: storage outage: every request fails until then
+        self.outage_until = 0
         #: the first invariant broken (kept even if the code under test swallowed the raise)
         self.violation: str | None = None
 
@@ -367,6 +374,9 @@ class FaultyFileSystem(MemoryFileSystem):
 
     def _fault(self, op: str, path: str) -> str:
         world = self.world
+        if world.now < world.outage_until and not world.calm:  # storage unreachable for a while
+            self._count()
+            return "fail"
         if world.chance(world.profile.p_storage_fail):
             self._count()
             return "fail"
@@ -670,11 +680,13 @@ class StorageWorker:
 
 
 class Connection:
-    """One subtask attempt's control connection: ordered both ways, each message late
-    by a random delay."""
+    """One control connection of a subtask attempt (the driver's connection id): ordered
+    both ways, each message late by a random delay; what is in flight when it drops is
+    lost."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, subtask: SimSubtask):
         self.world = world
+        self.subtask = subtask
         self.open = True
         self._to_driver_at = 0
         self._to_subtask_at = 0
@@ -695,13 +707,13 @@ class SimServer:
         self.run = run
 
     def send(self, connection: Any, raw: Any) -> None:
-        subtask: SimSubtask = connection
+        conn: Connection = connection
         message = decode(raw)
         if isinstance(message, AbortCheckpoint):
-            self.run.world.aborted_at.setdefault(message.checkpoint_id, self.run.world.now)
-        if not subtask.conn.open:
+            self.run.world.aborted_at.setdefault((self.run.attempt, message.checkpoint_id), self.run.world.now)
+        if not conn.open:
             raise ConnectionError("closed")
-        self.run.world.at(subtask.conn.later(towards_driver=False), lambda: subtask.receive(raw))
+        self.run.world.at(conn.later(towards_driver=False), lambda: conn.open and conn.subtask.receive(raw))
 
 
 class SimClient:
@@ -718,9 +730,10 @@ class SimClient:
                 raise world.broke(f"subtask {subtask.index} attempt {subtask.attempt} declined checkpoint "
                                 f"{message.checkpoint_id} for a failed sink pre-commit: a task failure, not a "
                                 "counted decline (Flink's rule)")
-        if not subtask.conn.open:
+        conn = subtask.conn
+        if not conn.open:
             raise ConnectionError("closed")
-        world.at(subtask.conn.later(towards_driver=True), lambda: subtask.run.handle(("message", subtask, raw)))
+        world.at(conn.later(towards_driver=True), lambda: subtask.run.handle(("message", conn, raw)))
 
 
 # ---- a driver run -----------------------------------------------------------------------------
@@ -913,7 +926,7 @@ class DriverRun:
             return
         truth = world.truth()
         for savepoint in self.savepoints:
-            aborted = world.aborted_at.get(savepoint)
+            aborted = world.aborted_at.get((self.attempt, savepoint))  # a zombie may use the same id
             if aborted is None:
                 continue
             directory = truth.layout.checkpoint_dir(JOB_ID, PIPELINE_ID, savepoint, savepoint=True)
@@ -940,6 +953,9 @@ class DriverRun:
             if not self.alive or world.finished:
                 return
             profile = world.profile
+            if world.chance(profile.p_outage * 20):
+                world.outage_until = world.now + world.rng.randint(100, 3_000)
+                world.note(f"storage outage until {world.outage_until} ms")
             if world.chance(profile.p_kill_driver * 20):
                 self.kill()
                 return
@@ -985,11 +1001,12 @@ class SimSubtask:
         self.world = run.world
         self.index = index
         self.attempt = attempt
-        self.conn = Connection(self.world)
+        self.conn = Connection(self.world, self)
         self.alive = True
         self.hung = False
         self.started = False
         self.eoi_sent = False
+        self.reconnecting = False
         context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), self.world.splits, ("sim", 0), "t" * 32,
                                  storage=self.world.storage(self), run_attempt=run.attempt)
         rt = self.rt = SubtaskRuntime(context, index, attempt)
@@ -1027,9 +1044,12 @@ class SimSubtask:
             self.fail(f"restore failed: {err}")
             return
         rt._states = {s.split_id: states.get(s.split_id) or SplitState() for s in self.mine}
+        self.world.note(f"{self!r} restored from {rt._restore.checkpoint_id}: "
+                        f"{ {k: v.position for k, v in rt._states.items()} }")
         if self.world.profile.big_state and self.mine:
             rt._states[self.mine[0].split_id].operators.setdefault("0", {})["pad"] = "x" * 5_000
         rt._writer = rt._new_writer(rt._restore.checkpoint_id or 0)
+        self.eoi_sent = False  # every registration reads its splits to their end again
         self.world.after(self.world.rng.randint(1, 20), self.step)
 
     def step(self) -> None:
@@ -1043,10 +1063,21 @@ class SimSubtask:
         if world.chance(profile.p_hang_subtask):
             self.hang()
             return
+        if world.chance(profile.p_reconnect) and not self.reconnecting:
+            self.drop_connection()
         try:
             if rt._barrier_pending:
                 rt._take_barriers()
             rt._check()
+        except SubtaskRestart:
+            # SubtaskRuntime.run: the channel was re-established; restart from the state
+            # the coordinator sends for the new registration
+            rt._restart = False
+            self.started = False
+            if rt._restore_event.is_set():
+                self.started = True
+                self.restore()
+            return
         except Violation:
             raise
         except Exception as err:  # noqa: BLE001 - the task fails, as run() reports it
@@ -1081,6 +1112,27 @@ class SimSubtask:
         except ConnectionError:
             pass
 
+    def drop_connection(self) -> None:
+        """The connection drops while the worker lives: the client reconnects a little
+        later and re-registers (the real ``_on_reconnect``); the driver aborts what was
+        pending and answers with the latest completed checkpoint."""
+        self.world.note(f"{self!r}: control connection dropped")
+        old = self.conn
+        old.open = False
+        self.run.world.at(old.later(towards_driver=True), lambda: self.run.handle(("disconnect", old)))
+        self.reconnecting = True
+
+        def reconnected() -> None:
+            self.reconnecting = False
+            if not self.alive or self.hung:
+                return
+            self.conn = Connection(self.world, self)
+            # Re-registers on the new connection; the processing loop (still stepping)
+            # then meets SubtaskRestart and waits for the new restore state.
+            self.rt._on_reconnect()
+
+        self.world.after(self.world.rng.randint(20, 400), reconnected)
+
     # ---- the ways a task attempt ends -------------------------------------------------------------
     def fail(self, error: str) -> None:
         self.send(TaskFailed(self.index, self.attempt, error[:2000]))
@@ -1111,7 +1163,8 @@ class SimSubtask:
             return
         self.conn.open = False
         run = self.run
-        self.world.at(self.conn.later(towards_driver=True), lambda: run.handle(("disconnect", self)))
+        conn = self.conn
+        self.world.at(conn.later(towards_driver=True), lambda: run.handle(("disconnect", conn)))
 
 
 def simulate(seed: int) -> World:

@@ -225,3 +225,25 @@ def test_the_loop_waits_instead_of_spinning_while_nothing_is_due(builder, monkey
     finally:
         loop._io.shutdown(wait=True)
     assert len(ticks) <= 10, f"{len(ticks)} ticks in 0.3 s: the loop spins"
+
+
+def test_a_message_over_a_replaced_connection_is_ignored(builder):
+    """A subtask reconnected and registered again (same attempt): what its old connection
+    still delivers belongs to the registration that restarted. An EndOfInput from it
+    would trigger the final checkpoint while the restarted subtask reads its splits again."""
+    from airflow_provider_seatunnel_ckpt.engine.coordinator import SubtaskStatus
+    from airflow_provider_seatunnel_ckpt.engine.messages import EndOfInput, Register, encode
+
+    h = builder.build()
+    loop = DriverLoop(h.coordinator, Store(), committer=RecordingCommitter(), fence=Unfenced(),
+                      progress=lambda line: None)
+    try:
+        loop._handle(("message", "old-0", encode(Register(0, 0))))
+        loop._handle(("message", "conn-1", encode(Register(1, 0))))
+        loop._handle(("message", "new-0", encode(Register(0, 0))))  # reconnected
+        loop._handle(("message", "old-0", encode(EndOfInput(0, 0))))  # late, over the old connection
+        assert h.coordinator.subtask_status(0)[0] is SubtaskStatus.RUNNING
+        loop._handle(("message", "new-0", encode(EndOfInput(0, 0))))
+        assert h.coordinator.subtask_status(0)[0] is SubtaskStatus.END_OF_INPUT
+    finally:
+        loop._io.shutdown(wait=True)
