@@ -197,8 +197,8 @@ class DriverLoop:
             _, connection_id, raw = event
             try:
                 message = decode(raw)
-                if not isinstance(message, Register) and self._connections.get(
-                        (message.subtask, message.attempt), connection_id) != connection_id:
+                sender = (getattr(message, "subtask", None), getattr(message, "attempt", None))
+                if not isinstance(message, Register) and self._connections.get(sender, connection_id) != connection_id:
                     # Sent over a connection the subtask has since replaced (it reconnected
                     # and registered again, same attempt): it belongs to the registration
                     # that restarted, e.g. an EndOfInput that would trigger the final
