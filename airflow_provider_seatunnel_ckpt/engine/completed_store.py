@@ -127,8 +127,11 @@ class CompletedCheckpointStore:
 
     def restorable(self, checkpoint_id: int, verify: bool = True) -> CheckpointManifest:
         """A specific checkpoint (or savepoint) id; raises when absent or damaged."""
-        entries = {e.checkpoint_id: e for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id)}
-        entry = entries.get(checkpoint_id)
+        # A taken-over driver's savepoint may share an id with the claimant's checkpoint:
+        # the completed one of the two is the one asked for.
+        matching = [e for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id)
+                    if e.checkpoint_id == checkpoint_id]
+        entry = next((e for e in matching if e.completed), matching[0] if matching else None)
         if entry is None or not entry.completed:
             self.storage.require_checkpoint(self.job_id, self.pipeline_id, checkpoint_id)  # raises the clear error
         manifest = self._valid_manifest(checkpoint_id, entry.savepoint, verify)

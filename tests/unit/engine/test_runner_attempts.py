@@ -249,3 +249,13 @@ def test_an_interrupted_discard_is_finished_by_the_next_run(tmp_path: Path, monk
 
 class _Sink:
     run_attempt = 0
+
+
+def test_restore_id_finds_the_completed_one_when_a_zombies_savepoint_shares_the_id(tmp_path: Path) -> None:
+    """A taken-over driver numbers on with the claimant's ids: its (never completed)
+    savepoint 3 and the claimant's completed checkpoint 3 sit side by side."""
+    run = JobRun(_request(tmp_path, storage=_storage(tmp_path, max_retained=5)), progress=lambda line: None)
+    _completed(run, 1, 3)
+    run.storage.write_state(JOB_ID, runner.PIPELINE_ID, 3, "task-0-0-r1.state", b"z" * 70_000, savepoint=True)
+    manifest = run.store.restorable(3)
+    assert (manifest.checkpoint_id, manifest.kind.value) == (3, "checkpoint")
