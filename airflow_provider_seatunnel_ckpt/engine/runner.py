@@ -158,10 +158,11 @@ class JobRun:
         as read before the claim."""
         mode = parse_restore(self.request.restore)
         job_id = self.request.job_id
-        if (existing or {}).get(DISCARDING):
+        existing = existing or {}
+        if existing.get(DISCARDING):
             self.progress(f"job {job_id}: an earlier --discard-existing was interrupted; finishing it first "
                           "(the checkpoints go, committed output stays), then starting from the beginning")
-            self._discard(existing or {})
+            self._discard(existing)
             return None
         if mode == "latest":
             manifest = self.store.latest_restorable()
@@ -177,7 +178,7 @@ class JobRun:
                         "use --restore latest to resume, or add --discard-existing to start over",
                     )
                 self.progress(f"job {job_id}: discarding existing checkpoints as requested")
-                self._discard(existing or {})
+                self._discard(existing)
             return None
         try:
             return self.store.restorable(int(mode))

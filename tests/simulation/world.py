@@ -35,7 +35,6 @@ Invariants, checked after every step (``Violation`` names the first broken one):
 from __future__ import annotations
 
 import heapq
-import pyarrow as pa
 import itertools
 import json
 import random
@@ -44,6 +43,8 @@ from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import pyarrow as pa
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
@@ -453,10 +454,9 @@ class ExternalSink:
 class SimSink(Sink):
     plugin_name = "Simulated"
 
-    def __init__(self, world: World, run: DriverRun):
+    def __init__(self, world: World):
         super().__init__({})
         self.world = world
-        self.run = run
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
         return SimWriter(self, subtask, attempt)
@@ -780,7 +780,7 @@ class DriverRun:
         run.storage = world.storage(self)
         run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
         run.fence = FenceLog(run.storage, JOB_ID)
-        self.sink = SimSink(world, self) if profile.transactional_sink else SimFileSink(world, self)
+        self.sink = SimSink(world) if profile.transactional_sink else SimFileSink(world, self)
         self.committer = CheckedCommitter(world, self, self.sink.create_committer(JOB_ID))
         self.token = f"token-{self.number}"
         before = world.completed_checkpoint_ids()
