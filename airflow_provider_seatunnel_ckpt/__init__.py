@@ -58,8 +58,12 @@ def get_provider_info() -> dict:
         "triggers": [
             {"integration-name": INTEGRATION, "python-modules": ["airflow_provider_seatunnel_ckpt.triggers.checkpoint"]}
         ],
-        # Only the provider's own type: fs, webhdfs, aws and oss connections are the
-        # standard types of their providers and are read as they are.
+        # Our types only. Airflow lets the first provider (by package name) that registers a
+        # connection type own its form and its UI Test, and ours sorts before apache-*: taking
+        # fs / webhdfs / aws / oss would hijack those types for every other hook. Those
+        # standard types still work everywhere a connection id is taken; the
+        # seatunnel_checkpoint_* types carry the same fields and make the UI's Test run the
+        # checkpoint-storage check (also where the HDFS or Alibaba provider is not installed).
         "connection-types": [
             {
                 "connection-type": "seatunnel_checkpoint",
@@ -96,6 +100,91 @@ def get_provider_info() -> dict:
                         "password": "S3: secret access key; OSS: AccessKeySecret",
                     },
                 },
-            }
+            },
+            {
+                "connection-type": "seatunnel_checkpoint_aws",
+                "hook-class-name": "airflow_provider_seatunnel_ckpt.hooks.s3.SeaTunnelS3CheckpointHook",
+                "hook-name": "SeaTunnel checkpoints on S3 (AWS connection fields)",
+                "conn-fields": {
+                    "bucket_name": {
+                        "label": "Bucket",
+                        "description": "checkpoint bucket, when the job's seatunnel.yaml sets no s3.bucket",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "namespace": {
+                        "label": "Namespace",
+                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["host", "schema", "port"],
+                    "relabeling": {"login": "AWS Access Key ID", "password": "AWS Secret Access Key"},
+                    "placeholders": {
+                        "login": "empty: the role, profile or default credential chain",
+                        "extra": '{"region_name": "eu-west-1", "role_arn": "arn:aws:iam::123456789012:role/ckpt", '
+                        '"endpoint_url": "http://minio:9000"}',
+                    },
+                },
+            },
+            {
+                "connection-type": "seatunnel_checkpoint_webhdfs",
+                "hook-class-name": "airflow_provider_seatunnel_ckpt.hooks.webhdfs.SeaTunnelWebHdfsCheckpointHook",
+                "hook-name": "SeaTunnel checkpoints on HDFS (WebHDFS connection fields)",
+                "conn-fields": {
+                    "namespace": {
+                        "label": "Namespace",
+                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "use_ssl": {"label": "Use SSL", "schema": {"type": ["boolean", "null"]}},
+                    "kerberos_principal": {"label": "Kerberos principal", "schema": {"type": ["string", "null"]}},
+                    "kerberos_keytab": {
+                        "label": "Kerberos keytab",
+                        "description": "path of the keytab on every worker and Spark node",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "password"],
+                    "relabeling": {"host": "Name node host(s)", "port": "WebHDFS port", "login": "HDFS user"},
+                    "placeholders": {"host": "nn1.example.com,nn2.example.com", "port": "9870"},
+                },
+            },
+            {
+                "connection-type": "seatunnel_checkpoint_oss",
+                "hook-class-name": "airflow_provider_seatunnel_ckpt.hooks.oss.SeaTunnelOssCheckpointHook",
+                "hook-name": "SeaTunnel checkpoints on Aliyun OSS (OSS connection fields)",
+                "conn-fields": {
+                    "region": {"label": "Region", "schema": {"type": ["string", "null"]}},
+                    "endpoint": {
+                        "label": "Endpoint",
+                        "description": "default https://oss-<region>.aliyuncs.com",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "namespace": {
+                        "label": "Namespace",
+                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {
+                    "hidden-fields": ["host", "port"],
+                    "relabeling": {"schema": "Bucket", "login": "AccessKeyId", "password": "AccessKeySecret"},
+                },
+            },
+            {
+                "connection-type": "seatunnel_checkpoint_fs",
+                "hook-class-name": "airflow_provider_seatunnel_ckpt.hooks.local.SeaTunnelLocalCheckpointHook",
+                "hook-name": "SeaTunnel checkpoints on the local file system (File (path) fields)",
+                "conn-fields": {
+                    "path": {
+                        "label": "Path",
+                        "description": "absolute checkpoint directory that every worker and Spark node sees",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+                "ui-field-behaviour": {"hidden-fields": ["host", "schema", "port", "login", "password"]},
+            },
         ],
     }

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
+import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
@@ -74,6 +76,10 @@ CREDENTIAL_KEYS: dict[str, frozenset[str]] = {
     ),
     "local": frozenset(),
 }
+
+#: test_connection's probe: a job directory no job id of an operator can collide with
+PROBE_JOB_PREFIX = "_connection-test-"
+PROBE_DOCUMENT = "probe.json"
 
 #: fields of job.json that are bookkeeping between drivers, not status
 _PRIVATE_JOB_FIELDS = ("fencing_token",)
@@ -242,12 +248,62 @@ class CheckpointStorageHook(BaseHook):
         return self.storage.describe(job_id)
 
     def test_connection(self) -> tuple[bool, str]:
-        """List the namespace once: proves endpoint, credentials and permissions."""
+        """Check what a job needs of its storage: the configuration is valid, the
+        credentials are accepted, the bucket exists and the namespace is writable (a small
+        probe document is written, read back and deleted). Local storage is checked on
+        the host running this test without creating anything: a namespace that is missing
+        but creatable passes, one that cannot be created fails.
+
+        Airflow runs a UI/API test on the API server (or, queued through
+        ``/connections/enqueue-test``, on a worker): the message names the host, because
+        for local storage that is not necessarily a host the job runs on."""
+        host = socket.gethostname()
+        secrets: list[str] = []
         try:
-            jobs = self.storage.list_jobs()
-        except (CheckpointError, OSError) as err:
-            return False, f"{type(err).__name__}: {err}"
-        return True, f"reached {self.describe()}: {len(jobs)} job(s)"
+            secrets = _plugin_secrets(self.config.storage.plugin_config)
+            storage = self.storage
+            if _is_local(storage):
+                return self._test_local(storage, host)
+            location = self._probe(storage, host)
+            jobs = storage.list_jobs()
+        except Exception as err:  # noqa: BLE001 - any failure is the answer, not a crash of the test
+            return False, _scrub(f"{type(err).__name__}: {err} (checked from host {host})", secrets)
+        return True, f"wrote, read and deleted a probe document in {location}; {len(jobs)} job(s) (checked from host {host})"
+
+    def _probe(self, storage: CheckpointStorage, host: str) -> str:
+        """Write, read back and delete a document where jobs keep theirs."""
+        job_id = f"{PROBE_JOB_PREFIX}{uuid.uuid4().hex[:12]}"
+        try:
+            storage.write_document(job_id, PROBE_DOCUMENT, {"by": "airflow test_connection", "host": host})
+            if storage.read_document(job_id, PROBE_DOCUMENT) is None:
+                raise CheckpointError(f"{storage.describe(job_id)}: a probe document written there could not be read back")
+        finally:
+            storage.delete_checkpoint(job_id)
+        return storage.describe()
+
+    def _test_local(self, storage: CheckpointStorage, host: str) -> tuple[bool, str]:
+        namespace = storage.layout.namespace.rstrip("/") or "/"  # type: ignore[attr-defined]
+        where = (
+            f"local storage checked on host {host}, the host running this test (the API server for a UI "
+            "test), not the workers and Spark nodes that run the job: they need the same directory, "
+            "e.g. a shared mount"
+        )
+        if os.path.isdir(namespace):
+            if not os.access(namespace, os.W_OK | os.X_OK):
+                return False, f"namespace {namespace} is not writable by uid {os.getuid()} ({where})"
+            location = self._probe(storage, host)
+            return True, f"wrote, read and deleted a probe document in {location} ({where})"
+        if os.path.lexists(namespace):
+            return False, f"namespace {namespace} exists but is not a directory ({where})"
+        parent = os.path.dirname(namespace)
+        while parent != "/" and not os.path.lexists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            return False, (
+                f"namespace {namespace} does not exist and cannot be created: {parent} is not a writable "
+                f"directory for uid {os.getuid()} ({where})"
+            )
+        return True, f"namespace {namespace} does not exist yet; the first job creates it under {parent} ({where})"
 
     # ---- checkpoints ------------------------------------------------------------------------
     def list_checkpoints(self, job_id: str, pipeline_id: int = PIPELINE_ID) -> list[dict[str, Any]]:
@@ -421,10 +477,26 @@ def _backend_of(storage_type: Any, plugin_config: Mapping[str, Any], where: str)
     return hdfs_backend(plugin_config, f"{where}.plugin-config")
 
 
+def _plugin_secrets(plugin_config: Mapping[str, Any]) -> list[str]:
+    return [str(v) for k, v in plugin_config.items() if is_secret_key(str(k)) and v not in (None, "")]
+
+
 def _mask_plugin_secrets(plugin_config: Mapping[str, Any]) -> None:
-    secrets = [str(v) for k, v in plugin_config.items() if is_secret_key(str(k)) and v not in (None, "")]
+    secrets = _plugin_secrets(plugin_config)
     if secrets:
         mask_secret_values(*secrets)
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    """Our own errors never carry secrets; a client library's might echo one."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _is_local(storage: Any) -> bool:
+    return getattr(getattr(storage, "fs", None), "backend", None) == "local" and hasattr(storage, "layout")
 
 
 def mask_secret_values(*values: Any) -> None:

@@ -10,13 +10,14 @@ from airflow.sdk import BaseHook
 
 from ..errors import ConfigError
 from .base import CheckpointStorageHook
-from .local import LocalCheckpointHook
-from .oss import OssCheckpointHook
-from .s3 import S3CheckpointHook
+from .local import LocalCheckpointHook, SeaTunnelLocalCheckpointHook
+from .oss import OssCheckpointHook, SeaTunnelOssCheckpointHook
+from .s3 import S3CheckpointHook, SeaTunnelS3CheckpointHook
 from .seatunnel import SeaTunnelCheckpointHook
-from .webhdfs import WebHdfsCheckpointHook
+from .webhdfs import SeaTunnelWebHdfsCheckpointHook, WebHdfsCheckpointHook
 
-#: connection type -> hook class
+#: connection type -> hook class: the standard types of other providers, and the
+#: provider's own types (registered in get_provider_info, so the UI's Test runs our check)
 HOOKS_BY_CONN_TYPE: dict[str, type[CheckpointStorageHook]] = {
     hook.conn_type: hook
     for hook in (
@@ -25,8 +26,17 @@ HOOKS_BY_CONN_TYPE: dict[str, type[CheckpointStorageHook]] = {
         S3CheckpointHook,
         OssCheckpointHook,
         SeaTunnelCheckpointHook,
+        SeaTunnelLocalCheckpointHook,
+        SeaTunnelWebHdfsCheckpointHook,
+        SeaTunnelS3CheckpointHook,
+        SeaTunnelOssCheckpointHook,
     )
 }
+
+
+class UnsupportedConnectionType(ConfigError):
+    """The connection exists but is of a type no checkpoint-storage hook reads. A
+    ``ConfigError``: retrying cannot fix it, so operators fail the task at once."""
 
 
 def get_checkpoint_hook(
@@ -40,7 +50,7 @@ def get_checkpoint_hook(
     conn = BaseHook.get_connection(storage_conn_id)
     hook_class = HOOKS_BY_CONN_TYPE.get(conn.conn_type or "")
     if hook_class is None:
-        raise ConfigError(
+        raise UnsupportedConnectionType(
             f"connection {storage_conn_id!r}",
             f"has type {conn.conn_type!r}; checkpoint storage connections are of type "
             f"{', '.join(sorted(HOOKS_BY_CONN_TYPE))}",

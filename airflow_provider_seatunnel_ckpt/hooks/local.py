@@ -18,7 +18,8 @@ class LocalCheckpointHook(CheckpointStorageHook):
     namespace, an absolute directory, used when the config file sets no ``namespace``.
     Without a connection, the config file's ``namespace`` is used.
     Only useful where every process (Airflow worker, Spark driver and executors) sees the
-    same directory: one machine, or a shared mount.
+    same directory: one machine, or a shared mount. ``test_connection`` checks the disk of
+    the host that runs it (the API server for the UI's *Test*), and says so.
     """
 
     conn_type = "fs"
@@ -34,3 +35,12 @@ class LocalCheckpointHook(CheckpointStorageHook):
                 raise ConfigError(f"connection {conn.conn_id!r}.extra.path", f"must be an absolute directory, got {path!r}")
             defaults["namespace"] = path if path.endswith("/") else path + "/"
         return ConnectionStorage(overrides={"storage.type": "local"}, defaults=defaults, backend="local")
+
+
+class SeaTunnelLocalCheckpointHook(LocalCheckpointHook):
+    """The same, on the provider's own ``seatunnel_checkpoint_fs`` type (the fields of an
+    ``fs`` connection), so that the UI's *Test* runs this check rather than the standard
+    provider's File (path) check."""
+
+    conn_type = "seatunnel_checkpoint_fs"
+    hook_name = "SeaTunnel checkpoints on the local file system (File (path) fields)"

@@ -14,19 +14,23 @@ if TYPE_CHECKING:
 class OssCheckpointHook(CheckpointStorageHook):
     """Checkpoints on Aliyun OSS through the storage plugin's oss2 client.
 
-    ``oss`` connection (the Alibaba provider's type):
+    ``oss`` connection, read as the Alibaba provider's ``OSSHook`` reads it, plus a few
+    keys of our own:
 
     ===================================  ====================================================
     connection                           plugin-config
     ===================================  ====================================================
+    extra ``auth_type``                  ``AK`` (the only one the Alibaba provider knows);
+                                         another value is refused
     extra ``access_key_id``              ``fs.oss.accessKeyId`` (login also accepted)
     extra ``access_key_secret``          ``fs.oss.accessKeySecret`` (password also accepted)
-    extra ``security_token``             ``fs.oss.securityToken`` (STS)
+    extra ``security_token``             ``fs.oss.securityToken`` (STS; ours)
     extra ``region``                     ``fs.oss.region``; also the endpoint
                                          ``https://oss-<region>.aliyuncs.com`` when
                                          ``endpoint`` is not given
-    extra ``endpoint``                   ``fs.oss.endpoint``
-    extra ``bucket_name``                ``oss.bucket`` when the config file has none
+    extra ``endpoint``                   ``fs.oss.endpoint`` (ours: OSS-compatible stores)
+    schema (the provider's default       ``oss.bucket`` when the config file has none
+    bucket), or extra ``bucket_name``
     extra ``namespace``                  ``namespace`` when the config file has none
     ===================================  ====================================================
     """
@@ -38,6 +42,12 @@ class OssCheckpointHook(CheckpointStorageHook):
     def connection_storage(self, conn: Connection) -> ConnectionStorage:
         extra = connection_extra(conn)
         where = f"connection {conn.conn_id!r}"
+        auth_type = extra.get("auth_type")
+        if auth_type not in (None, "", "AK"):
+            raise ConfigError(
+                f"{where}.extra.auth_type",
+                f"{auth_type!r} is not supported; 'AK' (access key id and secret) is, as in the Alibaba provider",
+            )
         overrides: dict[str, Any] = {"storage.type": "oss"}
         access = extra.get("access_key_id") or conn.login
         secret = extra.get("access_key_secret") or conn.password
@@ -57,8 +67,18 @@ class OssCheckpointHook(CheckpointStorageHook):
         if endpoint:
             overrides["fs.oss.endpoint"] = endpoint
         defaults = {}
-        if extra.get("bucket_name"):
-            defaults["oss.bucket"] = extra["bucket_name"]
+        bucket = conn.schema or extra.get("bucket_name")
+        if bucket:
+            defaults["oss.bucket"] = bucket
         if extra.get("namespace"):
             defaults["namespace"] = extra["namespace"]
         return ConnectionStorage(overrides=overrides, defaults=defaults, backend="oss")
+
+
+class SeaTunnelOssCheckpointHook(OssCheckpointHook):
+    """The same, on the provider's own ``seatunnel_checkpoint_oss`` type (the fields of an
+    ``oss`` connection), so that the UI's *Test* runs this check: an ``oss`` connection's
+    runs the Alibaba provider's, or fails with ``Unknown hook type`` without it."""
+
+    conn_type = "seatunnel_checkpoint_oss"
+    hook_name = "SeaTunnel checkpoints on Aliyun OSS (OSS connection fields)"

@@ -4,6 +4,7 @@ protocol servers: moto's S3, the WebHDFS and OSS test servers, and the local dis
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 
 import pytest
@@ -15,6 +16,11 @@ from airflow_provider_seatunnel_ckpt.hooks import (
     OssCheckpointHook,
     S3CheckpointHook,
     SeaTunnelCheckpointHook,
+    SeaTunnelLocalCheckpointHook,
+    SeaTunnelOssCheckpointHook,
+    SeaTunnelS3CheckpointHook,
+    SeaTunnelWebHdfsCheckpointHook,
+    UnsupportedConnectionType,
     WebHdfsCheckpointHook,
     get_checkpoint_hook,
 )
@@ -67,15 +73,7 @@ def assert_masked(*secrets: str) -> None:
         assert secret not in redact(f"value: {secret}"), "secret not registered with the masker"
 
 
-# ---- S3 (moto behind a recording proxy) ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def s3_server():
-    from tests.servers.s3 import S3Server
-
-    with S3Server(proxy=True) as server:
-        yield server
-
-
+# ---- S3 (moto behind a recording proxy: the session's server, tests/conftest.py) ---------------------
 def test_s3_hook_on_an_aws_connection(monkeypatch, s3_server):
     bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
     secret = f"s3-secret-{uuid.uuid4().hex}"
@@ -139,10 +137,34 @@ checkpoint:
     exercise(hook)
 
 
-def test_aws_connection_with_a_role_is_refused(monkeypatch):
-    conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {"role_arn": "arn:aws:iam::1:role/x"}})
-    with pytest.raises(ConfigError, match="role_arn: is not supported"):
+def test_aws_connection_tls_settings_the_spark_nodes_would_not_share_are_refused(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {"verify": False}})
+    with pytest.raises(ConfigError, match=r"extra\.verify: is not supported .*AWS_CA_BUNDLE"):
         get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config
+
+
+def test_s3_connection_test_fails_on_a_missing_bucket_and_leaves_no_probe(monkeypatch, s3_server):
+    bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
+    extra = {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url}
+    conn = {"conn_type": "seatunnel_checkpoint_aws", "login": "AKIATESTKEY", "password": "secret-probe-1"}
+    ok, message = get_checkpoint_hook(connection(monkeypatch, {**conn, "extra": {**extra, "bucket_name": bucket}})).test_connection()
+    assert ok and "wrote, read and deleted a probe document" in message and "checked from host" in message
+    assert s3_server.client().list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+    missing = connection(monkeypatch, {**conn, "extra": {**extra, "bucket_name": f"missing-{uuid.uuid4().hex[:8]}"}})
+    ok, message = get_checkpoint_hook(missing).test_connection()
+    assert not ok and "NoSuchBucket" in message and "secret-probe-1" not in message
+
+
+@pytest.mark.parametrize("key", ["role_arn", "profile_name"])
+def test_without_the_amazon_provider_role_and_profile_name_the_pip_install(monkeypatch, key):
+    # the provider's modules made unimportable, as on an install without it
+    for module in ("airflow.providers.amazon.aws.hooks.base_aws", "airflow.providers.amazon.aws.utils.connection_wrapper"):
+        monkeypatch.setitem(sys.modules, module, None)
+    conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {key: "arn:aws:iam::1:role/x" if key == "role_arn" else "p"}})
+    with pytest.raises(ConfigError) as raised:
+        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config
+    message = str(raised.value)
+    assert f"extra.{key}" in message and "pip install apache-airflow-providers-amazon" in message and "\n" not in message
 
 
 # ---- OSS -----------------------------------------------------------------------------------------
@@ -177,6 +199,19 @@ def test_oss_hook_on_an_oss_connection(monkeypatch):
         )
         ok, message = get_checkpoint_hook(wrong).test_connection()
     assert not ok and "SignatureDoesNotMatch" in message and secret not in message
+
+
+def test_oss_connection_reads_the_alibaba_providers_fields(monkeypatch):
+    # the Alibaba provider's OSSHook: schema is the default bucket, auth_type "AK" only
+    conn_id = connection(
+        monkeypatch,
+        {"conn_type": "oss", "schema": "ckpt-from-schema",
+         "extra": {"auth_type": "AK", "access_key_id": "ak", "access_key_secret": "sk-56789", "region": "cn-hangzhou"}},
+    )
+    assert get_checkpoint_hook(conn_id).config.storage.plugin_config["oss.bucket"] == "ckpt-from-schema"
+    sts = connection(monkeypatch, {"conn_type": "oss", "extra": {"auth_type": "STS", "region": "cn-hangzhou"}})
+    with pytest.raises(ConfigError, match=r"extra\.auth_type: 'STS' is not supported"):
+        get_checkpoint_hook(sts, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}).config
 
 
 def test_oss_endpoint_defaults_from_the_region(monkeypatch):
@@ -229,6 +264,18 @@ def test_webhdfs_connection_maps_kerberos_extras(monkeypatch, tmp_path):
     assert plugin["fs.defaultFS"] == "hdfs://nn1.example"
 
 
+@pytest.mark.parametrize(
+    ("fields", "key"),
+    [({"password": "pw-basic"}, "password"), ({"schema": "gateway/default"}, "schema"),
+     ({"extra": {"use_ssl": True, "verify": "/etc/ca.pem"}}, "extra.verify"), ({"extra": {"cert": "/c.pem"}}, "extra.cert")],
+)
+def test_webhdfs_settings_the_storage_client_cannot_honour_are_refused_by_name(monkeypatch, fields, key):
+    conn_id = connection(monkeypatch, {"conn_type": "webhdfs", "host": "nn1.example", **fields})
+    with pytest.raises(ConfigError) as raised:
+        get_checkpoint_hook(conn_id).config
+    assert f"{conn_id!r}.{key}: is not supported" in str(raised.value) and "pw-basic" not in str(raised.value)
+
+
 # ---- local disk, the provider's own type, and the rules -----------------------------------------------
 def test_local_hook_on_an_fs_connection(monkeypatch, tmp_path):
     conn_id = connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "ckpt")}})
@@ -236,6 +283,20 @@ def test_local_hook_on_an_fs_connection(monkeypatch, tmp_path):
     assert isinstance(hook, LocalCheckpointHook)
     exercise(hook)
     assert not (tmp_path / "ckpt" / JOB).exists()  # exercise() deleted the job
+
+
+def test_local_connection_test_checks_the_namespace_on_this_host(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker / "ckpt")}})).test_connection()
+    assert not ok and f"{blocker} is not a writable directory" in message and "not the workers" in message
+    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker)}})).test_connection()
+    assert not ok and "exists but is not a directory" in message
+    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "new")}})).test_connection()
+    assert ok and "does not exist yet" in message and not (tmp_path / "new").exists()
+    (tmp_path / "there").mkdir()
+    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "there")}})).test_connection()
+    assert ok and "probe document" in message and list((tmp_path / "there").iterdir()) == []
 
 
 def test_config_file_alone(tmp_path):
@@ -274,10 +335,30 @@ def test_a_file_for_another_backend_is_refused(monkeypatch):
         get_checkpoint_hook(conn_id, file).config
 
 
-def test_unsupported_connection_type_names_the_supported_ones(monkeypatch):
-    conn_id = connection(monkeypatch, {"conn_type": "postgres", "host": "db"})
-    with pytest.raises(ConfigError, match="aws, fs, oss, seatunnel_checkpoint, webhdfs"):
+def test_unsupported_connection_type_is_a_config_error_naming_the_supported_ones(monkeypatch):
+    conn_id = connection(monkeypatch, {"conn_type": "postgres", "host": "db", "password": "pg-secret-1"})
+    with pytest.raises(UnsupportedConnectionType) as raised:
         get_checkpoint_hook(conn_id)
+    assert isinstance(raised.value, ConfigError)  # what operators turn into AirflowFailException
+    assert "'postgres'" in str(raised.value) and "pg-secret-1" not in str(raised.value)
+    assert "aws, fs, oss, seatunnel_checkpoint, seatunnel_checkpoint_aws, seatunnel_checkpoint_fs" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("conn_type", "hook_class"),
+    [("seatunnel_checkpoint_aws", SeaTunnelS3CheckpointHook), ("seatunnel_checkpoint_fs", SeaTunnelLocalCheckpointHook),
+     ("seatunnel_checkpoint_oss", SeaTunnelOssCheckpointHook), ("seatunnel_checkpoint_webhdfs", SeaTunnelWebHdfsCheckpointHook)],
+)
+def test_our_connection_types_read_the_fields_of_the_standard_ones(monkeypatch, conn_type, hook_class):
+    standard = conn_type.rsplit("_", 1)[1]
+    fields = {"aws": {"login": "AKIA1", "password": "sk-aws-1", "extra": {"region_name": "eu-west-1", "bucket_name": "b-1"}},
+              "fs": {"extra": {"path": "/tmp/ckpt-x"}},
+              "oss": {"schema": "b-1", "extra": {"auth_type": "AK", "access_key_id": "ak", "access_key_secret": "sk-oss-1", "region": "cn-hangzhou"}},
+              "webhdfs": {"host": "nn1.example", "login": "etl"}}[standard]
+    ours = get_checkpoint_hook(connection(monkeypatch, {"conn_type": conn_type, **fields}))
+    theirs = get_checkpoint_hook(connection(monkeypatch, {"conn_type": standard, **fields}))
+    assert type(ours) is hook_class and isinstance(ours, type(theirs))
+    assert ours.config.storage.plugin_config == theirs.config.storage.plugin_config
 
 
 def test_errors_name_the_key_and_the_sources(monkeypatch):
