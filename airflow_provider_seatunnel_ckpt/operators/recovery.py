@@ -3,8 +3,10 @@ within the tolerable-failure limit."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from airflow.sdk import AssetAlias
 from airflow.sdk.exceptions import AirflowFailException
 
 from ..hooks import CheckpointStorageHook
@@ -33,6 +35,11 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
     :param tolerable_failure: the limit; None (default) uses the config's
         ``tolerable-failure``.
     :param allow_fresh_start: run from the beginning when there is no checkpoint.
+    :param recovered_task_id: the task whose job this recovers (e.g. ``"etl"``). The
+        recovered output is then announced on *that* task's asset alias
+        (``seatunnel-ckpt/<dag_id>.<recovered_task_id>``), so DAGs scheduled on the job's
+        output run after a recovery as after a run that needed none. Without it the
+        output goes to this task's own alias.
 
     Other arguments as :class:`CheckpointedSparkSubmitOperator` (``restore`` excepted).
     """
@@ -46,6 +53,7 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         storage_conn_id: str | None = None,
         tolerable_failure: int | None = None,
         allow_fresh_start: bool = False,
+        recovered_task_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if "restore" in kwargs:
@@ -62,6 +70,16 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         )
         self.tolerable_failure = tolerable_failure
         self.allow_fresh_start = allow_fresh_start
+        self.recovered_task_id = recovered_task_id
+        if recovered_task_id and self.sink_alias is not None:
+            own = self.sink_alias
+            self.sink_alias = self._alias_for(self.dag_id if self.has_dag() else None, self.task_id,
+                                              {"recovered_task_id": recovered_task_id})
+            self.outlets = [o for o in self.outlets if o != own and o != self.sink_alias] + [self.sink_alias]
+
+    @classmethod
+    def _alias_for(cls, dag_id: str | None, task_id: str, kwargs: Mapping[str, Any]) -> AssetAlias:
+        return super()._alias_for(dag_id, kwargs.get("recovered_task_id") or task_id, kwargs)
 
     def _restore_argument(self, hook: CheckpointStorageHook, job_id: str) -> str | None:
         status = hook.get_job_status(job_id) or {}

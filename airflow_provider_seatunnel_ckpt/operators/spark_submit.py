@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+import jinja2
 import yaml
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -27,14 +28,21 @@ from .engine_archive import engine_archive
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+    from airflow.sdk.definitions.mappedoperator import OperatorPartial
 
 #: the spark-submit application: ``spark_app.py JOB_FILE --config .. --job-id .. --restore ..``
 SPARK_APP = Path(__file__).resolve().parent.parent / "engine" / "spark_app.py"
 #: engine exit code for invalid input (config, job file, arguments): retrying cannot help
 EXIT_INVALID_INPUT = 2
 RESTORE_MODES = ("auto", "latest", "none")
-#: seconds between SIGTERM and SIGKILL when the task is killed
-KILL_GRACE_S = 10.0
+#: on_kill: seconds the engine gets to stop after SIGTERM, then seconds to reap it after
+#: SIGKILL. Together under the 5 s Airflow's task supervisor waits before it SIGKILLs the
+#: task process itself (and with it any chance to stop spark-submit's children).
+KILL_GRACE_S = 3.0
+KILL_REAP_S = 1.0
+#: a ``job_file`` ending so is read as a Jinja template (as ``.sql`` for SparkSqlOperator);
+#: these are the job-file formats the engine parses (YAML, and JSON as a subset of it)
+JOB_FILE_EXTENSIONS = (".yaml", ".yml", ".json")
 #: Spark's own log level unless ``conf`` sets ``spark.log.level``
 DEFAULT_SPARK_LOG_LEVEL = "WARN"
 
@@ -61,6 +69,11 @@ def _check_restore(restore: Any) -> str:
     if value in RESTORE_MODES or value.isdigit():
         return value
     raise ValueError(f"restore must be one of {', '.join(RESTORE_MODES)} or a checkpoint id, got {restore!r}")
+
+
+def _is_literal(value: Any) -> bool:
+    """A value known when the DAG is parsed: not Jinja, not an XComArg."""
+    return isinstance(value, int) or (isinstance(value, str) and "{{" not in value and "{%" not in value)
 
 
 #: environment variables of the Airflow worker that spark-submit does not inherit:
@@ -145,8 +158,13 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     effective configuration goes to the driver in a 0600 temp file, deleted afterwards.
     """
 
-    template_fields: Sequence[str] = ("job_file", "job_id", "config_file", "application_args")
-    template_fields_renderers = {"job_file": "yaml", "config_file": "yaml"}
+    # The parent's (conf, env_vars, files, py_files, jars, name, keytab, ...) plus ours.
+    template_fields: Sequence[str] = tuple(
+        dict.fromkeys((*SparkSubmitOperator.template_fields, "job_file", "job_id", "config_file", "restore"))
+    )
+    template_ext: Sequence[str] = JOB_FILE_EXTENSIONS
+    template_fields_renderers = {**getattr(SparkSubmitOperator, "template_fields_renderers", {}),
+                                 "job_file": "yaml", "config_file": "yaml", "conf": "json", "env_vars": "json"}
     ui_color = "#dbeafe"
 
     def __init__(
@@ -170,15 +188,96 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self.config_file = config_file
         self.storage_conn_id = storage_conn_id
         self.job_id = job_id
-        self.restore = _check_restore(restore)
+        # A template or XComArg is checked once rendered, in execute(); a literal fails the parse.
+        self.restore = _check_restore(restore) if _is_literal(restore) else restore
         self.connections = dict(connections or {})
-        self.sink_alias = AssetAlias(name=alias_name(self.dag_id if self.has_dag() else None, self.task_id)) \
+        self.sink_alias = self._alias_for(self.dag_id if self.has_dag() else None, self.task_id, {}) \
             if sink_asset else None
-        if self.sink_alias is not None:
+        if self.sink_alias is not None and self.sink_alias not in (self.outlets or []):
+            # an unmapped task of .partial().expand() already has it (see partial())
             self.outlets = [*(self.outlets or []), self.sink_alias]
+        #: file name of a job_file read as a template: the engine names the job after it
+        self._job_file_name: str | None = None
         #: what the run read and wrote, and which job and checkpoint: for OpenLineage
         self._lineage_entries: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
         self._lineage_run: dict[str, Any] | None = None
+
+    # ---- assets of mapped tasks ---------------------------------------------------------------
+    @classmethod
+    def _alias_for(cls, dag_id: str | None, task_id: str, kwargs: Mapping[str, Any]) -> AssetAlias:
+        """The asset alias a task announces its output on."""
+        return AssetAlias(name=alias_name(dag_id, task_id))
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> OperatorPartial:
+        """As BaseOperator's, with the sink alias among the outlets: ``expand()`` builds a
+        MappedOperator from these kwargs without calling ``__init__``, so without this the
+        alias would be missing from the serialized DAG (no lineage, no alias in the DB)."""
+        operator_partial = super().partial(**kwargs)
+        partial_kwargs = operator_partial.kwargs
+        if partial_kwargs.get("sink_asset", True) is not False:
+            dag = partial_kwargs.get("dag")
+            alias = cls._alias_for(dag.dag_id if dag else None, partial_kwargs["task_id"], partial_kwargs)
+            outlets = partial_kwargs.get("outlets") or []
+            outlets = list(outlets) if isinstance(outlets, (list, tuple)) else [outlets]
+            if alias not in outlets:
+                partial_kwargs["outlets"] = [*outlets, alias]
+        return operator_partial
+
+    # ---- templates ------------------------------------------------------------------------------
+    # Airflow reads *every* template field that ends with a template_ext as a template file.
+    # Only job_file is one: properties_file (spark-defaults.conf), files, py_files, keytab and
+    # config_file are paths spark-submit or the hook must get as paths, and config_file may
+    # hold credentials that must not land in the rendered fields.
+    def resolve_template_files(self) -> None:
+        if self.has_dag():
+            self._read_job_file_template(self.get_template_env())
+        self.prepare_template()
+
+    def _do_render_template_fields(
+        self, parent: Any, template_fields: Any, context: Context, jinja_env: jinja2.Environment, seen_oids: set[int]
+    ) -> None:
+        # the hook Airflow calls for a mapped task's unmapped operator as for a plain one
+        if parent is self and "job_file" in template_fields:
+            self._read_job_file_template(jinja_env)
+        super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+
+    def render_template(
+        self, content: Any, context: Context, jinja_env: jinja2.Environment | None = None, seen_oids: set[int] | None = None
+    ) -> Any:
+        if isinstance(content, str) and content.endswith(tuple(self.template_ext)):
+            # a path, rendered as text; job_file's file was read by _read_job_file_template
+            return self._render((jinja_env or self.get_template_env()).from_string(content), context)
+        return super().render_template(content, context, jinja_env, seen_oids)
+
+    def _read_job_file_template(self, jinja_env: jinja2.Environment) -> None:
+        """Replace a job_file path with the file's text, found as Airflow finds template files:
+        in the DAG's folder, then its ``template_searchpath``; an absolute or working-directory
+        path (which Jinja's loader does not take) is read as given. A file found nowhere stays
+        a path, and execute() fails on it with the path in the message."""
+        value = self.job_file
+        if not isinstance(value, str) or _is_inline(value) or not value.strip().endswith(tuple(self.template_ext)):
+            return
+        value = value.strip()
+        source = origin = None
+        if jinja_env.loader is not None:
+            try:
+                source, origin, _ = jinja_env.loader.get_source(jinja_env, value)
+            except jinja2.TemplateNotFound:
+                pass
+        if source is None:
+            path = Path(value).expanduser()
+            if not path.is_file():
+                return
+            source, origin = path.read_text(encoding="utf-8"), str(path)
+        self.job_file = source
+        self._job_file_name = Path(origin or value).name
+
+    def _checked_restore(self) -> str:
+        try:
+            return _check_restore(self.restore)
+        except ValueError as err:
+            raise AirflowFailException(str(err)) from None
 
     # ---- inputs -------------------------------------------------------------------------------
     def _resolve_path(self, value: Any) -> Any:
@@ -207,32 +306,53 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
 
     # ---- run ----------------------------------------------------------------------------------
     def execute(self, context: Context) -> dict[str, Any]:
+        self.restore = self._checked_restore()
         job_id = self._resolve_job_id(context)
         context["ti"].xcom_push(key="job_id", value=job_id)
-        hook = self.checkpoint_hook
         job_source = self._resolve_path(self.job_file)
         try:
-            from ..engine.job import load_job
-            from ..hooks.variables import variables_for
-
+            # Inside the try: a connection of the wrong type is a ConfigError too, and no
+            # retry can fix it.
+            hook = self.checkpoint_hook
             hook.config  # noqa: B018 - validates config file + connection
-            variables = variables_for(self.connections)
-            job = load_job(job_source, variables)
+            job, variables = self._load_job(job_source)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
         self._lineage_entries = (job.source, job.sink)
         self._lineage_run = {"job_id": job_id}
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
         restore = self._restore_argument(hook, job_id)
-        if restore is None:
-            return self._result(context, hook, job_id, ran=False)
-        self._run_engine(hook, job_id, job_source, restore, variables)
-        result = self._result(context, hook, job_id, ran=True)
+        if restore is not None:
+            self._run_engine(hook, job_id, job_source, restore, variables)
+        result = self._result(context, hook, job_id, ran=restore is not None)
         if result["status"] == "finished":
+            # also when an earlier try finished the job but died before reporting success:
+            # this is the task's successful run, and the event is what downstream waits for
             self._announce_output(context, job.sink, result)
         return result
 
+    def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
+        from ..engine.job import load_job
+        from ..hooks.variables import variables_for
+
+        variables = variables_for(self.connections)
+        return load_job(job_source, variables), variables
+
     # ---- lineage: called by the OpenLineage provider, when it is installed --------------------
+    def get_openlineage_facets_on_start(self) -> Any:
+        """What the job will read and write, from the rendered job file (called after the
+        templates are rendered, before execute)."""
+        if self._lineage_entries is None:
+            try:
+                job, _ = self._load_job(self._resolve_path(self.job_file))
+            except Exception as err:  # noqa: BLE001 - lineage must never fail the task
+                self.log.debug("no OpenLineage datasets at start: %s", err)
+            else:
+                self._lineage_entries = (job.source, job.sink)
+        if self._lineage_run is None and self.job_id and _is_literal(self.job_id):
+            self._lineage_run = {"job_id": str(self.job_id).strip()}
+        return self._openlineage()
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         return self._openlineage()
 
@@ -286,7 +406,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             )
             if _is_inline(job_source):
                 text = job_source if isinstance(job_source, str) else yaml.safe_dump(dict(job_source))
-                job_path = str(_write_private(Path(workdir) / "job.yaml", text))
+                # a rendered job file keeps its name: the engine names the job after it
+                job_path = str(_write_private(Path(workdir) / (self._job_file_name or "job.yaml"), text))
             else:
                 job_path = str(job_source)
             args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]
@@ -417,8 +538,12 @@ def _terminate_tree(pid: int, log: Any) -> None:
         except psutil.NoSuchProcess:
             pass
     _, alive = psutil.wait_procs(processes, timeout=KILL_GRACE_S)
+    if not alive:
+        return
+    log.warning("%d process(es) still running %ss after SIGTERM; killing them", len(alive), KILL_GRACE_S)
     for process in alive:
         try:
             process.kill()
         except psutil.NoSuchProcess:
             pass
+    psutil.wait_procs(alive, timeout=KILL_REAP_S)

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from ..config import load_document, mask_secrets
+from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..triggers.checkpoint import CheckpointTrigger
 
@@ -58,7 +60,7 @@ class CheckpointSensor(BaseSensorOperator):
         self.deferrable = deferrable
 
     def _config_file(self) -> str | None:
-        """Resolve a relative path next to the DAG file (the triggerer gets it absolute)."""
+        """A path as given, or next to the DAG file when relative and found there."""
         value = self.config_file
         if value is None or "\n" in str(value) or Path(str(value)).is_absolute():
             return value
@@ -66,6 +68,32 @@ class CheckpointSensor(BaseSensorOperator):
         if folder and (Path(folder) / str(value)).exists():
             return str(Path(folder) / str(value))
         return value
+
+    def _config_for_trigger(self) -> str | None:
+        """The config file's text, read here on the worker: the triggerer may run on another
+        host, without the DAG folder. Credentials belong in the connection, which the
+        triggerer resolves itself from ``storage_conn_id``. A file that holds credentials
+        is handed over as its path instead: trigger kwargs are stored in the metadata DB,
+        encrypted only when a Fernet key is configured."""
+        value = self._config_file()
+        if value is None or "\n" in str(value):
+            return value
+        path = Path(str(value)).expanduser()
+        if not path.is_file():
+            return value  # the first poke already reported it; keep the error where it is
+        text = path.read_text(encoding="utf-8")
+        try:
+            document, _, _ = load_document(text)
+        except ConfigError:
+            return str(path)
+        if mask_secrets(document) != document:
+            self.log.warning(
+                "%s holds credentials, so the triggerer gets its path, not its content, and must be able to "
+                "read it there; put the credentials in the connection (storage_conn_id) to defer from any host",
+                path,
+            )
+            return str(path)
+        return text
 
     def _newer_than(self) -> int | None:
         if self.newer_than in (None, "", "None"):
@@ -80,7 +108,10 @@ class CheckpointSensor(BaseSensorOperator):
         return get_checkpoint_hook(self.storage_conn_id, self._config_file())
 
     def poke(self, context: Context) -> PokeReturnValue:
-        found = self.hook.check_checkpoint(str(self.job_id), self._newer_than(), self.wait_for_final)
+        try:
+            found = self.hook.check_checkpoint(str(self.job_id), self._newer_than(), self.wait_for_final)
+        except ConfigError as err:  # a wrong connection type or config: no poke or retry fixes it
+            raise AirflowFailException(f"job {self.job_id}: {err}") from None
         if found is None:
             what = "its final checkpoint" if self.wait_for_final else f"a checkpoint newer than {self._newer_than()}"
             self.log.info("job %s: no %s yet in %s", self.job_id, what, self.hook.describe(str(self.job_id)))
@@ -97,7 +128,7 @@ class CheckpointSensor(BaseSensorOperator):
         self.defer(
             trigger=CheckpointTrigger(
                 job_id=str(self.job_id),
-                config_file=self._config_file(),
+                config_file=self._config_for_trigger(),
                 storage_conn_id=self.storage_conn_id,
                 newer_than=self._newer_than(),
                 wait_for_final=self.wait_for_final,

@@ -16,6 +16,11 @@ class CheckpointTrigger(BaseTrigger):
     """Fires when the job's final checkpoint exists (``wait_for_final``), or when a
     completed checkpoint newer than ``newer_than`` (any, when None) does.
 
+    Runs on the triggerer, which may be another host than the worker: ``config_file`` is
+    what :class:`~airflow_provider_seatunnel_ckpt.sensors.CheckpointSensor` read on the
+    worker (the file's text), and ``storage_conn_id`` is resolved here, so credentials
+    come from the connection rather than from these kwargs.
+
     Every storage call runs in a worker thread (``asyncio.to_thread``), so a slow
     object store never blocks the triggerer's event loop. Events:
     ``{"status": "success", "job_id": .., "checkpoint": {summary}}`` or

@@ -73,3 +73,26 @@ def test_operator_lineage_names_source_sink_and_checkpoint_without_credentials()
     facet = lineage.run_facets["seatunnelCheckpoint"]
     assert (facet.job_id, facet.attempt, facet.restored_from, facet.final_checkpoint_id) == ("j1", 2, 7, 9)
     assert "secret" not in repr(lineage)
+
+
+def test_start_events_carry_the_rendered_jobs_datasets(tmp_path):
+    """What the OpenLineage provider's extractor sends with START: the rendered job's
+    source and sink, known before the job runs, and no credentials."""
+    from airflow.providers.openlineage.extractors.base import DefaultExtractor
+    from airflow.sdk import DAG
+
+    from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator
+
+    job = (
+        "env: {job.name: j}\n"
+        "source: [{plugin_name: Jdbc, url: 'postgresql://u:secret@pg/shop', table: orders}]\n"
+        "sink: [{plugin_name: File, path: 'file:///out/{{ ds }}/', format: parquet}]\n"
+    )
+    with DAG("lineage_start", schedule=None):
+        op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=job, job_id="{{ ds_nodash }}")
+    op.render_template_fields({"ds": "2026-01-02", "ds_nodash": "20260102"})
+    lineage = DefaultExtractor(op).extract()
+    assert [(d.namespace, d.name) for d in lineage.inputs] == [("postgres://pg:5432", "shop.public.orders")]
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out/2026-01-02")]
+    assert lineage.run_facets["seatunnelCheckpoint"].job_id == "20260102"
+    assert "secret" not in repr(lineage)

@@ -39,7 +39,12 @@ def test_arguments_are_checked_early():
         CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", application="x.py")
     op = CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore=12, executor_memory="2g")
     assert op.restore == "12" and op._executor_memory == "2g"
-    assert tuple(op.template_fields) == ("job_file", "job_id", "config_file", "application_args")
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    # every field the parent renders, then ours
+    assert tuple(op.template_fields) == (*SparkSubmitOperator.template_fields, "job_file", "job_id", "config_file", "restore")
+    # a template is checked once rendered (execute), a literal when the DAG is parsed
+    assert CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore="{{ params.r }}").restore == "{{ params.r }}"
 
 
 @pytest.mark.parametrize(
@@ -230,3 +235,37 @@ def test_invalid_input_fails_without_retry(tmp_path):
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=local_config(tmp_path), restore="latest")
     with pytest.raises(AirflowFailException, match="restore='latest' but there is no completed checkpoint"):
         op.execute(fake_context({}))
+
+
+def test_on_kill_ends_within_the_supervisors_grace_even_when_sigterm_is_ignored():
+    """Airflow's supervisor SIGKILLs the task process 5 s after SIGTERM; on_kill must have
+    stopped spark-submit and its children by then, however they treat SIGTERM."""
+    import inspect
+
+    from airflow.sdk.execution_time.supervisor import ActivitySubprocess
+
+    from airflow_provider_seatunnel_ckpt.operators.spark_submit import KILL_GRACE_S, KILL_REAP_S
+
+    supervisor_grace = inspect.signature(ActivitySubprocess.kill).parameters["escalation_delay"].default
+    assert KILL_GRACE_S + KILL_REAP_S < supervisor_grace
+
+    # a spark-submit stand-in that ignores SIGTERM, and a child that inherits that
+    stubborn = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    assert len(tree) == 2
+
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT)
+    spark_hook = op._spark_submit_hook(["job.yaml"])  # the real SparkSubmitHook the operator submits with
+    spark_hook._submit_sp = process
+    started = time.monotonic()
+    op.on_kill()
+    took = time.monotonic() - started
+    process.wait(timeout=5)
+    assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert KILL_GRACE_S <= took < supervisor_grace - 0.5, took  # waited for a graceful stop, then killed

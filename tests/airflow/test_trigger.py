@@ -114,3 +114,68 @@ def test_sensor_raises_on_an_error_event():
         sensor.execute_complete({}, {"status": "error", "job_id": "j", "message": "boom"})
     assert sensor.execute_complete({}, {"status": "success", "job_id": "j", "checkpoint": {
         "checkpoint_id": 1, "kind": "final", "location": "file:///x"}})["checkpoint_id"] == 1
+
+
+def test_a_deferred_sensor_hands_the_triggerer_the_config_not_a_worker_path(tmp_path, monkeypatch):
+    """A relative config_file is found next to the DAG file on the worker; the triggerer,
+    maybe on another host, gets its text, so it needs neither the DAG folder nor the
+    worker's working directory."""
+    from airflow.models.trigger import Trigger
+    from airflow.sdk import DAG
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.sdk.exceptions import TaskDeferred
+    from airflow.sdk.serde import deserialize, serialize
+
+    from airflow_provider_seatunnel_ckpt.sensors import CheckpointSensor
+
+    dag_folder = tmp_path / "dags"
+    dag_folder.mkdir()
+    text = config(f"{tmp_path}/ckpt/")
+    (dag_folder / "seatunnel.yaml").write_text(text)
+    with DAG("portable", schedule=None) as dag:
+        sensor = CheckpointSensor(task_id="wait", job_id="j", config_file="seatunnel.yaml", newer_than=1,
+                                  deferrable=True, poke_interval=0.01)
+    dag.fileloc = str(dag_folder / "portable.py")
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})  # nothing newer than 1 yet: the sensor defers
+    classpath, kwargs = deferred.value.trigger.serialize()
+    assert kwargs["config_file"] == text and kwargs["storage_conn_id"] is None
+
+    # as the task runner sends it and the triggerer's table stores it
+    row = Trigger.from_object(import_string(classpath)(**deserialize(serialize(kwargs))))
+
+    (dag_folder / "seatunnel.yaml").unlink()  # another host: no DAG folder,
+    monkeypatch.chdir(tmp_path)  # another working directory
+    rebuilt = import_string(row.classpath)(**row.kwargs)
+    rebuilt.hook.storage.store_checkpoint(PipelineState(job_id="j", pipeline_id=1, checkpoint_id=2, states=b"b"))
+    event = first_event(rebuilt)
+    assert event["status"] == "success" and event["checkpoint"]["checkpoint_id"] == 2
+
+
+def test_a_sensor_fails_without_retry_on_a_connection_of_the_wrong_type(monkeypatch):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_provider_seatunnel_ckpt.sensors import CheckpointSensor
+
+    monkeypatch.setenv("AIRFLOW_CONN_BROKEN_CKPT", '{"conn_type": "postgres", "host": "db"}')
+    sensor = CheckpointSensor(task_id="wait", job_id="j", storage_conn_id="broken_ckpt", retries=3)
+    with pytest.raises(AirflowFailException, match="'broken_ckpt'.*has type 'postgres'"):
+        sensor.poke({})
+
+
+def test_credentials_in_a_config_file_never_reach_the_trigger_kwargs(tmp_path):
+    """Trigger kwargs land in the metadata DB, in clear unless a Fernet key is set (as
+    here): a config file with credentials is handed over by path, never by content."""
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from airflow_provider_seatunnel_ckpt.sensors import CheckpointSensor
+
+    path = tmp_path / "seatunnel.yaml"
+    path.write_text(config(f"{tmp_path}/ckpt/") + "      fs.s3a.secret.key: sk-7f3a\n")
+    sensor = CheckpointSensor(task_id="wait", job_id="j", config_file=str(path), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    _, kwargs = deferred.value.trigger.serialize()
+    assert kwargs["config_file"] == str(path)
+    assert "sk-7f3a" not in Trigger.from_object(deferred.value.trigger).encrypted_kwargs
