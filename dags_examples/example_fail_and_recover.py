@@ -104,6 +104,8 @@ def _fail_then_resume(dag_id: str, recover: bool) -> DAG:
                 job_file=JOB,
                 config_file=CONFIG,
                 job_id="{{ ti.xcom_pull(task_ids='etl', key='job_id') }}",
+                # announce on etl's asset alias, so DAGs scheduled on the job's output run after a recovery too
+                recovered_task_id="etl",
                 trigger_rule="one_failed",
                 retries=1,
                 retry_delay=timedelta(seconds=1),

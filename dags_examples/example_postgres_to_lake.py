@@ -102,6 +102,8 @@ with DAG(
         config_file=CONFIG,
         connections={"PG": "postgres_default"},
         job_id="{{ ti.xcom_pull(task_ids='copy', key='job_id') }}",
+        # announce on copy's asset alias, so DAGs scheduled on the job's output run after a recovery too
+        recovered_task_id="copy",
         trigger_rule="one_failed",
         retries=1,
         retry_delay=timedelta(seconds=1),
