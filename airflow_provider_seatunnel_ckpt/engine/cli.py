@@ -42,13 +42,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import CheckpointError, ConfigError
-    from .driver import first_line
+    from .extras import require
     from .job import load_job
-    from .runner import JobRun, RunRequest
-
     from .variables import load_variables
 
+    # The job file first: each connector checks the extra it needs (one line naming the
+    # pip install), then the engine's own; both before anything imports or starts Spark.
     job = load_job(args.job_file, load_variables(args.variables) if args.variables else None)
+    require("engine", "seatunnel-ckpt run")
+
+    from .driver import first_line
+    from .runner import JobRun, RunRequest
+
     config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
     spark_conf = {}
     for item in args.conf:

@@ -42,10 +42,12 @@ from __future__ import annotations
 import importlib
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...errors import ConfigError
-from .api import Sink, Source, Transform
+
+if TYPE_CHECKING:  # .api imports pyarrow; the registry is imported without the engine installed
+    from .api import Sink, Source, Transform
 
 _PKG = __name__
 
@@ -76,7 +78,11 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "kafka": ("Kafka", f"{_PKG}.kafka.sink:KafkaSink"),
     },
 }
-_BASES: dict[str, type] = {"source": Source, "transform": Transform, "sink": Sink}
+#: built-in connector family -> the pip extra it needs (:mod:`..extras`); the rest need
+#: the engine only. A connector registered by a third party brings its own dependencies.
+_EXTRA_OF = {"jdbc": "jdbc", "kafka": "kafka", "iceberg": "iceberg", "delta": "delta", "sql": "sql", "filter": "sql"}
+#: kind -> the connector API class a registered class must extend
+_BASES = {"source": "Source", "transform": "Transform", "sink": "Sink"}
 _lock = threading.Lock()
 
 #: read-only views: lower-case plugin name -> (display name, class or dotted path)
@@ -127,14 +133,20 @@ def _class(kind: str, name: Any, key: str) -> Any:
     if found is None:
         raise ConfigError(key, f"unknown {kind} {name!r}; known {kind}s: {known}")
     display, target = found
+    if isinstance(target, str) and target.startswith(f"{_PKG}."):
+        from ..extras import require
+
+        require(_EXTRA_OF.get(name.strip().lower(), "engine"), f"connector {display}", key)
     if isinstance(target, str):
         module_name, _, attribute = target.partition(":")
         try:
             target = getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as exc:
             raise ConfigError(key, f"{kind} {display!r} cannot be loaded from {found[1]!r}: {exc}") from exc
-    if not (isinstance(target, type) and issubclass(target, _BASES[kind])):
-        base = _BASES[kind].__name__
+    from . import api
+
+    base = _BASES[kind]
+    if not (isinstance(target, type) and issubclass(target, getattr(api, base))):
         raise ConfigError(key, f"{kind} {display!r} is registered as {target!r}, which is not a {base}")
     return target
 

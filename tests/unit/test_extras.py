@@ -1,0 +1,323 @@
+"""A light core and extras that say what is missing.
+
+``pip install airflow-provider-seatunnel-ckpt`` is what schedulers, DAG processors, API
+servers and triggerers run: importing the provider, its operators, sensors, triggers,
+hooks and provider info, and parsing every shipped DAG, must not import PySpark, Arrow or
+any connector library. Jobs need the ``engine`` extra and one per connector family; a job
+whose extra is missing fails when its file is loaded, before Spark starts, with one line
+naming the ``pip install`` to run.
+
+Everything runs in subprocesses (Airflow is only ever imported by tests/airflow's own
+process): libraries are hidden the way an absent install looks to Python
+(``sys.modules[name] = None``: ``import`` raises, ``find_spec`` returns None), an audit
+hook records every process started, and one test builds a real core-only virtualenv
+from uv.lock (about 3 s with uv's cache) and runs the same checks there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "airflow_provider_seatunnel_ckpt"
+DIST = "airflow-provider-seatunnel-ckpt"
+
+#: what the engine extra and the connector extras install
+ENGINE_MODULES = ["pyspark", "py4j", "pyarrow"]
+CONNECTOR_MODULES = ["adbc_driver_postgresql", "adbc_driver_manager", "confluent_kafka", "kafka", "pyiceberg",
+                     "pyiceberg_core", "deltalake", "duckdb", "psycopg"]
+HEAVY = ENGINE_MODULES + CONNECTOR_MODULES
+
+#: runs before the code under test: hides modules, records started processes and, at
+#: exit, which watched modules got imported
+PRELUDE = textwrap.dedent(
+    """
+    import atexit, json, os, sys
+    for _name in {hidden!r}:
+        sys.modules[_name] = None
+    _started = []
+    def _audit(event, args):
+        if event in ("subprocess.Popen", "os.posix_spawn", "os.exec", "os.system"):
+            _started.append(repr(args)[:300])
+    sys.addaudithook(_audit)
+    def _report():
+        loaded = sorted({{m.split(".")[0] for m, mod in list(sys.modules.items()) if mod is not None}} & set({watched!r}))
+        with open(os.environ["EXTRAS_REPORT"], "w") as out:
+            json.dump({{"started": _started, "loaded": loaded}}, out)
+    atexit.register(_report)
+    """
+)
+
+#: imports the whole Airflow face and parses every shipped DAG; prints a summary as JSON
+AIRFLOW_FACE = textwrap.dedent(
+    """
+    import importlib, json, pkgutil, sys
+    from pathlib import Path
+    import airflow_provider_seatunnel_ckpt as package
+
+    info = package.get_provider_info()
+    # imported only by the OpenLineage provider, which the openlineage extra installs
+    optional = {"airflow_provider_seatunnel_ckpt.operators.lineage"}
+    modules = []
+    for name in ("operators", "sensors", "triggers", "hooks", "storage"):
+        parent = importlib.import_module(f"{package.__name__}.{name}")
+        for found in pkgutil.walk_packages(parent.__path__, parent.__name__ + "."):
+            if found.name in optional:
+                continue
+            importlib.import_module(found.name)
+            modules.append(found.name)
+    for section in ("operators", "sensors", "hooks", "triggers"):
+        for entry in info.get(section, []):
+            for module in entry["python-modules"]:
+                importlib.import_module(module)
+    classes = [c["hook-class-name"] for c in info.get("connection-types", [])]
+    for path in classes:
+        module, _, name = path.rpartition(".")
+        getattr(importlib.import_module(module), name)
+    from airflow_provider_seatunnel_ckpt.cli import build_parser
+    build_parser()
+
+    from airflow.dag_processing.dagbag import DagBag
+    parsed = {}
+    for folder in sys.argv[1:]:
+        bag = DagBag(dag_folder=folder)
+        assert bag.import_errors == {}, bag.import_errors
+        files = {p.name for p in Path(folder).glob("*.py")}
+        assert {Path(d.fileloc).name for d in bag.dags.values()} == files, (files, bag.dag_ids)
+        parsed[folder] = sorted(bag.dag_ids)
+    print(json.dumps({"modules": len(modules), "connection_types": len(classes), "dags": parsed}))
+    """
+)
+
+DAG_FOLDERS = [str(ROOT / "dags_examples"), str(ROOT / "tests" / "airflow" / "dags")]
+
+
+def run_python(python: str, code: str, args: list[str], tmp_path: Path, hidden: list[str],
+               watched: list[str] = HEAVY, env: dict[str, str] | None = None, timeout: float = 180):
+    """``python -c PRELUDE + code args``; returns (process, report)."""
+    report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
+    home = tmp_path / "airflow-home"
+    home.mkdir(exist_ok=True)
+    full_env = {
+        **os.environ,
+        "EXTRAS_REPORT": str(report),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "SEATUNNEL_CKPT_CACHE_DIR": str(tmp_path / "cache"),
+        **(env or {}),
+    }
+    full_env.pop("PYTHONPATH", None)
+    process = subprocess.run(
+        [python, "-c", PRELUDE.format(hidden=hidden, watched=watched) + code, *args],
+        cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+    result = json.loads(report.read_text()) if report.exists() else None
+    return process, result
+
+
+def run_cli(python: str, args: list[str], tmp_path: Path, hidden: list[str], env: dict[str, str] | None = None):
+    code = "import sys\nfrom airflow_provider_seatunnel_ckpt.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    return run_python(python, code, args, tmp_path, hidden, watched=HEAVY, env=env)
+
+
+# ------------------------------------------------------------------ the core import path
+
+
+def test_the_airflow_face_and_every_dag_load_without_engine_or_connector_libraries(tmp_path):
+    process, report = run_python(sys.executable, AIRFLOW_FACE, DAG_FOLDERS, tmp_path, hidden=HEAVY)
+    assert process.returncode == 0, process.stderr[-3000:]
+    summary = json.loads(process.stdout.strip().splitlines()[-1])
+    assert summary["modules"] >= 20 and summary["connection_types"] >= 1
+    assert all(summary["dags"].values())
+    assert report["loaded"] == []
+
+
+# ------------------------------------------------------------------ a missing extra: one line, before Spark
+
+
+def job_file(tmp_path: Path, source: str, sink: str = "{plugin_name: Console}", transform: str = "") -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "env: {parallelism: 1}\n"
+        f"source: [{source}]\n" + (f"transform: [{transform}]\n" if transform else "") + f"sink: [{sink}]\n"
+    )
+    return str(path)
+
+
+SEQUENCE = "{plugin_name: Sequence, rows: 10}"
+MISSING = {
+    "jdbc": dict(hidden=["adbc_driver_postgresql"], key="source[0].plugin_name", connector="Jdbc",
+                 source="{plugin_name: Jdbc, url: 'jdbc:postgresql://localhost:5432/db', table: t, user: u}"),
+    "kafka": dict(hidden=["confluent_kafka"], key="sink[0].plugin_name", connector="Kafka",
+                  sink="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}"),
+    "kafka-python": dict(hidden=["kafka"], key="source[0].plugin_name", connector="Kafka", extra="kafka",
+                         source="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}"),
+    "iceberg": dict(hidden=["pyiceberg"], key="sink[0].plugin_name", connector="Iceberg",
+                    sink="{plugin_name: Iceberg, catalog_name: c, namespace: n, table: t}"),
+    "delta": dict(hidden=["deltalake"], key="source[0].plugin_name", connector="Delta",
+                  source="{plugin_name: Delta, path: '/tmp/nowhere'}"),
+    "sql": dict(hidden=["duckdb"], key="transform[0].plugin_name", connector="Sql",
+                transform="{plugin_name: Sql, query: 'select * from t'}"),
+    "sql-filter": dict(hidden=["duckdb"], key="transform[0].plugin_name", connector="Filter", extra="sql",
+                       transform="{plugin_name: Filter, condition: 'id > 1'}"),
+    "engine": dict(hidden=["pyspark"], key="source[0].plugin_name", connector="Sequence"),
+    "engine-arrow": dict(hidden=["pyarrow"], key="source[0].plugin_name", connector="Sequence", extra="engine"),
+}
+
+
+@pytest.mark.parametrize("case", MISSING, ids=str)
+def test_a_job_that_needs_a_missing_extra_fails_in_one_line_before_spark_starts(case, tmp_path):
+    spec = MISSING[case]
+    extra = spec.get("extra", case)
+    job = job_file(tmp_path, spec.get("source", SEQUENCE), spec.get("sink", "{plugin_name: Console}"),
+                   spec.get("transform", ""))
+    process, report = run_cli(sys.executable, ["run", job, "--job-id", "j1"], tmp_path, hidden=spec["hidden"],
+                              env={"SEATUNNEL_CKPT_CONFIG": ""})
+    assert process.returncode == 2, process.stderr[-3000:]
+    assert process.stderr == (
+        f"error: {spec['key']}: connector {spec['connector']} needs the '{extra}' extra: "
+        f"pip install '{DIST}[{extra}]'\n"
+    )
+    assert process.stdout == ""
+    assert report["started"] == []  # no spark-submit, no JVM, nothing
+    assert not {"pyspark", "py4j"} & set(report["loaded"])
+
+
+def test_a_job_with_its_extras_installed_gets_past_the_check(tmp_path):
+    """The same check passes when the library is there: the Kafka job then fails on its
+    real problem (an option), not on an extra."""
+    job = job_file(tmp_path, SEQUENCE, "{plugin_name: Kafka, topic: t}")
+    process, report = run_cli(sys.executable, ["run", job], tmp_path, hidden=[])
+    assert process.returncode == 2
+    assert "extra" not in process.stderr and "bootstrap.servers" in process.stderr
+    assert report["started"] == []
+
+
+# ------------------------------------------------------------------ pyspark and pyspark-client
+
+
+def fake_distribution(folder: Path, name: str, version: str) -> None:
+    """An installed-looking distribution: what a stray ``pip install pyspark-client==X``
+    leaves in front of the venv's own on sys.path."""
+    info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def test_pyspark_and_pyspark_client_at_different_versions_refuse_to_start(tmp_path):
+    from importlib.metadata import version
+
+    spark = version("pyspark")
+    assert version("pyspark-client") == spark  # what uv.lock installs
+    shadow = tmp_path / "shadow"
+    fake_distribution(shadow, "pyspark-client", "4.0.9")
+    job = job_file(tmp_path, SEQUENCE)
+    code = (f"import sys\nsys.path.insert(0, {str(shadow)!r})\n"
+            "from airflow_provider_seatunnel_ckpt.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    process, report = run_python(sys.executable, code, ["run", job], tmp_path, hidden=[])
+    assert process.returncode == 2, process.stderr[-3000:]
+    assert process.stderr.count("\n") == 1 and "Traceback" not in process.stderr
+    assert process.stderr.startswith(f"error: pyspark {spark} and pyspark-client 4.0.9 ")
+    assert f"pip install 'pyspark=={spark}' 'pyspark-client=={spark}'" in process.stderr
+    assert report["started"] == []
+
+
+def test_the_lock_installs_one_release_of_pyspark_and_pyspark_client():
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    versions = {p["name"]: p["version"] for p in lock["package"]}
+    assert versions["pyspark"] == versions["pyspark-client"]
+
+
+# ------------------------------------------------------------------ the dependency lists
+
+
+def project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def names(requirements: list[str]) -> set[str]:
+    return {Requirement(r).name for r in requirements}
+
+
+def test_the_core_brings_no_engine_and_no_connector_library():
+    core = names(project()["dependencies"])
+    heavy = {"pyspark", "pyarrow", "numpy", "adbc-driver-postgresql", "psycopg", "confluent-kafka", "kafka-python",
+             "pyiceberg", "deltalake", "duckdb"}
+    assert core & heavy == set()
+    assert {"apache-airflow", "apache-airflow-providers-apache-spark", "boto3", "oss2", "hdfs"} <= core
+
+
+def test_each_connector_extra_brings_the_engine_and_all_brings_every_extra():
+    extras = project()["optional-dependencies"]
+    engine = {Requirement(r).name: Requirement(r) for r in extras["engine"]}
+    # one release for both: the Spark provider floats pyspark-client
+    assert str(engine["pyspark"].specifier) == str(engine["pyspark-client"].specifier)
+    assert str(engine["pyspark"].specifier).startswith("==")
+    for extra in ("jdbc", "kafka", "iceberg", "delta", "sql"):
+        self_refs = [Requirement(r) for r in extras[extra] if Requirement(r).name == DIST]
+        assert [r.extras for r in self_refs] == [{"engine"}], extra
+    (everything,) = [Requirement(r) for r in extras["all"]]
+    assert everything.extras == {"engine", "jdbc", "kafka", "iceberg", "delta", "sql"}
+    assert {"all"} <= set().union(*(Requirement(r).extras for r in extras["test"] if Requirement(r).name == DIST))
+
+
+# ------------------------------------------------------------------ a real core-only install
+
+
+def find_uv() -> str:
+    for candidate in (shutil.which("uv"), str(ROOT / ".tools" / "bin" / "uv")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail("uv not found: scripts/bootstrap installs it")
+
+
+@pytest.fixture(scope="module")
+def core_venv(tmp_path_factory) -> Path:
+    """``pip install airflow-provider-seatunnel-ckpt`` without extras, from uv.lock and a
+    wheel of this checkout."""
+    venv = tmp_path_factory.mktemp("core") / "venv"
+    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv), "UV_PYTHON": sys.executable,
+           "UV_PYTHON_DOWNLOADS": "never"}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run([find_uv(), "sync", "--frozen", "--no-editable", "--quiet"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return venv
+
+
+def test_a_core_install_has_no_engine_and_no_connector_library(core_venv):
+    listed = subprocess.run([str(core_venv / "bin" / "python"), "-c",
+                             "import json, importlib.metadata as m; print(json.dumps(sorted(d.metadata['Name'].lower() "
+                             "for d in m.distributions())))"], capture_output=True, text=True, check=True)
+    installed = set(json.loads(listed.stdout))
+    assert DIST in installed
+    absent = {"pyspark", "py4j", "adbc-driver-postgresql", "psycopg", "psycopg-binary", "confluent-kafka",
+              "kafka-python", "pyiceberg", "deltalake", "duckdb"}
+    assert installed & absent == set()
+
+
+def test_a_core_install_runs_the_airflow_face_and_names_the_engine_extra(core_venv, tmp_path):
+    python = str(core_venv / "bin" / "python")
+    # pyarrow comes with the Spark provider's pyspark-client; the core still must not import it
+    process, report = run_python(python, AIRFLOW_FACE, DAG_FOLDERS, tmp_path, hidden=["pyarrow"])
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert report["loaded"] == []
+
+    job = job_file(tmp_path, SEQUENCE)
+    process, report = run_cli(python, ["run", job], tmp_path, hidden=[])
+    assert process.returncode == 2, process.stderr[-3000:]
+    assert process.stderr == (
+        f"error: source[0].plugin_name: connector Sequence needs the 'engine' extra: pip install '{DIST}[engine]'\n"
+    )
+    assert report["started"] == []
