@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ConfigError
-from ..storage import fs_s3 as _fs_s3
 from ..storage.fs_s3 import S3FileSystem
 from .base import CheckpointStorageHook, ConnectionStorage, connection_extra, mask_secret_values
 
@@ -274,29 +272,8 @@ class SessionS3FileSystem(S3FileSystem):
         state.pop("_session_factory", None)
         return (_plain_s3_filesystem, (state,))
 
-    def _get_client(self) -> Any:
-        pid = os.getpid()
-        client = self._client
-        if client is not None and self._client_pid == pid:
-            return client
-        with _fs_s3._SESSION_LOCK:
-            if self._client is None or self._client_pid != pid:
-                from botocore.config import Config
-
-                config = Config(
-                    retries={"total_max_attempts": 1, "mode": "standard"},
-                    s3={"addressing_style": "path" if self.path_style else "auto"},
-                    connect_timeout=self.connect_timeout_s,
-                    read_timeout=self.read_timeout_s,
-                    max_pool_connections=self.max_pool_connections,
-                )
-                session = self._session_factory()
-                client = session.client("s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config)
-                for operation in ("PutObject", "UploadPart"):
-                    client.meta.events.register(f"before-sign.s3.{operation}", _fs_s3._sign_checksum_not_payload)
-                self._client = client
-                self._client_pid = pid
-            return self._client
+    def _new_session(self) -> Any:
+        return self._session_factory()
 
 
 def _plain_s3_filesystem(state: dict[str, Any]) -> Any:

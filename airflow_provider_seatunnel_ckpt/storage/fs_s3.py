@@ -505,6 +505,18 @@ class S3FileSystem(FileSystem):
         return None
 
     # ---- internals --------------------------------------------------------------
+    def _new_session(self) -> Any:
+        """The boto3 session clients are made from: static keys, or boto3's default chain.
+        A subclass may sign with a session built elsewhere (refreshable credentials)."""
+        import boto3
+
+        return boto3.session.Session(
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+            aws_session_token=self.session_token,
+            region_name=self.region,
+        )
+
     def _get_client(self) -> Any:
         pid = os.getpid()
         client = self._client
@@ -512,16 +524,9 @@ class S3FileSystem(FileSystem):
             return client
         with _SESSION_LOCK:
             if self._client is None or self._client_pid != pid:
-                import boto3
                 from botocore import UNSIGNED
                 from botocore.config import Config
 
-                session = boto3.session.Session(
-                    aws_access_key_id=self.access_key_id,
-                    aws_secret_access_key=self.secret_access_key,
-                    aws_session_token=self.session_token,
-                    region_name=self.region,
-                )
                 config = Config(
                     retries={"total_max_attempts": 1, "mode": "standard"},
                     s3={"addressing_style": "path" if self.path_style else "auto"},
@@ -530,7 +535,9 @@ class S3FileSystem(FileSystem):
                     max_pool_connections=self.max_pool_connections,
                     signature_version=UNSIGNED if self.anonymous else None,
                 )
-                client = session.client("s3", endpoint_url=self.endpoint_url, config=config)
+                client = self._new_session().client(
+                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config
+                )
                 for operation in ("PutObject", "UploadPart"):
                     client.meta.events.register(f"before-sign.s3.{operation}", _sign_checksum_not_payload)
                 self._client = client
