@@ -86,9 +86,13 @@ def _find(name: str) -> object | None:
 def _has_spark_jars() -> bool:
     """pyspark-client (a dependency of the core, through the Spark provider) installs the
     ``pyspark`` package without Spark's jars: only the ``pyspark`` distribution can start
-    the engine's driver."""
+    the engine's driver. Under spark-submit, ``pyspark`` is imported from
+    ``$SPARK_HOME/python/lib/pyspark.zip`` with the jars under ``$SPARK_HOME/jars``."""
     spec = _find("pyspark")
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    spark_home = os.environ.get("SPARK_HOME")
+    if spark_home:
+        locations.append(spark_home)
     return any(os.path.isdir(os.path.join(location, "jars")) for location in locations)
 
 
