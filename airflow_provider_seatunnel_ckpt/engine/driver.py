@@ -144,6 +144,10 @@ class DriverLoop:
         self.discovery: SplitDiscovery | None = None
         #: the splits it found, in order: appended to the plan, sent to every subtask
         self._added_splits: SplitPlan = ()
+        #: the newest checkpoint completed in this run (read by the heartbeat thread)
+        self.last_completed_id: int | None = None
+        #: when the loop last stepped (monotonic s): a loop that stops stepping is unhealthy
+        self._last_step = time.monotonic()
 
     # ---- inputs (any thread) --------------------------------------------------------------
     def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
@@ -173,7 +177,13 @@ class DriverLoop:
             self._fence_io.shutdown(wait=True)
         return self.outcome
 
+    def stalled_s(self) -> float:
+        """Seconds since the loop last stepped (0 once it is done): it steps at least every
+        ``REQUEST_POLL_S`` while it works, so a large value is a stuck driver (heartbeat.py)."""
+        return 0.0 if self._done.is_set() else max(0.0, time.monotonic() - self._last_step)
+
     def _step(self) -> None:
+        self._last_step = time.monotonic()
         timeout = REQUEST_POLL_S
         if self._wakeup_at is not None:
             timeout = min(timeout, max(0.0, (self._wakeup_at - self.clock()) / 1000))
@@ -429,6 +439,7 @@ class DriverLoop:
             int(stats.get("rows", 0)), location, dict(stats), persist_ms=persist_ms,
         )
         self.outcome.completed.append(record)
+        self.last_completed_id = checkpoint_id
         self._rows_committed += record.rows
         elapsed = max(1e-3, time.monotonic() - self._started)
         self.progress(completion_line(record, self._rows_committed, self._rows_committed / elapsed))

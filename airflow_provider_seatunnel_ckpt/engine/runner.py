@@ -27,6 +27,15 @@ from .connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .fencing import TAKEN_OVER, Claim, Fenced, FenceLog
+from .heartbeat import (
+    DEFAULT_INTERVAL_MS,
+    FENCED,
+    INTERVAL_KEY,
+    LOOP_STALL_S,
+    HeartbeatWriter,
+    job_fingerprint,
+    parse_interval,
+)
 from .job import JobSpec
 from .preload import preload_settings
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
@@ -151,6 +160,9 @@ class JobRun:
         self._job_group = f"seatunnel-ckpt-{request.job_id}-{secrets.token_hex(4)}"
         #: --discard-existing deleted the job's checkpoints in this run
         self.discarded = False
+        #: the run's heartbeat in storage (heartbeat.py), from the claim to the recorded outcome
+        self._heartbeat: HeartbeatWriter | None = None
+        self._application_id: str | None = None
 
     # ---- restore selection ----------------------------------------------------------------
     def choose_restore(self, existing: Mapping[str, Any] | None = None) -> Any:
@@ -324,6 +336,48 @@ class JobRun:
                 "savepoint_id": savepoint_id,
             }
         )
+        self._end_heartbeat(FENCED if fenced else status, outcome.error, last)
+
+    # ---- heartbeat ---------------------------------------------------------------------------
+    def _heartbeat_interval(self) -> int:
+        """``spark.seatunnel.heartbeatInterval`` from the job's env or the command line's
+        --conf (spark-submit's own --conf is read once Spark runs, see _run_claimed)."""
+        conf = {**self.request.job.spark_conf, **self.request.spark_conf}
+        return parse_interval(conf.get(INTERVAL_KEY, DEFAULT_INTERVAL_MS))
+
+    def _start_heartbeat(self, interval_ms: int) -> None:
+        """Announce the claimed attempt's driver as alive, every ``interval_ms``, until its
+        outcome is recorded (a retry waits for a live driver instead of taking over)."""
+        if interval_ms <= 0:
+            return
+        self._heartbeat = HeartbeatWriter(
+            self.storage, self.request.job_id, self.attempt_number, interval_ms=interval_ms,
+            fingerprint=job_fingerprint(self.request.job.to_json()),
+            status=self._heartbeat_status, health=self._health,
+        ).start()
+
+    def _heartbeat_status(self) -> dict[str, Any]:
+        loop = self._loop
+        last = loop.last_completed_id if loop is not None and loop.last_completed_id is not None else self.restored_id
+        return {"application_id": self._application_id, "last_checkpoint_id": last}
+
+    def _health(self) -> str | None:
+        loop = self._loop
+        stalled = loop.stalled_s() if loop is not None else 0.0
+        if stalled > LOOP_STALL_S:
+            return f"the driver loop has not run for {stalled:.0f} s"
+        return None
+
+    def _end_heartbeat(self, state: str, error: str | None, last: int | None) -> None:
+        """The last record, after job.json and the attempt record: a reader that sees it
+        reads the final status. Best effort: without it a reader sees the sequence stop."""
+        heartbeat = self._heartbeat
+        if heartbeat is None:
+            return
+        try:
+            heartbeat.end(state, error, last_checkpoint_id=last)
+        except Exception as err:  # noqa: BLE001 - never hide the run's own outcome
+            log.info("could not write the last heartbeat of attempt %d: %s", self.attempt_number, err)
 
     def _fenced(self) -> bool:
         try:
@@ -365,13 +419,18 @@ class JobRun:
         if output is not None:
             _preflight(sink, lambda: sink.accepts(output))
         committer = sink.create_committer(request.job_id)
+        heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim
         token = secrets.token_hex(16)
         manifest, highest_id, restored_infos = self.claim(token, sink, committer)
         try:
+            self._start_heartbeat(heartbeat_interval)
             return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
         except BaseException as err:
             self._release_after_error(err, token)
             raise
+        finally:
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
 
     def claim(self, token: str, sink: Any, committer: Any) -> tuple[Any, int, list[Any]]:
         """Claim the job, choose the checkpoint to restore and make the checkpoints and
@@ -469,6 +528,8 @@ class JobRun:
             )
         if not owns_spark:  # a context given to the job: its settings can no longer change
             check_running_spark_settings(dict(context.getConf().getAll()))
+        self._application_id = context.applicationId
+        self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
         source = load_source(job.source, "source[0]")
         # The split plan is part of the checkpoint: a restore (with any parallelism)
@@ -553,6 +614,22 @@ class JobRun:
             if owns_spark:
                 self.spark.stop()
         return outcome
+
+    def _heartbeat_conf(self, configured: str | None) -> None:
+        """spark-submit's ``--conf spark.seatunnel.heartbeatInterval`` (the operator's
+        ``conf``), known only once Spark runs: the records carry the interval, so a reader
+        follows the change."""
+        if configured is None or self._heartbeat is None:
+            return
+        try:
+            interval = parse_interval(configured)
+        except ConfigError as err:
+            log.warning("%s; heartbeats stay every %d ms", err, self._heartbeat.interval_ms)
+            return
+        if interval > 0:
+            self._heartbeat.set_interval(interval)
+        else:
+            self._heartbeat.stop()
 
     def _run_spark_job(self, context: Any, subtask_context: SubtaskContext, loop: DriverLoop) -> None:
         try:

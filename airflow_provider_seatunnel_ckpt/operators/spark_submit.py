@@ -201,6 +201,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         #: what the run read and wrote, and which job and checkpoint: for OpenLineage
         self._lineage_entries: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
         self._lineage_run: dict[str, Any] | None = None
+        #: (hook, job id) while this try waits for a previous try's live driver (on_kill stops it)
+        self._attached_to: tuple[CheckpointStorageHook, str] | None = None
 
     # ---- assets of mapped tasks ---------------------------------------------------------------
     @classmethod
@@ -322,9 +324,22 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self._lineage_run = {"job_id": job_id}
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
         restore = self._restore_argument(hook, job_id)
-        if restore is not None:
-            self._run_engine(hook, job_id, job_source, restore, variables)
-        result = self._result(context, hook, job_id, ran=restore is not None)
+        result = None
+        if restore == "latest":
+            # A previous try's driver may still run (its worker died, spark-submit did not):
+            # wait for it while its heartbeat advances instead of taking the job over and
+            # repeating the work since its last checkpoint.
+            from .attach import attach_to_live_driver
+
+            self._attached_to = (hook, job_id)
+            try:
+                result = attach_to_live_driver(self, context, hook, job_id, job)
+            finally:
+                self._attached_to = None
+        if result is None:
+            if restore is not None:
+                self._run_engine(hook, job_id, job_source, restore, variables)
+            result = self._result(context, hook, job_id, ran=restore is not None)
         if result["status"] == "finished":
             # also when an earlier try finished the job but died before reporting success:
             # this is the task's successful run, and the event is what downstream waits for
@@ -515,6 +530,13 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     def on_kill(self) -> None:
         """Stop spark-submit and everything it started (JVM, Python driver and workers).
         Checkpoint storage is left as it is: the next run resumes from it."""
+        attached = getattr(self, "_attached_to", None)
+        if attached is not None:
+            # the driver this try waits for is not our child: ask it to take a savepoint
+            # and stop, as a killed task's own driver would stop
+            hook, job_id = attached
+            self.log.info("job %s: asking the driver this try attached to for a savepoint and a stop", job_id)
+            hook.request_savepoint(job_id)
         spark_hook = self._hook
         process = getattr(spark_hook, "_submit_sp", None)
         if process is not None and process.poll() is None:

@@ -269,3 +269,20 @@ def test_on_kill_ends_within_the_supervisors_grace_even_when_sigterm_is_ignored(
     process.wait(timeout=5)
     assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert KILL_GRACE_S <= took < supervisor_grace - 0.5, took  # waited for a graceful stop, then killed
+
+
+def test_on_kill_of_a_try_attached_to_a_live_driver_asks_that_driver_to_stop(tmp_path):
+    """A try that waits for a previous try's live driver (operators/attach.py) has no
+    spark-submit of its own to stop: killing it asks that driver for a savepoint and a
+    stop, through the request the driver polls for."""
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.hooks.base import STOP_REQUEST
+
+    config = f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    hook = get_checkpoint_hook(config_file=config)
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config)
+    op.on_kill()  # not attached: nothing requested
+    assert hook.storage.read_document("attached", STOP_REQUEST) is None
+    op._attached_to = (hook, "attached")
+    op.on_kill()
+    assert hook.storage.read_document("attached", STOP_REQUEST)["by"] == "airflow"

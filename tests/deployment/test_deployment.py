@@ -188,45 +188,6 @@ def _processes_running(job_id: str) -> list[Any]:
     return found
 
 
-def test_a_task_whose_worker_is_killed_is_retried_and_the_stale_driver_fenced_out(
-    deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
-) -> None:
-    """The worker of a running Spark task is SIGKILLed (the task process and the executor
-    process supervising it), leaving spark-submit running: the scheduler notices the
-    missing heartbeats, fails the try, and the retry resumes the job from its latest
-    completed checkpoint while the old driver is fenced out. Every id exactly once."""
-    import psutil
-
-    dag_id, rows = "example_fail_and_retry", 2_400_000  # 60 s of rows: outlives the heartbeat timeout
-    run_id, job_id, storage = _start_slow_job(deployment, tmp_path, dag_id, rows)
-    (jvm,) = [p for p in _processes_running(job_id) if "java" in p.name()]
-    task_process = jvm.parent()
-    supervisor = task_process.parent()
-    first_drivers = _processes_running(job_id)
-    for process in (supervisor, task_process):
-        process.kill()
-
-    state, seen = wait_for_run(deployment, dag_id, run_id)
-    assert state == "success", deployment.explain()
-    assert task_instances(deployment, dag_id, run_id)["etl"] == ("success", 2)
-    for process in first_drivers:  # the stale driver stopped on its own
-        try:
-            process.wait(timeout=120)
-        except psutil.TimeoutExpired:
-            raise AssertionError(f"the first try's driver {process.pid} still runs") from None
-
-    tries = attempts(storage, job_id)
-    assert [a["attempt"] for a in tries] == [1, 2], tries
-    first, second = tries
-    assert second["outcome"] == "finished" and second["restored_from"] is not None, tries
-    (run_dir,) = (tmp_path / "output" / dag_id).iterdir()
-    everything = sorted(i for part in committed_ids(run_dir).values() for i in part)
-    assert everything == list(range(rows)), "not every row exactly once"
-    # the zombie kept checkpointing until the retry claimed the job, then stopped, saying so
-    assert first["outcome"] == "failed" and "taken over by another driver (attempt 2)" in first["error"], first
-    assert second["restored_from"] <= first["last_checkpoint_id"]
-
-
 def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does_not_rerun(
     deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
 ) -> None:
