@@ -15,6 +15,14 @@ PACKAGE_NAME = "airflow-provider-seatunnel-ckpt"
 INTEGRATION = "SeaTunnel Checkpointed Spark"
 
 
+#: the namespace form field of the seatunnel_checkpoint_* connection types
+_NAMESPACE_FIELD = {
+    "label": "Namespace",
+    "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
+    "schema": {"type": ["string", "null"]},
+}
+
+
 def get_provider_info() -> dict:
     """Provider metadata for Airflow's ``apache_airflow_provider`` entry point."""
     return {
@@ -111,11 +119,7 @@ def get_provider_info() -> dict:
                         "description": "checkpoint bucket, when the job's seatunnel.yaml sets no s3.bucket",
                         "schema": {"type": ["string", "null"]},
                     },
-                    "namespace": {
-                        "label": "Namespace",
-                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
-                        "schema": {"type": ["string", "null"]},
-                    },
+                    "namespace": _NAMESPACE_FIELD,
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": ["host", "schema", "port"],
@@ -132,11 +136,7 @@ def get_provider_info() -> dict:
                 "hook-class-name": "airflow_provider_seatunnel_ckpt.hooks.webhdfs.SeaTunnelWebHdfsCheckpointHook",
                 "hook-name": "SeaTunnel checkpoints on HDFS (WebHDFS connection fields)",
                 "conn-fields": {
-                    "namespace": {
-                        "label": "Namespace",
-                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
-                        "schema": {"type": ["string", "null"]},
-                    },
+                    "namespace": _NAMESPACE_FIELD,
                     "use_ssl": {"label": "Use SSL", "schema": {"type": ["boolean", "null"]}},
                     "kerberos_principal": {"label": "Kerberos principal", "schema": {"type": ["string", "null"]}},
                     "kerberos_keytab": {
@@ -162,11 +162,7 @@ def get_provider_info() -> dict:
                         "description": "default https://oss-<region>.aliyuncs.com",
                         "schema": {"type": ["string", "null"]},
                     },
-                    "namespace": {
-                        "label": "Namespace",
-                        "description": "parent path of all checkpoints, when seatunnel.yaml sets none",
-                        "schema": {"type": ["string", "null"]},
-                    },
+                    "namespace": _NAMESPACE_FIELD,
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": ["host", "port"],

@@ -14,7 +14,6 @@ import atexit
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -80,25 +79,33 @@ def airflow_dags_test(dag_id: str, conf: dict[str, Any], env: dict[str, str] | N
 
 def task_states(dag_id: str) -> dict[str, tuple[str, int]]:
     """task_id -> (state, try_number) of the DAG's latest run, straight from the DB."""
-    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        run_id = db.execute(
-            "SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (dag_id,)
-        ).fetchone()[0]
-        rows = db.execute(
-            "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?", (dag_id, run_id)
-        ).fetchall()
+    ((run_id,),) = metadata_rows("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", dag_id)
+    rows = metadata_rows("SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?",
+                         dag_id, run_id)
     return {task_id: (state, try_number) for task_id, state, try_number in rows}
 
 
 def xcom_values(dag_id: str) -> dict[tuple[str, str], Any]:
     """(task_id, key) -> value of the DAG's latest run."""
-    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        run_id = db.execute(
-            "SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (dag_id,)
-        ).fetchone()[0]
-        rows = db.execute("SELECT task_id, key, value FROM xcom WHERE dag_id = ? AND run_id = ?", (dag_id, run_id))
-        # sqlite hands JSON numbers back as numbers, everything else as JSON text
-        return {(task_id, key): json.loads(v) if isinstance(v, (str, bytes)) else v for task_id, key, v in rows}
+    ((run_id,),) = metadata_rows("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", dag_id)
+    rows = metadata_rows("SELECT task_id, key, value FROM xcom WHERE dag_id = ? AND run_id = ?", dag_id, run_id)
+    # sqlite hands JSON numbers back as numbers, everything else as JSON text
+    return {(task_id, key): json.loads(v) if isinstance(v, (str, bytes)) else v for task_id, key, v in rows}
+
+
+def metadata_rows(sql: str, *args: Any) -> list[tuple]:
+    """The rows of a query (``?`` placeholders) on the metadata DB, through Airflow's own
+    engine. Plain sqlite3 connections opened by this process began to fail with "disk I/O
+    error" late in a full run while Airflow's engine kept working; reading through the
+    engine also sees exactly what dag.test() in this process wrote."""
+    from airflow.utils.session import create_session
+    from sqlalchemy import text
+
+    pieces = sql.split("?")
+    assert len(pieces) == len(args) + 1, "one argument per placeholder"
+    named = "".join(piece + (f":p{i}" if i < len(args) else "") for i, piece in enumerate(pieces))
+    with create_session() as session:
+        return [tuple(row) for row in session.execute(text(named), {f"p{i}": a for i, a in enumerate(args)})]
 
 
 def output(process: subprocess.CompletedProcess) -> str:

@@ -10,14 +10,13 @@ No Spark: the jobs are already finished in checkpoint storage, so each task take
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from airflow_provider_seatunnel_ckpt.hooks import CheckpointStorageHook
 from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
 
-from .conftest import AIRFLOW_HOME, DAGS_FOLDER, task_states
+from .conftest import AIRFLOW_HOME, DAGS_FOLDER, metadata_rows, task_states
 
 DAG_FILE = DAGS_FOLDER / "test_operator_assets_dags.py"
 NAMESPACE = f"{AIRFLOW_HOME}/test_op_assets_ckpt/"
@@ -84,8 +83,7 @@ def finished(job_id: str) -> None:
 
 
 def query(sql: str, *args):
-    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        return db.execute(sql, args).fetchall()
+    return metadata_rows(sql, *args)
 
 
 def alias_events(dag_id: str) -> list[tuple[str, str, int, str]]:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
 
-from .conftest import AIRFLOW_HOME, VENV_BIN, airflow_dags_test, output, task_states, xcom_values
+from .conftest import AIRFLOW_HOME, VENV_BIN, airflow_dags_test, metadata_rows, output, task_states, xcom_values
 
 DAG_ID = "example_checkpointed_etl_s3"
 
@@ -105,10 +104,7 @@ def test_secret_of_the_aws_connection_appears_nowhere(airflow_db, tmp_path, s3_s
         "spark-submit environment": json.dumps(call["env"]),
         "XCom": json.dumps([[*key, value] for key, value in xcoms.items()]),
     }
-    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        rendered = db.execute(
-            "SELECT task_id, rendered_fields FROM rendered_task_instance_fields WHERE dag_id = ?", (DAG_ID,)
-        ).fetchall()
+    rendered = metadata_rows("SELECT task_id, rendered_fields FROM rendered_task_instance_fields WHERE dag_id = ?", DAG_ID)
     assert {task_id for task_id, _ in rendered} == {"etl", "final_checkpoint"}
     assert all("config_file" in json.loads(fields) for _, fields in rendered)
     places["rendered template fields"] = json.dumps(rendered)

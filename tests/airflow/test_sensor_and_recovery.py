@@ -8,7 +8,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.hooks import CheckpointStorageHook
 from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
 
-from .conftest import DAGS_FOLDER, task_states
+from .conftest import DAGS_FOLDER, metadata_rows, task_states
 
 
 def local_hook(namespace: str, tolerable_failure: int = 0) -> CheckpointStorageHook:
@@ -80,8 +80,6 @@ def test_deferrable_sensor_completes_through_its_trigger(airflow_db, tmp_path, m
 
 @pytest.mark.slow
 def test_sensor_in_reschedule_mode_waits_for_a_newer_checkpoint(airflow_db, tmp_path, monkeypatch):
-    import sqlite3
-
     from airflow_provider_seatunnel_ckpt.sensors.checkpoint import CheckpointSensor
 
     from .conftest import AIRFLOW_HOME
@@ -103,11 +101,10 @@ def test_sensor_in_reschedule_mode_waits_for_a_newer_checkpoint(airflow_db, tmp_
     run = load_dag("test_sensor_reschedule").test(run_conf={"namespace": namespace, "job_id": job_id})
     assert run.state == "success" and pokes == [False, True]
     assert task_states("test_sensor_reschedule") == {"wait_newer": ("success", 1)}
-    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        (reschedules,) = db.execute(
-            "SELECT count(*) FROM task_reschedule r JOIN task_instance t ON r.ti_id = t.id "
-            "WHERE t.dag_id = 'test_sensor_reschedule'"
-        ).fetchone()
+    ((reschedules,),) = metadata_rows(
+        "SELECT count(*) FROM task_reschedule r JOIN task_instance t ON r.ti_id = t.id "
+        "WHERE t.dag_id = 'test_sensor_reschedule'"
+    )
     assert reschedules == 1
 
 
