@@ -34,7 +34,11 @@ if "airflow" in sys.modules and not os.environ.get("AIRFLOW_HOME", "").startswit
     )
 
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="seatunnel-ckpt-airflow-home-"))
-atexit.register(shutil.rmtree, AIRFLOW_HOME, True)
+# Only by this process: Airflow's supervisors fork (WatchedSubprocess), and a forked child
+# that exits through sys.exit runs the parent's atexit handlers, which would delete the
+# home (and the metadata DB) under the rest of the session.
+_SESSION_PID = os.getpid()
+atexit.register(lambda: os.getpid() == _SESSION_PID and shutil.rmtree(AIRFLOW_HOME, True))
 DAGS_FOLDER = AIRFLOW_HOME / "dags"
 DAGS_FOLDER.mkdir()
 for source in [*EXAMPLE_DAGS.glob("*.py"), *TEST_DAGS.glob("*.py")]:
