@@ -35,8 +35,7 @@ if "airflow" in sys.modules and not os.environ.get("AIRFLOW_HOME", "").startswit
 
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="seatunnel-ckpt-airflow-home-"))
 # Only by this process: Airflow's supervisors fork (WatchedSubprocess), and a forked child
-# that exits through sys.exit runs the parent's atexit handlers, which would delete the
-# home (and the metadata DB) under the rest of the session.
+# that exited through sys.exit would run the parent's atexit handlers.
 _SESSION_PID = os.getpid()
 atexit.register(lambda: os.getpid() == _SESSION_PID and shutil.rmtree(AIRFLOW_HOME, True))
 DAGS_FOLDER = AIRFLOW_HOME / "dags"
@@ -99,9 +98,7 @@ def xcom_values(dag_id: str) -> dict[tuple[str, str], Any]:
 
 def metadata_rows(sql: str, *args: Any) -> list[tuple]:
     """The rows of a query (``?`` placeholders) on the metadata DB, through Airflow's own
-    engine. Plain sqlite3 connections opened by this process began to fail with "disk I/O
-    error" late in a full run while Airflow's engine kept working; reading through the
-    engine also sees exactly what dag.test() in this process wrote."""
+    engine, the connections dag.test() in this process wrote with."""
     from airflow.utils.session import create_session
     from sqlalchemy import text
 
