@@ -45,12 +45,12 @@ from ..engine.heartbeat import (
     read_newest,
     stale_after_ms,
 )
+from ..hooks.base import PIPELINE_ID
 from ..storage.layout import JOB_FILE
 
 if TYPE_CHECKING:
     from ..hooks import CheckpointStorageHook
 
-PIPELINE_ID = 1
 #: what the tracker returns when this try should run the job itself (as before)
 TAKE_OVER = "take over"
 MAX_POLL_S = 2.0

@@ -192,6 +192,18 @@ class AirflowDeployment:
         return "\n".join(parts)
 
 
+def spark_submit_processes(job_id: str) -> list[Any]:
+    """The spark-submit processes (JVM and Python driver) of ``job_id``."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if job_id in cmdline and "--job-id" in cmdline:
+            found.append(process)
+    return found
+
+
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
     if process.poll() is None:
         try:

@@ -12,13 +12,12 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.example_runs import attempts, committed_ids, example_storage
 
-from .deployment import AirflowDeployment
+from .deployment import AirflowDeployment, spark_submit_processes
 from .rest import task_instances, trigger, wait_for_runs, xcom, xcom_or_none
 
 pytestmark = pytest.mark.slow
@@ -30,18 +29,6 @@ RATE = 40_000  # rows/s
 ATTACHED_ROWS = 3_200_000
 #: the taken-over run only has to be running when it is killed
 TAKEN_OVER_ROWS = 1_600_000
-
-
-def _drivers(job_id: str) -> list[Any]:
-    """The spark-submit processes (JVM and Python driver) of ``job_id``."""
-    import psutil
-
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if job_id in cmdline and "--job-id" in cmdline:
-            found.append(process)
-    return found
 
 
 def _path_safe(run_id: str) -> str:
@@ -83,13 +70,13 @@ def test_a_retry_attaches_to_a_live_driver_and_takes_over_a_dead_one(
                               f"the driver's heartbeat of run {case}", every=0.5)
 
     # A: the worker dies, spark-submit lives on
-    (jvm,) = [p for p in _drivers(jobs["attached"]) if "java" in p.name()]
-    attached_drivers = _drivers(jobs["attached"])
+    (jvm,) = [p for p in spark_submit_processes(jobs["attached"]) if "java" in p.name()]
+    attached_drivers = spark_submit_processes(jobs["attached"])
     task_process = jvm.parent()
     for process in (task_process.parent(), task_process):
         process.kill()
     # B: the worker and spark-submit (its JVM, Python driver and workers) die
-    (jvm,) = [p for p in _drivers(jobs["taken_over"]) if "java" in p.name()]
+    (jvm,) = [p for p in spark_submit_processes(jobs["taken_over"]) if "java" in p.name()]
     task_process = jvm.parent()
     victims = [task_process.parent(), task_process, jvm, *jvm.children(recursive=True)]
     for process in victims:

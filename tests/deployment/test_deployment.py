@@ -14,7 +14,7 @@ import pytest
 
 from tests.example_runs import attempts, check_resumed_exactly_once, committed_ids, example_storage
 
-from .deployment import AirflowDeployment
+from .deployment import AirflowDeployment, spark_submit_processes
 from .rest import clear, ensure_connection, task_instances, trigger, wait_for_run, wait_for_runs, xcom, xcom_or_none
 
 pytestmark = pytest.mark.slow
@@ -176,18 +176,6 @@ def _start_slow_job(deployment: AirflowDeployment, workdir: Path, dag_id: str, r
     return run_id, job_id, storage
 
 
-def _processes_running(job_id: str) -> list[Any]:
-    """The spark-submit processes (JVM and Python driver) of ``job_id``."""
-    import psutil
-
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if job_id in cmdline and "--job-id" in cmdline:
-            found.append(process)
-    return found
-
-
 def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does_not_rerun(
     deployment: AirflowDeployment, spark_connection: None, tmp_path: Path
 ) -> None:
@@ -235,7 +223,7 @@ def test_a_task_marked_failed_then_cleared_resumes_its_job(
     deployment.ok("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/etl", json={"new_state": "failed"})
     state, _ = wait_for_run(deployment, dag_id, run_id)
     assert state == "failed"
-    deployment.wait_until(lambda: not _processes_running(job_id), 60, "spark-submit of the failed try stopped")
+    deployment.wait_until(lambda: not spark_submit_processes(job_id), 60, "spark-submit of the failed try stopped")
     assert storage.read_document(job_id, "job.json")["status"] != "finished"
     stopped_at = storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1).checkpoint_id
 
