@@ -15,6 +15,7 @@ import sys
 from typing import Any, Sequence
 
 from .errors import CheckpointError, CheckpointStorageError, ConfigError
+from .engine.variables import add_variable_arguments
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -129,10 +130,9 @@ def _sink_committer(args: argparse.Namespace) -> Any:
         return None
     from .engine.connectors import load_sink
     from .engine.job import load_job
-    from .engine.variables import load_variables
+    from .engine.variables import job_variables
 
-    variables = load_variables(args.variables) if getattr(args, "variables", None) else None
-    job = load_job(args.job_file, variables)
+    job = load_job(args.job_file, job_variables(args))
     return load_sink(job.sink, "sink[0]").create_committer(args.job_id)
 
 
@@ -230,14 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     storage_command("list", "list jobs, or a job's checkpoints", cmd_list, job_required=False)
     inspect = storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
     inspect.add_argument("--job-file", help="the job's file: also list its sink's pending work (prepared transactions)")
-    inspect.add_argument("--variables", metavar="FILE", help="values for ${NAME} in the job file")
+    add_variable_arguments(inspect)
     verify = storage_command("verify", "re-check every checksum; exit 1 on damage", cmd_verify)
     verify.add_argument("--all", action="store_true", help="every completed checkpoint, not just the latest")
     delete = storage_command("delete", "delete a checkpoint, a pipeline's or a whole job's", cmd_delete)
     delete.add_argument("--yes", action="store_true", help="confirm deleting a whole job")
     delete.add_argument("--job-file", help="the job's file: with a whole job, also roll back its sink's prepared "
                         "transactions and drop its commit log rows")
-    delete.add_argument("--variables", metavar="FILE", help="values for ${NAME} in the job file")
+    add_variable_arguments(delete)
 
     _add_engine_commands(sub)
     return parser

@@ -217,7 +217,7 @@ def load_document(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, s
     if isinstance(source, Mapping):
         return source, "<dict>", []
     warnings: list[str] = []
-    text, origin = _read_source(source)
+    text, origin = read_source(source)
     return _parse_yaml(text, origin, warnings), origin, warnings
 
 
@@ -238,7 +238,8 @@ def _looks_like_yaml_text(source: str) -> bool:
     return "\n" in source or ": " in source or source.rstrip().endswith(":") or source.lstrip().startswith("{")
 
 
-def _read_source(source: str | os.PathLike) -> tuple[str, str]:
+def read_source(source: str | os.PathLike) -> tuple[str, str]:
+    """The text of a document given as a path or as the text itself, and its origin."""
     if isinstance(source, str) and _looks_like_yaml_text(source):
         return source, "<text>"
     path = Path(source)

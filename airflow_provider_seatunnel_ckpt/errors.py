@@ -48,6 +48,14 @@ class ConnectorError(CheckpointError):
     """
 
 
+class DataError(CheckpointError):
+    """The job's data broke a rule the job itself states (an ``Assert`` sink's rule).
+
+    Raised on an executor; the job fails at once with this message instead of retrying
+    the subtask, since the same rows would break the same rule again.
+    """
+
+
 class ProtocolError(CheckpointError):
     """A control-channel message broke the protocol (bad token, size, order)."""
 

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from typing import Any
+from .variables import add_variable_arguments
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ def add_run_command(sub: Any) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job_file", help="job file (YAML or JSON): env, source, transform, sink")
+    parser.add_argument("job_file", help="job file (SeaTunnel's HOCON .conf, YAML or JSON): env, source, transform, sink")
     parser.add_argument("--config", help="seatunnel.yaml with the checkpoint configuration (default: $SEATUNNEL_CKPT_CONFIG, else built-in defaults)")
     parser.add_argument("--job-id", help="stable id of this job; checkpoints are kept under it (default: the job name)")
     parser.add_argument("--restore", default="latest", help="latest (default): resume from the newest valid checkpoint, "
@@ -35,8 +36,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
     parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
-    parser.add_argument("--variables", metavar="FILE", help="YAML/JSON mapping of values for ${NAME} references in the "
-                        "job file (before the environment); keep it private: it may hold credentials")
+    add_variable_arguments(parser)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -44,11 +44,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..errors import CheckpointError, ConfigError
     from .extras import require
     from .job import load_job
-    from .variables import load_variables
+    from .variables import job_variables
 
     # The job file first: each connector checks the extra it needs (one line naming the
     # pip install), then the engine's own; both before anything imports or starts Spark.
-    job = load_job(args.job_file, load_variables(args.variables) if args.variables else None)
+    job = load_job(args.job_file, job_variables(args))
     require("engine", "seatunnel-ckpt run")
 
     from .driver import first_line

@@ -294,6 +294,11 @@ class CheckpointCoordinator:
             return []
         self._status[failed.subtask] = SubtaskStatus.FAILED
         actions: list[Action] = []
+        if failed.fatal:  # retrying cannot help (the data broke a rule of the job)
+            self._lifecycle = Lifecycle.FAILED
+            self._abort_all_pending(FailureReason.TASK_FAILURE, f"subtask {failed.subtask} failed", actions)
+            actions.append(FailJob(failed.error))
+            return actions
         detail = f"subtask {failed.subtask} attempt {failed.attempt} failed: {failed.error}"
         self._failed_at.setdefault(failed.subtask, (self._clock(), detail))
         self._abort_all_pending(FailureReason.TASK_FAILURE, detail, actions)

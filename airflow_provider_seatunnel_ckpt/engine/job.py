@@ -20,19 +20,69 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..config import load_document
+from ..config import load_document, read_source
 from ..errors import ConfigError
+from .hocon import parse_hocon
 
 log = logging.getLogger(__name__)
 
 _ENV_KEYS = {
     "job.name": str,
     "job.mode": str,
+    "shade.identifier": str,
     "parallelism": int,
     "checkpoint.interval": int,
     "checkpoint.timeout": int,
     "batch_size": int,
 }
+#: SeaTunnel env keys with no meaning here, and why (job files shared with SeaTunnel keep them)
+_SEATUNNEL_ENV = {
+    "job.retry.times": "SeaTunnel's own restarts; here the Airflow task's retries resume the job",
+    "job.retry.interval.seconds": "SeaTunnel's own restarts; here the Airflow task's retry_delay",
+    "read_limit.rows_per_second": "not supported yet",
+    "read_limit.bytes_per_second": "not supported yet",
+    "savemode.execute.location": "SeaTunnel's Zeta engine only",
+    "tag_filter": "SeaTunnel's Zeta engine only",
+    "custom_parameters": "read by no engine",
+    "jars": "Spark's jars are spark.jars here",
+}
+
+
+def _ignored_env_reason(key: str) -> str:
+    if key in _SEATUNNEL_ENV:
+        return _SEATUNNEL_ENV[key]
+    if key.startswith(("flink.", "execution.", "pipeline")):
+        return "a Flink engine setting"
+    return "unknown key"
+
+
+#: options ``shade.identifier`` encodes, in every source and sink entry (SeaTunnel's list)
+SHADED_OPTIONS = ("username", "password", "auth", "token")
+
+
+def decode_shaded_options(doc: Mapping[str, Any], identifier: Any) -> None:
+    """``env.shade.identifier = base64``: SeaTunnel's encoded credentials, decoded in place."""
+    if identifier is None or str(identifier).strip().lower() == "default":
+        return
+    if str(identifier).strip().lower() != "base64":
+        raise ConfigError("env.shade.identifier", f"{identifier!r} is not supported (base64 or default)")
+    import base64
+    import binascii
+
+    for section in ("source", "sink"):
+        entries = doc.get(section)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, dict):
+                continue
+            for option in SHADED_OPTIONS:
+                if isinstance(entry.get(option), str):
+                    try:
+                        entry[option] = base64.b64decode(entry[option], validate=True).decode("utf-8")
+                    except (binascii.Error, UnicodeDecodeError):
+                        raise ConfigError(f"{section}[{index}].{option}", "is not base64 text "
+                                                                          "(env.shade.identifier = base64)") from None
+
+
 #: env keys passed through to Spark, as SeaTunnel's Spark engine does
 _SPARK_PREFIX = "spark."
 
@@ -88,15 +138,38 @@ class JobSpec:
         load_sink(self.sink, "sink[0]")
 
 
+#: file name endings of SeaTunnel's HOCON job files
+HOCON_SUFFIXES = (".conf", ".hocon", ".template")
+_HOCON_SECTION = re.compile(r"^\s*(env|source|transform|sink)\s*\{", re.MULTILINE)
+
+
+def looks_like_hocon(text: str) -> bool:
+    """Job text in SeaTunnel's HOCON form: a line opening an ``env``/``source``/... block."""
+    return bool(_HOCON_SECTION.search(text))
+
+
+def read_job_document(source: str | os.PathLike | Mapping[str, Any],
+                      variables: Mapping[str, str] | None = None) -> tuple[Any, str, list[str]]:
+    """A job file's document, whatever its format: HOCON (``.conf``, SeaTunnel's own; or
+    text with ``env {`` / ``source {`` blocks), YAML or SeaTunnel's JSON form. Returns
+    (document, origin for messages, warnings)."""
+    if isinstance(source, Mapping):
+        return load_document(source)
+    text, origin = read_source(source)
+    if origin.lower().endswith(HOCON_SUFFIXES) or (origin.startswith("<") and looks_like_hocon(text)):
+        return parse_hocon(text, origin, variables), origin, []
+    return load_document(source)
+
+
 def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[str, str] | None = None) -> JobSpec:
-    """Parse and check a job file (YAML or JSON path, text, or a dict).
+    """Parse and check a job file (HOCON, YAML or JSON: a path, text, or a dict).
 
     ``${NAME}`` references in its values are filled from ``variables``, then from the
     environment (:mod:`.variables`)."""
     from .variables import substitute
 
-    doc, origin, warnings = load_document(source)
-    doc = substitute(doc, variables)
+    doc, origin, warnings = read_job_document(source, variables)
+    doc = substitute(doc, variables, warnings=warnings)
     if not isinstance(doc, Mapping):
         raise ConfigError(origin, "expected a mapping with env, source, transform and sink")
     for key in doc:
@@ -111,7 +184,7 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
         kind = _ENV_KEYS.get(key)
         if kind is None:
             if not str(key).startswith(_SPARK_PREFIX):
-                warnings.append(f"env.{key}: unknown key (ignored)")
+                warnings.append(f"env.{key}: {_ignored_env_reason(str(key))} (ignored)")
             continue
         if kind is int:
             if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
@@ -120,6 +193,14 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
                 raise ConfigError(f"env.{key}", f"expected a positive integer, got {value!r}")
         elif not isinstance(value, str):
             raise ConfigError(f"env.{key}", f"expected a string, got {value!r}")
+    mode = str(env.get("job.mode", "BATCH")).strip().upper()
+    if mode not in ("BATCH", "STREAMING"):
+        raise ConfigError("env.job.mode", f"expected BATCH or STREAMING, got {env['job.mode']!r}")
+    if mode == "STREAMING":
+        warnings.append("env.job.mode: STREAMING runs the job until its source ends, as BATCH does: a Kafka source "
+                        "never ends, a FakeSource or file source does (SeaTunnel keeps a streaming FakeSource "
+                        "job running after its rows until it is cancelled)")
+    decode_shaded_options(doc, env.get("shade.identifier"))
 
     source = _single_plugin_list(doc, "source")
     sink = _single_plugin_list(doc, "sink")

@@ -73,7 +73,7 @@ from typing import Any, ClassVar, NoReturn, TypeAlias
 from ..errors import ProtocolError
 
 # Bumped when a message changes shape; the transport compares it at handshake.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 JsonValue: TypeAlias = Any  # None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]
 
@@ -260,6 +260,13 @@ class _Text(_Codec):
         return _check_str(raw, where)
 
 
+class _Flag(_Codec):
+    def decode(self, raw: Any, where: str) -> bool:
+        if not isinstance(raw, bool):
+            _fail(where, f"expected true or false, got {type(raw).__name__}")
+        return raw
+
+
 class _Json(_Codec):
     def decode(self, raw: Any, where: str) -> JsonValue:
         return _check_json(raw, where)
@@ -334,6 +341,7 @@ _CODECS: dict[str, _Codec] = {
     "int": _Count(),
     "int | None": _OptionalCount(),
     "str": _Text(),
+    "bool": _Flag(),
     "JsonValue": _Json(),
     "CheckpointKind": _Kind(),
     "tuple[StateHandle, ...]": _Handles(),
@@ -396,6 +404,8 @@ class TaskFailed(_Message):
     subtask: int
     attempt: int
     error: str
+    #: the failure cannot be retried away (errors.DataError): the job fails at once
+    fatal: bool = False
 
 
 # --- coordinator -> subtask -----------------------------------------------------------------

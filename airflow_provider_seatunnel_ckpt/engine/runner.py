@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import CheckpointConfig, ExternalizedRetention
-from ..errors import ConfigError, ConnectorError
+from ..errors import ConfigError, ConnectorError, DataError
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
 from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
@@ -498,6 +498,13 @@ class JobRun:
             if latest is not None:
                 final_infos = commit_infos_of(latest.commit_infos)
             committer.cleanup(final_infos)
+            if not outcome.stopped_with_savepoint:
+                try:
+                    committer.job_finished(self.restored_id)
+                except DataError as err:  # the output is committed, but the job's own check fails
+                    outcome.finished, outcome.error = False, str(err)
+                    self._release(outcome, token)
+                    return
             # A stop-with-savepoint is not the end of the job: its savepoint is where
             # the next run resumes, so delete-on-finish keeps it.
             if (

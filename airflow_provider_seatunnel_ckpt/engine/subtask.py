@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import DataError
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
@@ -227,6 +228,13 @@ class SubtaskRuntime:
                     self._restart = False
             return {"subtask": self.subtask, "attempt": self.attempt, "rows": self.rows_total,
                     "barriers": self.barriers_handled, "finished_at": self._finish_id}
+        except DataError as err:
+            # The job fails on the driver with this one line; the task itself ends quietly
+            # (no executor traceback for a broken rule of the job), unless the driver
+            # could not be told, when Spark must see the failure.
+            self._send(TaskFailed(self.subtask, self.attempt, str(err)[:2000], fatal=True))
+            return {"subtask": self.subtask, "attempt": self.attempt, "rows": self.rows_total,
+                    "barriers": self.barriers_handled, "finished_at": None, "failed": str(err)[:2000]}
         except BaseException as err:
             try:
                 self._send(TaskFailed(self.subtask, self.attempt, f"{type(err).__name__}: {err}"[:2000]))

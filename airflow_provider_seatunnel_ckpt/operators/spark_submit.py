@@ -20,6 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from ..engine.job import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..storage.layout import validate_job_id
@@ -42,7 +43,7 @@ KILL_GRACE_S = 3.0
 KILL_REAP_S = 1.0
 #: a ``job_file`` ending so is read as a Jinja template (as ``.sql`` for SparkSqlOperator);
 #: these are the job-file formats the engine parses (YAML, and JSON as a subset of it)
-JOB_FILE_EXTENSIONS = (".yaml", ".yml", ".json")
+JOB_FILE_EXTENSIONS = (".yaml", ".yml", ".json", ".conf")
 #: Spark's own log level unless ``conf`` sets ``spark.log.level``
 DEFAULT_SPARK_LOG_LEVEL = "WARN"
 
@@ -422,7 +423,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             if _is_inline(job_source):
                 text = job_source if isinstance(job_source, str) else yaml.safe_dump(dict(job_source))
                 # a rendered job file keeps its name: the engine names the job after it
-                job_path = str(_write_private(Path(workdir) / (self._job_file_name or "job.yaml"), text))
+                default_name = "job.conf" if looks_like_hocon(text) else "job.yaml"
+                job_path = str(_write_private(Path(workdir) / (self._job_file_name or default_name), text))
             else:
                 job_path = str(job_source)
             args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]

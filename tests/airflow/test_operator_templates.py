@@ -64,6 +64,13 @@ with DAG(
         name="searchpath",
         retries=0,
     )
+    CheckpointedSparkSubmitOperator(
+        task_id="hocon",
+        job_file="test_op_jobs/seatunnel_job.conf",  # SeaTunnel's HOCON, rendered like the others
+        config_file=CONFIG,
+        name="hocon",
+        retries=0,
+    )
 
 with DAG(dag_id="test_op_wrong_conn", schedule=None, start_date=datetime(2026, 1, 1)):
     CheckpointedSparkSubmitOperator(
@@ -110,6 +117,11 @@ def dags(airflow_db):
         sink: [{plugin_name: File, path: "file://${OUT_ROOT}/{{ ds }}/", format: parquet}]
         """))
     (jobs / "spark.conf").write_text("spark.y 1\n")
+    (jobs / "seatunnel_job.conf").write_text(textwrap.dedent("""\
+        env { parallelism = 1 }
+        source { FakeSource { row.num = {{ 2 + 2 }}, schema = { fields { id = bigint } } } }
+        sink { Console {} }
+        """))
     searchpath = DAGS_FOLDER / "test_op_searchpath"
     searchpath.mkdir(exist_ok=True)
     (searchpath / "on_searchpath.yml").write_text(
@@ -142,7 +154,8 @@ def test_every_spark_field_restore_and_the_job_file_are_rendered(dags, fake_spar
         logical_date=LOGICAL_DATE, run_conf={"namespace": f"{tmp_path}/ckpt/", "r": "7"}
     )
     assert run.state == "failed"  # the fake spark-submit exits 1
-    assert task_states("test_op_templates") == {"templated": ("failed", 1), "searchpath": ("failed", 1)}
+    assert task_states("test_op_templates") == {"templated": ("failed", 1), "searchpath": ("failed", 1),
+                                                "hocon": ("failed", 1)}
 
     record = json.loads((fake_spark_submit / "templated-20260304.json").read_text())
     argv = record["argv"]
@@ -158,6 +171,10 @@ def test_every_spark_field_restore_and_the_job_file_are_rendered(dags, fake_spar
 
     found = json.loads((fake_spark_submit / "searchpath.json").read_text())
     assert "rows: 5" in found["job_text"] and found["job_file_name"] == "on_searchpath.yml"
+
+    hocon = json.loads((fake_spark_submit / "hocon.json").read_text())
+    assert hocon["job_file_name"] == "seatunnel_job.conf"  # the engine reads it as HOCON by its name
+    assert "row.num = 4," in hocon["job_text"]
 
 
 def test_a_bad_rendered_restore_fails_once_with_one_line(dags, fake_spark_submit, tmp_path, monkeypatch):

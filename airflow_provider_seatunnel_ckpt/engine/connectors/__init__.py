@@ -17,6 +17,7 @@ mean nothing in a linear pipeline and are dropped.
 kind       plugin_name     class
 =========  ==============  =====================================================
 source     ``Sequence``    :class:`.sequence.SequenceSource`
+source     ``FakeSource``  :class:`.fake_source.FakeSource` (SeaTunnel's, repeatable values)
 source     ``File``        :class:`.file_source.FileSource`
 source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
@@ -30,6 +31,7 @@ transform  ``Filter``      :class:`.filter.FilterTransform` (a SQL condition)
 transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
+sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
 sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
 sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
@@ -55,6 +57,7 @@ _PKG = __name__
 _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     "source": {
         "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
+        "fakesource": ("FakeSource", f"{_PKG}.fake_source:FakeSource"),
         "file": ("File", f"{_PKG}.file_source:FileSource"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
@@ -72,6 +75,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
+        "assert": ("Assert", f"{_PKG}.assert_sink:AssertSink"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_sink:DeltaSink"),
@@ -90,7 +94,10 @@ sources: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["sour
 transforms: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["transform"])
 sinks: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["sink"])
 
-#: SeaTunnel keys that wire tables together; a linear pipeline ignores them
+#: SeaTunnel keys that wire tables together; a linear pipeline ignores them. SeaTunnel's
+#: other common option, ``parallelism``, reaches only connectors whose output depends on
+#: it (``reads_parallelism_option``: FakeSource's rows per reader); the pipeline runs with
+#: ``env.parallelism`` subtasks throughout and job.py warns when an entry asks otherwise.
 IGNORED_KEYS = frozenset({"plugin_input", "plugin_output", "source_table_name", "result_table_name"})
 
 
@@ -180,10 +187,16 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
         raise ConfigError(f"{key}.plugin_name", f"is required (the {kind} to use)")
     cls = _class(kind, entry["plugin_name"], f"{key}.plugin_name")
     options = {k: v for k, v in entry.items() if k != "plugin_name" and k not in IGNORED_KEYS}
+    if not getattr(cls, "reads_parallelism_option", False):
+        options.pop("parallelism", None)  # SeaTunnel's common option; the job runs one parallelism (job.py)
     try:
         instance = cls(options)
     except ConfigError as err:
-        raise ConfigError(f"{key}.{err.key}" if err.key else key, err.problem) from None
+        problem = err.problem
+        value = options.get(err.key)
+        if isinstance(value, str) and "${" in value:  # a variable left unset (engine/variables.py)
+            problem += "; a variable in it is not set (-i NAME=value, --variables or the environment)"
+        raise ConfigError(f"{key}.{err.key}" if err.key else key, problem) from None
     instance.config_key = key
     return instance
 

@@ -228,6 +228,13 @@ class SinkCommitter:
         transaction's row locks) release it here; the default leaves it to ``cleanup``
         at the end of the run."""
 
+    def job_finished(self, restored_checkpoint_id: int | None) -> None:
+        """Called once on the driver when the job has finished (its final checkpoint is
+        committed; not after a stop-with-savepoint). ``restored_checkpoint_id`` is the
+        checkpoint this run restored from (None: it ran the job from its beginning). A
+        ``DataError`` raised here fails the run with its message (the ``Assert`` sink's
+        row counts); the committed output stays."""
+
     def discard_job(self) -> None:
         """The job's checkpoints are being deleted (``--discard-existing``, the end of a
         job with delete-on-finish, ``seatunnel-ckpt delete``): drop the sink's own

@@ -1,4 +1,9 @@
-"""``Filter`` transform: keep the rows where ``condition`` holds.
+"""``Filter`` transform: SeaTunnel's (keep the columns ``fields``), or keep the rows where
+``condition`` holds (an option SeaTunnel's Filter does not have; its own row filter is a
+``Sql`` transform's ``where``).
+
+With ``fields`` (a list of column names) the batch keeps those columns, in that order, as
+SeaTunnel's Filter does; nothing else may be given with it.
 
 DuckDB evaluates the condition over the batch's columns and returns the numbers of the
 rows that hold; the rows are then taken from the batch (its columns never go through
@@ -25,7 +30,9 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow as pa
 
+from ...errors import ConfigError
 from .batch_sql import QueryTransform
+from .select import SelectTransform
 from .options import Options, option_key
 from .sql_passthrough import ROW
 
@@ -43,7 +50,15 @@ class FilterTransform(QueryTransform):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.condition: str = Options(self.plugin_name, options, known={"condition"}).str("condition")
+        opts = Options(self.plugin_name, options, known={"condition", "fields"})
+        self._columns: SelectTransform | None = None
+        if opts.has("fields"):
+            if opts.has("condition"):
+                raise ConfigError("fields", "give fields (SeaTunnel's: the columns to keep) or condition "
+                                            "(the rows to keep), not both")
+            self._columns = SelectTransform({"fields": options["fields"]})
+            return
+        self.condition: str = opts.str("condition")
         where = legacy_condition_as_sql(self.condition) or self.condition
         # DuckDB only says which rows hold; the batch itself never goes through it
         self.use_query(f"SELECT {ROW} FROM {_INPUT} WHERE {where}")
@@ -51,10 +66,19 @@ class FilterTransform(QueryTransform):
     def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
         if input_schema is None:
             return None
+        if self._columns is not None:
+            return self._keeping_columns().output_schema(input_schema)
         self._query.bind(input_schema.append(pa.field(ROW, pa.int64())), option_key(self, self.query_option))
         return input_schema
 
+    def _keeping_columns(self) -> SelectTransform:
+        assert self._columns is not None
+        self._columns.config_key = getattr(self, "config_key", "")  # its errors name this entry
+        return self._columns
+
     def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        if self._columns is not None:
+            return self._keeping_columns().process(batch, split_state)
         numbered = batch.append_column(ROW, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
         kept = self._query.run(numbered, option_key(self, self.query_option))
         return batch.take(kept.column(0)) if kept is not None else None

@@ -90,8 +90,8 @@ class FakeSubtask:
     def end_of_input(self) -> list[Action]:
         return self.harness.run(self.coordinator.on_end_of_input(self.index, self.attempt))
 
-    def fail(self, error: str = "executor lost") -> list[Action]:
-        return self.harness.run(self.coordinator.on_task_failed(TaskFailed(self.index, self.attempt, error)))
+    def fail(self, error: str = "executor lost", fatal: bool = False) -> list[Action]:
+        return self.harness.run(self.coordinator.on_task_failed(TaskFailed(self.index, self.attempt, error, fatal)))
 
     def restart(self, register: bool = True) -> FakeSubtask:
         """Spark retries the task: a new attempt replaces this one (which becomes a zombie)."""

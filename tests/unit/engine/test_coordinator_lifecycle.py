@@ -292,6 +292,17 @@ def test_a_failed_subtask_that_never_comes_back_fails_the_job(builder):
     assert h.aborted == [(cid, FailureReason.TASK_FAILURE)]
 
 
+def test_a_fatal_failure_fails_the_job_at_once_with_its_own_message(builder):
+    """A broken rule of the job (errors.DataError: an Assert rule) would break again on
+    every retry: the job fails at once with the subtask's one line, no failover wait."""
+    h = builder.with_(failover_timeout_ms=5_000).started()
+    cid = h.trigger()
+    h[0].fail("sink[0].rules.row_rules[0]: 3 rows break MIN_ROW 4", fatal=True)
+    assert h.job_failures == ["sink[0].rules.row_rules[0]: 3 rows break MIN_ROW 4"]
+    assert h.coordinator.lifecycle is Lifecycle.FAILED
+    assert h.aborted == [(cid, FailureReason.TASK_FAILURE)]
+
+
 def test_a_subtask_that_restarts_in_time_is_not_held_against_the_job(builder):
     h = builder.with_(failover_timeout_ms=5_000).started()
     h.trigger()

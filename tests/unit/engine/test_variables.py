@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
-from airflow_provider_seatunnel_ckpt.engine.variables import load_variables, substitute
+from airflow_provider_seatunnel_ckpt.engine.variables import load_variables, parse_variable_options, substitute
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB = """
@@ -25,11 +25,35 @@ def test_variables_file_wins_over_the_environment(monkeypatch: pytest.MonkeyPatc
     assert job.sink["path"] == "file:///tmp/file/data/"
 
 
-def test_unset_variable_names_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unset_variable_stays_as_seatunnel_leaves_it_and_an_option_that_needs_a_value_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROWS", raising=False)
     with pytest.raises(ConfigError) as err:
         load_job(JOB, {"OUT": "/x"})
-    assert str(err.value) == "source[0].rows: variable ${ROWS} is not set (neither in the variables file nor in the environment)"
+    assert str(err.value) == ("source[0].rows: expected an integer, got '${ROWS}'; a variable in it is not set "
+                              "(-i NAME=value, --variables or the environment)")
+    warnings: list[str] = []
+    assert substitute({"sink": {"path": "/out/${DAY}/${now}_${transactionId}"}}, {}, warnings=warnings) == \
+        {"sink": {"path": "/out/${DAY}/${now}_${transactionId}"}}
+    assert warnings == ["sink.path: ${DAY} is not set (neither a variable of the job nor in the environment); left as it is"]
+
+
+def test_defaults_as_in_seatunnel_and_a_secret_never_stays_a_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NAME", raising=False)
+    monkeypatch.delenv("PG_PASSWORD", raising=False)
+    assert substitute({"a": "${NAME:fake_test}_table", "b": "${NAME:}", "c": "${ NAME : x }"}, {}) == \
+        {"a": "fake_test_table", "b": "", "c": "x"}
+    assert substitute({"a": "${NAME:fake_test}"}, {"NAME": "given"}) == {"a": "given"}
+    with pytest.raises(ConfigError) as err:
+        substitute({"sink": {"password": "${PG_PASSWORD}"}}, {})
+    assert str(err.value) == "sink.password: variable ${PG_PASSWORD} is not set (neither a variable of the job nor in the environment)"
+
+
+def test_variable_options_split_as_seatunnel_splits_them() -> None:
+    assert parse_variable_options(["a=1,b=2", "list=[x,y]", 'q="u,v"', "eq=a=b"]) == \
+        {"a": "1", "b": "2", "list": "[x,y]", "q": '"u,v"', "eq": "a=b"}
+    with pytest.raises(ConfigError, match=r"--variable: expected NAME=VALUE, got 'nothing'"):
+        parse_variable_options(["nothing"])
 
 
 def test_escape_and_nesting() -> None:

@@ -18,9 +18,8 @@ topic, partition and offset; ``skip`` drops it and counts it.
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -28,53 +27,15 @@ import pyarrow.json as pajson
 
 from ....errors import ConfigError
 
+
 FORMATS = ("json", "text", "raw")
 ERROR_WAYS = ("fail", "skip")
-
-_SIMPLE = {
-    "string": pa.string(), "boolean": pa.bool_(), "tinyint": pa.int8(), "smallint": pa.int16(),
-    "int": pa.int32(), "bigint": pa.int64(), "float": pa.float32(), "double": pa.float64(),
-    "bytes": pa.binary(), "date": pa.date32(), "time": pa.time64("us"), "timestamp": pa.timestamp("us"),
-    "null": pa.null(),
-}
-_DECIMAL = re.compile(r"decimal\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 
 RAW_SCHEMA = pa.schema([
     pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()), pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64()),
 ])
 TEXT_SCHEMA = pa.schema([pa.field("content", pa.string())])
-
-
-def seatunnel_type(text: str, key: str) -> pa.DataType:
-    """A SeaTunnel type name (``int``, ``decimal(10, 2)``, ``array<string>``,
-    ``map<string, int>``) as an Arrow type."""
-    spec = text.strip().lower()
-    if spec in _SIMPLE:
-        return _SIMPLE[spec]
-    if match := _DECIMAL.fullmatch(spec):
-        return pa.decimal128(int(match[1]), int(match[2]))
-    if spec.startswith("array<") and spec.endswith(">"):
-        return pa.list_(seatunnel_type(spec[6:-1], key))
-    if spec.startswith("map<") and spec.endswith(">"):
-        inner = spec[4:-1]
-        depth = 0
-        for index, char in enumerate(inner):
-            depth += char == "<"
-            depth -= char == ">"
-            if char == "," and depth == 0:
-                return pa.map_(seatunnel_type(inner[:index], key), seatunnel_type(inner[index + 1:], key))
-    known = ", ".join([*_SIMPLE, "decimal(p, s)", "array<T>", "map<K, V>"])
-    raise ConfigError(key, f"unknown type {text!r}; known types: {known}")
-
-
-def parse_schema(value: Any) -> pa.Schema:
-    """SeaTunnel's ``schema = {fields {name = type}}``."""
-    fields = value.get("fields") if isinstance(value, Mapping) else None
-    if not isinstance(fields, Mapping) or not fields:
-        raise ConfigError("schema", "expected {fields: {column: type, ...}} with at least one column")
-    return pa.schema([pa.field(str(name), seatunnel_type(str(kind), f"schema.fields.{name}"))
-                      for name, kind in fields.items()])
 
 
 class DecodeError(Exception):

@@ -45,7 +45,8 @@ from ....errors import ConfigError, ConnectorError
 from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
 from ..options import Options, option_key
 from .client import KafkaTarget, metadata, reason
-from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder, parse_schema
+from ..seatunnel_types import parse_schema
+from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
 
 log = logging.getLogger(__name__)
 
