@@ -29,6 +29,9 @@ transform  ``Select``      :class:`.select.SelectTransform`
 transform  ``Rename``      :class:`.rename.RenameTransform`
 transform  ``Filter``      :class:`.filter.FilterTransform` (a SQL condition)
 transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
+transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (SeaTunnel's)
+transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
+transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
@@ -71,6 +74,9 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "rename": ("Rename", f"{_PKG}.rename:RenameTransform"),
         "filter": ("Filter", f"{_PKG}.filter:FilterTransform"),
         "sql": ("Sql", f"{_PKG}.sql:SqlTransform"),
+        "fieldmapper": ("FieldMapper", f"{_PKG}.seatunnel_transforms:FieldMapperTransform"),
+        "copy": ("Copy", f"{_PKG}.seatunnel_transforms:CopyTransform"),
+        "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
     },
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
