@@ -41,7 +41,8 @@ def test_every_builtin_loads():
         transform_class(name)
     for name in connectors.sinks:
         sink_class(name)
-    assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql"}
+    assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql",
+                                          "fieldmapper", "copy", "replace"}
 
 
 def test_unknown_plugin_lists_known_ones():
