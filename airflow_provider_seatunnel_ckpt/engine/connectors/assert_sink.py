@@ -33,9 +33,8 @@ import pyarrow.compute as pc
 
 from ...errors import ConfigError, DataError
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
-from .fake_source import convert_value
 from .options import Options, option_key
-from .seatunnel_types import seatunnel_type, type_name
+from .seatunnel_types import convert_value, seatunnel_type, type_name
 
 log = logging.getLogger(__name__)
 

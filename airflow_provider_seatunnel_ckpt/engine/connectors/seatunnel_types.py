@@ -1,4 +1,6 @@
-"""SeaTunnel's column types and ``schema`` blocks as Arrow types and schemas.
+"""SeaTunnel's column types and ``schema`` blocks as Arrow types and schemas, and values
+written in a job file (or a JSON record) as Python values of those types
+(:func:`convert_value`, SeaTunnel's JSON rules).
 
 SeaTunnel writes a type as text (``int``, ``decimal(30, 8)``, ``array<string>``,
 ``map<string, array<int>>``) or, for a nested row, as an object (``{a = int, b = string}``,
@@ -15,9 +17,13 @@ needs ``(precision, scale)`` as in SeaTunnel. Vector types are not supported.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
+import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -169,3 +175,92 @@ def type_name(arrow_type: pa.DataType) -> str:
     if pa.types.is_struct(arrow_type):
         return "{" + ", ".join(f"{f.name} = {type_name(f.type)}" for f in arrow_type) + "}"
     return str(arrow_type)
+
+
+# ---- values -------------------------------------------------------------------------------
+_DATE_FORMATS = ("%Y-%m-%d", "%Y年%m月%d日", "%Y/%m/%d", "%Y.%m.%d", "%Y%m%d")
+_TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y.%m.%d %H:%M:%S",
+                      "%Y年%m月%d日 %H时%M分%S秒", "%Y%m%d%H%M%S")
+
+
+def convert_value(value: Any, kind: pa.DataType, key: str) -> Any:
+    """A job file's value (``rows``, ``defaultValue``, Assert's ``equals_to``) as the Python
+    value of an Arrow ``kind``, by SeaTunnel's JSON rules: numbers and booleans also from
+    text, bytes from base64, dates and times from text in SeaTunnel's formats, a row from
+    a list (by position) or a mapping (by name)."""
+    if value is None:
+        return None
+    try:
+        if pa.types.is_string(kind):
+            return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) else _text(value)
+        if pa.types.is_boolean(kind):
+            return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+        if pa.types.is_integer(kind):
+            return int(str(value).strip()) if not isinstance(value, int) else value
+        if pa.types.is_floating(kind):
+            return float(value)
+        if pa.types.is_decimal(kind):
+            return decimal.Decimal(str(value).strip())
+        if pa.types.is_binary(kind):
+            return base64.b64decode(str(value)) if not isinstance(value, bytes) else value
+        if pa.types.is_date(kind):
+            return _parse_time(str(value).strip(), _DATE_FORMATS).date()
+        if pa.types.is_time(kind):
+            return dt.time.fromisoformat(str(value).strip())
+        if pa.types.is_timestamp(kind):
+            return _parse_timestamp(str(value).strip())
+        if pa.types.is_null(kind):
+            return None
+        if pa.types.is_list(kind):
+            return [convert_value(v, kind.value_type, f"{key}[{i}]") for i, v in enumerate(_a_list(value, key))]
+        if pa.types.is_map(kind):
+            if isinstance(value, str):
+                return []  # SeaTunnel reads a map written as text as an empty map
+            return [(convert_value(k, kind.key_type, key), convert_value(v, kind.item_type, f"{key}.{k}"))
+                    for k, v in _a_mapping(value, key).items()]
+        if pa.types.is_struct(kind):
+            if isinstance(value, Mapping):
+                return {f.name: convert_value(value.get(f.name), f.type, f"{key}.{f.name}") for f in kind}
+            items = _a_list(value, key)
+            return {f.name: convert_value(items[i] if i < len(items) else None, f.type, f"{key}.{f.name}")
+                    for i, f in enumerate(kind)}
+    except (ValueError, TypeError, ArithmeticError, decimal.InvalidOperation) as err:
+        raise ConfigError(key, f"{value!r} is not a {kind} value: {err}") from None
+    raise ConfigError(key, f"values of type {kind} are not supported here")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _a_list(value: Any, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ConfigError(key, f"expected a list, got {value!r}")
+    return value
+
+
+def _a_mapping(value: Any, key: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"expected a mapping, got {value!r}")
+    return value
+
+
+def _parse_timestamp(text: str) -> dt.datetime:
+    """``yyyy-MM-dd HH:mm:ss[.f]`` with ``-``, ``/`` or ``.`` in the date, ``T`` or a space
+    before the time; else one of SeaTunnel's other timestamp formats."""
+    head, tail = text[:10], text[10:]
+    try:
+        return dt.datetime.fromisoformat(head.replace("/", "-").replace(".", "-") + tail)
+    except ValueError:
+        return _parse_time(text, _TIMESTAMP_FORMATS)
+
+
+def _parse_time(text: str, formats: Sequence[str]) -> dt.datetime:
+    for fmt in formats:
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise ValueError(f"not in a known format ({', '.join(formats)})")

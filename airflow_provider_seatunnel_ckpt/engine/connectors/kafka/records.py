@@ -18,6 +18,7 @@ topic, partition and offset; ``skip`` drops it and counts it.
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -26,6 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from ....errors import ConfigError
+from ..seatunnel_types import convert_value
 
 
 FORMATS = ("json", "text", "raw")
@@ -66,13 +68,11 @@ class RecordDecoder:
         elif fmt == "json":
             if schema is None:
                 raise ConfigError("schema", "is required for format json (the columns and their types)")
-            for field in schema:
-                if "map<" in str(field.type):  # Arrow's JSON reader has no map conversion
-                    raise ConfigError(f"schema.fields.{field.name}", "map types cannot be read from json records; "
-                                                                     "read the object as a string and parse it in a transform")
             self.schema = schema
         else:
             self.schema = schema or TEXT_SCHEMA
+        # Arrow's JSON reader has no map conversion: those columns are decoded in Python
+        self._map_fields = [f for f in self.schema if fmt == "json" and _has_map(f.type)]
 
     def decode(self, messages: Sequence[Any]) -> Decoded:
         if self.format == "raw":
@@ -109,11 +109,16 @@ class RecordDecoder:
         buffer = b"\n".join(values) + b"\n"
         try:
             if self.format == "json":
+                mapped = {f.name for f in self._map_fields}
                 table = pajson.read_json(
                     io.BytesIO(buffer),
                     read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
-                    parse_options=pajson.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="ignore"),
+                    parse_options=pajson.ParseOptions(
+                        explicit_schema=pa.schema([f for f in self.schema if f.name not in mapped]),
+                        unexpected_field_behavior="ignore"),
                 )
+                if mapped:
+                    table = self._with_maps(table, values)
             else:
                 table = pacsv.read_csv(
                     io.BytesIO(buffer),
@@ -126,6 +131,28 @@ class RecordDecoder:
         if table.num_rows != len(values):  # an empty line, or a value holding a delimiter row
             raise DecodeError(0, f"{len(values)} records decoded into {table.num_rows} rows")
         return table.select(self.schema.names).cast(self.schema).combine_chunks().to_batches()[0]
+
+
+    def _with_maps(self, table: pa.Table, values: Sequence[bytes]) -> pa.Table:
+        """The map columns of json records, decoded record by record (SeaTunnel's rules)."""
+        records = [json.loads(value) for value in values]
+        for field in self._map_fields:
+            try:
+                column = [convert_value(record.get(field.name), field.type, field.name) for record in records]
+            except ConfigError as err:
+                raise DecodeError(0, err.problem) from None
+            table = table.append_column(field, pa.array(column, type=field.type))
+        return table
+
+
+def _has_map(kind: pa.DataType) -> bool:
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_list(kind):
+        return _has_map(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_map(f.type) for f in kind)
+    return False
 
 
 def _raw(messages: Sequence[Any]) -> pa.RecordBatch:
