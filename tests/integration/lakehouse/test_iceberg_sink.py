@@ -76,3 +76,28 @@ def test_option_errors_name_the_option(options: dict, key: str, words: str, tmp_
     with pytest.raises(ConfigError) as err:
         load_sink({**base, **options})
     assert err.value.key == f"sink[0].{key}" and words in err.value.problem
+
+
+def test_maps_lists_and_rows_go_into_the_table_the_sink_created(warehouse: Warehouse) -> None:
+    """Iceberg names and flags the children of nested types its own way (a required map
+    key): a job's map, list and row columns still fit the table it created, run after run."""
+    schema = pa.schema([("id", pa.int64()), ("m", pa.map_(pa.string(), pa.string())), ("l", pa.list_(pa.int32())),
+                        ("r", pa.struct([("a", pa.int32()), ("b", pa.map_(pa.string(), pa.int64()))]))])
+    rows = [{"id": 1, "m": [("k", "v")], "l": [1, 2], "r": {"a": 3, "b": [("x", 4)]}}]
+    for attempt in range(2):
+        sink = load_sink(warehouse.iceberg())
+        sink.preflight()
+        sink.accepts(schema)
+        writer = sink.create_writer("job-nested", 0, attempt)
+        writer.write(pa.RecordBatch.from_pylist(rows, schema=schema))
+        sink.create_committer("job-nested").commit([writer.prepare_commit(attempt + 1)])
+    assert sink.load_table().scan().to_arrow().to_pylist() == rows * 2
+
+
+def test_a_hadoop_catalog_is_refused_naming_what_to_use(warehouse: Warehouse) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_sink({**warehouse.iceberg(), "iceberg.catalog.config": {"type": "hadoop", "warehouse": "file:///data/wh/"}})
+    assert str(err.value) == (
+        "sink[0].iceberg.catalog.config.type: hadoop catalogs are not supported (pyiceberg cannot commit to one); use a SQL "
+        'catalog over the same warehouse: {type = sql, uri = "sqlite:////data/wh/catalog.db", warehouse = '
+        '"file:///data/wh"}, or your REST, Hive or Glue catalog')

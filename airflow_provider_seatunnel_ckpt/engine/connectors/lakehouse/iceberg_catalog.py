@@ -38,6 +38,13 @@ class IcebergTableAccess:
             raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
                                                         "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
         self.catalog_config = {str(k): str(v) for k, v in config.items()}
+        if self.catalog_config.get("type", "").strip().lower() == "hadoop":
+            # SeaTunnel's Iceberg e2e jobs use one; pyiceberg has no catalog that commits that way
+            warehouse = self.catalog_config.get("warehouse", "file:///path/warehouse").rstrip("/")
+            raise ConfigError("iceberg.catalog.config.type", "hadoop catalogs are not supported (pyiceberg cannot "
+                              "commit to one); use a SQL catalog over the same warehouse: {type = sql, uri = "
+                              f"\"sqlite:///{warehouse.removeprefix('file://')}/catalog.db\", warehouse = \"{warehouse}\"}}, "
+                              "or your REST, Hive or Glue catalog")
         self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
         self.storage_options = storage_of(options)
         self._catalog: Any = None

@@ -57,6 +57,16 @@ def _widens(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if pa.types.is_decimal(source) and pa.types.is_decimal(target):
         return source.scale == target.scale and source.precision <= target.precision
+    # nested types: a table format names and flags the children its own way (Iceberg's
+    # map is map<key, value> with a required key), so only the children's types count
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return _widens(source.key_type, target.key_type) and _widens(source.item_type, target.item_type)
+    list_like = (pa.types.is_list, pa.types.is_large_list)
+    if any(t(source) for t in list_like) and any(t(target) for t in list_like):
+        return _widens(source.value_type, target.value_type)
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        return [f.name for f in source] == [f.name for f in target] and \
+            all(_widens(a.type, b.type) for a, b in zip(source, target))
     return False
 
 
