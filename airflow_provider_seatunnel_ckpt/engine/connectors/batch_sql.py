@@ -20,6 +20,7 @@ import pyarrow as pa
 from ...errors import ConfigError
 from .api import Transform
 from .options import option_key
+from .sql_functions import install as install_seatunnel_functions
 from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
 from .sql_passthrough import PassThrough, parse_select, plan
 
@@ -36,6 +37,12 @@ def _duckdb() -> Any:
     import duckdb  # lazy: only jobs with a Sql or Filter transform pay for the import
 
     return duckdb
+
+
+def _new_connection(query: str) -> Any:
+    connection = _duckdb().connect(config=_CONNECTION_CONFIG)
+    install_seatunnel_functions(connection, query)  # SeaTunnel's function names it calls (sql_functions.py)
+    return connection
 
 
 def duckdb_message(err: BaseException) -> str:
@@ -64,7 +71,7 @@ class BatchQuery:
             kinds = ", ".join(s.type.name for s in statements) or "nothing"
             raise ConfigError(key, f"expected one SELECT statement, got {kinds}")
         try:
-            tables = duckdb.connect(config=_CONNECTION_CONFIG).get_table_names(query, qualified=False)
+            tables = _new_connection(query).get_table_names(query, qualified=False)
         except duckdb.Error as err:
             raise ConfigError(key, duckdb_message(err)) from None
         if len(tables) != 1:
@@ -82,7 +89,7 @@ class BatchQuery:
 
     def _connect(self) -> Any:
         if self._connection is None:
-            self._connection = _duckdb().connect(config=_CONNECTION_CONFIG)
+            self._connection = _new_connection(self.query)
         return self._connection
 
     def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
