@@ -19,6 +19,10 @@ kind       plugin_name     class
 source     ``Sequence``    :class:`.sequence.SequenceSource`
 source     ``FakeSource``  :class:`.fake_source.FakeSource` (SeaTunnel's, repeatable values)
 source     ``File``        :class:`.file_source.FileSource`
+source     ``LocalFile``   :class:`.seatunnel_file.LocalFileSource` (SeaTunnel's, on the File source)
+source     ``S3File``      :class:`.seatunnel_file.S3FileSource` (SeaTunnel's)
+source     ``OssFile``     :class:`.seatunnel_file.OssFileSource` (SeaTunnel's)
+source     ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSource` (SeaTunnel's, over WebHDFS)
 source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
 source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
@@ -33,6 +37,10 @@ transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (
 transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
 transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
 sink       ``File``        :class:`.file_sink.FileSink`
+sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
+sink       ``S3File``      :class:`.seatunnel_file.S3FileSink` (SeaTunnel's)
+sink       ``OssFile``     :class:`.seatunnel_file.OssFileSink` (SeaTunnel's)
+sink       ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSink` (SeaTunnel's, over WebHDFS)
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
@@ -62,6 +70,10 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
         "fakesource": ("FakeSource", f"{_PKG}.fake_source:FakeSource"),
         "file": ("File", f"{_PKG}.file_source:FileSource"),
+        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSource"),
+        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSource"),
+        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSource"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSource"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_source:DeltaSource"),
@@ -80,6 +92,10 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     },
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
+        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSink"),
+        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSink"),
+        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSink"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
         "assert": ("Assert", f"{_PKG}.assert_sink:AssertSink"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),

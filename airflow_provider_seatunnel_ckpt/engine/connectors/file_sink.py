@@ -90,12 +90,12 @@ import re
 import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import pyarrow as pa
 
 from ...errors import CheckpointStorageError, ConfigError
-from ...storage.filesystem import FileSystem, NewFile
+from ...storage.filesystem import FileInfo, FileSystem, NewFile
 from ...storage.layout import validate_checkpoint_id, validate_job_id
 from ...storage.urls import is_storage_option
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
@@ -120,7 +120,15 @@ DISCARDED_NAME = "_discarded-{job_id}.json"
 
 
 class FileSink(Sink):
+    """The File sink; the hooks below (encoders, partition directories, file names, rows
+    per file) let SeaTunnel's file sinks (:mod:`.seatunnel_file`) reuse its protocol."""
+
     plugin_name = "File"
+    #: output files may be in subdirectories of ``path`` (partition directories): commit
+    #: infos may name them, and ``rollback``/``discard_job`` look for this job's files below ``path``
+    nested_output = False
+    #: a file is staged early once it holds this many rows (0: no limit), like ``max_file_bytes``
+    max_file_rows = 0
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -150,7 +158,32 @@ class FileSink(Sink):
         return FileSinkCommitter(
             self.fs, self.root, self.staging_dir(job_id), job_tag(job_id),
             _join(self.root, DISCARDED_NAME.format(job_id=validate_job_id(job_id))),
+            parse_name=self.parse_final_name, nested=self.nested_output,
         )
+
+    def new_encoder(self, schema: pa.Schema, out: NewFile) -> _FileEncoder:
+        """The encoder of one output file (``out``) for batches of ``schema``."""
+        return _FileEncoder(self.format, schema, self.compression, out)
+
+    def split_batch(self, batch: pa.RecordBatch) -> Iterable[tuple[str, pa.RecordBatch]]:
+        """``(directory, rows)`` pairs: where under ``path`` each part of ``batch`` goes
+        ("" = ``path`` itself; else a relative directory, with ``nested_output``)."""
+        return (("", batch),)
+
+    def final_names(self, tag: str, subtask: int, attempt: int, checkpoint_id: int, count: int) -> list[str]:
+        """The committed names of the ``count`` files a writer staged for a checkpoint, in
+        the order they were cut; called once per ``prepare_commit`` and kept in its commit
+        info, so a replayed commit publishes the same names. ``parse_final_name`` must
+        recognise each of them."""
+        return [
+            f"part-{tag}-{subtask:05d}-{attempt}-{checkpoint_id:010d}-{i}.{self.extension}" for i in range(count)
+        ]
+
+    @staticmethod
+    def parse_final_name(name: str) -> tuple[str, int] | None:
+        """(job tag, checkpoint id) of a committed file's name (None: not one of ours)."""
+        match = _FINAL_RE.fullmatch(name)
+        return (match.group(1), int(match.group(4))) if match else None
 
 
 class FileSinkWriter(SinkWriter):
@@ -167,12 +200,13 @@ class FileSinkWriter(SinkWriter):
         self._tag = job_tag(job_id)
         self._writer_id = secrets.token_hex(4)
         self._uploads = 0
-        self._staged: list[tuple[str, int]] = []  # uploaded since the last prepare_commit
-        self._file: _FileEncoder | None = None
+        # (staged path, rows, directory under path) uploaded since the last prepare_commit
+        self._staged: list[tuple[str, int, str]] = []
+        self._files: dict[str, _FileEncoder] = {}  # being written, by directory ("" = path itself)
         # Full files are synced off the caller's (processing) thread, one at a time.
         # Only the caller thread touches the fields below; the flush thread only writes.
         self._flusher: ThreadPoolExecutor | None = None  # created at the first full file
-        self._inflight: tuple[Future[None], _FileEncoder, int] | None = None  # (sync, file, rows)
+        self._inflight: tuple[Future[None], _FileEncoder, int, str] | None = None  # (sync, file, rows, dir)
         self._error: BaseException | None = None  # a failed sync: sticky, raised again
         self._failed: list[str] = []  # paths of failed syncs, deleted (best effort) on close
 
@@ -181,27 +215,38 @@ class FileSinkWriter(SinkWriter):
             self._collect()  # does not block: raises a failed sync, records a finished one
         if batch.num_rows == 0:
             return
-        if self._file is not None and not self._file.schema.equals(batch.schema):
-            self._flush_current()
-        if self._file is None:
-            self._file = self._start_file(batch.schema)
-        self._file.write(batch)
-        if self.sink.max_file_bytes and self._file.size >= self.sink.max_file_bytes:
-            self._flush_current()
+        for directory, part in self.sink.split_batch(batch):
+            self._write_to(directory, part)
+
+    def _write_to(self, directory: str, batch: pa.RecordBatch) -> None:
+        file = self._files.get(directory)
+        if file is not None and not file.schema.equals(batch.schema):
+            self._flush_current(directory)
+            file = None
+        max_rows, max_bytes = self.sink.max_file_rows, self.sink.max_file_bytes
+        while batch.num_rows:
+            if file is None:
+                file = self._files[directory] = self._start_file(batch.schema)
+            piece = batch.slice(0, max_rows - file.rows) if max_rows else batch
+            file.write(piece)
+            batch = batch.slice(piece.num_rows)
+            if (max_rows and file.rows >= max_rows) or (max_bytes and file.size >= max_bytes):
+                self._flush_current(directory)
+                file = None
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         validate_checkpoint_id(checkpoint_id)
         self._collect()  # the file syncing in the background belongs to this epoch
-        if self._file is not None:
-            self._stage_current()
+        for directory in list(self._files):
+            self._stage_current(directory)
         if not self._staged:
             return None
-        ext = self.sink.extension
+        names = self.sink.final_names(self._tag, self.subtask, self.attempt, checkpoint_id, len(self._staged))
         final = [
-            _join(self.sink.root, f"part-{self._tag}-{self.subtask:05d}-{self.attempt}-{checkpoint_id:010d}-{i}.{ext}")
-            for i in range(len(self._staged))
+            _join(self.sink.root, *([directory] if directory else []), name)
+            for (_, _, directory), name in zip(self._staged, names)
         ]
-        info = {"staged": [p for p, _ in self._staged], "final": final, "rows": sum(r for _, r in self._staged)}
+        info = {"staged": [p for p, _, _ in self._staged], "final": final, "rows": sum(r for _, r, _ in self._staged)}
         self._staged = []
         return info
 
@@ -210,14 +255,14 @@ class FileSinkWriter(SinkWriter):
 
         A sync still in flight is cancelled, or waited for, and its file deleted, so no
         staged file appears after the writer was closed."""
-        current, self._file = self._file, None
-        if current is not None:
-            self._discard(current)
-        doomed = [path for path, _ in self._staged] + self._failed
+        current, self._files = list(self._files.values()), {}
+        for file in current:
+            self._discard(file)
+        doomed = [path for path, _, _ in self._staged] + self._failed
         self._staged, self._failed = [], []
         inflight, self._inflight = self._inflight, None
         if inflight is not None:
-            sync, file, _ = inflight
+            sync, file, _, _ = inflight
             if sync.cancel():
                 self._discard(file)
             else:
@@ -253,30 +298,29 @@ class FileSinkWriter(SinkWriter):
         path = self._next_path()
         out = self.sink.fs.open_new(path)
         try:
-            return _FileEncoder(self.sink.format, schema, self.sink.compression, out)
+            return self.sink.new_encoder(schema, out)
         except BaseException:
             out.discard()
             raise
 
-    def _stage_current(self) -> None:
-        """Finish the current file and sync it on this thread (``prepare_commit``)."""
-        assert self._file is not None
-        file, self._file = self._file, None
+    def _stage_current(self, directory: str) -> None:
+        """Finish the file being written for ``directory`` and sync it on this thread
+        (``prepare_commit``)."""
+        file = self._files.pop(directory)
         try:
             rows = file.finish()
             file.out.sync()
         except BaseException:
             self._failed.append(file.path)
             raise
-        self._staged.append((file.path, rows))
+        self._staged.append((file.path, rows, directory))
 
-    def _flush_current(self) -> None:
-        """Finish the current (full) file and hand its sync to the flush thread; waits
-        for the previous one first, so at most one file is in flight besides the one
-        being filled."""
-        assert self._file is not None
+    def _flush_current(self, directory: str) -> None:
+        """Finish the (full) file being written for ``directory`` and hand its sync to
+        the flush thread; waits for the previous one first, so at most one file is in
+        flight besides the ones being filled."""
         self._collect()
-        file, self._file = self._file, None
+        file = self._files.pop(directory)
         try:
             rows = file.finish()
         except BaseException:
@@ -284,13 +328,13 @@ class FileSinkWriter(SinkWriter):
             raise
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"file-sink-{self.subtask}-flush")
-        self._inflight = (self._flusher.submit(file.out.sync), file, rows)
+        self._inflight = (self._flusher.submit(file.out.sync), file, rows, directory)
 
     def _collect(self) -> None:
         """Wait for the sync in flight and record its staged file; raise when it (or
         an earlier one) failed."""
         if self._inflight is not None:
-            sync, file, rows = self._inflight
+            sync, file, rows, directory = self._inflight
             try:
                 sync.result()
             except BaseException as exc:
@@ -300,7 +344,7 @@ class FileSinkWriter(SinkWriter):
                 log.error("File sink: staging %s in the background failed: %s", self.sink.fs.describe(file.path), exc)
             else:
                 self._inflight = None
-                self._staged.append((file.path, rows))
+                self._staged.append((file.path, rows, directory))
         if self._error is not None:
             raise self._error
 
@@ -308,11 +352,24 @@ class FileSinkWriter(SinkWriter):
 class FileSinkCommitter(SinkCommitter):
     """Publishes staged files; every method may be replayed."""
 
-    def __init__(self, fs: FileSystem, root: str, staging_dir: str, tag: str, discarded_path: str | None = None):
+    def __init__(
+        self,
+        fs: FileSystem,
+        root: str,
+        staging_dir: str,
+        tag: str,
+        discarded_path: str | None = None,
+        parse_name: Callable[[str], tuple[str, int] | None] | None = None,
+        nested: bool = False,
+    ):
         self.fs = fs
         self.root = root
         self.staging_dir = staging_dir
         self.tag = tag
+        #: committed file name -> (job tag, checkpoint id), None for other files
+        self.parse_name = parse_name or FileSink.parse_final_name
+        #: committed files may be in (visible) subdirectories of ``root``
+        self.nested = nested
         #: ``discard_job``'s record (None: a committer without one, which never discards)
         self.discarded_path = discarded_path
         self._discarded: int | None = None  # read once: only discard_job changes it
@@ -345,11 +402,18 @@ class FileSinkCommitter(SinkCommitter):
     def _committed(self) -> list[tuple[int, str]]:
         """(checkpoint id, path) of this job's committed files, in any release's naming."""
         found = []
-        for entry in self.fs.list_dir(self.root):
-            match = _FINAL_RE.fullmatch(entry.name) if not entry.is_dir else None
-            if match and match.group(1) == self.tag:
-                found.append((int(match.group(4)), entry.path))
+        for entry in self._visible_files(self.root):
+            parsed = self.parse_name(entry.name)
+            if parsed and parsed[0] == self.tag:
+                found.append((parsed[1], entry.path))
         return found
+
+    def _visible_files(self, directory: str) -> Iterable[FileInfo]:
+        for entry in self.fs.list_dir(directory):
+            if not entry.is_dir:
+                yield entry
+            elif self.nested and not is_hidden(entry.name):  # never _staging
+                yield from self._visible_files(entry.path)
 
     def rollback(self, after_checkpoint_id: int) -> list[str]:
         """Delete this job's committed files of epochs newer than ``after_checkpoint_id``;
@@ -401,10 +465,10 @@ class FileSinkCommitter(SinkCommitter):
         whole and started again: publishing could replace a file of that output."""
         through = self.discarded_through()
         for _, final in pairs:
-            match = _FINAL_RE.fullmatch(final.rpartition("/")[2])
-            if match and match.group(1) == self.tag and int(match.group(4)) <= through:
+            parsed = self.parse_name(final.rpartition("/")[2])
+            if parsed and parsed[0] == self.tag and parsed[1] <= through:
                 raise CheckpointStorageError(
-                    f"File sink: cannot publish {self.fs.describe(final)}: its checkpoint id {int(match.group(4))} is "
+                    f"File sink: cannot publish {self.fs.describe(final)}: its checkpoint id {parsed[1]} is "
                     f"not above checkpoint {through}, the newest of this job's output that earlier, discarded runs "
                     f"committed ({self.fs.describe(self.discarded_path or self.root)}); the job's checkpoint ids "
                     "started again (its checkpoint storage was deleted), and that output stays: run under a new "
@@ -440,11 +504,25 @@ class FileSinkCommitter(SinkCommitter):
         for s, f in zip(staged, final):
             if not (isinstance(s, str) and s.startswith(self.staging_dir + "/") and posixpath.normpath(s) == s):
                 raise ValueError(f"File sink: staged file {s!r} is not under {self.fs.describe(self.staging_dir)}")
-            parent, _, name = f.rpartition("/") if isinstance(f, str) else ("", "", "")
-            if parent != self.root.rstrip("/") or not name or is_hidden(name):
-                raise ValueError(f"File sink: final file {f!r} is not a visible file in {self.fs.describe(self.root)}")
+            if not self._visible_below_root(f):
+                where = "below" if self.nested else "in"
+                raise ValueError(f"File sink: final file {f!r} is not a visible file {where} {self.fs.describe(self.root)}")
             pairs.append((s, f))
         return pairs
+
+
+    def _visible_below_root(self, path: Any) -> bool:
+        """``path`` is a visible file in ``root`` (or, with ``nested``, in visible
+        subdirectories of it): no hidden, empty, ``.`` or ``..`` part."""
+        if not isinstance(path, str):
+            return False
+        root = self.root.rstrip("/")
+        if not path.startswith(root + "/"):
+            return False
+        parts = path[len(root) + 1 :].split("/")
+        if len(parts) > 1 and not self.nested:
+            return False
+        return all(part and part not in (".", "..") and not is_hidden(part) for part in parts)
 
 
 class _FileEncoder:
@@ -464,6 +542,10 @@ class _FileEncoder:
             import pyarrow.csv as pacsv
 
             self._writer = pacsv.CSVWriter(out, schema)
+        elif fmt == "orc":  # SeaTunnel's file sinks (seatunnel_file.py)
+            import pyarrow.orc as orc
+
+            self._writer = orc.ORCWriter(out, compression=compression or "uncompressed")
         elif fmt == "jsonl":
             self._writer = None
         else:  # pragma: no cover - checked by FileSink
@@ -474,7 +556,9 @@ class _FileEncoder:
         return self.out.tell()
 
     def write(self, batch: pa.RecordBatch) -> None:
-        if self._writer is not None:
+        if self.format == "orc":
+            self._writer.write(pa.Table.from_batches([batch]))
+        elif self._writer is not None:
             self._writer.write_batch(batch)
         else:  # pyarrow has no JSON writer: one json.dumps per row
             lines = [json.dumps(row, default=_json_default, ensure_ascii=False) for row in batch.to_pylist()]

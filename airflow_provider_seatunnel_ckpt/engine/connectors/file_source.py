@@ -103,7 +103,14 @@ class FileSource(Source):
                 f"File source {where}: the file changed while the job ran (it had {size} bytes "
                 f"when the job planned its splits, now {file.size}); inputs must not change"
             )
-        batch_size = self.batch_size or context.batch_size
+        return self._format_reader(split, fmt, file, offset, self.batch_size or context.batch_size, where)
+
+    def _format_reader(
+        self, split: Split, fmt: str, file: RangeFile, offset: int, batch_size: int, where: str
+    ) -> SourceReader:
+        """The reader of one split's file in ``fmt``, from row ``offset`` (checked against
+        the split). Connectors built on this one (SeaTunnel's ``LocalFile`` family,
+        :mod:`.seatunnel_file`) add formats here."""
         if fmt == "parquet":
             return ParquetReader(file, offset, batch_size, where)
         if fmt == "csv":
@@ -116,10 +123,13 @@ class FileSource(Source):
 class ParquetReader(SourceReader):
     """Row groups before the position are skipped by their footer row counts."""
 
-    def __init__(self, file: RangeFile, offset: int, batch_size: int, where: str):
+    def __init__(
+        self, file: RangeFile, offset: int, batch_size: int, where: str, columns: list[str] | None = None
+    ):
         import pyarrow.parquet as pq
 
         self.file = file
+        self._columns = columns  # None: all; else only these are fetched and decoded
         self._parquet = pq.ParquetFile(file, pre_buffer=True)
         meta = self._parquet.metadata
         if offset > meta.num_rows:
@@ -137,7 +147,7 @@ class ParquetReader(SourceReader):
         # group's column chunks in one coalesced request, but it pre-buffers *every*
         # row group it is given at once, which would hold the rest of the file in memory.
         for group in range(first, end):
-            yield from self._parquet.iter_batches(batch_size=batch_size, row_groups=[group])
+            yield from self._parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=self._columns)
 
     def read_batch(self) -> pa.RecordBatch | None:
         for batch in self._batches:

@@ -49,7 +49,8 @@ def test_unknown_plugin_lists_known_ones():
     with pytest.raises(ConfigError) as err:
         load_source({"plugin_name": "Pulsar"}, "source[2]")
     assert err.value.key == "source[2].plugin_name"
-    assert "unknown source 'Pulsar'; known sources: Delta, FakeSource, File, Iceberg, Jdbc, Kafka, Sequence" in err.value.problem
+    assert ("unknown source 'Pulsar'; known sources: Delta, FakeSource, File, HdfsFile, Iceberg, Jdbc, Kafka, LocalFile, "
+            "OssFile, S3File, Sequence") in err.value.problem
 
 
 def test_missing_or_bad_plugin_name():
