@@ -201,14 +201,14 @@ def _first_broken(rule: FieldRule, column: pa.Array) -> tuple[int, ValueRule | N
         first = (_first_true(column.is_null()), None)
     for value_rule in rule.values:
         failing = _failing(value_rule, column)
-        if failing is not None and failing.true_count if isinstance(failing, pa.BooleanArray) else False:
+        if failing.true_count:
             row = _first_true(failing)
             if first is None or row < first[0]:
                 first = (row, value_rule)
     return first
 
 
-def _failing(rule: ValueRule, column: pa.Array) -> pa.BooleanArray | None:
+def _failing(rule: ValueRule, column: pa.Array) -> pa.BooleanArray:
     """Which rows break ``rule`` (true = broken)."""
     broken = pa.array([False] * len(column))
     kind = column.type

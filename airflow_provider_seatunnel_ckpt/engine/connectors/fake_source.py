@@ -251,6 +251,8 @@ class FakeReader(SourceReader):
         self._total = total
         self._batch_size = max(1, batch_size)
         self._pause_s = pause_s
+        #: the block the last batch came from: batches smaller than a block slice it again
+        self._block: tuple[int, pa.RecordBatch] | None = None
 
     def read_batch(self) -> pa.RecordBatch | None:
         if self._next >= self._total:
@@ -259,7 +261,9 @@ class FakeReader(SourceReader):
             time.sleep(self._pause_s)
             self._pause_s = 0.0
         block, offset = divmod(self._next, BLOCK_ROWS)
-        rows = self._source.block(self._split, block)
+        if self._block is None or self._block[0] != block:
+            self._block = (block, self._source.block(self._split, block))
+        rows = self._block[1]
         count = min(self._batch_size, rows.num_rows - offset)
         self._next += count
         return rows.slice(offset, count)

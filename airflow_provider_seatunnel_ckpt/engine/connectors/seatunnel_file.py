@@ -117,7 +117,7 @@ from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, _FileEncoder, _json_def
 from .file_source import STREAM_BLOCK_SIZE, FileSource, ParquetReader, StreamReader
 from .formats import STORAGE_HINT
 from .options import Options, option_key
-from .seatunnel_types import Column, parse_columns, type_name
+from .seatunnel_types import Column, has_map, parse_columns, type_name
 
 log = logging.getLogger(__name__)
 
@@ -689,21 +689,11 @@ def _partitions_of(path: str) -> list[tuple[str, str]]:
     return list(pairs.items())
 
 
-def _has_map(kind: pa.DataType) -> bool:
-    if pa.types.is_map(kind):
-        return True
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _has_map(kind.value_type)
-    if pa.types.is_struct(kind):
-        return any(_has_map(field.type) for field in kind)
-    return False
-
-
 def _json_parse_type(kind: pa.DataType) -> pa.DataType | None:
     """The type pyarrow's json reader reads for a column of ``kind`` (converted after):
     dates, times, timestamps and bytes as text; None: let it infer (maps, which it reads
     as rows)."""
-    if _has_map(kind):
+    if has_map(kind):
         return None
     if pa.types.is_date(kind) or pa.types.is_time(kind) or pa.types.is_timestamp(kind) or pa.types.is_binary(kind):
         return pa.string()

@@ -24,15 +24,6 @@ from .api import Transform
 from .options import Options, option_key
 
 
-def _name_mapping(value: Any, key: str) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not value:
-        raise ConfigError(key, f"expected a mapping of column names with at least one entry, got {value!r}")
-    for a, b in value.items():
-        if not isinstance(a, str) or not a or not isinstance(b, str) or not b:
-            raise ConfigError(key, f"names must be non-empty strings, got {a!r} = {b!r}")
-    return dict(value)
-
-
 def _missing(transform: Transform, option: str, wanted: list[str], names: list[str]) -> None:
     missing = [name for name in wanted if name not in names]
     if missing:
@@ -44,10 +35,7 @@ class FieldMapperTransform(Transform):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        Options(self.plugin_name, options, known={"field_mapper"})
-        if "field_mapper" not in options:
-            raise ConfigError("field_mapper", "is required for FieldMapper (input column = output column)")
-        self.mapping = _name_mapping(options["field_mapper"], "field_mapper")
+        self.mapping = Options(self.plugin_name, options, known={"field_mapper"}).str_mapping("field_mapper")
         if len(set(self.mapping.values())) != len(self.mapping):
             raise ConfigError("field_mapper", "maps two columns to one output name")
 
@@ -71,7 +59,7 @@ class CopyTransform(Transform):
         if opts.has("fields"):
             if opts.has("src_field") or opts.has("dest_field"):
                 raise ConfigError("fields", "give fields, or src_field and dest_field, not both")
-            self.copies = _name_mapping(options["fields"], "fields")  # new name -> source column
+            self.copies = opts.str_mapping("fields")  # new name -> source column
         else:
             self.copies = {opts.str("dest_field"): opts.str("src_field")}
 

@@ -59,9 +59,9 @@ def seatunnel_type(spec: Any, key: str) -> pa.DataType:
     if text == "decimal":
         raise ConfigError(key, "decimal needs its precision and scale, e.g. decimal(10, 2)")
     if text.startswith("array<") and text.endswith(">"):
-        return pa.list_(seatunnel_type(_original(spec, 6, 1), key))
+        return pa.list_(seatunnel_type(_original(spec, 1), key))
     if text.startswith("map<") and text.endswith(">"):
-        inner = _original(spec, 4, 1)
+        inner = _original(spec, 1)
         comma = _top_level_comma(inner)
         if comma is not None:
             return pa.map_(seatunnel_type(inner[:comma], key), seatunnel_type(inner[comma + 1:], key))
@@ -70,7 +70,7 @@ def seatunnel_type(spec: Any, key: str) -> pa.DataType:
     raise ConfigError(key, f"unknown type {spec!r}; known types: {KNOWN}")
 
 
-def _original(spec: str, head: int, tail: int) -> str:
+def _original(spec: str, tail: int) -> str:
     """The inside of ``array<...>`` / ``map<...>`` with its original spelling (field
     names in a nested row keep their case)."""
     stripped = spec.strip()
@@ -111,6 +111,17 @@ def _fields(spec: Mapping[str, Any], key: str) -> list[pa.Field]:
     if not spec:
         raise ConfigError(key, "a row type needs at least one field")
     return [pa.field(str(name), seatunnel_type(kind, f"{key}.{name}")) for name, kind in spec.items()]
+
+
+def has_map(kind: pa.DataType) -> bool:
+    """A map anywhere in ``kind`` (Arrow's JSON reader cannot read one)."""
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return has_map(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(has_map(f.type) for f in kind)
+    return False
 
 
 @dataclass(frozen=True)

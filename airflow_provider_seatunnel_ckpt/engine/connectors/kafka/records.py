@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
 from ....errors import ConfigError
-from ..seatunnel_types import convert_value
+from ..seatunnel_types import convert_value, has_map
 
 
 FORMATS = ("json", "text", "raw")
@@ -72,7 +72,7 @@ class RecordDecoder:
         else:
             self.schema = schema or TEXT_SCHEMA
         # Arrow's JSON reader has no map conversion: those columns are decoded in Python
-        self._map_fields = [f for f in self.schema if fmt == "json" and _has_map(f.type)]
+        self._map_fields = [f for f in self.schema if fmt == "json" and has_map(f.type)]
 
     def decode(self, messages: Sequence[Any]) -> Decoded:
         if self.format == "raw":
@@ -143,16 +143,6 @@ class RecordDecoder:
                 raise DecodeError(0, err.problem) from None
             table = table.append_column(field, pa.array(column, type=field.type))
         return table
-
-
-def _has_map(kind: pa.DataType) -> bool:
-    if pa.types.is_map(kind):
-        return True
-    if pa.types.is_list(kind):
-        return _has_map(kind.value_type)
-    if pa.types.is_struct(kind):
-        return any(_has_map(f.type) for f in kind)
-    return False
 
 
 def _raw(messages: Sequence[Any]) -> pa.RecordBatch:
