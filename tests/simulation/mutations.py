@@ -29,7 +29,7 @@ from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
 
-from .world import Violation, simulate
+from .world import SubtaskSink, Violation, simulate
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,13 @@ def _discard_not_marked() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(JobRun, "_discard", discard)
 
 
+# ---- 6: the reconnect race of a transactional sink ---------------------------------------------
+def _no_release_at_restart() -> contextlib.AbstractContextManager[Any]:
+    # as before the fix: only the driver's discard_orphans, when the subtask registers
+    # again, releases what it left prepared; a PREPARE landing after that stays
+    return mock.patch.object(SubtaskSink, "release_stale", lambda self, after_checkpoint_id: None)
+
+
 # ---- 7: aborted savepoints -------------------------------------------------------------------
 def _savepoint_kind_dropped() -> contextlib.AbstractContextManager[Any]:
     original = DriverLoop._delete_aborted
@@ -162,6 +169,7 @@ MUTATIONS = (
     Mutation("sync-failure-declines", "4", _sync_failure_declines),
     Mutation("discard-deletes-committed-output", "5", _discard_deletes_committed_output),
     Mutation("discard-not-marked", "5 (crash halfway)", _discard_not_marked),
+    Mutation("no-release-of-prepared-work-at-restart", "6", _no_release_at_restart),
     Mutation("aborted-savepoint-deleted-as-checkpoint", "7", _savepoint_kind_dropped),
     Mutation("stale-wakeup-spins", "8", _stale_wakeup),
     Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),

@@ -12,7 +12,8 @@ faults. Every choice comes from one ``random.Random(seed)``, and events run one 
 in (time, sequence) order, so a seed replays exactly.
 
 Faults: storage requests that fail, or succeed and lose their answer; slow storage
-work; delayed messages; subtask workers killed (Spark retries them) or frozen with their
+work; delayed messages; a transactional sink's PREPARE that takes a while (the rest of
+the world, a reconnect of the same subtask included, runs meanwhile); subtask workers killed (Spark retries them) or frozen with their
 channel gone (Spark does not); sink pre-commits that fail; drivers killed (the next run
 resumes) or taken over while they still run (zombies); savepoints requested; reruns
 that restore an older checkpoint than the latest.
@@ -29,6 +30,8 @@ Invariants, checked after every step (``Violation`` names the first broken one):
 * an aborted savepoint's uploads are deleted by a run that saw no storage fault;
 * the driver loop never spins (ticks at one instant without effect);
 * something can always progress or time out until the job finishes;
+* a subtask never writes ids that a prepared transaction nothing will release holds
+  (the transactional sink's locks: the Jdbc reconnect race);
 * at the end every id is committed exactly once.
 """
 
@@ -115,6 +118,9 @@ class Profile:
     p_discard: float
     p_reconnect: float
     p_outage: float
+    #: how long a transactional sink's PREPARE takes at its system (0: at once); the
+    #: subtask's other threads and everything else run meanwhile
+    prepare_ms: int
 
     @classmethod
     def draw(cls, rng: random.Random) -> Profile:
@@ -144,6 +150,7 @@ class Profile:
             p_discard=rng.choice((0.0, 0.0, 0.2)),
             p_reconnect=rng.choice((0.0, 0.003, 0.01)),
             p_outage=rng.choice((0.0, 0.0, 0.02)),
+            prepare_ms=rng.choice((0, 0, 50, 250)),
         )
 
     @property
@@ -192,6 +199,8 @@ class World:
         self.outage_until = 0
         #: the first invariant broken (kept even if the code under test swallowed the raise)
         self.violation: str | None = None
+        #: inside ``run_meanwhile``
+        self.waiting = False
 
     # ---- scheduling -------------------------------------------------------------------
     def at(self, time_ms: int, action: Callable[[], None]) -> None:
@@ -231,21 +240,46 @@ class World:
     def run(self) -> None:
         self.at(0, lambda: self.start_run("latest"))
         while self._queue and not self.finished:
-            time_ms, _, action = heapq.heappop(self._queue)
-            self.now = time_ms
-            try:
-                action()
-            finally:
-                if self.violation is not None:
-                    raise Violation(self.violation)
-            self.events += 1
-            if self.events > MAX_EVENTS:
-                raise self.broke(f"no end after {MAX_EVENTS} events (sim time {self.now} ms)")
+            self._run_next()
         if not self.finished:
             live = [r for r in self.runs if r.alive]
             raise self.broke("nothing can progress and nothing times out: the job hangs "
                             f"({', '.join(r.describe() for r in live) or 'no live run'})")
         self.check_exactly_once()
+
+    def _run_next(self) -> None:
+        time_ms, _, action = heapq.heappop(self._queue)
+        self.now = time_ms
+        try:
+            action()
+        finally:
+            if self.violation is not None:
+                raise Violation(self.violation)
+        self.events += 1
+        if self.events > MAX_EVENTS:
+            raise self.broke(f"no end after {MAX_EVENTS} events (sim time {self.now} ms)")
+
+    def run_meanwhile(self, duration_ms: int, busy: SimSubtask) -> None:
+        """One thread of ``busy`` waits ``duration_ms`` for an external system (its async
+        thread inside a PREPARE): everything else due meanwhile runs now, in order: the
+        driver, the network, the subtask's client thread (a reconnect). The subtask's
+        processing steps wait until the end (they would only queue barrier work behind
+        this one); one such wait at a time, other PREPAREs then take no time."""
+        deadline = self.now + duration_ms
+        held: list[tuple[int, int, Callable[[], None]]] = []
+        self.waiting = True
+        try:
+            while self._queue and self._queue[0][0] <= deadline and not self.finished:
+                action = self._queue[0][2]
+                if getattr(action, "__self__", None) is busy and getattr(action, "__name__", "") == "step":
+                    held.append(heapq.heappop(self._queue))
+                    continue
+                self._run_next()
+            self.now = max(self.now, deadline)
+        finally:
+            self.waiting = False
+            for event in held:
+                heapq.heappush(self._queue, event)
 
     def start_run(self, restore: str) -> None:
         if self.finished:
@@ -441,14 +475,45 @@ class FaultyFileSystem(MemoryFileSystem):
 OUTPUT = "/out"
 
 
+_PREPARED_NAME = re.compile(r"^r(\d+)-s(\d+)-a(\d+)-i(\d+)-c(\d+)$")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Who prepared a staged epoch of the transactional sink (its name says it)."""
+
+    run: int
+    subtask: int
+    attempt: int
+    instance: int
+    checkpoint_id: int
+
+    @classmethod
+    def of(cls, name: str) -> Prepared:
+        match = _PREPARED_NAME.match(name)
+        assert match is not None, name
+        return cls(*(int(part) for part in match.groups()))
+
+
 class ExternalSink:
     """A transactional system that cannot un-publish (as Kafka's EXACTLY_ONCE: it refuses
-    a restore behind completed checkpoints): staged epochs and published ones, by name."""
+    a restore behind completed checkpoints), with a database's locks (as the Jdbc sink's
+    prepared transactions): staged epochs and published ones, by name; a staged epoch
+    holds its ids until it is committed or rolled back."""
 
     def __init__(self, world: World):
         self.world = world
         self.staged: dict[str, list[int]] = {}
         self.final: dict[str, list[int]] = {}
+        self.instances = itertools.count(1)
+        #: when each staged epoch was prepared; when the driver last released a
+        #: subtask's orphans, by (run attempt, subtask)
+        self.prepared_at: dict[str, int] = {}
+        self.released_at: dict[tuple[int, int], int] = {}
+
+    def roll_back(self, name: str, why: str) -> None:
+        self.world.note(f"sink: rolled back {name} ({why})")
+        del self.staged[name]
 
 
 class SimSink(Sink):
@@ -466,26 +531,55 @@ class SimSink(Sink):
 
 
 class SimWriter(SinkWriter):
+    """One epoch of one subtask: one transaction (as the Jdbc sink's)."""
+
     def __init__(self, sink: SimSink, subtask: int, attempt: int):
         self.sink = sink
         self.subtask = subtask
         self.attempt = attempt
         self.rows: list[int] = []
+        #: the subtask's sink instance (its registration), set by ``SubtaskSink``
+        self.instance: SubtaskSink | None = None
+
+    def open(self, after_checkpoint_id: int) -> None:
+        if self.instance is not None:
+            self.instance.opened(after_checkpoint_id)
 
     def write(self, batch: Any) -> None:
-        self.rows.extend(batch.column(0).to_pylist())
+        ids = batch.column(0).to_pylist()
+        if self.instance is not None:
+            self.instance.check_not_blocked(ids)
+        self.rows.extend(ids)
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
         if not self.rows:
             return None
-        name = f"r{self.sink.run_attempt}-s{self.subtask}-a{self.attempt}-c{checkpoint_id}"
-        self.sink.world.external.staged[name] = self.rows
+        world, instance = self.sink.world, self.instance
+        serial = instance.serial if instance is not None else 0
+        name = f"r{self.sink.run_attempt}-s{self.subtask}-a{self.attempt}-i{serial}-c{checkpoint_id}"
+        if instance is not None:
+            if instance.closed:  # as JdbcSinkWriter._abandon: a released sink prepares nothing
+                raise ConnectorError(f"simulated sink: {name} released before its PREPARE; rolled back")
+            if world.profile.prepare_ms and not world.waiting and not world.calm:
+                subtask = instance.subtask
+                if world.chance(world.profile.p_reconnect * 20) and not subtask.reconnecting:
+                    subtask.drop_connection()  # the network fails when it likes, during a PREPARE too
+                instance.in_flight += 1
+                try:
+                    world.run_meanwhile(world.rng.randint(1, world.profile.prepare_ms), instance.subtask)
+                finally:
+                    instance.in_flight -= 1
+                if not instance.subtask.alive:  # the worker went before the PREPARE reached the system
+                    raise ConnectionError(f"simulated sink: the worker went during the PREPARE of {name}")
+        world.external.staged[name] = self.rows
+        world.external.prepared_at[name] = world.now
         self.rows = []
         return {"name": name, "cp": checkpoint_id}
 
 
 class SimCommitter(SinkCommitter):
     def __init__(self, sink: SimSink):
+        self.sink = sink
         self.world = sink.world
         self.external = sink.world.external
 
@@ -502,6 +596,20 @@ class SimCommitter(SinkCommitter):
         names = {info["name"] for info in keep if info}
         for name in [n for n in self.external.staged if n not in names]:
             del self.external.staged[name]
+
+    def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Any) -> None:
+        """As the Jdbc sink's: this run's for checkpoints up to the highest triggered, an
+        older run's whatever their checkpoint, never a newer run's."""
+        kept = {info["name"] for info in keep if info}
+        run = self.sink.run_attempt
+        self.external.released_at[(run, subtask)] = self.world.now
+        for name in list(self.external.staged):
+            prepared = Prepared.of(name)
+            if name in kept or prepared.subtask != subtask or prepared.run > run:
+                continue
+            if prepared.run == run and prepared.checkpoint_id > up_to_checkpoint_id:
+                continue
+            self.external.roll_back(name, f"orphan of subtask {subtask}, released by the driver")
 
     def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
         if list(newer_checkpoint_ids):
@@ -549,18 +657,70 @@ class FaultyWriter(SinkWriter):
 
 
 class SubtaskSink:
-    """The sink as a subtask sees it: its writers' pre-commits fail when the seed says so."""
+    """The sink as one registration of a subtask sees it: a new instance at every
+    restart, as ``load_sink`` gives the real subtask. Its writers' pre-commits fail when
+    the seed says so. For the transactional sink it does what the Jdbc sink does against
+    the reconnect race (issue 30, defect 6): the old registration's instance is closed
+    before the new one exists, and a PREPARE that gets in first is finished before that
+    (the simulation's processing steps wait while one is in flight); the new instance's
+    first writer then releases what the subtask's previous registrations left prepared
+    for checkpoints after the restored one (``JdbcSink.release_stale``)."""
 
-    def __init__(self, sink: Sink, world: World, key: tuple[int, int, int]):
+    def __init__(self, sink: Sink, world: World, subtask: SimSubtask):
         self.sink = sink
         self.world = world
-        self.key = key
+        self.subtask = subtask
+        self.key = (subtask.run.attempt, subtask.index, subtask.attempt)
+        self.serial = next(world.external.instances)
+        self.registered_at = subtask.registered_at
+        self.closed = False
+        self.in_flight = 0
+        #: the checkpoint this registration restored (its first writer's)
+        self.restored_from: int | None = None
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
-        return FaultyWriter(self.world, self.sink.create_writer(job_id, subtask, attempt), self.key)
+        inner = self.sink.create_writer(job_id, subtask, attempt)
+        if isinstance(inner, SimWriter):
+            inner.instance = self
+        return FaultyWriter(self.world, inner, self.key)
+
+    def opened(self, after_checkpoint_id: int) -> None:
+        if self.restored_from is None:
+            self.restored_from = after_checkpoint_id
+            self.release_stale(after_checkpoint_id)
+
+    def release_stale(self, after_checkpoint_id: int) -> None:
+        run, index, attempt = self.key
+        for name in list(self.world.external.staged):
+            prepared = Prepared.of(name)
+            if (prepared.run == run and prepared.subtask == index and prepared.attempt <= attempt
+                    and prepared.checkpoint_id > after_checkpoint_id):
+                self.world.external.roll_back(name, f"left by subtask {index}'s previous registration")
+
+    def check_not_blocked(self, ids: list[int]) -> None:
+        """A write of ids a prepared transaction holds waits for it (there is no lock
+        timeout). One prepared by an earlier registration of this subtask, for a
+        checkpoint after the restored one, is never committed (its checkpoint was
+        aborted when the subtask registered again); the driver releases it when this
+        registration's Register reaches it. If it was prepared after that release, nothing
+        releases it while the run lives: the write waits until the run fails."""
+        run, index, _ = self.key
+        after = self.restored_from or 0
+        external = self.world.external
+        released = external.released_at.get((run, index), -1)
+        if released < self.registered_at:
+            return  # this registration's release is still to come: the wait ends then
+        for name, held in external.staged.items():
+            prepared = Prepared.of(name)
+            if (prepared.run == run and prepared.subtask == index and prepared.instance != self.serial
+                    and prepared.checkpoint_id > after and external.prepared_at[name] > released
+                    and not set(held).isdisjoint(ids)):
+                raise self.world.broke(f"subtask {index} (restored from {after}) writes ids that {name} holds, prepared "
+                                       f"by an earlier registration after the driver released its orphans: nothing "
+                                       "releases it, the write waits until the run fails")
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 class CheckedCommitter(SinkCommitter):
@@ -1007,12 +1167,13 @@ class SimSubtask:
         self.started = False
         self.eoi_sent = False
         self.reconnecting = False
+        #: when this attempt last sent Register
+        self.registered_at = 0
         context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), self.world.splits, ("sim", 0), "t" * 32,
                                  storage=self.world.storage(self), run_attempt=run.attempt)
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
         rt._async = InlineExecutor()
-        rt._sink = SubtaskSink(run.sink, self.world, (run.attempt, index, attempt))
         self.mine = assign_splits(list(self.world.splits), rt.parallelism, index)
 
     def __repr__(self) -> str:
@@ -1021,6 +1182,7 @@ class SimSubtask:
     def start(self) -> None:
         if not self.alive:
             return
+        self.registered_at = self.world.now
         try:
             self.rt._send(Register(self.index, self.attempt))
         except ConnectionError:
@@ -1043,6 +1205,9 @@ class SimSubtask:
         except Exception as err:  # noqa: BLE001 - the task fails, as in SubtaskRuntime.run
             self.fail(f"restore failed: {err}")
             return
+        # As SubtaskRuntime._run_attempt: the previous registration's sink goes first
+        rt._release_connectors()
+        rt._sink = SubtaskSink(self.run.sink, self.world, self)
         rt._states = {s.split_id: states.get(s.split_id) or SplitState() for s in self.mine}
         self.world.note(f"{self!r} restored from {rt._restore.checkpoint_id}: "
                         f"{ {k: v.position for k, v in rt._states.items()} }")
@@ -1127,6 +1292,7 @@ class SimSubtask:
             if not self.alive or self.hung:
                 return
             self.conn = Connection(self.world, self)
+            self.registered_at = self.world.now
             # Re-registers on the new connection; the processing loop (still stepping)
             # then meets SubtaskRestart and waits for the new restore state.
             self.rt._on_reconnect()
