@@ -128,7 +128,7 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     pending work, such as the Jdbc sink's prepared transactions."""
     if not getattr(args, "job_file", None):
         return None
-    from .engine.connectors import load_sink
+    from .connectors import load_sink
     from .engine.job import load_job
     from .engine.variables import job_variables
 

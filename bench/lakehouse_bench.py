@@ -84,7 +84,7 @@ class Lake:
 
 
 def _sink(options: dict[str, Any]) -> Any:
-    from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+    from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
     return load_sink(options)
 

@@ -1,6 +1,6 @@
 """Bench-only stateful workload: a transform whose checkpointed state is N bytes per subtask.
 
-``BenchState`` (a stateful ``Transform``, see engine/connectors/api.py) keeps, in the state
+``BenchState`` (a stateful ``Transform``, see connectors/api.py) keeps, in the state
 of every split it sees, a ``blob``: a string of exactly ``state_bytes`` characters, the
 base64 text of pseudo-random bytes seeded by the subtask index. So the state is random (it
 compresses no better than base64 of random bytes does, ~75 %), fixed for a split across
@@ -28,9 +28,9 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import register_transform
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, Transform
-from airflow_provider_seatunnel_ckpt.engine.connectors.options import Options
+from airflow_provider_seatunnel_ckpt.connectors import register_transform
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, Transform
+from airflow_provider_seatunnel_ckpt.connectors.options import Options
 
 PLUGIN_NAME = "BenchState"
 #: the ``spark.python.daemon.module`` value that makes executors know ``BenchState``

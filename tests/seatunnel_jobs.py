@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source, load_transform
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, assign_splits, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source, load_transform
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 
 

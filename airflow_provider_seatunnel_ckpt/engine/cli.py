@@ -42,7 +42,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import CheckpointError, ConfigError
-    from .extras import require
+    from ..extras import require
     from .job import load_job
     from .variables import job_variables
 

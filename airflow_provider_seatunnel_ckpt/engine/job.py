@@ -130,7 +130,7 @@ class JobSpec:
 
     def validate(self) -> None:
         """Instantiate every connector once, so bad options fail here with their key path."""
-        from .connectors import load_sink, load_source, load_transform
+        from ..connectors import load_sink, load_source, load_transform
 
         load_source(self.source, "source[0]")
         for index, entry in enumerate(self.transforms):

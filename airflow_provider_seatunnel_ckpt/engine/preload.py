@@ -44,7 +44,7 @@ def preload_settings(job: Any, master: str | None, conf: Mapping[str, str], work
 
 def connector_modules(job: Any) -> list[str]:
     """The modules of the job's source, transforms and sink (built-in or registered)."""
-    from .connectors import module_of
+    from ..connectors import module_of
 
     entries = [("source", job.source), *(("transform", t) for t in job.transforms), ("sink", job.sink)]
     found = [module_of(kind, entry.get("plugin_name")) for kind, entry in entries]

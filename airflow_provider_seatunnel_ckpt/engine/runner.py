@@ -23,7 +23,7 @@ from ..errors import ConfigError, ConnectorError, DataError
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
 from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
-from .connectors.api import Split
+from ..connectors.api import Split
 from .coordinator import CheckpointCoordinator, CoordinatorSettings
 from .driver import DriverLoop, Outcome, first_line, monotonic_ms
 from .fencing import TAKEN_OVER, Claim, Fenced, FenceLog
@@ -402,7 +402,7 @@ class JobRun:
 
     # ---- run ------------------------------------------------------------------------------
     def run(self, spark: Any = None) -> Outcome:
-        from .connectors import load_sink, load_source
+        from ..connectors import load_sink, load_source
 
         request = self.request
         job = request.job
@@ -518,7 +518,7 @@ class JobRun:
     def _run_claimed(
         self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any]
     ) -> Outcome:
-        from .connectors import load_source
+        from ..connectors import load_source
         from .transport import ControlServer
 
         request = self.request
@@ -667,7 +667,7 @@ def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> Any:
     """Check each transform against the schema it will receive (a SQL query's columns),
     as far as the source's schema is known on the driver; errors name the option. Returns
     the schema the sink will receive (None when only reading tells)."""
-    from .connectors import load_transform
+    from ..connectors import load_transform
 
     for index, entry in enumerate(entries):
         schema = load_transform(entry, f"transform[{index}]").output_schema(schema)

@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Callable, Iterable, Sequence
 
-from .connectors.api import Source, Split
+from ..connectors.api import Source, Split
 
 log = logging.getLogger(__name__)
 

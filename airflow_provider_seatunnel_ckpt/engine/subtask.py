@@ -39,7 +39,7 @@ from ..errors import DataError
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
-from .connectors.api import ReaderContext, Split, assign_splits
+from ..connectors.api import ReaderContext, Split, assign_splits
 from .job import JobSpec
 from .messages import (
     AbortCheckpoint,
@@ -258,7 +258,7 @@ class SubtaskRuntime:
         self._release_connectors()
         states = self._load_states(restore)
         self._note_added_splits(restore.added_splits)
-        from .connectors import load_sink, load_source, load_transform
+        from ..connectors import load_sink, load_source, load_transform
 
         self._source = source = load_source(self.spec.source, "source[0]")
         transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(self.spec.transforms)]

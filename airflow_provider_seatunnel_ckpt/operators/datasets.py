@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..engine.connectors.jdbc.client import split_table_name
-from ..engine.connectors.jdbc.target import parse_target
+from ..connectors.jdbc.client import split_table_name
+from ..connectors.jdbc.target import parse_target
 from ..errors import ConfigError
 
 #: path schemes under the name Airflow and OpenLineage use

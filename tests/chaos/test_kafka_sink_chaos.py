@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import AUDIT_ENV
+from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV
 from tests.integration.engine.support import Workspace, tally
 from tests.integration.kafka.test_kafka_sink import consume_all
 from tests.servers.kafka import claimed_while_prepared, read_committed_values

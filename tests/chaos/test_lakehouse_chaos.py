@@ -33,7 +33,7 @@ THROTTLE = {"plugin_name": "Python", "function": "tests.chaos.throttle:rows_30k"
 @pytest.mark.parametrize(("table_format", "warehouse"), [("iceberg", "s3"), ("delta", "local")], indirect=["warehouse"])
 def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Warehouse, table_format: str,  # noqa: F811
                                          chaos: tuple[random.Random, ChaosRecord]) -> None:
-    from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+    from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
     rng, record = chaos
     started = time.monotonic()
@@ -80,7 +80,7 @@ def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Wo
     can complete late (Spark starting) and its successor follow it closely, so a kill on the
     first commit may land after the next checkpoint completed, which the restore would then
     commit afresh."""
-    from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+    from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
     rows = 200_000
     adapter = FORMATS[table_format]
@@ -112,7 +112,7 @@ def test_a_table_source_under_kills_reads_one_snapshot(workspace: Workspace, loc
                                                        chaos: tuple[random.Random, ChaosRecord]) -> None:
     """Iceberg -> File and Delta -> Iceberg under worker and driver kills; rows committed
     to the source table while the job runs are not read (its splits name one snapshot)."""
-    from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+    from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
     rng, record = chaos
     started = time.monotonic()

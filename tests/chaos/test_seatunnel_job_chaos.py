@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors import load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from tests.integration.engine.support import Workspace, read_output
 

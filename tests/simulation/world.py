@@ -51,8 +51,8 @@ import pyarrow as pa
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import Sink, SinkCommitter, SinkWriter, Split, assign_splits
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Split, assign_splits
+from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job

@@ -11,8 +11,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 
 from .conftest import OSS_ACCESS_KEY_ID, OSS_ACCESS_KEY_SECRET, S3_REGION, S3_SECRET_KEY
 

@@ -25,9 +25,9 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import register_sink
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import Sink, SinkCommitter, SinkWriter
-from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+from airflow_provider_seatunnel_ckpt.connectors import register_sink
+from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter
+from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,

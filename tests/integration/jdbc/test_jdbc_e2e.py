@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc import transactions
+from airflow_provider_seatunnel_ckpt.connectors.jdbc import transactions
 from tests.integration.engine.support import (
     VENV_BIN,
     Driver,

@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext
-from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc import transactions
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext
+from airflow_provider_seatunnel_ckpt.connectors.jdbc import transactions
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
 
 from .conftest import Database

@@ -20,8 +20,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
-from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc import client, transactions
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors.jdbc import client, transactions
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
@@ -131,7 +131,7 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
     source = {"plugin_name": "Sequence", "rows": 1_000_000, "rows_per_second": 2_000, "batch_size": 200}
     sink_options = {"plugin_name": "Jdbc", **db.options(table="out", primary_keys=["id"], batch_size=100)}
     spec = JobSpec(job_id, 1, source, sink_options)
-    from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+    from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 
     splits = tuple(SequenceSource({"rows": 1_000_000}).splits(1))
     context = SubtaskContext(job_id, 1, spec.to_json(), splits, ("127.0.0.1", 1), "t" * 32, storage=None,

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.integration.engine.support import Workspace
 

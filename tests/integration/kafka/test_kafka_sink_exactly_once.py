@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka import exactly_once
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
 from tests.integration.engine.support import Workspace
 from tests.integration.kafka.test_kafka_sink import (

@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka import exactly_once
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import AUDIT_ENV
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
+from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.servers.kafka import claimed_while_prepared, read_committed_values

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
 from .conftest import Warehouse
 

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 from .conftest import Warehouse, ids_batch

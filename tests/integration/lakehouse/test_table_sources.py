@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext
+from airflow_provider_seatunnel_ckpt.connectors import load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 from .conftest import Warehouse

@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, Source, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, Source, iter_batches
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
 
 
@@ -22,7 +22,7 @@ def base_url(request, tmp_path) -> Iterator[str]:
 
 def read_all(source: Source, parallelism: int = 1, batch_size: int = 65_536) -> list:
     """Every split of every subtask from the beginning, as one list of ``id`` values."""
-    from airflow_provider_seatunnel_ckpt.engine.connectors.api import assign_splits
+    from airflow_provider_seatunnel_ckpt.connectors.api import assign_splits
 
     splits = source.splits(parallelism)
     ids: list = []

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, assign_splits, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors import load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 SCHEMA = {"fields": {"id": "bigint", "name": "string"}}

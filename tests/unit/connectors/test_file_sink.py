@@ -11,11 +11,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.connectors.console import ConsoleSink
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSink
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.console import ConsoleSink
+from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file_source import FileSource
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 
 
@@ -442,7 +442,7 @@ def test_committer_rejects_foreign_commit_infos(base_url):
 
 
 def test_round_trip_sequence_to_file_sink_to_file_source(base_url):
-    from airflow_provider_seatunnel_ckpt.engine.connectors import load_source
+    from airflow_provider_seatunnel_ckpt.connectors import load_source
 
     source = load_source({"plugin_name": "Sequence", "rows": 1000, "splits": 3, "payload_bytes": 8})
     sink = load_sink({"plugin_name": "File", "path": base_url + "/out"})

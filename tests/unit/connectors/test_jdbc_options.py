@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc.client import reason, split_table_name
-from airflow_provider_seatunnel_ckpt.engine.connectors.jdbc.target import parse_target
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.jdbc.client import reason, split_table_name
+from airflow_provider_seatunnel_ckpt.connectors.jdbc.target import parse_target
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 SECRET = "pa:ss/w@rd?x"

@@ -8,8 +8,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.records import DecodeError, RecordDecoder
-from airflow_provider_seatunnel_ckpt.engine.connectors.seatunnel_types import parse_schema
+from airflow_provider_seatunnel_ckpt.connectors.kafka.records import DecodeError, RecordDecoder
+from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
 
 
 class Message:

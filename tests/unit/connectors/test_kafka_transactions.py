@@ -3,11 +3,11 @@ reach kafka-python under its names; librdkafka's tuning properties stay behind."
 
 from __future__ import annotations
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.client import KafkaTarget
-from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import (
+from airflow_provider_seatunnel_ckpt.connectors.kafka.client import KafkaTarget
+from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import (
     kafka_python_config,
 )
-from airflow_provider_seatunnel_ckpt.engine.connectors.options import Options
+from airflow_provider_seatunnel_ckpt.connectors.options import Options
 
 
 def target(**config: object) -> KafkaTarget:
@@ -37,7 +37,7 @@ def test_broker_answers_are_sorted_into_retry_forgotten_and_lost() -> None:
     import kafka.errors as errors
     import pytest
 
-    from airflow_provider_seatunnel_ckpt.engine.connectors.kafka.transactions import (
+    from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import (
         ForgottenTransaction,
         Retriable,
         _raise_for,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine import connectors
-from airflow_provider_seatunnel_ckpt.engine.connectors import (
+from airflow_provider_seatunnel_ckpt import connectors
+from airflow_provider_seatunnel_ckpt.connectors import (
     load_sink,
     load_source,
     load_transform,
@@ -12,11 +12,11 @@ from airflow_provider_seatunnel_ckpt.engine.connectors import (
     source_class,
     transform_class,
 )
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import Source, Split, assign_splits
-from airflow_provider_seatunnel_ckpt.engine.connectors.console import ConsoleSink
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import FileSink
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_source import FileSource
-from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+from airflow_provider_seatunnel_ckpt.connectors.api import Source, Split, assign_splits
+from airflow_provider_seatunnel_ckpt.connectors.console import ConsoleSink
+from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 
@@ -129,7 +129,7 @@ def test_connectors_pickle_as_configuration(kind, entry):
     """The runtime may ship connector objects to executors: they pickle without clients or caches."""
     import pickle
 
-    from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext
+    from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext
 
     load = {"source": load_source, "transform": load_transform, "sink": load_sink}[kind]
     original = load(entry, f"{kind}[0]")

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 
 pytest.importorskip("moto")
 

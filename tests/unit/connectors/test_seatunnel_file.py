@@ -18,17 +18,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.connectors.file_sink import job_tag
-from airflow_provider_seatunnel_ckpt.engine.connectors.seatunnel_file import (
+from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.file_sink import job_tag
+from airflow_provider_seatunnel_ckpt.connectors.seatunnel_file import (
     HdfsFileSource,
     LocalFileSink,
     LocalFileSource,
     OssFileSink,
     S3FileSource,
 )
-from airflow_provider_seatunnel_ckpt.engine.connectors.seatunnel_types import parse_schema
+from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.seatunnel_jobs import run_in_process
 
@@ -553,7 +553,7 @@ sink {
 
 
 def test_the_classes_are_registered_under_seatunnels_names():
-    from airflow_provider_seatunnel_ckpt.engine.connectors import sink_class, source_class
+    from airflow_provider_seatunnel_ckpt.connectors import sink_class, source_class
 
     for name in ("LocalFile", "S3File", "OssFile", "HdfsFile"):
         assert source_class(name).plugin_name == name and sink_class(name.lower()).plugin_name == name

@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_transform
+from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 BATCH = pa.RecordBatch.from_pylist([{"id": 1, "name": "Joy Ding", "age": 20}, {"id": 2, "name": "May  Ding", "age": 21}])

@@ -5,8 +5,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext, assign_splits, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import RateLimiter, SequenceSource
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.sequence import RateLimiter, SequenceSource
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 from .conftest import read_all

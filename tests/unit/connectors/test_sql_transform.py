@@ -6,8 +6,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_transform
-from airflow_provider_seatunnel_ckpt.engine.connectors.filter import (
+from airflow_provider_seatunnel_ckpt.connectors import load_transform
+from airflow_provider_seatunnel_ckpt.connectors.filter import (
     legacy_condition_as_sql,
 )
 from airflow_provider_seatunnel_ckpt.engine.job import load_job

@@ -8,13 +8,13 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors import load_transform
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import ReaderContext
-from airflow_provider_seatunnel_ckpt.engine.connectors.count_by_key import CountByKeyTransform
-from airflow_provider_seatunnel_ckpt.engine.connectors.filter import FilterTransform
-from airflow_provider_seatunnel_ckpt.engine.connectors.python_function import PythonTransform
-from airflow_provider_seatunnel_ckpt.engine.connectors.rename import RenameTransform
-from airflow_provider_seatunnel_ckpt.engine.connectors.select import SelectTransform
+from airflow_provider_seatunnel_ckpt.connectors import load_transform
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext
+from airflow_provider_seatunnel_ckpt.connectors.count_by_key import CountByKeyTransform
+from airflow_provider_seatunnel_ckpt.connectors.filter import FilterTransform
+from airflow_provider_seatunnel_ckpt.connectors.python_function import PythonTransform
+from airflow_provider_seatunnel_ckpt.connectors.rename import RenameTransform
+from airflow_provider_seatunnel_ckpt.connectors.select import SelectTransform
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 

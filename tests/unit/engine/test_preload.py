@@ -16,9 +16,9 @@ from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB = JobSpec(name="j", parallelism=2, source={"plugin_name": "Sequence", "rows": 10},
               sink={"plugin_name": "file", "path": "/tmp/x"}, transforms=({"plugin_name": "Sql", "query": "select 1"},))
-CONNECTORS = ("airflow_provider_seatunnel_ckpt.engine.connectors.sequence,"
-              "airflow_provider_seatunnel_ckpt.engine.connectors.sql,"
-              "airflow_provider_seatunnel_ckpt.engine.connectors.file_sink")
+CONNECTORS = ("airflow_provider_seatunnel_ckpt.connectors.sequence,"
+              "airflow_provider_seatunnel_ckpt.connectors.sql,"
+              "airflow_provider_seatunnel_ckpt.connectors.file_sink")
 
 
 @pytest.fixture(autouse=True)
@@ -86,9 +86,9 @@ def test_a_bad_choice_names_the_key() -> None:
 
 def test_the_daemon_imports_the_engine_and_skips_what_is_missing() -> None:
     code = ("import sys; from airflow_provider_seatunnel_ckpt.engine.worker_daemon import preload; "
-            "failed = preload('no_such_module_x,airflow_provider_seatunnel_ckpt.engine.connectors.sequence'); "
+            "failed = preload('no_such_module_x,airflow_provider_seatunnel_ckpt.connectors.sequence'); "
             "print(failed, 'pandas' in sys.modules, "
-            "'airflow_provider_seatunnel_ckpt.engine.connectors.sequence' in sys.modules)")
+            "'airflow_provider_seatunnel_ckpt.connectors.sequence' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['no_such_module_x'] True True"
     assert preload("") == []

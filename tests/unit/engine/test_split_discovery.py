@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import Source, Split
+from airflow_provider_seatunnel_ckpt.connectors.api import Source, Split
 from airflow_provider_seatunnel_ckpt.engine.split_discovery import SplitDiscovery, split_names
 
 pytestmark = pytest.mark.timeout(30)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_seatunnel_ckpt.engine.connectors.batch_sql import BatchQuery
+from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 INT64_MAX = 2**63 - 1
@@ -141,7 +141,7 @@ def test_simple_queries_compile(query: str) -> None:
 
 
 def test_filter_conditions_compile() -> None:
-    from airflow_provider_seatunnel_ckpt.engine.connectors.filter import FilterTransform
+    from airflow_provider_seatunnel_ckpt.connectors.filter import FilterTransform
 
     schema = pa.schema([("id", pa.int64()), ("payload", pa.binary(4))])
     batch = pa.RecordBatch.from_pydict({"id": list(range(10)), "payload": [b"abcd"] * 10}, schema=schema)
@@ -226,7 +226,7 @@ def test_a_plan_is_not_reused_for_a_schema_differing_in_an_extension_type() -> N
 
 
 def test_the_benchmark_query_compiles_on_the_sequence_sources_batches() -> None:
-    from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+    from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 
     schema = SequenceSource({"rows": 10, "payload_bytes": 100}).produced_schema()
     query = ("select id, payload, id & 15 as bucket, cast((id * 31 + 7) % 1000 as double) / 1000 as score "

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine import subtask as subtask_module
-from airflow_provider_seatunnel_ckpt.engine.connectors.api import SinkWriter
-from airflow_provider_seatunnel_ckpt.engine.connectors.sequence import SequenceSource
+from airflow_provider_seatunnel_ckpt.connectors.api import SinkWriter
+from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind, TriggerBarrier, decode
 from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, decode_subtask_state

@@ -1,0 +1,241 @@
+"""Connector registry: a job file's ``plugin_name`` -> source, transform or sink class.
+
+Names are case-insensitive (``Sequence``, ``sequence``). Built-ins are registered as
+dotted strings, so a connector's module (and its dependencies) is imported only when a
+job uses it; :func:`register_source` and friends add more (a class or
+``"module:Class"``).
+
+:func:`load_source`, :func:`load_transform` and :func:`load_sink` build a connector from
+one job-file entry (``{"plugin_name": "File", "path": ...}``). Connectors validate their
+options in ``__init__`` and name the option in each ``ConfigError``; these functions put
+the entry's key in front (``source[0].rows``) and remember it on the instance as
+``config_key`` for errors found later on an executor. SeaTunnel's table-wiring keys
+(``plugin_input``, ``plugin_output``, ``source_table_name``, ``result_table_name``)
+mean nothing in a linear pipeline and are dropped.
+
+=========  ==============  =====================================================
+kind       plugin_name     class
+=========  ==============  =====================================================
+source     ``Sequence``    :class:`.sequence.SequenceSource`
+source     ``FakeSource``  :class:`.fake_source.FakeSource` (SeaTunnel's, repeatable values)
+source     ``File``        :class:`.file_source.FileSource`
+source     ``LocalFile``   :class:`.seatunnel_file.LocalFileSource` (SeaTunnel's, on the File source)
+source     ``S3File``      :class:`.seatunnel_file.S3FileSource` (SeaTunnel's)
+source     ``OssFile``     :class:`.seatunnel_file.OssFileSource` (SeaTunnel's)
+source     ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSource` (SeaTunnel's, over WebHDFS)
+source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
+source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
+source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
+source     ``Kafka``       :class:`.kafka.source.KafkaSource` (offsets in the checkpoint)
+transform  ``Python``      :class:`.python_function.PythonTransform`
+transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
+transform  ``Select``      :class:`.select.SelectTransform`
+transform  ``Rename``      :class:`.rename.RenameTransform`
+transform  ``Filter``      :class:`.filter.FilterTransform` (a SQL condition)
+transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
+transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (SeaTunnel's)
+transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
+transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
+sink       ``File``        :class:`.file_sink.FileSink`
+sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
+sink       ``S3File``      :class:`.seatunnel_file.S3FileSink` (SeaTunnel's)
+sink       ``OssFile``     :class:`.seatunnel_file.OssFileSink` (SeaTunnel's)
+sink       ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSink` (SeaTunnel's, over WebHDFS)
+sink       ``Console``     :class:`.console.ConsoleSink`
+sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
+sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
+sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
+sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
+sink       ``Kafka``       :class:`.kafka.sink.KafkaSink` (at least once)
+=========  ==============  =====================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:  # .api imports pyarrow; the registry is imported without the engine installed
+    from .api import Sink, Source, Transform
+
+_PKG = __name__
+
+#: kind -> lower-case name -> (display name, class or "module:Class")
+_registry: dict[str, dict[str, tuple[str, str | type]]] = {
+    "source": {
+        "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
+        "fakesource": ("FakeSource", f"{_PKG}.fake_source:FakeSource"),
+        "file": ("File", f"{_PKG}.file_source:FileSource"),
+        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSource"),
+        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSource"),
+        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSource"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSource"),
+        "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
+        "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
+        "delta": ("Delta", f"{_PKG}.lakehouse.delta_source:DeltaSource"),
+        "kafka": ("Kafka", f"{_PKG}.kafka.source:KafkaSource"),
+    },
+    "transform": {
+        "python": ("Python", f"{_PKG}.python_function:PythonTransform"),
+        "countbykey": ("CountByKey", f"{_PKG}.count_by_key:CountByKeyTransform"),
+        "select": ("Select", f"{_PKG}.select:SelectTransform"),
+        "rename": ("Rename", f"{_PKG}.rename:RenameTransform"),
+        "filter": ("Filter", f"{_PKG}.filter:FilterTransform"),
+        "sql": ("Sql", f"{_PKG}.sql:SqlTransform"),
+        "fieldmapper": ("FieldMapper", f"{_PKG}.seatunnel_transforms:FieldMapperTransform"),
+        "copy": ("Copy", f"{_PKG}.seatunnel_transforms:CopyTransform"),
+        "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
+    },
+    "sink": {
+        "file": ("File", f"{_PKG}.file_sink:FileSink"),
+        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSink"),
+        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSink"),
+        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSink"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSink"),
+        "console": ("Console", f"{_PKG}.console:ConsoleSink"),
+        "assert": ("Assert", f"{_PKG}.assert_sink:AssertSink"),
+        "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
+        "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
+        "delta": ("Delta", f"{_PKG}.lakehouse.delta_sink:DeltaSink"),
+        "kafka": ("Kafka", f"{_PKG}.kafka.sink:KafkaSink"),
+    },
+}
+#: built-in connector family -> the pip extra it needs (:mod:`..extras`); the rest need
+#: the engine only. A connector registered by a third party brings its own dependencies.
+_EXTRA_OF = {"jdbc": "jdbc", "kafka": "kafka", "iceberg": "iceberg", "delta": "delta", "sql": "sql", "filter": "sql"}
+#: kind -> the connector API class a registered class must extend
+_BASES = {"source": "Source", "transform": "Transform", "sink": "Sink"}
+_lock = threading.Lock()
+
+#: read-only views: lower-case plugin name -> (display name, class or dotted path)
+sources: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["source"])
+transforms: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["transform"])
+sinks: Mapping[str, tuple[str, str | type]] = MappingProxyType(_registry["sink"])
+
+#: SeaTunnel keys that wire tables together; a linear pipeline ignores them. SeaTunnel's
+#: other common option, ``parallelism``, reaches only connectors whose output depends on
+#: it (``reads_parallelism_option``: FakeSource's rows per reader); the pipeline runs with
+#: ``env.parallelism`` subtasks throughout and job.py warns when an entry asks otherwise.
+IGNORED_KEYS = frozenset({"plugin_input", "plugin_output", "source_table_name", "result_table_name"})
+
+
+def register_source(name: str, target: str | type) -> None:
+    _register("source", name, target)
+
+
+def register_transform(name: str, target: str | type) -> None:
+    _register("transform", name, target)
+
+
+def register_sink(name: str, target: str | type) -> None:
+    _register("sink", name, target)
+
+
+def _register(kind: str, name: str, target: str | type) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a {kind} needs a non-empty plugin name, got {name!r}")
+    with _lock:
+        _registry[kind][name.strip().lower()] = (name.strip(), target)
+
+
+def source_class(name: str, key: str = "plugin_name") -> type[Source]:
+    return _class("source", name, key)
+
+
+def transform_class(name: str, key: str = "plugin_name") -> type[Transform]:
+    return _class("transform", name, key)
+
+
+def sink_class(name: str, key: str = "plugin_name") -> type[Sink]:
+    return _class("sink", name, key)
+
+
+def _class(kind: str, name: Any, key: str) -> Any:
+    known = ", ".join(sorted(display for display, _ in _registry[kind].values()))
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(key, f"expected the name of a {kind} ({known}), got {name!r}")
+    found = _registry[kind].get(name.strip().lower())
+    if found is None:
+        raise ConfigError(key, f"unknown {kind} {name!r}; known {kind}s: {known}")
+    display, target = found
+    if isinstance(target, str) and target.startswith(f"{_PKG}."):
+        from ..extras import require
+
+        require(_EXTRA_OF.get(name.strip().lower(), "engine"), f"connector {display}", key)
+    if isinstance(target, str):
+        module_name, _, attribute = target.partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(key, f"{kind} {display!r} cannot be loaded from {found[1]!r}: {exc}") from exc
+    from . import api
+
+    base = _BASES[kind]
+    if not (isinstance(target, type) and issubclass(target, getattr(api, base))):
+        raise ConfigError(key, f"{kind} {display!r} is registered as {target!r}, which is not a {base}")
+    return target
+
+
+def module_of(kind: str, name: Any) -> str | None:
+    """The module that defines the ``kind`` connector called ``name`` (None when unknown),
+    without importing it."""
+    found = _registry.get(kind, {}).get(str(name).strip().lower()) if isinstance(name, str) else None
+    if found is None:
+        return None
+    target = found[1]
+    return target.partition(":")[0] if isinstance(target, str) else target.__module__
+
+
+def load_source(entry: Mapping[str, Any], key: str = "source[0]") -> Source:
+    return _load("source", entry, key)
+
+
+def load_transform(entry: Mapping[str, Any], key: str = "transform[0]") -> Transform:
+    return _load("transform", entry, key)
+
+
+def load_sink(entry: Mapping[str, Any], key: str = "sink[0]") -> Sink:
+    return _load("sink", entry, key)
+
+
+def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
+    if not isinstance(entry, Mapping):
+        raise ConfigError(key, f"expected a mapping with plugin_name and options, got {type(entry).__name__}")
+    if "plugin_name" not in entry:
+        raise ConfigError(f"{key}.plugin_name", f"is required (the {kind} to use)")
+    cls = _class(kind, entry["plugin_name"], f"{key}.plugin_name")
+    options = {k: v for k, v in entry.items() if k != "plugin_name" and k not in IGNORED_KEYS}
+    if not getattr(cls, "reads_parallelism_option", False):
+        options.pop("parallelism", None)  # SeaTunnel's common option; the job runs one parallelism (job.py)
+    try:
+        instance = cls(options)
+    except ConfigError as err:
+        problem = err.problem
+        value = options.get(err.key)
+        if isinstance(value, str) and "${" in value:  # a variable left unset (engine/variables.py)
+            problem += "; a variable in it is not set (-i NAME=value, --variables or the environment)"
+        raise ConfigError(f"{key}.{err.key}" if err.key else key, problem) from None
+    instance.config_key = key
+    return instance
+
+
+__all__ = [
+    "IGNORED_KEYS",
+    "load_sink",
+    "load_source",
+    "load_transform",
+    "module_of",
+    "register_sink",
+    "register_source",
+    "register_transform",
+    "sink_class",
+    "sinks",
+    "source_class",
+    "sources",
+    "transform_class",
+    "transforms",
+]

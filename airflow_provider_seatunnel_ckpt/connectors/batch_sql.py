@@ -1,0 +1,182 @@
+"""One SQL ``SELECT`` run over each Arrow batch by DuckDB, in the Python worker.
+
+Shared by the ``Sql`` and ``Filter`` transforms. The query names one table (SeaTunnel's
+``source_table_name``, or ``dual``); each batch is bound to that name zero-copy and the
+result comes back as Arrow. A query therefore sees one batch at a time: an aggregate
+covers one batch, not the stream.
+
+The connection is the subtask's own: one thread (the subtask is already one of
+``parallelism`` processes), no file or network access (a job file's query must not read
+``/etc/passwd`` through ``read_csv``), no extension loading, and the configuration locked
+so a query cannot undo that. It is opened lazily, on the executor that runs the subtask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import ConfigError
+from .api import Transform
+from .options import option_key
+from .sql_functions import install as install_seatunnel_functions
+from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
+from .sql_passthrough import PassThrough, parse_select, plan
+
+_CONNECTION_CONFIG = {
+    "threads": 1,
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
+def _duckdb() -> Any:
+    import duckdb  # lazy: only jobs with a Sql or Filter transform pay for the import
+
+    return duckdb
+
+
+def _new_connection(query: str) -> Any:
+    connection = _duckdb().connect(config=_CONNECTION_CONFIG)
+    install_seatunnel_functions(connection, query)  # SeaTunnel's function names it calls (sql_functions.py)
+    return connection
+
+
+def duckdb_message(err: BaseException) -> str:
+    """DuckDB's message on one line, without the caret drawing under the query text."""
+    text = str(err).split("\nLINE ", 1)[0]
+    return "; ".join(part.strip() for part in text.split("\n") if part.strip()) or type(err).__name__
+
+
+class BatchQuery:
+    """A parsed ``SELECT`` over one input table; ``run`` applies it to a batch.
+
+    Errors are ``ConfigError`` with ``key`` (the option holding the query) as given to
+    each call, so the caller names ``transform[1].query`` on the driver or an executor.
+    """
+
+    def __init__(self, query: str, key: str, arrow_kernels: bool = True):
+        duckdb = _duckdb()
+        #: False: always DuckDB (the reference the Arrow plans are tested and measured against)
+        self.arrow_kernels = arrow_kernels
+        self.query = query
+        try:
+            statements = duckdb.extract_statements(query)
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            kinds = ", ".join(s.type.name for s in statements) or "nothing"
+            raise ConfigError(key, f"expected one SELECT statement, got {kinds}")
+        try:
+            tables = _new_connection(query).get_table_names(query, qualified=False)
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+        if len(tables) != 1:
+            named = ", ".join(sorted(tables)) or "none"
+            raise ConfigError(
+                key, f"expected the query to read one table (the transform's input, e.g. 'from source' or "
+                f"'from dual'), it reads {named}"
+            )
+        (self.table,) = tables
+        self._connection: Any = None
+        #: input schema -> its pass-through rewrite (None: run the query as written)
+        self._plans: dict[pa.Schema, PassThrough | None] = {}
+        #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
+        self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
+
+    def _connect(self) -> Any:
+        if self._connection is None:
+            self._connection = _new_connection(self.query)
+        return self._connection
+
+    def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
+        """The output schema for input ``schema``; unknown columns and type errors fail here."""
+        return self._execute_on_duckdb(schema.empty_table(), key).schema
+
+    def run(self, batch: pa.RecordBatch, key: str) -> pa.RecordBatch | None:
+        """The query's result over ``batch`` as one batch, None when no row is left."""
+        result = self._execute(batch, key)
+        if result.num_rows == 0:
+            return None
+        if isinstance(result, pa.RecordBatch):
+            return result
+        batches = result.combine_chunks().to_batches()
+        return batches[0]
+
+    def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.RecordBatch | pa.Table:
+        arrow_plan = self.arrow_plan(data.schema)
+        if arrow_plan is not None:
+            try:
+                return arrow_plan.run(data)
+            except FallBack:
+                pass  # a value the engines treat differently: DuckDB's answer is the one
+        return self._execute_on_duckdb(data, key)
+
+    def _execute_on_duckdb(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
+        duckdb = _duckdb()
+        passthrough = self._passthrough(data.schema)
+        try:
+            if passthrough is not None:
+                result = self._run(passthrough.with_rows(data), passthrough.query)
+                return passthrough.assemble(data, result)
+            return self._run(data, self.query)
+        except duckdb.Error as err:
+            raise ConfigError(key, duckdb_message(err)) from None
+
+    def arrow_plan(self, schema: pa.Schema) -> ArrowPlan | None:
+        """The query compiled to Arrow kernels for this input schema (:mod:`.sql_arrow`),
+        None when it runs on DuckDB."""
+        if not self.arrow_kernels or not plain_schema(schema):
+            return None  # checked first: schemas differing only in field metadata are equal keys
+        if schema not in self._arrow_plans:
+            self._arrow_plans[schema] = self._compile(schema)
+        return self._arrow_plans[schema]
+
+    def _compile(self, schema: pa.Schema) -> ArrowPlan | None:
+        try:
+            tree = parse_select(self._connect(), self.query)
+            if tree is None:
+                return None
+            expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
+            return compile_select(tree["statements"][0]["node"], self.table, schema, expected)
+        except Exception:  # the query fails, or a type Arrow cannot handle: DuckDB runs it and says so
+            return None
+
+    def _run(self, data: pa.RecordBatch | pa.Table, query: str) -> pa.Table:
+        return self._connect().from_arrow(data).query(self.table, query).to_arrow_table()
+
+    def _passthrough(self, schema: pa.Schema) -> PassThrough | None:
+        """The rewrite for this input schema, kept only when it binds and gives the
+        query's own column names (anything else: the query as written)."""
+        if schema in self._plans:
+            return self._plans[schema]
+        found = plan(self._connect(), self.query, self.table, schema)
+        if found is not None:
+            empty = schema.empty_table()
+            try:
+                expected = self._run(empty, self.query).schema.names
+                if found.assemble(empty, self._run(found.with_rows(empty), found.query)).schema.names != expected:
+                    found = None
+            except Exception:  # the query itself fails: report that, from the query as written
+                found = None
+        self._plans[schema] = found
+        return found
+
+class QueryTransform(Transform):
+    """A transform that is one ``BatchQuery``, built from the option ``query_option``."""
+
+    query_option = "query"
+
+    def use_query(self, query: str) -> None:
+        self._query = BatchQuery(query, self.query_option)
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        return self._query.bind(input_schema, option_key(self, self.query_option))
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        return self._query.run(batch, option_key(self, self.query_option))

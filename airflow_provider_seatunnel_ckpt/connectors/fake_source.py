@@ -1,0 +1,310 @@
+"""``FakeSource``: SeaTunnel's test-data source, under its name and options.
+
+Generates rows of a ``schema`` (SeaTunnel's ``fields`` or ``columns`` form, every type:
+strings, numbers, ``decimal(p, s)``, bytes, date, time, timestamp, null, arrays, maps and
+nested rows), or emits the explicit ``rows`` of the job file. As in SeaTunnel:
+
+* ``row.num`` (default 5) rows *per reader*: the source's ``parallelism`` (its own option,
+  else ``env.parallelism``) readers make ``row.num x parallelism`` rows in all;
+* each reader's rows are cut into splits of ``ceil(row.num / split.num)`` rows;
+* explicit ``rows`` replace ``row.num``: every split emits the whole list;
+* value options: ``string.length``, ``bytes.length``, ``array.size``, ``map.size``,
+  ``<type>.min`` / ``<type>.max`` (upper bound exclusive, within the type's non-negative
+  range), ``<type>.template`` (a list to pick from) for string, tinyint, smallint, int,
+  bigint, float and double, ``date.year.template`` ... ``time.second.template``; no random
+  nulls; a column's ``defaultValue`` (columns form) is used as is.
+
+Where it differs, on purpose:
+
+* **Values are random but repeatable**: seeded by the split and the row's position, so a
+  run restored from a checkpoint emits exactly the rows the failed run would have (the
+  year of generated dates is fixed when the job first plans its splits).
+* ``split.read-interval`` (ms) is the pause between two splits of a reader; SeaTunnel also
+  sleeps 1 s on every poll, which only slows a job down.
+* Rows are append-only, so ``kind`` other than ``INSERT`` in ``rows`` is refused.
+* ``tables_configs`` (several tables from one source) is refused for now.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import logging
+import math
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ConfigError
+from .api import JsonValue, ReaderContext, Source, SourceReader, Split
+from .options import Options
+from .seatunnel_types import Column, convert_value, parse_columns
+
+log = logging.getLogger(__name__)
+
+#: rows generated together from one seed; a reader's batches never cross a block
+BLOCK_ROWS = 4096
+_LETTERS = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+#: SeaTunnel's default (and largest allowed) range of each numeric type
+_RANGES: dict[str, tuple[float, float]] = {
+    "tinyint": (0, 127), "smallint": (0, 32767), "int": (0, 2**31 - 1), "bigint": (0, 2**63 - 1),
+    "float": (0, 3.4028234663852886e38), "double": (0, 1.7976931348623157e308),
+}
+_ARROW_KIND = {
+    pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
+    pa.float32(): "float", pa.float64(): "double",
+}
+_DATE_PARTS = ("date.year", "date.month", "date.day", "time.hour", "time.minute", "time.second")
+
+
+#: options SeaTunnel's job files set that its FakeSource does not read (typos included):
+#: accepted, as SeaTunnel accepts them, with a warning
+IGNORED_OPTIONS = ("split.row", "smalling.fake.mode", "table-names")
+
+
+def _ignored_option(key: str) -> bool:
+    if key in IGNORED_OPTIONS:
+        log.warning("FakeSource: option %s is not read by SeaTunnel's FakeSource either; ignored", key)
+        return True
+    return False
+
+
+def _known_options() -> set[str]:
+    known = {"schema", "rows", "row.num", "split.num", "split.read-interval", "string.length", "bytes.length",
+             "array.size", "map.size", "parallelism", "string.fake.mode", "string.template",
+             *(f"{part}.template" for part in _DATE_PARTS)}
+    for kind in _RANGES:
+        known |= {f"{kind}.min", f"{kind}.max", f"{kind}.template", f"{kind}.fake.mode"}
+    return known
+
+
+class FakeSource(Source):
+    plugin_name = "FakeSource"
+    #: its ``parallelism`` is its number of readers, each making ``row.num`` rows
+    reads_parallelism_option = True
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        if "tables_configs" in options:
+            raise ConfigError("tables_configs", "several tables from one FakeSource are not supported yet; "
+                                                "use one FakeSource per table")
+        opts = Options(self.plugin_name, options, known=_known_options(), extra=_ignored_option)
+        if not opts.has("schema"):
+            raise ConfigError("schema", "is required for FakeSource (its fields or columns)")
+        self.columns: list[Column] = parse_columns(options["schema"], "schema")
+        self.schema = pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns])
+        self.row_num: int = opts.int("row.num", 5, minimum=0)
+        self.split_num: int = opts.int("split.num", 1, minimum=1)
+        self.read_interval_ms: int = opts.int("split.read-interval", 1, minimum=0)
+        self.parallelism: int | None = opts.int("parallelism", None, minimum=1)
+        self.sizes = {name: opts.int(name, 5, minimum=0) for name in ("string.length", "bytes.length", "array.size", "map.size")}
+        self.templates: dict[str, list[Any]] = {}
+        self.ranges: dict[str, tuple[float, float]] = {}
+        for kind, (low, high) in _RANGES.items():
+            self.ranges[kind] = (self._bound(opts, f"{kind}.min", low, low, high), self._bound(opts, f"{kind}.max", high, low, high))
+            self._template(opts, kind, float if kind in ("float", "double") else int)
+        self._template(opts, "string", str)
+        for part in _DATE_PARTS:
+            if opts.has(f"{part}.template"):
+                self.templates[part] = _list_of(options[f"{part}.template"], f"{part}.template", int)
+        self.rows: list[list[Any]] | None = None
+        if "rows" in options:
+            self.rows = _explicit_rows(options["rows"], self.columns)
+
+    def _bound(self, opts: Options, name: str, default: float, low: float, high: float) -> float:
+        value = opts.float(name, default)
+        if not low <= value <= high:
+            raise ConfigError(name, f"should >= {low:g} and <= {high:g}, got {value:g} (as in SeaTunnel)")
+        return value
+
+    def _template(self, opts: Options, kind: str, cast: type) -> None:
+        mode = opts.str(f"{kind}.fake.mode", "range", choices=("range", "template"))
+        if opts.has(f"{kind}.template"):
+            self.templates[kind] = _list_of(self.options[f"{kind}.template"], f"{kind}.template", cast)
+        elif mode == "template":
+            raise ConfigError(f"{kind}.template", f"is required when {kind}.fake.mode is template")
+
+    def produced_schema(self) -> pa.Schema:
+        return self.schema
+
+    def splits(self, parallelism: int) -> list[Split]:
+        readers = self.parallelism or parallelism
+        per_split = math.ceil(self.row_num / self.split_num) if self.row_num else 0
+        chunks = [min(per_split, self.row_num - start) for start in range(0, self.row_num, per_split or 1)] if per_split else []
+        year = dt.date.today().year
+        # reader-major within a chunk, so that dealing by position gives reader r's splits to subtask r
+        return [Split(f"fake-{reader:05d}-{chunk:05d}",
+                      {"reader": reader, "chunk": chunk, "rows": len(self.rows) if self.rows is not None else count,
+                       "year": year})
+                for chunk, count in enumerate(chunks) for reader in range(readers)]
+
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        total = int(split.spec["rows"])
+        position = 0 if position is None else position
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= total:
+            raise ValueError(f"FakeSource split {split.split_id}: position {position!r} is not a row in [0, {total}]")
+        pause = self.read_interval_ms / 1000 if int(split.spec["chunk"]) > 0 and position == 0 else 0.0
+        return FakeReader(self, split, position, total, context.batch_size, pause)
+
+    # ---- values --------------------------------------------------------------------------
+    def block(self, split: Split, block: int) -> pa.RecordBatch:
+        """Rows ``block * BLOCK_ROWS ...`` of a split: the same every time they are asked for."""
+        total = int(split.spec["rows"])
+        start = block * BLOCK_ROWS
+        count = min(BLOCK_ROWS, total - start)
+        if self.rows is not None:
+            rows = [self.rows[(start + i) % len(self.rows)] for i in range(count)]
+            arrays = [pa.array([row[i] for row in rows], type=c.type) for i, c in enumerate(self.columns)]
+            return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        rng = np.random.default_rng([int(split.spec["reader"]), int(split.spec["chunk"]), block])
+        year = int(split.spec["year"])
+        arrays = [self._column(c, count, rng, year) for c in self.columns]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _column(self, column: Column, n: int, rng: np.random.Generator, year: int) -> pa.Array:
+        if column.default is not None and not pa.types.is_nested(column.type):
+            value = convert_value(column.default, column.type, column.name)
+            return pa.array([value] * n, type=column.type)
+        length = column.length if column.length is not None else self.sizes["string.length"]
+        return self._values(column.type, n, rng, year, length, column.scale)
+
+    def _values(self, kind: pa.DataType, n: int, rng: np.random.Generator, year: int,
+                string_length: int, scale: int | None = None) -> pa.Array:
+        if pa.types.is_string(kind):
+            if "string" in self.templates:
+                return pa.array(rng.choice(np.array(self.templates["string"], dtype=object), n), type=pa.string())
+            return _letters(rng, n, string_length, pa.string())
+        if pa.types.is_binary(kind):
+            return _letters(rng, n, self.sizes["bytes.length"], pa.binary())
+        if pa.types.is_boolean(kind):
+            return pa.array(rng.integers(0, 2, n).astype(bool))
+        if kind in _ARROW_KIND:
+            return self._number(_ARROW_KIND[kind], kind, n, rng, scale)
+        if pa.types.is_decimal(kind):
+            digits = rng.integers(0, 10, (n, kind.precision))
+            unscaled = [int("".join(map(str, row))) for row in digits]
+            return pa.array([decimal.Decimal(u).scaleb(-kind.scale) for u in unscaled], type=kind)
+        if pa.types.is_null(kind):
+            return pa.nulls(n)
+        if pa.types.is_date(kind) or pa.types.is_time(kind) or pa.types.is_timestamp(kind):
+            return self._temporal(kind, n, rng, year)
+        if pa.types.is_list(kind):
+            size = self.sizes["array.size"]
+            child = self._values(kind.value_type, n * size, rng, year, string_length)
+            return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * size), child, type=kind)
+        if pa.types.is_map(kind):
+            size = self.sizes["map.size"]
+            keys = self._values(kind.key_type, n * size, rng, year, string_length).to_pylist()
+            items = self._values(kind.item_type, n * size, rng, year, string_length).to_pylist()
+            # a repeated key overwrites the earlier one, as in SeaTunnel's HashMap
+            maps = [list(dict(zip(keys[i * size:(i + 1) * size], items[i * size:(i + 1) * size])).items()) for i in range(n)]
+            return pa.array(maps, type=kind)
+        if pa.types.is_struct(kind):
+            children = [self._values(f.type, n, rng, year, string_length) for f in kind]
+            return pa.StructArray.from_arrays(children, fields=list(kind))
+        raise ConfigError("schema", f"FakeSource cannot generate values of type {kind}")
+
+    def _number(self, name: str, kind: pa.DataType, n: int, rng: np.random.Generator, scale: int | None) -> pa.Array:
+        if name in self.templates:
+            return pa.array(rng.choice(np.array(self.templates[name]), n)).cast(kind)
+        low, high = self.ranges[name]
+        if name in ("float", "double"):
+            values = low + (high - low) * rng.random(n)
+            if scale is not None:
+                values = np.round(values, scale)
+            return pa.array(values.astype(np.float32 if name == "float" else np.float64))
+        low, high = int(low), int(high)
+        if high <= low:
+            return pa.array(np.full(n, low), type=kind)
+        return pa.array(rng.integers(low, high, n, dtype=np.int64)).cast(kind)
+
+    def _temporal(self, kind: pa.DataType, n: int, rng: np.random.Generator, year: int) -> pa.Array:
+        def part(name: str, low: int, high: int) -> np.ndarray:
+            template = self.templates.get(name)
+            if template:
+                return rng.choice(np.array(template), n)
+            return rng.integers(low, high + 1, n)
+
+        years, months, days = part("date.year", year, year), part("date.month", 1, 12), part("date.day", 1, 28)
+        hours, minutes, seconds = part("time.hour", 0, 23), part("time.minute", 0, 59), part("time.second", 0, 59)
+        if pa.types.is_time(kind):
+            micros = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000
+            return pa.array(micros.astype(np.int64), type=pa.int64()).cast(kind)
+        try:
+            dates = [dt.date(int(y), int(m), int(d)) for y, m, d in zip(years, months, days)]
+        except ValueError as err:
+            raise ConfigError("date.day.template", f"makes an invalid date: {err}") from None
+        if pa.types.is_date(kind):
+            return pa.array(dates, type=kind)
+        stamps = [dt.datetime(d.year, d.month, d.day, int(h), int(mi), int(s))
+                  for d, h, mi, s in zip(dates, hours, minutes, seconds)]
+        return pa.array(stamps, type=kind)
+
+
+class FakeReader(SourceReader):
+    def __init__(self, source: FakeSource, split: Split, position: int, total: int, batch_size: int, pause_s: float):
+        self._source = source
+        self._split = split
+        self._next = position
+        self._total = total
+        self._batch_size = max(1, batch_size)
+        self._pause_s = pause_s
+        #: the block the last batch came from: batches smaller than a block slice it again
+        self._block: tuple[int, pa.RecordBatch] | None = None
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        if self._next >= self._total:
+            return None
+        if self._pause_s:
+            time.sleep(self._pause_s)
+            self._pause_s = 0.0
+        block, offset = divmod(self._next, BLOCK_ROWS)
+        if self._block is None or self._block[0] != block:
+            self._block = (block, self._source.block(self._split, block))
+        rows = self._block[1]
+        count = min(self._batch_size, rows.num_rows - offset)
+        self._next += count
+        return rows.slice(offset, count)
+
+    def position(self) -> JsonValue:
+        return self._next
+
+
+def _letters(rng: np.random.Generator, n: int, length: int, kind: pa.DataType) -> pa.Array:
+    """``n`` random ASCII-letter strings of ``length``, built from buffers."""
+    data = _LETTERS[rng.integers(0, len(_LETTERS), n * length)]
+    offsets = np.arange(n + 1, dtype=np.int32) * length
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())])
+
+
+def _list_of(value: Any, key: str, cast: type) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, f"expected a non-empty list, got {value!r}")
+    try:
+        return [cast(v) for v in value]
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"expected a list of {cast.__name__} values, got {value!r}") from None
+
+
+def _explicit_rows(value: Any, columns: Sequence[Column]) -> list[list[Any]]:
+    if not isinstance(value, list):
+        raise ConfigError("rows", "expected a list of {kind = INSERT, fields = [...]}")
+    rows = []
+    for index, row in enumerate(value):
+        key = f"rows[{index}]"
+        if not isinstance(row, Mapping) or "fields" not in row:
+            raise ConfigError(key, "expected {kind = INSERT, fields = [...] or {column = value}}")
+        kind = str(row.get("kind", "INSERT"))
+        if kind != "INSERT":
+            raise ConfigError(f"{key}.kind", f"{kind}: only INSERT rows are supported (pipelines here are append-only)")
+        fields = row["fields"]
+        if isinstance(fields, Mapping):
+            values = [fields.get(c.name) for c in columns]
+        elif isinstance(fields, list):
+            values = list(fields[:len(columns)]) + [None] * (len(columns) - len(fields))
+        else:
+            raise ConfigError(f"{key}.fields", "expected a list (by position) or a mapping (by column name)")
+        rows.append([convert_value(v, c.type, f"{key}.fields.{c.name}") for v, c in zip(values, columns)])
+    return rows

@@ -1,0 +1,235 @@
+"""``File`` source: parquet, csv or jsonl files from any storage backend.
+
+Options:
+
+* ``path`` (required): a directory or a single file, as a URL
+  (:func:`~airflow_provider_seatunnel_ckpt.storage.urls.filesystem_for_url`)
+* ``format``: ``parquet``, ``csv`` or ``jsonl`` (``json`` is an alias); default: from
+  each file's extension (``.parquet``/``.parq``/``.pq``, ``.csv``, ``.jsonl``/``.ndjson``/``.json``)
+* ``batch_size``: rows per batch at most (default: the runtime's batch size)
+* storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
+
+Splits are the files below ``path``, sorted by relative path, which is the split id.
+Names starting with ``_`` or ``.`` (files or directories: ``_SUCCESS``, ``_staging/``,
+``.crc``) are skipped, as Spark and pyarrow do. A reader's position is the number of
+rows of its file already emitted.
+
+All reads go through :class:`~airflow_provider_seatunnel_ckpt.storage.urls.RangeFile`:
+
+* parquet: the footer (pyarrow reads the last 64 KiB), then one coalesced request per
+  row group. A resumed reader skips whole row groups by their row counts in the footer
+  (never fetching them) and slices the first batch. Memory is bounded by a row group.
+* csv and jsonl: pyarrow's streaming readers, one block (1 MiB) at a time; a resumed
+  reader reads from the start of the file and drops the rows already emitted (types are
+  inferred from the first block, so the resumed reader infers the same schema).
+
+Input files must not change while a job runs: a reader whose file no longer has the
+size recorded in its split fails rather than emit rows twice or lose them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Callable, Iterator, Mapping
+
+import pyarrow as pa
+
+from ..errors import ConfigError
+from ..storage.filesystem import FileInfo
+from ..storage.urls import RangeFile, is_storage_option
+from .api import JsonValue, ReaderContext, Source, SourceReader, Split
+from .formats import FORMATS, STORAGE_HINT, check_format, format_from_name, is_hidden, open_storage
+from .options import Options, option_key
+
+#: bytes per block for the streaming csv/jsonl readers
+STREAM_BLOCK_SIZE = 1 << 20
+
+
+class FileSource(Source):
+    plugin_name = "File"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known={"path", "format", "batch_size"},
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
+        opts.str("path")
+        self.format: str | None = check_format(options["format"]) if opts.has("format") else None
+        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self.fs, self.root = open_storage(options)
+
+    def splits(self, parallelism: int) -> list[Split]:
+        info = self.fs.info(self.root)
+        if info is None:
+            raise ConfigError(option_key(self, "path"), f"{self.fs.describe(self.root)} does not exist")
+        if info.is_dir:
+            files = sorted(self._walk(self.root, ""), key=lambda item: item[0])
+        else:
+            files = [(posixpath.basename(self.root), info)]
+        splits = []
+        for rel, file in files:
+            fmt = self.format or format_from_name(rel)
+            if fmt is None:
+                raise ConfigError(
+                    option_key(self, "format"),
+                    f"cannot tell the format of {self.fs.describe(file.path)} from its extension; "
+                    f"set format to one of {', '.join(FORMATS)}",
+                )
+            splits.append(Split(rel, {"path": file.path, "format": fmt, "size": file.size}))
+        return splits
+
+    def _walk(self, directory: str, prefix: str) -> Iterator[tuple[str, FileInfo]]:
+        for entry in self.fs.list_dir(directory):
+            if is_hidden(entry.name):
+                continue
+            if entry.is_dir:
+                yield from self._walk(entry.path, f"{prefix}{entry.name}/")
+            else:
+                yield f"{prefix}{entry.name}", entry
+
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        path, fmt, size = split.spec["path"], split.spec["format"], int(split.spec["size"])
+        where = self.fs.describe(path)
+        offset = 0 if position is None else position
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"File source {where}: position {position!r} is not a row offset")
+        file = RangeFile(self.fs, path)
+        if file.size != size:
+            raise ValueError(
+                f"File source {where}: the file changed while the job ran (it had {size} bytes "
+                f"when the job planned its splits, now {file.size}); inputs must not change"
+            )
+        return self._format_reader(split, fmt, file, offset, self.batch_size or context.batch_size, where)
+
+    def _format_reader(
+        self, split: Split, fmt: str, file: RangeFile, offset: int, batch_size: int, where: str
+    ) -> SourceReader:
+        """The reader of one split's file in ``fmt``, from row ``offset`` (checked against
+        the split). Connectors built on this one (SeaTunnel's ``LocalFile`` family,
+        :mod:`.seatunnel_file`) add formats here."""
+        if fmt == "parquet":
+            return ParquetReader(file, offset, batch_size, where)
+        if fmt == "csv":
+            return StreamReader(file, _open_csv, offset, batch_size, where)
+        if fmt == "jsonl":
+            return StreamReader(file, _open_jsonl, offset, batch_size, where)
+        raise ValueError(f"File source {where}: unknown format {fmt!r} in split {split.split_id}")
+
+
+class ParquetReader(SourceReader):
+    """Row groups before the position are skipped by their footer row counts."""
+
+    def __init__(
+        self, file: RangeFile, offset: int, batch_size: int, where: str, columns: list[str] | None = None
+    ):
+        import pyarrow.parquet as pq
+
+        self.file = file
+        self._columns = columns  # None: all; else only these are fetched and decoded
+        self._parquet = pq.ParquetFile(file, pre_buffer=True)
+        meta = self._parquet.metadata
+        if offset > meta.num_rows:
+            raise ValueError(f"File source {where}: position {offset} is past the end ({meta.num_rows} rows)")
+        first, skipped = 0, 0
+        while first < meta.num_row_groups and skipped + meta.row_group(first).num_rows <= offset:
+            skipped += meta.row_group(first).num_rows
+            first += 1
+        self._to_drop = offset - skipped
+        self._position = offset
+        self._batches = self._row_groups(first, meta.num_row_groups, batch_size)
+
+    def _row_groups(self, first: int, end: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+        # One row group per iter_batches call: with pre_buffer, pyarrow fetches a row
+        # group's column chunks in one coalesced request, but it pre-buffers *every*
+        # row group it is given at once, which would hold the rest of the file in memory.
+        for group in range(first, end):
+            yield from self._parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=self._columns)
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        for batch in self._batches:
+            if self._to_drop:
+                if batch.num_rows <= self._to_drop:
+                    self._to_drop -= batch.num_rows
+                    continue
+                batch = batch.slice(self._to_drop)
+                self._to_drop = 0
+            if batch.num_rows:
+                self._position += batch.num_rows
+                return batch
+        return None
+
+    def position(self) -> JsonValue:
+        return self._position
+
+    def close(self) -> None:
+        self._parquet.close()
+        self.file.close()
+
+
+def _open_csv(file: RangeFile) -> Any:
+    import pyarrow.csv as pacsv
+
+    return pacsv.open_csv(file, read_options=pacsv.ReadOptions(block_size=STREAM_BLOCK_SIZE))
+
+
+def _open_jsonl(file: RangeFile) -> Any:
+    import pyarrow.json as pajson
+
+    return pajson.open_json(file, read_options=pajson.ReadOptions(block_size=STREAM_BLOCK_SIZE))
+
+
+class StreamReader(SourceReader):
+    """csv / jsonl through a pyarrow streaming reader, re-cut to ``batch_size`` rows."""
+
+    def __init__(
+        self, file: RangeFile, open_reader: Callable[[RangeFile], Any], offset: int, batch_size: int, where: str
+    ):
+        self.file = file
+        self._open = open_reader
+        self._reader: Any = None
+        self._where = where
+        self._batch_size = batch_size
+        self._to_drop = offset
+        self._position = offset
+        self._pending: pa.RecordBatch | None = None
+        self._done = file.size == 0  # pyarrow rejects an empty file; it simply has no rows
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        while True:
+            if self._pending is not None and self._pending.num_rows:
+                batch = self._pending.slice(0, self._batch_size)
+                self._pending = self._pending.slice(batch.num_rows)
+                self._position += batch.num_rows
+                return batch
+            if self._done:
+                break
+            if self._reader is None:
+                self._reader = self._open(self.file)
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                self._done = True
+                break
+            if self._to_drop:
+                dropped = min(self._to_drop, batch.num_rows)
+                self._to_drop -= dropped
+                batch = batch.slice(dropped)
+            self._pending = batch
+        if self._to_drop:
+            raise ValueError(
+                f"File source {self._where}: position {self._position} is past the end "
+                f"({self._position - self._to_drop} rows)"
+            )
+        return None
+
+    def position(self) -> JsonValue:
+        return self._position
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self.file.close()

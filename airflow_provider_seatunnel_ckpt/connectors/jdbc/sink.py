@@ -1,0 +1,545 @@
+"""``Jdbc`` sink: rows into a PostgreSQL table with COPY, exactly once by two-phase commit.
+
+Options (SeaTunnel's names):
+
+* ``url``, ``user``, ``password``, ``driver``; ``database`` (overrides the URL's)
+* ``table``: ``schema.table`` or ``table``
+* ``primary_keys``: key columns (for a table the sink creates, and for upserts)
+* ``is_exactly_once`` (default true): two-phase commit, see below. Needs
+  ``max_prepared_transactions`` > 0 on the server. With ``false`` and ``primary_keys``
+  the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits at every barrier:
+  a replay writes the same rows again, so the result is effectively once. With ``false``
+  and no keys it appends at least once.
+* ``generate_sink_sql`` (default true; false, with a hand-written ``query``, is not supported)
+* ``batch_size``: rows per COPY (default 10,000; bigger batches are sent as they come)
+* ``schema_save_mode``: ``CREATE_SCHEMA_WHEN_NOT_EXIST`` (default: create the table from
+  the first batch's Arrow schema) or ``ERROR_WHEN_SCHEMA_NOT_EXIST``
+* ``data_save_mode``: ``APPEND_DATA`` (the only mode: a resumable job never drops data)
+* ``xa_data_source_class_name``, ``max_retries``, ``connection_check_timeout_sec``: accepted
+  for compatibility (the first two mean nothing without a JVM)
+
+Exactly-once protocol (one transaction per subtask and epoch):
+
+1. the epoch's first row opens a transaction (``BEGIN``) on a pooled connection;
+   batches are cast to the table's column types and sent with binary COPY;
+2. ``prepare_commit(checkpoint)`` inserts the commit-log row and runs
+   ``PREPARE TRANSACTION 'stckpt-{job}-r{run}-{subtask}-{attempt}-{checkpoint}'`` (the
+   driver's run attempt keeps a taken-over driver's gids apart from its claimant's: see
+   :mod:`.transactions`); the commit info is the gid. An epoch without rows prepares nothing;
+3. after the checkpoint is durable the driver runs ``COMMIT PREPARED`` (a gid already
+   committed is recognised in the commit log);
+4. on restore: the restored checkpoint's gids are committed, this job's committed rows
+   of newer epochs are deleted (by ``xmin``), every other prepared transaction of the
+   job is rolled back; a restarted subtask's stale transactions are rolled back at once
+   (they hold locks on the keys it is about to write again): by the driver when the
+   subtask registers again, and by the subtask itself before it writes (see
+   ``JdbcSink.release_stale``, which closes the race between the two).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+import tenacity
+
+from ...errors import ConfigError, ConnectorError
+from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
+from ..options import Options
+from . import client, transactions
+from .client import qualified, quote_ident
+from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
+from .types import pg_type, read_plan
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 10_000
+#: how long the driver's committer keeps reconnecting to a server that went away
+COMMIT_RETRY_S = 60.0
+SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
+
+
+class JdbcSink(Sink):
+    plugin_name = "Jdbc"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known={
+                "url", "driver", "user", "password", "database", "table", "primary_keys", "is_exactly_once",
+                "generate_sink_sql", "batch_size", "schema_save_mode", "data_save_mode", "xa_data_source_class_name",
+                "max_retries", "connection_check_timeout_sec", "query",
+            },
+        )
+        timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
+        target = parse_target(options, timeout)
+        if opts.has("database"):
+            target = target.with_database(opts.str("database"))
+        self.target: PgTarget = target
+        schema, self.table_name = client.split_table_name(opts.str("table"))
+        self.schema = schema or target.current_schema
+        self.table = qualified(self.schema, self.table_name)
+        self.primary_keys: list[str] = opts.str_list("primary_keys") if opts.has("primary_keys") else []
+        self.exactly_once = opts.bool("is_exactly_once", True)
+        if not opts.bool("generate_sink_sql", True) or opts.has("query"):
+            raise ConfigError("generate_sink_sql", "only generate_sink_sql: true is supported (the sink writes its own COPY); "
+                                                   "remove query")
+        self.batch_size: int = opts.int("batch_size", DEFAULT_BATCH_SIZE, minimum=1)
+        self.schema_save_mode: str = opts.str("schema_save_mode", "create_schema_when_not_exist", choices=SCHEMA_SAVE_MODES)
+        data_mode = opts.str("data_save_mode", "append_data", choices=("append_data",))
+        assert data_mode == "append_data"
+        self.upsert = not self.exactly_once and bool(self.primary_keys)
+        self._pool: list[Any] = []
+        self._lock = threading.Lock()
+        self._columns: dict[str, pa.Field] | None = None  # the table's columns, read at the first write
+        #: set by close(); taken with _prepare_lock, which every PREPARE TRANSACTION holds
+        self._closed = False
+        self._prepare_lock = threading.Lock()
+        #: (job tag, subtask) whose stale prepared transactions this instance released
+        self._released_stale: set[tuple[str, int]] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
+
+    def describe(self) -> str:
+        return f"table {self.schema + '.' if self.schema else ''}{self.table_name} at {self.target.describe()}"
+
+    # ---- driver side ------------------------------------------------------------------------
+    def preflight(self) -> None:
+        connection = client.connect(self.target)
+        try:
+            if self.exactly_once:
+                limit = int(client.query(connection, "SELECT current_setting('max_prepared_transactions')::int")[0][0])
+                if limit == 0:
+                    raise ConfigError(
+                        "is_exactly_once",
+                        f"{self.target.describe()} has max_prepared_transactions = 0, so it cannot prepare transactions "
+                        "for the exactly-once sink: set max_prepared_transactions (at least the parallelism times "
+                        "checkpoint max-concurrent + 1) and restart PostgreSQL, or use is_exactly_once: false with "
+                        "primary_keys (idempotent upsert, effectively once on replay)",
+                    )
+            exists = self._table_exists(connection)
+            if not exists and self.schema_save_mode == "error_when_schema_not_exist":
+                raise ConfigError("table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+            if exists:
+                columns = self._read_columns(connection)
+                missing = [k for k in self.primary_keys if k not in columns]
+                if missing:
+                    raise ConfigError("primary_keys", f"{', '.join(missing)} not in {self.describe()}; columns: {', '.join(columns)}")
+                if self.upsert and not self._has_unique_index(connection):
+                    raise ConfigError("primary_keys", f"{self.describe()} has no primary key or unique index on "
+                                                      f"({', '.join(self.primary_keys)}), which upserts need")
+            if not self.exactly_once and not self.primary_keys:
+                log.warning("sink[0]: is_exactly_once is false and no primary_keys: rows replayed after a failure are "
+                            "written again (at least once)")
+            if self.exactly_once:
+                transactions.ensure_commit_log(connection, self.schema)
+        except ConfigError:
+            raise
+        except Exception as err:
+            raise ConnectorError(f"Jdbc sink: checking {self.describe()} failed: {client.reason(err, self.target)}") from None
+        finally:
+            client.close_quietly(connection)
+
+    def _table_exists(self, connection: Any) -> bool:
+        rows = client.query(connection, f"SELECT to_regclass({client.quote_literal(self.table)}) IS NOT NULL")
+        return bool(rows[0][0])
+
+    def _has_unique_index(self, connection: Any) -> bool:
+        rows = client.query(
+            connection,
+            "SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            f"WHERE i.indrelid = {client.quote_literal(self.table)}::regclass AND i.indisunique AND i.indpred IS NULL "
+            "GROUP BY i.indexrelid",
+        )
+        wanted = sorted(self.primary_keys)
+        return any(sorted(r[0] or []) == wanted for r in rows)
+
+    def _read_columns(self, connection: Any) -> dict[str, pa.Field]:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT * FROM {self.table} LIMIT 0")
+            schema = cursor.fetch_arrow_table().schema
+        plan = read_plan(schema)
+        return {f.name: f for f in plan.schema}
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> JdbcSinkWriter:
+        return JdbcSinkWriter(self, transactions.job_tag(job_id), subtask, attempt)
+
+    def create_committer(self, job_id: str) -> JdbcSinkCommitter:
+        return JdbcSinkCommitter(self, transactions.job_tag(job_id))
+
+    # ---- executor side: pooled connections (a prepared transaction frees its session) ---------
+    def acquire(self) -> Any:
+        if self._closed:
+            raise ConnectorError(f"Jdbc sink: the subtask released its sink for {self.describe()}; it writes no more")
+        with self._lock:
+            if self._pool:
+                return self._pool.pop()
+        return client.connect(self.target)
+
+    def release(self, connection: Any) -> None:
+        with self._lock:
+            if not self._closed:
+                self._pool.append(connection)
+                return
+        client.close_quietly(connection)  # after close(): nobody would ever take it again
+
+    def close(self) -> None:
+        """The subtask attempt (or its registration) is over: no writer of this instance
+        may PREPARE from now on (see ``JdbcSinkWriter.prepare_commit``). Waits for a
+        PREPARE in progress on another thread, so once this returns, every transaction
+        this instance will ever have prepared is visible in ``pg_prepared_xacts``."""
+        with self._prepare_lock:
+            self._closed = True
+        with self._lock:
+            pool, self._pool = self._pool, []
+        for connection in pool:
+            client.close_quietly(connection)
+
+    def release_stale(self, tag: str, subtask: int, attempt: int, after_checkpoint_id: int) -> None:
+        """Roll back what ``subtask`` prepared in this run, at this attempt or an earlier
+        one, for checkpoints after ``after_checkpoint_id`` (the checkpoint it restores):
+        none of that will ever be committed, and it holds locks on the keys the subtask is
+        about to write again. Runs once per subtask and sink instance, before its first
+        writer writes.
+
+        Why here, and not only on the driver: when a subtask's control channel comes back
+        (or Spark retries it), the driver rolls back the subtask's stale transactions as
+        soon as it registers again (``discard_orphans``). But the old registration's async
+        thread may still be inside ``prepare_commit``, and its PREPARE can land *after*
+        the driver looked: that transaction would hold its keys until the end of the run,
+        and the restarted subtask's COPY of the same keys would wait for it for ever
+        (there is no lock timeout). The subtask closes the old registration's sink
+        instance before it creates this one (``_release_connectors``, then ``load_sink``),
+        and ``close()`` waits for a PREPARE in progress and makes any later one roll back
+        instead (``prepare_commit``). So when this runs, every transaction the old
+        registration will ever prepare is already visible, and this removes it: the race
+        cannot happen. Only this run's, this subtask's, never a newer attempt's, never a
+        checkpoint at or before the restored one (those the driver commits)."""
+        with self._lock:
+            if not self.exactly_once or (tag, subtask) in self._released_stale:
+                return
+            self._released_stale.add((tag, subtask))
+        run = self.run_attempt
+        connection = self.acquire()
+        try:
+            for xact in transactions.prepared(connection, tag, run, subtask):
+                if xact.run_attempt == run and xact.attempt <= attempt and xact.checkpoint_id > after_checkpoint_id:
+                    transactions.rollback(connection, xact.gid)
+                    log.info("Jdbc sink: subtask %d rolled back %s: prepared by its previous registration for "
+                             "checkpoint %d, after the restored checkpoint %d", subtask, xact.gid, xact.checkpoint_id,
+                             after_checkpoint_id)
+        except BaseException:
+            client.close_quietly(connection)
+            raise
+        self.release(connection)
+
+    def columns(self, connection: Any, first: pa.Schema) -> dict[str, pa.Field]:
+        """The table's columns; creates the table from ``first`` when allowed and missing."""
+        with self._lock:
+            if self._columns is not None:
+                return self._columns
+        if not self._table_exists(connection):
+            if self.schema_save_mode == "error_when_schema_not_exist":
+                raise ConnectorError(f"Jdbc sink: {self.describe()} does not exist")
+            self._create_table(connection, first)
+        columns = self._read_columns(connection)
+        with self._lock:
+            self._columns = columns
+        return columns
+
+    def _create_table(self, connection: Any, schema: pa.Schema) -> None:
+        parts = []
+        for field in schema:
+            kind = pg_type(field.type)
+            if kind is None:
+                raise ConnectorError(f"Jdbc sink: column {field.name!r} has Arrow type {field.type}, which has no "
+                                     f"PostgreSQL column type; cast it in a transform")
+            not_null = " NOT NULL" if field.name in self.primary_keys else ""
+            parts.append(f"{quote_ident(field.name)} {kind}{not_null}")
+        if self.primary_keys:
+            parts.append(f"PRIMARY KEY ({', '.join(quote_ident(k) for k in self.primary_keys)})")
+        try:
+            client.execute(connection, f"CREATE TABLE IF NOT EXISTS {self.table} ({', '.join(parts)})")
+            log.info("Jdbc sink: created %s", self.describe())
+        except Exception as err:
+            if client.sqlstate(err) not in client.DUPLICATE_OBJECT:  # another subtask created it first
+                raise ConnectorError(f"Jdbc sink: creating {self.describe()} failed: {client.reason(err)}") from None
+
+
+class JdbcSinkWriter(SinkWriter):
+    """One epoch of one subtask: one transaction, opened by the first row."""
+
+    def __init__(self, sink: JdbcSink, tag: str, subtask: int, attempt: int):
+        self.sink = sink
+        self.tag = tag
+        self.subtask = subtask
+        self.attempt = attempt
+        #: the driver's run attempt, part of every gid (set on the sink by the engine)
+        self.run_attempt = sink.run_attempt
+        self._connection: Any = None
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered = 0
+        self.rows = 0
+
+    def open(self, after_checkpoint_id: int) -> None:
+        # The first writer of a sink instance is the one of the restored epoch: release
+        # what this subtask's previous registration left prepared (JdbcSink.release_stale)
+        self.sink.release_stale(self.tag, self.subtask, self.attempt, after_checkpoint_id)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self._connection is None:
+            self._begin(batch.schema)
+        self._buffer.append(batch)
+        self._buffered += batch.num_rows
+        if self._buffered >= self.sink.batch_size:
+            self._flush()
+
+    def _begin(self, schema: pa.Schema) -> None:
+        connection = self.sink.acquire()
+        try:
+            self._columns = self.sink.columns(connection, schema)
+            if self.sink.upsert:
+                client.execute(connection, "CREATE TEMP TABLE IF NOT EXISTS _st_stage "
+                                           f"(LIKE {self.sink.table}) ON COMMIT DELETE ROWS")
+            client.execute(connection, "BEGIN")
+        except BaseException:
+            client.close_quietly(connection)
+            raise
+        self._connection = connection
+
+    def _cast(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        arrays, fields = [], []
+        for name, column in zip(batch.schema.names, batch.columns):
+            target = self._columns.get(name)
+            if target is None:
+                raise ConnectorError(f"Jdbc sink: column {name!r} of the data is not in {self.sink.describe()}; "
+                                     f"its columns: {', '.join(self._columns)}")
+            if not column.type.equals(target.type):
+                try:
+                    column = column.cast(target.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+                    raise ConnectorError(f"Jdbc sink: column {name!r} ({column.type}) cannot be written to "
+                                         f"{self.sink.describe()} ({target.type}): {err}") from None
+            arrays.append(column)
+            fields.append(pa.field(name, target.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        data = pa.Table.from_batches([self._cast(b) for b in self._buffer])
+        self._buffer, self._buffered = [], 0
+        with self._connection.cursor() as cursor:
+            if self.sink.upsert:
+                cursor.adbc_ingest("_st_stage", data, mode="append", temporary=True)
+                cursor.execute(self._upsert_sql(data.schema.names))
+                cursor.execute("TRUNCATE _st_stage")
+            else:
+                cursor.adbc_ingest(self.sink.table_name, data, mode="append", db_schema_name=self.sink.schema)
+        self.rows += data.num_rows
+
+    def _upsert_sql(self, names: list[str]) -> str:
+        columns = ", ".join(quote_ident(n) for n in names)
+        keys = ", ".join(quote_ident(k) for k in self.sink.primary_keys)
+        updates = ", ".join(f"{quote_ident(n)} = EXCLUDED.{quote_ident(n)}" for n in names if n not in self.sink.primary_keys)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        return (f"INSERT INTO {self.sink.table} ({columns}) SELECT {columns} FROM _st_stage "
+                f"ON CONFLICT ({keys}) {action}")
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        if self._connection is None:
+            return None
+        self._flush()
+        if not self.sink.exactly_once:
+            with self.sink._prepare_lock:  # as below: a released sink commits nothing more
+                if self.sink._closed:
+                    self._abandon(checkpoint_id)
+                client.execute(self._connection, "COMMIT")
+            self._release()
+            return None
+        gid = transactions.gid_for(self.tag, self.subtask, self.attempt, checkpoint_id, self.run_attempt)
+        client.execute(self._connection, transactions.log_row_sql(
+            self.sink.schema, gid, self.tag, self.sink.table, self.subtask, self.attempt, checkpoint_id, self.rows))
+        # Under the sink's prepare lock, against close(): once the subtask has released
+        # this sink instance (a re-registration restarts it from the restored checkpoint,
+        # or the attempt ends), nobody will ever commit this epoch, and a prepared
+        # transaction would outlive the session and hold its keys. So it is rolled back
+        # instead; a PREPARE that got in first is finished before close() returns, and
+        # the next sink instance's release_stale() finds it.
+        with self.sink._prepare_lock:
+            if self.sink._closed:
+                self._abandon(checkpoint_id)
+            client.execute(self._connection, f"PREPARE TRANSACTION {client.quote_literal(gid)}")
+        self._release()
+        return {"gid": gid, "rows": self.rows}
+
+    def _abandon(self, checkpoint_id: int) -> None:
+        """Roll back the epoch of a released sink and say so (never return as if staged)."""
+        connection, self._connection = self._connection, None
+        try:
+            client.execute(connection, "ROLLBACK")  # the keys are free when this returns
+        except Exception:  # a broken session: the server rolls back when it goes
+            pass
+        client.close_quietly(connection)
+        raise ConnectorError(f"Jdbc sink: subtask {self.subtask} released its sink before checkpoint {checkpoint_id} "
+                             "was prepared; its transaction was rolled back (its rows are read again)")
+
+    def _release(self) -> None:
+        connection, self._connection = self._connection, None
+        self.sink.release(connection)
+
+    def close(self) -> None:
+        """Abort: roll back an open (unprepared) transaction."""
+        connection, self._connection = self._connection, None
+        self._buffer = []
+        if connection is None:
+            return
+        try:
+            client.execute(connection, "ROLLBACK")
+        except Exception:  # a broken session: drop it, the server rolls back on disconnect
+            client.close_quietly(connection)
+            return
+        self.sink.release(connection)
+
+
+class JdbcSinkCommitter(SinkCommitter):
+    """Runs on the driver: commits, rolls back and repairs this job's transactions."""
+
+    def __init__(self, sink: JdbcSink, tag: str):
+        self.sink = sink
+        self.tag = tag
+
+    def _connect(self) -> Any:
+        return client.connect(self.sink.target)
+
+    def _with_connection(self, work: Any) -> Any:
+        """Run ``work(connection)``, reconnecting and starting over while the server is
+        unreachable (a restart, a failover) for up to ``COMMIT_RETRY_S``: every step is
+        idempotent (a commit already done is found in the commit log)."""
+        for attempt in tenacity.Retrying(
+            retry=tenacity.retry_if_exception(client.is_connection_error),
+            stop=tenacity.stop_after_delay(COMMIT_RETRY_S),
+            wait=tenacity.wait_exponential(multiplier=0.2, max=5),
+            reraise=True,
+            before_sleep=lambda state: log.warning("Jdbc sink: %s; retrying", state.outcome.exception()),
+        ):
+            with attempt:
+                connection = self._connect()
+                try:
+                    return work(connection)
+                finally:
+                    client.close_quietly(connection)
+
+    def _gids(self, infos: Iterable[JsonValue]) -> list[str]:
+        gids = []
+        for info in infos:
+            if info is None:
+                continue
+            gid = info.get("gid") if isinstance(info, Mapping) else None
+            if not isinstance(gid, str) or transactions.parse_gid(gid) is None:
+                raise ValueError(f"Jdbc sink: malformed commit info {info!r}")
+            gids.append(gid)
+        return gids
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        gids = self._gids(commit_infos)
+        if not gids or not self.sink.exactly_once:
+            return
+
+        def commit_all(connection: Any) -> None:
+            for gid in gids:
+                transactions.commit(connection, gid, self.sink.schema, self.sink.describe())
+
+        self._with_connection(commit_all)
+
+    def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
+        """Roll back this job's prepared transactions that ``keep`` does not name (of this
+        run and every older one; never of a newer run)."""
+        self.discard_orphans(subtask, None, keep)
+
+    def discard_orphans(self, subtask: int | None, up_to_checkpoint_id: int | None, keep: Iterable[JsonValue]) -> None:
+        """Roll back the prepared transactions ``keep`` does not name: this run's for
+        checkpoints up to ``up_to_checkpoint_id``, and an older run's whatever their
+        checkpoint (nothing of it will be committed any more: see :mod:`.transactions`).
+        A newer run's are never touched: this driver was taken over, they are the
+        claimant's. The run is read at each call: the engine sets it after the claim."""
+        if not self.sink.exactly_once:
+            return
+        kept = set(self._gids(keep))
+        run = self.sink.run_attempt
+
+        def roll_back(connection: Any) -> None:
+            for xact in transactions.prepared(connection, self.tag):
+                if xact.gid in kept or (subtask is not None and xact.subtask != subtask):
+                    continue
+                older = transactions.older_run(xact.run_attempt, run)
+                if not older and xact.run_attempt != run:
+                    continue  # a newer run's: this driver is a zombie
+                if not older and up_to_checkpoint_id is not None and xact.checkpoint_id > up_to_checkpoint_id:
+                    continue
+                transactions.rollback(connection, xact.gid)
+                why = "never completed" if not older else "of a run this one took over"
+                log.info("Jdbc sink: rolled back %s (checkpoint %d %s)", xact.gid, xact.checkpoint_id, why)
+
+        self._with_connection(roll_back)
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        """Delete the rows this job committed in epochs after ``after_checkpoint_id``."""
+        if not self.sink.exactly_once:
+            if after_checkpoint_id > 0:
+                log.info("Jdbc sink: rows of epochs after checkpoint %d stay (upsert/at-least-once mode); the replay "
+                         "writes them again", after_checkpoint_id)
+            return
+        connection = self._connect()
+        try:
+            newer = transactions.committed_after(connection, self.sink.schema, self.tag, after_checkpoint_id)
+            if not newer:
+                return
+            client.execute(connection, "BEGIN")
+            deleted = transactions.delete_rows_of(connection, self.sink.table, [xid for _, xid, _ in newer])
+            transactions.forget(connection, self.sink.schema, self.tag, [gid for gid, _, _ in newer])
+            client.execute(connection, "COMMIT")
+            expected = sum(count for _, _, count in newer)
+            log.warning("Jdbc sink: deleted %d row(s) of %d transaction(s) committed after checkpoint %d from %s "
+                        "(they will be written again)%s", deleted, len(newer), after_checkpoint_id, self.sink.describe(),
+                        "" if deleted == expected else f"; {expected - deleted} were changed or deleted since")
+        finally:
+            client.close_quietly(connection)
+
+    def discard_job(self) -> None:
+        """The job's checkpoints are being deleted: roll back its prepared transactions and
+        drop its commit-log rows (committed data stays), of every run: an explicit
+        ``delete`` or ``--discard-existing`` (the run attempt may be unknown here)."""
+        if not self.sink.exactly_once:
+            return
+        connection = self._connect()
+        try:
+            for xact in transactions.prepared(connection, self.tag):
+                transactions.rollback(connection, xact.gid)
+            if client.query(connection, f"SELECT to_regclass({client.quote_literal(qualified(self.sink.schema, transactions.COMMIT_LOG))}) IS NOT NULL")[0][0]:
+                transactions.forget(connection, self.sink.schema, self.tag)
+        finally:
+            client.close_quietly(connection)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """This job's prepared transactions (for ``seatunnel-ckpt inspect``)."""
+        connection = self._connect()
+        try:
+            return [x.as_dict() for x in transactions.prepared(connection, self.tag)]
+        finally:
+            client.close_quietly(connection)

@@ -1,0 +1,62 @@
+"""Connecting to Kafka: client configuration from the connector options, and errors.
+
+``bootstrap.servers`` and ``kafka.config`` (passed to librdkafka as they are: SASL, TLS,
+``client.id``...) make the client configuration. ``kafka.config`` may hold secrets
+(``sasl.password``): a client is described by its bootstrap servers only, and
+librdkafka's messages are passed on without the configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...errors import ConfigError, ConnectorError
+from ..options import Options
+
+#: seconds to wait for the cluster's metadata on the driver before giving up
+DEFAULT_CONNECT_TIMEOUT_S = 15.0
+
+
+class KafkaTarget:
+    """Where a connector's cluster is and how to talk to it (JSON-safe options only)."""
+
+    def __init__(self, opts: Options):
+        self.bootstrap_servers: str = opts.str("bootstrap.servers")
+        extra = opts.values.get("kafka.config") or {}
+        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
+            raise ConfigError("kafka.config", f"expected a mapping of librdkafka properties, got {type(extra).__name__}")
+        self.config = {key: value if isinstance(value, (bool, int, float)) else str(value) for key, value in extra.items()}
+        self.connect_timeout_s: float = opts.float("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=0.1)
+
+    def describe(self) -> str:
+        return f"Kafka at {self.bootstrap_servers}"
+
+    def client_config(self, **settings: Any) -> dict[str, Any]:
+        """librdkafka's configuration: ours, then the user's ``kafka.config`` on top."""
+        return {"bootstrap.servers": self.bootstrap_servers, **settings, **self.config}
+
+    def consumer(self, **settings: Any) -> Any:
+        from confluent_kafka import Consumer, KafkaException
+
+        try:
+            return Consumer(self.client_config(**settings))
+        except (KafkaException, ValueError, TypeError) as err:
+            raise ConfigError("kafka.config", f"librdkafka refused the configuration: {reason(err)}") from None
+
+
+def reason(err: BaseException) -> str:
+    """librdkafka's message for an error, one line."""
+    args = getattr(err, "args", ())
+    inner = args[0] if args else err
+    text = inner.str() if hasattr(inner, "str") else str(inner)
+    return " ".join(str(text).split()) or type(err).__name__
+
+
+def metadata(consumer: Any, target: KafkaTarget) -> Any:
+    """The cluster's metadata, or a ``ConnectorError`` naming the servers within the timeout."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return consumer.list_topics(timeout=target.connect_timeout_s)
+    except KafkaException as err:
+        raise ConnectorError(f"{target.describe()}: no answer within {target.connect_timeout_s:g} s ({reason(err)})") from None

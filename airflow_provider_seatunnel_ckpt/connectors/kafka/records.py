@@ -1,0 +1,157 @@
+"""Kafka record values -> Arrow batches, in bulk (``format``: ``json``, ``text``, ``raw``).
+
+* ``json``: one JSON object per record, typed by ``schema`` (SeaTunnel's form,
+  ``{fields: {name: string, age: int}}``). The values of a poll are joined into one
+  newline-delimited buffer and parsed by Arrow's JSON reader in one call: no Python
+  object per record. Keys the schema does not name are ignored; missing ones are null.
+* ``text``: each record is a line of ``field_delimiter``-separated values (default
+  ``,``) typed by ``schema``, parsed by Arrow's CSV reader; without ``schema`` one
+  ``content`` string column holds the whole value.
+* ``raw``: columns ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
+  ``timestamp`` (ms since the epoch), as the records come.
+
+A record the format cannot decode (bad JSON, a wrong type, a tombstone's null value) is
+handled by ``format_error_handle_way``: ``fail`` (default) stops the job naming the
+topic, partition and offset; ``skip`` drops it and counts it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from ...errors import ConfigError
+from ..seatunnel_types import convert_value, has_map
+
+
+FORMATS = ("json", "text", "raw")
+ERROR_WAYS = ("fail", "skip")
+
+RAW_SCHEMA = pa.schema([
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()), pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64()),
+])
+TEXT_SCHEMA = pa.schema([pa.field("content", pa.string())])
+
+
+class DecodeError(Exception):
+    """A record the format cannot decode; ``index`` is its position in the poll."""
+
+    def __init__(self, index: int, problem: str):
+        super().__init__(problem)
+        self.index = index
+        self.problem = problem
+
+
+@dataclass
+class Decoded:
+    batch: pa.RecordBatch
+    #: positions (in the poll) of the records dropped by format_error_handle_way: skip
+    skipped: list[int]
+
+
+class RecordDecoder:
+    """Decodes the records of one poll; ``schema`` is what every batch has."""
+
+    def __init__(self, fmt: str, schema: pa.Schema | None, delimiter: str, skip_errors: bool):
+        self.format = fmt
+        self.skip_errors = skip_errors
+        self.delimiter = delimiter
+        if fmt == "raw":
+            self.schema = RAW_SCHEMA
+        elif fmt == "json":
+            if schema is None:
+                raise ConfigError("schema", "is required for format json (the columns and their types)")
+            self.schema = schema
+        else:
+            self.schema = schema or TEXT_SCHEMA
+        # Arrow's JSON reader has no map conversion: those columns are decoded in Python
+        self._map_fields = [f for f in self.schema if fmt == "json" and has_map(f.type)]
+
+    def decode(self, messages: Sequence[Any]) -> Decoded:
+        if self.format == "raw":
+            return Decoded(_raw(messages), [])
+        values = [m.value() for m in messages]
+        try:
+            return Decoded(self._parse(values), [])
+        except DecodeError:
+            pass
+        # Something in the poll is malformed: find it record by record (rare path).
+        good, skipped = [], []
+        for index, value in enumerate(values):
+            try:
+                self._parse([value])
+            except DecodeError as err:
+                if not self.skip_errors:
+                    raise DecodeError(index, err.problem) from None
+                skipped.append(index)
+            else:
+                good.append(value)
+        return Decoded(self._parse(good), skipped)
+
+    def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
+        if not values:
+            return pa.RecordBatch.from_pylist([], schema=self.schema)
+        for index, value in enumerate(values):
+            if value is None:
+                raise DecodeError(index, "the record has no value (a tombstone)")
+            if b"\n" in value or b"\r" in value:
+                raise DecodeError(index, "the value holds a line break")
+        if self.format == "text" and self.schema is TEXT_SCHEMA:
+            return pa.RecordBatch.from_arrays([pa.array([v.decode("utf-8", "replace") for v in values], pa.string())],
+                                              schema=TEXT_SCHEMA)
+        buffer = b"\n".join(values) + b"\n"
+        try:
+            if self.format == "json":
+                mapped = {f.name for f in self._map_fields}
+                table = pajson.read_json(
+                    io.BytesIO(buffer),
+                    read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
+                    parse_options=pajson.ParseOptions(
+                        explicit_schema=pa.schema([f for f in self.schema if f.name not in mapped]),
+                        unexpected_field_behavior="ignore"),
+                )
+                if mapped:
+                    table = self._with_maps(table, values)
+            else:
+                table = pacsv.read_csv(
+                    io.BytesIO(buffer),
+                    read_options=pacsv.ReadOptions(column_names=self.schema.names, block_size=max(len(buffer), 1 << 20)),
+                    parse_options=pacsv.ParseOptions(delimiter=self.delimiter, quote_char=False),
+                    convert_options=pacsv.ConvertOptions(column_types=self.schema, strings_can_be_null=True),
+                )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise DecodeError(0, " ".join(str(err).split())) from None
+        if table.num_rows != len(values):  # an empty line, or a value holding a delimiter row
+            raise DecodeError(0, f"{len(values)} records decoded into {table.num_rows} rows")
+        return table.select(self.schema.names).cast(self.schema).combine_chunks().to_batches()[0]
+
+
+    def _with_maps(self, table: pa.Table, values: Sequence[bytes]) -> pa.Table:
+        """The map columns of json records, decoded record by record (SeaTunnel's rules)."""
+        records = [json.loads(value) for value in values]
+        for field in self._map_fields:
+            try:
+                column = [convert_value(record.get(field.name), field.type, field.name) for record in records]
+            except ConfigError as err:
+                raise DecodeError(0, err.problem) from None
+            table = table.append_column(field, pa.array(column, type=field.type))
+        return table
+
+
+def _raw(messages: Sequence[Any]) -> pa.RecordBatch:
+    columns = [
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.array([m.topic() for m in messages], pa.string()),
+        pa.array([m.partition() for m in messages], pa.int32()),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array([m.timestamp()[1] for m in messages], pa.int64()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=RAW_SCHEMA)

@@ -1,0 +1,245 @@
+"""``Kafka`` sink: ``semantics: AT_LEAST_ONCE`` (idempotent producer, flushed at every
+barrier) or ``EXACTLY_ONCE`` (a transaction per epoch, committed after the checkpoint).
+
+Options (SeaTunnel's names): ``bootstrap.servers``, ``topic``, ``format`` (``json``: each row
+as a JSON object; ``text``: the columns joined by ``field_delimiter``), ``partition_key_fields``
+(the record key: those columns, in the same format, so equal keys land in the same
+partition), ``partition`` (a fixed partition instead), ``kafka.config`` (librdkafka
+properties), ``semantics`` and ``transaction_prefix``.
+
+Rows are encoded to record values in bulk by DuckDB (``to_json`` over the batch), not row
+by row in Python. At a barrier, ``prepare_commit`` waits until the broker acknowledged
+every record of the epoch (``acks=all``, idempotent producer: no duplicates from the
+producer's own retries).
+
+AT_LEAST_ONCE: a completed checkpoint means its rows are in Kafka. A restore replays the
+epochs after the restored checkpoint: rows written after it are written again. That is
+its contract, duplicates included, so it also accepts a restore behind newer completed
+checkpoints (``--restore ID``, or a damaged newest checkpoint): their records stay and
+are written again.
+
+EXACTLY_ONCE: a transaction per epoch and subtask, committed by the driver after the
+checkpoint completed (``exactly_once.py``). Its transactional ids carry the run attempt,
+so a taken-over driver's subtasks never claim the claimant's; a committed transaction
+cannot be taken back, so its committer refuses a restore behind newer completed
+checkpoints (``TransactionCommitter.check_rollback``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from ...errors import ConfigError, ConnectorError
+from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
+from ..batch_sql import BatchQuery
+from ..options import Options, option_key
+from .client import KafkaTarget, reason
+
+SEMANTICS = ("non", "at_least_once", "exactly_once")
+_ROWS = "kafka_rows"
+#: seconds prepare_commit waits for the broker's acknowledgements before failing the checkpoint
+FLUSH_TIMEOUT_S = 60.0
+_KNOWN = {"bootstrap.servers", "topic", "format", "field_delimiter", "partition_key_fields", "partition",
+          "kafka.config", "semantics", "transaction_prefix", "connection_check_timeout_sec"}
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class KafkaSink(Sink):
+    plugin_name = "Kafka"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known=_KNOWN)
+        self.target = KafkaTarget(opts)
+        self.topic: str = opts.str("topic")
+        self.format: str = opts.str("format", "json", choices=("json", "text"))
+        self.delimiter: str = opts.str("field_delimiter", ",")
+        self.key_fields: list[str] = opts.str_list("partition_key_fields") if opts.has("partition_key_fields") else []
+        self.partition: int | None = opts.int("partition", None, minimum=0)
+        self.semantics: str = opts.str("semantics", "at_least_once", choices=SEMANTICS)
+        self.transaction_prefix: str | None = opts.str("transaction_prefix", None)
+        if "transactional.id" in self.target.config:
+            raise ConfigError("kafka.config", "transactional.id is chosen by the sink per subtask and epoch; "
+                                              "set transaction_prefix instead")
+        self._encoders: dict[tuple[str, ...], BatchQuery] = {}
+        self._shared: Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
+        self._pipelines: dict[int, Any] = {}  # EXACTLY_ONCE: each subtask's transactional producers
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.semantics == "exactly_once"
+
+    def describe(self) -> str:
+        return f"topic {self.topic!r} at {self.target.describe()}"
+
+    def preflight(self) -> None:
+        from .client import metadata
+
+        consumer = self.target.consumer(**{"group.id": "seatunnel-ckpt-preflight"})
+        try:
+            topics = metadata(consumer, self.target).topics
+        finally:
+            consumer.close()
+        if self.topic not in topics or topics[self.topic].error is not None:
+            raise ConfigError(option_key(self, "topic"), f"no topic {self.topic!r} at {self.target.describe()}")
+        if self.partition is not None and self.partition not in topics[self.topic].partitions:
+            raise ConfigError(option_key(self, "partition"), f"{self.describe()} has no partition {self.partition}")
+        if self.exactly_once:
+            from .transactions import TransactionCoordinators
+
+            coordinators = TransactionCoordinators(self.target, request_timeout_s=self.target.connect_timeout_s)
+            try:
+                coordinators.check(f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight")  # any id will do
+            finally:
+                coordinators.close()
+
+    # ---- encoding -------------------------------------------------------------------------------
+    def _expression(self, columns: Iterable[str]) -> str:
+        names = list(columns)
+        if self.format == "json":
+            return f"to_json(struct_pack({', '.join(f'{_ident(n)} := {_ident(n)}' for n in names)}))"
+        parts = ", ".join(f"coalesce(CAST({_ident(n)} AS VARCHAR), '')" for n in names)
+        return f"concat_ws('{self.delimiter.replace(chr(39), chr(39) * 2)}', {parts})"
+
+    def encode(self, batch: pa.RecordBatch) -> tuple[list[str], list[str] | None]:
+        """The batch's record values (and keys), encoded by one DuckDB query per batch."""
+        names = tuple(batch.schema.names)
+        missing = [f for f in self.key_fields if f not in names]
+        if missing:
+            raise ConfigError(option_key(self, "partition_key_fields"), f"no column {missing[0]!r} in the batch "
+                                                                         f"(columns: {list(names)})")
+        encoder = self._encoders.get(names)
+        if encoder is None:
+            key = f", {self._expression(self.key_fields)} AS k" if self.key_fields else ""
+            encoder = BatchQuery(f"SELECT {self._expression(names)} AS v{key} FROM {_ROWS}", "format")
+            self._encoders[names] = encoder
+        encoded = encoder.run(batch, option_key(self, "format"))
+        if encoded is None:
+            return [], None
+        keys = encoded.column("k").to_pylist() if self.key_fields else None
+        return encoded.column("v").to_pylist(), keys
+
+    # ---- producing ------------------------------------------------------------------------------
+    def producer_config(self, **settings: Any) -> dict[str, Any]:
+        return self.target.client_config(**{"enable.idempotence": True, "acks": "all", "linger.ms": 5, **settings})
+
+    def shared_producer(self) -> "Producing":
+        if self._shared is None:
+            self._shared = Producing(self, self.producer_config())
+        return self._shared
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        if not self.exactly_once:
+            return KafkaSinkWriter(self)
+        from .exactly_once import ProducerPipeline, TransactionalWriter, id_prefix
+
+        pipeline = self._pipelines.get(subtask)
+        if pipeline is None:
+            prefix = id_prefix(self.transaction_prefix, job_id)
+            pipeline = self._pipelines[subtask] = ProducerPipeline(self, prefix, subtask)
+        return TransactionalWriter(pipeline)
+
+    def create_committer(self, job_id: str) -> SinkCommitter:
+        if not self.exactly_once:
+            return _NothingToCommit()
+        from .exactly_once import TransactionCommitter
+
+        return TransactionCommitter(self, job_id)
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.flush()
+            self._shared = None
+        for pipeline in self._pipelines.values():
+            pipeline.close()
+        self._pipelines.clear()
+
+
+class Producing:
+    """A librdkafka producer and the delivery failures its callbacks reported."""
+
+    def __init__(self, sink: KafkaSink, config: Mapping[str, Any]):
+        from confluent_kafka import KafkaException, Producer
+
+        self.sink = sink
+        self._lock = threading.Lock()
+        self._failure: str | None = None
+        try:
+            self.producer = Producer(dict(config))
+        except (KafkaException, ValueError, TypeError) as err:
+            raise ConfigError(option_key(sink, "kafka.config"),
+                              f"librdkafka refused the configuration: {reason(err)}") from None
+
+    def delivered(self, err: Any, _message: Any) -> None:
+        if err is not None:
+            with self._lock:
+                self._failure = self._failure or reason(err)
+
+    def check_deliveries(self) -> None:
+        with self._lock:
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise ConnectorError(f"Kafka sink: a record to {self.sink.describe()} was not delivered: {failure}")
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        sink, producer = self.sink, self.producer
+        self.check_deliveries()
+        values, keys = sink.encode(batch)
+        extra = {"partition": sink.partition} if sink.partition is not None else {}
+        for index, value in enumerate(values):
+            key = keys[index] if keys is not None else None
+            while True:
+                try:
+                    producer.produce(sink.topic, value, key, on_delivery=self.delivered, **extra)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.05)
+        producer.poll(0)
+
+    def flush(self) -> None:
+        """Wait until the broker acknowledged every record produced so far."""
+        left = self.producer.flush(FLUSH_TIMEOUT_S)
+        if left:
+            raise ConnectorError(f"Kafka sink: {left} records to {self.sink.describe()} not acknowledged "
+                                 f"within {FLUSH_TIMEOUT_S:g} s")
+        self.check_deliveries()
+
+
+class KafkaSinkWriter(SinkWriter):
+    """AT_LEAST_ONCE: the sink's one producer, flushed at every barrier."""
+
+    def __init__(self, sink: KafkaSink):
+        self.sink = sink
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.sink.shared_producer().write(batch)
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        if self.sink._shared is not None:
+            self.sink._shared.flush()
+        return None
+
+
+class _NothingToCommit(SinkCommitter):
+    """At least once: a record is published when the broker acknowledges it. Duplicates
+    after a restore are this sink's documented contract (docs/kafka.md), so it accepts
+    every restore, also one behind newer completed checkpoints."""
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        pass
+
+    def cleanup(self, keep: Iterable[JsonValue]) -> None:
+        pass
+
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int]) -> None:
+        """Accepts: the newer checkpoints' records stay in the topic and the replayed
+        epochs write them again (at least once)."""
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        pass  # published records stay; the replayed epochs write theirs again (at least once)

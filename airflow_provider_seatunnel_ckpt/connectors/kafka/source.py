@@ -1,0 +1,335 @@
+"""``Kafka`` source: topic-partitions as splits, the next offset of each as its position.
+
+Options (SeaTunnel's names):
+
+* ``bootstrap.servers``; ``kafka.config`` (librdkafka properties: SASL, TLS, ...);
+  ``connection_check_timeout_sec`` (metadata wait on the driver, default 15)
+* ``topic``: a name, a list of names, or with ``pattern: true`` a regular expression
+  matched against the whole topic name
+* ``consumer.group`` (default ``SeaTunnel-Consumer-Group``): used by
+  ``start_mode: group_offsets``
+* ``start_mode``: ``earliest``, ``latest``, ``group_offsets`` (the group's committed
+  offsets; earliest where it has none), ``specific_offsets`` (``start_mode.offsets:
+  {topic-0: 70, ...}``; earliest for partitions not listed) or ``timestamp``
+  (``start_mode.timestamp``, ms: the first record at or after it)
+* ``stop_mode`` (bounded runs, e.g. from Airflow): ``unbounded`` (default),
+  ``end_offsets_at_start`` (the partitions' end offsets when the job first starts) or
+  ``timestamp`` (``stop_mode.timestamp``, ms: the records before it, as far as they
+  exist when the job first starts)
+* ``format`` (``json``, ``text``, ``raw``), ``schema``, ``field_delimiter``,
+  ``format_error_handle_way`` (``fail`` or ``skip``): :mod:`.records`
+* ``batch_size``: records per batch at most (default: the job's batch size)
+* ``partition-discovery.interval-millis`` (default -1, off): in unbounded mode, look for
+  new partitions (a topic grown, a new topic matching the pattern) this often while the
+  job runs and read them from their earliest offset, without a restart
+* ``commit_on_checkpoint`` (default true): after each completed checkpoint, commit its
+  offsets to ``consumer.group``, for monitoring (lag) and for a *new* job started with
+  ``group_offsets``; a restore never reads them
+
+Offsets are resolved once, on the driver, when the job first starts, and kept in the
+checkpoint with the split plan: a restart before the first checkpoint starts exactly
+where the first run started (``latest`` does not move), and a restore continues at the
+checkpoint's next offset of every partition. Each subtask reads all its partitions
+together, one consumer per partition, assigned (no group rebalancing).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+
+from ...errors import ConfigError, ConnectorError
+from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
+from ..options import Options, option_key
+from .client import KafkaTarget, metadata, reason
+from ..seatunnel_types import parse_schema
+from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
+
+log = logging.getLogger(__name__)
+
+START_MODES = ("earliest", "latest", "group_offsets", "specific_offsets", "timestamp")
+STOP_MODES = ("unbounded", "end_offsets_at_start", "timestamp")
+DEFAULT_GROUP = "SeaTunnel-Consumer-Group"
+#: how long one read waits for records before it returns an empty batch, so that the
+#: subtask's other partitions and barriers get their turn
+POLL_WAIT_S = 0.05
+_KNOWN = {
+    "bootstrap.servers", "topic", "pattern", "consumer.group", "start_mode", "start_mode.offsets",
+    "start_mode.timestamp", "stop_mode", "stop_mode.timestamp", "format", "schema", "field_delimiter",
+    "format_error_handle_way", "kafka.config", "connection_check_timeout_sec", "batch_size", "commit_on_checkpoint",
+    "partition-discovery.interval-millis",
+}
+
+
+class KafkaSource(Source):
+    plugin_name = "Kafka"
+    reads_splits_together = True
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known=_KNOWN)
+        self.target = KafkaTarget(opts)
+        self.pattern: bool = opts.bool("pattern", False)
+        self.topics = self._topics(opts)
+        self.group: str = opts.str("consumer.group", DEFAULT_GROUP)
+        self.start_mode: str = opts.str("start_mode", "group_offsets", choices=START_MODES)
+        self.start_offsets = self._specific_offsets(opts) if self.start_mode == "specific_offsets" else {}
+        self.start_ms = opts.int("start_mode.timestamp", minimum=0) if self.start_mode == "timestamp" else None
+        self.stop_mode: str = opts.str("stop_mode", "unbounded", choices=STOP_MODES)
+        self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
+        self.format: str = opts.str("format", "json", choices=FORMATS)
+        schema = parse_schema(opts.values["schema"]) if opts.has("schema") else None
+        delimiter: str = opts.str("field_delimiter", ",")
+        skip = opts.str("format_error_handle_way", "fail", choices=ERROR_WAYS) == "skip"
+        self.decoder = RecordDecoder(self.format, schema, delimiter, skip)
+        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self.commit_on_checkpoint: bool = opts.bool("commit_on_checkpoint", True)
+        discovery_ms: int = opts.int("partition-discovery.interval-millis", -1, minimum=-1)
+        # a bounded job keeps the partitions it started with (its end is fixed at the start)
+        if discovery_ms > 0 and self.stop_mode == "unbounded":
+            self.discovery_interval_s = discovery_ms / 1000
+        self._committer: Any = None
+
+    def _topics(self, opts: Options) -> list[str]:
+        value = opts.values.get("topic")
+        topics = [value] if isinstance(value, str) else value
+        if not isinstance(topics, list) or not topics or not all(isinstance(t, str) and t.strip() for t in topics):
+            raise ConfigError("topic", f"expected a topic name or a list of names, got {value!r}")
+        if self.pattern:
+            if len(topics) != 1:
+                raise ConfigError("topic", "with pattern: true, give one regular expression")
+            try:
+                re.compile(topics[0])
+            except re.error as err:
+                raise ConfigError("topic", f"{topics[0]!r} is not a regular expression: {err}") from None
+        return [t.strip() for t in topics]
+
+    @staticmethod
+    def _specific_offsets(opts: Options) -> dict[tuple[str, int], int]:
+        value = opts.values.get("start_mode.offsets")
+        if not isinstance(value, Mapping) or not value:
+            raise ConfigError("start_mode.offsets", "is required for start_mode specific_offsets: {topic-partition: offset}")
+        offsets = {}
+        for key, offset in value.items():
+            topic, _, partition = str(key).rpartition("-")
+            if not topic or not partition.isdigit() or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ConfigError(f"start_mode.offsets.{key}", f"expected <topic>-<partition>: <offset >= 0>, got {offset!r}")
+            offsets[(topic, int(partition))] = offset
+        return offsets
+
+    def describe(self) -> str:
+        what = f"topics matching {self.topics[0]!r}" if self.pattern else f"topic {', '.join(self.topics)}"
+        return f"{what} at {self.target.describe()}"
+
+    # ---- driver -----------------------------------------------------------------------------
+    def preflight(self) -> None:
+        consumer = self.target.consumer(**{"group.id": self.group})
+        try:
+            self._partitions(consumer)
+        finally:
+            consumer.close()
+
+    def produced_schema(self) -> pa.Schema | None:
+        return self.decoder.schema
+
+    def _partitions(self, consumer: Any) -> list[tuple[str, int]]:
+        """Every (topic, partition) the job reads, sorted."""
+        topics = metadata(consumer, self.target).topics
+        if self.pattern:
+            expression = re.compile(self.topics[0])
+            names = sorted(t for t in topics if expression.fullmatch(t) and not t.startswith("__"))
+            if not names:
+                raise ConfigError(option_key(self, "topic"), f"no topic matches {self.topics[0]!r} at {self.target.describe()}")
+        else:
+            names = self.topics
+            for name in names:
+                if name not in topics or topics[name].error is not None:
+                    raise ConfigError(option_key(self, "topic"), f"no topic {name!r} at {self.target.describe()}")
+        return sorted((name, partition) for name in names for partition in topics[name].partitions)
+
+    def splits(self, parallelism: int) -> list[Split]:
+        consumer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
+        try:
+            partitions = self._partitions(consumer)
+            starts = self._start_offsets(consumer, partitions)
+            stops = self._stop_offsets(consumer, partitions)
+        finally:
+            consumer.close()
+        return [Split(f"{topic}-{partition}", {"topic": topic, "partition": partition, "start": starts[(topic, partition)],
+                                              "stop": stops.get((topic, partition))})
+                for topic, partition in partitions]
+
+    def discover_splits(self, known: Sequence[Split]) -> list[Split]:
+        """Unbounded: partitions created since the plan was made (a topic grown, or a new
+        topic matching the pattern), from their earliest offset, as Flink reads
+        discovered partitions. A bounded job keeps the partitions it started with."""
+        if self.stop_mode != "unbounded":
+            return []
+        consumer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
+        try:
+            ids = {split.split_id for split in known}
+            new = [tp for tp in self._partitions(consumer) if f"{tp[0]}-{tp[1]}" not in ids]
+            starts = {tp: low for tp, (low, _) in self._watermarks(consumer, new).items()} if new else {}
+        finally:
+            consumer.close()
+        return [Split(f"{topic}-{partition}", {"topic": topic, "partition": partition,
+                                              "start": starts[(topic, partition)], "stop": None})
+                for topic, partition in new]
+
+    def _watermarks(self, consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            return {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.target.connect_timeout_s)
+                    for tp in partitions}
+        except KafkaException as err:
+            raise ConnectorError(f"{self.describe()}: reading the partitions' offsets failed: {reason(err)}") from None
+
+    def _at_time(self, consumer: Any, partitions: list[tuple[str, int]], ms: int) -> dict[tuple[str, int], int]:
+        """The first offset at or after ``ms`` per partition; -1 where there is none yet."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            found = consumer.offsets_for_times([TopicPartition(t, p, ms) for t, p in partitions],
+                                               timeout=self.target.connect_timeout_s)
+        except KafkaException as err:
+            raise ConnectorError(f"{self.describe()}: looking offsets up by time failed: {reason(err)}") from None
+        return {(tp.topic, tp.partition): tp.offset for tp in found}
+
+    def _start_offsets(self, consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        marks = self._watermarks(consumer, partitions)
+        if self.start_mode == "latest":
+            return {tp: high for tp, (_, high) in marks.items()}
+        if self.start_mode == "timestamp":
+            return {tp: offset if offset >= 0 else marks[tp][1]
+                    for tp, offset in self._at_time(consumer, partitions, self.start_ms).items()}
+        if self.start_mode == "specific_offsets":
+            return {tp: self.start_offsets.get(tp, low) for tp, (low, _) in marks.items()}
+        if self.start_mode == "group_offsets":
+            try:
+                committed = consumer.committed([TopicPartition(*tp) for tp in partitions],
+                                               timeout=self.target.connect_timeout_s)
+            except KafkaException as err:
+                raise ConnectorError(f"{self.describe()}: reading group {self.group!r}'s offsets failed: "
+                                     f"{reason(err)}") from None
+            found = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0}
+            return {tp: found.get(tp, low) for tp, (low, _) in marks.items()}
+        return {tp: low for tp, (low, _) in marks.items()}
+
+    def _stop_offsets(self, consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if self.stop_mode == "unbounded":
+            return {}
+        marks = self._watermarks(consumer, partitions)
+        if self.stop_mode == "end_offsets_at_start":
+            return {tp: high for tp, (_, high) in marks.items()}
+        return {tp: offset if offset >= 0 else marks[tp][1]
+                for tp, offset in self._at_time(consumer, partitions, self.stop_ms).items()}
+
+    # ---- executors ---------------------------------------------------------------------------
+    def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
+        """Commit the completed checkpoint's offsets to ``consumer.group`` (as Flink does):
+        monitoring sees the lag, and ``start_mode: group_offsets`` in a new job starts
+        there. Restores never read them."""
+        from confluent_kafka import TopicPartition
+
+        if not self.commit_on_checkpoint:
+            return
+        offsets = []
+        for split_id, position in positions.items():
+            topic, _, partition = split_id.rpartition("-")
+            if isinstance(position, Mapping) and "offset" in position:
+                offsets.append(TopicPartition(topic, int(partition), int(position["offset"])))
+        if offsets:
+            if self._committer is None:
+                self._committer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
+            self._committer.commit(offsets=offsets, asynchronous=True)
+
+    def close(self) -> None:
+        if self._committer is not None:  # closing waits for the commits in flight
+            self._committer.close()
+            self._committer = None
+
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        return KafkaReader(self, split, position, self.batch_size or context.batch_size)
+
+
+class KafkaReader(SourceReader):
+    """One partition from its position (``{"offset": next, "skipped": n}``) to its stop
+    offset, or for ever."""
+
+    def __init__(self, source: KafkaSource, split: Split, position: JsonValue | None, batch_size: int):
+        from confluent_kafka import TopicPartition
+
+        self.source = source
+        self.topic: str = split.spec["topic"]
+        self.partition: int = int(split.spec["partition"])
+        stop = split.spec.get("stop")
+        self.stop: int | None = int(stop) if stop is not None else None
+        self.offset: int = int(position["offset"]) if position else int(split.spec["start"])
+        self.skipped: int = int(position.get("skipped", 0)) if position else 0
+        self.batch_size = batch_size
+        self.consumer = None
+        if self.stop is None or self.offset < self.stop:
+            self.consumer = source.target.consumer(**{
+                "group.id": source.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "enable.partition.eof": True, "auto.offset.reset": "error",
+            })
+            self.consumer.assign([TopicPartition(self.topic, self.partition, self.offset)])
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        if self.stop is not None and self.offset >= self.stop:
+            return None
+        wanted = self.batch_size if self.stop is None else min(self.batch_size, self.stop - self.offset)
+        # What the consumer prefetched, at once; only an empty queue waits (consume waits
+        # for all ``wanted`` records or the timeout, whichever comes first).
+        messages = self.consumer.consume(num_messages=wanted, timeout=0) or self.consumer.consume(
+            num_messages=wanted, timeout=POLL_WAIT_S)
+        records = []
+        for message in messages:
+            error = message.error()
+            if error is None:
+                if message.offset() >= self.offset and (self.stop is None or message.offset() < self.stop):
+                    records.append(message)
+            elif error.code() == error._PARTITION_EOF:
+                # everything before the end offset was delivered (transaction markers
+                # included), so the bounded end counts as reached there
+                end = message.offset() if self.stop is None else min(message.offset(), self.stop)
+                self.offset = max(self.offset, end)
+            else:
+                raise ConnectorError(f"{self.source.describe()}: reading partition {self.partition} of {self.topic!r} "
+                                     f"failed: {reason(error)}")
+        if not records:
+            return _empty(self.source.decoder.schema)
+        try:
+            decoded = self.source.decoder.decode(records)
+        except DecodeError as err:
+            bad = records[err.index]
+            raise ConfigError(
+                option_key(self.source, "format"),
+                f"record {bad.offset()} of {self.topic}-{self.partition} is not valid {self.source.format}: {err.problem}; "
+                "set format_error_handle_way: skip to drop such records",
+            ) from None
+        if decoded.skipped:
+            self.skipped += len(decoded.skipped)
+            log.warning("Kafka source: skipped %d malformed records of %s-%d (offsets %s), %d in all",
+                        len(decoded.skipped), self.topic, self.partition,
+                        ", ".join(str(records[i].offset()) for i in decoded.skipped[:5]), self.skipped)
+        self.offset = max(self.offset, records[-1].offset() + 1)
+        return decoded.batch
+
+    def position(self) -> JsonValue:
+        return {"offset": self.offset, "skipped": self.skipped}
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)

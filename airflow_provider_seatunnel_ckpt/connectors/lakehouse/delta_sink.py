@@ -1,0 +1,264 @@
+"""``Delta`` sink: one Delta commit per completed checkpoint, exactly once (delta-rs).
+
+Options:
+
+* ``path`` (required): the table's URL, ``file:///...`` or ``s3://bucket/prefix`` (what
+  delta-rs supports), with the File sink's storage options (``fs.s3a.endpoint``, ...),
+  handed to delta-rs as its ``AWS_*`` storage options
+* ``partition_by``: partition columns of a table the sink creates
+* ``schema_save_mode``: ``CREATE_SCHEMA_WHEN_NOT_EXIST`` (default) or ``ERROR_WHEN_SCHEMA_NOT_EXIST``
+* ``mode``: ``append`` (the only mode)
+* ``compression``: parquet codec of the data files (default ``snappy``)
+* ``max_file_bytes``: a data file is written once its encoded size reaches this
+
+Protocol (Flink's Delta sink): writers write parquet files into the table's directory,
+named ``st-{job tag}-...`` (partition columns left out, as Delta stores them in the log);
+the driver's committer adds a completed checkpoint's files in ONE commit that carries an
+application transaction ``(seatunnel-ckpt:{job id}, checkpoint id)``; a checkpoint at or
+below ``transaction_version(app id)`` is already in the table and is skipped. Appends of
+other writers do not conflict with ours (delta-rs retries the commit). ``cleanup`` deletes
+this job's files that the table does not reference; ``check_rollback`` (before the
+runner deletes anything) and ``rollback`` refuse to restore past a committed version;
+``discard_job`` sets the job's transaction version back to 0 (committed rows stay).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+import pyarrow as pa
+
+from ...errors import ConfigError, ConnectorError
+from ...storage.urls import is_storage_option
+from ..api import JsonValue, Sink, SinkCommitter
+from ..formats import STORAGE_HINT
+from ..options import Options, option_key
+from .common import (
+    TableLocation,
+    collect,
+    delete_quietly,
+    not_yet_committed,
+    object_store_options,
+    parse_modes,
+    reason,
+    storage_of,
+)
+from .datafiles import (
+    DEFAULT_MAX_FILE_BYTES,
+    PARQUET_CODECS,
+    DataFileWriter,
+    file_prefix,
+    split_by,
+)
+from .schema import storable_schema
+from .table_writer import TableWriter, check_table_accepts
+
+log = logging.getLogger(__name__)
+
+APP_ID_PREFIX = "seatunnel-ckpt:"
+COMMIT_RETRIES = 20
+
+
+class DeltaSink(Sink):
+    plugin_name = "Delta"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options,
+                       known={"path", "partition_by", "schema_save_mode", "data_save_mode", "mode", "compression",
+                              "max_file_bytes"},
+                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        self.path: str = opts.str("path")
+        opts.str("mode", "append", choices=("append",))
+        self.create_missing, _ = parse_modes(opts)
+        self.partition_by: list[str] = opts.str_list("partition_by") if opts.has("partition_by") else []
+        self.compression: str = opts.str("compression", "snappy", choices=PARQUET_CODECS)
+        self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
+        self.storage_options = storage_of(options)
+        self.location = TableLocation.of(self.path, self.storage_options)
+        # delta-rs takes local tables as plain paths
+        self.uri = self.location.root if self.location.url.startswith(("file:", "/")) else self.location.url
+        self.delta_options = object_store_options(self.storage_options)
+
+    def describe(self) -> str:
+        return f"Delta table {self.location.url}"
+
+    def location_of(self, table: Any) -> TableLocation:
+        return self.location
+
+    def load_table(self) -> Any | None:
+        from deltalake import DeltaTable
+
+        try:
+            if not DeltaTable.is_deltatable(self.uri, self.delta_options):
+                return None
+            return DeltaTable(self.uri, storage_options=self.delta_options)
+        except Exception as err:
+            raise ConnectorError(f"cannot open {self.describe()}: {reason(err)}") from None
+
+    def create_table(self, schema: pa.Schema) -> Any:
+        """Create the table from ``schema``; a concurrent creator wins harmlessly."""
+        from deltalake import DeltaTable
+
+        missing = [c for c in self.partition_by if c not in schema.names]
+        if missing:
+            raise ConfigError(option_key(self, "partition_by"), f"{', '.join(missing)} not in the job's output "
+                                                                f"(columns: {', '.join(schema.names)})")
+        try:
+            DeltaTable.create(self.uri, storable_schema(schema, fixed_binary=False), mode="ignore", partition_by=self.partition_by or None,
+                              storage_options=self.delta_options)
+        except Exception as err:
+            if self.load_table() is None:  # not a lost race: a real failure
+                raise ConnectorError(f"cannot create {self.describe()}: {reason(err)}") from None
+        table = self.load_table()
+        if table is None:
+            raise ConnectorError(f"{self.describe()} was created but cannot be opened")
+        return table
+
+    def preflight(self) -> None:
+        table = self.load_table()
+        if table is None:
+            if not self.create_missing:
+                raise ConfigError("path", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+            return
+        have = list(table.metadata().partition_columns)
+        if self.partition_by and have != self.partition_by:
+            raise ConfigError("partition_by", f"{self.describe()} exists and is partitioned by "
+                                              f"{', '.join(have) or 'nothing'}; partition_by only applies to a table "
+                                              "the sink creates")
+
+    def table_schema(self, table: Any) -> pa.Schema:
+        """The table's columns as Arrow, without metadata."""
+        return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pa.schema(table.schema().to_arrow())])
+
+    def accepts(self, schema: pa.Schema) -> None:
+        check_table_accepts(self, schema, "path")
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> "DeltaWriter":
+        return DeltaWriter(self, job_id, subtask, attempt)
+
+    def create_committer(self, job_id: str) -> "DeltaCommitter":
+        return DeltaCommitter(self, job_id)
+
+
+class DeltaWriter(TableWriter):
+    plugin = "Delta"
+    table_option = "path"
+
+    def files_for(self, table: Any, location: TableLocation) -> DataFileWriter:
+        partitions = list(table.metadata().partition_columns)
+        stored = pa.schema([f for f in self.sink.table_schema(table) if f.name not in partitions])
+
+        def partitioner(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], pa.RecordBatch]]:
+            # Delta keeps partition values as strings in the log
+            return split_by([batch.column(c).cast(pa.string()) for c in partitions], batch)
+
+        def without_partitions(batch: pa.RecordBatch) -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays([batch.column(f.name) for f in stored], schema=stored)
+
+        return DataFileWriter(
+            location.fs, location.root, self.job_id, self.subtask, self.attempt, schema=stored,
+            partition_names=partitions, partitioner=partitioner if partitions else None,
+            prepare=without_partitions if partitions else None,
+            compression=self.sink.compression, max_file_bytes=self.sink.max_file_bytes,
+        )
+
+
+class DeltaCommitter(SinkCommitter):
+    """Adds each completed checkpoint's files in one commit; every method may be replayed."""
+
+    def __init__(self, sink: DeltaSink, job_id: str):
+        self.sink = sink
+        self.job_id = job_id
+        self.app_id = APP_ID_PREFIX + job_id
+
+    def last_committed(self, table: Any) -> int | None:
+        version = table.transaction_version(self.app_id)
+        return version or None  # 0 = reset by discard_job
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        files = collect(commit_infos, "Delta")
+        if not files:
+            return
+        from deltalake import CommitProperties, Transaction
+        from deltalake.transaction import AddAction
+
+        table = self._table()
+        done = self.last_committed(table)
+        checkpoint, files = not_yet_committed(files, done)
+        if not files:
+            log.info("Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
+                     max(f.checkpoint for f in collect(commit_infos, "Delta")), self.job_id, self.sink.describe(), done)
+            return
+        now_ms = int(time.time() * 1000)
+        root = self.sink.location.root
+        actions = [
+            AddAction(path=quote(entry.file.path[len(root) + 1:], safe="/="), size=entry.file.size,
+                      partition_values=dict(entry.file.partition), modification_time=now_ms,
+                      data_change=True, stats=json.dumps({"numRecords": entry.file.rows}))
+            for entry in files
+        ]
+        properties = CommitProperties(
+            app_transactions=[Transaction(self.app_id, checkpoint)], max_commit_retries=COMMIT_RETRIES,
+            custom_metadata={"seatunnel.job-id": self.job_id, "seatunnel.checkpoint-id": str(checkpoint)})
+        table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                       partition_by=list(table.metadata().partition_columns) or None,
+                                       commit_properties=properties)
+        log.info("Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
+                 self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
+
+    def cleanup(self, keep: Iterable[JsonValue]) -> None:
+        table = self.sink.load_table()
+        location = self.sink.location
+        if table is None or not location.fs.exists(location.root):
+            return
+        kept = {f.file.path for f in collect(keep, "Delta")}
+        referenced = {location.to_path(uri) for uri in table.file_uris()}
+        prefix = file_prefix(self.job_id)
+        for info in location.fs.walk_files(location.root):
+            if info.name.startswith(prefix) and info.path not in kept and info.path not in referenced \
+                    and "/_delta_log/" not in info.path:
+                delete_quietly(location.fs, info.path, "Delta")
+
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int] = ()) -> None:
+        """Refuse a restore older than the newest checkpoint the table holds for this job
+        (a Delta commit cannot be undone); reads the table, changes nothing. The runner
+        calls it before it deletes the newer checkpoints."""
+        table = self.sink.load_table()
+        done = self.last_committed(table) if table is not None else None
+        if done is not None and done > after_checkpoint_id:
+            raise ConfigError(
+                "--restore",
+                f"{self.sink.describe()} already holds the rows of checkpoint {done} of job {self.job_id} (table version "
+                f"{table.version()} or earlier); a table commit cannot be undone by restoring checkpoint "
+                f"{after_checkpoint_id}: restore checkpoint {done} or newer, or restore the table yourself "
+                "(docs/lakehouse.md)")
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        """Nothing to remove; refuses as ``check_rollback`` does."""
+        self.check_rollback(after_checkpoint_id)
+
+    def discard_job(self) -> None:
+        from deltalake import CommitProperties, Transaction
+
+        table = self.sink.load_table()
+        if table is None or self.last_committed(table) is None:
+            return
+        table.create_write_transaction([], mode="append", schema=table.schema(),
+                                       partition_by=list(table.metadata().partition_columns) or None,
+                                       commit_properties=CommitProperties(app_transactions=[Transaction(self.app_id, 0)]))
+
+    def pending(self) -> list[dict[str, Any]]:
+        table = self.sink.load_table()
+        return [{"table": self.sink.location.url, "last_committed_checkpoint": self.last_committed(table) if table else None,
+                 "version": table.version() if table else None}]
+
+    def _table(self) -> Any:
+        table = self.sink.load_table()
+        if table is None:
+            raise ConnectorError(f"{self.sink.describe()} disappeared before its data files were committed")
+        return table

@@ -1,0 +1,99 @@
+"""Reaching an Iceberg table through pyiceberg: the options the Iceberg source and sink
+share (SeaTunnel's ``catalog_name``, ``namespace``, ``table``, ``iceberg.catalog.config``
+and the warehouse's storage options), with one-line errors."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Mapping
+
+from tenacity import (
+    Retrying,
+    retry_if_not_exception_type,
+    stop_after_attempt,
+    wait_random,
+)
+
+from ...errors import ConfigError, ConnectorError
+from ..options import Options
+from .common import TableLocation, reason, s3_properties, storage_of
+
+_CATALOG_LOCK = threading.Lock()
+
+#: options of every Iceberg connector
+TABLE_OPTIONS = frozenset({"catalog_name", "namespace", "table", "iceberg.catalog.config", "case_sensitive"})
+
+
+class IcebergTableAccess:
+    """Mixed into the Iceberg source and sink: the catalog, the table, its location."""
+
+    def read_table_options(self, opts: Options, options: Mapping[str, Any]) -> None:
+        self.catalog_name: str = opts.str("catalog_name", "default")
+        self.namespace: str = opts.str("namespace")
+        self.table_name: str = opts.str("table")
+        self.identifier = f"{self.namespace}.{self.table_name}"
+        config = options.get("iceberg.catalog.config")
+        if not isinstance(config, Mapping) or not config:
+            raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
+                                                        "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
+        self.catalog_config = {str(k): str(v) for k, v in config.items()}
+        if self.catalog_config.get("type", "").strip().lower() == "hadoop":
+            # SeaTunnel's Iceberg e2e jobs use one; pyiceberg has no catalog that commits that way
+            warehouse = self.catalog_config.get("warehouse", "file:///path/warehouse").rstrip("/")
+            raise ConfigError("iceberg.catalog.config.type", "hadoop catalogs are not supported (pyiceberg cannot "
+                              "commit to one); use a SQL catalog over the same warehouse: {type = sql, uri = "
+                              f"\"sqlite:///{warehouse.removeprefix('file://')}/catalog.db\", warehouse = \"{warehouse}\"}}, "
+                              "or your REST, Hive or Glue catalog")
+        self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
+        self.storage_options = storage_of(options)
+        self._catalog: Any = None
+
+    def describe(self) -> str:
+        return f"Iceberg table {self.identifier} in catalog {self.catalog_name!r}"
+
+    def catalog(self) -> Any:
+        with _CATALOG_LOCK:
+            if self._catalog is None:
+                self._catalog = self._open_catalog()
+        return self._catalog
+
+    def _open_catalog(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        properties = {**s3_properties(self.storage_options), **self.catalog_config}
+        _make_sqlite_directory(properties)
+        # A SQL catalog creates its own tables when first opened: subtasks opening a new
+        # catalog at once race on that ("table iceberg_tables already exists"); again works.
+        retrying = Retrying(stop=stop_after_attempt(4), wait=wait_random(0.05, 0.3), reraise=True,
+                            retry=retry_if_not_exception_type(ValueError))
+        try:
+            return retrying(load_catalog, self.catalog_name, **properties)
+        except ValueError as err:  # an unknown type, a malformed property
+            raise ConfigError("iceberg.catalog.config", f"catalog {self.catalog_name!r}: {err}") from None
+        except Exception as err:
+            raise ConnectorError(f"cannot open catalog {self.catalog_name!r}: {reason(err)}") from None
+
+    def load_table(self) -> Any | None:
+        """The table, or None when it (or its namespace) does not exist."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        try:
+            return self.catalog().load_table(self.identifier)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+        except ConfigError:
+            raise
+        except Exception as err:
+            raise ConnectorError(f"cannot load {self.describe()}: {reason(err)}") from None
+
+    def location_of(self, table: Any) -> TableLocation:
+        return TableLocation.of(table.location(), self.storage_options, key="iceberg.catalog.config.warehouse")
+
+
+def _make_sqlite_directory(properties: Mapping[str, str]) -> None:
+    """A SQL catalog in a sqlite file: make the file's directory (sqlite makes the file)."""
+    uri = properties.get("uri", "")
+    if properties.get("type", "").lower() == "sql" and uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
+        os.makedirs(os.path.dirname(uri[len("sqlite:///"):]) or ".", exist_ok=True)
+

@@ -1,0 +1,149 @@
+"""``Iceberg`` source: one snapshot of a table, pinned for the whole job (pyiceberg).
+
+Options (SeaTunnel's Iceberg source names where it has them):
+
+* ``catalog_name``, ``namespace``, ``table``, ``iceberg.catalog.config``, storage
+  options: as for the Iceberg sink
+* ``snapshot_id`` (SeaTunnel: ``use_snapshot_id``): read this snapshot
+* ``as_of_timestamp`` (SeaTunnel: ``use_snapshot_timestamp``): milliseconds since the
+  epoch; read the snapshot that was current then
+* default: the table's current snapshot when the job first plans its splits
+* ``read_columns``: the columns to read (default: all)
+* ``filter``: a row filter pushed to the scan, in pyiceberg's expression syntax
+  (``"id >= 100 and day = '2024-01-02'"``): manifests and row groups that cannot match
+  are skipped, and rows are filtered exactly
+* ``batch_size``: rows per batch at most
+
+Splits are the scan's data files (with their delete files), sorted by path, each naming
+the snapshot; the engine keeps the splits of the first run in the checkpoint, so a
+resumed run reads exactly the snapshot the job started with, whatever was committed
+since. A reader's position is the number of rows of its split already emitted; a
+resumed reader reads the file again and drops them (the order inside a file is fixed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import pyarrow as pa
+
+from ...errors import ConfigError
+from ...storage.urls import is_storage_option
+from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
+from ..formats import STORAGE_HINT
+from ..options import Options, option_key
+from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess
+from .reader import RowCountReader
+
+
+class IcebergSource(IcebergTableAccess, Source):
+    plugin_name = "Iceberg"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options,
+                       known=TABLE_OPTIONS | {"snapshot_id", "use_snapshot_id", "as_of_timestamp",
+                                              "use_snapshot_timestamp", "read_columns", "filter", "batch_size"},
+                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        self.read_table_options(opts, options)
+        for ours, theirs in (("snapshot_id", "use_snapshot_id"), ("as_of_timestamp", "use_snapshot_timestamp")):
+            if opts.has(ours) and opts.has(theirs):
+                raise ConfigError(ours, f"give {ours} or {theirs}, not both")
+        self.snapshot_id: int | None = opts.int("snapshot_id", None) if opts.has("snapshot_id") else \
+            opts.int("use_snapshot_id", None)
+        self.as_of_ms: int | None = opts.int("as_of_timestamp", None, minimum=0) if opts.has("as_of_timestamp") else \
+            opts.int("use_snapshot_timestamp", None, minimum=0)
+        if self.snapshot_id is not None and self.as_of_ms is not None:
+            raise ConfigError("snapshot_id", "give a snapshot id or a timestamp, not both")
+        self.columns: tuple[str, ...] = tuple(opts.str_list("read_columns")) if opts.has("read_columns") else ("*",)
+        self.filter: str | None = opts.str("filter", None)
+        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self._schema: pa.Schema | None = None  # known after preflight
+
+    # ---- driver -----------------------------------------------------------------------------
+    def _table(self) -> Any:
+        table = self.load_table()
+        if table is None:
+            raise ConfigError(option_key(self, "table"), f"{self.describe()} does not exist")
+        return table
+
+    def _snapshot(self, table: Any) -> int | None:
+        if self.snapshot_id is not None:
+            if table.snapshot_by_id(self.snapshot_id) is None:
+                raise ConfigError(option_key(self, "snapshot_id"), f"{self.describe()} has no snapshot {self.snapshot_id}")
+            return self.snapshot_id
+        if self.as_of_ms is not None:
+            snapshot = table.snapshot_as_of_timestamp(self.as_of_ms)
+            if snapshot is None:
+                raise ConfigError(option_key(self, "as_of_timestamp"),
+                                  f"{self.describe()} has no snapshot at or before {self.as_of_ms} ms")
+            return snapshot.snapshot_id
+        current = table.current_snapshot()
+        return current.snapshot_id if current is not None else None
+
+    def _scan(self, table: Any, snapshot_id: int | None) -> Any:
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.expressions.parser import parse
+        from pyiceberg.expressions.visitors import bind
+
+        try:
+            row_filter = parse(self.filter) if self.filter else AlwaysTrue()
+        except Exception as err:
+            raise ConfigError(option_key(self, "filter"), f"cannot parse {self.filter!r}: {_first_line(err)}") from None
+        scan = table.scan(row_filter=row_filter, selected_fields=self.columns, case_sensitive=self.case_sensitive,
+                          snapshot_id=snapshot_id)
+        try:
+            scan.projection()
+        except Exception as err:
+            raise ConfigError(option_key(self, "read_columns"), f"{self.describe()}: {_first_line(err)}") from None
+        try:
+            bind(table.schema(), row_filter, self.case_sensitive)
+        except Exception as err:
+            raise ConfigError(option_key(self, "filter"), f"{self.describe()}: {_first_line(err)}") from None
+        return scan
+
+    def preflight(self) -> None:
+        table = self._table()
+        self._schema = self._scan(table, self._snapshot(table)).projection().as_arrow()
+
+    def produced_schema(self) -> pa.Schema | None:
+        return self._schema
+
+    def splits(self, parallelism: int) -> list[Split]:
+        table = self._table()
+        snapshot_id = self._snapshot(table)
+        if snapshot_id is None:
+            return []  # an empty table: nothing to read
+        tasks = sorted(self._scan(table, snapshot_id).plan_files(), key=lambda task: task.file.file_path)
+        return [Split(task.file.file_path, {"snapshot_id": snapshot_id, "file": task.file.file_path,
+                                            "records": task.file.record_count}) for task in tasks]
+
+    # ---- executors ---------------------------------------------------------------------------
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        return IcebergReader(self, split, int(position or 0), self.batch_size or context.batch_size)
+
+
+class IcebergReader(RowCountReader):
+    source: IcebergSource
+
+    def open_batches(self) -> Iterator[pa.RecordBatch]:
+        from pyiceberg.io.pyarrow import ArrowScan
+
+        source = self.source
+        table = source._table()
+        scan = source._scan(table, int(self.split.spec["snapshot_id"]))
+        file = self.split.spec["file"]
+        tasks = [task for task in scan.plan_files() if task.file.file_path == file]
+        if len(tasks) != 1:  # expired snapshot, or a file rewritten in place
+            raise ConfigError(option_key(source, "table"), f"{source.describe()}: snapshot {self.split.spec['snapshot_id']} "
+                                                           f"no longer lists {file}; was it expired while the job ran?")
+        arrow_scan = ArrowScan(table.metadata, table.io, scan.projection(), scan.row_filter, source.case_sensitive)
+        for batch in arrow_scan.to_record_batches(tasks):
+            for start in range(0, batch.num_rows, self.batch_size):
+                yield batch.slice(start, self.batch_size)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+

@@ -1,0 +1,129 @@
+"""SeaTunnel's column transforms under their names and options: ``FieldMapper``, ``Copy``
+and ``Replace``. Stateless, one Arrow batch at a time, no Python per row.
+
+* ``FieldMapper { field_mapper = { id = id, name = new_name } }``: keeps the listed input
+  columns, in that order, each under its new name.
+* ``Copy { fields { name1 = name, age1 = age } }`` (or the older ``src_field = name,
+  dest_field = name1``): appends copies of input columns under new names.
+* ``Replace { replace_field = name, pattern = " ", replacement = "_", is_regex = false,
+  replace_first = false }``: replaces text in a string column: every occurrence of the
+  literal ``pattern``, or of the regular expression (every match, or the first with
+  ``replace_first = true``). **Differs:** the regular expression is RE2's (Arrow's), not
+  Java's; RE2 has no backreferences or lookaround, refused with one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConfigError
+from .api import Transform
+from .options import Options, option_key
+
+
+def _missing(transform: Transform, option: str, wanted: list[str], names: list[str]) -> None:
+    missing = [name for name in wanted if name not in names]
+    if missing:
+        raise ConfigError(option_key(transform, option), f"no column {missing[0]!r} in the rows (columns: {names})")
+
+
+class FieldMapperTransform(Transform):
+    plugin_name = "FieldMapper"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        self.mapping = Options(self.plugin_name, options, known={"field_mapper"}).str_mapping("field_mapper")
+        if len(set(self.mapping.values())) != len(self.mapping):
+            raise ConfigError("field_mapper", "maps two columns to one output name")
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        _missing(self, "field_mapper", list(self.mapping), input_schema.names)
+        return pa.schema([input_schema.field(old).with_name(new) for old, new in self.mapping.items()])
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        _missing(self, "field_mapper", list(self.mapping), batch.schema.names)
+        return batch.select(list(self.mapping)).rename_columns(list(self.mapping.values()))
+
+
+class CopyTransform(Transform):
+    plugin_name = "Copy"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known={"fields", "src_field", "dest_field"})
+        if opts.has("fields"):
+            if opts.has("src_field") or opts.has("dest_field"):
+                raise ConfigError("fields", "give fields, or src_field and dest_field, not both")
+            self.copies = opts.str_mapping("fields")  # new name -> source column
+        else:
+            self.copies = {opts.str("dest_field"): opts.str("src_field")}
+
+    def _check(self, names: list[str]) -> None:
+        _missing(self, "fields", list(self.copies.values()), names)
+        taken = [new for new in self.copies if new in names]
+        if taken:
+            raise ConfigError(option_key(self, "fields"), f"column {taken[0]!r} exists already")
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        self._check(input_schema.names)
+        for new, source in self.copies.items():
+            input_schema = input_schema.append(input_schema.field(source).with_name(new))
+        return input_schema
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        self._check(batch.schema.names)
+        for new, source in self.copies.items():
+            batch = batch.append_column(batch.schema.field(source).with_name(new), batch.column(source))
+        return batch
+
+
+class ReplaceTransform(Transform):
+    plugin_name = "Replace"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options,
+                       known={"replace_field", "pattern", "replacement", "is_regex", "replace_first"})
+        self.field: str = opts.str("replace_field")
+        self.pattern = options.get("pattern")
+        self.replacement = options.get("replacement")
+        for name, value in (("pattern", self.pattern), ("replacement", self.replacement)):
+            if not isinstance(value, str):
+                raise ConfigError(name, f"is required for Replace (a string), got {value!r}")
+        if self.pattern == "":
+            raise ConfigError("pattern", "must not be empty")
+        self.is_regex: bool = opts.bool("is_regex", False)
+        self.replace_first: bool = opts.bool("replace_first", False)
+        if self.is_regex:
+            try:  # RE2 refuses what it cannot run (backreferences, lookaround) here, not on a batch
+                pc.replace_substring_regex(pa.array([""]), pattern=self.pattern, replacement=self.replacement)
+            except pa.ArrowInvalid as err:
+                raise ConfigError("pattern", f"not a regular expression Arrow's RE2 can run: {err}") from None
+
+    def _column(self, schema: pa.Schema) -> int:
+        index = schema.get_field_index(self.field)
+        if index < 0:
+            raise ConfigError(option_key(self, "replace_field"), f"no column {self.field!r} in the rows (columns: {schema.names})")
+        if not pa.types.is_string(schema.field(index).type) and not pa.types.is_large_string(schema.field(index).type):
+            raise ConfigError(option_key(self, "replace_field"), f"{self.field} is {schema.field(index).type}, not a string")
+        return index
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is not None:
+            self._column(input_schema)
+        return input_schema
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        index = self._column(batch.schema)
+        limit = 1 if self.is_regex and self.replace_first else None
+        replace = pc.replace_substring_regex if self.is_regex else pc.replace_substring
+        replaced = replace(batch.column(index), pattern=self.pattern, replacement=self.replacement,
+                           max_replacements=limit)
+        return batch.set_column(index, batch.schema.field(index), replaced)
