@@ -128,12 +128,12 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     pending work, such as the Jdbc sink's prepared transactions."""
     if not getattr(args, "job_file", None):
         return None
-    from .connectors import load_sink
     from .engine.job import load_job
+    from .engine.routing import load_sinks, one_sink
     from .engine.variables import job_variables
 
     job = load_job(args.job_file, job_variables(args))
-    return load_sink(job.sink, "sink[0]").create_committer(args.job_id)
+    return one_sink(load_sinks(job.sinks)).create_committer(args.job_id)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -6,37 +6,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source, load_transform
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
+from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.engine.routing import (
+    Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
+)
 
 
 def run_in_process(path: Path, job_id: str = "compat") -> int:
-    """Run a job's connectors as its subtasks would, one epoch, and finish the job; return
-    the rows the sink got."""
+    """Run a job's connectors as its subtasks would (along its wiring), one epoch, and
+    finish the job; return the rows its sinks got."""
     job = load_job(path)
-    source = load_source(job.source, "source[0]")
-    transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(job.transforms)]
-    sink = load_sink(job.sink, "sink[0]")
-    schema = source.produced_schema()
-    for transform in transforms:
-        schema = transform.output_schema(schema)
-    if schema is not None:
-        sink.accepts(schema)
+    sources = load_sources(job.sources)
+    transforms = load_transforms(job.transforms)
+    sinks = load_sinks(job.sinks)
+    for sink, schema in zip(sinks, bind_schemas(job.graph, [s.produced_schema() for s in sources], transforms)):
+        if schema is not None:
+            sink.accepts(schema)
+    source, sink = one_source(sources), one_sink(sinks)
+    router = Router(job.graph, transforms)
+    origin = getattr(source, "origin", lambda split: 0)
     splits = source.splits(job.parallelism)
     infos, rows = [], 0
     for subtask in range(job.parallelism):
         writer = sink.create_writer(job_id, subtask, 0)
         writer.open(0)
         for split in assign_splits(splits, job.parallelism, subtask):
+            state: dict[str, dict] = {}
             for batch in iter_batches(source.create_reader(split, None, ReaderContext(subtask, job.parallelism))):
-                for transform in transforms:
-                    batch = transform.process(batch, {} if transform.stateful else None)
-                    if batch is None:
-                        break
-                if batch is not None and batch.num_rows:
-                    writer.write(batch)
-                    rows += batch.num_rows
+                for index, out in router.route(batch, origin(split), lambda i: state.setdefault(str(i), {})):
+                    writer.write_to(index, out) if isinstance(sink, SinkGroup) else writer.write(out)
+                    rows += out.num_rows
         infos.append(writer.prepare_commit(1))
     committer = sink.create_committer(job_id)
     committer.commit([info for info in infos if info is not None])

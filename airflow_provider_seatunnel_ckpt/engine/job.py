@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..config import load_document, read_source
 from ..errors import ConfigError
 from .hocon import parse_hocon
+from .wiring import Wiring, wire
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,23 @@ class JobSpec:
     env: Mapping[str, Any] = field(default_factory=dict)
     batch_size: int = 65_536
     warnings: tuple[str, ...] = ()
+    #: a job with several sources or sinks: the ones after the first, and how tables
+    #: connect them (engine/wiring.py); None: the chain source -> transforms -> sink
+    extra_sources: tuple[Mapping[str, Any], ...] = ()
+    extra_sinks: tuple[Mapping[str, Any], ...] = ()
+    wiring: Wiring | None = None
+
+    @property
+    def sources(self) -> tuple[Mapping[str, Any], ...]:
+        return (self.source, *self.extra_sources)
+
+    @property
+    def sinks(self) -> tuple[Mapping[str, Any], ...]:
+        return (self.sink, *self.extra_sinks)
+
+    @property
+    def graph(self) -> Wiring:
+        return self.wiring or Wiring.chain(1, len(self.transforms), 1)
 
     @property
     def spark_conf(self) -> dict[str, str]:
@@ -111,6 +129,8 @@ class JobSpec:
             "transforms": [dict(t) for t in self.transforms],
             "env": dict(self.env),
             "batch_size": self.batch_size,
+            **({"extra_sources": [dict(e) for e in self.extra_sources], "extra_sinks": [dict(e) for e in self.extra_sinks],
+                "wiring": self.wiring.to_json()} if self.wiring is not None else {}),
         }
 
     @classmethod
@@ -123,19 +143,24 @@ class JobSpec:
             transforms=tuple(data.get("transforms") or ()),
             env=data.get("env") or {},
             batch_size=data.get("batch_size", 65_536),
+            extra_sources=tuple(data.get("extra_sources") or ()),
+            extra_sinks=tuple(data.get("extra_sinks") or ()),
+            wiring=Wiring.from_json(data["wiring"]) if data.get("wiring") else None,
         )
 
     def with_parallelism(self, parallelism: int) -> "JobSpec":
-        return JobSpec(self.name, parallelism, self.source, self.sink, self.transforms, self.env, self.batch_size, self.warnings)
+        return replace(self, parallelism=parallelism)
 
     def validate(self) -> None:
         """Instantiate every connector once, so bad options fail here with their key path."""
         from ..connectors import load_sink, load_source, load_transform
 
-        load_source(self.source, "source[0]")
+        for index, entry in enumerate(self.sources):
+            load_source(entry, f"source[{index}]")
         for index, entry in enumerate(self.transforms):
             load_transform(entry, f"transform[{index}]")
-        load_sink(self.sink, "sink[0]")
+        for index, entry in enumerate(self.sinks):
+            load_sink(entry, f"sink[{index}]")
 
 
 #: file name endings of SeaTunnel's HOCON job files
@@ -202,8 +227,8 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
                         "job running after its rows until it is cancelled)")
     decode_shaded_options(doc, env.get("shade.identifier"))
 
-    source = _single_plugin_list(doc, "source")
-    sink = _single_plugin_list(doc, "sink")
+    sources = _plugin_list(doc, "source")
+    sinks = _plugin_list(doc, "sink")
     transforms = doc.get("transform") or []
     if isinstance(transforms, Mapping):
         transforms = [transforms]
@@ -211,17 +236,21 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
         raise ConfigError("transform", "expected a list of plugin entries")
     for index, entry in enumerate(transforms):
         _check_entry(entry, f"transform[{index}]")
+    wiring = wire(sources, transforms, sinks, warnings)
 
     name = env.get("job.name") or (os.path.splitext(os.path.basename(origin))[0] if not origin.startswith("<") else "job")
     spec = JobSpec(
         name=name,
         parallelism=env.get("parallelism", 1),
-        source=dict(source),
-        sink=dict(sink),
+        source=dict(sources[0]),
+        sink=dict(sinks[0]),
         transforms=tuple(dict(t) for t in transforms),
         env=env,
         batch_size=env.get("batch_size", 65_536),
         warnings=tuple(warnings),
+        extra_sources=tuple(dict(e) for e in sources[1:]),
+        extra_sinks=tuple(dict(e) for e in sinks[1:]),
+        wiring=None if wiring.is_chain else wiring,
     )
     spec.validate()
     for line in warnings:
@@ -229,18 +258,17 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
     return spec
 
 
-def _single_plugin_list(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _plugin_list(doc: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     entries = doc.get(key)
     if entries is None:
-        raise ConfigError(key, "missing: a job needs exactly one source and one sink")
+        raise ConfigError(key, "missing: a job needs at least one source and one sink")
     if isinstance(entries, Mapping):
         entries = [entries]
     if not isinstance(entries, list) or not entries:
-        raise ConfigError(key, "expected a list with one plugin entry")
-    if len(entries) > 1:
-        raise ConfigError(f"{key}[1]", f"only one {key} per job is supported (a pipeline is one {key} -> transforms -> one sink)")
-    _check_entry(entries[0], f"{key}[0]")
-    return entries[0]
+        raise ConfigError(key, "expected a list of plugin entries (at least one)")
+    for index, entry in enumerate(entries):
+        _check_entry(entry, f"{key}[{index}]")
+    return entries
 
 
 def _check_entry(entry: Any, key: str) -> None:

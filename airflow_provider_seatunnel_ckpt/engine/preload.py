@@ -43,10 +43,11 @@ def preload_settings(job: Any, master: str | None, conf: Mapping[str, str], work
 
 
 def connector_modules(job: Any) -> list[str]:
-    """The modules of the job's source, transforms and sink (built-in or registered)."""
+    """The modules of the job's sources, transforms and sinks (built-in or registered)."""
     from ..connectors import module_of
 
-    entries = [("source", job.source), *(("transform", t) for t in job.transforms), ("sink", job.sink)]
+    entries = [*(("source", s) for s in job.sources), *(("transform", t) for t in job.transforms),
+               *(("sink", s) for s in job.sinks)]
     found = [module_of(kind, entry.get("plugin_name")) for kind, entry in entries]
     return list(dict.fromkeys(m for m in found if m))
 

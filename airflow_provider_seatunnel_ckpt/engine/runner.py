@@ -402,7 +402,7 @@ class JobRun:
 
     # ---- run ------------------------------------------------------------------------------
     def run(self, spark: Any = None) -> Outcome:
-        from ..connectors import load_sink, load_source
+        from .routing import bind_schemas, load_sinks, load_sources, load_transforms, one_sink
 
         request = self.request
         job = request.job
@@ -411,13 +411,16 @@ class JobRun:
         check_spark_settings({**job.spark_conf, **request.spark_conf})
         # Live checks of the systems the job reads and writes (reachable, tables and
         # columns as configured), before anything is claimed or started.
-        source = load_source(job.source, "source[0]")
-        _preflight(source)
-        output = _bind_transforms(source.produced_schema(), job.transforms)
-        sink = load_sink(job.sink, "sink[0]")
-        _preflight(sink)
-        if output is not None:
-            _preflight(sink, lambda: sink.accepts(output))
+        sources = load_sources(job.sources)
+        for source in sources:
+            _preflight(source)
+        outputs = bind_schemas(job.graph, [source.produced_schema() for source in sources], load_transforms(job.transforms))
+        sinks = load_sinks(job.sinks)
+        for sink, output in zip(sinks, outputs):
+            _preflight(sink)
+            if output is not None:
+                _preflight(sink, lambda sink=sink, output=output: sink.accepts(output))
+        sink = one_sink(sinks)
         committer = sink.create_committer(request.job_id)
         heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim
         token = secrets.token_hex(16)
@@ -518,7 +521,7 @@ class JobRun:
     def _run_claimed(
         self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any]
     ) -> Outcome:
-        from ..connectors import load_source
+        from .routing import load_sources, one_source
         from .transport import ControlServer
 
         request = self.request
@@ -538,7 +541,7 @@ class JobRun:
         self._application_id = context.applicationId
         self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
-        source = load_source(job.source, "source[0]")
+        source = one_source(load_sources(job.sources))
         # The split plan is part of the checkpoint: a restore (with any parallelism)
         # keeps it, so split ids and ranges always match the restored positions.
         stored_plan = manifest.properties.get("splits") if manifest is not None else None
@@ -661,14 +664,3 @@ def _preflight(connector: Any, check: Callable[[], None] | None = None) -> None:
     except ConnectorError as err:
         prefix = getattr(connector, "config_key", "")
         raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
-
-
-def _bind_transforms(schema: Any, entries: Sequence[Mapping[str, Any]]) -> Any:
-    """Check each transform against the schema it will receive (a SQL query's columns),
-    as far as the source's schema is known on the driver; errors name the option. Returns
-    the schema the sink will receive (None when only reading tells)."""
-    from ..connectors import load_transform
-
-    for index, entry in enumerate(entries):
-        schema = load_transform(entry, f"transform[{index}]").output_schema(schema)
-    return schema

@@ -258,11 +258,14 @@ class SubtaskRuntime:
         self._release_connectors()
         states = self._load_states(restore)
         self._note_added_splits(restore.added_splits)
-        from ..connectors import load_sink, load_source, load_transform
+        from .composite import SinkGroup
+        from .routing import Router, load_sinks, load_sources, load_transforms, one_sink, one_source
 
-        self._source = source = load_source(self.spec.source, "source[0]")
-        transforms = [load_transform(t, f"transform[{i}]") for i, t in enumerate(self.spec.transforms)]
-        self._sink = load_sink(self.spec.sink, "sink[0]")
+        self._source = source = one_source(load_sources(self.spec.sources))
+        transforms = load_transforms(self.spec.transforms)
+        self._router = Router(self.spec.graph, transforms)
+        self._sink = one_sink(load_sinks(self.spec.sinks))
+        self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
@@ -271,7 +274,7 @@ class SubtaskRuntime:
         self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
         self._writer = self._new_writer(restore.checkpoint_id or 0)
 
-        if self._read_splits(source, mine, context, transforms):
+        if self._read_splits(source, mine, context):
             self._send(EndOfInput(self.subtask, self.attempt))
         while not self._idle_step():
             pass
@@ -320,7 +323,7 @@ class SubtaskRuntime:
                      ", ".join(split.split_id for split in new))
         return [split for split in new if not self._states[split.split_id].finished]
 
-    def _read_splits(self, source: Any, splits: Sequence[Any], context: Any, transforms: Sequence[Any]) -> bool:
+    def _read_splits(self, source: Any, splits: Sequence[Any], context: Any) -> bool:
         """Read this subtask's splits to their ends; False when the job was stopped first.
 
         One split after the other, unless the source reads its splits together (an
@@ -330,7 +333,8 @@ class SubtaskRuntime:
         pending = [s for s in splits if not self._states[s.split_id].finished]
         together = getattr(source, "reads_splits_together", False)
         live = bool(getattr(source, "discovery_interval_s", None))
-        open_readers: list[tuple[Any, SplitState]] = []
+        origin = getattr(source, "origin", lambda split: 0)  # which of the job's sources (composite.py)
+        open_readers: list[tuple[Any, SplitState, int]] = []
         try:
             while pending or open_readers or live:
                 if self._splits_added:
@@ -338,13 +342,13 @@ class SubtaskRuntime:
                 while pending and (together or not open_readers):
                     split = pending.pop(0)
                     state = self._states[split.split_id]
-                    open_readers.append((source.create_reader(split, state.position, context), state))
+                    open_readers.append((source.create_reader(split, state.position, context), state, origin(split)))
                 if not open_readers:
                     if self._idle_step():
                         return False
                     continue
                 for entry in list(open_readers):
-                    outcome = self._process_batch(*entry, transforms)
+                    outcome = self._process_batch(*entry)
                     if outcome is _STOPPED:
                         return False
                     if outcome is _SPLIT_ENDED:
@@ -352,11 +356,12 @@ class SubtaskRuntime:
                         entry[0].close()
             return True
         finally:
-            for reader, _ in open_readers:
+            for reader, _, _ in open_readers:
                 reader.close()
 
-    def _process_batch(self, reader: Any, state: SplitState, transforms: Sequence[Any]) -> object:
-        """Read, transform and write one batch of a split (barriers first)."""
+    def _process_batch(self, reader: Any, state: SplitState, origin: int) -> object:
+        """Read one batch of a split (barriers first), take it along the job's wiring
+        through its transforms and write it to each sink it reaches."""
         if self._barrier_pending:
             self._take_barriers()
         if self._completed_positions is not None:
@@ -370,14 +375,13 @@ class SubtaskRuntime:
             state.finished = True
             state.position = reader.position()
             return _SPLIT_ENDED
-        for index, transform in enumerate(transforms):
-            split_state = state.operators.setdefault(str(index), {}) if transform.stateful else None
-            batch = transform.process(batch, split_state)
-            if batch is None:
-                break
-        if batch is not None and batch.num_rows:
-            self._writer.write(batch)
-            self._rows_since_barrier += batch.num_rows
+        operators = state.operators
+        for sink, out in self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {})):
+            if self._grouped:
+                self._writer.write_to(sink, out)
+            else:
+                self._writer.write(out)
+            self._rows_since_barrier += out.num_rows
         state.position = reader.position()
         return _READ
 

@@ -1,4 +1,4 @@
-"""OpenLineage for a checkpointed job: its source as input, its sink as output.
+"""OpenLineage for a checkpointed job: its sources as inputs, its sinks as outputs.
 
 Imported only by the operator's ``get_openlineage_facets_on_*`` methods, which the
 OpenLineage provider calls when it is installed and configured; nothing here runs
@@ -10,7 +10,7 @@ committed it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attr
@@ -32,8 +32,9 @@ class SeatunnelCheckpointRunFacet(RunFacet):
     final_checkpoint_id: int | None = None
 
 
-def job_lineage(source: Mapping[str, Any], sink: Mapping[str, Any], run: Mapping[str, Any] | None) -> OperatorLineage:
-    inputs = [InputDataset(namespace=d.namespace, name=d.name) for d in source_datasets(source)]
-    outputs = [OutputDataset(namespace=d.namespace, name=d.name) for d in sink_datasets(sink)]
+def job_lineage(sources: Sequence[Mapping[str, Any]], sinks: Sequence[Mapping[str, Any]],
+                run: Mapping[str, Any] | None) -> OperatorLineage:
+    inputs = [InputDataset(namespace=d.namespace, name=d.name) for s in sources for d in source_datasets(s)]
+    outputs = [OutputDataset(namespace=d.namespace, name=d.name) for s in sinks for d in sink_datasets(s)]
     run_facets = {"seatunnelCheckpoint": SeatunnelCheckpointRunFacet(**run)} if run else {}
     return OperatorLineage(inputs=inputs, outputs=outputs, run_facets=run_facets)

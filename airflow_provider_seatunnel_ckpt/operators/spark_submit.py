@@ -200,7 +200,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         #: file name of a job_file read as a template: the engine names the job after it
         self._job_file_name: str | None = None
         #: what the run read and wrote, and which job and checkpoint: for OpenLineage
-        self._lineage_entries: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
+        #: (sources, sinks) of the job file, for OpenLineage
+        self._lineage_entries: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None
         self._lineage_run: dict[str, Any] | None = None
         #: (hook, job id) while this try waits for a previous try's live driver (on_kill stops it)
         self._attached_to: tuple[CheckpointStorageHook, str] | None = None
@@ -321,7 +322,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             job, variables = self._load_job(job_source)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
-        self._lineage_entries = (job.source, job.sink)
+        self._lineage_entries = (job.sources, job.sinks)
         self._lineage_run = {"job_id": job_id}
         self.log.info("job %s: checkpoints in %s", job_id, hook.describe(job_id))
         restore = self._restore_argument(hook, job_id)
@@ -344,7 +345,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if result["status"] == "finished":
             # also when an earlier try finished the job but died before reporting success:
             # this is the task's successful run, and the event is what downstream waits for
-            self._announce_output(context, job.sink, result)
+            self._announce_output(context, job.sinks, result)
         return result
 
     def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
@@ -364,7 +365,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             except Exception as err:  # noqa: BLE001 - lineage must never fail the task
                 self.log.debug("no OpenLineage datasets at start: %s", err)
             else:
-                self._lineage_entries = (job.source, job.sink)
+                self._lineage_entries = (job.sources, job.sinks)
         if self._lineage_run is None and self.job_id and _is_literal(self.job_id):
             self._lineage_run = {"job_id": str(self.job_id).strip()}
         return self._openlineage()
@@ -378,18 +379,19 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     def _openlineage(self) -> Any:
         from .lineage import job_lineage
 
-        source, sink = self._lineage_entries or ({}, {})
-        return job_lineage(source, sink, self._lineage_run)
+        sources, sinks = self._lineage_entries or ((), ())
+        return job_lineage(sources, sinks, self._lineage_run)
 
-    def _announce_output(self, context: Context, sink: Mapping[str, Any], result: Mapping[str, Any]) -> None:
-        """The finished job's output as an asset event on the task's alias."""
-        uri = sink_asset_uri(sink) if self.sink_alias is not None else None
+    def _announce_output(self, context: Context, sinks: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> None:
+        """The finished job's output as asset events on the task's alias (one per sink
+        that has an asset URI)."""
         events = context.get("outlet_events")  # absent when execute() is called outside a task run
-        if uri is None or events is None:
+        if self.sink_alias is None or events is None:
             return
         extra = {"job_id": result["job_id"], "final_checkpoint_id": result["final_checkpoint_id"]}
-        events[self.sink_alias].add(Asset(uri=uri, name=uri), extra=extra)
-        self.log.info("job %s: output %s announced on asset alias %s", result["job_id"], uri, self.sink_alias.name)
+        for uri in dict.fromkeys(u for u in map(sink_asset_uri, sinks) if u is not None):
+            events[self.sink_alias].add(Asset(uri=uri, name=uri), extra=extra)
+            self.log.info("job %s: output %s announced on asset alias %s", result["job_id"], uri, self.sink_alias.name)
 
     def _restore_argument(self, hook: CheckpointStorageHook, job_id: str) -> str | None:
         """The engine's ``--restore`` value, or None when there is nothing to run."""

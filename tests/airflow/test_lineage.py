@@ -64,12 +64,12 @@ def test_operator_lineage_names_source_sink_and_checkpoint_without_credentials()
 
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file="j.yaml")
     assert op.get_openlineage_facets_on_failure(None).inputs == []  # failed before the job was read
-    op._lineage_entries = ({"plugin_name": "Jdbc", "url": "postgresql://u:secret@pg/shop", "table": "orders"},
-                           {"plugin_name": "File", "path": "/out"})
+    op._lineage_entries = ([{"plugin_name": "Jdbc", "url": "postgresql://u:secret@pg/shop", "table": "orders"}],
+                           [{"plugin_name": "File", "path": "/out"}, {"plugin_name": "File", "path": "/copy"}])
     op._lineage_run = {"job_id": "j1", "status": "finished", "attempt": 2, "restored_from": 7, "final_checkpoint_id": 9}
     lineage = op.get_openlineage_facets_on_complete(None)
     assert [(d.namespace, d.name) for d in lineage.inputs] == [("postgres://pg:5432", "shop.public.orders")]
-    assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out")]
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out"), ("file", "/copy")]  # every sink
     facet = lineage.run_facets["seatunnelCheckpoint"]
     assert (facet.job_id, facet.attempt, facet.restored_from, facet.final_checkpoint_id) == ("j1", 2, 7, 9)
     assert "secret" not in repr(lineage)

@@ -79,6 +79,6 @@ def _registry_names() -> set[str]:
 
 def test_the_import_reader_resolves_relative_imports() -> None:
     """Else the tests above would pass vacuously."""
-    found = _imports(PACKAGE / "engine" / "subtask.py")
+    found = _imports(PACKAGE / "engine" / "routing.py")
     assert f"{ROOT}.connectors.api" in found
     assert f"{ROOT}.connectors.load_sink" in found

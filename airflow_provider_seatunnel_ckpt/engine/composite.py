@@ -1,0 +1,181 @@
+"""Several sources, or several sinks, of one job as one to the rest of the engine.
+
+The engine runs one split plan, one writer per subtask epoch and one committer. A job
+with several sources reads the union of their splits (:class:`SourceUnion`: each split
+id says its source, ``1/range-000``); a job with several sinks writes each sink's own
+writer and commits each sink's own output (:class:`SinkGroup`: one commit info per
+checkpoint holds every sink's, by index). Each sink keeps its two-phase commit: the
+group is prepared at the barrier and committed after the checkpoint is durable, so the
+sinks of one checkpoint publish together or are all replayed.
+
+Jobs with one source and one sink use the connector itself, unwrapped: their split ids
+and commit infos are what they always were, and so are their checkpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from ..connectors.api import (
+    JsonValue, ReaderContext, Sink, SinkCommitter, SinkWriter, Source, SourceReader, Split,
+)
+
+
+class SourceUnion(Source):
+    plugin_name = "sources"
+
+    def __init__(self, sources: Sequence[Source]):
+        super().__init__({})
+        self.sources = list(sources)
+        self.reads_splits_together = any(s.reads_splits_together for s in self.sources)
+        intervals = [s.discovery_interval_s for s in self.sources if s.discovery_interval_s]
+        self.discovery_interval_s = min(intervals) if intervals else None
+
+    @staticmethod
+    def origin(split: Split) -> int:
+        """The index of the source that ``split`` belongs to."""
+        return int(split.spec["source"])
+
+    @staticmethod
+    def _wrap(index: int, split: Split) -> Split:
+        return Split(f"{index}/{split.split_id}", {"source": index, "split_id": split.split_id, "spec": dict(split.spec)})
+
+    @staticmethod
+    def _unwrap(split: Split) -> Split:
+        return Split(split.spec["split_id"], split.spec["spec"])
+
+    def splits(self, parallelism: int) -> list[Split]:
+        return [self._wrap(i, split) for i, source in enumerate(self.sources) for split in source.splits(parallelism)]
+
+    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
+        return self.sources[self.origin(split)].create_reader(self._unwrap(split), position, context)
+
+    def discover_splits(self, known: Sequence[Split]) -> list[Split]:
+        found = []
+        for i, source in enumerate(self.sources):
+            mine = [self._unwrap(s) for s in known if self.origin(s) == i]
+            found += [self._wrap(i, split) for split in source.discover_splits(mine)]
+        return found
+
+    def preflight(self) -> None:
+        for source in self.sources:
+            source.preflight()
+
+    def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
+        for i, source in enumerate(self.sources):
+            prefix = f"{i}/"
+            mine = {split_id[len(prefix):]: p for split_id, p in positions.items() if split_id.startswith(prefix)}
+            if mine:
+                source.checkpoint_completed(mine)
+
+    def close(self) -> None:
+        _close_all(self.sources)
+
+
+class SinkGroup(Sink):
+    plugin_name = "sinks"
+
+    def __init__(self, sinks: Sequence[Sink]):
+        super().__init__({})
+        self.sinks = list(sinks)
+
+    @property  # type: ignore[override]
+    def run_attempt(self) -> int:
+        return self.sinks[0].run_attempt
+
+    @run_attempt.setter
+    def run_attempt(self, value: int) -> None:
+        for sink in self.sinks:
+            sink.run_attempt = value
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        return GroupWriter([sink.create_writer(job_id, subtask, attempt) for sink in self.sinks])
+
+    def create_committer(self, job_id: str) -> SinkCommitter:
+        return GroupCommitter([sink.create_committer(job_id) for sink in self.sinks])
+
+    def preflight(self) -> None:
+        for sink in self.sinks:
+            sink.preflight()
+
+    def close(self) -> None:
+        _close_all(self.sinks)
+
+
+class GroupWriter(SinkWriter):
+    def __init__(self, writers: list[SinkWriter]):
+        self.writers = writers
+
+    def open(self, after_checkpoint_id: int) -> None:
+        for writer in self.writers:
+            writer.open(after_checkpoint_id)
+
+    def write_to(self, sink: int, batch: pa.RecordBatch) -> None:
+        self.writers[sink].write(batch)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise TypeError("a group of sinks is written one sink at a time (write_to)")
+
+    def prepare_commit(self, checkpoint_id: int) -> JsonValue:
+        infos = [writer.prepare_commit(checkpoint_id) for writer in self.writers]
+        return {"sinks": infos} if any(info is not None for info in infos) else None
+
+    def close(self) -> None:
+        _close_all(self.writers)
+
+
+class GroupCommitter(SinkCommitter):
+    def __init__(self, committers: list[SinkCommitter]):
+        self.committers = committers
+
+    def _parts(self, infos: Iterable[JsonValue]) -> list[list[JsonValue]]:
+        parts: list[list[JsonValue]] = [[] for _ in self.committers]
+        for info in infos:
+            if not info:
+                continue
+            for index, part in enumerate(info["sinks"]):  # type: ignore[index]
+                if part is not None:
+                    parts[index].append(part)
+        return parts
+
+    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
+        for committer, part in zip(self.committers, self._parts(commit_infos)):
+            if part:
+                committer.commit(part)
+
+    def cleanup(self, keep: Iterable[JsonValue]) -> None:
+        for committer, part in zip(self.committers, self._parts(keep)):
+            committer.cleanup(part)
+
+    def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int]) -> None:
+        for committer in self.committers:  # every sink is asked before any rolls back
+            committer.check_rollback(after_checkpoint_id, newer_checkpoint_ids)
+
+    def rollback(self, after_checkpoint_id: int) -> None:
+        for committer in self.committers:
+            committer.rollback(after_checkpoint_id)
+
+    def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Iterable[JsonValue]) -> None:
+        for committer, part in zip(self.committers, self._parts(keep)):
+            committer.discard_orphans(subtask, up_to_checkpoint_id, part)
+
+    def job_finished(self, restored_checkpoint_id: int | None) -> None:
+        for committer in self.committers:
+            committer.job_finished(restored_checkpoint_id)
+
+    def discard_job(self) -> None:
+        for committer in self.committers:
+            committer.discard_job()
+
+
+def _close_all(closables: Iterable[Any]) -> None:
+    errors = []
+    for closable in closables:
+        try:
+            closable.close()
+        except Exception as err:  # close the others first, then report the first failure
+            errors.append(err)
+    if errors:
+        raise errors[0]

@@ -1,0 +1,104 @@
+"""Moving batches along a job's wiring (:mod:`.wiring`), and building its parts.
+
+A batch read from source ``i`` carries that source's table; each transform reading the
+table gets it once, and what it returns carries the transform's table onwards; each sink
+reading a table gets the batches of that table. One table read by two consumers gives
+both the same (immutable) Arrow batch.
+
+The same walk runs on the driver before Spark starts, with schemas instead of batches
+(:func:`bind_schemas`): each transform checks its options against the schema it will
+receive, tables a transform or sink reads together must have one row type (SeaTunnel's
+rule), and each sink is told its schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from ..connectors import load_sink, load_source, load_transform
+from ..connectors.api import Sink, Source, Transform
+from ..errors import ConfigError
+from .composite import SinkGroup, SourceUnion
+from .wiring import Wiring
+
+
+class Router:
+    def __init__(self, wiring: Wiring, transforms: Sequence[Transform]):
+        self.wiring = wiring
+        self.transforms = list(transforms)
+        names = {*wiring.source_outputs, *wiring.transform_outputs}
+        self._consumers = {name: wiring.consumers(name) for name in names}
+
+    def route(self, batch: pa.RecordBatch, source: int,
+              operator_state: Callable[[int], dict[str, Any]]) -> list[tuple[int, pa.RecordBatch]]:
+        """(sink index, batch) for every sink the batch reaches; ``operator_state(i)`` is
+        the split's state of stateful transform ``i``."""
+        out: list[tuple[int, pa.RecordBatch]] = []
+        self._deliver(batch, self.wiring.source_outputs[source], operator_state, out)
+        return out
+
+    def _deliver(self, batch: pa.RecordBatch, table: str, operator_state: Callable[[int], dict[str, Any]],
+                 out: list[tuple[int, pa.RecordBatch]]) -> None:
+        for kind, index in self._consumers[table]:
+            if kind == "sink":
+                if batch.num_rows:
+                    out.append((index, batch))
+                continue
+            transform = self.transforms[index]
+            result = transform.process(batch, operator_state(index) if transform.stateful else None)
+            if result is not None:
+                self._deliver(result, self.wiring.transform_outputs[index], operator_state, out)
+
+
+def bind_schemas(wiring: Wiring, source_schemas: Sequence[pa.Schema | None],
+                 transforms: Sequence[Transform]) -> list[pa.Schema | None]:
+    """The schema each sink will receive (None where only reading tells), after checking
+    each transform against its input. Errors name the job-file key."""
+    tables: dict[str, pa.Schema | None] = dict(zip(wiring.source_outputs, source_schemas))
+    for index in wiring.transform_order:
+        schema = _one_schema(tables, wiring.transform_inputs[index], f"transform[{index}]")
+        tables[wiring.transform_outputs[index]] = transforms[index].output_schema(schema)
+    return [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
+
+
+def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key: str) -> pa.Schema | None:
+    schemas = [tables[name] for name in inputs]
+    known = [(name, s) for name, s in zip(inputs, schemas) if s is not None]
+    for name, schema in known[1:]:
+        if not schema.equals(known[0][1]):
+            raise ConfigError(f"{key}.plugin_input",
+                              f"tables {known[0][0]!r} and {name!r} have different row types "
+                              f"({_columns(known[0][1])} vs {_columns(schema)}); a transform or sink reads several "
+                              "tables only when their rows have one type (SeaTunnel's rule)")
+    if len(known) != len(schemas):
+        return None  # one input is only known when read: nothing to bind against
+    return known[0][1] if known else None
+
+
+def _columns(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema)
+
+
+# ---- the job's parts --------------------------------------------------------------------------
+def load_sources(entries: Sequence[Any]) -> list[Source]:
+    return [load_source(entry, f"source[{i}]") for i, entry in enumerate(entries)]
+
+
+def load_transforms(entries: Sequence[Any]) -> list[Transform]:
+    return [load_transform(entry, f"transform[{i}]") for i, entry in enumerate(entries)]
+
+
+def load_sinks(entries: Sequence[Any]) -> list[Sink]:
+    return [load_sink(entry, f"sink[{k}]") for k, entry in enumerate(entries)]
+
+
+def one_source(sources: Sequence[Source]) -> Source:
+    """The job's sources as the engine reads them: the source itself, or their union."""
+    return sources[0] if len(sources) == 1 else SourceUnion(sources)
+
+
+def one_sink(sinks: Sequence[Sink]) -> Sink:
+    """The job's sinks as the engine writes them: the sink itself, or their group."""
+    return sinks[0] if len(sinks) == 1 else SinkGroup(sinks)
