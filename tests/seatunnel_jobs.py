@@ -21,12 +21,12 @@ def run_in_process(path: Path, job_id: str = "compat") -> int:
     sources = load_sources(job.sources)
     transforms = load_transforms(job.transforms)
     sinks = load_sinks(job.sinks)
-    for sink, schema in zip(sinks, bind_schemas(job.graph, [s.produced_schema() for s in sources], transforms)):
+    for sink, schema in zip(sinks, bind_schemas(job.graph, sources, transforms, sinks)):
         if schema is not None:
             sink.accepts(schema)
     source, sink = one_source(sources), one_sink(sinks)
     router = Router(job.graph, transforms)
-    origin = getattr(source, "origin", lambda split: 0)
+    origin = source.origin if len(sources) > 1 else (lambda split: 0)
     splits = source.splits(job.parallelism)
     infos, rows = [], 0
     for subtask in range(job.parallelism):

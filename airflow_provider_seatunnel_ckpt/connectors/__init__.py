@@ -212,7 +212,12 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     if not getattr(cls, "reads_parallelism_option", False):
         options.pop("parallelism", None)  # SeaTunnel's common option; the job runs one parallelism (job.py)
     try:
-        instance = cls(options)
+        if kind == "source" and "tables_configs" in options and getattr(cls, "reads_tables_configs", False):
+            from .union import tables_source  # several tables of one connector (SeaTunnel's tables_configs)
+
+            instance = tables_source(cls, options)
+        else:
+            instance = cls(options)
     except ConfigError as err:
         problem = err.problem
         value = options.get(err.key)
@@ -220,10 +225,22 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
             problem += "; a variable in it is not set (-i NAME=value, --variables or the environment)"
         raise ConfigError(f"{key}.{err.key}" if err.key else key, problem) from None
     instance.config_key = key
+    for index, part in enumerate(getattr(instance, "table_parts", ())):
+        part.config_key = f"{key}.tables_configs[{index}]"
     return instance
 
 
+def __getattr__(name: str) -> Any:
+    # imported when used: the registry itself must load without pyarrow (extras.py)
+    if name == "SourceUnion":
+        from .union import SourceUnion
+
+        return SourceUnion
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "SourceUnion",
     "IGNORED_KEYS",
     "load_sink",
     "load_source",

@@ -276,3 +276,16 @@ class Sink:
 def iter_batches(reader: SourceReader) -> Iterator[pa.RecordBatch]:
     while (batch := reader.read_batch()) is not None:
         yield batch
+
+
+def close_all(closables: Iterable[Any]) -> None:
+    """Close each (readers, writers, connectors of a group); a failure does not stop the
+    others from closing, and the first one is raised at the end."""
+    errors = []
+    for closable in closables:
+        try:
+            closable.close()
+        except Exception as err:
+            errors.append(err)
+    if errors:
+        raise errors[0]

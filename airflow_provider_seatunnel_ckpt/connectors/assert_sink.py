@@ -17,9 +17,14 @@ one line naming the rule, the field, the value and the row. ``row_rules``
 (``MIN_ROW``/``MAX_ROW``) are checked when the job has finished, over every row the sink
 received, counted once however many times the job was restored.
 
+Several tables (a source with ``tables_configs``): ``tables_configs`` gives each table,
+by ``table_path``, its own ``row_rules`` and ``field_rules`` (the top-level rules hold for
+every table's rows), and ``table-names`` lists the tables the sink must receive, no more
+and no fewer, as SeaTunnel checks them.
+
 Where it differs: the type check compares the column's type (Arrow's, in SeaTunnel's
 names), so ``decimal(10, 2)`` equals any value of that column whatever its written scale;
-``catalog_table_rule``, ``table-names`` and ``tables_configs`` (several tables) are refused.
+``catalog_table_rule`` is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from ..errors import ConfigError, DataError
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
 from .options import Options, option_key
 from .seatunnel_types import convert_value, seatunnel_type, type_name
+from .union import table_of
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +49,8 @@ ROW_RULES = ("MIN_ROW", "MAX_ROW")
 _NEEDS_VALUE = ("MIN", "MAX", "MIN_LENGTH", "MAX_LENGTH", *ROW_RULES)
 _REFUSED = {
     "catalog_table_rule": "table metadata rules are not supported: checked tables here have no primary or constraint keys",
-    "table-names": "several tables in one job are not supported yet",
-    "tables_configs": "several tables in one job are not supported yet",
 }
+_RULE_KEYS = ("row_rules", "field_rules", "tables_configs", "table-names")
 
 
 @dataclass(frozen=True)
@@ -91,24 +96,52 @@ def _rule(entry: Any, where: str, allowed: tuple[str, ...]) -> tuple[str | None,
     return rule_type, value
 
 
-def parse_rules(rules: Any) -> tuple[list[tuple[str, float, str]], list[FieldRule]]:
+@dataclass(frozen=True)
+class Rules:
+    """What the ``rules`` block asks: rules for every row, per table, and the tables."""
+
+    row_rules: list[tuple[str, float, str]]
+    field_rules: list[FieldRule]
+    tables: dict[str, tuple[list[tuple[str, float, str]], list[FieldRule]]]
+    table_names: list[str] | None
+
+
+def parse_all_rules(rules: Any) -> Rules:
     if not isinstance(rules, Mapping):
         raise ConfigError("rules", "expected {row_rules = [...], field_rules = [...]}")
     for key in rules:
         if key in _REFUSED:
             raise ConfigError(f"rules.{key}", _REFUSED[key])
-        if key not in ("row_rules", "field_rules"):
-            log.warning("rules.%s: not a rule SeaTunnel's Assert knows (row_rules, field_rules); ignored", key)
+        if key not in _RULE_KEYS:
+            log.warning("rules.%s: not a rule SeaTunnel's Assert knows (%s); ignored", key, ", ".join(_RULE_KEYS))
+    row_rules, field_rules = parse_rules(rules, "rules")
+    tables = {}
+    for index, entry in enumerate(_list(rules, "tables_configs")):
+        where = f"rules.tables_configs[{index}]"
+        path = entry.get("table_path") if isinstance(entry, Mapping) else None
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigError(f"{where}.table_path", "is required: the table these rules are for")
+        tables[path.strip()] = parse_rules(entry, where)
+    names = rules.get("table-names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise ConfigError("rules.table-names", f"expected a list of table names, got {names!r}")
+    if not row_rules and not field_rules and not tables and names is None:
+        raise ConfigError("rules", "no rule given (row_rules, field_rules, tables_configs, table-names)")
+    return Rules(row_rules, field_rules, tables, [n.strip() for n in names] if names is not None else None)
+
+
+def parse_rules(rules: Mapping[str, Any], prefix: str) -> tuple[list[tuple[str, float, str]], list[FieldRule]]:
+    """The row_rules and field_rules of one block (``rules`` or one table's)."""
     row_rules = []
-    for index, entry in enumerate(_list(rules, "row_rules")):
-        where = f"rules.row_rules[{index}]"
+    for index, entry in enumerate(_list(rules, "row_rules", prefix)):
+        where = f"{prefix}.row_rules[{index}]"
         rule_type, value = _rule(entry, where, ROW_RULES)
         if rule_type is None:
             raise ConfigError(f"{where}.rule_type", "is required (MIN_ROW or MAX_ROW)")
         row_rules.append((rule_type, value, where))
     field_rules = []
-    for index, entry in enumerate(_list(rules, "field_rules")):
-        where = f"rules.field_rules[{index}]"
+    for index, entry in enumerate(_list(rules, "field_rules", prefix)):
+        where = f"{prefix}.field_rules[{index}]"
         if not isinstance(entry, Mapping) or not isinstance(entry.get("field_name"), str):
             raise ConfigError(where, "expected {field_name = ..., field_type = ..., field_value = [...]}")
         field_type = None if entry.get("field_type") is None else seatunnel_type(entry["field_type"], f"{where}.field_type")
@@ -121,8 +154,6 @@ def parse_rules(rules: Any) -> tuple[list[tuple[str, float, str]], list[FieldRul
                 raise ConfigError(value_where, "needs rule_type or equals_to")
             values.append(ValueRule(value_where, rule_type, rule_value, equals_to))
         field_rules.append(FieldRule(where, entry["field_name"], field_type, tuple(values)))
-    if not row_rules and not field_rules:
-        raise ConfigError("rules", "no rule given (row_rules, field_rules)")
     return row_rules, field_rules
 
 
@@ -137,17 +168,24 @@ def _list(block: Mapping[str, Any], key: str, where: str = "rules") -> list[Any]
 
 class AssertSink(Sink):
     plugin_name = "Assert"
+    #: takes the batches of several tables (tables_configs), told apart by their table
+    writes_tables = True
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         opts = Options(self.plugin_name, options, known={"rules", "multi_table_sink_replica"})
         if not opts.has("rules"):
             raise ConfigError("rules", "is required for Assert")
-        self.row_rules, self.field_rules = parse_rules(options["rules"])
+        self.rules = parse_all_rules(options["rules"])
+        self.row_rules, self.field_rules = self.rules.row_rules, self.rules.field_rules
 
     def accepts(self, schema: pa.Schema) -> None:
         for rule in self.field_rules:
             _check_field(rule, schema, self)
+
+    def field_rules_for(self, table: str | None) -> list[FieldRule]:
+        own = self.rules.tables.get(table) if table is not None else None
+        return self.field_rules + (own[1] if own else [])
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> AssertWriter:
         return AssertWriter(self, subtask)
@@ -174,9 +212,12 @@ class AssertWriter(SinkWriter):
         self.sink = sink
         self.subtask = subtask
         self.rows = 0
+        #: rows per table, for batches that name theirs
+        self.tables: dict[str, int] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
-        for rule in self.sink.field_rules:
+        table = table_of(batch.schema)
+        for rule in self.sink.field_rules_for(table):
             index = _check_field(rule, batch.schema, self.sink)
             column = batch.column(index)
             broken = _first_broken(rule, column)
@@ -187,10 +228,13 @@ class AssertWriter(SinkWriter):
                 raise DataError(f"{option_key(self.sink, value_rule.where if value_rule else rule.where)}: "
                                 f"{rule.field_name} = {value!r} breaks {what} (row {batch.slice(row, 1).to_pylist()[0]})")
         self.rows += batch.num_rows
+        if table is not None:
+            self.tables[table] = self.tables.get(table, 0) + batch.num_rows
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         rows, self.rows = self.rows, 0
-        return {"checkpoint": checkpoint_id, "subtask": self.subtask, "rows": rows}
+        tables, self.tables = self.tables, {}
+        return {"checkpoint": checkpoint_id, "subtask": self.subtask, "rows": rows, **({"tables": tables} if tables else {})}
 
 
 def _first_broken(rule: FieldRule, column: pa.Array) -> tuple[int, ValueRule | None] | None:
@@ -270,11 +314,14 @@ class AssertCommitter(SinkCommitter):
     def __init__(self, sink: AssertSink):
         self.sink = sink
         self._counted: dict[tuple[int, int], int] = {}
+        self._tables: dict[tuple[int, int], dict[str, int]] = {}
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
         for info in commit_infos:
             if isinstance(info, Mapping):
-                self._counted[(int(info["checkpoint"]), int(info["subtask"]))] = int(info["rows"])
+                key = (int(info["checkpoint"]), int(info["subtask"]))
+                self._counted[key] = int(info["rows"])
+                self._tables[key] = {str(t): int(n) for t, n in (info.get("tables") or {}).items()}
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         pass
@@ -282,16 +329,30 @@ class AssertCommitter(SinkCommitter):
     def rollback(self, after_checkpoint_id: int) -> None:
         for key in [k for k in self._counted if k[0] > after_checkpoint_id]:
             del self._counted[key]
+            self._tables.pop(key, None)
 
     def job_finished(self, restored_checkpoint_id: int | None) -> None:
-        if not self.sink.row_rules:
+        rules = self.sink.rules
+        counted = [(None, rules.row_rules)] + [(table, own[0]) for table, own in rules.tables.items()]
+        if not any(row_rules for _, row_rules in counted) and rules.table_names is None:
             return
         if restored_checkpoint_id is not None:
-            rules = ", ".join(f"{rule} {value:g}" for rule, value, _ in self.sink.row_rules)
-            log.warning("Assert: row_rules (%s) not checked: this run restored checkpoint %d, and the rows "
-                        "committed before it are not counted here", rules, restored_checkpoint_id)
+            listed = ", ".join(f"{rule} {value:g}" for _, row_rules in counted for rule, value, _ in row_rules)
+            what = " and ".join(([f"row_rules ({listed})"] if listed else [])
+                                + (["table-names"] if rules.table_names is not None else []))
+            log.warning("Assert: %s not checked: this run restored checkpoint %d, and the rows committed before it "
+                        "are not counted here", what, restored_checkpoint_id)
             return
-        rows = sum(self._counted.values())
-        for rule, value, where in self.sink.row_rules:
-            if (rule == "MIN_ROW" and rows < value) or (rule == "MAX_ROW" and rows > value):
-                raise DataError(f"{option_key(self.sink, where)}: {rows:,} rows break {rule} {value:g}")
+        per_table: dict[str, int] = {}
+        for tables in self._tables.values():
+            for table, rows in tables.items():
+                per_table[table] = per_table.get(table, 0) + rows
+        for table, row_rules in counted:
+            rows = sum(self._counted.values()) if table is None else per_table.get(table, 0)
+            for rule, value, where in row_rules:
+                if (rule == "MIN_ROW" and rows < value) or (rule == "MAX_ROW" and rows > value):
+                    of = f" of table {table}" if table is not None else ""
+                    raise DataError(f"{option_key(self.sink, where)}: {rows:,} rows{of} break {rule} {value:g}")
+        if rules.table_names is not None and set(rules.table_names) != {t for t, n in per_table.items() if n}:
+            raise DataError(f"{option_key(self.sink, 'rules.table-names')}: the rows came from tables "
+                            f"{sorted(t for t, n in per_table.items() if n)}, not {sorted(rules.table_names)}")

@@ -26,11 +26,14 @@ from typing import Any, Iterable, Mapping, TextIO
 import pyarrow as pa
 
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
+from .union import table_of
 from .options import Options
 
 
 class ConsoleSink(Sink):
     plugin_name = "Console"
+    #: takes the batches of several tables (tables_configs); a sample row names its table
+    writes_tables = True
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -58,7 +61,8 @@ class ConsoleSinkWriter(SinkWriter):
         self.batches += 1
         wanted = self.limit - len(self.sample)
         if wanted > 0 and batch.num_rows:
-            self.sample += [str(row) for row in batch.slice(0, wanted).to_pylist()]
+            table = table_of(batch.schema)
+            self.sample += [f"{table}: {row}" if table else str(row) for row in batch.slice(0, wanted).to_pylist()]
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         if not self.rows:

@@ -22,7 +22,8 @@ Where it differs, on purpose:
 * ``split.read-interval`` (ms) is the pause between two splits of a reader; SeaTunnel also
   sleeps 1 s on every poll, which only slows a job down.
 * Rows are append-only, so ``kind`` other than ``INSERT`` in ``rows`` is refused.
-* ``tables_configs`` (several tables from one source) is refused for now.
+* ``tables_configs`` (several tables from one source): one FakeSource per table, made by the
+  registry (``connectors/union.py``); each table is named by its ``schema.table``.
 """
 
 from __future__ import annotations
@@ -82,14 +83,16 @@ def _known_options() -> set[str]:
 
 class FakeSource(Source):
     plugin_name = "FakeSource"
+    #: ``tables_configs``: one FakeSource per table (connectors/union.py, via the registry)
+    reads_tables_configs = True
     #: its ``parallelism`` is its number of readers, each making ``row.num`` rows
     reads_parallelism_option = True
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         if "tables_configs" in options:
-            raise ConfigError("tables_configs", "several tables from one FakeSource are not supported yet; "
-                                                "use one FakeSource per table")
+            raise ConfigError("tables_configs", "one FakeSource is one table; load_source makes one per table "
+                                                "of tables_configs")
         opts = Options(self.plugin_name, options, known=_known_options(), extra=_ignored_option)
         if not opts.has("schema"):
             raise ConfigError("schema", "is required for FakeSource (its fields or columns)")

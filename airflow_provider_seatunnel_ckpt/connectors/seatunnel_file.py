@@ -817,6 +817,8 @@ class SeaTunnelFileSource(FileSource):
     with SeaTunnel's options, formats and partition columns."""
 
     plugin_name = "LocalFile"
+    #: ``tables_configs``: one source per table (connectors/union.py, via the registry)
+    reads_tables_configs = True
 
     def __init__(self, options: Mapping[str, Any]):
         Source.__init__(self, options)
@@ -824,8 +826,8 @@ class SeaTunnelFileSource(FileSource):
         opts = Options(plugin, options, known=SOURCE_OPTIONS | SINK_ONLY_OPTIONS | set(CONNECTION_OPTIONS[plugin]),
                        extra=is_storage_option, extra_hint=STORAGE_HINT)
         if opts.has("tables_configs"):
-            raise ConfigError("tables_configs", "several tables from one source are not supported yet; "
-                                                "use one source per table")
+            raise ConfigError("tables_configs", "one source is one table; load_source makes one per table "
+                                                "of tables_configs")
         for name in sorted(SINK_ONLY_OPTIONS & set(options)):
             _warn(plugin, "source", "option %s is a sink option; SeaTunnel's source ignores it, and so does this one",
                   name)
@@ -848,7 +850,11 @@ class SeaTunnelFileSource(FileSource):
             self.codec = None if codec == "none" else codec
         # parquet and orc files name their codec themselves, as SeaTunnel's readers find it
 
-        self.columns: list[Column] | None = parse_columns(options["schema"], "schema") if opts.has("schema") else None
+        schema = options.get("schema")
+        # a schema block that only names the table (tables_configs over parquet or orc files,
+        # whose columns the files carry) declares no columns, as in SeaTunnel
+        names_only = isinstance(schema, Mapping) and set(schema) <= {"table"}
+        self.columns: list[Column] | None = parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
         if self.columns is None and self.format == "json":
             raise ConfigError("schema", "is required for json files, as in SeaTunnel")
         names = [c.name for c in self.columns] if self.columns is not None else []

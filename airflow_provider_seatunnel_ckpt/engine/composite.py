@@ -1,8 +1,8 @@
 """Several sources, or several sinks, of one job as one to the rest of the engine.
 
 The engine runs one split plan, one writer per subtask epoch and one committer. A job
-with several sources reads the union of their splits (:class:`SourceUnion`: each split
-id says its source, ``1/range-000``); a job with several sinks writes each sink's own
+with several sources reads the union of their splits (``connectors.SourceUnion``: each
+split id says its source, ``1/range-000``); a job with several sinks writes each sink's own
 writer and commits each sink's own output (:class:`SinkGroup`: one commit info per
 checkpoint holds every sink's, by index). Each sink keeps its two-phase commit: the
 group is prepared at the barrier and committed after the checkpoint is durable, so the
@@ -14,64 +14,14 @@ and commit infos are what they always were, and so are their checkpoints.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from ..connectors.api import (
-    JsonValue, ReaderContext, Sink, SinkCommitter, SinkWriter, Source, SourceReader, Split,
-)
+from ..connectors import SourceUnion
+from ..connectors.api import JsonValue, Sink, SinkCommitter, SinkWriter, close_all
 
-
-class SourceUnion(Source):
-    plugin_name = "sources"
-
-    def __init__(self, sources: Sequence[Source]):
-        super().__init__({})
-        self.sources = list(sources)
-        self.reads_splits_together = any(s.reads_splits_together for s in self.sources)
-        intervals = [s.discovery_interval_s for s in self.sources if s.discovery_interval_s]
-        self.discovery_interval_s = min(intervals) if intervals else None
-
-    @staticmethod
-    def origin(split: Split) -> int:
-        """The index of the source that ``split`` belongs to."""
-        return int(split.spec["source"])
-
-    @staticmethod
-    def _wrap(index: int, split: Split) -> Split:
-        return Split(f"{index}/{split.split_id}", {"source": index, "split_id": split.split_id, "spec": dict(split.spec)})
-
-    @staticmethod
-    def _unwrap(split: Split) -> Split:
-        return Split(split.spec["split_id"], split.spec["spec"])
-
-    def splits(self, parallelism: int) -> list[Split]:
-        return [self._wrap(i, split) for i, source in enumerate(self.sources) for split in source.splits(parallelism)]
-
-    def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
-        return self.sources[self.origin(split)].create_reader(self._unwrap(split), position, context)
-
-    def discover_splits(self, known: Sequence[Split]) -> list[Split]:
-        found = []
-        for i, source in enumerate(self.sources):
-            mine = [self._unwrap(s) for s in known if self.origin(s) == i]
-            found += [self._wrap(i, split) for split in source.discover_splits(mine)]
-        return found
-
-    def preflight(self) -> None:
-        for source in self.sources:
-            source.preflight()
-
-    def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
-        for i, source in enumerate(self.sources):
-            prefix = f"{i}/"
-            mine = {split_id[len(prefix):]: p for split_id, p in positions.items() if split_id.startswith(prefix)}
-            if mine:
-                source.checkpoint_completed(mine)
-
-    def close(self) -> None:
-        _close_all(self.sources)
+__all__ = ["GroupCommitter", "GroupWriter", "SinkGroup", "SourceUnion"]
 
 
 class SinkGroup(Sink):
@@ -101,7 +51,7 @@ class SinkGroup(Sink):
             sink.preflight()
 
     def close(self) -> None:
-        _close_all(self.sinks)
+        close_all(self.sinks)
 
 
 class GroupWriter(SinkWriter):
@@ -123,7 +73,7 @@ class GroupWriter(SinkWriter):
         return {"sinks": infos} if any(info is not None for info in infos) else None
 
     def close(self) -> None:
-        _close_all(self.writers)
+        close_all(self.writers)
 
 
 class GroupCommitter(SinkCommitter):
@@ -168,14 +118,3 @@ class GroupCommitter(SinkCommitter):
     def discard_job(self) -> None:
         for committer in self.committers:
             committer.discard_job()
-
-
-def _close_all(closables: Iterable[Any]) -> None:
-    errors = []
-    for closable in closables:
-        try:
-            closable.close()
-        except Exception as err:  # close the others first, then report the first failure
-            errors.append(err)
-    if errors:
-        raise errors[0]

@@ -17,10 +17,10 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from ..connectors import load_sink, load_source, load_transform
+from ..connectors import SourceUnion, load_sink, load_source, load_transform
 from ..connectors.api import Sink, Source, Transform
 from ..errors import ConfigError
-from .composite import SinkGroup, SourceUnion
+from .composite import SinkGroup
 from .wiring import Wiring
 
 
@@ -52,15 +52,38 @@ class Router:
                 self._deliver(result, self.wiring.transform_outputs[index], operator_state, out)
 
 
-def bind_schemas(wiring: Wiring, source_schemas: Sequence[pa.Schema | None],
-                 transforms: Sequence[Transform]) -> list[pa.Schema | None]:
+def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence[Transform],
+                 sinks: Sequence[Sink] = ()) -> list[pa.Schema | None]:
     """The schema each sink will receive (None where only reading tells), after checking
-    each transform against its input. Errors name the job-file key."""
-    tables: dict[str, pa.Schema | None] = dict(zip(wiring.source_outputs, source_schemas))
+    each transform against its input. A source of several tables (``tables_configs``)
+    feeds sinks that write several tables, alone, and no transform (SeaTunnel's rules).
+    Errors name the job-file key."""
+    tables: dict[str, pa.Schema | None] = {name: s.produced_schema() for name, s in zip(wiring.source_outputs, sources)}
+    several = {name: s.table_names for name, s in zip(wiring.source_outputs, sources)
+               if len(getattr(s, "table_names", None) or ()) > 1}
     for index in wiring.transform_order:
-        schema = _one_schema(tables, wiring.transform_inputs[index], f"transform[{index}]")
+        inputs = wiring.transform_inputs[index]
+        _no_tables(several, inputs, f"transform[{index}]", "a transform on a source of several tables (tables_configs) "
+                                                          "is not supported, as in SeaTunnel")
+        schema = _one_schema(tables, inputs, f"transform[{index}]")
         tables[wiring.transform_outputs[index]] = transforms[index].output_schema(schema)
+    for k, inputs in enumerate(wiring.sink_inputs):
+        if any(name in several for name in inputs):
+            sink = sinks[k] if k < len(sinks) else None
+            if len(inputs) > 1:
+                _no_tables(several, inputs, f"sink[{k}]", "a source of several tables (tables_configs) feeds a sink "
+                                                          "alone, as in SeaTunnel")
+            if sink is not None and not getattr(sink, "writes_tables", False):
+                tables_read = ", ".join(several[inputs[0]])
+                raise ConfigError(f"sink[{k}].plugin_name",
+                                  f"{sink.plugin_name} writes one table here, and its input has several ({tables_read}, "
+                                  "from tables_configs): use one source per table (Assert and Console take several)")
     return [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
+
+
+def _no_tables(several: dict[str, Any], inputs: Sequence[str], key: str, problem: str) -> None:
+    if any(name in several for name in inputs):
+        raise ConfigError(f"{key}.plugin_input", problem)
 
 
 def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key: str) -> pa.Schema | None:

@@ -414,8 +414,8 @@ class JobRun:
         sources = load_sources(job.sources)
         for source in sources:
             _preflight(source)
-        outputs = bind_schemas(job.graph, [source.produced_schema() for source in sources], load_transforms(job.transforms))
         sinks = load_sinks(job.sinks)
+        outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
         for sink, output in zip(sinks, outputs):
             _preflight(sink)
             if output is not None:

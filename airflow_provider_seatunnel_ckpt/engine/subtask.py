@@ -333,7 +333,8 @@ class SubtaskRuntime:
         pending = [s for s in splits if not self._states[s.split_id].finished]
         together = getattr(source, "reads_splits_together", False)
         live = bool(getattr(source, "discovery_interval_s", None))
-        origin = getattr(source, "origin", lambda split: 0)  # which of the job's sources (composite.py)
+        # which of the job's sources a split belongs to (a union's; composite.py)
+        origin = source.origin if len(self.spec.sources) > 1 else (lambda split: 0)
         open_readers: list[tuple[Any, SplitState, int]] = []
         try:
             while pending or open_readers or live:

@@ -1,5 +1,5 @@
 """SeaTunnel's own job files, unchanged, under real Spark with ``seatunnel-ckpt run``: HOCON,
-FakeSource, a Sql transform and Assert; a broken Assert rule fails the run with one line.
+FakeSource (one table and several), a Sql transform and Assert; a broken Assert rule fails the run with one line.
 (tests/unit/test_seatunnel_jobs.py checks every fixture in-process.)"""
 
 from __future__ import annotations
@@ -20,6 +20,12 @@ def test_a_seatunnel_file_runs_unchanged_and_one_whose_rule_breaks_fails_with_on
     passing = workspace.run(FIXTURES / "connector-fake-e2e" / "fake_to_assert.conf", config, "fake-to-assert")
     assert passing.returncode == 0, passing.explain()
     assert "job fake-to-assert finished" in passing.stderr
+
+    # several tables from one FakeSource (tables_configs), each with its own Assert rules
+    tables = workspace.run(FIXTURES / "connector-assert-e2e" / "fakesource_to_multi_table_assert.conf", config,
+                           "multi-table")
+    assert tables.returncode == 0, tables.explain()
+    assert "job multi-table finished" in tables.stderr
 
     # SeaTunnel's own test expects this job to fail: one of its rows has score 200 > MAX 100
     failing = workspace.run(FIXTURES / "connector-fake-e2e" / "fake_to_assert_with_multitable_exception.conf", config,

@@ -66,7 +66,7 @@ def test_a_broken_rule_fails_naming_the_rule_field_value_and_row(field: str, fie
 
 
 @pytest.mark.parametrize("rules, message", [
-    ({}, "sink[0].rules: no rule given (row_rules, field_rules)"),
+    ({}, "sink[0].rules: no rule given (row_rules, field_rules, tables_configs, table-names)"),
     ({"row_rules": [{"rule_type": "MAX_ROWS", "rule_value": 1}]},
      "sink[0].rules.row_rules[0].rule_type: 'MAX_ROWS' is not one of MIN_ROW, MAX_ROW"),
     ({"row_rules": [{"rule_type": "MAX_ROW"}]}, "sink[0].rules.row_rules[0].rule_value: is required for MAX_ROW"),

@@ -115,7 +115,7 @@ def test_columns_form_keeps_its_lengths_and_defaults() -> None:
     ({"schema": SCHEMA, "rows": [{"kind": "DELETE", "fields": [1]}]},
      "source[0].rows[0].kind: DELETE: only INSERT rows are supported (pipelines here are append-only)"),
     ({"schema": SCHEMA, "tables_configs": []},
-     "source[0].tables_configs: several tables from one FakeSource are not supported yet; use one FakeSource per table"),
+     "source[0].tables_configs: expected a list of table blocks, each with its own options and schema"),
     ({"schema": {"fields": {"x": "decimal"}}}, "source[0].schema.fields.x: decimal needs its precision and scale, e.g. decimal(10, 2)"),
     ({"schema": SCHEMA, "rows": [{"fields": ["not a number"]}]},
      "source[0].rows[0].fields.id: 'not a number' is not a int64 value: invalid literal for int() with base 10: 'not a number'"),

@@ -444,7 +444,7 @@ def test_s3_oss_and_hdfs_options_map_onto_the_storage_options(tmp_path):
      r"source\[0\]\.read_columns: no column 'b' in schema"),
     ("source", {"file_format_type": "text", "archive_compress_codec": "zip"},
      r"source\[0\]\.archive_compress_codec: zip archives"),
-    ("source", {"file_format_type": "text", "tables_configs": [{}]}, r"source\[0\]\.tables_configs: several tables"),
+    ("source", {"file_format_type": "text", "tables_configs": [{}]}, r"source\[0\]\.tables_configs\[0\]\.schema\.table: is required"),
     ("source", {"file_format_type": "text", "datetime_format": "dd/MM/yyyy"}, r"source\[0\]\.datetime_format: "),
     ("source", {"file_format_type": "text", "colour": 1}, r"source\[0\]\.colour: unknown option for LocalFile"),
     ("sink", {"file_format_type": "xml"}, r"sink\[0\]\.file_format_type: xml is not supported yet"),

@@ -119,16 +119,14 @@ def test_the_router_takes_each_batch_to_every_sink_that_reads_its_table() -> Non
 
 def test_binding_gives_each_sink_its_schema_and_refuses_a_fan_in_of_two_row_types() -> None:
     job = load_job(_fan_job())
-    schemas = bind_schemas(job.graph, [s.produced_schema() for s in load_sources(job.sources)],
-                           load_transforms(job.transforms))
+    schemas = bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
     assert [s.names if s is not None else None for s in schemas] == [["id"], ["id"], ["id"]]
     odd = _fan_job()
     odd["source"][1]["payload_bytes"] = 4
     job = load_job(odd)
     with pytest.raises(ConfigError, match=r"^sink\[1\]\.plugin_input: tables 'a' and 'b' have different row types "
                                           r"\(id int64 vs id int64, payload fixed_size_binary\[4\]\)"):
-        bind_schemas(job.graph, [s.produced_schema() for s in load_sources(job.sources)],
-                     load_transforms(job.transforms))
+        bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
 
 
 def test_a_union_discovers_and_reports_per_source() -> None:

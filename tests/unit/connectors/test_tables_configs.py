@@ -1,0 +1,116 @@
+"""Several tables from one source entry (SeaTunnel's ``tables_configs``, connectors/union.py):
+one source per table, batches named by their table, Assert's per-table rules and
+``table-names``, and SeaTunnel's rules on what such a source may feed (engine/routing.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.connectors import SourceUnion, load_sink, load_source
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.union import table_of
+from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.engine.routing import bind_schemas, load_sinks, load_sources, load_transforms
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
+from tests.seatunnel_jobs import run_in_process
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"
+TABLES = [{"row.num": 16, "schema": {"table": "test.table1", "fields": {"c_int": "int", "c_bigint": "bigint"}}},
+          {"row.num": 17, "schema": {"table": "test.table2", "fields": {"c_string": "string"}}}]
+
+
+def _read_all(source: SourceUnion) -> Counter:
+    tables: Counter = Counter()
+    for split in source.splits(1):
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))):
+            tables[(table_of(batch.schema), tuple(batch.schema.names))] += batch.num_rows
+    return tables
+
+
+def test_each_table_is_its_own_source_and_its_batches_carry_its_name() -> None:
+    source = load_source({"plugin_name": "FakeSource", "tables_configs": TABLES})
+    assert isinstance(source, SourceUnion) and source.table_names == ["test.table1", "test.table2"]
+    assert _read_all(source) == {("test.table1", ("c_int", "c_bigint")): 16, ("test.table2", ("c_string",)): 17}
+
+
+@pytest.mark.parametrize("tables, message", [
+    ([], r"^source\[0\]\.tables_configs: expected a list of table blocks"),
+    ([{"schema": {"fields": {"a": "int"}}}], r"^source\[0\]\.tables_configs\[0\]\.schema\.table: is required"),
+    ([TABLES[0], TABLES[0]], r"^source\[0\]\.tables_configs\[1\]\.schema\.table: table 'test\.table1' is named twice"),
+    ([TABLES[0], {"row.num": -1, "schema": TABLES[1]["schema"]}], r"^source\[0\]\.tables_configs\[1\]\.row\.num"),
+])
+def test_a_bad_table_block_is_one_line_naming_it(tables, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_source({"plugin_name": "FakeSource", "tables_configs": tables})
+
+
+def _assert_sink(rules: dict):
+    return load_sink({"plugin_name": "Assert", "rules": rules})
+
+
+def _feed(sink, source) -> None:
+    writer = sink.create_writer("j", 0, 0)
+    for split in source.splits(1):
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))):
+            writer.write(batch)
+    committer = sink.create_committer("j")
+    committer.commit([writer.prepare_commit(1)])
+    committer.job_finished(None)
+
+
+def test_assert_checks_each_table_s_rules_on_that_table_only() -> None:
+    source = load_source({"plugin_name": "FakeSource", "tables_configs": TABLES})
+    per_table = {"tables_configs": [
+        {"table_path": "test.table1", "row_rules": [{"rule_type": "MIN_ROW", "rule_value": 16}],
+         "field_rules": [{"field_name": "c_int", "field_type": "int", "field_value": [{"rule_type": "NOT_NULL"}]}]},
+        {"table_path": "test.table2", "row_rules": [{"rule_type": "MAX_ROW", "rule_value": 17}]}]}
+    _feed(_assert_sink(per_table), source)  # table2 has no c_int: the rule is table1's alone
+    per_table["tables_configs"][1]["row_rules"] = [{"rule_type": "MAX_ROW", "rule_value": 16}]
+    with pytest.raises(DataError, match=r"^sink\[0\]\.rules\.tables_configs\[1\]\.row_rules\[0\]: 17 rows of table "
+                                        r"test\.table2 break MAX_ROW 16$"):
+        _feed(_assert_sink(per_table), source)
+
+
+def test_assert_table_names_are_the_tables_received_no_more_no_fewer() -> None:
+    source = load_source({"plugin_name": "FakeSource", "tables_configs": TABLES})
+    _feed(_assert_sink({"table-names": ["test.table2", "test.table1"]}), source)
+    with pytest.raises(DataError, match=r"^sink\[0\]\.rules\.table-names: the rows came from tables "
+                                        r"\['test\.table1', 'test\.table2'\], not \['test\.table1'\]$"):
+        _feed(_assert_sink({"table-names": ["test.table1"]}), source)
+
+
+def test_a_seatunnel_multi_table_file_fails_when_one_table_s_bound_is_tightened(tmp_path: Path) -> None:
+    original = (FIXTURES / "connector-assert-e2e" / "fakesource_to_multi_table_assert.conf").read_text()
+    assert run_in_process(FIXTURES / "connector-assert-e2e" / "fakesource_to_multi_table_assert.conf") == 33
+    tightened = tmp_path / "tight.conf"
+    head, _, tail = original.rpartition("rule_value = 17")  # table2's MIN_ROW
+    tightened.write_text(head + "rule_value = 18" + tail)
+    with pytest.raises(DataError, match=r"^sink\[0\]\.rules\.tables_configs\[1\]\.row_rules\[1\]: 17 rows of table "
+                                        r"test\.table2 break MIN_ROW 18$"):
+        run_in_process(tightened)
+
+
+@pytest.mark.parametrize("transforms, sink, message", [
+    ([{"plugin_name": "Select", "fields": ["c_int"]}], {"plugin_name": "Console"},
+     r"^transform\[0\]\.plugin_input: a transform on a source of several tables \(tables_configs\) is not supported"),
+    ([], {"plugin_name": "File", "path": "/tmp/never", "format": "parquet"},
+     r"^sink\[0\]\.plugin_name: File writes one table here, and its input has several \(test\.table1, test\.table2"),
+])
+def test_what_a_source_of_several_tables_may_feed_is_checked_before_spark(transforms, sink, message) -> None:
+    job = load_job({"source": [{"plugin_name": "FakeSource", "tables_configs": TABLES}], "transform": transforms,
+                    "sink": [sink]})
+    with pytest.raises(ConfigError, match=message):
+        bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms), load_sinks(job.sinks))
+
+
+def test_the_docs_example_runs(tmp_path: Path) -> None:
+    import re
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "seatunnel.md").read_text()
+    section = docs[docs.index("### Several tables from one source"):]
+    job = tmp_path / "tables.conf"
+    job.write_text(re.search(r"```hocon\n(.*?)```", section, re.S).group(1))
+    assert run_in_process(job) == 33
