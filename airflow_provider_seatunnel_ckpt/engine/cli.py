@@ -36,6 +36,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
     parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+    parser.add_argument("-ck", "--check", action="store_true", help="check the job file and print how it is wired, "
+                        "then stop (SeaTunnel's --check): nothing is run and no system is contacted")
     add_variable_arguments(parser)
 
 
@@ -50,6 +52,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # pip install), then the engine's own; both before anything imports or starts Spark.
     job = load_job(args.job_file, job_variables(args))
     require("engine", "seatunnel-ckpt run")
+    if getattr(args, "check", False):
+        from .job_check import check_job
+
+        print("\n".join(check_job(job)))
+        return EXIT_OK
 
     from .driver import first_line
     from .runner import JobRun, RunRequest

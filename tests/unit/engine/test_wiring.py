@@ -205,3 +205,47 @@ def test_the_wiring_example_of_the_docs_runs(tmp_path: Path) -> None:
     big, everything = pq.read_table(tmp_path / "big_orders"), pq.read_table(tmp_path / "all")
     assert everything.num_rows == 1100 and big.num_rows == rows - 1100
     assert 0 < big.num_rows < 1000 and min(big.column("amount").to_pylist()) > 100
+
+
+def test_a_simple_graph_that_leaves_a_name_out_is_wired_silently() -> None:
+    warnings: list[str] = []
+    assert wire([_seq(1, result_table_name="fake")], [], [_console()], warnings).is_chain
+    assert warnings == []  # SeaTunnel's files often name the source's table only
+
+
+def test_run_check_prints_the_wiring_and_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from airflow_provider_seatunnel_ckpt.cli import main
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel" / "seatunnel-transforms-v2-e2e-part-2"
+    assert main(["run", "--check", str(fixture / "inner_query.conf")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "job inner_query: 1 subtask, BATCH"
+    assert out[2] == "transform[0] Sql (fake -> tmp1)"
+    assert out[3].startswith("sink[0] Console <- tmp1: c_date date32[day], c_string string")
+    assert out[4].startswith("sink[1] Assert <- tmp1: ") and out[-1].startswith("ok: the job file is valid")
+
+    job = tmp_path / "bad.conf"
+    job.write_text('source {\n  FakeSource { plugin_output = "a", schema = { fields { id = bigint } } }\n'
+                   '  FakeSource { plugin_output = "b", schema = { fields { id = bigint } } }\n}\n'
+                   'sink { Console { plugin_input = ["a", "c"] } }\n')
+    assert main(["run", "-ck", str(job)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines()[-1] == \
+        "error: sink[0].plugin_input: no source or transform produces table 'c' (produced: 'a', 'b')"
+
+
+def test_the_check_example_in_the_docs_is_what_check_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/jobs.md shows --check on the wiring example of docs/seatunnel.md."""
+    import re
+
+    from airflow_provider_seatunnel_ckpt.cli import main
+
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    wiring = (docs / "seatunnel.md").read_text()
+    example = re.search(r"```hocon\n(.*?)```", wiring[wiring.index("## Table wiring"):], re.S).group(1)
+    job = tmp_path / "orders.conf"
+    job.write_text(example)
+    assert main(["run", "--check", str(job)]) == 0
+    shown = re.search(r"\$ seatunnel-ckpt run --check orders.conf\n(.*?)```", (docs / "jobs.md").read_text(), re.S)
+    assert capsys.readouterr().out == shown.group(1)

@@ -1,0 +1,56 @@
+"""``seatunnel-ckpt run --check``: is this job file valid, and how is it wired?
+
+SeaTunnel's ``--check`` reads a job file and stops. This does the same with the checks
+a run makes before it starts Spark, except those that need the live systems: every
+connector is built from its options, the tables are wired, each transform is bound to the
+schema it will receive and each sink is told its own. What it prints is the job as the
+engine will run it, one line per source, transform and sink, with the tables between them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from .job import JobSpec
+from .routing import bind_schemas, load_sinks, load_sources, load_transforms
+
+
+def check_job(job: JobSpec) -> list[str]:
+    """The lines to print for a valid job; raises ``ConfigError`` (one line) otherwise."""
+    sources, transforms, sinks = load_sources(job.sources), load_transforms(job.transforms), load_sinks(job.sinks)
+    sink_schemas = bind_schemas(job.graph, sources, transforms, sinks)
+    for sink, schema in zip(sinks, sink_schemas):
+        if schema is not None:
+            sink.accepts(schema)
+    graph = job.graph
+    named = job.wiring is not None  # a chain's table names are internal
+    mode = str(job.env.get("job.mode", "BATCH")).upper()
+    lines = [f"job {job.name}: {job.parallelism} subtask{'s' if job.parallelism != 1 else ''}, {mode}"]
+    for index, (entry, source) in enumerate(zip(job.sources, sources)):
+        tables = getattr(source, "table_names", None)
+        what = f"tables {', '.join(tables)}" if tables else _columns(source.produced_schema())
+        lines.append(f"source[{index}] {entry['plugin_name']}{_arrow(named, graph.source_outputs[index])}: {what}")
+    for index in graph.transform_order:
+        inputs = ", ".join(graph.transform_inputs[index]) if named else ""
+        output = f" -> {graph.transform_outputs[index]}" if named else ""
+        lines.append(f"transform[{index}] {job.transforms[index]['plugin_name']}"
+                     f"{f' ({inputs}{output})' if named else ''}")
+    for index, (entry, schema) in enumerate(zip(job.sinks, sink_schemas)):
+        inputs = f" <- {', '.join(graph.sink_inputs[index])}" if named else ""
+        lines.append(f"sink[{index}] {entry['plugin_name']}{inputs}: {_columns(schema)}")
+    lines += [f"warning: {line}" for line in job.warnings]
+    lines.append("ok: the job file is valid (the systems it names were not contacted: a run checks them first)")
+    return lines
+
+
+def _arrow(named: bool, table: str) -> str:
+    return f" -> {table}" if named else ""
+
+
+def _columns(schema: Any) -> str:
+    if schema is None:
+        return "columns known when read"
+    assert isinstance(schema, pa.Schema)
+    return ", ".join(f"{field.name} {field.type}" for field in schema)
