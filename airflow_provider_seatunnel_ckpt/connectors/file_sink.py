@@ -281,6 +281,7 @@ class FileSinkWriter(SinkWriter):
                 log.warning("File sink: could not delete %s: %s", self.sink.fs.describe(path), exc)
 
     def _discard(self, file: _FileEncoder) -> None:
+        file.abandon()
         try:
             file.out.discard()
         except Exception as exc:  # cleanup() removes it later
@@ -564,6 +565,13 @@ class _FileEncoder:
             lines = [json.dumps(row, default=_json_default, ensure_ascii=False) for row in batch.to_pylist()]
             self.out.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.rows += batch.num_rows
+
+    def abandon(self) -> None:
+        """Never write the footer: the file is being discarded. (Parquet's and ORC's writers
+        otherwise write it when they are garbage-collected, into the discarded file, and
+        Python prints that failure as a traceback on stderr.)"""
+        if self._writer is not None and hasattr(self._writer, "is_open"):
+            self._writer.is_open = False
 
     def finish(self) -> int:
         """Write the footer and end writing (the file is not durable before its sync);

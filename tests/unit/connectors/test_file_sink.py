@@ -502,3 +502,26 @@ def test_console_sink_options():
     assert ConsoleSink({}).limit == 5
     with pytest.raises(ConfigError, match="limit"):
         ConsoleSink({"limit": -1})
+
+
+def test_a_closed_writer_leaves_no_footer_to_write_into_its_discarded_file(tmp_path):
+    """A job that fails closes its writers with files half written: those files are
+    discarded, and garbage collection must not try to finish them (it printed a
+    ``write to a closed file`` traceback on stderr, a CI failure)."""
+    import gc
+    import sys
+
+    sink = FileSink({"path": f"file://{tmp_path}/", "format": "parquet"})
+    writer = sink.create_writer("job", 0, 0)
+    writer.open(0)
+    writer.write(batch(0, 10))
+    unraisable: list[Any] = []
+    previous, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        writer.close()
+        del writer
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert unraisable == []
+    assert all_files(sink) == []
