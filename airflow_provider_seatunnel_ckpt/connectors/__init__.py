@@ -225,8 +225,9 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
             problem += "; a variable in it is not set (-i NAME=value, --variables or the environment)"
         raise ConfigError(f"{key}.{err.key}" if err.key else key, problem) from None
     instance.config_key = key
-    for index, part in enumerate(getattr(instance, "table_parts", ())):
-        part.config_key = f"{key}.tables_configs[{index}]"
+    if getattr(instance, "table_names", None) is not None:  # errors name the table's block
+        for index, part in enumerate(instance.sources):
+            part.config_key = f"{key}.tables_configs[{index}]"
     return instance
 
 

@@ -34,8 +34,6 @@ class SourceUnion(Source):
         self.sources = list(sources)
         #: one per source when the sources are the tables of one entry (tables_configs)
         self.table_names = list(table_names) if table_names is not None else None
-        #: the parts the registry names in errors (``source[0].tables_configs[1].path``)
-        self.table_parts = self.sources if table_names is not None else []
         self.reads_splits_together = any(s.reads_splits_together for s in self.sources)
         intervals = [s.discovery_interval_s for s in self.sources if s.discovery_interval_s]
         self.discovery_interval_s = min(intervals) if intervals else None

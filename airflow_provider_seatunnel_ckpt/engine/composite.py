@@ -18,10 +18,7 @@ from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from ..connectors import SourceUnion
 from ..connectors.api import JsonValue, Sink, SinkCommitter, SinkWriter, close_all
-
-__all__ = ["GroupCommitter", "GroupWriter", "SinkGroup", "SourceUnion"]
 
 
 class SinkGroup(Sink):

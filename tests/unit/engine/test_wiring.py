@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup, SourceUnion
+from airflow_provider_seatunnel_ckpt.connectors import SourceUnion
+from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import (
     Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
