@@ -200,7 +200,42 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from .history import read_history
+    from .history.text import checkpoint_text, history_text, to_json
+
+    storage = _storage(args)
+    history = read_history(storage, args.job_id)
+    if history.job is None and not history.checkpoints and not history.restores:
+        raise ConfigError("--job-id", f"no job {args.job_id} under {storage.describe()}")
+    if args.checkpoint is not None:
+        entry = history.checkpoint(args.checkpoint)
+        if entry is None:
+            raise ConfigError("--checkpoint", f"checkpoint {args.checkpoint} is not in the history of job {args.job_id}")
+        if args.json:
+            _print_json({**entry.model_dump(), "slowest_subtask": entry.slowest_subtask})
+        else:
+            print(checkpoint_text(entry))
+        return EXIT_OK
+    limit = args.limit or None
+    if args.json:
+        _print_json(to_json(history, limit))
+    else:
+        print(history_text(history, limit))
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -231,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
     inspect.add_argument("--job-file", help="the job's file: also list its sink's pending work (prepared transactions)")
     add_variable_arguments(inspect)
+    history = storage_command("history", "a job's attempts and checkpoint history, newest first; "
+                              "--checkpoint ID: one checkpoint per subtask", cmd_history)
+    history.add_argument("--limit", type=_non_negative, default=20, help="newest N checkpoints (default 20; 0: all)")
     verify = storage_command("verify", "re-check every checksum; exit 1 on damage", cmd_verify)
     verify.add_argument("--all", action="store_true", help="every completed checkpoint, not just the latest")
     delete = storage_command("delete", "delete a checkpoint, a pipeline's or a whole job's", cmd_delete)

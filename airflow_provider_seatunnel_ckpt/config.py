@@ -135,6 +135,8 @@ class CheckpointConfig(BaseModel):
     min_pause: Int = Field(0, alias="min-pause", ge=0)
     max_concurrent: Int = Field(1, alias="max-concurrent", ge=1)
     tolerable_failure: Int = Field(0, alias="tolerable-failure", ge=0)
+    #: checkpoint history entries kept in storage (docs/history.md); 0 records none
+    history_size: Int = Field(1000, alias="history-size", ge=0)
     mode: Annotated[CheckpointMode, BeforeValidator(_normalise_enum_text)] = CheckpointMode.EXACTLY_ONCE
     externalized_retention: Annotated[ExternalizedRetention, BeforeValidator(_normalise_enum_text)] = Field(
         ExternalizedRetention.RETAIN_ON_FINISH, alias="externalized-retention"
@@ -173,6 +175,7 @@ _CHECKPOINT_KEYS = {
     "min-pause",
     "max-concurrent",
     "tolerable-failure",
+    "history-size",
     "mode",
     "externalized-retention",
     "storage",

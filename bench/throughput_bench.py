@@ -66,6 +66,8 @@ TARGET_CPU_EFFICIENCY = 0.9
 VARIANTS: dict[str, dict[str, Any]] = {
     "off": {"parallelism": 2, "interval_ms": OFF_INTERVAL_MS, "label": "checkpointing off (final only), p=2"},
     "1s": {"parallelism": 2, "interval_ms": 1000, "label": "interval 1 s, p=2"},
+    "1s_no_history": {"parallelism": 2, "interval_ms": 1000, "history_size": 0,
+                      "label": "interval 1 s, p=2, no checkpoint history (history-size: 0)"},
     "100ms": {"parallelism": 2, "interval_ms": 100, "label": "interval 100 ms, p=2"},
     "p1_1s": {"parallelism": 1, "interval_ms": 1000, "label": "interval 1 s, p=1"},
     "pyarrow": {"label": "pyarrow loop, 1 process (limit)"},
@@ -172,7 +174,8 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, 
                        timeout_ms=TIMEOUT_MS, name=f"bench-{tag}")
     )
     config = load_config(
-        {"checkpoint": {"storage": {"type": "hdfs", "max-retained": 3,
+        {"checkpoint": {"history-size": spec.get("history_size", 1000),
+                        "storage": {"type": "hdfs", "max-retained": 3,
                                     "plugin-config": {"storage.type": "local", "namespace": f"{run_dir}/ckpt/"}}}},
         job_env=job.env,
     )
@@ -223,6 +226,9 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, 
         "final_checkpoint_ms": outcome.completed[-1].duration_ms if outcome.completed else None,
         "final_commit_tail_s": commit_tail_s,
         "output_files": output_files,
+        # the checkpoint history's writer thread (history/recorder.py): its share of cpu_s
+        # is what the history can cost at most, below the noise of a throughput ratio
+        "history_cpu_s": round(job_run._history.cpu_s, 4) if job_run._history is not None else 0.0,
     }
     shutil.rmtree(run_dir, ignore_errors=True)
     return result
@@ -471,6 +477,8 @@ def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
                              for k in runs[0]["cpu_s_by_process"]},
         "rows_per_cpu_s": round(rows * n / cpu_s, 1) if cpu_s > 0 else None,
     }
+    if any("history_cpu_s" in r for r in runs):
+        combined["history_cpu_s"] = round(sum(r.get("history_cpu_s", 0.0) for r in runs) / n, 4)
     for key in ("checkpoints_completed", "periodic_checkpoints", "checkpoint_duration_ms_median",
                 "checkpoint_duration_ms_max", "final_checkpoint_ms", "final_commit_tail_s"):
         if any(key in r for r in runs):
@@ -501,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
                              "in it is the same): a repetition's figures are totals over its rounds, so a few "
                              "seconds of noise from the host weigh a quarter as much")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    parser.add_argument("--name", default=NAME, help=f"results file bench/results/NAME.json with --out (default {NAME}: "
+                        "give a run of a few variants a name of its own, so it does not replace the full result)")
     parser.add_argument("--let-host-reclaim", dest="hold_memory", action="store_false",
                         help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
                              "while the benchmark runs: bench/common.py freed_memory_held)")
@@ -602,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
 
     figure("overhead_ratio_interval_1s", "1s", "off")
     figure("overhead_ratio_interval_100ms", "100ms", "off")
+    figure("history_cost_ratio_interval_1s", "1s", "1s_no_history")  # issue #33: goal >= 0.99
     figure("ratio_vs_pyarrow_limit", "1s", "pyarrow")
     figure("ratio_off_vs_pyarrow_limit", "off", "pyarrow")
     figure("scaling_ratio_p2_vs_p1", "1s", "p1_1s")
@@ -635,6 +646,11 @@ def main(argv: list[str] | None = None) -> int:
         summary_out[f"{key}_max"] = fig["paired"]["max"]
     for v, s in throughput.items():
         summary_out[f"throughput_rows_per_s_{v}"] = s["median"]
+    if results.get("1s"):  # issue #33: the history's writer thread's share of the job's CPU
+        shares = sorted(r.get("history_cpu_s", 0.0) / r["cpu_s"] for r in results["1s"] if r["cpu_s"])
+        if shares:
+            summary_out["history_cpu_share_interval_1s"] = round(shares[len(shares) // 2], 6)
+            summary_out["history_cpu_share_interval_1s_max"] = round(shares[-1], 6)
 
     targets = []
     if "cpu_efficiency_ratio_vs_pyarrow_limit" in cpu_figures:  # issue #15
@@ -681,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     gap = _gap_note(medians)
     if gap:
         notes.append(gap)
-    plots = _plot(variants, results, throughput, figures) if args.out else []
+    plots = _plot(variants, results, throughput, figures, args.name) if args.out else []
     result = {
         "benchmark": "Engine throughput: checkpointing off vs every 1 s / 100 ms, vs a plain pyarrow loop, "
                      "and 1 vs 2 subtasks (Sequence -> pyarrow.compute transform -> parquet File sink, local[2])",
@@ -744,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
         if "tables" in profile:
             result["extra_tables"] += profile["tables"]
             result["notes"].append(profile["note"])
-    emit(result, NAME, args.out)
+    emit(result, args.name, args.out)
     _log(f"done in {total_s:.0f} s")
     return 0
 
@@ -971,7 +987,7 @@ def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[st
 
 
 def _plot(variants: list[str], results: dict[str, Any], throughput: dict[str, Any],
-          figures: dict[str, Any]) -> list[str]:
+          figures: dict[str, Any], name: str = NAME) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -1007,7 +1023,7 @@ def _plot(variants: list[str], results: dict[str, Any], throughput: dict[str, An
     right.set_title("Ratios")
     for i, v in enumerate(vals):
         right.text(i + 0.08, v, f"{v:.3f}", ha="left", va="bottom", fontsize=8)
-    return save_figure(fig, "bench_throughput.png")
+    return save_figure(fig, f"bench_{name}.png")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ behind the fault proxy (tests/servers/s3.py)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,15 @@ import pytest
 # the suite as a machine-wide default; the tests of the daemon (random executor-worker
 # kills, the standalone cluster's) turn it on with --conf spark.seatunnel.preloadDaemon.
 os.environ.setdefault("SEATUNNEL_CKPT_PRELOAD_DAEMON", "false")
+
+
+@pytest.fixture
+def package_logging_restored() -> Iterator[None]:
+    """``cli.main()`` configures the package logger for a terminal; undo it after the test."""
+    logger = logging.getLogger("airflow_provider_seatunnel_ckpt")
+    saved = logger.handlers[:], logger.level, logger.propagate
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
 
 
 @pytest.fixture(scope="session")

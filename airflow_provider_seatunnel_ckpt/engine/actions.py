@@ -7,7 +7,7 @@ AbortCheckpoint broadcast precedes the state deletion, and FailJob comes last).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from ..errors import FailureReason
@@ -51,6 +51,8 @@ class DeleteCheckpointState:
     checkpoint_id: int
     reason: FailureReason
     savepoint: bool = False
+    #: the abort's detail, for the checkpoint history (not part of the decision)
+    detail: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -455,7 +455,7 @@ class CheckpointCoordinator:
         checkpoint_id = pending.checkpoint_id
         self._forget(pending)
         actions.append(Broadcast(AbortCheckpoint(checkpoint_id, reason.name), self._targets()))
-        actions.append(DeleteCheckpointState(checkpoint_id, reason, pending.kind is CheckpointKind.SAVEPOINT))
+        actions.append(DeleteCheckpointState(checkpoint_id, reason, pending.kind is CheckpointKind.SAVEPOINT, detail))
         if checkpoint_id == self._final_id:
             self._final_id = None  # retried on a later tick
         if checkpoint_id == self._stop_id:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..errors import CheckpointError, ProtocolError
+from ..history import HistoryRecorder, completed_entry, failed_entry
+from ..history.text import size_text
 from ..storage import CheckpointIdTaken
 from .actions import (
     Broadcast,
@@ -99,6 +101,7 @@ class DriverLoop:
         progress: Callable[[str], None] | None = None,
         clock: Callable[[], int] = monotonic_ms,
         durable_infos: list[Any] | None = None,
+        history: HistoryRecorder | None = None,
     ):
         self.coordinator = coordinator
         self.store = store
@@ -127,6 +130,9 @@ class DriverLoop:
         self._verified_attempts: set[tuple[int, int]] = set()
         self._wakeup_at: int | None = None
         self._trigger_wall: dict[int, int] = {}
+        self.history = history
+        #: checkpoint id -> (trigger wall ms, kind) until it completes or is aborted (for the history)
+        self._triggered: dict[int, tuple[int, str]] = {}
         self._done = threading.Event()
         self._next_request_poll = 0.0
         #: the stop-with-savepoint being taken, and why the last request was refused
@@ -268,6 +274,8 @@ class DriverLoop:
                 if isinstance(action.message, TriggerBarrier):
                     self._reserve_ahead(action.message)
                     self._trigger_wall[action.message.checkpoint_id] = wall_ms()
+                    self._triggered[action.message.checkpoint_id] = (
+                        self._trigger_wall[action.message.checkpoint_id], action.message.kind.value)
                     self._highest_triggered = max(self._highest_triggered, action.message.checkpoint_id)
                     log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
                 for subtask, attempt in action.targets:
@@ -280,6 +288,7 @@ class DriverLoop:
                 self._io.submit(self._persist, checkpoint, trigger_wall, ahead)
             elif isinstance(action, DeleteCheckpointState):
                 self._trigger_wall.pop(action.checkpoint_id, None)
+                self._record_abort(action)
                 self._reserved_ahead.pop(action.checkpoint_id, None)
                 if action.checkpoint_id == self._stop_savepoint_id:
                     self._stop_savepoint_id = None
@@ -439,11 +448,24 @@ class DriverLoop:
             int(stats.get("rows", 0)), location, dict(stats), persist_ms=persist_ms,
         )
         self.outcome.completed.append(record)
+        self._triggered.pop(checkpoint_id, None)
+        if self.history is not None:
+            self.history.record(completed_entry(
+                self.fence.attempt, checkpoint_id, record.kind, stats, duration, persist_ms))
         self.last_completed_id = checkpoint_id
         self._rows_committed += record.rows
         elapsed = max(1e-3, time.monotonic() - self._started)
         self.progress(completion_line(record, self._rows_committed, self._rows_committed / elapsed))
         self._execute(actions)
+
+    def _record_abort(self, action: DeleteCheckpointState) -> None:
+        triggered_ms, kind = self._triggered.pop(
+            action.checkpoint_id, (wall_ms(), "savepoint" if action.savepoint else "checkpoint"))
+        if self.history is not None:
+            reason = action.reason.message + (f": {action.detail}" if action.detail else "")
+            self.history.record(failed_entry(
+                self.fence.attempt, action.checkpoint_id, kind, triggered_ms, wall_ms(),
+                first_line(reason), action.reason.counts_as_failure))
 
     def _finish(self, checkpoint_id: int) -> None:
         self.outcome.finished = True
@@ -512,7 +534,7 @@ def completion_line(record: CheckpointRecord, rows_total: int, rate: float) -> s
     stats = record.statistics
     line = (
         f"checkpoint {record.checkpoint_id} ({record.kind}) completed in {record.duration_ms} ms, "
-        f"{_size(record.state_bytes)} state, {record.rows:,} rows; {rows_total:,} rows total, {rate:,.0f} rows/s"
+        f"{size_text(record.state_bytes)} state, {record.rows:,} rows; {rows_total:,} rows total, {rate:,.0f} rows/s"
     )
     if "ack_duration_ms" in stats:
         line += f"; acks in {int(stats['ack_duration_ms'])} ms"
@@ -525,7 +547,7 @@ def completion_line(record: CheckpointRecord, rows_total: int, rate: float) -> s
         sub = subtasks[index] if isinstance(subtasks[index], dict) else {}
         line += (
             f"; subtask {index}: ack {int(sub.get('ack_latency_ms', 0))} ms, sync {int(sub.get('sync_ms', 0))} ms, "
-            f"async {int(sub.get('async_ms', 0))} ms, {_size(int(sub.get('state_bytes', 0)))}, "
+            f"async {int(sub.get('async_ms', 0))} ms, {size_text(int(sub.get('state_bytes', 0)))}, "
             f"{int(sub.get('rows_since_last', 0)):,} rows"
         )
     return line
@@ -543,11 +565,3 @@ def first_line(text: str) -> str:
         if match and "PythonException" not in match.group(1) and "Py4J" not in match.group(1):
             return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(3)}"[:500]
     return lines[0][:500] if lines else text
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

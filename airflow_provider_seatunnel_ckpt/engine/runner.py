@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..config import CheckpointConfig, ExternalizedRetention
 from ..errors import ConfigError, ConnectorError, DataError
+from ..history import HistoryRecorder, restore_entry
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
 from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
@@ -163,6 +164,8 @@ class JobRun:
         #: the run's heartbeat in storage (heartbeat.py), from the claim to the recorded outcome
         self._heartbeat: HeartbeatWriter | None = None
         self._application_id: str | None = None
+        #: the attempt's checkpoint history recorder (history/), from the claim to the end
+        self._history: HistoryRecorder | None = None
 
     # ---- restore selection ----------------------------------------------------------------
     def choose_restore(self, existing: Mapping[str, Any] | None = None) -> Any:
@@ -427,6 +430,7 @@ class JobRun:
         manifest, highest_id, restored_infos = self.claim(token, sink, committer)
         try:
             self._start_heartbeat(heartbeat_interval)
+            self._history = self._start_history()
             return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
         except BaseException as err:
             self._release_after_error(err, token)
@@ -434,6 +438,18 @@ class JobRun:
         finally:
             if self._heartbeat is not None:
                 self._heartbeat.stop()
+            if self._history is not None:
+                self._history.close()
+
+    def _start_history(self) -> HistoryRecorder | None:
+        """The attempt's checkpoint history (docs/history.md), opened by where it restored from."""
+        size = self.request.config.history_size
+        if not size:
+            return None
+        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size)
+        recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
+        recorder.start()
+        return recorder
 
     def claim(self, token: str, sink: Any, committer: Any) -> tuple[Any, int, list[Any]]:
         """Claim the job, choose the checkpoint to restore and make the checkpoints and
@@ -564,6 +580,7 @@ class JobRun:
             },
             progress=self.progress,
             durable_infos=restored_infos,
+            history=self._history,
         )
         if source.discovery_interval_s:
             loop.discovery = SplitDiscovery(source, splits, source.discovery_interval_s, loop.splits_discovered)

@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     _say("what is in checkpoint storage now")
     subprocess.run(_cli("list", "--config", str(config), "--job-id", JOB_ID), env=env)
 
+    _say("the job's history: both attempts, where the second restored from, the newest checkpoints")
+    subprocess.run(_cli("history", "--config", str(config), "--job-id", JOB_ID, "--limit", "6"), env=env)
+
     _say("checking the committed output, id by id")
     ok = _verify(output, args.rows)
     print("exactly once: yes" if ok else "exactly once: NO", flush=True)

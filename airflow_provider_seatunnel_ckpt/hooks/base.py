@@ -36,7 +36,8 @@ from airflow.sdk import BaseHook
 from ..config import CheckpointConfig, is_secret_key, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
 from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
-from ..storage.layout import ATTEMPTS_DIR, JOB_FILE
+from .. import history
+from ..history import History
 from ..storage.plugins import hdfs_backend
 
 if TYPE_CHECKING:
@@ -82,9 +83,6 @@ PROBE_JOB_PREFIX = "_connection-test-"
 PROBE_DOCUMENT = "probe.json"
 
 #: fields of job.json that are bookkeeping between drivers, not status
-_PRIVATE_JOB_FIELDS = ("fencing_token",)
-
-
 @dataclass(frozen=True)
 class ConnectionStorage:
     """What a connection contributes to the checkpoint configuration."""
@@ -381,19 +379,16 @@ class CheckpointStorageHook(BaseHook):
     # ---- job documents ----------------------------------------------------------------------
     def get_job_status(self, job_id: str) -> dict[str, Any] | None:
         """``job.json`` (status, attempt, final/last checkpoint ids, error), or None."""
-        document = self.storage.read_document(job_id, JOB_FILE)
-        if document is None:
-            return None
-        return {k: v for k, v in document.items() if k not in _PRIVATE_JOB_FIELDS}
+        return history.job_status(self.storage, job_id)
 
     def get_attempts(self, job_id: str) -> list[dict[str, Any]]:
         """Every run attempt record (``attempts/*.json``), oldest first."""
-        records = []
-        for name in self.storage.list_documents(job_id, ATTEMPTS_DIR):
-            record = self.storage.read_document(job_id, f"{ATTEMPTS_DIR}/{name}")
-            if record is not None:
-                records.append(record)
-        return sorted(records, key=lambda r: int(r.get("attempt") or 0))
+        return history.attempts(self.storage, job_id)
+
+    def get_history(self, job_id: str) -> History:
+        """The job's checkpoint history (``history/``): status, attempts, every
+        checkpoint's figures newest first, restores (see docs/history.md)."""
+        return history.read_history(self.storage, job_id)
 
     def request_savepoint(self, job_id: str) -> None:
         """Ask the running driver to take a savepoint and stop (it polls for this)."""

@@ -25,6 +25,16 @@ from .model import (
 
 #: JSON documents under the job directory (job.json, attempts/*.json) stay small
 MAX_DOCUMENT_BYTES = 1 << 20
+#: documents up to this size are indented, for people who read job.json with cat; larger
+#: ones (history segments) stay compact, where indentation would triple their size
+INDENT_BELOW_BYTES = 64 * 1024
+
+
+def _document_bytes(document: Mapping[str, Any]) -> bytes:
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    if len(text) < INDENT_BELOW_BYTES:
+        text = json.dumps(document, sort_keys=True, indent=1)
+    return text.encode("utf-8")
 
 
 class FileSystemCheckpointStorage(CheckpointStorage):
@@ -294,11 +304,11 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return document
 
     def write_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
-        data = json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+        data = _document_bytes(document)
         self.fs.write_atomic(self._document_path(job_id, relative_path), data)
 
     def create_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:
-        data = json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+        data = _document_bytes(document)
         self.fs.create_new(self._document_path(job_id, relative_path), data)
 
     def list_documents(self, job_id: str, relative_dir: str) -> list[str]:

@@ -5,6 +5,7 @@
     {namespace}{job_id}/
       job.json                              job metadata, status, fencing token
       attempts/{n:06d}.json                 one record per run attempt
+      history/{n:06d}-{s:06d}.json          checkpoint history, segment s of attempt n (history/)
       requests/{name}.json                  external requests (e.g. stop-with-savepoint)
       pipeline-{p}/chk-{id:020d}/           a checkpoint; zero padding = listing order
           task-{subtask}-{attempt}-r{run}.state  written by the subtask itself (run: the

@@ -10,7 +10,6 @@ same file to check that secrets are masked.
 from __future__ import annotations
 
 import json
-import logging
 import pickle
 import textwrap
 import uuid
@@ -29,13 +28,7 @@ SMALL = b"offsets: partition-0=41"  # inlined into _metadata
 LARGE = bytes(range(256)) * 40  # 10 KiB: its own coordinator.state file
 
 
-@pytest.fixture(autouse=True)
-def _restore_package_logging():
-    """cli.main() configures the package logger for a terminal; undo it per test."""
-    logger = logging.getLogger("airflow_provider_seatunnel_ckpt")
-    saved = logger.handlers[:], logger.level, logger.propagate
-    yield
-    logger.handlers[:], logger.level, logger.propagate = saved
+pytestmark = pytest.mark.usefixtures("package_logging_restored")
 
 
 def seatunnel_yaml(plugin_config: str, max_retained: int = 2) -> str:

@@ -1,5 +1,6 @@
 """The package's layers, as SeaTunnel splits its own (api, engine, connectors): storage
-knows nothing of Spark, Airflow, the engine or the connectors; connectors know nothing of
+knows nothing of Spark, Airflow, the engine or the connectors; the checkpoint history
+(``history/``) knows storage only; connectors know nothing of
 the engine, Spark or Airflow; the engine reaches connectors only through the connector API
 (``connectors/api.py``) and the registry (``connectors/__init__.py``), and knows nothing of
 Airflow. Read from the source with ``ast``, so a lazy import inside a function counts too."""
@@ -55,6 +56,7 @@ def _violations(layer: str, allowed: Callable[[str], bool], forbidden: tuple[str
 @pytest.mark.parametrize("layer, forbidden", [
     ("storage", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", "pyspark", "airflow")),
     ("connectors", (f"{ROOT}.engine", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.sensors", "pyspark", "airflow")),
+    ("history", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", "pyspark", "airflow")),
 ])
 def test_a_lower_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
     assert _violations(layer, lambda name: False, forbidden) == []

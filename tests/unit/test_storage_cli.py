@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import re
 import socket
 import subprocess
@@ -40,13 +39,7 @@ TASK_FILE_STATE = b"task-0 reader offset " * 50
 LARGE = b"L" * 10_000  # above the inline limit: its own coordinator.state file
 
 
-@pytest.fixture(autouse=True)
-def _restore_package_logging():
-    """cli.main() configures the package logger for a terminal; undo it per test."""
-    logger = logging.getLogger("airflow_provider_seatunnel_ckpt")
-    saved = logger.handlers[:], logger.level, logger.propagate
-    yield
-    logger.handlers[:], logger.level, logger.propagate = saved
+pytestmark = pytest.mark.usefixtures("package_logging_restored")
 
 
 @dataclass

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_seatunnel_ckpt.errors import FailureReason
+from airflow_provider_seatunnel_ckpt.history import read_history
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
 
 from .conftest import OSS_ACCESS_KEY_SECRET, S3_SECRET_KEY
@@ -80,6 +82,13 @@ def test_tolerable_failure(workspace: Workspace, s3_server: Any, s3_plugin_confi
     assert completed_ids(config, "tolerable") == completed
     job_doc = open_storage(config).read_document("tolerable", "job.json")
     assert job_doc["status"] == "failed" and "tolerable-failure=1" in job_doc["error"]
+    # The checkpoint history holds every failure with its reason, and the successes.
+    history = read_history(open_storage(config), "tolerable")
+    assert {c.id for c in history.checkpoints if c.status == "failed"} == failed
+    assert {c.reason.split(":")[0] for c in history.checkpoints if c.status == "failed"} == {
+        FailureReason.IO_ERROR.message}
+    assert [c.id for c in history.checkpoints if c.status == "completed"] == completed
+    assert [(r.attempt, r.id) for r in history.restores] == [(1, None)]
 
 
 def _flip_byte(path) -> None:

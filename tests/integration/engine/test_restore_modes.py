@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output
+from .support import Workspace, assert_exactly_once, committed_files, completed_ids, open_storage, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -84,6 +87,31 @@ def test_restore_an_older_checkpoint_rolls_back_newer_output(workspace: Workspac
     assert not [i for i in after if older < i <= ids[-1]], after
     assert max(after) > ids[-1]
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+    _check_history(config, "older", ids, older, after, rows)
+
+
+def _check_history(config, job_id: str, first_ids: list[int], restored: int, after: list[int], rows: int) -> None:
+    """The history keeps the checkpoints retention deleted, says where each attempt
+    restored from, and matches every ``_metadata`` still in storage."""
+    result = subprocess.run([sys.executable, "-m", "airflow_provider_seatunnel_ckpt", "history", "--config",
+                             str(config), "--job-id", job_id, "--json", "--limit", "0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    history = json.loads(result.stdout)
+    completed = [c for c in history["checkpoints"] if c["status"] == "completed"]
+    first = [c for c in completed if c["attempt"] == 1]
+    assert sorted(c["id"] for c in first) == first_ids  # 'discarded' from storage, kept here
+    assert sum(c["rows"] for c in first) == rows  # the first attempt read everything, once
+    assert [(r["attempt"], r["id"]) for r in history["restores"]] == [(2, restored), (1, None)]
+    assert history["summary"]["latest_restore"]["id"] == restored
+    storage = open_storage(config)
+    for checkpoint_id in after:
+        stats = storage.read_manifest(job_id, 1, checkpoint_id).statistics
+        entry = next(c for c in completed if c["id"] == checkpoint_id)
+        assert (entry["rows"], entry["state_bytes"], entry["trigger_ms"]) == (
+            stats["rows"], stats["state_bytes"], stats["trigger_ms"])
+        assert [s["ack_ms"] for s in entry["subtasks"]] == [
+            stats["subtasks"][str(i)]["ack_latency_ms"] for i in range(len(entry["subtasks"]))]
 
 
 @pytest.mark.parametrize(

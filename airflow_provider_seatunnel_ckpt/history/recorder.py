@@ -1,0 +1,163 @@
+"""The driver's side of the history: entries go into memory at once, and a thread of the
+recorder's own writes them to storage in batches.
+
+Why batched and off the driver's loop: at 1 s checkpoints a write per checkpoint would
+put a storage round trip next to every checkpoint, and a slow object store would slow
+the job down. Here ``record`` only appends to a list; every ``flush_interval_s`` the
+thread rewrites the attempt's open segment (one document write, whatever the number of
+new entries), seals it once it holds ``segment_entries`` entries or about
+``SEGMENT_BYTES`` of JSON, and deletes the oldest segments past ``max_entries``.
+
+A driver killed without closing the recorder loses at most the last interval's entries:
+the history is a record of what happened, not what decides anything (checkpoints and
+their ``_metadata`` are). Each attempt writes only segments named after itself, so a
+taken-over driver that still runs never overwrites its successor's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any, Mapping
+
+from .entries import FORMAT, HISTORY_DIR, segment_name, segment_order
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FLUSH_INTERVAL_S = 1.0
+SEGMENT_ENTRIES = 200
+#: compact JSON bytes that seal a segment early (wide jobs: many subtasks per entry); far
+#: below the storage's document limit, whatever the backend's formatting adds
+SEGMENT_BYTES = 256 * 1024
+
+
+class HistoryRecorder:
+    def __init__(self, storage: Any, job_id: str, attempt: int, max_entries: int, *,
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, segment_entries: int = SEGMENT_ENTRIES):
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self.storage = storage
+        self.job_id = job_id
+        self.attempt = attempt
+        self.max_entries = max_entries
+        self.flush_interval_s = flush_interval_s
+        # A small history keeps small segments: at most one segment more than asked is stored.
+        self.segment_entries = max(1, min(segment_entries, max_entries))
+        self._lock = threading.Lock()
+        self._incoming: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: segments in storage, oldest first: name -> entries (this attempt's included)
+        self._segments: dict[str, int] | None = None
+        self._segment = 0
+        #: the entries of the segment being filled (and any not written yet), with their sizes
+        self._open: list[tuple[dict[str, Any], int]] = []
+        self._failing: str | None = None
+        #: CPU seconds spent writing (the benchmark reports it beside the job's CPU)
+        self.cpu_s = 0.0
+        #: everything recorded is in storage (a failed write leaves it False: written next time)
+        self._written = True
+
+    # ---- driver side (any thread) ----------------------------------------------------------
+    def record(self, entry: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._incoming.append(dict(entry))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="checkpoint-history", daemon=True)
+        self._thread.start()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Write what is left and stop; never raises (a lost entry costs only the record)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout_s)
+            if self._thread.is_alive():
+                log.warning("job %s: the checkpoint history was not written within %.0f s", self.job_id, timeout_s)
+        else:
+            self.flush()
+
+    # ---- recorder thread --------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.wait(self.flush_interval_s):
+            self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        started = time.thread_time()
+        try:
+            self._flush()
+        finally:
+            self.cpu_s += time.thread_time() - started
+
+    def _flush(self) -> None:
+        with self._lock:
+            new, self._incoming = self._incoming, []
+        self._open.extend((entry, len(json.dumps(entry, separators=(",", ":")))) for entry in new)
+        if not new and self._written:
+            return
+        self._written = False
+        try:
+            if self._segments is None:
+                self._segments = self._inventory()
+            while True:
+                fits = self._entries_that_fit()
+                self._write_segment(self._open[:fits])
+                if fits == len(self._open):
+                    break
+                # The segment is full: sealed only now that it is written, so a failed
+                # write leaves every entry in _open for the next flush.
+                del self._open[:fits]
+                self._segment += 1
+            self._written = True
+            self._prune()
+        except Exception as err:  # noqa: BLE001 - the history must never fail the job
+            del self._open[: max(0, len(self._open) - self.max_entries)]  # storage stays away: oldest go
+            if str(err) != self._failing:
+                self._failing = str(err)
+                log.warning("job %s: could not write the checkpoint history: %s", self.job_id, err)
+            return
+        self._failing = None
+
+    def _entries_that_fit(self) -> int:
+        """How many of the open entries the current segment takes (at least one)."""
+        total = 0
+        for count, (_, size) in enumerate(self._open):
+            total += size
+            if count and (count >= self.segment_entries or total > SEGMENT_BYTES):
+                return count
+        return len(self._open)
+
+    def _inventory(self) -> dict[str, int]:
+        """What earlier attempts left, oldest first, with their entry counts (read once,
+        so that pruning can keep ``max_entries`` across attempts)."""
+        names = sorted((order, name) for name in self.storage.list_documents(self.job_id, HISTORY_DIR)
+                       if (order := segment_order(name)) is not None)
+        segments: dict[str, int] = {}
+        for (attempt, segment), name in names:
+            if attempt == self.attempt:  # a recorder of this attempt started before (a restarted driver loop)
+                self._segment = max(self._segment, segment + 1)
+            document = self.storage.read_document(self.job_id, f"{HISTORY_DIR}/{name}") or {}
+            entries = document.get("entries")
+            segments[name] = len(entries) if isinstance(entries, list) else 0
+        return segments
+
+    def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> None:
+        name = segment_name(self.attempt, self._segment)
+        document = {"format": FORMAT, "attempt": self.attempt, "segment": self._segment,
+                    "entries": [entry for entry, _ in entries]}
+        self.storage.write_document(self.job_id, f"{HISTORY_DIR}/{name}", document)
+        assert self._segments is not None
+        self._segments[name] = len(entries)
+
+    def _prune(self) -> None:
+        """Delete the oldest segments while the rest still hold ``max_entries``."""
+        assert self._segments is not None
+        total = sum(self._segments.values())
+        for name in list(self._segments):
+            if len(self._segments) == 1 or total - self._segments[name] < self.max_entries:
+                break
+            self.storage.delete_document(self.job_id, f"{HISTORY_DIR}/{name}")
+            total -= self._segments.pop(name)

@@ -1,0 +1,262 @@
+"""The checkpoint history (``history/``): what the driver records, how it is batched and
+bounded, how it is read back, and ``seatunnel-ckpt history``.
+
+Local checkpoint storage on disk, through the same storage API the driver uses; the
+recorder's thread is not started (``flush`` is called where the thread would), so every
+test is deterministic. The driver's own recording is proven under Spark in
+``tests/integration/engine/test_failure_handling.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_seatunnel_ckpt.cli import main
+from airflow_provider_seatunnel_ckpt.config import load_config
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.history import (
+    HISTORY_DIR, HistoryRecorder, completed_entry, failed_entry, read_history, restore_entry,
+)
+from airflow_provider_seatunnel_ckpt.history.reader import Figures
+from airflow_provider_seatunnel_ckpt.storage import create_storage
+
+JOB = "orders"
+
+
+pytestmark = pytest.mark.usefixtures("package_logging_restored")
+
+
+def _config(tmp_path: Path, extra: str = "") -> str:
+    path = tmp_path / "seatunnel.yaml"
+    path.write_text(
+        "seatunnel:\n  engine:\n    checkpoint:\n"
+        f"{extra}"
+        "      storage:\n        type: hdfs\n        plugin-config:\n"
+        "          storage.type: local\n"
+        f"          namespace: {tmp_path}/ns/\n"
+    )
+    return str(path)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> str:
+    return _config(tmp_path)
+
+
+@pytest.fixture
+def storage(config: str) -> Any:
+    return create_storage(load_config(config).storage)
+
+
+def _statistics(checkpoint_id: int, acks: list[int], trigger_ms: int = 1_700_000_000_000) -> dict[str, Any]:
+    """``_metadata`` statistics as ``engine.completed_store.checkpoint_statistics`` writes them."""
+    return {
+        "trigger_ms": trigger_ms, "complete_ms": trigger_ms + 90, "duration_ms": 90, "ack_duration_ms": max(acks),
+        "persist_ms": 5, "state_bytes": 100 * len(acks), "rows": 10 * checkpoint_id * len(acks),
+        "num_subtasks": len(acks),
+        "subtasks": {str(i): {"attempt": 1, "sync_ms": i, "async_ms": 2 * i, "state_bytes": 100,
+                              "rows_since_last": 10 * checkpoint_id, "ack_latency_ms": ack,
+                              "ack_ms": trigger_ms + ack} for i, ack in enumerate(acks)},
+    }
+
+
+def _checkpoints(recorder: HistoryRecorder, ids: range, attempt: int = 1) -> None:
+    for checkpoint_id in ids:
+        stats = _statistics(checkpoint_id, [10, 30], trigger_ms=1_700_000_000_000 + 1000 * checkpoint_id)
+        recorder.record(completed_entry(attempt, checkpoint_id, "checkpoint", stats, 120, 7))
+
+
+class CountingStorage:
+    """The storage, with its document writes counted and, on demand, failing."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.writes: list[str] = []
+        self.fail_with: Exception | None = None
+
+    def write_document(self, job_id: str, path: str, document: Any) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.writes.append(path)
+        self.inner.write_document(job_id, path, document)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_what_the_driver_records_reads_back_newest_first(storage: Any) -> None:
+    recorder = HistoryRecorder(storage, JOB, 2, max_entries=100)
+    recorder.record(restore_entry(2, 1_700_000_000_500, 4))
+    recorder.record(completed_entry(2, 5, "checkpoint", _statistics(5, [12, 40, 25]), 130, 9))
+    recorder.record(failed_entry(2, 6, "checkpoint", 1_700_000_001_000, 1_700_000_061_000,
+                                 "checkpoint expired before all subtasks acknowledged", True))
+    recorder.record(failed_entry(2, 7, "savepoint", 1_700_000_002_000, 1_700_000_002_010,
+                                 "a newer checkpoint completed first", False))
+    recorder.close()
+
+    history = read_history(storage, JOB)
+    assert [(c.id, c.status, c.kind) for c in history.checkpoints] == [
+        (7, "aborted", "savepoint"), (6, "failed", "checkpoint"), (5, "completed", "checkpoint")]
+    done = history.checkpoint(5)
+    assert (done.rows, done.state_bytes, done.duration_ms, done.ack_duration_ms, done.persist_ms) == (150, 300, 130, 40, 9)
+    assert [(s.subtask, s.ack_ms, s.sync_ms, s.async_ms, s.rows) for s in done.subtasks] == [
+        (0, 12, 0, 0, 50), (1, 40, 1, 2, 50), (2, 25, 2, 4, 50)]
+    assert done.slowest_subtask == 1
+    expired = history.checkpoint(6)
+    assert expired.duration_ms == 60_000 and expired.reason.startswith("checkpoint expired")
+    assert [(r.attempt, r.id) for r in history.restores] == [(2, 4)]
+    summary = history.summary
+    assert (summary.completed, summary.failed, summary.aborted) == (1, 1, 1)
+    assert summary.latest_completed.id == 5 and summary.latest_failed.id == 7 and summary.latest_restore.id == 4
+
+
+def test_entries_are_written_in_batches_not_one_write_each(storage: Any) -> None:
+    counting = CountingStorage(storage)
+    recorder = HistoryRecorder(counting, JOB, 1, max_entries=1000, segment_entries=50)
+    _checkpoints(recorder, range(1, 121))
+    assert counting.writes == []  # record() never touches storage
+    recorder.flush()
+    # 120 entries: two full segments of 50 and the open one, three writes in all
+    assert counting.writes == [f"{HISTORY_DIR}/000001-00000{i}.json" for i in range(3)]
+    _checkpoints(recorder, range(121, 126))
+    recorder.flush()
+    assert counting.writes[3:] == [f"{HISTORY_DIR}/000001-000002.json"]  # only the open segment again
+    recorder.flush()
+    assert len(counting.writes) == 4  # nothing new, nothing written
+    assert [c.id for c in read_history(storage, JOB).checkpoints] == list(range(125, 0, -1))
+
+
+def test_old_entries_roll_off_past_the_bound_across_attempts(storage: Any) -> None:
+    """Each attempt (a restart, a takeover) starts its own segments; the oldest segments go
+    once the rest hold history-size entries: never fewer than asked, at most one segment more."""
+    ids = iter(range(1, 1000))
+    for attempt in (1, 2, 3):
+        recorder = HistoryRecorder(storage, JOB, attempt, max_entries=10, segment_entries=4)
+        for _ in range(13):
+            _checkpoints(recorder, range(next(ids), 0, -1)[:1], attempt)
+            recorder.flush()
+        recorder.close()
+    kept = [c.id for c in read_history(storage, JOB).checkpoints]
+    assert kept[:10] == list(range(39, 29, -1))
+    assert 10 <= len(kept) < 10 + 4
+    assert len(storage.list_documents(JOB, HISTORY_DIR)) <= 4
+
+
+def test_a_storage_outage_loses_and_repeats_nothing(storage: Any, caplog) -> None:
+    counting = CountingStorage(storage)
+    recorder = HistoryRecorder(counting, JOB, 1, max_entries=1000, segment_entries=4)
+    _checkpoints(recorder, range(1, 4))
+    recorder.flush()
+    counting.fail_with = OSError("storage unreachable")
+    with caplog.at_level(logging.WARNING):
+        for batch in (range(4, 7), range(7, 9)):
+            _checkpoints(recorder, batch)
+            recorder.flush()  # never raises
+    assert [r.getMessage() for r in caplog.records].count(
+        f"job {JOB}: could not write the checkpoint history: storage unreachable") == 1
+    counting.fail_with = None
+    recorder.close()
+    assert sorted(c.id for c in read_history(storage, JOB).checkpoints) == list(range(1, 9))
+
+
+def test_two_attempts_writing_at_once_keep_each_others_entries(storage: Any) -> None:
+    """A driver that was taken over may still run beside its successor."""
+    old, new = (HistoryRecorder(storage, JOB, attempt, max_entries=1000) for attempt in (1, 2))
+    _checkpoints(old, range(1, 4), attempt=1)
+    _checkpoints(new, range(4, 7), attempt=2)
+    threads = [threading.Thread(target=r.flush) for r in (old, new)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted((c.id, c.attempt) for c in read_history(storage, JOB).checkpoints) == [
+        (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)]
+
+
+def test_damaged_entries_and_segments_hide_only_themselves(storage: Any, tmp_path: Path) -> None:
+    recorder = HistoryRecorder(storage, JOB, 1, max_entries=1000)
+    _checkpoints(recorder, range(1, 4))
+    recorder.close()
+    storage.write_document(JOB, f"{HISTORY_DIR}/000002-000000.json", {"entries": [
+        {"type": "checkpoint", "id": "seven"}, {"type": "unknown"},
+        completed_entry(2, 4, "checkpoint", _statistics(4, [5], 1_700_000_004_000), 10, 1)]})
+    (tmp_path / "ns" / JOB / HISTORY_DIR / "000003-000000.json").write_text("{not json")
+    (tmp_path / "ns" / JOB / HISTORY_DIR / "notes.txt").write_text("ignored: not a segment")
+    history = read_history(storage, JOB)
+    assert [c.id for c in history.checkpoints] == [4, 3, 2, 1]
+    assert history.skipped == 3  # two bad entries and one unreadable segment
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    (list(range(1, 101)), Figures(1, 50, 99, 100)),
+    ([7], Figures(7, 7, 7, 7)),
+    ([5, 1, 3], Figures(1, 3, 5, 5)),
+])
+def test_figures_are_nearest_rank_percentiles(values: list[int], expected: Figures) -> None:
+    assert Figures.of(values) == expected
+
+
+def test_the_history_command_prints_tables_json_and_one_checkpoint(config: str, storage: Any, capsys) -> None:
+    storage.write_document(JOB, "job.json", {"job_id": JOB, "status": "finished", "attempt": 2, "parallelism": 3,
+                                             "final_checkpoint_id": 6, "fencing_token": "SECRET-TOKEN"})
+    storage.write_document(JOB, "attempts/000001.json", {"attempt": 1, "outcome": "failed", "start_ms": 1_700_000_000_000,
+                                                         "restored_from": None, "checkpoints_completed": 4,
+                                                         "error": "executor lost"})
+    recorder = HistoryRecorder(storage, JOB, 2, max_entries=100)
+    recorder.record(completed_entry(2, 5, "checkpoint", _statistics(5, [12, 40, 25]), 130, 9))
+    recorder.record(failed_entry(2, 6, "final", 1_700_000_001_000, 1_700_000_001_500, "a subtask declined", True))
+    recorder.close()
+
+    assert main(["history", "--config", config, "--job-id", JOB]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"job {JOB}: finished, attempt 2, 3 subtasks, final checkpoint 6"
+    assert "executor lost" in out and "SECRET-TOKEN" not in out
+    assert "checkpoints in the history: 1 completed, 1 failed, 0 aborted" in out
+    assert [line.split()[:3] for line in out.splitlines() if line.lstrip().startswith(("5 ", "6 "))] == [
+        ["6", "final", "failed"], ["5", "checkpoint", "completed"]]
+
+    assert main(["history", "--config", config, "--job-id", JOB, "--json", "--limit", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total_checkpoints"] == 2 and [c["id"] for c in data["checkpoints"]] == [6]
+    assert data["summary"]["duration_ms"] == {"min": 130, "median": 130, "p99": 130, "max": 130}
+    assert "fencing_token" not in data["job"]
+
+    assert main(["history", "--config", config, "--job-id", JOB, "--checkpoint", "5"]) == 0
+    detail = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in detail if line.endswith("<- slowest")] == ["1"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--job-id", "nobody"], "error: --job-id: no job nobody under "),
+    (["--job-id", JOB, "--checkpoint", "99"], f"error: --checkpoint: checkpoint 99 is not in the history of job {JOB}"),
+    (["--job-id", JOB, "--limit", "-3"], "error: argument --limit: '-3' is not a non-negative integer"),
+])
+def test_the_history_command_refuses_in_one_line(config: str, storage: Any, capsys, argv: list[str], message: str) -> None:
+    recorder = HistoryRecorder(storage, JOB, 1, max_entries=10)
+    _checkpoints(recorder, range(1, 3))
+    recorder.close()
+    with pytest.raises(SystemExit) if "--limit" in argv else _nothing():
+        assert main(["history", "--config", config, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and len(err.strip().splitlines()) == 1, err
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+
+def test_history_size_is_validated(tmp_path: Path) -> None:
+    assert load_config(_config(tmp_path)).history_size == 1000
+    assert load_config(_config(tmp_path, "      history-size: 0\n")).history_size == 0
+    with pytest.raises(ConfigError, match="history-size"):
+        load_config(_config(tmp_path, "      history-size: -1\n"))
