@@ -72,6 +72,7 @@ def get_provider_info() -> dict:
         # standard types still work everywhere a connection id is taken; the
         # seatunnel_checkpoint_* types carry the same fields and make the UI's Test run the
         # checkpoint-storage check (also where the HDFS or Alibaba provider is not installed).
+        "extra-links": ["airflow_provider_seatunnel_ckpt.ui.link.CheckpointViewLink"],
         "connection-types": [
             {
                 "connection-type": "seatunnel_checkpoint",

@@ -202,7 +202,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from .history import read_history
-    from .history.text import checkpoint_text, history_text, to_json
+    from .history.text import checkpoint_text, entry_json, history_text, to_json
 
     storage = _storage(args)
     history = read_history(storage, args.job_id)
@@ -213,7 +213,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         if entry is None:
             raise ConfigError("--checkpoint", f"checkpoint {args.checkpoint} is not in the history of job {args.job_id}")
         if args.json:
-            _print_json({**entry.model_dump(), "slowest_subtask": entry.slowest_subtask})
+            _print_json(entry_json(entry))
         else:
             print(checkpoint_text(entry))
         return EXIT_OK

@@ -30,6 +30,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
     ("sql_bench.py", "sql", "Sql transform vs the same transform in pyarrow.compute"),
     ("kafka_bench.py", "kafka", "Kafka source vs a bare consumer loop (librdkafka's mock cluster)"),
+    ("history_view_bench.py", "history_view", "Checkpoint view: the first page of a 10,000-entry history"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)

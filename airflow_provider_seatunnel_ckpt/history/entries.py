@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Mapping, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 HISTORY_DIR = "history"
 FORMAT = "seatunnel-ckpt-history/1"
@@ -97,11 +97,11 @@ class SubtaskDetail(BaseModel):
     rows: Count = 0
 
 
-def _subtask_rows(value: Any) -> Any:
-    """Rows of ``SUBTASK_COLUMNS`` as mappings (a mapping passes as it is)."""
-    if isinstance(value, list):
-        return [dict(zip(SUBTASK_COLUMNS, row)) if isinstance(row, list) else row for row in value]
-    return value
+def _full_rows(rows: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    for row in rows:
+        if len(row) < len(SUBTASK_COLUMNS):
+            raise ValueError(f"a subtask row has {len(row)} figures, expected {len(SUBTASK_COLUMNS)}")
+    return rows
 
 
 class CheckpointEntry(BaseModel):
@@ -120,14 +120,21 @@ class CheckpointEntry(BaseModel):
     ack_duration_ms: Count | None = None
     persist_ms: Count | None = None
     reason: str | None = None
-    subtasks: Annotated[tuple[SubtaskDetail, ...], BeforeValidator(_subtask_rows)] = ()
+    #: rows of ``SUBTASK_COLUMNS``, kept as validated ints: a long history holds tens of
+    #: thousands, and only the detail of one checkpoint needs them as objects
+    subtasks: Annotated[tuple[tuple[Count, ...], ...], AfterValidator(_full_rows)] = ()
+
+    @property
+    def subtask_details(self) -> tuple[SubtaskDetail, ...]:
+        return tuple(SubtaskDetail(**dict(zip(SUBTASK_COLUMNS, row))) for row in self.subtasks)
 
     @property
     def slowest_subtask(self) -> int | None:
         """The subtask whose ACK came last (None without per-subtask figures)."""
         if not self.subtasks:
             return None
-        return max(self.subtasks, key=lambda s: (s.ack_ms, -s.subtask)).subtask
+        ack = SUBTASK_COLUMNS.index("ack_ms")
+        return max(self.subtasks, key=lambda row: (row[ack], -row[0]))[0]
 
 
 class RestoreEntry(BaseModel):

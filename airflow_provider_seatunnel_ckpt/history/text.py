@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .entries import CheckpointEntry
-from .reader import Figures, History, shown_outcome
+from .reader import Figures, History, Summary, shown_outcome
 
 
 def size_text(n: float) -> str:
@@ -31,33 +31,37 @@ def _ms(value: int | None) -> str:
 
 def to_json(history: History, limit: int | None = None) -> dict[str, Any]:
     """Everything the history shows, newest first; ``limit`` caps the checkpoint list."""
-    summary = history.summary
     checkpoints = history.checkpoints if limit is None else history.checkpoints[:limit]
     newest = _newest_attempt(history)
     return {
         "job_id": history.job_id,
         "job": history.job,
         "attempts": [{**record, "shown_outcome": shown_outcome(record, newest)} for record in history.attempts],
-        "summary": {
-            "completed": summary.completed, "failed": summary.failed, "aborted": summary.aborted,
-            "latest_completed": _entry(summary.latest_completed),
-            "latest_failed": _entry(summary.latest_failed),
-            "latest_restore": summary.latest_restore.model_dump() if summary.latest_restore else None,
-            **{name: dataclasses.asdict(figures) if figures else None
-               for name, figures in (("duration_ms", summary.duration_ms), ("state_bytes", summary.state_bytes),
-                                     ("rows", summary.rows))},
-        },
+        "summary": summary_json(history.summary),
         "total_checkpoints": len(history.checkpoints),
-        "checkpoints": [_entry(c) for c in checkpoints],
+        "checkpoints": [entry_json(c) for c in checkpoints],
         "restores": [r.model_dump() for r in history.restores],
         "skipped_entries": history.skipped,
     }
 
 
-def _entry(entry: CheckpointEntry | None) -> dict[str, Any] | None:
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "completed": summary.completed, "failed": summary.failed, "aborted": summary.aborted,
+        "latest_completed": entry_json(summary.latest_completed, subtasks=False),
+        "latest_failed": entry_json(summary.latest_failed, subtasks=False),
+        "latest_restore": summary.latest_restore.model_dump() if summary.latest_restore else None,
+        "figures": {name: dataclasses.asdict(figures) if figures else None for name, figures in (
+            ("duration_ms", summary.duration_ms), ("state_bytes", summary.state_bytes), ("rows", summary.rows))},
+    }
+
+
+def entry_json(entry: CheckpointEntry | None, subtasks: bool = True) -> dict[str, Any] | None:
+    """One checkpoint as JSON, with the slowest subtask; without ``subtasks`` only their count."""
     if entry is None:
         return None
-    return {**entry.model_dump(), "slowest_subtask": entry.slowest_subtask}
+    shown = [d.model_dump() for d in entry.subtask_details] if subtasks else len(entry.subtasks)
+    return {**entry.model_dump(exclude={"subtasks"}), "subtasks": shown, "slowest_subtask": entry.slowest_subtask}
 
 
 def history_text(history: History, limit: int | None) -> str:
@@ -107,7 +111,7 @@ def checkpoint_text(entry: CheckpointEntry) -> str:
     if entry.subtasks:
         slowest = entry.slowest_subtask
         lines += ["", f"{'SUBTASK':>7}  {'ATTEMPT':>7}  {'ACK':>10}  {'SYNC':>10}  {'ASYNC':>10}  {'STATE':>10}  {'ROWS':>12}"]
-        for s in entry.subtasks:
+        for s in entry.subtask_details:
             lines.append(f"{s.subtask:>7}  {s.attempt:>7}  {_ms(s.ack_ms):>10}  {_ms(s.sync_ms):>10}  "
                          f"{_ms(s.async_ms):>10}  {size_text(s.state_bytes):>10}  {s.rows:>12,}"
                          + ("  <- slowest" if s.subtask == slowest and len(entry.subtasks) > 1 else ""))

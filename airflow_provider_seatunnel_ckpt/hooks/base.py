@@ -36,8 +36,8 @@ from airflow.sdk import BaseHook
 from ..config import CheckpointConfig, is_secret_key, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
 from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
-from .. import history
-from ..history import History
+from ..history import History, read_history
+from ..history.reader import attempts as read_attempts, job_status as read_job_status
 from ..storage.plugins import hdfs_backend
 
 if TYPE_CHECKING:
@@ -379,16 +379,16 @@ class CheckpointStorageHook(BaseHook):
     # ---- job documents ----------------------------------------------------------------------
     def get_job_status(self, job_id: str) -> dict[str, Any] | None:
         """``job.json`` (status, attempt, final/last checkpoint ids, error), or None."""
-        return history.job_status(self.storage, job_id)
+        return read_job_status(self.storage, job_id)
 
     def get_attempts(self, job_id: str) -> list[dict[str, Any]]:
         """Every run attempt record (``attempts/*.json``), oldest first."""
-        return history.attempts(self.storage, job_id)
+        return read_attempts(self.storage, job_id)
 
     def get_history(self, job_id: str) -> History:
         """The job's checkpoint history (``history/``): status, attempts, every
         checkpoint's figures newest first, restores (see docs/history.md)."""
-        return history.read_history(self.storage, job_id)
+        return read_history(self.storage, job_id)
 
     def request_savepoint(self, job_id: str) -> None:
         """Ask the running driver to take a savepoint and stop (it polls for this)."""

@@ -2,7 +2,7 @@
 
 The Spark driver and executors need the engine, the storage plugins and the config
 loader, and nothing of Airflow: the archive holds exactly ``config``, ``errors``,
-``extras``, ``storage``, ``engine``, ``connectors``, ``examples`` and the small ``cli`` entry point that
+``extras``, ``storage``, ``history``, ``engine``, ``connectors``, ``examples`` and the small ``cli`` entry point that
 ``engine/spark_app.py`` calls, so a cluster needs only pyspark, pyarrow and the
 storage clients (boto3, oss2, hdfs).
 
@@ -25,7 +25,7 @@ import airflow_provider_seatunnel_ckpt as package
 
 PACKAGE = package.__name__
 #: what the Spark side imports: modules and packages relative to the package root
-SHIPPED = ("__init__.py", "cli.py", "config.py", "errors.py", "extras.py", "storage", "engine", "connectors", "examples")
+SHIPPED = ("__init__.py", "cli.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine", "connectors", "examples")
 CACHE_ENV = "SEATUNNEL_CKPT_CACHE_DIR"
 
 #: zip entries get a fixed timestamp so the archive depends on content alone

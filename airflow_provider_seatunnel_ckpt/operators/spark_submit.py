@@ -23,6 +23,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from ..engine.job import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
+from ..ui import VIEW_XCOM_KEY
+from ..ui.link import CheckpointViewLink
 from ..storage.layout import validate_job_id
 from .assets import alias_name, sink_asset_uri
 from .engine_archive import engine_archive
@@ -160,6 +162,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     """
 
     # The parent's (conf, env_vars, files, py_files, jars, name, keytab, ...) plus ours.
+    operator_extra_links = (CheckpointViewLink(),)
     template_fields: Sequence[str] = tuple(
         dict.fromkeys((*SparkSubmitOperator.template_fields, "job_file", "job_id", "config_file", "restore"))
     )
@@ -319,6 +322,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             # retry can fix it.
             hook = self.checkpoint_hook
             hook.config  # noqa: B018 - validates config file + connection
+            # what the checkpoint view needs to find this job's storage: never a credential
+            context["ti"].xcom_push(key=VIEW_XCOM_KEY, value={
+                "job_id": job_id, "storage_conn_id": self.storage_conn_id, "config": hook.config.masked()})
             job, variables = self._load_job(job_source)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.history import HistoryRecorder, failed_entry, restore_entry
 from airflow_provider_seatunnel_ckpt.hooks import (
     CheckpointStorageHook,
     LocalCheckpointHook,
@@ -56,6 +57,13 @@ def exercise(hook: CheckpointStorageHook) -> None:
     assert hook.verify(JOB) == []
     assert hook.get_job_status(JOB) == {"status": "finished", "attempt": 1, "final_checkpoint_id": 3}  # no token
     assert [a["outcome"] for a in hook.get_attempts(JOB)] == ["finished"]
+    recorder = HistoryRecorder(storage, JOB, 1, max_entries=10)  # the history, over this backend's protocol
+    recorder.record(restore_entry(1, 1_700_000_000_000, None))
+    recorder.record(failed_entry(1, 1, "checkpoint", 1_700_000_000_100, 1_700_000_000_200, "declined", True))
+    recorder.close()
+    history = hook.get_history(JOB)
+    assert [(c.id, c.status) for c in history.checkpoints] == [(1, "failed")]
+    assert history.job == hook.get_job_status(JOB) and [r.id for r in history.restores] == [None]
     assert hook.check_checkpoint(JOB, wait_for_final=True)["checkpoint_id"] == 3
     assert hook.check_checkpoint(JOB, newer_than=3) is None
     hook.request_savepoint(JOB)

@@ -14,6 +14,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
+from airflow_provider_seatunnel_ckpt.ui import VIEW_XCOM_KEY
+from airflow_provider_seatunnel_ckpt.ui.locate import TaskJob, storage_hook
 from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator, default_job_id
 from airflow_provider_seatunnel_ckpt.operators.assets import sink_asset_uri
 from airflow_provider_seatunnel_ckpt.operators.engine_archive import engine_archive
@@ -91,19 +93,24 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     assert engine_archive(tmp_path) == archive  # content-addressed: built once
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
-    assert top == {"__init__.py", "cli.py", "config.py", "errors.py", "extras.py", "storage", "engine", "connectors",
-                   "examples"}
+    assert top == {"__init__.py", "cli.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine",
+                   "connectors", "examples"}
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
-    # importable from the archive alone, without Airflow
+    # importable from the archive alone, without Airflow: every module of the engine (what
+    # the driver imports lazily too, such as the checkpoint history)
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import sys, importlib; sys.path.insert(0, sys.argv[1]);"
         "import airflow_provider_seatunnel_ckpt.engine.cli, airflow_provider_seatunnel_ckpt.cli as c,"
         " airflow_provider_seatunnel_ckpt.storage.plugins, airflow_provider_seatunnel_ckpt.examples.fail_once;"
+        "[importlib.import_module(n[:-3].replace('/', '.')) for n in sys.argv[2:]];"
         "assert c.__file__.startswith(sys.argv[1]), c.__file__;"
         "assert not [m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')], 'airflow imported'"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True)
+    engine_modules = [n for n in names if n.startswith("airflow_provider_seatunnel_ckpt/engine/")
+                      and not n.endswith(("__init__.py", "spark_app.py"))]
+    assert len(engine_modules) > 20
+    done = subprocess.run([sys.executable, "-c", probe, str(archive), *engine_modules], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
@@ -200,8 +207,14 @@ def test_a_finished_job_is_not_run_again(tmp_path):
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="done")
     result = op.execute(fake_context(pushed))
     assert result["ran"] is False and result["final_checkpoint_id"] == 4 and op._hook is None  # no spark-submit
+    view = pushed.pop(VIEW_XCOM_KEY)
     assert pushed == {"job_id": "done", "final_checkpoint_id": 4}
     assert "fencing_token" not in str(result)
+    # what the checkpoint view reads back opens the same storage
+    job = TaskJob.model_validate(view)
+    assert (job.job_id, job.storage_conn_id) == ("done", None)
+    assert storage_hook(job).describe("done") == get_checkpoint_hook(config_file=config).describe("done")
+    assert storage_hook(job).get_job_status("done")["final_checkpoint_id"] == 4
 
 
 def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_it(tmp_path):

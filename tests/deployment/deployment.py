@@ -28,6 +28,8 @@ COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 #: the health endpoint's names of the components that report a heartbeat
 HEARTBEATS = ("scheduler", "triggerer", "dag_processor")
 ADMIN = "admin"
+#: a user with no role: the simple auth manager lets it read no DAG (the view's 403)
+OUTSIDER = "outsider"
 
 
 def free_port() -> int:
@@ -46,6 +48,7 @@ class AirflowDeployment:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.password = "pw-" + secrets.token_hex(12)
+        self.outsider_password = "pw-" + secrets.token_hex(12)
         self.logs = home / "logs"
         self.processes: dict[str, subprocess.Popen] = {}
         passwords = home / "passwords.json"
@@ -70,7 +73,7 @@ class AirflowDeployment:
             "AIRFLOW__API__PORT": str(self.port),
             # one secret for every component: the API server signs the tokens the workers use
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin,{OUTSIDER}:",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             # the connection form's "Test" button (off by default in Airflow 3)
@@ -92,7 +95,7 @@ class AirflowDeployment:
         home.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
         (home / "tmp").mkdir(exist_ok=True)
-        passwords.write_text(json.dumps({ADMIN: self.password}))
+        passwords.write_text(json.dumps({ADMIN: self.password, OUTSIDER: self.outsider_password}))
         self._token: str | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -141,11 +144,13 @@ class AirflowDeployment:
     # ---- REST API -------------------------------------------------------------------------
     def token(self) -> str:
         if self._token is None:
-            response = httpx.post(f"{self.base_url}/auth/token", json={"username": ADMIN, "password": self.password},
-                                  timeout=30)
-            response.raise_for_status()
-            self._token = response.json()["access_token"]
+            self._token = self.token_of(ADMIN, self.password)
         return self._token
+
+    def token_of(self, user: str, password: str) -> str:
+        response = httpx.post(f"{self.base_url}/auth/token", json={"username": user, "password": password}, timeout=30)
+        response.raise_for_status()
+        return response.json()["access_token"]
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One call to ``/api/v2<path>`` as the admin user."""

@@ -4,7 +4,12 @@ triggering, clearing, polling runs, reading task instances and XComs."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
+
+import httpx
+
+from tests.example_runs import example_storage
 
 from .deployment import AirflowDeployment
 
@@ -79,3 +84,26 @@ def xcom(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, 
 def xcom_or_none(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, key: str) -> Any:
     response = deployment.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
     return response.json()["value"] if response.status_code == 200 else None
+
+
+def start_slow_job(deployment: AirflowDeployment, workdir: Path, dag_id: str, rows: int) -> tuple[str, str, Any]:
+    """Trigger (c) at 40,000 rows/s without its planned failure and wait until the job has
+    a completed checkpoint; its run id, job id and checkpoint storage."""
+    conf = {"workdir": str(workdir), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
+    run_id = trigger(deployment, dag_id, conf)
+    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
+                                   "the job id", every=0.5)
+    storage = example_storage(workdir)
+    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
+                          "a completed checkpoint", every=0.5)
+    return run_id, job_id, storage
+
+
+def view(deployment: AirflowDeployment, path: str, dag_id: str, run_id: str, task_id: str,
+         token: str | None = None, **params: Any) -> httpx.Response:
+    """GET a route of the checkpoint view (ui/app.py) for a task instance, as the admin user
+    (or with ``token``; "" sends none)."""
+    token = deployment.token() if token is None else token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    query = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, **params}
+    return httpx.get(f"{deployment.base_url}/seatunnel-ckpt/{path}", params=query, headers=headers, timeout=60)

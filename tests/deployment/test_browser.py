@@ -2,19 +2,25 @@
 and ``chromium-driver``, driven by Selenium): the login, the connection form of the
 provider's ``seatunnel_checkpoint`` type with its own fields, labels and placeholders,
 and the grid of example (c) after its recovery. Screenshots go to the test's tmp dir;
-the ones in docs/img/airflow_*.png were taken by this test."""
+the ones in docs/img/airflow_*.png were taken by this test. The checkpoint view (ui/) is
+checked here too: its tab after example (c)'s recovery and for a running job, against
+checkpoint storage, and its 401/403."""
 
 from __future__ import annotations
 
 import shutil
+from urllib.parse import quote_plus
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from .deployment import AirflowDeployment
-from .rest import task_instances, trigger, wait_for_run
+from airflow_provider_seatunnel_ckpt.history import read_history
+from tests.example_runs import example_storage
+
+from .deployment import OUTSIDER, AirflowDeployment
+from .rest import start_slow_job, task_instances, trigger, view, wait_for_run, xcom
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +81,7 @@ def _log_in(browser: Any, deployment: AirflowDeployment) -> None:
     _until("the home page", lambda: "/auth/login" not in browser.current_url and "Dags" in browser.page_source)
 
 
-def test_connection_form_of_the_provider_type_and_the_grid_after_recovery(
+def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     deployment: AirflowDeployment, spark_connection: None, browser: Any, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
@@ -118,4 +124,90 @@ def test_connection_form_of_the_provider_type_and_the_grid_after_recovery(
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "success" in body.lower() and "failed" in body.lower(), body[:2000]
     browser.save_screenshot(str(tmp_path / "airflow_grid_example_c.png"))
+
+    # the checkpoint view of the recovery task: the tab of the task instance, then its extra link
+    job_id = xcom(deployment, dag_id, run_id, "etl", "job_id")
+    history = read_history(example_storage(tmp_path), job_id)
+    browser.get(f"{deployment.base_url}/dags/{dag_id}/runs/{run_id}/tasks/recover/plugin/seatunnel-checkpoints")
+    browser.switch_to.frame(_until("the view's frame", lambda: browser.find_element(By.TAG_NAME, "iframe")))
+    _check_view(browser, history, "finished")
+    browser.switch_to.default_content()
+    browser.save_screenshot(str(tmp_path / "airflow_checkpoint_view.png"))
+    link = xcom(deployment, dag_id, run_id, "recover", "_link_CheckpointViewLink")
+    assert link == f"{deployment.base_url}/seatunnel-ckpt/view?dag_id={dag_id}&run_id={quote_plus(run_id)}&task_id=recover&map_index=-1"
+    browser.get(link)
+    _check_view(browser, history, "finished")
+    detail = _open_detail(browser, history)
+    browser.save_screenshot(str(tmp_path / "airflow_checkpoint_detail.png"))
+    assert detail
+
+    # a user the auth manager lets read no DAG gets no data, and nobody without a token does
+    outsider = deployment.token_of(OUTSIDER, deployment.outsider_password)
+    for token, status in ((outsider, 403), ("", 401)):
+        for path in ("api/history", "view"):
+            response = view(deployment, path, dag_id, run_id, "recover", token=token)
+            assert response.status_code == status, (path, response.status_code, response.text[:300])
+            assert job_id not in response.text
     print(f"screenshots: {tmp_path}")
+
+
+def test_the_checkpoint_view_of_a_running_job_updates_itself(
+    deployment: AirflowDeployment, spark_connection: None, browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    dag_id = "example_fail_and_recover"
+    run_id, job_id, storage = start_slow_job(deployment, tmp_path, dag_id, rows=1_200_000)
+    _log_in(browser, deployment)
+    browser.get(f"{deployment.base_url}/dags/{dag_id}/runs/{run_id}/tasks/etl/plugin/seatunnel-checkpoints")
+    browser.switch_to.frame(_until("the view's frame", lambda: browser.find_element(By.TAG_NAME, "iframe")))
+    _until("the running job", lambda: browser.find_element(By.ID, "job-status").text == "running")
+    first = _completed_shown(browser)
+    # no reload: the page polls while the job runs
+    later = _until("a newer checkpoint on the page", lambda: (n := _completed_shown(browser)) > first and n, timeout=60)
+    assert later > first
+    browser.switch_to.default_content()
+    browser.save_screenshot(str(tmp_path / "airflow_checkpoint_view_running.png"))
+    assert wait_for_run(deployment, dag_id, run_id)[0] == "success", deployment.explain()
+    final = read_history(storage, job_id)
+    assert final.job["status"] == "finished" and final.summary.completed >= later
+
+
+def _completed_shown(browser: Any) -> int:
+    from selenium.webdriver.common.by import By
+
+    return int(browser.find_element(By.ID, "counts").text.split(" completed")[0])
+
+
+def _check_view(browser: Any, history: Any, status: str) -> None:
+    """The page shows what storage holds: the job's status, every attempt, the newest
+    checkpoints in order, a chart point per completed checkpoint."""
+    from selenium.webdriver.common.by import By
+
+    try:
+        _until(f"the job {status}", lambda: browser.find_element(By.ID, "job-status").text == status)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; the page shows:\n{browser.find_element(By.TAG_NAME, 'body').text[:3000]}") from None
+    rows = browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")
+    assert [int(r.get_attribute("data-id")) for r in rows] == [c.id for c in history.checkpoints[:20]]
+    attempts = browser.find_elements(By.CSS_SELECTOR, "#attempts tbody tr")
+    assert len(attempts) == len(history.attempts) >= 2
+    restored = history.attempts[-1]["restored_from"]
+    assert f"checkpoint {restored}" in attempts[-1].text and restored is not None
+    points = browser.find_element(By.CSS_SELECTOR, "#chart-duration polyline").get_attribute("points").split()
+    assert len(points) == history.summary.completed
+    assert f"{history.summary.completed} completed" in browser.find_element(By.ID, "counts").text
+    assert '"namespace"' in browser.find_element(By.ID, "config").text
+
+
+def _open_detail(browser: Any, history: Any) -> bool:
+    """Click the newest completed checkpoint: one row per subtask, the slowest marked."""
+    from selenium.webdriver.common.by import By
+
+    entry = next(c for c in history.checkpoints if c.status == "completed" and len(c.subtasks) > 1)
+    browser.find_element(By.CSS_SELECTOR, f'#history tbody tr[data-id="{entry.id}"]').click()
+    _until("the checkpoint's subtasks", lambda: not browser.find_element(By.ID, "detail").get_attribute("hidden"))
+    _until("every subtask", lambda: len(browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr")) == len(entry.subtasks))
+    slowest = browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr.slowest")
+    assert [int(r.text.split()[0]) for r in slowest] == [entry.slowest_subtask]
+    return True

@@ -15,7 +15,9 @@ import pytest
 from tests.example_runs import attempts, check_resumed_exactly_once, committed_ids, example_storage
 
 from .deployment import AirflowDeployment, spark_submit_processes
-from .rest import clear, ensure_connection, task_instances, trigger, wait_for_run, wait_for_runs, xcom, xcom_or_none
+from .rest import (
+    clear, ensure_connection, start_slow_job, task_instances, trigger, view, wait_for_run, wait_for_runs, xcom, xcom_or_none,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +112,8 @@ def _everything_a_run_shows(deployment: AirflowDeployment, dag_id: str, run_id: 
         base = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
         places[f"{task_id} xcom"] = json.dumps(deployment.ok("GET", f"{base}/xcomEntries"))
         places[f"{task_id} rendered"] = json.dumps(deployment.ok("GET", base).get("rendered_fields"))
+        # the checkpoint view's data (a 404 for a task of another operator)
+        places[f"{task_id} checkpoint view"] = view(deployment, "api/history", dag_id, run_id, task_id).text
         for attempt in range(1, tries + 1):
             places[f"{task_id} log {attempt}"] = json.dumps(deployment.ok(
                 "GET", f"{base}/logs/{attempt}", params={"full_content": "true"}, headers={"Accept": "application/json"}))
@@ -161,19 +165,9 @@ def test_connections_made_over_rest_carry_the_credentials_and_never_show_them(
 
     shown = _everything_a_run_shows(deployment, dag_id, run_id)
     assert not [where for where, text in shown.items() if secret in text]
-
-
-def _start_slow_job(deployment: AirflowDeployment, workdir: Path, dag_id: str, rows: int) -> tuple[str, str, Any]:
-    """Trigger (c) at 40,000 rows/s without its planned failure and wait until the job has
-    a completed checkpoint; its run id, job id and checkpoint storage."""
-    conf = {"workdir": str(workdir), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
-    run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
-                                   "the job id", every=0.5)
-    storage = example_storage(workdir)
-    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
-                          "a completed checkpoint", every=0.5)
-    return run_id, job_id, storage
+    # the checkpoint view read this S3 storage with the connection's credentials
+    seen = json.loads(shown["etl checkpoint view"])
+    assert seen["job_id"] == job_id and seen["job"]["status"] == "finished" and seen["summary"]["completed"] >= 1
 
 
 def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does_not_rerun(
@@ -219,7 +213,7 @@ def test_a_task_marked_failed_then_cleared_resumes_its_job(
     """A person marks a running Spark task failed (its spark-submit is stopped) and later
     clears it: the new try resumes the same job from its latest completed checkpoint."""
     dag_id, rows = "example_fail_and_retry", 600_000  # 15 s at 40,000 rows/s: marked failed well before the end
-    run_id, job_id, storage = _start_slow_job(deployment, tmp_path, dag_id, rows)
+    run_id, job_id, storage = start_slow_job(deployment, tmp_path, dag_id, rows)
     deployment.ok("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/etl", json={"new_state": "failed"})
     state, _ = wait_for_run(deployment, dag_id, run_id)
     assert state == "failed"

@@ -105,7 +105,7 @@ def test_what_the_driver_records_reads_back_newest_first(storage: Any) -> None:
         (7, "aborted", "savepoint"), (6, "failed", "checkpoint"), (5, "completed", "checkpoint")]
     done = history.checkpoint(5)
     assert (done.rows, done.state_bytes, done.duration_ms, done.ack_duration_ms, done.persist_ms) == (150, 300, 130, 40, 9)
-    assert [(s.subtask, s.ack_ms, s.sync_ms, s.async_ms, s.rows) for s in done.subtasks] == [
+    assert [(s.subtask, s.ack_ms, s.sync_ms, s.async_ms, s.rows) for s in done.subtask_details] == [
         (0, 12, 0, 0, 50), (1, 40, 1, 2, 50), (2, 25, 2, 4, 50)]
     assert done.slowest_subtask == 1
     expired = history.checkpoint(6)
@@ -224,7 +224,7 @@ def test_the_history_command_prints_tables_json_and_one_checkpoint(config: str, 
     assert main(["history", "--config", config, "--job-id", JOB, "--json", "--limit", "1"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["total_checkpoints"] == 2 and [c["id"] for c in data["checkpoints"]] == [6]
-    assert data["summary"]["duration_ms"] == {"min": 130, "median": 130, "p99": 130, "max": 130}
+    assert data["summary"]["figures"]["duration_ms"] == {"min": 130, "median": 130, "p99": 130, "max": 130}
     assert "fencing_token" not in data["job"]
 
     assert main(["history", "--config", config, "--job-id", JOB, "--checkpoint", "5"]) == 0

@@ -56,7 +56,8 @@ def _violations(layer: str, allowed: Callable[[str], bool], forbidden: tuple[str
 @pytest.mark.parametrize("layer, forbidden", [
     ("storage", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", "pyspark", "airflow")),
     ("connectors", (f"{ROOT}.engine", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.sensors", "pyspark", "airflow")),
-    ("history", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", "pyspark", "airflow")),
+    ("history", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.ui", "pyspark",
+                 "airflow")),
 ])
 def test_a_lower_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
     assert _violations(layer, lambda name: False, forbidden) == []
@@ -70,7 +71,7 @@ def test_the_engine_reaches_connectors_only_through_the_api_and_the_registry() -
         return name in (registry, f"{registry}.api") or name.startswith(f"{registry}.api.") or name in public
 
     assert _violations("engine", through_the_front, (f"{ROOT}.connectors",)) == []
-    assert _violations("engine", lambda name: False, ("airflow", f"{ROOT}.operators", f"{ROOT}.hooks")) == []
+    assert _violations("engine", lambda name: False, ("airflow", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.ui")) == []
 
 
 def _registry_names() -> set[str]:
