@@ -13,13 +13,33 @@ an extra link to it (docs/airflow.md, "Checkpoint view").
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 #: where the api-server mounts the view's app
 URL_PREFIX = "/seatunnel-ckpt"
 #: the XCom the operator pushes as it starts: job id, connection id and the effective
 #: checkpoint configuration with secrets masked (never a credential)
 VIEW_XCOM_KEY = "seatunnel_ckpt_view"
+
+
+def base_url() -> str:
+    """Airflow's ``[api] base_url`` without its trailing slash ("" when unset: links
+    relative to the UI)."""
+    try:
+        from airflow.configuration import conf
+
+        return (conf.get("api", "base_url", fallback="") or "").rstrip("/")
+    except Exception:  # noqa: BLE001 - no configuration: served at the root
+        return ""
+
+
+def base_path() -> str:
+    """The path of ``base_url()`` ("" at the root).
+
+    Airflow's UI puts a tab's ``href`` into a frame as it is, so a relative href must
+    carry the sub-path the UI is served under (``https://host/airflow/`` -> ``/airflow``).
+    """
+    return urlsplit(base_url()).path
 
 
 def view_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:

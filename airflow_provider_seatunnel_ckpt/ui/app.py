@@ -26,6 +26,7 @@ from .locate import NoCheckpointedJob, TaskJob, storage_hook, task_job
 from .responses import checkpoint_detail, history_page
 
 MAX_PER_PAGE = 200
+WILDCARD = "~"
 
 
 def _access_check() -> Any:
@@ -62,6 +63,9 @@ def create_app() -> FastAPI:
 
 
 def _open(dag_id: str, run_id: str, task_id: str, map_index: str) -> tuple[TaskJob, Any]:
+    if WILDCARD in (dag_id, run_id, task_id):
+        # Airflow's REST API reads "~" as "every DAG / run"; here a view is of one task instance
+        raise HTTPException(400, f"the view shows one task instance: {WILDCARD!r} is not a dag_id, run_id or task_id")
     try:
         job = task_job(dag_id, run_id, task_id, _map_index(map_index))
         return job, storage_hook(job)

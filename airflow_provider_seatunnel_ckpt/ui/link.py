@@ -6,7 +6,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperatorLink
 
-from . import view_path
+from . import base_url, view_path
 
 
 class CheckpointViewLink(BaseOperatorLink):
@@ -16,15 +16,4 @@ class CheckpointViewLink(BaseOperatorLink):
     name = "Checkpoints"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        base = _base_url()
-        return base + view_path(ti_key.dag_id, ti_key.run_id, ti_key.task_id, getattr(ti_key, "map_index", -1))
-
-
-def _base_url() -> str:
-    """``[api] base_url`` without its trailing slash ("" when unset: a link relative to the UI)."""
-    try:
-        from airflow.configuration import conf
-
-        return (conf.get("api", "base_url", fallback="") or "").rstrip("/")
-    except Exception:  # noqa: BLE001 - a relative link still works from the UI
-        return ""
+        return base_url() + view_path(ti_key.dag_id, ti_key.run_id, ti_key.task_id, getattr(ti_key, "map_index", -1))
