@@ -129,11 +129,11 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     if not getattr(args, "job_file", None):
         return None
     from .engine.job import load_job
-    from .engine.routing import load_sinks, one_sink
+    from .engine.routing import load_sinks, load_sources, one_sink
     from .engine.variables import job_variables
 
     job = load_job(args.job_file, job_variables(args))
-    return one_sink(load_sinks(job.sinks)).create_committer(args.job_id)
+    return one_sink(load_sinks(job.sinks, job.graph, load_sources(job.sources))).create_committer(args.job_id)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

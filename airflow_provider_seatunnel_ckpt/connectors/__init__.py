@@ -55,7 +55,7 @@ from __future__ import annotations
 import importlib
 import threading
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError
 
@@ -231,6 +231,28 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     return instance
 
 
+def load_table_sinks(entry: Mapping[str, Any], key: str, table_names: Sequence[str]) -> list[Sink]:
+    """One sink per table of a source of several tables, each built from ``entry`` with
+    its table placeholders (``${table_name}``...) filled, as SeaTunnel's multi-table sink
+    does (:mod:`.table_placeholders`)."""
+    from .table_placeholders import fill_table_placeholders
+
+    entries = [fill_table_placeholders(entry, name) for name in table_names]
+    if len({repr(sorted(e.items(), key=lambda item: item[0])) for e in entries}) < len(entries):
+        raise ConfigError(key, f"{entry.get('plugin_name')} reads several tables ({', '.join(table_names)}) and its "
+                               "options are the same for each: name the table in them (path = \"/data/${table_name}\", "
+                               "table = \"${table_name}\"), so that each table is written apart")
+    return [load_sink(filled, key) for filled in entries]
+
+
+def sink_writes_tables(entry: Mapping[str, Any], key: str = "sink[0]") -> bool:
+    """Whether the sink of ``entry`` takes the batches of several tables itself (Assert,
+    Console) rather than one sink per table."""
+    if not isinstance(entry, Mapping):
+        return False
+    return bool(getattr(sink_class(entry.get("plugin_name"), f"{key}.plugin_name"), "writes_tables", False))
+
+
 def __getattr__(name: str) -> Any:
     # imported when used: the registry itself must load without pyarrow (extras.py)
     if name == "SourceUnion":
@@ -244,6 +266,7 @@ __all__ = [
     "SourceUnion",
     "IGNORED_KEYS",
     "load_sink",
+    "load_table_sinks",
     "load_source",
     "load_transform",
     "module_of",
@@ -251,6 +274,7 @@ __all__ = [
     "register_source",
     "register_transform",
     "sink_class",
+    "sink_writes_tables",
     "sinks",
     "source_class",
     "sources",

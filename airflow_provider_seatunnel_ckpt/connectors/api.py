@@ -273,6 +273,17 @@ class Sink:
         a subtask attempt ends."""
 
 
+#: the schema metadata key that names a batch's table: set by a source of several tables
+#: (SeaTunnel's ``tables_configs``), read by the sinks that write several tables
+TABLE_KEY = b"seatunnel.table"
+
+
+def table_of(schema: pa.Schema) -> str | None:
+    """The table a batch of ``schema`` belongs to (None: the job's tables are not named)."""
+    name = (schema.metadata or {}).get(TABLE_KEY)
+    return name.decode() if name is not None else None
+
+
 def iter_batches(reader: SourceReader) -> Iterator[pa.RecordBatch]:
     while (batch := reader.read_batch()) is not None:
         yield batch

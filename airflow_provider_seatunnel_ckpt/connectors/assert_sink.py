@@ -37,10 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError, DataError
-from .api import JsonValue, Sink, SinkCommitter, SinkWriter
+from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
 from .options import Options, option_key
 from .seatunnel_types import convert_value, seatunnel_type, type_name
-from .union import table_of
 
 log = logging.getLogger(__name__)
 

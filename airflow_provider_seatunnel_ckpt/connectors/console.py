@@ -25,8 +25,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 import pyarrow as pa
 
-from .api import JsonValue, Sink, SinkCommitter, SinkWriter
-from .union import table_of
+from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
 from .options import Options
 
 

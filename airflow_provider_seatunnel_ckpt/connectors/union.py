@@ -14,17 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import JsonValue, ReaderContext, Source, SourceReader, Split, close_all
-
-#: the schema metadata key that names a batch's table (set by a multi-table source)
-TABLE_KEY = b"seatunnel.table"
-
-
-def table_of(schema: pa.Schema) -> str | None:
-    """The table a batch of ``schema`` belongs to (None: the job's tables are not named)."""
-    name = (schema.metadata or {}).get(TABLE_KEY)
-    return name.decode() if name is not None else None
-
+from .api import TABLE_KEY, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
 
 class SourceUnion(Source):
     plugin_name = "sources"

@@ -8,6 +8,10 @@ checkpoint holds every sink's, by index). Each sink keeps its two-phase commit: 
 group is prepared at the barrier and committed after the checkpoint is durable, so the
 sinks of one checkpoint publish together or are all replayed.
 
+A sink fed by a source of several tables (SeaTunnel's ``tables_configs``) is one sink per
+table (:class:`TableSinks`, SeaTunnel's multi-table sink), each built with that table's
+placeholders filled (``path = "/data/${table_name}"``), committed as a group.
+
 Jobs with one source and one sink use the connector itself, unwrapped: their split ids
 and commit infos are what they always were, and so are their checkpoints.
 """
@@ -18,11 +22,11 @@ from typing import Iterable, Sequence
 
 import pyarrow as pa
 
-from ..connectors.api import JsonValue, Sink, SinkCommitter, SinkWriter, close_all
+from ..connectors.api import JsonValue, Sink, SinkCommitter, SinkWriter, close_all, table_of
 
 
-class SinkGroup(Sink):
-    plugin_name = "sinks"
+class _Sinks(Sink):
+    """Several sinks committed as one: one commit info per checkpoint holds each sink's."""
 
     def __init__(self, sinks: Sequence[Sink]):
         super().__init__({})
@@ -37,8 +41,8 @@ class SinkGroup(Sink):
         for sink in self.sinks:
             sink.run_attempt = value
 
-    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
-        return GroupWriter([sink.create_writer(job_id, subtask, attempt) for sink in self.sinks])
+    def _writers(self, job_id: str, subtask: int, attempt: int) -> list[SinkWriter]:
+        return [sink.create_writer(job_id, subtask, attempt) for sink in self.sinks]
 
     def create_committer(self, job_id: str) -> SinkCommitter:
         return GroupCommitter([sink.create_committer(job_id) for sink in self.sinks])
@@ -51,7 +55,31 @@ class SinkGroup(Sink):
         close_all(self.sinks)
 
 
-class GroupWriter(SinkWriter):
+class SinkGroup(_Sinks):
+    """A job's several sinks: the router names the sink of each batch (``write_to``)."""
+
+    plugin_name = "sinks"
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        return GroupWriter(self._writers(job_id, subtask, attempt))
+
+
+class TableSinks(_Sinks):
+    """One sink per table of its input; each batch goes to the sink of the table it
+    carries. To the router it is one sink."""
+
+    plugin_name = "tables"
+    writes_tables = True
+
+    def __init__(self, sinks: Sequence[Sink], table_names: Sequence[str]):
+        super().__init__(sinks)
+        self.table_names = list(table_names)
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
+        return TableWriter(self._writers(job_id, subtask, attempt), self.table_names)
+
+
+class _Writers(SinkWriter):
     def __init__(self, writers: list[SinkWriter]):
         self.writers = writers
 
@@ -59,18 +87,33 @@ class GroupWriter(SinkWriter):
         for writer in self.writers:
             writer.open(after_checkpoint_id)
 
-    def write_to(self, sink: int, batch: pa.RecordBatch) -> None:
-        self.writers[sink].write(batch)
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        raise TypeError("a group of sinks is written one sink at a time (write_to)")
-
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         infos = [writer.prepare_commit(checkpoint_id) for writer in self.writers]
         return {"sinks": infos} if any(info is not None for info in infos) else None
 
     def close(self) -> None:
         close_all(self.writers)
+
+
+class GroupWriter(_Writers):
+    def write_to(self, sink: int, batch: pa.RecordBatch) -> None:
+        self.writers[sink].write(batch)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise TypeError("a group of sinks is written one sink at a time (write_to)")
+
+
+class TableWriter(_Writers):
+    def __init__(self, writers: list[SinkWriter], table_names: Sequence[str]):
+        super().__init__(writers)
+        self._index = {name: index for index, name in enumerate(table_names)}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        table = table_of(batch.schema)
+        index = self._index.get(table) if table is not None else None
+        if index is None:  # the wiring checks prevent it: a bug, not a user error
+            raise ValueError(f"a batch of table {table!r} reached a sink of tables {', '.join(self._index)}")
+        self.writers[index].write(batch)
 
 
 class GroupCommitter(SinkCommitter):

@@ -14,12 +14,14 @@ from typing import Any
 import pyarrow as pa
 
 from .job import JobSpec
+from .composite import TableSinks
 from .routing import bind_schemas, load_sinks, load_sources, load_transforms
 
 
 def check_job(job: JobSpec) -> list[str]:
     """The lines to print for a valid job; raises ``ConfigError`` (one line) otherwise."""
-    sources, transforms, sinks = load_sources(job.sources), load_transforms(job.transforms), load_sinks(job.sinks)
+    sources, transforms = load_sources(job.sources), load_transforms(job.transforms)
+    sinks = load_sinks(job.sinks, job.graph, sources)
     sink_schemas = bind_schemas(job.graph, sources, transforms, sinks)
     for sink, schema in zip(sinks, sink_schemas):
         if schema is not None:
@@ -37,9 +39,11 @@ def check_job(job: JobSpec) -> list[str]:
         output = f" -> {graph.transform_outputs[index]}" if named else ""
         lines.append(f"transform[{index}] {job.transforms[index]['plugin_name']}"
                      f"{f' ({inputs}{output})' if named else ''}")
-    for index, (entry, schema) in enumerate(zip(job.sinks, sink_schemas)):
+    for index, (entry, sink, schema) in enumerate(zip(job.sinks, sinks, sink_schemas)):
         inputs = f" <- {', '.join(graph.sink_inputs[index])}" if named else ""
-        lines.append(f"sink[{index}] {entry['plugin_name']}{inputs}: {_columns(schema)}")
+        tables = sink.table_names if isinstance(sink, TableSinks) else None
+        what = f"one per table ({', '.join(tables)})" if tables else _columns(schema)
+        lines.append(f"sink[{index}] {entry['plugin_name']}{inputs}: {what}")
     lines += [f"warning: {line}" for line in job.warnings]
     lines.append("ok: the job file is valid (the systems it names were not contacted: a run checks them first)")
     return lines

@@ -17,10 +17,10 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from ..connectors import SourceUnion, load_sink, load_source, load_transform
+from ..connectors import SourceUnion, load_sink, load_source, load_table_sinks, load_transform, sink_writes_tables
 from ..connectors.api import Sink, Source, Transform
 from ..errors import ConfigError
-from .composite import SinkGroup
+from .composite import SinkGroup, TableSinks
 from .wiring import Wiring
 
 
@@ -59,8 +59,7 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
     feeds sinks that write several tables, alone, and no transform (SeaTunnel's rules).
     Errors name the job-file key."""
     tables: dict[str, pa.Schema | None] = {name: s.produced_schema() for name, s in zip(wiring.source_outputs, sources)}
-    several = {name: s.table_names for name, s in zip(wiring.source_outputs, sources)
-               if len(getattr(s, "table_names", None) or ()) > 1}
+    several = _several_tables(wiring, sources)
     for index in wiring.transform_order:
         inputs = wiring.transform_inputs[index]
         _no_tables(several, inputs, f"transform[{index}]", "a transform on a source of several tables (tables_configs) "
@@ -73,12 +72,16 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
             if len(inputs) > 1:
                 _no_tables(several, inputs, f"sink[{k}]", "a source of several tables (tables_configs) feeds a sink "
                                                           "alone, as in SeaTunnel")
-            if sink is not None and not getattr(sink, "writes_tables", False):
-                tables_read = ", ".join(several[inputs[0]])
-                raise ConfigError(f"sink[{k}].plugin_name",
-                                  f"{sink.plugin_name} writes one table here, and its input has several ({tables_read}, "
-                                  "from tables_configs): use one source per table (Assert and Console take several)")
+            if sink is not None and not getattr(sink, "writes_tables", False):  # built without its tables
+                raise ConfigError(f"sink[{k}].plugin_name", f"{sink.plugin_name} reads several tables "
+                                                            f"({', '.join(several[inputs[0]])}) and was built for one")
     return [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
+
+
+def _several_tables(wiring: Wiring, sources: Sequence[Source]) -> dict[str, list[str]]:
+    """The tables of each source output that holds several (``tables_configs``)."""
+    return {name: list(s.table_names) for name, s in zip(wiring.source_outputs, sources)
+            if len(getattr(s, "table_names", None) or ()) > 1}
 
 
 def _no_tables(several: dict[str, Any], inputs: Sequence[str], key: str, problem: str) -> None:
@@ -113,8 +116,20 @@ def load_transforms(entries: Sequence[Any]) -> list[Transform]:
     return [load_transform(entry, f"transform[{i}]") for i, entry in enumerate(entries)]
 
 
-def load_sinks(entries: Sequence[Any]) -> list[Sink]:
-    return [load_sink(entry, f"sink[{k}]") for k, entry in enumerate(entries)]
+def load_sinks(entries: Sequence[Any], wiring: Wiring, sources: Sequence[Source]) -> list[Sink]:
+    """The job's sinks; one fed by a source of several tables alone is one sink per table
+    (:class:`.composite.TableSinks`) unless it takes several tables itself (Assert)."""
+    several = _several_tables(wiring, sources)
+    sinks: list[Sink] = []
+    for k, entry in enumerate(entries):
+        key = f"sink[{k}]"
+        inputs = wiring.sink_inputs[k] if k < len(wiring.sink_inputs) else []
+        tables = several.get(inputs[0]) if len(inputs) == 1 else None
+        if tables and not sink_writes_tables(entry, key):
+            sinks.append(TableSinks(load_table_sinks(entry, key, tables), tables))
+        else:
+            sinks.append(load_sink(entry, key))
+    return sinks
 
 
 def one_source(sources: Sequence[Source]) -> Source:

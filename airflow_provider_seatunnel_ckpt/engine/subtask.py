@@ -261,10 +261,11 @@ class SubtaskRuntime:
         from .composite import SinkGroup
         from .routing import Router, load_sinks, load_sources, load_transforms, one_sink, one_source
 
-        self._source = source = one_source(load_sources(self.spec.sources))
+        sources = load_sources(self.spec.sources)
+        self._source = source = one_source(sources)
         transforms = load_transforms(self.spec.transforms)
         self._router = Router(self.spec.graph, transforms)
-        self._sink = one_sink(load_sinks(self.spec.sinks))
+        self._sink = one_sink(load_sinks(self.spec.sinks, self.spec.graph, sources))
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)

@@ -79,3 +79,43 @@ def test_variables_as_seatunnel_passes_them_and_a_row_count_checked_at_the_end(w
     short = workspace.run(job, config, "scored-short", "--variable", "rows=19")
     assert short.returncode == 1, short.explain()
     assert _error_lines(short.stderr) == ["error: job scored-short failed: sink[0].rules.row_rules[0]: 38 rows break MIN_ROW 40"]
+
+
+TABLES_TO_FILES = """
+env { parallelism = 2, job.mode = "BATCH", checkpoint.interval = 500 }
+source {
+  FakeSource {
+    split.num = 3
+    tables_configs = [
+      { row.num = 50, schema = { table = "shop.orders", fields { id = bigint, amount = int } } },
+      { row.num = 30, schema = { table = "shop.users", fields { id = bigint, name = string } } }
+    ]
+  }
+}
+sink {
+  LocalFile {
+    path = "${out}/${database_name}/${table_name}"
+    file_format_type = "json"
+  }
+}
+"""
+
+
+def test_several_tables_into_a_file_sink_one_directory_each(workspace: Workspace) -> None:
+    """SeaTunnel's multi-table sink under Spark: each subtask's batches go to the sink of
+    their table; each table's rows once, in its own columns."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    config = workspace.write_config(interval=500)
+    job = workspace.root / "tables.conf"
+    job.write_text(TABLES_TO_FILES)
+    out = workspace.root / "out"
+    result = workspace.run(job, config, "tables-to-files", "-i", f"out={out}")
+    assert result.returncode == 0, result.explain()
+    found = {}
+    for directory in sorted((out / "shop").iterdir()):
+        table = pa.concat_tables([pj.read_json(p) for p in directory.glob("*.json")])
+        found[directory.name] = (table.num_rows, table.column_names)
+    # row.num per reader: 2 readers
+    assert found == {"orders": (100, ["id", "amount"]), "users": (60, ["id", "name"])}

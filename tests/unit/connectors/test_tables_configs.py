@@ -4,6 +4,7 @@ one source per table, batches named by their table, Assert's per-table rules and
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import SourceUnion, load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.union import table_of
+from airflow_provider_seatunnel_ckpt.connectors.api import table_of
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import bind_schemas, load_sinks, load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
@@ -97,13 +98,15 @@ def test_a_seatunnel_multi_table_file_fails_when_one_table_s_bound_is_tightened(
     ([{"plugin_name": "Select", "fields": ["c_int"]}], {"plugin_name": "Console"},
      r"^transform\[0\]\.plugin_input: a transform on a source of several tables \(tables_configs\) is not supported"),
     ([], {"plugin_name": "File", "path": "/tmp/never", "format": "parquet"},
-     r"^sink\[0\]\.plugin_name: File writes one table here, and its input has several \(test\.table1, test\.table2"),
+     r"^sink\[0\]: File reads several tables \(test\.table1, test\.table2\) and its options are the same for each: "
+     r"name the table in them \(path = \"/data/\$\{table_name\}\""),
 ])
 def test_what_a_source_of_several_tables_may_feed_is_checked_before_spark(transforms, sink, message) -> None:
     job = load_job({"source": [{"plugin_name": "FakeSource", "tables_configs": TABLES}], "transform": transforms,
                     "sink": [sink]})
     with pytest.raises(ConfigError, match=message):
-        bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms), load_sinks(job.sinks))
+        bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms),
+                     load_sinks(job.sinks, job.graph, load_sources(job.sources)))
 
 
 def test_the_docs_example_runs(tmp_path: Path) -> None:
@@ -114,3 +117,59 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     job = tmp_path / "tables.conf"
     job.write_text(re.search(r"```hocon\n(.*?)```", section, re.S).group(1))
     assert run_in_process(job) == 33
+
+
+def test_a_file_sink_writes_each_table_to_the_directory_its_placeholders_name(tmp_path: Path) -> None:
+    """SeaTunnel's multi-table sink: one sink per table with ``${table_name}`` (and the
+    other table placeholders) filled; each table's rows once, in its own columns."""
+    import pyarrow.json as pj
+
+    job = tmp_path / "job.conf"
+    job.write_text(f"""
+env {{ parallelism = 2, job.mode = "BATCH" }}
+source {{ FakeSource {{ tables_configs = {json.dumps(TABLES)} }} }}
+sink {{
+  LocalFile {{
+    path = "{tmp_path}/out/${{database_name}}/${{table_name}}"
+    file_format_type = "json"
+    file_name_expression = "${{transactionId}}_${{schema_name:none}}_${{table_full_name}}"
+  }}
+}}
+""")
+    assert run_in_process(job) == 66  # row.num is per subtask, as in SeaTunnel
+    found = {}
+    for directory in sorted((tmp_path / "out" / "test").iterdir()):
+        files = sorted(p for p in directory.iterdir() if p.is_file())
+        assert files and all(f"_none_test.{directory.name}_" in p.name for p in files)
+        tables = [pj.read_json(p) for p in files]
+        found[directory.name] = (sum(t.num_rows for t in tables), tables[0].column_names)
+    assert found == {"table1": (32, ["c_int", "c_bigint"]), "table2": (34, ["c_string"])}
+
+
+@pytest.mark.parametrize("value, name, expected", [
+    ("/d/${table_name}", "t", "/d/t"),
+    ("/d/${database_name}/${table_name}", "db.t", "/d/db/t"),
+    ("${database_name}.${schema_name}.${table_name}", "db.s.t", "db.s.t"),
+    ("/d/${schema_name:public}/${table_name}", "db.t", "/d/public/t"),
+    ("/d/${database_name}/x", "t", "/d//x"),  # SeaTunnel writes "" for a part the name lacks
+    ("/d/${schema_full_name}", "t", "/d/${schema_full_name}"),  # ... and leaves this one
+    ("/d/${table_full_name}", "db.s.t", "/d/db.s.t"),
+    ("/d/${now}/${table_name}", "t", "/d/${now}/t"),  # the sink's own placeholders stay for it
+])
+def test_table_placeholders_are_filled_as_seatunnel_fills_them(value, name, expected) -> None:
+    from airflow_provider_seatunnel_ckpt.connectors.table_placeholders import fill_table_placeholders
+
+    assert fill_table_placeholders({"path": value, "n": 1}, name) == {"path": expected, "n": 1}
+
+
+def test_the_docs_example_of_one_directory_per_table_runs(tmp_path: Path) -> None:
+    import re
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "seatunnel.md").read_text()
+    section = docs[docs.index("### Several tables from one source"):]
+    example = re.findall(r"```hocon\n(.*?)```", section, re.S)[1]
+    job = tmp_path / "tables.conf"
+    job.write_text(example.replace("/tmp/shop-tables", str(tmp_path)))
+    assert run_in_process(job) == 160  # (50 + 30) rows x 2 readers
+    written = {d.name: sorted({p.suffix for p in d.iterdir() if p.is_file()}) for d in (tmp_path / "shop").iterdir()}
+    assert written == {"orders": [".json"], "users": [".json"]}

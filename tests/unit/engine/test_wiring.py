@@ -142,6 +142,11 @@ def _file_sinks(tmp_path: Path) -> list[dict]:
             for k, t in enumerate(("a", "b"))]
 
 
+def _file_group(tmp_path: Path) -> list:
+    job = load_job(_job([_seq(1, plugin_output="a"), _seq(1, plugin_output="b")], _file_sinks(tmp_path)))
+    return load_sinks(job.sinks, job.graph, load_sources(job.sources))
+
+
 def _ids(directory: Path) -> Counter:
     # committed part files only (the staging directory holds what is not published yet)
     files = sorted(p for p in directory.glob("*.parquet"))
@@ -149,7 +154,7 @@ def _ids(directory: Path) -> Counter:
 
 
 def test_a_group_of_sinks_commits_each_sink_once_and_replays_harmlessly(tmp_path: Path) -> None:
-    sinks = load_sinks(_file_sinks(tmp_path))
+    sinks = _file_group(tmp_path)
     group = one_sink(sinks)
     assert isinstance(group, SinkGroup)
     group.run_attempt = 3
@@ -175,7 +180,7 @@ def test_a_group_of_sinks_commits_each_sink_once_and_replays_harmlessly(tmp_path
 
 
 def test_a_group_rolls_back_every_sink_and_drops_what_no_checkpoint_keeps(tmp_path: Path) -> None:
-    group = one_sink(load_sinks(_file_sinks(tmp_path)))
+    group = one_sink(_file_group(tmp_path))
     group.run_attempt = 1
     writer = group.create_writer("job", 0, 0)
     writer.open(0)
