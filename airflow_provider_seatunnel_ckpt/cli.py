@@ -133,7 +133,7 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     from .engine.variables import job_variables
 
     job = load_job(args.job_file, job_variables(args))
-    return one_sink(load_sinks(job.sinks, job.graph, load_sources(job.sources))).create_committer(args.job_id)
+    return one_sink(load_sinks(job, load_sources(job.sources))).create_committer(args.job_id)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

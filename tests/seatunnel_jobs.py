@@ -20,7 +20,7 @@ def run_in_process(path: Path, job_id: str = "compat") -> int:
     job = load_job(path)
     sources = load_sources(job.sources)
     transforms = load_transforms(job.transforms)
-    sinks = load_sinks(job.sinks, job.graph, sources)
+    sinks = load_sinks(job, sources)
     for sink, schema in zip(sinks, bind_schemas(job.graph, sources, transforms, sinks)):
         if schema is not None:
             sink.accepts(schema)

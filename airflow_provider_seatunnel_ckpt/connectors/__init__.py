@@ -245,6 +245,16 @@ def load_table_sinks(entry: Mapping[str, Any], key: str, table_names: Sequence[s
     return [load_sink(filled, key) for filled in entries]
 
 
+def load_sink_of_table(entry: Mapping[str, Any], key: str, source_entry: Mapping[str, Any]) -> Sink:
+    """The sink of ``entry`` writing the one table of ``source_entry``: its table
+    placeholders (``${table_name}``...) filled with that table, as SeaTunnel fills them."""
+    from .table_placeholders import fill_table_placeholders, has_table_placeholder, table_path_of
+
+    if isinstance(entry, Mapping) and has_table_placeholder(entry):
+        entry = fill_table_placeholders(entry, table_path_of(source_entry))
+    return load_sink(entry, key)
+
+
 def sink_writes_tables(entry: Mapping[str, Any], key: str = "sink[0]") -> bool:
     """Whether the sink of ``entry`` takes the batches of several tables itself (Assert,
     Console) rather than one sink per table."""
@@ -266,6 +276,7 @@ __all__ = [
     "SourceUnion",
     "IGNORED_KEYS",
     "load_sink",
+    "load_sink_of_table",
     "load_table_sinks",
     "load_source",
     "load_transform",

@@ -35,6 +35,26 @@ def table_parts(full_name: str) -> dict[str, str | None]:
     }
 
 
+#: SeaTunnel's ``TablePath.DEFAULT``: the table of a source that names none
+DEFAULT_TABLE_PATH = "default.default.default"
+
+
+def table_path_of(source_entry: Mapping[str, Any]) -> str:
+    """The table a one-table source's rows belong to, as SeaTunnel names it: its
+    ``schema.table``, else its output table name (``plugin_output``, or the older
+    ``result_table_name``), else ``default.default.default``."""
+    schema = source_entry.get("schema")
+    if isinstance(schema, Mapping) and isinstance(schema.get("table"), str) and schema["table"].strip():
+        return schema["table"].strip()
+    for key in ("plugin_output", "result_table_name"):
+        value = source_entry.get(key)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return DEFAULT_TABLE_PATH
+
+
 def has_table_placeholder(options: Mapping[str, Any]) -> bool:
     return any(isinstance(v, str) and _PLACEHOLDER.search(v) for v in options.values())
 

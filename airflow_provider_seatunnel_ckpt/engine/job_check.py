@@ -21,7 +21,7 @@ from .routing import bind_schemas, load_sinks, load_sources, load_transforms
 def check_job(job: JobSpec) -> list[str]:
     """The lines to print for a valid job; raises ``ConfigError`` (one line) otherwise."""
     sources, transforms = load_sources(job.sources), load_transforms(job.transforms)
-    sinks = load_sinks(job.sinks, job.graph, sources)
+    sinks = load_sinks(job, sources)
     sink_schemas = bind_schemas(job.graph, sources, transforms, sinks)
     for sink, schema in zip(sinks, sink_schemas):
         if schema is not None:

@@ -17,7 +17,9 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from ..connectors import SourceUnion, load_sink, load_source, load_table_sinks, load_transform, sink_writes_tables
+from ..connectors import (
+    SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
+)
 from ..connectors.api import Sink, Source, Transform
 from ..errors import ConfigError
 from .composite import SinkGroup, TableSinks
@@ -116,17 +118,25 @@ def load_transforms(entries: Sequence[Any]) -> list[Transform]:
     return [load_transform(entry, f"transform[{i}]") for i, entry in enumerate(entries)]
 
 
-def load_sinks(entries: Sequence[Any], wiring: Wiring, sources: Sequence[Source]) -> list[Sink]:
+def load_sinks(job: Any, sources: Sequence[Source]) -> list[Sink]:
     """The job's sinks; one fed by a source of several tables alone is one sink per table
-    (:class:`.composite.TableSinks`) unless it takes several tables itself (Assert)."""
+    (:class:`.composite.TableSinks`) unless it takes several tables itself (Assert). A
+    sink of one source's table gets that table's placeholders filled (``${table_name}``),
+    as SeaTunnel fills them for every sink. ``job``: its ``sinks``, ``sources`` (the
+    entries) and ``graph``; ``sources``: the sources built from them."""
+    wiring: Wiring = job.graph
     several = _several_tables(wiring, sources)
     sinks: list[Sink] = []
-    for k, entry in enumerate(entries):
+    for k, entry in enumerate(job.sinks):
         key = f"sink[{k}]"
-        inputs = wiring.sink_inputs[k] if k < len(wiring.sink_inputs) else []
+        inputs = wiring.sink_inputs[k] if k < len(wiring.sink_inputs) else ()
         tables = several.get(inputs[0]) if len(inputs) == 1 else None
         if tables and not sink_writes_tables(entry, key):
             sinks.append(TableSinks(load_table_sinks(entry, key, tables), tables))
+            continue
+        origins = wiring.sources_feeding(inputs)
+        if len(origins) == 1 and not tables:
+            sinks.append(load_sink_of_table(entry, key, job.sources[min(origins)]))
         else:
             sinks.append(load_sink(entry, key))
     return sinks

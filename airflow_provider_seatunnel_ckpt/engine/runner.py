@@ -417,7 +417,7 @@ class JobRun:
         sources = load_sources(job.sources)
         for source in sources:
             _preflight(source)
-        sinks = load_sinks(job.sinks, job.graph, sources)
+        sinks = load_sinks(job, sources)
         outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
         for sink, output in zip(sinks, outputs):
             _preflight(sink)

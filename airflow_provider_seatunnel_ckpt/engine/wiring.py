@@ -63,6 +63,21 @@ class Wiring:
         found = [("transform", i) for i in self.transform_order if table in self.transform_inputs[i]]
         return found + [("sink", k) for k, inputs in enumerate(self.sink_inputs) if table in inputs]
 
+    def sources_feeding(self, tables: Sequence[str]) -> set[int]:
+        """The sources whose rows reach ``tables`` (through any transforms)."""
+        found: set[int] = set()
+        pending, seen = list(tables), set()
+        while pending:
+            table = pending.pop()
+            if table in seen:
+                continue
+            seen.add(table)
+            found.update(i for i, name in enumerate(self.source_outputs) if name == table)
+            for i, name in enumerate(self.transform_outputs):
+                if name == table:
+                    pending.extend(self.transform_inputs[i])
+        return found
+
     def to_json(self) -> dict[str, Any]:
         return {
             "source_outputs": list(self.source_outputs),

@@ -106,7 +106,7 @@ def test_what_a_source_of_several_tables_may_feed_is_checked_before_spark(transf
                     "sink": [sink]})
     with pytest.raises(ConfigError, match=message):
         bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms),
-                     load_sinks(job.sinks, job.graph, load_sources(job.sources)))
+                     load_sinks(job, load_sources(job.sources)))
 
 
 def test_the_docs_example_runs(tmp_path: Path) -> None:
@@ -173,3 +173,26 @@ def test_the_docs_example_of_one_directory_per_table_runs(tmp_path: Path) -> Non
     assert run_in_process(job) == 160  # (50 + 30) rows x 2 readers
     written = {d.name: sorted({p.suffix for p in d.iterdir() if p.is_file()}) for d in (tmp_path / "shop").iterdir()}
     assert written == {"orders": [".json"], "users": [".json"]}
+
+
+@pytest.mark.parametrize("names, directory", [
+    ('result_table_name = "fake"', "fake"),  # SeaTunnel's own fake_to_local_file_json_save_mode.conf names it so
+    ('schema.table = "shop.orders"', "orders"),
+    ("", "default"),  # SeaTunnel's TablePath.DEFAULT
+])
+def test_a_sink_of_one_table_gets_that_tables_placeholders_through_a_transform(tmp_path: Path, names: str,
+                                                                                directory: str) -> None:
+    schema = names.replace("schema.table", "table") if names.startswith("schema") else ""
+    source_names = "" if names.startswith("schema") else names
+    job = tmp_path / "job.conf"
+    job.write_text(f"""
+env {{ parallelism = 1 }}
+source {{ FakeSource {{ {source_names}
+  row.num = 5
+  schema = {{ {schema}
+    fields {{ id = bigint }} }} }} }}
+transform {{ Sql {{ query = "select id + 1 as id from fake" }} }}
+sink {{ LocalFile {{ path = "{tmp_path}/out/${{table_name}}", file_format_type = "json" }} }}
+""")
+    assert run_in_process(job) == 5
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [directory]

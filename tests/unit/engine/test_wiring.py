@@ -144,7 +144,7 @@ def _file_sinks(tmp_path: Path) -> list[dict]:
 
 def _file_group(tmp_path: Path) -> list:
     job = load_job(_job([_seq(1, plugin_output="a"), _seq(1, plugin_output="b")], _file_sinks(tmp_path)))
-    return load_sinks(job.sinks, job.graph, load_sources(job.sources))
+    return load_sinks(job, load_sources(job.sources))
 
 
 def _ids(directory: Path) -> Counter:
