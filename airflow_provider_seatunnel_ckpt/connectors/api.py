@@ -138,7 +138,8 @@ class Source:
     def produced_schema(self) -> pa.Schema | None:
         """The schema of the batches readers will emit, when the driver knows it after
         ``preflight`` (None: only reading tells). Transforms bind their expressions
-        against it before Spark starts (``Transform.output_schema``)."""
+        against it before Spark starts (``Transform.output_schema``). It never reaches a
+        system itself: ``run --check`` asks for it without ``preflight``."""
         return None
 
 

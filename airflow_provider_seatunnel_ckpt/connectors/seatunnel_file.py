@@ -927,6 +927,10 @@ class SeaTunnelFileSource(FileSource):
         self._partition_keys = keys or []
         return planned
 
+    def preflight(self) -> None:
+        if self.parse_partitions and self._partition_keys is None:
+            self.splits(1)  # the partition columns are in the files' paths
+
     def produced_schema(self) -> pa.Schema | None:
         if self.columns is not None:
             fields = [pa.field(c.name, c.type) for _, c in self.selected]
@@ -935,9 +939,9 @@ class SeaTunnelFileSource(FileSource):
         else:
             return None  # parquet and orc: the files tell
         if self.parse_partitions:
-            if self._partition_keys is None:
-                self.splits(1)
-            fields += [pa.field(k, pa.string()) for k in self._partition_keys or ()]
+            if self._partition_keys is None:  # not listed (run --check contacts nothing): reading tells
+                return None
+            fields += [pa.field(k, pa.string()) for k in self._partition_keys]
         return pa.schema(fields)
 
     # -- reading (executors) -------------------------------------------------------------

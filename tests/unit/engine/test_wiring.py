@@ -255,3 +255,24 @@ def test_the_check_example_in_the_docs_is_what_check_prints(tmp_path: Path, caps
     assert main(["run", "--check", str(job)]) == 0
     shown = re.search(r"\$ seatunnel-ckpt run --check orders.conf\n(.*?)```", (docs / "jobs.md").read_text(), re.S)
     assert capsys.readouterr().out == shown.group(1)
+
+
+def test_run_check_contacts_no_system(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SeaTunnel's --check: a file source over a directory that does not exist here, and
+    one at an object store nobody can reach, are checked without listing either."""
+    from airflow_provider_seatunnel_ckpt.cli import main
+
+    job = tmp_path / "files.conf"
+    job.write_text(f"""
+source {{
+  LocalFile {{ path = "{tmp_path}/not-there", file_format_type = "text", plugin_output = "local" }}
+  S3File {{ path = "/in", bucket = "s3a://nobody", fs.s3a.endpoint = "http://127.0.0.1:9",
+           file_format_type = "csv", plugin_output = "remote" }}
+}}
+sink {{ Console {{ plugin_input = ["local", "remote"] }} }}
+""")
+    assert main(["run", "--check", str(job)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == ["source[0] LocalFile -> local: columns known when read",
+                        "source[1] S3File -> remote: columns known when read"]
+    assert not (tmp_path / "not-there").exists()
