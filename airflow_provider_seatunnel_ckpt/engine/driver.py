@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import CheckpointError, ProtocolError
 from ..history import HistoryRecorder, completed_entry, failed_entry
@@ -43,6 +43,7 @@ from .coordinator import CheckpointCoordinator, Lifecycle
 from .fencing import Fenced, FenceLog
 from .messages import AddSplits, FinishJob, Register, RestoreState, SplitPlan, TaskFailed, TriggerBarrier, decode, encode
 from .split_discovery import SplitDiscovery, split_names
+from .split_plan import REF_KEY as PLAN_REF_KEY, store_plan
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +103,16 @@ class DriverLoop:
         clock: Callable[[], int] = monotonic_ms,
         durable_infos: list[Any] | None = None,
         history: HistoryRecorder | None = None,
+        split_plan: Sequence[Any] = (),
     ):
         self.coordinator = coordinator
         self.store = store
         self.committer = committer
         self.fence = fence
         self.properties = dict(properties or {})
+        #: the job's split plan, [[split_id, spec], ...]: stored once per attempt and
+        #: referenced from each manifest (engine/split_plan.py)
+        self._plan = list(split_plan)
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.clock = clock
         self.server: Any = None
@@ -326,19 +331,29 @@ class DriverLoop:
     def _add_splits(self, found: list[Any]) -> None:
         """Append discovered splits to the plan, then tell every subtask.
 
-        In this order: a checkpoint's manifest (written later, from ``properties``) then
-        names every split a subtask could have read before that checkpoint's barrier. A
+        In this order: a checkpoint's manifest (written later, referring to the plan
+        stored by ``_store_plan``) then names every split a subtask could have read before
+        that checkpoint's barrier. A
         split in the plan that no subtask state mentions is read from its beginning on
         restore, which is right: nothing of it was checkpointed."""
         added = tuple((split.split_id, dict(split.spec)) for split in found)
         self._added_splits += added
-        # replaced, not mutated: the storage worker reads properties concurrently
-        plan = [*self.properties.get("splits", []), *([split_id, spec] for split_id, spec in added)]
-        self.properties = {**self.properties, "splits": plan}
+        # replaced, not mutated: the storage worker stores it before the next manifest (_persist)
+        self._plan = [*self._plan, *([split_id, dict(spec)] for split_id, spec in added)]
         self.progress(f"{len(added)} new splits discovered: {split_names(split_id for split_id, _ in added)}")
         message = AddSplits(self._added_splits)
         for subtask, attempt in list(self._connections):
             self._send(subtask, attempt, message)
+
+    def _store_plan(self) -> None:
+        """Store the plan with the splits added since it was last stored (storage worker,
+        before a manifest refers to it): a manifest's plan names every split a subtask
+        could have read before its barrier. A failure fails this checkpoint."""
+        plan = self._plan
+        ref = self.properties.get(PLAN_REF_KEY)
+        if plan and (ref is None or ref.get("count") != len(plan)):
+            ref = store_plan(self.store.storage, self.store.job_id, self.fence.attempt, plan)
+            self.properties = {**self.properties, PLAN_REF_KEY: ref}
 
     def _send(self, subtask: int, attempt: int, message: Any) -> None:
         connection_id = self._connections.get((subtask, attempt))
@@ -359,6 +374,7 @@ class DriverLoop:
                 # commit (subtasks forgot those infos), and its cleanup would delete
                 # the staged output: the restore must come from the failed one.
                 raise CheckpointError(f"not completed: {self._commit_failed}")
+            self._store_plan()
             manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
             # Reserve the id in the fence log, then create its _metadata: each fails once
             # another driver claimed the job (engine/fencing.py).

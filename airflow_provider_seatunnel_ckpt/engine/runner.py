@@ -41,6 +41,7 @@ from .job import JobSpec
 from .preload import preload_settings
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
+from .split_plan import REF_KEY as PLAN_REF_KEY, load_plan, prune_plans, referenced_attempts, store_plan
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
@@ -297,6 +298,18 @@ class JobRun:
         record = self.storage.read_document(self.request.job_id, path) or {"attempt": self.attempt_number}
         record.update(fields)
         self.storage.write_document(self.request.job_id, path, record)
+
+    def _prune_plans(self) -> None:
+        """Remove earlier attempts' split plans that no retained checkpoint or savepoint
+        refers to (engine/split_plan.py); only the claimant does this, once per attempt."""
+        job_id = self.request.job_id
+        try:
+            manifests = [self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
+                         for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if e.completed]
+        except Exception as err:  # noqa: BLE001 - a leftover plan costs storage, not correctness
+            log.info("not pruning split plans of job %s: %s", job_id, err)
+            return
+        prune_plans(self.storage, job_id, referenced_attempts(manifests), self.attempt_number)
 
     def _release(self, outcome: Outcome, token: str) -> None:
         """Record the run's outcome in ``job.json`` and its attempt record.
@@ -560,7 +573,7 @@ class JobRun:
         source = one_source(load_sources(job.sources))
         # The split plan is part of the checkpoint: a restore (with any parallelism)
         # keeps it, so split ids and ranges always match the restored positions.
-        stored_plan = manifest.properties.get("splits") if manifest is not None else None
+        stored_plan = load_plan(self.storage, request.job_id, manifest.properties) if manifest is not None else None
         if stored_plan is not None:
             splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
             added = tuple(source.discover_splits(splits))
@@ -570,14 +583,14 @@ class JobRun:
         else:
             splits = tuple(source.splits(job.parallelism))
 
+        plan = [[split.split_id, dict(split.spec)] for split in splits]
+        plan_ref = store_plan(self.storage, request.job_id, self.attempt_number, plan)
+        self._prune_plans()
         coordinator = self.coordinator(manifest, highest_id)
         loop = DriverLoop(
             coordinator, self.store, committer, self.fence,
-            properties={
-                "job_name": job.name,
-                "attempt": self.attempt_number,
-                "splits": [[split.split_id, dict(split.spec)] for split in splits],
-            },
+            properties={"job_name": job.name, "attempt": self.attempt_number, PLAN_REF_KEY: plan_ref},
+            split_plan=plan,
             progress=self.progress,
             durable_infos=restored_infos,
             history=self._history,

@@ -134,8 +134,9 @@ class CheckpointStorage:
     def delete_job(self, job_id: str) -> None:
         raise NotImplementedError
 
-    def read_document(self, job_id: str, relative_path: str) -> dict[str, Any] | None:
-        """A small JSON document under the job directory (job.json, attempts/...)."""
+    def read_document(self, job_id: str, relative_path: str, max_bytes: int | None = None) -> dict[str, Any] | None:
+        """A JSON document under the job directory (job.json, attempts/...): at most
+        ``max_bytes`` (default 1 MiB; a larger one is reported as damaged)."""
         raise NotImplementedError
 
     def write_document(self, job_id: str, relative_path: str, document: Mapping[str, Any]) -> None:

@@ -287,14 +287,15 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             raise CheckpointStorageError(f"document path {relative_path!r} is not a plain relative path")
         return f"{self.layout.job_dir(job_id)}/{relative_path}"
 
-    def read_document(self, job_id: str, relative_path: str) -> dict[str, Any] | None:
+    def read_document(self, job_id: str, relative_path: str, max_bytes: int | None = None) -> dict[str, Any] | None:
         path = self._document_path(job_id, relative_path)
         try:
             raw = self.fs.read(path)
         except FileNotFoundError:
             return None
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            raise CorruptCheckpointError(f"{self.fs.describe(path)}: larger than {MAX_DOCUMENT_BYTES} bytes")
+        limit = max_bytes or MAX_DOCUMENT_BYTES
+        if len(raw) > limit:
+            raise CorruptCheckpointError(f"{self.fs.describe(path)}: larger than {limit} bytes")
         try:
             document = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):

@@ -120,8 +120,11 @@ def test_file_source_resumes_inside_files(workspace: Workspace, fmt: str) -> Non
 
     import json
 
-    manifest = open_storage(config).read_manifest(f"resume-{fmt}", 1, latest)
-    assert manifest.properties["splits"][0][0] == f"input-00.{fmt}"
+    from airflow_provider_seatunnel_ckpt.engine.split_plan import load_plan
+
+    storage = open_storage(config)
+    manifest = storage.read_manifest(f"resume-{fmt}", 1, latest)
+    assert load_plan(storage, f"resume-{fmt}", manifest.properties)[0][0] == f"input-00.{fmt}"
     state = json.loads(manifest.subtask_states[0].inline)["splits"][f"input-00.{fmt}"]
     assert not state["finished"] and 0 < state["position"] < 30_000, state
     result = workspace.run(job, config, f"resume-{fmt}")

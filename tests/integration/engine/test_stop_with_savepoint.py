@@ -10,6 +10,7 @@ import time
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST
+from airflow_provider_seatunnel_ckpt.engine.split_plan import load_plan
 from airflow_provider_seatunnel_ckpt.engine.state_codec import decode_subtask_state
 from airflow_provider_seatunnel_ckpt.storage import CheckpointKind
 
@@ -24,7 +25,7 @@ def _ids_covered_by(storage, checkpoint_id: int) -> set[int]:
     """The ids a checkpoint's positions say were read: for every Sequence split
     [start, end), the ids from start up to (not including) its position."""
     manifest = storage.read_manifest(JOB_ID, 1, checkpoint_id, savepoint=True)
-    splits = {split_id: spec for split_id, spec in manifest.properties["splits"]}
+    splits = {split_id: spec for split_id, spec in load_plan(storage, JOB_ID, manifest.properties)}
     covered: set[int] = set()
     seen: set[str] = set()
     for subtask, handle in manifest.subtask_states.items():
