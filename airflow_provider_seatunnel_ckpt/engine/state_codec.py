@@ -104,6 +104,8 @@ def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState]) -> Sta
     blobs: list[tuple[tuple[Any, ...], Any]] = []
     tree: dict[str, Any] = {}
     for split_id, state in splits.items():
+        if state.position is None and not state.finished and not state.operators:
+            continue  # not started: a restore reads a split it finds no state for from its beginning
         split_id = str(split_id)
         tree[split_id] = {
             "position": _copy(state.position, (split_id, "position"), blobs),

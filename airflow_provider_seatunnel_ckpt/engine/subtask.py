@@ -331,7 +331,7 @@ class SubtaskRuntime:
         unbounded source's splits never end): then each open split gives a batch in turn.
         With live discovery the input never ends: with nothing to read, the subtask waits
         for discovered splits (and answers barriers) until the job is stopped."""
-        pending = [s for s in splits if not self._states[s.split_id].finished]
+        pending = deque(s for s in splits if not self._states[s.split_id].finished)
         together = getattr(source, "reads_splits_together", False)
         live = bool(getattr(source, "discovery_interval_s", None))
         # which of the job's sources a split belongs to (a union's; composite.py)
@@ -342,7 +342,7 @@ class SubtaskRuntime:
                 if self._splits_added:
                     pending.extend(self._take_added_splits())
                 while pending and (together or not open_readers):
-                    split = pending.pop(0)
+                    split = pending.popleft()
                     state = self._states[split.split_id]
                     open_readers.append((source.create_reader(split, state.position, context), state, origin(split)))
                 if not open_readers:
