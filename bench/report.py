@@ -31,6 +31,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("sql_bench.py", "sql", "Sql transform vs the same transform in pyarrow.compute"),
     ("kafka_bench.py", "kafka", "Kafka source vs a bare consumer loop (librdkafka's mock cluster)"),
     ("history_view_bench.py", "history_view", "Checkpoint view: the first page of a 10,000-entry history"),
+    ("scale_bench.py", "scale_splits", "Scale: 1,000 to 100,000 splits (files)"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -92,6 +93,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "kafka_source_ratio_vs_bare_consumer": (
         "kafka", "Kafka source rows/s / a bare confluent-kafka consumer loop doing the same reading and JSON decoding "
                  "in one process", "higher"),
+    "scale_start_seconds_100k_files": (
+        "scale_splits", "seconds from the driver's start to the first completed checkpoint, LocalFile over 100,000 "
+                        "files (goal <= 30)", "lower"),
+    "scale_ckpt_time_ratio_100k_vs_1k_files": (
+        "scale_splits", "checkpoint duration p50 over 100,000 files / over 1,000 files (finished splits should cost "
+                        "nothing: goal <= 2)", "lower"),
 }
 REQUIRED_TOP = ("machine", "date")
 
