@@ -251,6 +251,9 @@ class Sink:
     #: subtasks of a driver that was taken over but still runs (a zombie) never touch
     #: the resources of the run that claimed the job after it.
     run_attempt: int = 0
+    #: why a job may hold only one sink of this class (its per-epoch resources are named by
+    #: the job alone), or None when several are fine
+    one_per_job: str | None = None
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)

@@ -139,7 +139,19 @@ def load_sinks(job: Any, sources: Sequence[Source]) -> list[Sink]:
             sinks.append(load_sink_of_table(entry, key, job.sources[min(origins)]))
         else:
             sinks.append(load_sink(entry, key))
+    _one_per_job(sinks)
     return sinks
+
+
+def _one_per_job(sinks: Sequence[Sink]) -> None:
+    seen: set[type] = set()
+    for k, sink in enumerate(sinks):
+        for part in getattr(sink, "sinks", None) if isinstance(sink, TableSinks) else (sink,):
+            reason = type(part).one_per_job
+            if reason and type(part) in seen:
+                tables = f" (one per table: {', '.join(sink.table_names)})" if isinstance(sink, TableSinks) else ""
+                raise ConfigError(f"sink[{k}].plugin_name", f"{part.plugin_name}{tables}: {reason}")
+            seen.add(type(part))
 
 
 def one_source(sources: Sequence[Source]) -> Source:

@@ -196,3 +196,21 @@ sink {{ LocalFile {{ path = "{tmp_path}/out/${{table_name}}", file_format_type =
 """)
     assert run_in_process(job) == 5
     assert [p.name for p in (tmp_path / "out").iterdir()] == [directory]
+
+
+@pytest.mark.parametrize("sinks, message", [
+    ([{"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "${table_name}"}],
+     r"^sink\[0\]\.plugin_name: Jdbc \(one per table: test\.table1, test\.table2\): a job writes through one Jdbc sink"),
+    ([{"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "a", "plugin_input": "t"},
+      {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "b", "plugin_input": "t"}],
+     r"^sink\[1\]\.plugin_name: Jdbc: a job writes through one Jdbc sink"),
+])
+def test_a_second_jdbc_sink_in_one_job_is_refused_before_it_can_wait_forever(sinks, message) -> None:
+    """Two Jdbc sinks of one job name their prepared transactions and commit-log rows
+    alike: on one database the second PREPARE waited forever on the first's log row
+    (found with a real PostgreSQL). Refused with one line until they are named apart."""
+    source = ({"plugin_name": "FakeSource", "tables_configs": TABLES} if len(sinks) == 1 else
+              {"plugin_name": "FakeSource", "plugin_output": "t", "schema": {"fields": {"id": "bigint"}}})
+    job = load_job({"source": [source], "sink": sinks})
+    with pytest.raises(ConfigError, match=message):
+        load_sinks(job, load_sources(job.sources))
