@@ -1,7 +1,7 @@
 """Every checkpoint storage backend under a real job, configured through seatunnel.yaml.
 
 For each backend the job checkpoints (state files are written by the *executors*, so
-the Sequence source is cut into 200 splits to make each subtask's state larger than
+the Sequence source is cut into 2,000 splits to make each subtask's state larger than
 what is inlined in ``_metadata``), the driver is SIGKILLed, and a second run resumes
 from the latest checkpoint, reading that state back on the executors. The memory
 backend lives inside the driver process, so it only has to carry one run: its state
@@ -23,7 +23,9 @@ from .support import Workspace, assert_exactly_once, open_storage, read_output
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROWS = 300_000
-SOURCE = {"plugin_name": "Sequence", "rows": ROWS, "splits": 200, "batch_size": 3_000, "rows_per_second": 50_000}
+# 2,000 splits of 150 rows: by checkpoint 3 each subtask has finished enough of them that its
+# state (an entry per split it started) is too big to inline, so it is a file of its own
+SOURCE = {"plugin_name": "Sequence", "rows": ROWS, "splits": 2_000, "batch_size": 3_000, "rows_per_second": 50_000}
 
 
 @pytest.fixture(params=["local", "s3", "hdfs", "oss"])
@@ -60,7 +62,7 @@ def test_checkpoint_kill_and_restore(workspace: Workspace, persistent_backend: t
 
     result = workspace.run(job, config, job_id)
     assert result.returncode == 0, result.explain()
-    assert re.search(rf"attempt 2: 2 subtasks, 200 splits, from checkpoint {latest}\b", result.stderr), result.explain()
+    assert re.search(rf"attempt 2: 2 subtasks, 2000 splits, from checkpoint {latest}\b", result.stderr), result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), ROWS)
     job_doc = storage.read_document(job_id, "job.json")
     assert job_doc["status"] == "finished" and job_doc["attempt"] == 2
@@ -72,7 +74,7 @@ def test_checkpoint_kill_and_restore(workspace: Workspace, persistent_backend: t
 
 def test_memory_storage_inlines_state(workspace: Workspace) -> None:
     """``type: memory`` lives in the driver process; executors (other processes) never
-    touch it: the state of 200 splits travels inline in the ACKs."""
+    touch it: the state of its splits travels inline in the ACKs."""
     config = workspace.write_config({"namespace": "/seatunnel/checkpoint/"}, storage_type="memory", interval=500)
     job = workspace.write_job(SOURCE)
     result = workspace.run(job, config, "backend-memory")

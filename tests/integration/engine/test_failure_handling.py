@@ -105,8 +105,9 @@ def _epoch(name: str) -> int:
 def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str) -> None:
     rows = 400_000
     config = workspace.write_config(interval=500, max_retained=5)
-    # 200 splits: each subtask's state is too big to inline, so it is a file of its own.
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "splits": 200, "batch_size": 4_000,
+    # 2,000 splits of 200 rows: each subtask's state (an entry per split it started) is too
+    # big to inline by checkpoint 4, so it is a file of its own.
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "splits": 2_000, "batch_size": 4_000,
                                "rows_per_second": 50_000})
     with workspace.start(job, config, "corrupt") as first:
         assert first.wait_for(r"checkpoint 4 \(checkpoint\) completed", 120), first.stderr()
