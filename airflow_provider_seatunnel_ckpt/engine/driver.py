@@ -333,9 +333,8 @@ class DriverLoop:
 
         In this order: a checkpoint's manifest (written later, referring to the plan
         stored by ``_store_plan``) then names every split a subtask could have read before
-        that checkpoint's barrier. A
-        split in the plan that no subtask state mentions is read from its beginning on
-        restore, which is right: nothing of it was checkpointed."""
+        that checkpoint's barrier. A split in the plan that no subtask state mentions is
+        read from its beginning on restore, which is right: nothing of it was checkpointed."""
         added = tuple((split.split_id, dict(split.spec)) for split in found)
         self._added_splits += added
         # replaced, not mutated: the storage worker stores it before the next manifest (_persist)

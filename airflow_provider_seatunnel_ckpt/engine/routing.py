@@ -146,7 +146,7 @@ def load_sinks(job: Any, sources: Sequence[Source]) -> list[Sink]:
 def _one_per_job(sinks: Sequence[Sink]) -> None:
     seen: set[type] = set()
     for k, sink in enumerate(sinks):
-        for part in getattr(sink, "sinks", None) if isinstance(sink, TableSinks) else (sink,):
+        for part in sink.sinks if isinstance(sink, TableSinks) else (sink,):
             reason = type(part).one_per_job
             if reason and type(part) in seen:
                 tables = f" (one per table: {', '.join(sink.table_names)})" if isinstance(sink, TableSinks) else ""
