@@ -18,7 +18,7 @@ A checkpoint is taken in two steps, like Flink's state backends:
   bytes that are uploaded, as pieces a storage writes as they come (``encode_snapshot``
   puts them together).
 
-Format, version 2 (written by this release)::
+The framed format, version 2 (and 3, below)::
 
     MAGIC (8 bytes) | header length (8 bytes, big-endian) | header (UTF-8 JSON) | blob 0 | blob 1 | ...
 
@@ -34,7 +34,13 @@ Only JSON and raw bytes are ever read back: nothing is unpickled.
 
 Version 1 is one JSON document (no magic): what earlier releases wrote, and what this
 one still writes for a state without blobs (so such checkpoints stay readable by the
-previous release too). Both versions are read.
+previous release too).
+
+Version 3 is either framing (JSON alone, or framed with blobs) whose body also has
+``"finished_splits": [[start, step, count], ...]``: the finished splits that carry no
+state, as runs of indices into the job's split plan (engine/split_book.py). It is
+written only when there are such splits; a release that knows only versions 1 and 2
+refuses it with one line instead of reading those splits again. All three are read.
 """
 
 from __future__ import annotations
@@ -48,7 +54,9 @@ from ..storage import CorruptCheckpointError
 from ..storage.filesystem import Bytes, join_pieces
 
 FORMAT = "seatunnel-ckpt/subtask-state"
-VERSION = 2
+VERSION = 3
+#: the version of each framing without finished-split runs
+_PLAIN, _FRAMED = 1, 2
 #: first bytes of a version-2 state; a version-1 state is JSON, so starts with ``{``
 MAGIC = b"\x89STCKPT\n"
 _LENGTH = struct.Struct(">Q")
@@ -92,13 +100,26 @@ class StateSnapshot:
     tree: dict[str, Any]
     #: (path from ``tree``, value): the values that go out of band, in output order
     blobs: list[tuple[tuple[Any, ...], Any]]
+    #: runs of plan indices of finished splits without state (split_book.FinishedRuns)
+    finished: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class SubtaskState:
+    """A decoded subtask state (or several subtasks' merged): the split entries, and the
+    finished splits' runs as stored (checked against the plan by split_book)."""
+
+    splits: dict[str, SplitState]
+    finished: list[Any] = field(default_factory=list)
 
 
 # ---- synchronous part: structural copy --------------------------------------------------
 
 
-def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState]) -> StateSnapshot:
-    """The barrier's synchronous snapshot: copies containers, shares leaves (see module doc).
+def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState],
+                          finished: Iterable[Iterable[int]] = ()) -> StateSnapshot:
+    """The barrier's synchronous snapshot: copies containers, shares leaves (see module doc);
+    ``finished``: runs of finished splits' plan indices (copied).
 
     Raises ``TypeError`` naming the path of a value that is neither JSON-safe nor bytes."""
     blobs: list[tuple[tuple[Any, ...], Any]] = []
@@ -112,7 +133,7 @@ def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState]) -> Sta
             "finished": bool(state.finished),
             "operators": _copy(state.operators, (split_id, "operators"), blobs),
         }
-    return StateSnapshot(subtask, tree, blobs)
+    return StateSnapshot(subtask, tree, blobs, [list(run) for run in finished])
 
 
 def _copy(value: Any, path: tuple[Any, ...], blobs: list[tuple[tuple[Any, ...], Any]]) -> Any:
@@ -224,10 +245,11 @@ class EncodedState:
 
 
 def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
-    """The encoding of a snapshot, as pieces: format version 2 when it has blobs (each
-    copied once, as its pieces are taken), version 1 (plain JSON) otherwise. Every
-    encoding error is raised here, none while the pieces are taken. The caller owns
-    ``snapshot`` and it is consumed (its tree may be changed)."""
+    """The encoding of a snapshot, as pieces: framed when it has blobs (each copied once,
+    as its pieces are taken), plain JSON otherwise; version 3 when it has finished-split
+    runs, else 2 or 1 (see module doc). Every encoding error is raised here, none while
+    the pieces are taken. The caller owns ``snapshot`` and it is consumed (its tree may
+    be changed)."""
     entries: list[dict[str, Any]] = []
     payloads: list[Any] = []
     for path, value in snapshot.blobs:
@@ -249,15 +271,15 @@ def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
                 view = view.cast("B")
             entries.append({"path": list(path), "type": "bytes", "size": view.nbytes})
             payloads.append(view)
+    body = {"format": FORMAT, "version": VERSION if snapshot.finished else _FRAMED if entries else _PLAIN,
+            "subtask": snapshot.subtask, "splits": snapshot.tree}
+    if snapshot.finished:
+        body["finished_splits"] = snapshot.finished
     if not entries:
-        body = {"format": FORMAT, "version": 1, "subtask": snapshot.subtask, "splits": snapshot.tree}
         head = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
         return EncodedState(size=len(head), head=head)
-    header = json.dumps(
-        {"format": FORMAT, "version": VERSION, "subtask": snapshot.subtask, "splits": snapshot.tree, "blobs": entries},
-        separators=(",", ":"),
-        allow_nan=False,
-    ).encode("ascii")
+    body["blobs"] = entries
+    header = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("ascii")
     head = MAGIC + _LENGTH.pack(len(header)) + header
     blobs = tuple((entry["size"], payload) for entry, payload in zip(entries, payloads))
     return EncodedState(size=len(head) + sum(size for size, _ in blobs), head=head, blobs=blobs)
@@ -283,19 +305,24 @@ def _put(tree: Any, path: tuple[Any, ...], value: Any) -> None:
 # ---- decode ---------------------------------------------------------------------------------
 
 
-def decode_subtask_state(data: bytes | bytearray | memoryview, where: str) -> dict[str, SplitState]:
-    """Split states from the bytes of either format version; ``CorruptCheckpointError``
+def decode_subtask_state(data: bytes | bytearray | memoryview, where: str) -> SubtaskState:
+    """A subtask state from the bytes of any format version; ``CorruptCheckpointError``
     for anything else (truncated, damaged, or not a subtask state)."""
     view = memoryview(data)
     if view[: len(MAGIC)] == MAGIC:
         body = _decode_framed(view, where)
     else:
         body = _load_json(view, where, "subtask state")
-        _check_body(body, where, allowed={1})
+        _check_body(body, where, allowed={_PLAIN, VERSION})
     splits = body.get("splits")
     if not isinstance(splits, dict):
         raise CorruptCheckpointError(f"{where}: subtask state has no splits")
-    return {str(k): SplitState.from_json(v, f"{where}: split {k}") for k, v in splits.items()}
+    finished = body.get("finished_splits", [])
+    if finished and body["version"] != VERSION:
+        raise CorruptCheckpointError(f"{where}: subtask state version {body['version']} cannot have finished splits")
+    if not isinstance(finished, list):
+        raise CorruptCheckpointError(f"{where}: finished splits are not a list of runs")
+    return SubtaskState({str(k): SplitState.from_json(v, f"{where}: split {k}") for k, v in splits.items()}, finished)
 
 
 def _decode_framed(view: memoryview, where: str) -> dict[str, Any]:
@@ -307,7 +334,7 @@ def _decode_framed(view: memoryview, where: str) -> dict[str, Any]:
             f"{where}: subtask state is truncated: header of {header_size} bytes, {len(view) - _PREFIX} present"
         )
     body = _load_json(view[_PREFIX : _PREFIX + header_size], where, "subtask state header")
-    _check_body(body, where, allowed={2})
+    _check_body(body, where, allowed={_FRAMED, VERSION})
     entries = body.get("blobs")
     if not isinstance(entries, list):
         raise CorruptCheckpointError(f"{where}: subtask state header has no blob table")
@@ -375,12 +402,14 @@ def _check_body(body: Any, where: str, allowed: set[int]) -> None:
         raise CorruptCheckpointError(f"{where}: subtask state version {version} does not match its framing")
 
 
-def merge_split_states(parts: Iterable[Mapping[str, SplitState]]) -> dict[str, SplitState]:
-    """Union of several subtasks' states (restore with another parallelism)."""
-    merged: dict[str, SplitState] = {}
+def merge_split_states(parts: Iterable[SubtaskState]) -> SubtaskState:
+    """Union of several subtasks' states (restore with another parallelism). A split
+    finished by two subtasks is found when the runs are expanded (split_book)."""
+    merged = SubtaskState({})
     for part in parts:
-        for split_id, split_state in part.items():
-            if split_id in merged:
+        for split_id, split_state in part.splits.items():
+            if split_id in merged.splits:
                 raise CorruptCheckpointError(f"split {split_id!r} appears in more than one subtask's state")
-            merged[split_id] = split_state
+            merged.splits[split_id] = split_state
+        merged.finished.extend(part.finished)
     return merged

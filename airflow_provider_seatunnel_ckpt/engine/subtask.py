@@ -39,7 +39,7 @@ from ..errors import DataError
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
-from ..connectors.api import ReaderContext, Split, assign_splits
+from ..connectors.api import ReaderContext, Split
 from .job import JobSpec
 from .messages import (
     AbortCheckpoint,
@@ -59,14 +59,15 @@ from .messages import (
     decode,
     encode,
 )
+from .split_book import SplitBook, share_of
 from .state_codec import (
     EncodedState,
     SplitState,
     StateSnapshot,
+    SubtaskState,
     decode_subtask_state,
     frame_snapshot,
     merge_split_states,
-    snapshot_split_states,
 )
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,17 @@ IDLE_WAIT_S = 0.2
 
 #: what ``_process_batch`` did
 _READ, _SPLIT_ENDED, _STOPPED = object(), object(), object()
+
+
+@dataclass
+class _OpenSplit:
+    """A split being read: its reader, its state, which source it is of, its plan index."""
+
+    reader: Any
+    state: SplitState
+    origin: int
+    index: int
+    split: Split
 
 
 class SubtaskRestart(Exception):
@@ -127,6 +139,8 @@ class SubtaskRuntime:
         #: splits discovered while the job runs (AddSplits / RestoreState): only grows
         self._added_splits: tuple[tuple[str, Any], ...] = ()
         self._splits_added = False  # set by the reader thread, taken by the processing thread
+        self._plan_seen = 0  #: the plan's length when this subtask last looked (processing thread)
+        self._book: SplitBook | None = None
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
@@ -148,11 +162,14 @@ class SubtaskRuntime:
             with self._lock:
                 for checkpoint_id in [c for c in self._prepared if c <= message.checkpoint_id]:
                     del self._prepared[checkpoint_id]
-                done = [c for c in self._positions_at if c <= message.checkpoint_id]
+                # every completed barrier's positions, newest last: a split finished
+                # before an aborted one is named only there
+                done = sorted(c for c in self._positions_at if c <= message.checkpoint_id)
                 if done:
-                    self._completed_positions = self._positions_at[max(done)]
-                for checkpoint_id in done:
-                    del self._positions_at[checkpoint_id]
+                    positions = dict(self._completed_positions or {})
+                    for checkpoint_id in done:
+                        positions.update(self._positions_at.pop(checkpoint_id))
+                    self._completed_positions = positions
         elif isinstance(message, AddSplits):
             self._note_added_splits(message.added_splits)
         elif isinstance(message, FinishJob):
@@ -271,11 +288,11 @@ class SubtaskRuntime:
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
             transform.open(context)
-        mine = self._my_splits()
-        self._states = {s.split_id: states.get(s.split_id) or SplitState() for s in mine}
+        share = self._my_splits()
+        self._book = SplitBook.restored(share, states, self._plan_seen, f"checkpoint {restore.checkpoint_id}")
         self._writer = self._new_writer(restore.checkpoint_id or 0)
 
-        if self._read_splits(source, mine, context):
+        if self._read_splits(source, self._book.unfinished(), context):
             self._send(EndOfInput(self.subtask, self.attempt))
         while not self._idle_step():
             pass
@@ -292,13 +309,15 @@ class SubtaskRuntime:
                 except Exception as err:  # releasing resources: report, never mask the real error
                     log.warning("subtask %d: closing %s failed: %s", self.subtask, type(closable).__name__, err)
 
-    def _my_splits(self) -> list[Split]:
-        """This subtask's round-robin share of the plan as known now: the job's plan and
-        the splits discovered since (appended, so no split ever changes subtask)."""
+    def _my_splits(self, after: int = 0) -> list[tuple[int, Split]]:
+        """This subtask's round-robin share of the plan as known now, with each split's
+        plan index: the job's plan and the splits discovered since (appended, so no split
+        ever changes subtask or index). ``after``: only splits at that index or later."""
         with self._lock:
             added, self._splits_added = self._added_splits, False
         plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
-        return assign_splits(plan, self.parallelism, self.subtask)
+        self._plan_seen = len(plan)
+        return [(i, s) for i, s in share_of(plan, self.parallelism, self.subtask) if i >= after]
 
     def _idle_step(self) -> bool:
         """Nothing to read: answer barriers and wait a little. True once the job finishes."""
@@ -312,54 +331,55 @@ class SubtaskRuntime:
         self._wake.clear()
         return False
 
-    def _take_added_splits(self) -> list[Split]:
-        """This subtask's share of newly discovered splits, registered in its state from
-        their beginning. (A split the restored checkpoint has a position for is never new
-        here: that checkpoint's plan, and so the RestoreState, already named it.)"""
-        new = [split for split in self._my_splits() if split.split_id not in self._states]
-        for split in new:
-            self._states[split.split_id] = SplitState()
+    def _take_added_splits(self) -> list[tuple[int, Split]]:
+        """This subtask's share of newly discovered splits, read from their beginning. (A
+        split the restored checkpoint has a position for is never new here: that
+        checkpoint's plan, and so the RestoreState, already named it.)"""
+        new = self._my_splits(after=self._plan_seen)
+        self._book.add(new)
         if new:
             log.info("subtask %d: reading %d discovered splits: %s", self.subtask, len(new),
-                     ", ".join(split.split_id for split in new))
-        return [split for split in new if not self._states[split.split_id].finished]
+                     ", ".join(split.split_id for _, split in new))
+        return new
 
-    def _read_splits(self, source: Any, splits: Sequence[Any], context: Any) -> bool:
+    def _read_splits(self, source: Any, splits: Sequence[tuple[int, Split]], context: Any) -> bool:
         """Read this subtask's splits to their ends; False when the job was stopped first.
 
         One split after the other, unless the source reads its splits together (an
         unbounded source's splits never end): then each open split gives a batch in turn.
         With live discovery the input never ends: with nothing to read, the subtask waits
         for discovered splits (and answers barriers) until the job is stopped."""
-        pending = deque(s for s in splits if not self._states[s.split_id].finished)
+        pending = deque(splits)
         together = getattr(source, "reads_splits_together", False)
         live = bool(getattr(source, "discovery_interval_s", None))
         # which of the job's sources a split belongs to (a union's; composite.py)
         origin = source.origin if len(self.spec.sources) > 1 else (lambda split: 0)
-        open_readers: list[tuple[Any, SplitState, int]] = []
+        open_readers: list[_OpenSplit] = []
         try:
             while pending or open_readers or live:
                 if self._splits_added:
                     pending.extend(self._take_added_splits())
                 while pending and (together or not open_readers):
-                    split = pending.popleft()
-                    state = self._states[split.split_id]
-                    open_readers.append((source.create_reader(split, state.position, context), state, origin(split)))
+                    index, split = pending.popleft()
+                    state = self._book.state_of(split)
+                    reader = source.create_reader(split, state.position, context)
+                    open_readers.append(_OpenSplit(reader, state, origin(split), index, split))
                 if not open_readers:
                     if self._idle_step():
                         return False
                     continue
                 for entry in list(open_readers):
-                    outcome = self._process_batch(*entry)
+                    outcome = self._process_batch(entry.reader, entry.state, entry.origin)
                     if outcome is _STOPPED:
                         return False
                     if outcome is _SPLIT_ENDED:
                         open_readers.remove(entry)
-                        entry[0].close()
+                        self._book.finish(entry.index, entry.split, entry.reader.position())
+                        entry.reader.close()
             return True
         finally:
-            for reader, _, _ in open_readers:
-                reader.close()
+            for entry in open_readers:
+                entry.reader.close()
 
     def _process_batch(self, reader: Any, state: SplitState, origin: int) -> object:
         """Read one batch of a split (barriers first), take it along the job's wiring
@@ -374,8 +394,6 @@ class SubtaskRuntime:
             return _STOPPED
         batch = reader.read_batch()
         if batch is None:
-            state.finished = True
-            state.position = reader.position()
             return _SPLIT_ENDED
         operators = state.operators
         for sink, out in self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {})):
@@ -419,10 +437,10 @@ class SubtaskRuntime:
             generation = self._generation
         for barrier in barriers:
             started = time.perf_counter()
-            snapshot = snapshot_split_states(self.subtask, self._states)  # no encoding here: see module doc
+            snapshot = self._book.snapshot(self.subtask)  # no encoding here: see module doc
+            positions = self._book.positions()
             with self._lock:
-                self._positions_at[barrier.checkpoint_id] = {
-                    split_id: state.position for split_id, state in self._states.items() if state.position is not None}
+                self._positions_at[barrier.checkpoint_id] = positions
             epoch_writer = self._writer
             self._writer = self._new_writer(barrier.checkpoint_id)
             rows, self._rows_since_barrier = self._rows_since_barrier, 0
@@ -535,9 +553,9 @@ class SubtaskRuntime:
         return StateHandle(size=stored.size, sha256=stored.sha256, path=name)
 
     # ---- restore --------------------------------------------------------------------------
-    def _load_states(self, restore: RestoreState) -> dict[str, SplitState]:
+    def _load_states(self, restore: RestoreState) -> SubtaskState:
         if restore.checkpoint_id is None:
-            return {}
+            return SubtaskState({})
         parts = []
         for handle in restore.state_handles:
             where = f"checkpoint {restore.checkpoint_id} state {handle.path or '(inline)'}"

@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
-from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Split, assign_splits
+from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Split
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
@@ -60,7 +60,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
 )
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
-from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState
+from airflow_provider_seatunnel_ckpt.engine.split_book import SplitBook, share_of
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import CheckpointError, CheckpointFailed, ConfigError, ConnectorError
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
@@ -1174,7 +1174,7 @@ class SimSubtask:
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
         rt._async = InlineExecutor()
-        self.mine = assign_splits(list(self.world.splits), rt.parallelism, index)
+        self.mine = share_of(list(self.world.splits), rt.parallelism, index)
 
     def __repr__(self) -> str:
         return f"<subtask {self.index} attempt {self.attempt} of run {self.run.number}>"
@@ -1208,11 +1208,17 @@ class SimSubtask:
         # As SubtaskRuntime._run_attempt: the previous registration's sink goes first
         rt._release_connectors()
         rt._sink = SubtaskSink(self.run.sink, self.world, self)
-        rt._states = {s.split_id: states.get(s.split_id) or SplitState() for s in self.mine}
+        try:
+            rt._book = book = SplitBook.restored(self.mine, states, len(self.world.splits), "restore")
+        except Violation:
+            raise
+        except Exception as err:  # noqa: BLE001 - as in SubtaskRuntime.run
+            self.fail(f"restore failed: {err}")
+            return
         self.world.note(f"{self!r} restored from {rt._restore.checkpoint_id}: "
-                        f"{ {k: v.position for k, v in rt._states.items()} }")
-        if self.world.profile.big_state and self.mine:
-            rt._states[self.mine[0].split_id].operators.setdefault("0", {})["pad"] = "x" * 5_000
+                        f"{ {k: v.position for k, v in book.states.items()} }, finished runs {book.finished.runs}")
+        if self.world.profile.big_state and self.mine and not book.is_finished(*self.mine[0]):
+            book.state_of(self.mine[0][1]).operators.setdefault("0", {})["pad"] = "x" * 5_000
         rt._writer = rt._new_writer(rt._restore.checkpoint_id or 0)
         self.eoi_sent = False  # every registration reads its splits to their end again
         self.world.after(self.world.rng.randint(1, 20), self.step)
@@ -1256,16 +1262,17 @@ class SimSubtask:
 
     def read_batch(self) -> None:
         rt = self.rt
-        for split in self.mine:
-            state = rt._states[split.split_id]
-            if state.finished:
+        for index, split in self.mine:
+            if rt._book.is_finished(index, split):
                 continue
+            state = rt._book.state_of(split)
             start = state.position if state.position is not None else split.spec["start"]
             end = min(start + self.world.profile.batch, split.spec["end"])
             rt._writer.write(pa.record_batch([pa.array(range(start, end), pa.int64())], names=["id"]))
             rt._rows_since_barrier += end - start
             state.position = end
-            state.finished = end >= split.spec["end"]
+            if end >= split.spec["end"]:
+                rt._book.finish(index, split, end)
             return
         if not self.eoi_sent:
             self.eoi_sent = True

@@ -1,8 +1,9 @@
 """Every checkpoint storage backend under a real job, configured through seatunnel.yaml.
 
 For each backend the job checkpoints (state files are written by the *executors*, so
-the Sequence source is cut into 2,000 splits to make each subtask's state larger than
-what is inlined in ``_metadata``), the driver is SIGKILLed, and a second run resumes
+the job keeps a running count per split, CountByKey over 16 buckets in each of 2,000
+splits, to make each subtask's state larger than what is inlined in ``_metadata``: a
+finished split without state costs next to nothing), the driver is SIGKILLed, and a second run resumes
 from the latest checkpoint, reading that state back on the executors. The memory
 backend lives inside the driver process, so it only has to carry one run: its state
 travels inline over the control channel.
@@ -23,9 +24,11 @@ from .support import Workspace, assert_exactly_once, open_storage, read_output
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROWS = 300_000
-# 2,000 splits of 150 rows: by checkpoint 3 each subtask has finished enough of them that its
-# state (an entry per split it started) is too big to inline, so it is a file of its own
+# 2,000 splits of 150 rows, each with 16 running counts: by checkpoint 3 each subtask has
+# finished enough of them that its state is too big to inline, so it is a file of its own
 SOURCE = {"plugin_name": "Sequence", "rows": ROWS, "splits": 2_000, "batch_size": 3_000, "rows_per_second": 50_000}
+COUNTS = [{"plugin_name": "Python", "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
+          {"plugin_name": "CountByKey", "key": "bucket"}]
 
 
 @pytest.fixture(params=["local", "s3", "hdfs", "oss"])
@@ -43,7 +46,7 @@ def persistent_backend(request: pytest.FixtureRequest, workspace: Workspace) -> 
 def test_checkpoint_kill_and_restore(workspace: Workspace, persistent_backend: tuple[str, dict[str, Any]]) -> None:
     name, plugin_config = persistent_backend
     config = workspace.write_config(plugin_config, interval=500)
-    job = workspace.write_job(SOURCE)
+    job = workspace.write_job(SOURCE, transforms=COUNTS)
     job_id = f"backend-{name}"
     with workspace.start(job, config, job_id) as first:
         assert first.wait_for(r"checkpoint 3 \(checkpoint\) completed", 120), first.stderr()
@@ -76,7 +79,7 @@ def test_memory_storage_inlines_state(workspace: Workspace) -> None:
     """``type: memory`` lives in the driver process; executors (other processes) never
     touch it: the state of its splits travels inline in the ACKs."""
     config = workspace.write_config({"namespace": "/seatunnel/checkpoint/"}, storage_type="memory", interval=500)
-    job = workspace.write_job(SOURCE)
+    job = workspace.write_job(SOURCE, transforms=COUNTS)
     result = workspace.run(job, config, "backend-memory")
     assert result.returncode == 0, result.explain()
     assert "to memory://" in result.stderr or "memory" in result.stderr, result.explain()

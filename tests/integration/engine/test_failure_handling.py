@@ -105,10 +105,13 @@ def _epoch(name: str) -> int:
 def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str) -> None:
     rows = 400_000
     config = workspace.write_config(interval=500, max_retained=5)
-    # 2,000 splits of 200 rows: each subtask's state (an entry per split it started) is too
-    # big to inline by checkpoint 4, so it is a file of its own.
+    # 2,000 splits of 200 rows, each with 16 running counts: each subtask's state is too big
+    # to inline by checkpoint 4, so it is a file of its own.
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "splits": 2_000, "batch_size": 4_000,
-                               "rows_per_second": 50_000})
+                               "rows_per_second": 50_000},
+                              transforms=[{"plugin_name": "Python",
+                                           "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
+                                          {"plugin_name": "CountByKey", "key": "bucket"}])
     with workspace.start(job, config, "corrupt") as first:
         assert first.wait_for(r"checkpoint 4 \(checkpoint\) completed", 120), first.stderr()
         deadline = time.monotonic() + 20  # kill once the latest checkpoint's output is committed

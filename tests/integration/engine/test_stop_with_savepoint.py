@@ -25,17 +25,21 @@ def _ids_covered_by(storage, checkpoint_id: int) -> set[int]:
     """The ids a checkpoint's positions say were read: for every Sequence split
     [start, end), the ids from start up to (not including) its position."""
     manifest = storage.read_manifest(JOB_ID, 1, checkpoint_id, savepoint=True)
-    splits = {split_id: spec for split_id, spec in load_plan(storage, JOB_ID, manifest.properties)}
+    plan = load_plan(storage, JOB_ID, manifest.properties)
+    splits = {split_id: spec for split_id, spec in plan}
     covered: set[int] = set()
-    seen: set[str] = set()
     for subtask, handle in manifest.subtask_states.items():
         data = storage.read_state(JOB_ID, 1, checkpoint_id, handle, savepoint=True)
-        for split_id, state in decode_subtask_state(data, f"subtask {subtask}").items():
+        state = decode_subtask_state(data, f"subtask {subtask}")
+        for split_id, split_state in state.splits.items():
             spec = splits[split_id]
-            position = spec["end"] if state.finished else (state.position if state.position is not None else spec["start"])
+            position = spec["end"] if split_state.finished else (
+                split_state.position if split_state.position is not None else spec["start"])
             covered.update(range(spec["start"], position))
-            seen.add(split_id)
-    assert seen == set(splits), f"savepoint {checkpoint_id} misses the state of splits {set(splits) - seen}"
+        for start, step, count in state.finished:  # finished splits without state: plan indices
+            for index in range(start, start + step * count, step):
+                spec = plan[index][1]
+                covered.update(range(spec["start"], spec["end"]))
     return covered
 
 

@@ -26,7 +26,7 @@ MiB = 1 << 20
 
 
 def roundtrip(states):
-    return decode_subtask_state(bytes(encode_subtask_state(0, states)), "test")
+    return decode_subtask_state(bytes(encode_subtask_state(0, states)), "test").splits
 
 
 def test_bytes_values_round_trip_exactly():
@@ -80,7 +80,7 @@ def test_big_strings_go_out_of_band_and_lone_surrogates_stay_json():
     states = {"s": SplitState(operators={"0": {"big": "b" * BLOB_STR_MIN, "odd": odd}})}
     snapshot = snapshot_split_states(0, states)
     assert [path for path, _ in snapshot.blobs] == [("s", "operators", "0", "big"), ("s", "operators", "0", "odd")]
-    restored = decode_subtask_state(bytes(encode_snapshot(snapshot)), "t")["s"].operators["0"]
+    restored = decode_subtask_state(bytes(encode_snapshot(snapshot)), "t").splits["s"].operators["0"]
     assert restored == {"big": "b" * BLOB_STR_MIN, "odd": odd}
 
 
@@ -91,7 +91,7 @@ def test_states_of_the_previous_format_still_decode():
         b'{"position":4000,"finished":false,"operators":{"0":{"counts":{"a":3,"b":1},"nulls":2}}},'
         b'"range-00003":{"position":null,"finished":true,"operators":{}}}}'
     )
-    restored = decode_subtask_state(v1, "v1")
+    restored = decode_subtask_state(v1, "v1").splits
     assert restored == {
         "range-00001": SplitState(position=4000, operators={"0": {"counts": {"a": 3, "b": 1}, "nulls": 2}}),
         "range-00003": SplitState(position=None, finished=True),
@@ -182,7 +182,7 @@ def test_the_snapshot_is_isolated_from_later_in_place_updates():
     state.operators["0"]["log"].append(2)
     state.operators["0"]["blob"] = b"y"
     state.position = 20
-    restored = decode_subtask_state(bytes(encode_snapshot(snapshot)), "t")["s"]
+    restored = decode_subtask_state(bytes(encode_snapshot(snapshot)), "t").splits["s"]
     assert restored == SplitState(position=10, operators={"0": {"counts": {"a": 1}, "blob": blob, "log": [1]}})
 
 
@@ -217,7 +217,7 @@ def test_a_large_blob_is_copied_once(kind):
         stored = bytes(encode_subtask_state(0, states))
         tracemalloc.reset_peak()
         base, _ = tracemalloc.get_traced_memory()
-        restored = decode_subtask_state(stored, "t")
+        restored = decode_subtask_state(stored, "t").splits
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -238,7 +238,7 @@ def test_the_pieces_are_the_encoding_and_none_holds_a_whole_large_value(kind):
     assert len(whole) == encoded.size
     assert whole == bytes(encode_subtask_state(0, states)) == bytes(encoded.to_bytes())
     assert max(len(p) for p in pieces) <= max(state_codec._COPY_CHUNK, len(pieces[0]))
-    assert decode_subtask_state(whole, "t")["s"].operators["0"]["v"] == value
+    assert decode_subtask_state(whole, "t").splits["s"].operators["0"]["v"] == value
 
 
 def test_a_split_not_started_is_left_out_and_restores_as_new() -> None:
@@ -247,6 +247,6 @@ def test_a_split_not_started_is_left_out_and_restores_as_new() -> None:
     a split it finds no state for from its beginning, which is what a fresh entry means."""
     states = {"new": SplitState(), "reading": SplitState(position=7), "done": SplitState(position=9, finished=True),
               "counted": SplitState(operators={"0": {"n": 1}})}
-    decoded = decode_subtask_state(bytes(frame_snapshot(snapshot_split_states(0, states)).to_bytes()), "w")
+    decoded = decode_subtask_state(bytes(frame_snapshot(snapshot_split_states(0, states)).to_bytes()), "w").splits
     assert set(decoded) == {"reading", "done", "counted"}
     assert decoded.get("new", SplitState()) == states["new"]

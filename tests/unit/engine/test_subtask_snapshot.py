@@ -16,6 +16,7 @@ from airflow_provider_seatunnel_ckpt.connectors.api import SinkWriter
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind, TriggerBarrier, decode
+from airflow_provider_seatunnel_ckpt.engine.split_book import FinishedRuns, SplitBook, share_of
 from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, decode_subtask_state
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.storage import StateHandle as StoredHandle
@@ -71,7 +72,7 @@ def _runtime(states: dict[str, SplitState], storage: Any = None) -> tuple[Subtas
     runtime._async = ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-async")
     runtime._sink = Sink()
     runtime._writer = Writer()
-    runtime._states = states
+    runtime._book = SplitBook(share_of(splits, 1, 0), states, FinishedRuns())
     return runtime, client
 
 
@@ -113,7 +114,7 @@ def test_a_slow_encoding_does_not_block_the_processing_thread(monkeypatch):
     [ack] = client.sent
     assert isinstance(ack, Ack) and ack.checkpoint_id == 1
     assert ack.stats.async_ms >= 300 > ack.stats.sync_ms
-    state = decode_subtask_state(ack.state_handles[0].inline, "ack")
+    state = decode_subtask_state(ack.state_handles[0].inline, "ack").splits
     assert state["range-00000"].operators["0"] == {"counts": {"a": 1}}  # as at the barrier
 
 
@@ -136,7 +137,7 @@ def test_the_async_thread_encodes_bytes_state_and_uploads_it():
     assert storage.threads == ["test-async_0"]
     data = storage.files[handle.path]
     assert ack.stats.state_bytes == len(data) < len(blob) + 1024  # raw: no base64, no escaping
-    restored = decode_subtask_state(data, "file")
+    restored = decode_subtask_state(data, "file").splits
     assert restored["range-00000"].operators["0"] == {"blob": blob, "n": 1}
 
 
@@ -247,3 +248,27 @@ def test_the_source_hears_the_positions_of_the_newest_completed_checkpoint() -> 
     runtime._on_message(encode(NotifyComplete(3)))
     runtime._tell_source_completed()
     assert source.completed == [{"s0": 20}, {"s0": 30}] and runtime._positions_at == {}
+
+
+def test_the_source_hears_a_finished_splits_last_position_even_if_its_checkpoint_was_subsumed() -> None:
+    """A finished split leaves the state (split_book): its last position is in the
+    positions of the next barrier only. When that checkpoint is subsumed by a later one
+    (NotifyComplete names only the newest), the hook still hears it (Kafka's consumer
+    group commit of a partition read to its end)."""
+    from airflow_provider_seatunnel_ckpt.engine.messages import NotifyComplete, encode
+
+    state = SplitState(position=10)
+    runtime, client = _runtime({"s0": state}, storage=Storage())
+    source = runtime._source = RecordingSource()
+    index, split = runtime._book.unfinished()[0]
+    runtime._book.state_of(split).position = 40
+    runtime._book.finish(index, split, 50)
+    _barrier(runtime, 1)
+    runtime._take_barriers()
+    state.position = 20
+    _barrier(runtime, 2)
+    runtime._take_barriers()
+    runtime._async.submit(lambda: None).result()
+    runtime._on_message(encode(NotifyComplete(2)))
+    runtime._tell_source_completed()
+    assert source.completed == [{"s0": 20, split.split_id: 50}]
