@@ -251,9 +251,12 @@ class Sink:
     #: subtasks of a driver that was taken over but still runs (a zombie) never touch
     #: the resources of the run that claimed the job after it.
     run_attempt: int = 0
-    #: why a job may hold only one sink of this class (its per-epoch resources are named by
-    #: the job alone), or None when several are fine
-    one_per_job: str | None = None
+    #: this sink's name among the job's sinks of its class, set by the engine: None for the
+    #: first (or only) one, else its place (``sink[1]``, ``sink[0] table db.t2``). A sink
+    #: that names per-epoch resources in a shared system by the job puts it in those names
+    #: too, so two sinks of one job never share one, and a job with one such sink keeps the
+    #: names earlier releases gave (their checkpoints restore as before).
+    instance: str | None = None
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)

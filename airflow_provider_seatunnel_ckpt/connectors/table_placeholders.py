@@ -5,9 +5,8 @@ each also as ``${name:default}``.
 SeaTunnel fills them from the table the sink writes (its ``TablePlaceholderProcessor``):
 a sink fed by a source of several tables (``tables_configs``) becomes one sink per table,
 each with its own options, so ``path = "/data/${table_name}"`` writes each table to its
-own directory (a sink whose class allows one instance per job, ``Sink.one_per_job``, is
-refused so). A table's name
-is ``table``, ``database.table`` or ``database.schema.table`` (SeaTunnel's ``TablePath``).
+own directory. A table's name is ``table``, ``database.table`` or
+``database.schema.table`` (SeaTunnel's ``TablePath``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ and commit infos are what they always were, and so are their checkpoints.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
@@ -158,3 +158,8 @@ class GroupCommitter(SinkCommitter):
     def discard_job(self) -> None:
         for committer in self.committers:
             committer.discard_job()
+
+    def pending(self) -> list[Any]:
+        """Every part's work not yet committed (``inspect``), of the parts that tell it."""
+        return [item for committer in self.committers if hasattr(committer, "pending")
+                for item in committer.pending()]

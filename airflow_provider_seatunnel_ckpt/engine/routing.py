@@ -139,18 +139,18 @@ def load_sinks(job: Any, sources: Sequence[Source]) -> list[Sink]:
             sinks.append(load_sink_of_table(entry, key, job.sources[min(origins)]))
         else:
             sinks.append(load_sink(entry, key))
-    _one_per_job(sinks)
+    _name_instances(sinks)
     return sinks
 
 
-def _one_per_job(sinks: Sequence[Sink]) -> None:
+def _name_instances(sinks: Sequence[Sink]) -> None:
+    """``Sink.instance``: None for the first sink of each class, else its place in the job
+    (the same on the driver and every executor: both build the sinks from the job file)."""
     seen: set[type] = set()
     for k, sink in enumerate(sinks):
-        for part in sink.sinks if isinstance(sink, TableSinks) else (sink,):
-            reason = type(part).one_per_job
-            if reason and type(part) in seen:
-                tables = f" (one per table: {', '.join(sink.table_names)})" if isinstance(sink, TableSinks) else ""
-                raise ConfigError(f"sink[{k}].plugin_name", f"{part.plugin_name}{tables}: {reason}")
+        parts = zip(sink.sinks, sink.table_names) if isinstance(sink, TableSinks) else [(sink, None)]
+        for part, table in parts:
+            part.instance = None if type(part) not in seen else f"sink[{k}]" + (f" table {table}" if table else "")
             seen.add(type(part))
 
 

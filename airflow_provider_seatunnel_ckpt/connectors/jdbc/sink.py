@@ -63,10 +63,6 @@ SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exis
 
 class JdbcSink(Sink):
     plugin_name = "Jdbc"
-    # The prepared transactions and the commit log are named by the job id: a second Jdbc
-    # sink of the job on the same database would wait forever on the first one's log row.
-    one_per_job = ("a job writes through one Jdbc sink (its prepared transactions are named by the job, so a "
-                   "second one would wait on the first); split the job, one Jdbc sink each")
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -179,10 +175,10 @@ class JdbcSink(Sink):
         return {f.name: f for f in plan.schema}
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> JdbcSinkWriter:
-        return JdbcSinkWriter(self, transactions.job_tag(job_id), subtask, attempt)
+        return JdbcSinkWriter(self, transactions.sink_tag(job_id, self.instance), subtask, attempt)
 
     def create_committer(self, job_id: str) -> JdbcSinkCommitter:
-        return JdbcSinkCommitter(self, transactions.job_tag(job_id))
+        return JdbcSinkCommitter(self, transactions.sink_tag(job_id, self.instance))
 
     # ---- executor side: pooled connections (a prepared transaction frees its session) ---------
     def acquire(self) -> Any:

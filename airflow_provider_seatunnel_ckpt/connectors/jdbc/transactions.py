@@ -5,9 +5,11 @@ barrier and committed by the driver (``COMMIT PREPARED gid``) once the checkpoin
 durable. The global id encodes the job, the driver's run attempt, the subtask, its
 attempt and the checkpoint::
 
-    stckpt-{job tag: 12 hex of sha256(job id)}-r{run attempt}-{subtask}-{attempt}-{checkpoint id}
+    stckpt-{tag: 12 hex of sha256(job id)}-r{run attempt}-{subtask}-{attempt}-{checkpoint id}
 
-so a job's transactions (of every run) are found in ``pg_prepared_xacts`` by prefix.
+so a job's transactions (of every run) are found in ``pg_prepared_xacts`` by prefix. A
+job's second and later Jdbc sinks hash the job id with their place in the job
+(``sink_tag``): each sink's transactions and commit-log rows are its own.
 
 **The run attempt** (``Sink.run_attempt``, the driver's claim on the job) is in the gid
 because checkpoint ids alone repeat across drivers: a driver that was taken over but
@@ -57,6 +59,14 @@ _XID_MODULUS = 2**32
 
 def job_tag(job_id: str) -> str:
     return hashlib.sha256(job_id.encode("utf-8")).hexdigest()[:12]
+
+
+def sink_tag(job_id: str, instance: str | None) -> str:
+    """The tag of one Jdbc sink of a job: the job's own for its first (or only) one, as in
+    releases that allowed one; the job's and the sink's place for each other one. Two
+    sinks of a job must not share a tag: on one database the second one's PREPARE waited
+    for ever on the first one's commit-log row (same gid)."""
+    return job_tag(job_id if instance is None else f"{job_id}\x00{instance}")
 
 
 def gid_for(tag: str, subtask: int, attempt: int, checkpoint_id: int, run_attempt: int | None = 0) -> str:

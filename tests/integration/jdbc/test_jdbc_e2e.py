@@ -174,3 +174,35 @@ def _cli(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
                             text=True, timeout=120)
     assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def test_two_jdbc_sinks_of_one_job_each_write_every_row_once_through_a_kill(workspace: Workspace, db: Database) -> None:
+    """Two Jdbc sinks in one job, on one database. Both used to name their prepared
+    transactions by the job alone, so the second one's first PREPARE waited forever on the
+    first one's commit-log row. Now the second has its own tag: both tables get every
+    row once through a driver killed with transactions in flight, and nothing is left
+    prepared."""
+    import yaml
+
+    rows = 200_000
+    config = workspace.write_config(interval=500)
+    variables = variables_file(db, workspace.root)
+    job = workspace.root / "two-sinks.yaml"
+    job.write_text(yaml.safe_dump({
+        "env": {"job.name": "two-sinks", "parallelism": 2},
+        "source": [{"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "plugin_output": "seq"}],
+        "sink": [_jdbc(table="public.left_t", primary_keys=["id"], plugin_input="seq"),
+                 _jdbc(table="public.right_t", primary_keys=["id"], plugin_input="seq")],
+    }, sort_keys=False))
+    with workspace.start(job, config, "two-sinks", "--variables", str(variables)) as first:
+        assert first.wait_for(r"checkpoint 2 \(checkpoint\) completed", 120), first.stderr()
+        assert _kill_with_prepared_in_flight(first, db) > 0
+    tags = {transactions.parse_gid(gid).tag for gid in prepared_gids(db)}
+    assert tags <= {transactions.sink_tag("two-sinks", None), transactions.sink_tag("two-sinks", "sink[1]")}, tags
+    result = workspace.run(job, config, "two-sinks", "--variables", str(variables))
+    assert result.returncode == 0, result.explain()
+    assert db.ids("left_t") == (rows, rows, 0, rows - 1)
+    assert db.ids("right_t") == (rows, rows, 0, rows - 1)
+    assert prepared_gids(db) == []
+    logged = dict(db.sql("SELECT job_tag, count(*) FROM seatunnel_ckpt_commit_log GROUP BY job_tag"))
+    assert set(logged) == {transactions.sink_tag("two-sinks", None), transactions.sink_tag("two-sinks", "sink[1]")}
