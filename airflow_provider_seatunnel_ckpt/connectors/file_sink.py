@@ -526,6 +526,13 @@ class FileSinkCommitter(SinkCommitter):
         return all(part and part not in (".", "..") and not is_hidden(part) for part in parts)
 
 
+#: parquet: batches smaller than this are gathered into one row group of at least this
+#: many rows. Each ``write_batch`` is a row group of its own: a source of 100,000 files of
+#: ten rows each made files of 100,000 ten-row groups, whose footer metadata the writer
+#: holds until the file ends and every reader parses.
+MIN_ROW_GROUP_ROWS = 65_536
+
+
 class _FileEncoder:
     """One output file being encoded into ``out`` (a ``NewFile``)."""
 
@@ -535,6 +542,10 @@ class _FileEncoder:
         self.rows = 0
         self.out = out
         self.path = out.path
+        #: parquet batches not yet written (fewer than MIN_ROW_GROUP_ROWS rows in all)
+        self._gathered: list[pa.RecordBatch] = []
+        self._gathered_rows = 0
+        self._gathered_bytes = 0
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -554,11 +565,15 @@ class _FileEncoder:
 
     @property
     def size(self) -> int:
-        return self.out.tell()
+        """Bytes written, and the in-memory size of the gathered batches (the file's size
+        limit counts them)."""
+        return self.out.tell() + self._gathered_bytes
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self.format == "orc":
             self._writer.write(pa.Table.from_batches([batch]))
+        elif self.format == "parquet":
+            self._write_parquet(batch)
         elif self._writer is not None:
             self._writer.write_batch(batch)
         else:  # pyarrow has no JSON writer: one json.dumps per row
@@ -566,16 +581,35 @@ class _FileEncoder:
             self.out.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.rows += batch.num_rows
 
+    def _write_parquet(self, batch: pa.RecordBatch) -> None:
+        if not self._gathered and batch.num_rows >= MIN_ROW_GROUP_ROWS:
+            self._writer.write_batch(batch)  # a row group as it is: no copy
+            return
+        self._gathered.append(batch)
+        self._gathered_rows += batch.num_rows
+        self._gathered_bytes += batch.nbytes
+        if self._gathered_rows >= MIN_ROW_GROUP_ROWS:
+            self._write_gathered()
+
+    def _write_gathered(self) -> None:
+        if self._gathered:
+            table = pa.Table.from_batches(self._gathered, schema=self.schema)
+            self._writer.write_table(table, row_group_size=table.num_rows)
+            self._gathered, self._gathered_rows, self._gathered_bytes = [], 0, 0
+
     def abandon(self) -> None:
         """Never write the footer: the file is being discarded. (Parquet's and ORC's writers
         otherwise write it when they are garbage-collected, into the discarded file, and
         Python prints that failure as a traceback on stderr.)"""
+        self._gathered, self._gathered_rows, self._gathered_bytes = [], 0, 0
         if self._writer is not None and hasattr(self._writer, "is_open"):
             self._writer.is_open = False
 
     def finish(self) -> int:
         """Write the footer and end writing (the file is not durable before its sync);
         returns the rows written."""
+        if self.format == "parquet":
+            self._write_gathered()
         if self._writer is not None:
             self._writer.close()
         self.out.close()

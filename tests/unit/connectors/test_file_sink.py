@@ -525,3 +525,31 @@ def test_a_closed_writer_leaves_no_footer_to_write_into_its_discarded_file(tmp_p
         sys.unraisablehook = previous
     assert unraisable == []
     assert all_files(sink) == []
+
+
+def test_small_batches_are_gathered_into_row_groups_of_at_least_64k_rows(base_url):
+    """A source of many small files gives small batches: written one row group each, a file
+    of 100,000 ten-row groups kept their footer metadata in memory and made readers slow."""
+    from airflow_provider_seatunnel_ckpt.connectors.file_sink import MIN_ROW_GROUP_ROWS
+
+    sink = FileSink({"path": base_url})
+    writer = sink.create_writer("j", 0, 0)
+    for start in range(0, 100_000, 10):
+        writer.write(batch(start, 10))
+    writer.write(batch(100_000, MIN_ROW_GROUP_ROWS))  # after gathered ones: gathered with them
+    info = writer.prepare_commit(1)
+    sink.create_committer("j").commit([info])
+    [path] = info["final"]
+    metadata = pq.read_metadata(pa.BufferReader(sink.fs.read(path)))
+    groups = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    first = -(-MIN_ROW_GROUP_ROWS // 10) * 10  # the ten-row batches up to the first 64k
+    assert groups == [first, 100_000 - first + MIN_ROW_GROUP_ROWS], groups
+    assert read_back(sink) == list(range(100_000 + MIN_ROW_GROUP_ROWS))
+    # a batch of a row group's size on its own is written as it comes
+    writer = sink.create_writer("j", 0, 0)
+    writer.write(batch(0, MIN_ROW_GROUP_ROWS))
+    writer.write(batch(MIN_ROW_GROUP_ROWS, 5))
+    info = writer.prepare_commit(2)
+    sink.create_committer("j").commit([info])
+    metadata = pq.read_metadata(pa.BufferReader(sink.fs.read(info["final"][0])))
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [MIN_ROW_GROUP_ROWS, 5]
