@@ -444,7 +444,7 @@ class JobRun:
         try:
             self._start_heartbeat(heartbeat_interval)
             self._history = self._start_history()
-            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos)
+            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos, sources)
         except BaseException as err:
             self._release_after_error(err, token)
             raise
@@ -548,9 +548,11 @@ class JobRun:
         self._release(outcome, token)
 
     def _run_claimed(
-        self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any]
+        self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any],
+        sources: list[Any],
     ) -> Outcome:
-        from .routing import load_sources, one_source
+        """``sources``: the ones ``run`` checked (a File source keeps the listing it made)."""
+        from .routing import one_source
         from .transport import ControlServer
 
         request = self.request
@@ -570,7 +572,7 @@ class JobRun:
         self._application_id = context.applicationId
         self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
-        source = one_source(load_sources(job.sources))
+        source = one_source(sources)
         # The split plan is part of the checkpoint: a restore (with any parallelism)
         # keeps it, so split ids and ranges always match the restored positions.
         stored_plan = load_plan(self.storage, request.job_id, manifest.properties) if manifest is not None else None
