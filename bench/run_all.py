@@ -45,6 +45,8 @@ QUICK_DIR = RESULTS_DIR / "quick"
 # the throughput benchmark alone takes ~10 min since its repetitions are 4 interleaved rounds
 TIMEOUT_FULL_S = 25 * 60
 TIMEOUT_QUICK_S = 6 * 60
+#: full runs that take longer by design (the soak runs for 60 minutes)
+TIMEOUT_FULL_S_OF = {"scale_soak": 80 * 60}
 STDERR_TAIL_LINES = 25
 #: the line that says what went wrong: a Python exception, or an argparse/CLI "error: ..." line
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[\w.-]*: error|error)(?::|$)")
@@ -135,7 +137,7 @@ class QuickIsolation:
     """Keep one quick run's result file and plots apart from the full ones.
 
     Only the files of the script being run are touched (``bench/results/<name>.json`` and
-    ``docs/img/bench_<name>*.png``) and only when written while it ran, so a full run of
+    ``docs/img/bench_<name>*.png`` or ``<name>*.png``) and only when written while it ran, so a full run of
     another benchmark going on at the same time keeps its results."""
 
     def __init__(self, name: str, plot_map: dict[str, str]) -> None:
@@ -148,7 +150,7 @@ class QuickIsolation:
     def _tracked(self) -> list[Path]:
         files = [RESULTS_DIR / f"{self.name}.json"]
         if PLOTS_DIR.exists():
-            files += sorted(PLOTS_DIR.glob(f"bench_{self.name}*.png"))
+            files += sorted(PLOTS_DIR.glob(f"bench_{self.name}*.png")) + sorted(PLOTS_DIR.glob(f"{self.name}*.png"))
         return [p for p in files if p.exists()]
 
     def __enter__(self) -> "QuickIsolation":
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         results = load_results(QUICK_DIR)
     else:
         for script, name, _ in selected:
-            runs[name] = run_script(script, name, False, timeout_s)
+            runs[name] = run_script(script, name, False, max(timeout_s, TIMEOUT_FULL_S_OF.get(name, 0)))
         results = load_results()
 
     summary = build_summary(results, runs, quick=args.quick)
