@@ -173,3 +173,32 @@ def test_a_check_while_the_driver_s_own_reservation_is_being_made_is_no_takeover
     finally:
         reserving.join()
     assert log.is_newest(log.seq) and log.seq == 2
+
+
+def test_a_claimant_deletes_what_killed_drivers_left_and_every_one_of_them_stays_fenced(storage):
+    """A SIGKILLed driver cannot prune its reservations: a 60-minute soak with a kill every
+    10 minutes left about 90 per kill in fence/, never deleted (bench/scale_soak.py). The
+    claimant deletes them but the newest; the claims stay, so each killed driver that is
+    in fact still alive (paused) is still fenced."""
+    drivers = []
+    checkpoint_id = 0
+    for run in range(4):
+        log = FenceLog(storage, JOB)
+        claim = log.claim(f"run{run}")
+        assert claim.highest_reserved == checkpoint_id  # the newest reservation survived
+        for _ in range(PRUNE_EVERY + 7):  # killed between two prunes: 7 left behind
+            checkpoint_id += 1
+            log.reserve(checkpoint_id)
+        drivers.append(log)
+    claimant = FenceLog(storage, JOB)
+    claim = claimant.claim("last")
+    assert (claim.attempt, claim.pending, claim.highest_reserved) == (5, (checkpoint_id, False), checkpoint_id)
+    kinds = [storage.read_document(JOB, f"{FENCE_DIR}/{n}")["kind"] for n in storage.list_documents(JOB, FENCE_DIR)]
+    assert kinds == ["claim"] * 4 + ["reserve", "claim"], kinds  # every claim, the newest reservation
+    for zombie in drivers:
+        with pytest.raises(Fenced):
+            zombie.reserve(checkpoint_id + 1)
+        with pytest.raises(Fenced):
+            zombie.check()
+    claimant.reserve(checkpoint_id + 1)
+    claimant.check()
