@@ -127,9 +127,11 @@ class Source:
 
     def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
         """Runs on a subtask, on its processing thread, after a checkpoint completed:
-        ``positions`` are the checkpointed positions of this subtask's splits (by split
-        id). For information only (Kafka commits them to its consumer group so
-        monitoring sees the lag): restores use the checkpoint, never this."""
+        ``positions`` are the checkpointed positions of this subtask's splits being read,
+        and the last position of each split that finished since the previous call (by
+        split id; a finished split is named once). For information only (Kafka commits
+        them to its consumer group so monitoring sees the lag): restores use the
+        checkpoint, never this."""
 
     def close(self) -> None:
         """Release what the source holds on a subtask (a client made for

@@ -203,6 +203,8 @@ class FileSinkWriter(SinkWriter):
         # (staged path, rows, directory under path) uploaded since the last prepare_commit
         self._staged: list[tuple[str, int, str]] = []
         self._files: dict[str, _FileEncoder] = {}  # being written, by directory ("" = path itself)
+        #: at least the bytes the open files hold gathered (only grows until checked)
+        self._gathered_estimate = 0
         # Full files are synced off the caller's (processing) thread, one at a time.
         # Only the caller thread touches the fields below; the flush thread only writes.
         self._flusher: ThreadPoolExecutor | None = None  # created at the first full file
@@ -228,11 +230,27 @@ class FileSinkWriter(SinkWriter):
             if file is None:
                 file = self._files[directory] = self._start_file(batch.schema)
             piece = batch.slice(0, max_rows - file.rows) if max_rows else batch
+            before = _gathered_bytes(file)
             file.write(piece)
+            self._gathered_estimate += max(0, _gathered_bytes(file) - before)
             batch = batch.slice(piece.num_rows)
             if (max_rows and file.rows >= max_rows) or (max_bytes and file.size >= max_bytes):
                 self._flush_current(directory)
                 file = None
+        if self._gathered_estimate > MAX_GATHERED_BYTES:
+            self._limit_gathered()
+
+    def _limit_gathered(self) -> None:
+        """Many open files (``partition_by`` over many values) each gathering a few rows
+        per batch would hold everything since the checkpoint in memory: past the limit,
+        every open file writes what it gathered as a row group."""
+        held = sum(_gathered_bytes(file) for file in self._files.values())
+        if held > MAX_GATHERED_BYTES:
+            for file in self._files.values():
+                if _gathered_bytes(file):
+                    file.write_gathered()
+            held = 0
+        self._gathered_estimate = held
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         validate_checkpoint_id(checkpoint_id)
@@ -531,6 +549,8 @@ class FileSinkCommitter(SinkCommitter):
 #: ten rows each made files of 100,000 ten-row groups, whose footer metadata the writer
 #: holds until the file ends and every reader parses.
 MIN_ROW_GROUP_ROWS = 65_536
+#: what one writer's open files may hold gathered in all before they write it out
+MAX_GATHERED_BYTES = 64 << 20
 
 
 class _FileEncoder:
@@ -581,17 +601,24 @@ class _FileEncoder:
             self.out.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.rows += batch.num_rows
 
+    @property
+    def gathered_bytes(self) -> int:
+        return self._gathered_bytes
+
     def _write_parquet(self, batch: pa.RecordBatch) -> None:
-        if not self._gathered and batch.num_rows >= MIN_ROW_GROUP_ROWS:
+        if batch.num_rows >= MIN_ROW_GROUP_ROWS:
+            self.write_gathered()
             self._writer.write_batch(batch)  # a row group as it is: no copy
             return
         self._gathered.append(batch)
         self._gathered_rows += batch.num_rows
+        # a slice's nbytes counts only its part of the shared buffers
         self._gathered_bytes += batch.nbytes
         if self._gathered_rows >= MIN_ROW_GROUP_ROWS:
-            self._write_gathered()
+            self.write_gathered()
 
-    def _write_gathered(self) -> None:
+    def write_gathered(self) -> None:
+        """Write the gathered batches as one row group (fewer than 2 x MIN_ROW_GROUP_ROWS rows)."""
         if self._gathered:
             table = pa.Table.from_batches(self._gathered, schema=self.schema)
             self._writer.write_table(table, row_group_size=table.num_rows)
@@ -609,11 +636,17 @@ class _FileEncoder:
         """Write the footer and end writing (the file is not durable before its sync);
         returns the rows written."""
         if self.format == "parquet":
-            self._write_gathered()
+            self.write_gathered()
         if self._writer is not None:
             self._writer.close()
         self.out.close()
         return self.rows
+
+
+def _gathered_bytes(file: Any) -> int:
+    """What an encoder holds gathered (only the parquet one gathers; a connector's own
+    encoders, as SeaTunnel's text ones, write as they go)."""
+    return getattr(file, "gathered_bytes", 0)
 
 
 def _json_default(value: Any) -> Any:

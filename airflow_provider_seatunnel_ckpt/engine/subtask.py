@@ -297,6 +297,8 @@ class SubtaskRuntime:
         while not self._idle_step():
             pass
         self._async.submit(lambda: None).result()  # drain: every ACK is out before we return
+        # the final checkpoint's positions (a split finished in its epoch is named only there)
+        self._tell_source_completed()
         self._release_connectors()
 
     def _release_connectors(self) -> None:

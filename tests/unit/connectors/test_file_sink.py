@@ -536,14 +536,15 @@ def test_small_batches_are_gathered_into_row_groups_of_at_least_64k_rows(base_ur
     writer = sink.create_writer("j", 0, 0)
     for start in range(0, 100_000, 10):
         writer.write(batch(start, 10))
-    writer.write(batch(100_000, MIN_ROW_GROUP_ROWS))  # after gathered ones: gathered with them
+    writer.write(batch(100_000, MIN_ROW_GROUP_ROWS))
     info = writer.prepare_commit(1)
     sink.create_committer("j").commit([info])
     [path] = info["final"]
     metadata = pq.read_metadata(pa.BufferReader(sink.fs.read(path)))
     groups = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     first = -(-MIN_ROW_GROUP_ROWS // 10) * 10  # the ten-row batches up to the first 64k
-    assert groups == [first, 100_000 - first + MIN_ROW_GROUP_ROWS], groups
+    # then the rest gathered, written before the large batch, which is a row group as it is
+    assert groups == [first, 100_000 - first, MIN_ROW_GROUP_ROWS], groups
     assert read_back(sink) == list(range(100_000 + MIN_ROW_GROUP_ROWS))
     # a batch of a row group's size on its own is written as it comes
     writer = sink.create_writer("j", 0, 0)
@@ -553,3 +554,23 @@ def test_small_batches_are_gathered_into_row_groups_of_at_least_64k_rows(base_ur
     sink.create_committer("j").commit([info])
     metadata = pq.read_metadata(pa.BufferReader(sink.fs.read(info["final"][0])))
     assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [MIN_ROW_GROUP_ROWS, 5]
+
+
+def test_many_open_files_write_what_they_gathered_past_a_limit(tmp_path, monkeypatch):
+    """partition_by over many values: each file gets a few rows per batch, and without a
+    limit every one would hold everything since the checkpoint in memory."""
+    from airflow_provider_seatunnel_ckpt.connectors import file_sink
+
+    monkeypatch.setattr(file_sink, "MAX_GATHERED_BYTES", 200_000)
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path / "out"), "file_format_type": "parquet",
+                      "partition_by": ["k"]})
+    writer = sink.create_writer("j", 0, 0)
+    for n in range(40):
+        ids = np.arange(n * 1000, (n + 1) * 1000, dtype=np.int64)
+        writer.write(pa.record_batch({"id": ids, "k": ids % 100}))
+        held = sum(f.gathered_bytes for f in writer._files.values())
+        assert held <= 200_000 + 1000 * 16, (n, held)  # never more than the limit and one batch
+    info = writer.prepare_commit(1)
+    sink.create_committer("j").commit([info])
+    table = ds.dataset(str(tmp_path / "out"), format="parquet", partitioning="hive").to_table()
+    assert sorted(table.column("id").to_pylist()) == list(range(40_000))
