@@ -37,16 +37,37 @@ def share_of(plan: Sequence[Split], parallelism: int, subtask: int) -> list[tupl
     return [(index, plan[index]) for index in range(subtask, len(plan), parallelism)]
 
 
+#: runs are merged again (sorted) once there are this many and twice as many as after the
+#: last merge: splits read together (Kafka's partitions) finish in any order
+COMPACT_FROM = 16
+
+
 class FinishedRuns:
     """A set of plan indices as arithmetic runs. Adding indices in increasing order with
     a constant step (a subtask finishing its share in order) extends the last run: O(1)
-    per index, one run in all. Other orders make more runs, never a wrong set."""
+    per index, one run in all. Other orders make more runs, never a wrong set; they are
+    merged again from time to time (amortised O(log n) per index), so a share finished
+    in any order ends as one run."""
 
     def __init__(self, runs: Iterable[Sequence[int]] = ()):
         self.runs: list[Run] = [list(run) for run in runs]
         self._count = sum(run[2] for run in self.runs)
+        self._compact_at = COMPACT_FROM
+        #: a run was started since the last merge: merging may make fewer
+        self.fragmented = False
 
     def add(self, index: int) -> None:
+        self._extend(index)
+        if len(self.runs) >= self._compact_at:
+            self.compact()
+
+    def compact(self) -> None:
+        """The fewest runs for the set, from its sorted indices."""
+        self.runs = FinishedRuns.of_sorted(sorted(self.indices())).runs
+        self._compact_at = max(COMPACT_FROM, 2 * len(self.runs))
+        self.fragmented = False
+
+    def _extend(self, index: int) -> None:
         self._count += 1
         if self.runs:
             last = self.runs[-1]
@@ -57,6 +78,7 @@ class FinishedRuns:
             if index == start + step * count:
                 last[2] = count + 1
                 return
+            self.fragmented = True
         self.runs.append([index, 1, 1])
 
     def __len__(self) -> int:
@@ -70,7 +92,7 @@ class FinishedRuns:
     def of_sorted(cls, indices: Iterable[int]) -> "FinishedRuns":
         runs = cls()
         for index in indices:
-            runs.add(index)
+            runs._extend(index)
         return runs
 
     @staticmethod
@@ -162,6 +184,8 @@ class SplitBook:
             self._just_finished[split.split_id] = position
 
     def snapshot(self, subtask: int) -> StateSnapshot:
+        if self.finished.fragmented:  # only after splits finished out of order (read together)
+            self.finished.compact()
         return snapshot_split_states(subtask, self.states, self.finished.runs)
 
     def positions(self) -> dict[str, Any]:

@@ -170,3 +170,22 @@ def test_a_state_without_finished_runs_keeps_the_format_the_previous_release_rea
         decode_subtask_state(json.dumps(body).encode(), "t")
     body["version"] = VERSION
     assert decode_subtask_state(json.dumps(body).encode(), "t").finished == [[1, 1, 1]]
+
+
+def test_a_share_finished_in_any_order_ends_as_one_run() -> None:
+    """Splits read together (Kafka's partitions) finish in any order: 500 partitions of a
+    subtask made 213-221 runs (bench/scale_bench.py --source kafka). Merged again from
+    time to time, the finished share is one run, and the state stays small meanwhile."""
+    plan = plan_of(2_000)
+    book = fresh_book(plan, 2, 1)
+    entries = book.unfinished()
+    random.Random(5).shuffle(entries)
+    most = 0
+    for index, split in entries:
+        book.state_of(split).position = 1
+        book.finish(index, split, 1)
+        most = max(most, len(book.finished.runs))
+    book.snapshot(1)  # a checkpoint merges what finished out of order since the last one
+    assert book.finished.runs == [[1, 2, 1_000]]
+    assert most < 400, most  # never one run per finished split
+    assert sorted(book.finished.indices()) == list(range(1, 2_000, 2))
