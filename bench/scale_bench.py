@@ -85,11 +85,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS_DIR, emit, machine_info, progress, save_figure  # noqa: E402
+from bench.common import RESULTS_DIR, emit, machine_info, progress, save_figure, write_local_job  # noqa: E402
 from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
 
 NAME = "scale_splits"
@@ -333,15 +332,9 @@ def write_job(work: Path, tag: str, source: dict[str, Any], output_dir: Path, in
         "source": [source],
         "sink": [{"plugin_name": "LocalFile", "path": str(output_dir), "file_format_type": "parquet"}],
     }
-    config = {"seatunnel": {"engine": {"checkpoint": {
-        "interval": interval_ms, "timeout": 600_000, "tolerable-failure": 3, "history-size": 100_000,
-        "storage": {"type": "hdfs", "max-retained": 3,
-                    "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                      "namespace": f"{work}/checkpoints-{tag}/"}}}}}}
-    job_path, config_path = work / f"job-{tag}.yaml", work / f"seatunnel-{tag}.yaml"
-    job_path.write_text(yaml.safe_dump(job, sort_keys=False))
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return job_path, config_path
+    checkpoint = {"interval": interval_ms, "timeout": 600_000, "tolerable-failure": 3, "history-size": 100_000}
+    return write_local_job(work, job, checkpoint, f"{work}/checkpoints-{tag}/",
+                           f"job-{tag}.yaml", f"seatunnel-{tag}.yaml")
 
 
 # ---- process sampling --------------------------------------------------------------------------

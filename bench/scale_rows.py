@@ -56,11 +56,10 @@ from typing import Any
 
 import numpy as np
 import psutil
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, save_figure  # noqa: E402
+from bench.common import emit, machine_info, progress, save_figure, write_local_job  # noqa: E402
 from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
 from bench.scale_bench import COMPLETED, Profiler  # noqa: E402
 
@@ -94,16 +93,10 @@ def write_job(work: Path, tag: str, rows: int, output: Path, parallelism: int) -
         "source": [{"plugin_name": "Sequence", "rows": rows}],  # id only: 8 bytes a row
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
-    config = {"seatunnel": {"engine": {"checkpoint": {
-        "interval": INTERVAL_MS, "timeout": 600_000, "tolerable-failure": 3,
-        # the whole history is kept (a 500M-row run makes a few hundred checkpoints at most)
-        "history-size": 100_000,
-        "storage": {"type": "hdfs", "max-retained": MAX_RETAINED,
-                    "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                      "namespace": f"{namespace}/"}}}}}}
-    job_path, config_path = work / "job.yaml", work / "seatunnel.yaml"
-    job_path.write_text(yaml.safe_dump(job, sort_keys=False))
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # the whole history is kept (a 500M-row run makes a few hundred checkpoints at most)
+    checkpoint = {"interval": INTERVAL_MS, "timeout": 600_000, "tolerable-failure": 3, "history-size": 100_000,
+                  "max-retained": MAX_RETAINED}
+    job_path, config_path = write_local_job(work, job, checkpoint, f"{namespace}/")
     return job_path, config_path, namespace
 
 

@@ -74,11 +74,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, percentiles, progress, save_figure  # noqa: E402
+from bench.common import emit, machine_info, percentiles, progress, save_figure, write_local_job  # noqa: E402
 from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
 
 NAME = "scale_soak"
@@ -184,14 +183,8 @@ def write_files(work: Path, bootstrap: str) -> tuple[Path, Path, Path, Path]:
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
     # retention and history at their defaults: what a user's long-running job gets
-    config = {"seatunnel": {"engine": {"checkpoint": {
-        "interval": INTERVAL_MS, "timeout": 60_000, "tolerable-failure": 5,
-        "storage": {"type": "hdfs", "max-retained": 3,
-                    "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                      "namespace": f"{namespace}/"}}}}}}
-    job_path, config_path = work / "job.yaml", work / "seatunnel.yaml"
-    job_path.write_text(yaml.safe_dump(job, sort_keys=False))
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    checkpoint = {"interval": INTERVAL_MS, "timeout": 60_000, "tolerable-failure": 5}
+    job_path, config_path = write_local_job(work, job, checkpoint, f"{namespace}/")
     return job_path, config_path, output, namespace
 
 
