@@ -230,9 +230,9 @@ class FileSinkWriter(SinkWriter):
             if file is None:
                 file = self._files[directory] = self._start_file(batch.schema)
             piece = batch.slice(0, max_rows - file.rows) if max_rows else batch
-            before = _gathered_bytes(file)
+            before = file.gathered_bytes
             file.write(piece)
-            self._gathered_estimate += max(0, _gathered_bytes(file) - before)
+            self._gathered_estimate += max(0, file.gathered_bytes - before)
             batch = batch.slice(piece.num_rows)
             if (max_rows and file.rows >= max_rows) or (max_bytes and file.size >= max_bytes):
                 self._flush_current(directory)
@@ -244,10 +244,10 @@ class FileSinkWriter(SinkWriter):
         """Many open files (``partition_by`` over many values) each gathering a few rows
         per batch would hold everything since the checkpoint in memory: past the limit,
         every open file writes what it gathered as a row group."""
-        held = sum(_gathered_bytes(file) for file in self._files.values())
+        held = sum(file.gathered_bytes for file in self._files.values())
         if held > MAX_GATHERED_BYTES:
             for file in self._files.values():
-                if _gathered_bytes(file):
+                if file.gathered_bytes:
                     file.write_gathered()
             held = 0
         self._gathered_estimate = held
@@ -641,12 +641,6 @@ class _FileEncoder:
             self._writer.close()
         self.out.close()
         return self.rows
-
-
-def _gathered_bytes(file: Any) -> int:
-    """What an encoder holds gathered (only the parquet one gathers; a connector's own
-    encoders, as SeaTunnel's text ones, write as they go)."""
-    return getattr(file, "gathered_bytes", 0)
 
 
 def _json_default(value: Any) -> Any:

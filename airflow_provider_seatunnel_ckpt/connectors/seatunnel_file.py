@@ -1115,6 +1115,9 @@ class _TextEncoder:
     """One text or csv output file in SeaTunnel's text format: the header line when
     asked, then rows separated by ``row_delimiter`` (none after the last row)."""
 
+    #: it writes as rows come: nothing is held back (file_sink's writer limits what encoders gather)
+    gathered_bytes = 0
+
     def __init__(self, fmt: str, schema: pa.Schema, out: NewFile, field_delimiter: str, row_delimiter: str,
                  header: bool, formats: TextFormats):
         self.format = fmt
