@@ -31,6 +31,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "iceberg": ("pyiceberg",),
     "delta": ("deltalake",),
     "sql": ("duckdb",),
+    "lzo": ("lzallright",),
 }
 
 

@@ -38,9 +38,15 @@ parquet and orc it casts the files' columns, by name), ``read_columns``,
 any of SeaTunnel's formats, as its readers do), ``file_filter_pattern`` (a regex the
 file name must match), ``parse_partition_from_path`` (default true: ``k=v`` parts of a
 file's path become string columns after the others), ``read_partitions``,
-``compress_codec`` (text, csv, json: ``none``, ``gzip``, ``bz2``, ``zstd``, ``lz4``,
-``brotli``; ``lzo`` is refused; parquet and orc are read whatever their codec),
-``encoding`` (UTF-8 only), ``archive_compress_codec`` (``none`` only).
+``compress_codec`` (text, csv, json: ``none``, ``lzo`` (lzop files, as Hadoop's
+``LzopCodec`` writes them; needs the ``lzo`` extra), ``gzip``, ``bz2``, ``zstd``,
+``lz4``, ``brotli``; parquet and orc are read whatever their codec), ``encoding`` (UTF-8
+only), ``archive_compress_codec`` (text, csv, json: ``none``, ``zip``, ``tar``,
+``tar_gz``: each file is an archive, its entries read in archive order, each as a file of
+``file_format_type`` (``skip_header_row_number`` applies to each), directories and
+entries without the format's suffix (``.txt``, ``.csv``, ``.json``) skipped, as SeaTunnel
+does; a split is still one archive and its position the rows already emitted; not with
+``compress_codec``).
 
 Sink options: ``path``, ``file_format_type`` (default ``csv``), ``field_delimiter``,
 ``row_delimiter`` (between rows, none after the last, as SeaTunnel writes),
@@ -48,7 +54,9 @@ Sink options: ``path``, ``file_format_type`` (default ``csv``), ``field_delimite
 ``is_partition_field_write_in_file`` (``have_partition`` is informational: SeaTunnel
 partitions whenever ``partition_by`` is set), ``file_name_expression``,
 ``filename_time_format``, ``custom_filename``, ``is_enable_transaction``, ``batch_size``
-(rows per file), ``compress_codec``, ``enable_header_write``, ``date_format``/
+(rows per file), ``compress_codec`` (text, csv, json: ``none`` or ``lzo``, lzop files
+named ``….lzo.txt`` as SeaTunnel names them; parquet and orc: SeaTunnel's codecs but
+lzo), ``enable_header_write``, ``date_format``/
 ``datetime_format``/``time_format``, ``encoding``, ``schema_save_mode``/
 ``data_save_mode`` (the non-destructive modes), ``tmp_path`` (ignored: files are staged
 under ``path/_staging``).
@@ -74,8 +82,9 @@ for it, else listed here):
   fails on them); a one-character ``field_delimiter`` that is a regex character (``|``)
   splits at that character (SeaTunnel splits with it as a Java regex; a warning says so);
   ``row_delimiter`` splits text and csv rows (SeaTunnel's reader splits at line breaks; a
-  warning says so); gzip, bz2, zstd, lz4 and brotli files are decompressed (SeaTunnel:
-  lzo only), lzo is refused; json numbers must be json numbers where the schema has a
+  warning says so); gzip, bz2, zstd, lz4 and brotli files are decompressed too (SeaTunnel:
+  lzo only); lzop files using an lzop filter are refused; archives of excel or xml files
+  are refused (their formats are); json numbers must be json numbers where the schema has a
   number (SeaTunnel also parses numeric strings), a map entry with a null value is left
   out; zoned parquet timestamps become their UTC wall-clock time (SeaTunnel: the JVM's
   zone) and timestamps are microseconds; a schema on parquet or orc casts by column name.
@@ -83,8 +92,9 @@ for it, else listed here):
   ``2.5E300``), quote csv values holding a comma, quote or line break (SeaTunnel writes
   them as they are), head a file with the columns it holds (SeaTunnel: every upstream
   column); a null partition value is the directory ``k=null`` (SeaTunnel fails); a file
-  is also cut at 16 MiB, besides ``batch_size`` rows; ``compress_codec`` for text, csv and
-  json is refused (SeaTunnel: lzo), orc files cannot hold time columns; the save modes
+  is also cut at 16 MiB, besides ``batch_size`` rows; ``lzo`` for parquet and orc is
+  refused (pyarrow writes no lzo), orc files cannot hold time columns;
+  ``archive_compress_codec`` is refused (SeaTunnel's sinks ignore it); the save modes
   that delete or refuse existing output (``RECREATE_SCHEMA``, ``DROP_DATA``,
   ``ERROR_WHEN_DATA_EXISTS``) are refused, as a restored run would apply them to the
   job's own committed output; ``single_file_mode`` is refused; ``is_enable_transaction =
@@ -96,11 +106,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import io
 import json
 import logging
 import posixpath
 import re
 import secrets
+import time
 import uuid
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
@@ -110,9 +122,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
+from ..extras import require
 from ..storage.filesystem import FileSystem, NewFile
 from ..storage.urls import RangeFile, filesystem_for_url, is_storage_option
 from .api import JsonValue, Sink, Source, SourceReader, Split
+from .file_codecs import ARCHIVE_CODECS, LzopReader, LzopWriter, archive_entries
 from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, _FileEncoder, _json_default
 from .file_source import STREAM_BLOCK_SIZE, FileSource, ParquetReader, StreamReader
 from .formats import STORAGE_HINT
@@ -145,14 +159,14 @@ DATETIME_FORMATS = {
 TIME_FORMATS = {"HH:mm:ss": 0, "HH:mm:ss.SSS": 3}
 #: source codecs for text, csv and json (pyarrow's streaming decompressors)
 STREAM_CODECS = ("gzip", "bz2", "zstd", "lz4", "brotli")
-#: sink codecs per format: SeaTunnel's list, without lzo (pyarrow has no lzo) -> pyarrow's name
+#: parquet and orc sink codecs: SeaTunnel's list, without lzo (pyarrow writes no lzo) -> pyarrow's name
 SINK_CODECS = {
     "parquet": {"none": "none", "snappy": "snappy", "lz4": "lz4", "gzip": "gzip", "brotli": "brotli", "zstd": "zstd"},
     "orc": {"none": "uncompressed", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib"},
 }
 #: SeaTunnel's file name suffix of a codec (its CompressFormat)
 CODEC_SUFFIX = {"none": "", "snappy": ".snappy", "lz4": ".lz4", "zlib": ".zlib", "gzip": ".gz", "brotli": ".br",
-                "zstd": ".zstd"}
+                "zstd": ".zstd", "lzo": ".lzo"}
 CONTENT_COLUMN = "content"
 
 #: per connector: its connection options (its storage, besides the storage options)
@@ -228,9 +242,30 @@ def _choice(opts: Options, name: str, allowed: Mapping[str, Any], default: str) 
 
 
 def _check_archive(opts: Options) -> None:
+    """Sinks: SeaTunnel's sinks ignore the option; writing archives is not supported here."""
     value = opts.str("archive_compress_codec", "none").lower()
     if value != "none":
-        raise ConfigError("archive_compress_codec", f"{value} archives are not supported yet; extract the files first")
+        raise ConfigError("archive_compress_codec", f"{value} archives are read, not written; remove the option")
+
+
+def _archive(opts: Options, fmt: str, codec: str | None) -> str | None:
+    """Sources: the archive codec (``zip``, ``tar``, ``tar_gz``), or None."""
+    value = opts.str("archive_compress_codec", "none").lower()
+    if value == "none":
+        return None
+    if value not in ARCHIVE_CODECS:
+        raise ConfigError("archive_compress_codec", f"{value!r} is not one of none, {', '.join(ARCHIVE_CODECS)}")
+    if fmt not in ("text", "csv", "json"):
+        raise ConfigError("archive_compress_codec", f"{value} archives of {fmt} files are not supported (text, csv "
+                                                    "and json files only)")
+    if codec is not None:
+        raise ConfigError("compress_codec", f"{codec} cannot be combined with archive_compress_codec = {value}: "
+                                            "the archive's entries are read as they are")
+    return value
+
+
+def _require_lzo(key: str) -> None:
+    require("lzo", "lzo", key)
 
 
 def _warn_excel_xml(plugin: str, kind: str, opts: Options) -> None:
@@ -704,12 +739,54 @@ def _json_parse_type(kind: pa.DataType) -> pa.DataType | None:
     return kind
 
 
-def _input(file: RangeFile, codec: str | None) -> Any:
+def _input(file: RangeFile, codec: str | None, where: str) -> Any:
     """``file`` (or its decompressed bytes) as a stream with ``read(n)``."""
     if codec is None:
         return file
+    if codec == "lzo":  # buffered: the lzop reader asks for a few bytes at a time
+        return LzopReader(io.BufferedReader(file, buffer_size=STREAM_BLOCK_SIZE), where)
     raw = pa.BufferedInputStream(pa.PythonFile(file, mode="r"), buffer_size=STREAM_BLOCK_SIZE)
     return pa.CompressedInputStream(raw, codec)
+
+
+class _ArchiveBatches:
+    """The batches of every file in an archive, one entry after the other, each read as
+    its own file (``open_entry(stream, where)``: its header lines skipped, its json
+    blocks parsed); empty entries have no rows."""
+
+    def __init__(self, file: RangeFile, codec: str, suffix: str, where: str,
+                 open_entry: Callable[[Any, str], Any]):
+        # zip reads its directory at the end, then each entry: seeks, so a buffer over
+        # ranged reads; tar is read front to back through the same buffer
+        self._raw = io.BufferedReader(file, buffer_size=STREAM_BLOCK_SIZE)
+        self._entries = archive_entries(self._raw, codec, suffix, where)
+        self._open = open_entry
+        self._where = where
+        self._current: Any = None
+
+    def read_next_batch(self) -> pa.RecordBatch:
+        while True:
+            if self._current is None:
+                entry = next(self._entries, None)
+                if entry is None:
+                    raise StopIteration
+                name, size, stream = entry
+                if size == 0:
+                    stream.close()
+                    continue
+                self._current = self._open(stream, f"{self._where} (entry {name})")
+            try:
+                return self._current.read_next_batch()
+            except StopIteration:
+                self._current.close()
+                self._current = None
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        self._entries.close()
+        self._raw.close()
 
 
 class _LineBatches:
@@ -834,7 +911,6 @@ class SeaTunnelFileSource(FileSource):
         self.format = _format(opts)
         _warn_excel_xml(plugin, "source", opts)
         _check_encoding(opts)
-        _check_archive(opts)
         for name, allowed, default in (("date_format", DATE_FORMATS, "yyyy-MM-dd"),
                                        ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
                                        ("time_format", TIME_FORMATS, "HH:mm:ss")):
@@ -842,13 +918,14 @@ class SeaTunnelFileSource(FileSource):
         codec = opts.str("compress_codec", "none").lower()
         self.codec: str | None = None
         if self.format in ("text", "csv", "json"):
-            if codec == "lzo":
-                raise ConfigError("compress_codec", "lzo is not supported (there is no lzo decoder here); "
-                                                    f"use one of none, {', '.join(STREAM_CODECS)}")
-            if codec not in ("none",) + STREAM_CODECS:
-                raise ConfigError("compress_codec", f"{codec!r} is not one of none, {', '.join(STREAM_CODECS)}")
+            if codec == "lzo":  # lzop files, as SeaTunnel's readers (Hadoop's LzopCodec) read them
+                _require_lzo("compress_codec")
+            elif codec not in ("none",) + STREAM_CODECS:
+                raise ConfigError("compress_codec", f"{codec!r} is not one of none, lzo, {', '.join(STREAM_CODECS)}")
             self.codec = None if codec == "none" else codec
         # parquet and orc files name their codec themselves, as SeaTunnel's readers find it
+        #: zip, tar or tar_gz: each file is an archive whose entries are read one by one
+        self.archive: str | None = _archive(opts, self.format, self.codec)
 
         schema = options.get("schema")
         # a schema block that only names the table (tables_configs over parquet or orc files,
@@ -966,13 +1043,20 @@ class SeaTunnelFileSource(FileSource):
             inner: SourceReader = ParquetReader(file, offset, batch_size, where, columns=columns)
         elif fmt == "orc":
             inner = StreamReader(file, lambda f: _OrcStripes(f, columns), offset, batch_size, where)
-        elif fmt in ("text", "csv"):
-            inner = StreamReader(
-                file, lambda f: _LineBatches(_input(f, self.codec), self.row_delimiter, self.skip_header, where),
-                offset, batch_size, where,
-            )
-        elif fmt == "json":
-            inner = StreamReader(file, lambda f: self._open_json(_input(f, self.codec)), offset, batch_size, where)
+        elif fmt in ("text", "csv", "json"):
+            if fmt == "json":
+                def open_file(stream: Any, at: str) -> Any:
+                    return self._open_json(stream)
+            else:
+                def open_file(stream: Any, at: str) -> Any:
+                    return _LineBatches(stream, self.row_delimiter, self.skip_header, at)
+            if self.archive is not None:  # a position counts rows across the entries, in archive order
+                archive, suffix = self.archive, "." + EXTENSIONS[fmt]
+                inner = StreamReader(file, lambda f: _ArchiveBatches(f, archive, suffix, where, open_file),
+                                     offset, batch_size, where)
+            else:
+                inner = StreamReader(file, lambda f: open_file(_input(f, self.codec, where), where), offset,
+                                     batch_size, where)
         else:
             return super()._format_reader(split, fmt, file, offset, batch_size, where)
         partitions = [tuple(pair) for pair in split.spec.get("partitions") or ()] if self.parse_partitions else []
@@ -1157,6 +1241,27 @@ class _TextEncoder:
         self.out.close()
         return self.rows
 
+    def abandon(self) -> None:
+        """Nothing is held back (the file sink calls it on a file it discards)."""
+
+
+class _LzopNewFile(LzopWriter):
+    """A staged file written as an lzop file: what the encoders write is compressed;
+    ``sync`` and ``discard`` (the file sink's commit) reach the file underneath."""
+
+    def __init__(self, out: NewFile):
+        super().__init__(out, mtime=int(time.time()))
+        self.path = out.path
+        self._file = out
+
+    def sync(self) -> None:
+        self.close()
+        self._file.sync()
+
+    def discard(self) -> None:
+        self.closed = True
+        self._file.discard()
+
 
 class _JsonEncoder(_FileEncoder):
     """One json output file: an object per row, rows separated by ``row_delimiter`` (none
@@ -1207,15 +1312,21 @@ class SeaTunnelFileSink(FileSink):
                                    _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
                                    _choice(opts, "time_format", TIME_FORMATS, "HH:mm:ss"))
         codec = opts.str("compress_codec", "none").lower()
-        if codec == "lzo":
-            raise ConfigError("compress_codec", "lzo is not supported (there is no lzo encoder here)")
+        #: text, csv and json files written as lzop files (SeaTunnel: Hadoop's LzopCodec)
+        self.lzo = False
         if self.format in ("text", "csv", "json"):
-            if codec != "none":
-                raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed "
-                                                    "(SeaTunnel compresses them with lzo only)")
+            if codec == "lzo":
+                _require_lzo("compress_codec")
+                self.lzo = True
+            elif codec != "none":
+                raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed or "
+                                                    "with lzo, as SeaTunnel writes them")
             self.compression: str | None = None
         else:
             allowed = SINK_CODECS[self.format]
+            if codec == "lzo":
+                raise ConfigError("compress_codec", f"lzo is not supported for {self.format} files (pyarrow writes "
+                                                    f"no lzo); use one of {', '.join(allowed)}")
             if codec not in allowed:
                 raise ConfigError("compress_codec", f"{codec!r} is not one of {', '.join(allowed)} for "
                                                     f"{self.format} files")
@@ -1331,6 +1442,8 @@ class SeaTunnelFileSink(FileSink):
 
     # -- writing (executors) -------------------------------------------------------------
     def new_encoder(self, schema: pa.Schema, out: NewFile) -> Any:
+        if self.lzo:
+            out = _LzopNewFile(out)  # type: ignore[assignment]  # a NewFile's face over the lzop writer
         if self.format in ("text", "csv"):
             return _TextEncoder(self.format, schema, out, self.field_delimiter, self.row_delimiter, self.header,
                                 self.formats)

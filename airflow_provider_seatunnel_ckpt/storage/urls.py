@@ -159,7 +159,21 @@ def _root(path: str, url: str, key: str) -> str:
     return "/" + "/".join(segments)
 
 
-class RangeFile(io.RawIOBase):
+class ReadStream(io.RawIOBase):
+    """A raw stream whose subclass writes only ``read(n)``: ``readall`` and ``readinto``
+    (what ``io`` and pyarrow call) go through it."""
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+class RangeFile(ReadStream):
     """A read-only, seekable file over ``FileSystem.read(path, offset, length)``.
 
     Every ``read`` is one ranged request, so wrap it in nothing that reads ahead: pyarrow
@@ -223,15 +237,6 @@ class RangeFile(io.RawIOBase):
             self.bytes_read += len(data)
             self._pos = start + len(data)
             return data
-
-    def readall(self) -> bytes:
-        return self.read(-1)
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read(len(view))
-        view[: len(data)] = data
-        return len(data)
 
     def _check_open(self) -> None:
         if self.closed:

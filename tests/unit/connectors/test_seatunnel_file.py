@@ -441,14 +441,14 @@ def test_s3_oss_and_hdfs_options_map_onto_the_storage_options(tmp_path):
 
 @pytest.mark.parametrize("kind, options, message", [
     ("source", {"file_format_type": "excel"}, r"source\[0\]\.file_format_type: excel is not supported yet"),
-    ("source", {"file_format_type": "text", "compress_codec": "lzo"}, r"source\[0\]\.compress_codec: lzo is not"),
+    ("source", {"file_format_type": "text", "compress_codec": "rar"}, r"source\[0\]\.compress_codec: 'rar' is not one of none, lzo"),
     ("source", {"file_format_type": "json", "encoding": "gbk"}, r"source\[0\]\.encoding: 'gbk' is not supported"),
     ("source", {"file_format_type": "json"}, r"source\[0\]\.schema: is required for json"),
     ("source", {"file_format_type": "text", "read_columns": ["a"]}, r"source\[0\]\.read_columns: needs a schema"),
     ("source", {"file_format_type": "csv", "schema": {"fields": {"a": "int"}}, "read_columns": ["b"]},
      r"source\[0\]\.read_columns: no column 'b' in schema"),
-    ("source", {"file_format_type": "text", "archive_compress_codec": "zip"},
-     r"source\[0\]\.archive_compress_codec: zip archives"),
+    ("source", {"file_format_type": "parquet", "archive_compress_codec": "zip"},
+     r"source\[0\]\.archive_compress_codec: zip archives of parquet files"),
     ("source", {"file_format_type": "text", "tables_configs": [{}]}, r"source\[0\]\.tables_configs\[0\]\.schema\.table: is required"),
     ("source", {"file_format_type": "text", "datetime_format": "dd/MM/yyyy"}, r"source\[0\]\.datetime_format: "),
     ("source", {"file_format_type": "text", "colour": 1}, r"source\[0\]\.colour: unknown option for LocalFile"),
