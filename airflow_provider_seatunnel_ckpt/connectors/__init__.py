@@ -36,6 +36,7 @@ transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
 transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (SeaTunnel's)
 transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
 transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
+transform  ``JsonPath``    :class:`.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
 sink       ``S3File``      :class:`.seatunnel_file.S3FileSink` (SeaTunnel's)
@@ -89,6 +90,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "fieldmapper": ("FieldMapper", f"{_PKG}.seatunnel_transforms:FieldMapperTransform"),
         "copy": ("Copy", f"{_PKG}.seatunnel_transforms:CopyTransform"),
         "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
+        "jsonpath": ("JsonPath", f"{_PKG}.json_path:JsonPathTransform"),
     },
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
