@@ -1,4 +1,4 @@
-"""SeaTunnel's JsonPath transform (connectors/json_path.py): its four e2e job files with the
+"""SeaTunnel's JsonPath transform (connectors/json_path/): its four e2e job files with the
 values they produce, every dest_type conversion, Jayway's path rules (definite paths fail
 when they match nothing, indefinite ones give a list), json-smart's permissive reading, the
 error-handling options and one-line option errors. Real parts only: the transform is
@@ -17,7 +17,10 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.json_path import compile_path, parse_json, read_path, PathError
+from airflow_provider_seatunnel_ckpt.connectors.json_path.failures import PathError
+from airflow_provider_seatunnel_ckpt.connectors.json_path.path_compiler import compile_path
+from airflow_provider_seatunnel_ckpt.connectors.json_path.path_reader import read_path
+from airflow_provider_seatunnel_ckpt.connectors.json_path.permissive_json import parse_json
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
