@@ -272,12 +272,13 @@ class _OneWay:
             self._stream.close()
 
 
-def archive_entries(raw: Any, codec: str, suffix: str, where: str) -> Iterator[tuple[str, int, Any]]:
+def archive_entries(raw: Any, codec: str, suffix: str | tuple[str, ...], where: str
+                    ) -> Iterator[tuple[str, int, Any]]:
     """(name, size, stream) of each file in the archive ``raw`` (buffered and seekable
     for zip; read front to back for tar), in archive order, as SeaTunnel reads them:
     directories are skipped, and so are files whose name does not end with ``suffix``
-    (a warning says so). Each stream must be read before the next entry is asked for.
-    Broken archives raise one ``ValueError`` line naming ``where``."""
+    (or one of them: excel's ``.xlsx`` and ``.xls``; a warning says so). Each stream
+    must be read before the next entry is asked for. Broken archives raise one ``ValueError`` line naming ``where``."""
     what = codec.replace("_", ".")
     try:
         if codec == "zip":
@@ -303,9 +304,9 @@ def _broken(what: str, where: str, exc: BaseException) -> ValueError:
     return ValueError(f"{where}: not a valid {what} archive: {exc or type(exc).__name__}")
 
 
-def _wanted(name: str, suffix: str, where: str) -> bool:
+def _wanted(name: str, suffix: str | tuple[str, ...], where: str) -> bool:
     if name.endswith(suffix):
         return True
     log.warning("%s: archive entry %s is skipped: its name does not end with %s (SeaTunnel reads only those)",
-                where, name, suffix)
+                where, name, suffix if isinstance(suffix, str) else " or ".join(suffix))
     return False

@@ -23,8 +23,9 @@ Storage (the connection options map onto the storage options of
                remote_user, kerberos_principal,     -> hdfs.user, kerberosPrincipal,
                kerberos_keytab_path, krb5_path         kerberosKeytabFilePath, krb5Path
 
-Formats (``file_format_type``): ``text``, ``csv``, ``json``, ``parquet``, ``orc``;
-``excel``, ``xml`` and ``binary`` are refused with one line. Text and csv are SeaTunnel's:
+Formats (``file_format_type``): ``text``, ``csv``, ``json``, ``parquet``, ``orc``,
+``excel`` (.xlsx through openpyxl, the ``excel`` extra, and .xls read by our own BIFF8
+reader; :mod:`.excel_format` says how cells convert); ``xml`` and ``binary`` are refused with one line. Text and csv are SeaTunnel's:
 one row per line, fields split by ``field_delimiter`` (text: ``\\u0001``; csv: ``,``
 with ``"`` quoting), nested values (``array``, ``map``, ``row``) split by ``\\u0002``,
 ``\\u0003``... one level down each, a blank field is null, dates and timestamps in
@@ -32,7 +33,8 @@ SeaTunnel's formats. Json is one object per line.
 
 Source options: ``path``, ``file_format_type``, ``schema`` (required for json; text and
 csv without one give one ``content`` column holding each line, as SeaTunnel does; for
-parquet and orc it casts the files' columns, by name), ``read_columns``,
+parquet and orc it casts the files' columns, by name; required for excel: column ``i`` is
+the sheet's column ``i``), ``read_columns``, ``sheet_name`` (excel: else the first sheet),
 ``field_delimiter`` (``delimiter``), ``row_delimiter``, ``skip_header_row_number``,
 ``date_format``/``datetime_format``/``time_format`` (checked; values are recognised in
 any of SeaTunnel's formats, as its readers do), ``file_filter_pattern`` (a regex the
@@ -41,11 +43,12 @@ file's path become string columns after the others), ``read_partitions``,
 ``compress_codec`` (text, csv, json: ``none``, ``lzo`` (lzop files, as Hadoop's
 ``LzopCodec`` writes them; needs the ``lzo`` extra), ``gzip``, ``bz2``, ``zstd``,
 ``lz4``, ``brotli``; parquet and orc are read whatever their codec), ``encoding`` (UTF-8
-only), ``archive_compress_codec`` (text, csv, json: ``none``, ``zip``, ``tar``,
+only), ``archive_compress_codec`` (text, csv, json, excel: ``none``, ``zip``, ``tar``,
 ``tar_gz``: each file is an archive, its entries read in archive order, each as a file of
 ``file_format_type`` (``skip_header_row_number`` applies to each), directories and
-entries without the format's suffix (``.txt``, ``.csv``, ``.json``) skipped, as SeaTunnel
-does; a split is still one archive and its position the rows already emitted; not with
+entries without the format's suffix (``.txt``, ``.csv``, ``.json``, ``.xlsx``/``.xls``)
+skipped, as SeaTunnel does; an xlsx entry is read into memory, up to 256 MiB; a split is
+still one archive and its position the rows already emitted; not with
 ``compress_codec``).
 
 Sink options: ``path``, ``file_format_type`` (default ``csv``), ``field_delimiter``,
@@ -57,7 +60,10 @@ partitions whenever ``partition_by`` is set), ``file_name_expression``,
 (rows per file), ``compress_codec`` (text, csv, json: ``none`` or ``lzo``, lzop files
 named ``….lzo.txt`` as SeaTunnel names them; parquet and orc: SeaTunnel's codecs but
 lzo), ``enable_header_write``, ``date_format``/
-``datetime_format``/``time_format``, ``encoding``, ``schema_save_mode``/
+``datetime_format``/``time_format``, ``encoding``, ``sheet_name`` and ``max_rows_in_memory``
+(excel: a header row, then a row per record, as SeaTunnel's ExcelGenerator writes; rows
+stream to openpyxl's temporary file, so ``max_rows_in_memory`` needs nothing),
+``schema_save_mode``/
 ``data_save_mode`` (the non-destructive modes), ``tmp_path`` (ignored: files are staged
 under ``path/_staging``).
 
@@ -83,16 +89,19 @@ for it, else listed here):
   splits at that character (SeaTunnel splits with it as a Java regex; a warning says so);
   ``row_delimiter`` splits text and csv rows (SeaTunnel's reader splits at line breaks; a
   warning says so); gzip, bz2, zstd, lz4 and brotli files are decompressed too (SeaTunnel:
-  lzo only); lzop files using an lzop filter are refused; archives of excel or xml files
-  are refused (their formats are); json numbers must be json numbers where the schema has a
+  lzo only); lzop files using an lzop filter are refused; archives of xml files are
+  refused (the format is); an excel row with no value is no row, formula cells give
+  their cached value (SeaTunnel fails on them); json numbers must be json numbers where the schema has a
   number (SeaTunnel also parses numeric strings), a map entry with a null value is left
   out; zoned parquet timestamps become their UTC wall-clock time (SeaTunnel: the JVM's
   zone) and timestamps are microseconds; a schema on parquet or orc casts by column name.
 * sinks write numbers in Arrow's text form (``1``, ``2.5e+300``; Java: ``1.0``,
   ``2.5E300``), quote csv values holding a comma, quote or line break (SeaTunnel writes
   them as they are), head a file with the columns it holds (SeaTunnel: every upstream
-  column); a null partition value is the directory ``k=null`` (SeaTunnel fails); a file
-  is also cut at 16 MiB, besides ``batch_size`` rows; ``lzo`` for parquet and orc is
+  column); excel files hold the written columns side by side (SeaTunnel leaves a blank
+  column where a partition field is not written); a null partition value is the
+  directory ``k=null`` (SeaTunnel fails); a file is also cut at 16 MiB (excel: of sheet
+  xml), besides ``batch_size`` rows; ``lzo`` for parquet and orc is
   refused (pyarrow writes no lzo), orc files cannot hold time columns;
   ``archive_compress_codec`` is refused (SeaTunnel's sinks ignore it); the save modes
   that delete or refuse existing output (``RECREATE_SCHEMA``, ``DROP_DATA``,
@@ -126,6 +135,7 @@ from ..extras import require
 from ..storage.filesystem import FileSystem, NewFile
 from ..storage.urls import RangeFile, filesystem_for_url, is_storage_option
 from .api import JsonValue, Sink, Source, SourceReader, Split
+from . import excel_format
 from .file_codecs import ARCHIVE_CODECS, LzopReader, LzopWriter, archive_entries
 from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, _FileEncoder, _json_default
 from .file_source import STREAM_BLOCK_SIZE, FileSource, ParquetReader, StreamReader
@@ -135,10 +145,10 @@ from .seatunnel_types import Column, has_map, parse_columns, type_name
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("text", "csv", "json", "parquet", "orc")
-REFUSED_FORMATS = ("excel", "xml", "binary")
-#: SeaTunnel's file name suffix of each format
-EXTENSIONS = {"text": "txt", "csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc"}
+FORMATS = ("text", "csv", "json", "parquet", "orc", "excel")
+REFUSED_FORMATS = ("xml", "binary")
+#: SeaTunnel's file name suffix of each format (excel: the suffix written; .xls is also read)
+EXTENSIONS = {"text": "txt", "csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc", "excel": "xlsx"}
 #: SeaTunnel's separators of text files: fields, then each nesting level one further
 SEPARATORS = ("\u0001", "\u0002", "\u0003", "\u0004", "\u0005", "\u0006", "\u0007")
 DEFAULT_TEXT_DELIMITER = SEPARATORS[0]
@@ -214,7 +224,8 @@ SINK_OPTIONS = frozenset({
     "sheet_name", "xml_root_tag", "xml_row_tag", "xml_use_attr_format", "parquet_avro_write_timestamp_as_int96",
     "parquet_avro_write_fixed_as_int96",
 })
-_EXCEL_XML_OPTIONS = ("sheet_name", "xml_row_tag", "xml_use_attr_format", "xml_root_tag", "max_rows_in_memory")
+_EXCEL_OPTIONS = ("sheet_name", "max_rows_in_memory")
+_XML_OPTIONS = ("xml_row_tag", "xml_use_attr_format", "xml_root_tag")
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,9 +266,9 @@ def _archive(opts: Options, fmt: str, codec: str | None) -> str | None:
         return None
     if value not in ARCHIVE_CODECS:
         raise ConfigError("archive_compress_codec", f"{value!r} is not one of none, {', '.join(ARCHIVE_CODECS)}")
-    if fmt not in ("text", "csv", "json"):
-        raise ConfigError("archive_compress_codec", f"{value} archives of {fmt} files are not supported (text, csv "
-                                                    "and json files only)")
+    if fmt not in ("text", "csv", "json", "excel"):
+        raise ConfigError("archive_compress_codec", f"{value} archives of {fmt} files are not supported (text, csv, "
+                                                    "json and excel files only)")
     if codec is not None:
         raise ConfigError("compress_codec", f"{codec} cannot be combined with archive_compress_codec = {value}: "
                                             "the archive's entries are read as they are")
@@ -268,10 +279,15 @@ def _require_lzo(key: str) -> None:
     require("lzo", "lzo", key)
 
 
-def _warn_excel_xml(plugin: str, kind: str, opts: Options) -> None:
-    for name in _EXCEL_XML_OPTIONS:
+def _require_excel(key: str) -> None:
+    require("excel", "excel", key)
+
+
+def _warn_excel_xml(plugin: str, kind: str, opts: Options, fmt: str) -> None:
+    for name in _XML_OPTIONS + (() if fmt == "excel" else _EXCEL_OPTIONS):
         if opts.has(name):
-            log.warning("%s %s: option %s only applies to excel and xml files; ignored", plugin, kind, name)
+            log.warning("%s %s: option %s only applies to %s files; ignored", plugin, kind, name,
+                        "excel" if name in _EXCEL_OPTIONS else "xml")
 
 
 def _bucket(value: Any, schemes: Sequence[str], key: str = "bucket") -> str:
@@ -751,11 +767,11 @@ def _input(file: RangeFile, codec: str | None, where: str) -> Any:
 
 class _ArchiveBatches:
     """The batches of every file in an archive, one entry after the other, each read as
-    its own file (``open_entry(stream, where)``: its header lines skipped, its json
-    blocks parsed); empty entries have no rows."""
+    its own file (``open_entry(stream, where, name, size)``: its header lines skipped,
+    its json blocks parsed); empty entries have no rows."""
 
-    def __init__(self, file: RangeFile, codec: str, suffix: str, where: str,
-                 open_entry: Callable[[Any, str], Any]):
+    def __init__(self, file: RangeFile, codec: str, suffix: str | tuple[str, ...], where: str,
+                 open_entry: Callable[[Any, str, str, int], Any]):
         # zip reads its directory at the end, then each entry: seeks, so a buffer over
         # ranged reads; tar is read front to back through the same buffer
         self._raw = io.BufferedReader(file, buffer_size=STREAM_BLOCK_SIZE)
@@ -774,7 +790,7 @@ class _ArchiveBatches:
                 if size == 0:
                     stream.close()
                     continue
-                self._current = self._open(stream, f"{self._where} (entry {name})")
+                self._current = self._open(stream, f"{self._where} (entry {name})", name, size)
             try:
                 return self._current.read_next_batch()
             except StopIteration:
@@ -909,7 +925,9 @@ class SeaTunnelFileSource(FileSource):
             _warn(plugin, "source", "option %s is a sink option; SeaTunnel's source ignores it, and so does this one",
                   name)
         self.format = _format(opts)
-        _warn_excel_xml(plugin, "source", opts)
+        _warn_excel_xml(plugin, "source", opts, self.format)
+        if self.format == "excel":
+            _require_excel("file_format_type")
         _check_encoding(opts)
         for name, allowed, default in (("date_format", DATE_FORMATS, "yyyy-MM-dd"),
                                        ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
@@ -923,6 +941,9 @@ class SeaTunnelFileSource(FileSource):
             elif codec not in ("none",) + STREAM_CODECS:
                 raise ConfigError("compress_codec", f"{codec!r} is not one of none, lzo, {', '.join(STREAM_CODECS)}")
             self.codec = None if codec == "none" else codec
+        elif self.format == "excel" and codec != "none":  # SeaTunnel's excel reader reads the file as it is
+            raise ConfigError("compress_codec", f"{codec!r}: excel files are read as they are (xlsx is zipped "
+                                                "already); remove the option")
         # parquet and orc files name their codec themselves, as SeaTunnel's readers find it
         #: zip, tar or tar_gz: each file is an archive whose entries are read one by one
         self.archive: str | None = _archive(opts, self.format, self.codec)
@@ -932,8 +953,8 @@ class SeaTunnelFileSource(FileSource):
         # whose columns the files carry) declares no columns, as in SeaTunnel
         names_only = isinstance(schema, Mapping) and set(schema) <= {"table"}
         self.columns: list[Column] | None = parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
-        if self.columns is None and self.format == "json":
-            raise ConfigError("schema", "is required for json files, as in SeaTunnel")
+        if self.columns is None and self.format in ("json", "excel"):
+            raise ConfigError("schema", f"is required for {self.format} files, as in SeaTunnel")
         names = [c.name for c in self.columns] if self.columns is not None else []
         self.read_columns: list[str] | None = opts.str_list("read_columns") if opts.has("read_columns") else None
         if self.read_columns is not None:
@@ -953,7 +974,7 @@ class SeaTunnelFileSource(FileSource):
             raise ConfigError("delimiter", "disagrees with field_delimiter (delimiter is its older name); set one")
         key = "delimiter" if options.get("field_delimiter") is None and options.get("delimiter") is not None \
             else "field_delimiter"
-        delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format == "text" else ",")
+        delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel") else ",")
         self.splitter = _field_splitter(plugin, self.format, delimiter, key)
         self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
         if self.row_delimiter != "\n" and self.format != "parquet" and self.format != "orc":
@@ -961,6 +982,7 @@ class SeaTunnelFileSource(FileSource):
                 "splits rows at it; SeaTunnel's reader splits them at line breaks whatever row_delimiter says"
             _warn(plugin, "source", "row_delimiter %r: this reader %s", self.row_delimiter, how)
         self.skip_header: int = opts.int("skip_header_row_number", 0, minimum=0)
+        self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
         pattern = opts.str("file_filter_pattern", None)
         try:
             self.file_filter = re.compile(pattern) if pattern is not None else None
@@ -1043,20 +1065,33 @@ class SeaTunnelFileSource(FileSource):
             inner: SourceReader = ParquetReader(file, offset, batch_size, where, columns=columns)
         elif fmt == "orc":
             inner = StreamReader(file, lambda f: _OrcStripes(f, columns), offset, batch_size, where)
-        elif fmt in ("text", "csv", "json"):
+        elif fmt in ("text", "csv", "json", "excel"):
+            suffix: str | tuple[str, ...] = "." + EXTENSIONS[fmt]
             if fmt == "json":
-                def open_file(stream: Any, at: str) -> Any:
+                def open_file(stream: Any, at: str, name: str, size: int) -> Any:
                     return self._open_json(stream)
+            elif fmt == "excel":
+                suffix = excel_format.SUFFIXES  # SeaTunnel's FileFormat.EXCEL: xlsx and xls
+                fields = [(index, c.name, c.type) for index, c in self.selected]
+
+                def open_file(stream: Any, at: str, name: str, size: int) -> Any:
+                    if self.archive is not None:
+                        stream = excel_format.read_entry(stream, size, at)
+                    else:  # openpyxl seeks in the file: a buffer over the ranged reads
+                        stream = io.BufferedReader(stream, buffer_size=STREAM_BLOCK_SIZE)
+                    return excel_format.ExcelBatches(stream, name, at, self.sheet_name, self.skip_header, fields,
+                                                     self.splitter[1], batch_size)
             else:
-                def open_file(stream: Any, at: str) -> Any:
+                def open_file(stream: Any, at: str, name: str, size: int) -> Any:
                     return _LineBatches(stream, self.row_delimiter, self.skip_header, at)
             if self.archive is not None:  # a position counts rows across the entries, in archive order
-                archive, suffix = self.archive, "." + EXTENSIONS[fmt]
+                archive = self.archive
                 inner = StreamReader(file, lambda f: _ArchiveBatches(f, archive, suffix, where, open_file),
                                      offset, batch_size, where)
             else:
-                inner = StreamReader(file, lambda f: open_file(_input(f, self.codec, where), where), offset,
-                                     batch_size, where)
+                path = str(split.spec["path"])
+                inner = StreamReader(file, lambda f: open_file(_input(f, self.codec, where), where, path, f.size),
+                                     offset, batch_size, where)
         else:
             return super()._format_reader(split, fmt, file, offset, batch_size, where)
         partitions = [tuple(pair) for pair in split.spec.get("partitions") or ()] if self.parse_partitions else []
@@ -1085,6 +1120,8 @@ class SeaTunnelFileSource(FileSource):
                 fields = split_fields(lines, *self.splitter)
                 arrays = [from_text(_element(fields, index), c.type, c.name) for index, c in self.selected]
                 names = [c.name for _, c in self.selected]
+        elif fmt == "excel":  # the reader made the schema's columns
+            arrays, names = list(batch.columns), list(batch.schema.names)
         elif self.columns is not None:  # json, or parquet / orc cast to the schema
             present = set(batch.schema.names)
             for _, c in self.selected:
@@ -1305,12 +1342,15 @@ class SeaTunnelFileSink(FileSink):
         opts = Options(plugin, options, known=SINK_OPTIONS | set(CONNECTION_OPTIONS[plugin]),
                        extra=is_storage_option, extra_hint=STORAGE_HINT)
         self.format: str = _format(opts, "csv")
-        _warn_excel_xml(plugin, "sink", opts)
+        _warn_excel_xml(plugin, "sink", opts, self.format)
+        if self.format == "excel":
+            _require_excel("file_format_type")
         _check_encoding(opts)
         _check_archive(opts)
-        self.formats = TextFormats(_choice(opts, "date_format", DATE_FORMATS, "yyyy-MM-dd"),
-                                   _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
-                                   _choice(opts, "time_format", TIME_FORMATS, "HH:mm:ss"))
+        self._date_format = _choice(opts, "date_format", DATE_FORMATS, "yyyy-MM-dd")
+        self._datetime_format = _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss")
+        self._time_format = _choice(opts, "time_format", TIME_FORMATS, "HH:mm:ss")
+        self.formats = TextFormats(self._date_format, self._datetime_format, self._time_format)
         codec = opts.str("compress_codec", "none").lower()
         #: text, csv and json files written as lzop files (SeaTunnel: Hadoop's LzopCodec)
         self.lzo = False
@@ -1322,6 +1362,11 @@ class SeaTunnelFileSink(FileSink):
                 raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed or "
                                                     "with lzo, as SeaTunnel writes them")
             self.compression: str | None = None
+        elif self.format == "excel":
+            if codec != "none":  # SeaTunnel's docs: "excel type does not support any compression format"
+                raise ConfigError("compress_codec", f"{codec!r}: excel files are written uncompressed (xlsx is "
+                                                    "zipped already), as SeaTunnel writes them")
+            self.compression = None
         else:
             allowed = SINK_CODECS[self.format]
             if codec == "lzo":
@@ -1335,6 +1380,11 @@ class SeaTunnelFileSink(FileSink):
         self.field_delimiter = _delimiter(options, "field_delimiter", DEFAULT_TEXT_DELIMITER)
         self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
         self.header: bool = opts.bool("enable_header_write", False)
+        #: excel: the sheet's name (SeaTunnel: Sheet<random int>); max_rows_in_memory is accepted and needs
+        #: nothing (openpyxl's write-only sheet keeps no rows in memory)
+        self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
+        if self.format == "excel" and opts.has("max_rows_in_memory"):
+            opts.int("max_rows_in_memory", 0)
 
         self.sink_columns = _column_list(options, "sink_columns")  # empty: every column, as in SeaTunnel
         self.partition_by = _column_list(options, "partition_by")
@@ -1449,6 +1499,9 @@ class SeaTunnelFileSink(FileSink):
                                 self.formats)
         if self.format == "json":
             return _JsonEncoder(schema, out, self.row_delimiter)
+        if self.format == "excel":
+            return excel_format.ExcelEncoder(schema, out, self.sheet_name, self.field_delimiter, self._date_format,
+                                             self._datetime_format, self._time_format, self.formats)
         return _FileEncoder(self.format, schema, self.compression, out)
 
     def split_batch(self, batch: pa.RecordBatch) -> Iterable[tuple[str, pa.RecordBatch]]:

@@ -128,7 +128,8 @@ def _run_rebased(job_file: Path, root: Path, monkeypatch: pytest.MonkeyPatch, si
 
 
 def test_every_job_file_of_the_fixture_directory_runs_here() -> None:
-    assert sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.conf")) == sorted(
+    # the excel/ jobs are test_seatunnel_excel.py's
+    assert sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.conf") if p.parent.name != "excel") == sorted(
         [*JOBS, "text/fake_to_local_file_text.conf"])
 
 
@@ -341,8 +342,8 @@ def test_a_truncated_lzo_file_is_one_line_naming_it(tmp_path: Path) -> None:
     ("source", {"file_format_type": "json", "archive_compress_codec": "tar_gz", "compress_codec": "lzo",
                 "schema": {"fields": {"a": "int"}}},
      r"^source\[0\]\.compress_codec: lzo cannot be combined with archive_compress_codec = tar_gz"),
-    ("source", {"file_format_type": "excel", "archive_compress_codec": "zip"},
-     r"^source\[0\]\.file_format_type: excel is not supported yet"),
+    ("source", {"file_format_type": "xml", "archive_compress_codec": "zip"},
+     r"^source\[0\]\.file_format_type: xml is not supported yet"),
     ("sink", {"file_format_type": "text", "archive_compress_codec": "zip"},
      r"^sink\[0\]\.archive_compress_codec: zip archives are read, not written"),
     ("sink", {"file_format_type": "parquet", "compress_codec": "lzo"},

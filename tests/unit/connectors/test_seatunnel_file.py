@@ -440,7 +440,8 @@ def test_s3_oss_and_hdfs_options_map_onto_the_storage_options(tmp_path):
 
 
 @pytest.mark.parametrize("kind, options, message", [
-    ("source", {"file_format_type": "excel"}, r"source\[0\]\.file_format_type: excel is not supported yet"),
+    ("source", {"file_format_type": "excel"}, r"source\[0\]\.schema: is required for excel files"),
+    ("source", {"file_format_type": "binary"}, r"source\[0\]\.file_format_type: binary is not supported yet"),
     ("source", {"file_format_type": "text", "compress_codec": "rar"}, r"source\[0\]\.compress_codec: 'rar' is not one of none, lzo"),
     ("source", {"file_format_type": "json", "encoding": "gbk"}, r"source\[0\]\.encoding: 'gbk' is not supported"),
     ("source", {"file_format_type": "json"}, r"source\[0\]\.schema: is required for json"),
