@@ -39,7 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .json_path.java_text import java_float_text
+from .java_text import java_float_text
 from .seatunnel_types import type_name
 from .xls_reader import xls_sheets
 

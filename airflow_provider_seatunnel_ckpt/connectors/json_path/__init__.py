@@ -21,7 +21,7 @@ One module per job:
 * :mod:`.permissive_json`: json-smart's permissive parser;
 * :mod:`.source_json`: a ``row``, ``array`` or ``map`` source column written as JSON;
 * :mod:`.convert` and :mod:`.java_dates`: the result converted to ``dest_type``;
-* :mod:`.java_text`: Java's and Jackson's texts of values;
+* :mod:`..java_text` (shared with the excel format): Java's and Jackson's texts of values;
 * :mod:`.failures`: the errors the error-handling options act on, and the others.
 """
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ...errors import ConfigError
 from ..seatunnel_types import type_name
-from .java_text import float_json, java_decimal_text, java_float_text, json_string
+from ..java_text import float_json, java_decimal_text, java_float_text, json_string
 
 
 def check_source(kind: pa.DataType, key: str, column: str, top: bool = True) -> None:

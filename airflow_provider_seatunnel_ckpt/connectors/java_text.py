@@ -1,7 +1,8 @@
 """Java's and Jackson's texts of values, which SeaTunnel's results are compared by:
 ``Double.toString`` / ``Float.toString`` (:func:`java_float_text`), ``BigDecimal.toString``,
 and Jackson's JSON strings, ``JsonNode.toString`` and ``JsonNode.asText`` of a parsed
-document's values."""
+document's values. Shared by the JsonPath transform and the excel format, whose
+SeaTunnel counterparts both print values through Java."""
 
 from __future__ import annotations
 
