@@ -12,8 +12,9 @@ hazelcast*.yaml, Kubernetes manifests and data or schema JSON.
 
 For each file:
 
-* ``parsed``: the document reads (HOCON/JSON/YAML; a HOCON file whose unquoted ``${var}``
-  only its test passes in does not);
+* ``parsed``: the document reads (HOCON/JSON/YAML). A file whose ``${var}`` values its
+  e2e test passes in (``-i``, or written into a template before the run) is read with the
+  values that test passes (``TEST_VARIABLES``), as SeaTunnel's test runs it;
 * ``loaded``: ``load_job`` and ``JobSpec.validate`` (every connector built from its
   options) raise nothing: what the survey behind docs/seatunnel.md counted as accepted
   before ``--check`` existed;
@@ -66,6 +67,33 @@ RUN_TIMEOUT_S = 60
 
 #: sources and sinks that need no server: generated rows, checks, printed rows, local files
 NO_SERVER_CONNECTORS = frozenset({"fakesource", "assert", "console", "localfile"})
+
+
+#: file name -> the variables its SeaTunnel e2e test passes in (the test named beside it);
+#: placeholders it leaves unset (``${transactionId}``, ``${now}``) stay the connector's
+TEST_VARIABLES: dict[str, dict[str, str]] = {
+    # UserVariableIT.userVariableTest (-i)
+    "fake_to_console.variables.conf": {
+        "resName": "a20261128", "rowNum": "10", "strTemplate": "[abc,def]", "nameType": "string",
+        "nameVal": "abc", "sourceTableName": "sql"},
+    # UserVariableIT.userVariableWithDefaultValueTest (-i)
+    "fake_to_console_with_default_value.variables.conf": {
+        "strTemplate": "[abc,def]", "ageType": "int", "nameVal": "abc", "sourceTableName": "sql"},
+    # ClusterFaultToleranceIT.testBatchJobRunOkIn2Node (TestUtils.createTestConfigFileFromTemplate)
+    "cluster_batch_fake_to_localfile_template.conf": {
+        "dynamic_test_case_name": "testBatchJobRunOkIn2Node", "dynamic_job_mode": "BATCH",
+        "dynamic_test_row_num_per_parallelism": "1000", "dynamic_test_parallelism": "6"},
+    # ClusterFaultToleranceTwoPipelineIT.testTwoPipelineBatchJobRunOkIn2Node (template)
+    "cluster_batch_fake_to_localfile_two_pipeline_template.conf": {
+        "dynamic_test_case_name": "testTwoPipelineBatchJobRunOkIn2Node", "dynamic_job_mode": "BATCH",
+        "dynamic_test_row_num_per_parallelism": "1000", "dynamic_test_parallelism": "6"},
+    # TextHeaderIT.enableWriteHeader, its first case (template)
+    "batch_fakesource_to_file_header.conf": {"file_format_type": "text", "enable_header_write": "true"},
+}
+
+
+def test_variables(path: Path) -> dict[str, str] | None:
+    return TEST_VARIABLES.get(path.name)
 
 
 def needs_server(entries: Iterable[Mapping[str, Any]]) -> bool:
@@ -125,7 +153,7 @@ def plugin_entries(path: Path) -> tuple[list[dict], str | None]:
 
     error = None
     try:
-        doc = read_job_document(path)[0]
+        doc = read_job_document(path, test_variables(path))[0]
     except Exception as exc:  # noqa: BLE001 - any parse error is a finding
         error = first_line(exc)
         try:
@@ -170,7 +198,7 @@ def check_file(path: Path) -> dict[str, Any]:
     }
     if parse_error is None:
         try:
-            job = load_job(path)
+            job = load_job(path, test_variables(path))
             job.validate()
             record["loaded"] = True
             check_job(job)
@@ -185,7 +213,7 @@ def local_file_paths(path: Path, section: str) -> list[str]:
     with ``${...}`` cut there: the connector fills it in)."""
     from airflow_provider_seatunnel_ckpt.engine.job import load_job
 
-    job = load_job(path)
+    job = load_job(path, test_variables(path))
     entries = job.sources if section == "source" else job.sinks
     paths = []
     for entry in entries:
@@ -250,7 +278,7 @@ def run_one(path: Path) -> dict[str, Any]:
     from tests.seatunnel_jobs import run_in_process
 
     try:
-        return {"status": "passed", "rows": run_in_process(path)}
+        return {"status": "passed", "rows": run_in_process(path, variables=test_variables(path))}
     except ConfigError as exc:
         line = first_line(exc)
         missing = "does not exist" in line and re.match(r"source\[\d+\]", line)

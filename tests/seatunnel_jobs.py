@@ -5,6 +5,7 @@ chaos suites run some of them under real Spark)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
@@ -14,10 +15,10 @@ from airflow_provider_seatunnel_ckpt.engine.routing import (
 )
 
 
-def run_in_process(path: Path, job_id: str = "compat") -> int:
+def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, str] | None = None) -> int:
     """Run a job's connectors as its subtasks would (along its wiring), one epoch, and
-    finish the job; return the rows its sinks got."""
-    job = load_job(path)
+    finish the job; return the rows its sinks got. ``variables``: as ``-i`` gives them."""
+    job = load_job(path, variables)
     sources = load_sources(job.sources)
     transforms = load_transforms(job.transforms)
     sinks = load_sinks(job, sources)

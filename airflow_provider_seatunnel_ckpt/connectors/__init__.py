@@ -36,6 +36,7 @@ transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
 transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (SeaTunnel's)
 transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
 transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
+transform  ``Split``       :class:`.seatunnel_transforms.SplitTransform` (SeaTunnel's)
 transform  ``JsonPath``    :class:`.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
@@ -90,6 +91,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "fieldmapper": ("FieldMapper", f"{_PKG}.seatunnel_transforms:FieldMapperTransform"),
         "copy": ("Copy", f"{_PKG}.seatunnel_transforms:CopyTransform"),
         "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
+        "split": ("Split", f"{_PKG}.seatunnel_transforms:SplitTransform"),
         "jsonpath": ("JsonPath", f"{_PKG}.json_path:JsonPathTransform"),
     },
     "sink": {

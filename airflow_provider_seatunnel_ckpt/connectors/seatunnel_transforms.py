@@ -1,5 +1,5 @@
-"""SeaTunnel's column transforms under their names and options: ``FieldMapper``, ``Copy``
-and ``Replace``. Stateless, one Arrow batch at a time, no Python per row.
+"""SeaTunnel's column transforms under their names and options: ``FieldMapper``, ``Copy``,
+``Replace`` and ``Split``. Stateless, one Arrow batch at a time, no Python per row.
 
 * ``FieldMapper { field_mapper = { id = id, name = new_name } }``: keeps the listed input
   columns, in that order, each under its new name.
@@ -21,7 +21,16 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from .api import Transform
+from .java_text import java_decimal_text, java_float_text
 from .options import Options, option_key
+
+
+def _re2(option: str, pattern: str) -> None:
+    """Refuse here, not on a batch, what Arrow's RE2 cannot run (backreferences, lookaround)."""
+    try:
+        pc.replace_substring_regex(pa.array([""]), pattern=pattern, replacement="")
+    except pa.ArrowInvalid as err:
+        raise ConfigError(option, f"not a regular expression Arrow's RE2 can run: {err}") from None
 
 
 def _missing(transform: Transform, option: str, wanted: list[str], names: list[str]) -> None:
@@ -102,10 +111,7 @@ class ReplaceTransform(Transform):
         self.is_regex: bool = opts.bool("is_regex", False)
         self.replace_first: bool = opts.bool("replace_first", False)
         if self.is_regex:
-            try:  # RE2 refuses what it cannot run (backreferences, lookaround) here, not on a batch
-                pc.replace_substring_regex(pa.array([""]), pattern=self.pattern, replacement=self.replacement)
-            except pa.ArrowInvalid as err:
-                raise ConfigError("pattern", f"not a regular expression Arrow's RE2 can run: {err}") from None
+            _re2("pattern", self.pattern)
 
     def _column(self, schema: pa.Schema) -> int:
         index = schema.get_field_index(self.field)
@@ -127,3 +133,71 @@ class ReplaceTransform(Transform):
         replaced = replace(batch.column(index), pattern=self.pattern, replacement=self.replacement,
                            max_replacements=limit)
         return batch.set_column(index, batch.schema.field(index), replaced)
+
+
+def _java_texts(column: pa.Array) -> pa.Array:
+    """Java's ``toString`` of each value, for the types whose text Arrow's cast does not
+    give as Java would (floating point, decimals); the rest cast as Java prints them."""
+    kind = column.type
+    if pa.types.is_floating(kind):
+        single = pa.types.is_float32(kind) or pa.types.is_float16(kind)
+        return pa.array([None if v is None else java_float_text(v, single) for v in column.to_pylist()], pa.string())
+    if pa.types.is_decimal(kind):
+        return pa.array([None if v is None else java_decimal_text(v) for v in column.to_pylist()], pa.string())
+    return pc.cast(column, pa.string())
+
+
+#: the value types whose text is the same here and in Java: Split refuses the others
+#: (a timestamp's, a row's or a list's text follows Java's classes, not a rule we keep)
+def _splittable(kind: pa.DataType) -> bool:
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+            or pa.types.is_floating(kind) or pa.types.is_decimal(kind) or pa.types.is_boolean(kind)
+            or pa.types.is_date32(kind))
+
+
+class SplitTransform(Transform):
+    plugin_name = "Split"
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known={"separator", "split_field", "output_fields"})
+        self.field: str = opts.str("split_field")
+        self.separator = options.get("separator")
+        if not isinstance(self.separator, str) or self.separator == "":
+            raise ConfigError("separator", f"is required for Split (a non-empty string), got {self.separator!r}")
+        _re2("separator", self.separator)
+        self.outputs = opts.str_list("output_fields")
+
+    def _check(self, schema: pa.Schema) -> None:
+        _missing(self, "split_field", [self.field], schema.names)
+        kind = schema.field(self.field).type
+        if not _splittable(kind):
+            raise ConfigError(option_key(self, "split_field"),
+                              f"{self.field} is {kind}: Split takes strings, numbers, booleans and dates")
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        self._check(input_schema)
+        for name in self.outputs:
+            index = input_schema.get_field_index(name)
+            field = pa.field(name, pa.string())
+            input_schema = input_schema.append(field) if index < 0 else input_schema.set(index, field)
+        return input_schema
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        self._check(batch.schema)
+        texts = _java_texts(batch.column(self.field))
+        count = len(self.outputs)
+        # a null value has no pieces: split "" and null every piece of those rows after
+        pieces = pc.split_pattern_regex(pc.fill_null(texts, ""), pattern=self.separator, max_splits=count - 1)
+        padded = pc.list_slice(pieces, 0, count, return_fixed_size_list=True)  # short rows padded with nulls
+        flat = padded.flatten() if isinstance(padded, pa.Array) else padded.combine_chunks().flatten()
+        is_null = pc.is_null(texts)
+        for position, name in enumerate(self.outputs):
+            piece = pc.take(flat, pa.array(range(position, count * len(batch), count), pa.int64()))
+            piece = pc.if_else(is_null, pa.scalar(None, pa.string()), piece)
+            field = pa.field(name, pa.string())
+            index = batch.schema.get_field_index(name)
+            batch = batch.append_column(field, piece) if index < 0 else batch.set_column(index, field, piece)
+        return batch

@@ -42,7 +42,7 @@ def test_every_builtin_loads():
     for name in connectors.sinks:
         sink_class(name)
     assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql",
-                                          "fieldmapper", "copy", "replace", "jsonpath"}
+                                          "fieldmapper", "copy", "replace", "jsonpath", "split"}
 
 
 def test_unknown_plugin_lists_known_ones():

@@ -1,4 +1,4 @@
-"""SeaTunnel's FieldMapper, Copy and Replace transforms."""
+"""SeaTunnel's FieldMapper, Copy, Replace and Split transforms."""
 
 from __future__ import annotations
 
@@ -55,3 +55,39 @@ def test_bad_options_are_one_line(entry: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_transform(entry, "transform[0]").output_schema(BATCH.schema)
     assert str(err.value).startswith(message)
+
+
+def test_split_cuts_into_at_most_the_output_fields_and_pads_with_nulls() -> None:
+    rows = pa.RecordBatch.from_pylist([{"name": "Joy Ding"}, {"name": "May"}, {"name": "a b c"}, {"name": None}])
+    transform = load_transform({"plugin_name": "Split", "split_field": "name", "separator": " ",
+                                "output_fields": ["first", "rest"]}, "transform[0]")
+    out = transform.process(rows, None)
+    assert out.schema == transform.output_schema(rows.schema)
+    assert [(r["first"], r["rest"]) for r in out.to_pylist()] == [
+        ("Joy", "Ding"), ("May", None), ("a", "b c"), (None, None)]  # the last piece keeps the rest
+
+
+def test_split_takes_the_java_text_of_numbers_and_replaces_a_same_named_field() -> None:
+    # SeaTunnel's e2e split_transform.conf splits an int age at "1"; a double prints as Java's
+    rows = pa.RecordBatch.from_pydict({"age": pa.array([11, 210], pa.int32()), "x": pa.array([1.5e10, 0.1])})
+    by_age = load_transform({"plugin_name": "Split", "split_field": "age", "separator": "1",
+                             "output_fields": ["f1", "f2"]}, "transform[0]").process(rows, None)
+    assert by_age.column("f1").to_pylist() == ["", "2"] and by_age.column("f2").to_pylist() == ["1", "0"]
+    by_x = load_transform({"plugin_name": "Split", "split_field": "x", "separator": "\\.",
+                           "output_fields": ["x", "fraction"]}, "transform[0]").process(rows, None)
+    assert by_x.schema.names == ["age", "x", "fraction"]  # x replaced in place, as a string
+    assert by_x.column("x").to_pylist() == ["1", "0"] and by_x.column("fraction").to_pylist() == ["5E10", "1"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"separator": " ", "output_fields": ["a"]}, "split_field"),
+    ({"split_field": "name", "separator": "", "output_fields": ["a"]}, "transform[0].separator: is required"),
+    ({"split_field": "name", "separator": "(?=a)", "output_fields": ["a"]}, "transform[0].separator: not a regular"),
+    ({"split_field": "name", "separator": " ", "output_fields": []}, "transform[0].output_fields: expected a non-empty list"),
+    ({"split_field": "name", "separator": " ", "output_fields": ["a", "a"]}, "transform[0].output_fields: lists a column more than once"),
+    ({"split_field": "nope", "separator": " ", "output_fields": ["a"]}, "no column 'nope'"),
+])
+def test_split_bad_options_are_one_line(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_transform({"plugin_name": "Split", **entry}, "transform[0]").output_schema(BATCH.schema)
+    assert message in str(info.value) and "\n" not in str(info.value)
