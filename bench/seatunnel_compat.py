@@ -23,8 +23,10 @@ For each file:
 * ``needs_server``: ``needs_server`` below, one rule over the job's sources and sinks;
 * with ``--run``, an accepted job that needs no server is run in-process
   (``tests/seatunnel_jobs.run_in_process``: its connectors fed split by split along its
-  wiring, without Spark) in a child process with a 60 s timeout: ``passed``, ``failed``
-  (a DataError such as a broken Assert rule, any other exception, or the timeout),
+  wiring, without Spark) in a child process with a 120 s timeout: ``passed``,
+  ``failed_as_expected`` (SeaTunnel's own test expects this file to fail, and it fails with
+  the error that test expects: ``EXPECTED_FAILURES``), ``failed`` (a DataError such as a
+  broken Assert rule, any other exception, or the timeout),
   ``refused`` (a ConfigError raised only when run) or ``needs_input`` (a LocalFile source
   path that does not exist: SeaTunnel's tests lay those files out first). The children
   run in a scratch directory; whatever they write under the jobs' LocalFile sink paths is
@@ -63,10 +65,20 @@ sys.path.insert(0, str(REPO))
 JOB_GLOBS = ("seatunnel-e2e/**/src/test/resources/**/*", "config/*", "seatunnel-examples/**/resources/**/*")
 HOCON_SUFFIXES = (".conf", ".hocon", ".template")
 DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
-RUN_TIMEOUT_S = 60
+RUN_TIMEOUT_S = 120
 
 #: sources and sinks that need no server: generated rows, checks, printed rows, local files
-NO_SERVER_CONNECTORS = frozenset({"fakesource", "assert", "console", "localfile"})
+NO_SERVER_CONNECTORS = frozenset({"fakesource", "assert", "console", "localfile", "inmemory"})
+#: file name -> the start of the error SeaTunnel's own test expects the job to fail with
+#: (the same files as tests/unit/test_seatunnel_jobs.py's EXPECTED_FAILURES)
+EXPECTED_FAILURES = {
+    "fake_to_assert_with_multitable_exception.conf": "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100",
+    "batch_last_checkpoint_error.conf": "InMemory: write failed",
+    "stream_fake_to_inmemory_with_error.conf": "InMemory: write failed",
+    "stream_fake_to_inmemory_with_error_retry_1.conf": "InMemory: write failed",
+    "stream_fake_to_inmemory_with_throwable_error.conf": "InMemory: java.lang.OutOfMemoryError",
+    "stream_fake_to_inmemory_with_runtime_list.conf": "InMemory: runtime error1",
+}
 
 
 #: file name -> the variables its SeaTunnel e2e test passes in (the test named beside it);
@@ -251,7 +263,7 @@ class WrittenFiles:
 
 
 def run_file(path: Path, scratch: Path) -> dict[str, Any]:
-    """Run one accepted job in-process in a child (``--run-one``), timeout 60 s."""
+    """Run one accepted job in-process in a child (``--run-one``), timeout 120 s."""
     inputs = local_file_paths(path, "source")
     written = WrittenFiles(local_file_paths(path, "sink"), scratch)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -274,18 +286,27 @@ def run_file(path: Path, scratch: Path) -> dict[str, Any]:
 
 def run_one(path: Path) -> dict[str, Any]:
     """In the child: run the job, classify the outcome."""
-    from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
+    from airflow_provider_seatunnel_ckpt.connectors.in_memory import InMemorySink
+    from airflow_provider_seatunnel_ckpt.errors import CheckpointError, ConfigError
     from tests.seatunnel_jobs import run_in_process
 
+    # the InMemory test sink sleeps so that SeaTunnel's checkpoints pass; nothing to wait for here
+    InMemorySink.exception_sleep_s = InMemorySink.checkpoint_sleep_s = 0.0
+    expected = EXPECTED_FAILURES.get(path.name)
     try:
-        return {"status": "passed", "rows": run_in_process(path, variables=test_variables(path))}
+        rows = run_in_process(path, variables=test_variables(path))
+        if expected is not None:
+            return {"status": "failed", "detail": f"finished, where SeaTunnel's test expects: {expected}"}
+        return {"status": "passed", "rows": rows}
     except ConfigError as exc:
         line = first_line(exc)
         missing = "does not exist" in line and re.match(r"source\[\d+\]", line)
         return {"status": "needs_input" if missing else "refused", "detail": line}
     except FileNotFoundError as exc:
         return {"status": "needs_input", "detail": first_line(exc)}
-    except DataError as exc:
+    except CheckpointError as exc:
+        if expected is not None and first_line(exc).startswith(expected):
+            return {"status": "failed_as_expected", "detail": first_line(exc)}
         return {"status": "failed", "detail": first_line(exc)}
     except Exception as exc:  # noqa: BLE001
         return {"status": "failed", "detail": f"{type(exc).__name__}: {first_line(exc)}"}
@@ -302,7 +323,8 @@ def summarize(records: dict[str, dict[str, Any]], root: Path) -> dict[str, Any]:
         "no_server": sum(r["needs_server"] is False for r in records.values()),
         "no_server_loaded": sum(r["needs_server"] is False and r["loaded"] for r in records.values()),
         "no_server_accepted": sum(r["needs_server"] is False and r["accepted"] for r in records.values()),
-        "run_passed": runs["passed"], "run_failed": runs["failed"],
+        "run_passed": runs["passed"], "run_failed_as_expected": runs["failed_as_expected"],
+        "run_failed": runs["failed"],
         "needs_input": runs["needs_input"], "refused": runs["refused"],
     }
     families: dict[str, dict[str, int]] = {}

@@ -26,7 +26,7 @@ def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, s
         if schema is not None:
             sink.accepts(schema)
     source, sink = one_source(sources), one_sink(sinks)
-    router = Router(job.graph, transforms)
+    router = Router(job.graph, transforms, sinks)
     origin = source.origin if len(sources) > 1 else (lambda split: 0)
     splits = source.splits(job.parallelism)
     infos, rows = [], 0

@@ -38,6 +38,8 @@ transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunn
 transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
 transform  ``Split``       :class:`.seatunnel_transforms.SplitTransform` (SeaTunnel's)
 transform  ``JsonPath``    :class:`.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
+transform  ``FilterRowKind`` :class:`.row_kind.FilterRowKindTransform` (SeaTunnel's: rows by kind)
+transform  ``RowKindExtractor`` :class:`.row_kind.RowKindExtractorTransform` (SeaTunnel's: kind to a column)
 sink       ``File``        :class:`.file_sink.FileSink`
 sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
 sink       ``S3File``      :class:`.seatunnel_file.S3FileSink` (SeaTunnel's)
@@ -45,6 +47,7 @@ sink       ``OssFile``     :class:`.seatunnel_file.OssFileSink` (SeaTunnel's)
 sink       ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSink` (SeaTunnel's, over WebHDFS)
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
+sink       ``InMemory``    :class:`.in_memory.InMemorySink` (SeaTunnel's e2e test sink; keeps nothing)
 sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
 sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
 sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
@@ -93,6 +96,8 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
         "split": ("Split", f"{_PKG}.seatunnel_transforms:SplitTransform"),
         "jsonpath": ("JsonPath", f"{_PKG}.json_path:JsonPathTransform"),
+        "filterrowkind": ("FilterRowKind", f"{_PKG}.row_kind:FilterRowKindTransform"),
+        "rowkindextractor": ("RowKindExtractor", f"{_PKG}.row_kind:RowKindExtractorTransform"),
     },
     "sink": {
         "file": ("File", f"{_PKG}.file_sink:FileSink"),
@@ -102,6 +107,7 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
         "assert": ("Assert", f"{_PKG}.assert_sink:AssertSink"),
+        "inmemory": ("InMemory", f"{_PKG}.in_memory:InMemorySink"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.sink:JdbcSink"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_sink:IcebergSink"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_sink:DeltaSink"),

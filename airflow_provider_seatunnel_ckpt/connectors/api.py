@@ -47,6 +47,29 @@ import pyarrow as pa
 
 JsonValue = Any
 
+# Change rows (SeaTunnel's RowKind, ``connectors/row_kind.py``): a batch whose rows may be
+# updates or deletes carries each row's kind in one reserved column, which the engine
+# removes before every connector that does not read it (``engine/routing.py``).
+#: the reserved column holding each row's kind
+ROW_KIND = "__seatunnel_row_kind__"
+#: SeaTunnel's kinds; the position is its byte value, the column's value
+KINDS = ("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
+INSERT = 0
+KIND_FIELD = pa.field(ROW_KIND, pa.int8(), nullable=False)
+
+
+def has_kinds(schema: pa.Schema | None) -> bool:
+    return schema is not None and schema.get_field_index(ROW_KIND) >= 0
+
+
+def without_kinds(schema: pa.Schema | None) -> pa.Schema | None:
+    return schema.remove(schema.get_field_index(ROW_KIND)) if has_kinds(schema) else schema
+
+
+def strip_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` without the kind column (the same batch when it has none)."""
+    return batch.drop_columns([ROW_KIND]) if has_kinds(batch.schema) else batch
+
 
 @dataclass(frozen=True)
 class Split:
@@ -100,6 +123,10 @@ class Source:
     #: discovery: new splits go to the running subtasks, which then never report the
     #: end of their input, since more may come); None = only when a run restores
     discovery_interval_s: float | None = None
+    #: the change kinds (SeaTunnel's ``UPDATE_BEFORE``, ``UPDATE_AFTER``, ``DELETE``) its
+    #: rows may have; their batches then carry each row's kind in the reserved column of
+    #: ``connectors/row_kind.py``. () = inserts only, and no such column
+    change_rows: tuple[str, ...] = ()
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
@@ -150,12 +177,21 @@ class Transform:
 
     plugin_name = "abstract"
     stateful = False
+    #: False: change rows (``Source.change_rows``) must not reach it, and a job where they
+    #: would is refused with one line naming it; the engine removes the kind column before
+    #: it. True: it reads the column itself (``connectors/row_kind.py``) and
+    #: ``change_rows_out`` says which kinds its output may still carry
+    takes_change_rows = False
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
 
     def open(self, context: ReaderContext) -> None:
         pass
+
+    def change_rows_out(self, kinds: Sequence[str]) -> tuple[str, ...]:
+        """The change kinds its output may carry when its input may carry ``kinds``."""
+        return tuple(kinds)
 
     def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
         """Check the options against ``input_schema`` (on the driver, before Spark
@@ -222,6 +258,16 @@ class SinkCommitter:
         """
         raise NotImplementedError
 
+    def start_fresh(self) -> None:
+        """Called once on the driver when a run starts the job from its beginning (it
+        restores no checkpoint or savepoint), after the claim and the restore of the sink
+        output (``rollback(0)``, ``cleanup``), before any writer opens; never when a run
+        restores one. SeaTunnel's save modes (``schema_save_mode = RECREATE_SCHEMA``...) run
+        here, as SeaTunnel runs them when a job is submitted and not when it resumes. A
+        driver that dies before the job's first checkpoint completes has committed nothing,
+        and the next run starts fresh again: this must be idempotent. A ``ConfigError``
+        raised here fails the run with its message."""
+
     def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Iterable[JsonValue]) -> None:
         """Subtask ``subtask`` restarted from the last completed checkpoint (region
         failover, or a re-established control channel): what it prepared for
@@ -259,6 +305,11 @@ class Sink:
     #: too, so two sinks of one job never share one, and a job with one such sink keeps the
     #: names earlier releases gave (their checkpoints restore as before).
     instance: str | None = None
+    #: what it does with change rows (``Source.change_rows``): "refuse" (a job that sends
+    #: it some is refused with one line naming it), "ignore" (the engine removes the kind
+    #: column before it: a change row is written as a plain row) or "keep" (its batches
+    #: keep the column of ``connectors/row_kind.py``)
+    change_rows: str = "refuse"
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)

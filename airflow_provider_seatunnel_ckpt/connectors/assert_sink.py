@@ -22,9 +22,16 @@ by ``table_path``, its own ``row_rules`` and ``field_rules`` (the top-level rule
 every table's rows), and ``table-names`` lists the tables the sink must receive, no more
 and no fewer, as SeaTunnel checks them.
 
+``catalog_table_rule`` (primary key, constraint keys, columns with their length,
+nullability, default and comment, and the table identifier) is checked before the job
+starts against what the source's ``schema`` block declares (:mod:`.table_metadata`), as
+SeaTunnel checks it when the sink is created.
+
 Where it differs: the type check compares the column's type (Arrow's, in SeaTunnel's
-names), so ``decimal(10, 2)`` equals any value of that column whatever its written scale;
-``catalog_table_rule`` is refused.
+names), so ``decimal(10, 2)`` equals any value of that column whatever its written scale.
+A transform that builds its output schema anew (``FieldMapper``, ``Sql``...) passes the
+columns on but not the keys or the identifier (``Copy``, ``Split`` and the others that
+add columns keep them): a key rule after one fails with a line saying so.
 """
 
 from __future__ import annotations
@@ -40,16 +47,14 @@ from ..errors import ConfigError, DataError
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
 from .options import Options, option_key
 from .seatunnel_types import convert_value, seatunnel_type, type_name
+from .table_metadata import CatalogTableRule, parse_catalog_table_rule
 
 log = logging.getLogger(__name__)
 
 VALUE_RULES = ("NULL", "NOT_NULL", "MIN", "MAX", "MIN_LENGTH", "MAX_LENGTH")
 ROW_RULES = ("MIN_ROW", "MAX_ROW")
 _NEEDS_VALUE = ("MIN", "MAX", "MIN_LENGTH", "MAX_LENGTH", *ROW_RULES)
-_REFUSED = {
-    "catalog_table_rule": "table metadata rules are not supported: checked tables here have no primary or constraint keys",
-}
-_RULE_KEYS = ("row_rules", "field_rules", "tables_configs", "table-names")
+_RULE_KEYS = ("row_rules", "field_rules", "tables_configs", "table-names", "catalog_table_rule")
 
 
 @dataclass(frozen=True)
@@ -103,14 +108,13 @@ class Rules:
     field_rules: list[FieldRule]
     tables: dict[str, tuple[list[tuple[str, float, str]], list[FieldRule]]]
     table_names: list[str] | None
+    catalog_table: CatalogTableRule | None = None
 
 
 def parse_all_rules(rules: Any) -> Rules:
     if not isinstance(rules, Mapping):
         raise ConfigError("rules", "expected {row_rules = [...], field_rules = [...]}")
     for key in rules:
-        if key in _REFUSED:
-            raise ConfigError(f"rules.{key}", _REFUSED[key])
         if key not in _RULE_KEYS:
             log.warning("rules.%s: not a rule SeaTunnel's Assert knows (%s); ignored", key, ", ".join(_RULE_KEYS))
     row_rules, field_rules = parse_rules(rules, "rules")
@@ -124,9 +128,12 @@ def parse_all_rules(rules: Any) -> Rules:
     names = rules.get("table-names")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise ConfigError("rules.table-names", f"expected a list of table names, got {names!r}")
-    if not row_rules and not field_rules and not tables and names is None:
-        raise ConfigError("rules", "no rule given (row_rules, field_rules, tables_configs, table-names)")
-    return Rules(row_rules, field_rules, tables, [n.strip() for n in names] if names is not None else None)
+    catalog = (parse_catalog_table_rule(rules["catalog_table_rule"], "rules.catalog_table_rule")
+               if "catalog_table_rule" in rules else None)
+    if not row_rules and not field_rules and not tables and names is None and catalog is None:
+        raise ConfigError("rules", "no rule given (row_rules, field_rules, tables_configs, table-names, "
+                                   "catalog_table_rule)")
+    return Rules(row_rules, field_rules, tables, [n.strip() for n in names] if names is not None else None, catalog)
 
 
 def parse_rules(rules: Mapping[str, Any], prefix: str) -> tuple[list[tuple[str, float, str]], list[FieldRule]]:
@@ -169,6 +176,9 @@ class AssertSink(Sink):
     plugin_name = "Assert"
     #: takes the batches of several tables (tables_configs), told apart by their table
     writes_tables = True
+    #: rules are checked on the fields of every row, whatever its kind, and every row is
+    #: counted, as SeaTunnel's AssertSinkWriter does
+    change_rows = "ignore"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -181,6 +191,8 @@ class AssertSink(Sink):
     def accepts(self, schema: pa.Schema) -> None:
         for rule in self.field_rules:
             _check_field(rule, schema, self)
+        if self.rules.catalog_table is not None:
+            self.rules.catalog_table.check(schema, option_key(self, "rules.catalog_table_rule"))
 
     def field_rules_for(self, table: str | None) -> list[FieldRule]:
         own = self.rules.tables.get(table) if table is not None else None

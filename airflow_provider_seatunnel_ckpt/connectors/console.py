@@ -14,6 +14,10 @@ counts only). These travel as the epoch's commit info, and the driver-side commi
 prints them once the checkpoint is complete. Progress lines stay on stderr, so
 ``seatunnel-ckpt run job.yaml > rows.txt`` captures the rows alone.
 
+Change rows (``connectors/row_kind.py``) reach it with their kind, and every sample row
+of such a source says its kind, in SeaTunnel's console words: ``kind=UPDATE_BEFORE {...}``
+(``kind=INSERT`` for the inserts among them); rows of other sources print as before.
+
 Nothing is printed for rows a checkpoint never covered; after a restart, the epochs of
 the checkpoint the run restores from are printed again (their commit is replayed).
 """
@@ -27,12 +31,15 @@ import pyarrow as pa
 
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
 from .options import Options
+from .row_kind import kind_names, strip_kinds
 
 
 class ConsoleSink(Sink):
     plugin_name = "Console"
     #: takes the batches of several tables (tables_configs); a sample row names its table
     writes_tables = True
+    #: prints each row's kind, as SeaTunnel's ConsoleSinkWriter does (``SeaTunnelRow#kind=``)
+    change_rows = "keep"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -61,7 +68,11 @@ class ConsoleSinkWriter(SinkWriter):
         wanted = self.limit - len(self.sample)
         if wanted > 0 and batch.num_rows:
             table = table_of(batch.schema)
-            self.sample += [f"{table}: {row}" if table else str(row) for row in batch.slice(0, wanted).to_pylist()]
+            part = batch.slice(0, wanted)
+            kinds = kind_names(part)
+            rows = strip_kinds(part).to_pylist()
+            texts = [f"kind={kind} {row}" for kind, row in zip(kinds, rows)] if kinds else [str(row) for row in rows]
+            self.sample += [f"{table}: {text}" if table else text for text in texts]
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         if not self.rows:

@@ -21,7 +21,10 @@ Where it differs, on purpose:
   year of generated dates is fixed when the job first plans its splits).
 * ``split.read-interval`` (ms) is the pause between two splits of a reader; SeaTunnel also
   sleeps 1 s on every poll, which only slows a job down.
-* Rows are append-only, so ``kind`` other than ``INSERT`` in ``rows`` is refused.
+* ``rows`` may be change rows (``kind = UPDATE_BEFORE``, ``UPDATE_AFTER``, ``DELETE``, the
+  exact name as SeaTunnel's ``RowKind.valueOf`` takes it): the batches then carry each
+  row's kind (``connectors/row_kind.py``), and only then, so jobs of inserts keep their
+  schema.
 * ``tables_configs`` (several tables from one source): one FakeSource per table, made by the
   registry (``connectors/union.py``); each table is named by its ``schema.table``.
 """
@@ -41,7 +44,9 @@ import pyarrow as pa
 from ..errors import ConfigError
 from .api import JsonValue, ReaderContext, Source, SourceReader, Split
 from .options import Options
+from .row_kind import INSERT, KIND_FIELD, KINDS, ROW_KIND, kind_code
 from .seatunnel_types import Column, convert_value, parse_columns
+from .table_metadata import attach, parse_table_metadata
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +102,10 @@ class FakeSource(Source):
         if not opts.has("schema"):
             raise ConfigError("schema", "is required for FakeSource (its fields or columns)")
         self.columns: list[Column] = parse_columns(options["schema"], "schema")
+        if any(c.name == ROW_KIND for c in self.columns):
+            raise ConfigError("schema", f"column name {ROW_KIND!r} is reserved for the rows' kinds")
         self.schema = pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns])
+        self.table_metadata = parse_table_metadata(options["schema"], self.plugin_name)
         self.row_num: int = opts.int("row.num", 5, minimum=0)
         self.split_num: int = opts.int("split.num", 1, minimum=1)
         self.read_interval_ms: int = opts.int("split.read-interval", 1, minimum=0)
@@ -113,8 +121,12 @@ class FakeSource(Source):
             if opts.has(f"{part}.template"):
                 self.templates[part] = _list_of(options[f"{part}.template"], f"{part}.template", int)
         self.rows: list[list[Any]] | None = None
+        self.row_kinds: list[int] = []
         if "rows" in options:
-            self.rows = _explicit_rows(options["rows"], self.columns)
+            self.rows, self.row_kinds = _explicit_rows(options["rows"], self.columns)
+        self.change_rows = tuple(KINDS[code] for code in sorted(set(self.row_kinds) - {INSERT}))
+        if self.change_rows:
+            self.schema = self.schema.append(KIND_FIELD)
 
     def _bound(self, opts: Options, name: str, default: float, low: float, high: float) -> float:
         value = opts.float(name, default)
@@ -130,7 +142,7 @@ class FakeSource(Source):
             raise ConfigError(f"{kind}.template", f"is required when {kind}.fake.mode is template")
 
     def produced_schema(self) -> pa.Schema:
-        return self.schema
+        return attach(self.schema, self.table_metadata)  # the batches need not carry it
 
     def splits(self, parallelism: int) -> list[Split]:
         readers = self.parallelism or parallelism
@@ -158,8 +170,11 @@ class FakeSource(Source):
         start = block * BLOCK_ROWS
         count = min(BLOCK_ROWS, total - start)
         if self.rows is not None:
-            rows = [self.rows[(start + i) % len(self.rows)] for i in range(count)]
+            picked = [(start + i) % len(self.rows) for i in range(count)]
+            rows = [self.rows[i] for i in picked]
             arrays = [pa.array([row[i] for row in rows], type=c.type) for i, c in enumerate(self.columns)]
+            if self.change_rows:
+                arrays.append(pa.array([self.row_kinds[i] for i in picked], type=KIND_FIELD.type))
             return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         rng = np.random.default_rng([int(split.spec["reader"]), int(split.spec["chunk"]), block])
         year = int(split.spec["year"])
@@ -291,17 +306,16 @@ def _list_of(value: Any, key: str, cast: type) -> list[Any]:
         raise ConfigError(key, f"expected a list of {cast.__name__} values, got {value!r}") from None
 
 
-def _explicit_rows(value: Any, columns: Sequence[Column]) -> list[list[Any]]:
+def _explicit_rows(value: Any, columns: Sequence[Column]) -> tuple[list[list[Any]], list[int]]:
+    """The rows' values, and each row's kind (SeaTunnel's byte value)."""
     if not isinstance(value, list):
         raise ConfigError("rows", "expected a list of {kind = INSERT, fields = [...]}")
-    rows = []
+    rows, kinds = [], []
     for index, row in enumerate(value):
         key = f"rows[{index}]"
         if not isinstance(row, Mapping) or "fields" not in row:
             raise ConfigError(key, "expected {kind = INSERT, fields = [...] or {column = value}}")
-        kind = str(row.get("kind", "INSERT"))
-        if kind != "INSERT":
-            raise ConfigError(f"{key}.kind", f"{kind}: only INSERT rows are supported (pipelines here are append-only)")
+        kinds.append(kind_code(row.get("kind", "INSERT"), f"{key}.kind", any_case=False))
         fields = row["fields"]
         if isinstance(fields, Mapping):
             values = [fields.get(c.name) for c in columns]
@@ -310,4 +324,4 @@ def _explicit_rows(value: Any, columns: Sequence[Column]) -> list[list[Any]]:
         else:
             raise ConfigError(f"{key}.fields", "expected a list (by position) or a mapping (by column name)")
         rows.append([convert_value(v, c.type, f"{key}.fields.{c.name}") for v, c in zip(values, columns)])
-    return rows
+    return rows, kinds

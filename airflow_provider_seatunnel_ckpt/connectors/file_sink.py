@@ -129,6 +129,9 @@ class FileSink(Sink):
     nested_output = False
     #: a file is staged early once it holds this many rows (0: no limit), like ``max_file_bytes``
     max_file_rows = 0
+    #: a change row (UPDATE_BEFORE, DELETE...) is written as a plain row, its kind dropped
+    #: by the engine: SeaTunnel's file sinks write every row and never look at its kind
+    change_rows = "ignore"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)

@@ -25,14 +25,17 @@ Storage (the connection options map onto the storage options of
 
 Formats (``file_format_type``): ``text``, ``csv``, ``json``, ``parquet``, ``orc``,
 ``excel`` (.xlsx through openpyxl, the ``excel`` extra, and .xls read by our own BIFF8
-reader; :mod:`.excel_format` says how cells convert); ``xml`` and ``binary`` are refused with one line. Text and csv are SeaTunnel's:
+reader; :mod:`.excel_format` says how cells convert), ``xml`` (sources: :mod:`.xml_format`) and ``binary``
+(:mod:`.binary_format`: SeaTunnel's fixed rows of 1024-byte chunks, copied file for file). Text and csv are SeaTunnel's:
 one row per line, fields split by ``field_delimiter`` (text: ``\\u0001``; csv: ``,``
 with ``"`` quoting), nested values (``array``, ``map``, ``row``) split by ``\\u0002``,
 ``\\u0003``... one level down each, a blank field is null, dates and timestamps in
 SeaTunnel's formats. Json is one object per line.
 
-Source options: ``path``, ``file_format_type``, ``schema`` (required for json; text and
-csv without one give one ``content`` column holding each line, as SeaTunnel does; for
+Source options: ``path``, ``file_format_type``, ``schema`` (text and csv without one give one
+``content`` column holding each line, json one ``content`` column read from each object's
+``content`` member, as SeaTunnel's simple text table does; json with ``schema {}`` rows of no
+columns; required for xml; ignored for binary; for
 parquet and orc it casts the files' columns, by name; required for excel: column ``i`` is
 the sheet's column ``i``), ``read_columns``, ``sheet_name`` (excel: else the first sheet),
 ``field_delimiter`` (``delimiter``), ``row_delimiter``, ``skip_header_row_number``,
@@ -42,8 +45,10 @@ file name must match), ``parse_partition_from_path`` (default true: ``k=v`` part
 file's path become string columns after the others), ``read_partitions``,
 ``compress_codec`` (text, csv, json: ``none``, ``lzo`` (lzop files, as Hadoop's
 ``LzopCodec`` writes them; needs the ``lzo`` extra), ``gzip``, ``bz2``, ``zstd``,
-``lz4``, ``brotli``; parquet and orc are read whatever their codec), ``encoding`` (UTF-8
-only), ``archive_compress_codec`` (text, csv, json, excel: ``none``, ``zip``, ``tar``,
+``lz4``, ``brotli``; parquet and orc are read whatever their codec), ``encoding`` (text,
+csv, json, xml: Java's charset names through Python's codecs; undecodable bytes read as
+U+FFFD, as Java's reader decodes them), ``xml_row_tag``/``xml_use_attr_format`` (xml),
+``archive_compress_codec`` (text, csv, json, excel: ``none``, ``zip``, ``tar``,
 ``tar_gz``: each file is an archive, its entries read in archive order, each as a file of
 ``file_format_type`` (``skip_header_row_number`` applies to each), directories and
 entries without the format's suffix (``.txt``, ``.csv``, ``.json``, ``.xlsx``/``.xls``)
@@ -60,11 +65,15 @@ partitions whenever ``partition_by`` is set), ``file_name_expression``,
 (rows per file), ``compress_codec`` (text, csv, json: ``none`` or ``lzo``, lzop files
 named ``….lzo.txt`` as SeaTunnel names them; parquet and orc: SeaTunnel's codecs but
 lzo), ``enable_header_write``, ``date_format``/
-``datetime_format``/``time_format``, ``encoding``, ``sheet_name`` and ``max_rows_in_memory``
+``datetime_format``/``time_format``, ``encoding`` (text, csv, json: a character the
+encoding cannot hold is written as ``?``, as Java's ``getBytes`` writes it, with a warning),
+``sheet_name`` and ``max_rows_in_memory``
 (excel: a header row, then a row per record, as SeaTunnel's ExcelGenerator writes; rows
 stream to openpyxl's temporary file, so ``max_rows_in_memory`` needs nothing),
 ``schema_save_mode``/
-``data_save_mode`` (the non-destructive modes), ``tmp_path`` (ignored: files are staged
+``data_save_mode`` (``RECREATE_SCHEMA``, ``DROP_DATA`` and ``ERROR_WHEN_DATA_EXISTS`` run in
+``start_fresh``: only when a run starts the job from its beginning, never on a restore, as
+SeaTunnel runs them at submission only), ``tmp_path`` (ignored: files are staged
 under ``path/_staging``).
 
 Committed file names (the two-phase commit's final names)::
@@ -89,8 +98,7 @@ for it, else listed here):
   splits at that character (SeaTunnel splits with it as a Java regex; a warning says so);
   ``row_delimiter`` splits text and csv rows (SeaTunnel's reader splits at line breaks; a
   warning says so); gzip, bz2, zstd, lz4 and brotli files are decompressed too (SeaTunnel:
-  lzo only); lzop files using an lzop filter are refused; archives of xml files are
-  refused (the format is); an excel row with no value is no row, formula cells give
+  lzo only); lzop files using an lzop filter are refused; an excel row with no value is no row, formula cells give
   their cached value (SeaTunnel fails on them); json numbers must be json numbers where the schema has a
   number (SeaTunnel also parses numeric strings), a map entry with a null value is left
   out; zoned parquet timestamps become their UTC wall-clock time (SeaTunnel: the JVM's
@@ -103,16 +111,16 @@ for it, else listed here):
   directory ``k=null`` (SeaTunnel fails); a file is also cut at 16 MiB (excel: of sheet
   xml), besides ``batch_size`` rows; ``lzo`` for parquet and orc is
   refused (pyarrow writes no lzo), orc files cannot hold time columns;
-  ``archive_compress_codec`` is refused (SeaTunnel's sinks ignore it); the save modes
-  that delete or refuse existing output (``RECREATE_SCHEMA``, ``DROP_DATA``,
-  ``ERROR_WHEN_DATA_EXISTS``) are refused, as a restored run would apply them to the
-  job's own committed output; ``single_file_mode`` is refused; ``is_enable_transaction =
+  ``archive_compress_codec`` is refused (SeaTunnel's sinks ignore it); ``path`` deleted by
+  a save mode is made again by the first commit (SeaTunnel: at once); xml sinks and
+  ``CUSTOM_PROCESSING`` are refused; ``single_file_mode`` is refused; ``is_enable_transaction =
   false``, ``tmp_path`` and ``save_mode`` change nothing (warnings say so).
 """
 
 from __future__ import annotations
 
 import base64
+import codecs
 import datetime as dt
 import decimal
 import io
@@ -132,12 +140,12 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from ..extras import require
-from ..storage.filesystem import FileSystem, NewFile
-from ..storage.urls import RangeFile, filesystem_for_url, is_storage_option
+from ..storage.filesystem import FileSystem, NewFile, warn_once
+from ..storage.urls import RangeFile, ReadStream, filesystem_for_url, is_storage_option
 from .api import JsonValue, Sink, Source, SourceReader, Split
-from . import excel_format
+from . import binary_format, excel_format, xml_format
 from .file_codecs import ARCHIVE_CODECS, LzopReader, LzopWriter, archive_entries
-from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, _FileEncoder, _json_default
+from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, FileSinkCommitter, _FileEncoder, _json_default
 from .file_source import STREAM_BLOCK_SIZE, FileSource, ParquetReader, StreamReader
 from .formats import STORAGE_HINT
 from .options import Options, option_key
@@ -145,10 +153,10 @@ from .seatunnel_types import Column, has_map, parse_columns, type_name
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("text", "csv", "json", "parquet", "orc", "excel")
-REFUSED_FORMATS = ("xml", "binary")
+FORMATS = ("text", "csv", "json", "parquet", "orc", "excel", "xml", "binary")
+REFUSED_FORMATS: tuple[str, ...] = ()
 #: SeaTunnel's file name suffix of each format (excel: the suffix written; .xls is also read)
-EXTENSIONS = {"text": "txt", "csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc", "excel": "xlsx"}
+EXTENSIONS = {"text": "txt", "csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc", "excel": "xlsx", "xml": "xml", "binary": ""}
 #: SeaTunnel's separators of text files: fields, then each nesting level one further
 SEPARATORS = ("\u0001", "\u0002", "\u0003", "\u0004", "\u0005", "\u0006", "\u0007")
 DEFAULT_TEXT_DELIMITER = SEPARATORS[0]
@@ -226,6 +234,8 @@ SINK_OPTIONS = frozenset({
 })
 _EXCEL_OPTIONS = ("sheet_name", "max_rows_in_memory")
 _XML_OPTIONS = ("xml_row_tag", "xml_use_attr_format", "xml_root_tag")
+#: the formats whose files are text in ``encoding``
+_ENCODED_FORMATS = ("text", "csv", "json", "xml")
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,10 +249,69 @@ def _format(opts: Options, default: str | None = None) -> str:
     return value
 
 
-def _check_encoding(opts: Options) -> None:
-    value = opts.str("encoding", "UTF-8")
-    if value.upper().replace("_", "-") not in ("UTF-8", "UTF8"):
-        raise ConfigError("encoding", f"{value!r} is not supported: files are read and written as UTF-8 only")
+def _encoding(opts: Options) -> str | None:
+    """The Python codec of ``encoding`` (Java's charset names: ``GBK``, ``ISO-8859-1``...);
+    None for UTF-8, which needs no transcoding. A blank value is UTF-8, as SeaTunnel's
+    ``EncodingUtils`` takes it."""
+    value = opts.str("encoding", "UTF-8").strip()
+    if not value:
+        return None
+    try:
+        name = codecs.lookup(value).name
+    except LookupError:
+        raise ConfigError("encoding", f"{value!r} is not a known character encoding (UTF-8, GBK, ISO-8859-1...)") \
+            from None
+    return None if name == "utf-8" else name
+
+
+class _Transcoded(ReadStream):
+    """The bytes of ``raw`` (text in ``encoding``) as UTF-8, which the line and json
+    readers read. Undecodable bytes become U+FFFD, as Java's ``InputStreamReader`` (SeaTunnel's
+    readers) decodes them."""
+
+    def __init__(self, raw: Any, encoding: str):
+        super().__init__()
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        want = None if size is None or size < 0 else size
+        while not self._eof and (want is None or len(self._pending) < want):
+            data = self._raw.read(STREAM_BLOCK_SIZE)
+            if not data:
+                self._eof = True
+                text = self._decoder.decode(b"", final=True)
+            else:
+                text = self._decoder.decode(bytes(data))
+            self._pending += text.encode("utf-8")
+        if want is None:
+            out, self._pending = self._pending, b""
+        else:
+            out, self._pending = self._pending[:want], self._pending[want:]
+        return out
+
+    def close(self) -> None:
+        if not self.closed and not isinstance(self._raw, RangeFile):
+            self._raw.close()
+        super().close()
+
+
+def _encode(text: str, encoding: str | None, where: str) -> bytes:
+    """``text`` in the sink's ``encoding``. A character the encoding cannot hold is written
+    as ``?``, as Java's ``String.getBytes`` (SeaTunnel's writers) writes it; a warning says so."""
+    if encoding is None:
+        return text.encode("utf-8")
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        warn_once((where, encoding), "%s: %r cannot hold %r; written as '?', as SeaTunnel writes it", where, encoding,
+                  exc.object[exc.start:exc.end])
+        return text.encode(encoding, errors="replace")
 
 
 def _choice(opts: Options, name: str, allowed: Mapping[str, Any], default: str) -> str:
@@ -266,9 +335,9 @@ def _archive(opts: Options, fmt: str, codec: str | None) -> str | None:
         return None
     if value not in ARCHIVE_CODECS:
         raise ConfigError("archive_compress_codec", f"{value!r} is not one of none, {', '.join(ARCHIVE_CODECS)}")
-    if fmt not in ("text", "csv", "json", "excel"):
+    if fmt not in ("text", "csv", "json", "excel", "xml"):
         raise ConfigError("archive_compress_codec", f"{value} archives of {fmt} files are not supported (text, csv, "
-                                                    "json and excel files only)")
+                                                    "json, excel and xml files only)")
     if codec is not None:
         raise ConfigError("compress_codec", f"{codec} cannot be combined with archive_compress_codec = {value}: "
                                             "the archive's entries are read as they are")
@@ -284,7 +353,7 @@ def _require_excel(key: str) -> None:
 
 
 def _warn_excel_xml(plugin: str, kind: str, opts: Options, fmt: str) -> None:
-    for name in _XML_OPTIONS + (() if fmt == "excel" else _EXCEL_OPTIONS):
+    for name in (() if fmt == "xml" and kind == "source" else _XML_OPTIONS) + (() if fmt == "excel" else _EXCEL_OPTIONS):
         if opts.has(name):
             log.warning("%s %s: option %s only applies to %s files; ignored", plugin, kind, name,
                         "excel" if name in _EXCEL_OPTIONS else "xml")
@@ -765,6 +834,22 @@ def _input(file: RangeFile, codec: str | None, where: str) -> Any:
     return pa.CompressedInputStream(raw, codec)
 
 
+def _json_content(lines: pa.Array) -> pa.Array:
+    """Each json line's ``content`` member as text (a string as it is, another value as its
+    json text, as Jackson's ``JsonNode.toString`` gives it; absent or null: null)."""
+    values = []
+    for line in lines.to_pylist():
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"a line is not json ({exc}): {line[:80]!r}") from None
+        value = row.get(CONTENT_COLUMN) if isinstance(row, dict) else None
+        if value is not None and not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        values.append(value)
+    return pa.array(values, pa.string())
+
+
 class _ArchiveBatches:
     """The batches of every file in an archive, one entry after the other, each read as
     its own file (``open_entry(stream, where, name, size)``: its header lines skipped,
@@ -928,11 +1013,16 @@ class SeaTunnelFileSource(FileSource):
         _warn_excel_xml(plugin, "source", opts, self.format)
         if self.format == "excel":
             _require_excel("file_format_type")
-        _check_encoding(opts)
-        for name, allowed, default in (("date_format", DATE_FORMATS, "yyyy-MM-dd"),
-                                       ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
-                                       ("time_format", TIME_FORMATS, "HH:mm:ss")):
-            _choice(opts, name, allowed, default)  # checked; values in any of them are recognised
+        #: text, csv, json: the files' character encoding (None: UTF-8)
+        self.encoding = _encoding(opts)
+        if self.encoding is not None and self.format not in _ENCODED_FORMATS:
+            _warn(plugin, "source", "encoding %r does not apply to %s files; ignored, as SeaTunnel ignores it",
+                  options.get("encoding"), self.format)
+            self.encoding = None
+        #: checked; text, csv and json values in any of them are recognised, xml values only in the one chosen
+        self._temporal_formats = [_choice(opts, name, allowed, default) for name, allowed, default in (
+            ("date_format", DATE_FORMATS, "yyyy-MM-dd"), ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
+            ("time_format", TIME_FORMATS, "HH:mm:ss"))]
         codec = opts.str("compress_codec", "none").lower()
         self.codec: str | None = None
         if self.format in ("text", "csv", "json"):
@@ -941,6 +1031,8 @@ class SeaTunnelFileSource(FileSource):
             elif codec not in ("none",) + STREAM_CODECS:
                 raise ConfigError("compress_codec", f"{codec!r} is not one of none, lzo, {', '.join(STREAM_CODECS)}")
             self.codec = None if codec == "none" else codec
+        elif self.format in ("xml", "binary") and codec != "none":  # SeaTunnel's readers read these as they are
+            raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are read as they are; remove the option")
         elif self.format == "excel" and codec != "none":  # SeaTunnel's excel reader reads the file as it is
             raise ConfigError("compress_codec", f"{codec!r}: excel files are read as they are (xlsx is zipped "
                                                 "already); remove the option")
@@ -948,13 +1040,38 @@ class SeaTunnelFileSource(FileSource):
         #: zip, tar or tar_gz: each file is an archive whose entries are read one by one
         self.archive: str | None = _archive(opts, self.format, self.codec)
 
+        if self.format == "binary":
+            # SeaTunnel's binary reader has its fixed schema and no partition columns
+            for name in ("schema", "read_columns"):
+                if opts.has(name):
+                    _warn(plugin, "source", "%s is ignored for binary files: their rows are data, relativePath, "
+                                            "partIndex, as in SeaTunnel", name)
         schema = options.get("schema")
         # a schema block that only names the table (tables_configs over parquet or orc files,
         # whose columns the files carry) declares no columns, as in SeaTunnel
         names_only = isinstance(schema, Mapping) and set(schema) <= {"table"}
         self.columns: list[Column] | None = parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
-        if self.columns is None and self.format in ("json", "excel"):
+        #: json without a schema: SeaTunnel's simple text table, one ``content`` column read from each object's
+        #: ``content`` member (its JsonDeserializationSchema over that row type); a schema naming no column
+        #: (``schema {}``) gives rows of no columns, as SeaTunnel's empty row type does
+        self.json_content = self.format == "json" and not opts.has("schema")
+        if self.format == "json" and self.columns is None and not self.json_content:
+            self.columns = []
+        if self.columns is None and self.format in ("excel", "xml"):
             raise ConfigError("schema", f"is required for {self.format} files, as in SeaTunnel")
+        if self.format == "xml" and not self.columns:
+            raise ConfigError("schema", "names no column; xml files need at least one, as in SeaTunnel")
+        #: xml: the rows' element name and whether their fields are its attributes (else its child elements)
+        self.xml_row_tag: str | None = None
+        self.xml_use_attributes = False
+        if self.format == "xml":
+            for name in ("xml_row_tag", "xml_use_attr_format"):
+                if not opts.has(name):
+                    raise ConfigError(name, "is required for xml files, as in SeaTunnel")
+            self.xml_row_tag = opts.str("xml_row_tag")
+            if not self.xml_row_tag.strip():
+                raise ConfigError("xml_row_tag", "must name the rows' element")
+            self.xml_use_attributes = opts.bool("xml_use_attr_format")
         names = [c.name for c in self.columns] if self.columns is not None else []
         self.read_columns: list[str] | None = opts.str_list("read_columns") if opts.has("read_columns") else None
         if self.read_columns is not None:
@@ -963,6 +1080,8 @@ class SeaTunnelFileSource(FileSource):
             for name in self.read_columns if self.columns is not None else ():
                 if name not in names:
                     raise ConfigError("read_columns", f"no column {name!r} in schema; it has {', '.join(names)}")
+        if self.format == "binary":
+            self.columns, self.read_columns = None, None
         #: (index in the schema, column) of the columns emitted, in order
         self.selected: list[tuple[int, Column]] = []
         if self.columns is not None:
@@ -974,7 +1093,7 @@ class SeaTunnelFileSource(FileSource):
             raise ConfigError("delimiter", "disagrees with field_delimiter (delimiter is its older name); set one")
         key = "delimiter" if options.get("field_delimiter") is None and options.get("delimiter") is not None \
             else "field_delimiter"
-        delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel") else ",")
+        delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel", "xml") else ",")
         self.splitter = _field_splitter(plugin, self.format, delimiter, key)
         self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
         if self.row_delimiter != "\n" and self.format != "parquet" and self.format != "orc":
@@ -988,7 +1107,7 @@ class SeaTunnelFileSource(FileSource):
             self.file_filter = re.compile(pattern) if pattern is not None else None
         except re.error as exc:
             raise ConfigError("file_filter_pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
-        self.parse_partitions: bool = opts.bool("parse_partition_from_path", True)
+        self.parse_partitions: bool = opts.bool("parse_partition_from_path", True) and self.format != "binary"
         self.read_partitions: list[str] = opts.str_list("read_partitions") if opts.has("read_partitions") else []
         self.batch_size = None
         self.fs, self.root = open_seatunnel_storage(plugin, options)
@@ -1043,9 +1162,11 @@ class SeaTunnelFileSource(FileSource):
             self.splits(1)  # the partition columns are in the files' paths
 
     def produced_schema(self) -> pa.Schema | None:
+        if self.format == "binary":
+            return binary_format.SCHEMA
         if self.columns is not None:
             fields = [pa.field(c.name, c.type) for _, c in self.selected]
-        elif self.format in ("text", "csv"):
+        elif self.format in ("text", "csv") or self.json_content:
             fields = [pa.field(CONTENT_COLUMN, pa.string())]
         else:
             return None  # parquet and orc: the files tell
@@ -1061,15 +1182,28 @@ class SeaTunnelFileSource(FileSource):
     ) -> SourceReader:
         where = f"{self.plugin_name} source {where}"
         columns = [c.name for _, c in self.selected] if self.selected else self.read_columns
+        if fmt == "binary":
+            return binary_format.BinaryReader(file, binary_format.relative_path(self.root, str(split.spec["path"])),
+                                              offset, batch_size, where)
         if fmt == "parquet":
             inner: SourceReader = ParquetReader(file, offset, batch_size, where, columns=columns)
         elif fmt == "orc":
             inner = StreamReader(file, lambda f: _OrcStripes(f, columns), offset, batch_size, where)
-        elif fmt in ("text", "csv", "json", "excel"):
+        elif fmt in ("text", "csv", "json", "excel", "xml"):
             suffix: str | tuple[str, ...] = "." + EXTENSIONS[fmt]
-            if fmt == "json":
+            if fmt == "xml":
+                row_tag, use_attributes = str(self.xml_row_tag), self.xml_use_attributes
+                xml_names = [c.name for _, c in self.selected]
+
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
-                    return self._open_json(stream)
+                    return xml_format.XmlBatches(stream, self.encoding, row_tag, use_attributes, xml_names, at,
+                                                 batch_size)
+            elif fmt == "json" and self.json_content:  # read as lines: any member types, parsed in _shape
+                def open_file(stream: Any, at: str, name: str, size: int) -> Any:
+                    return _LineBatches(self._decoded(stream), "\n", 0, at)
+            elif fmt == "json":
+                def open_file(stream: Any, at: str, name: str, size: int) -> Any:
+                    return self._open_json(self._decoded(stream))
             elif fmt == "excel":
                 suffix = excel_format.SUFFIXES  # SeaTunnel's FileFormat.EXCEL: xlsx and xls
                 fields = [(index, c.name, c.type) for index, c in self.selected]
@@ -1083,7 +1217,7 @@ class SeaTunnelFileSource(FileSource):
                                                      self.splitter[1], batch_size)
             else:
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
-                    return _LineBatches(stream, self.row_delimiter, self.skip_header, at)
+                    return _LineBatches(self._decoded(stream), self.row_delimiter, self.skip_header, at)
             if self.archive is not None:  # a position counts rows across the entries, in archive order
                 archive = self.archive
                 inner = StreamReader(file, lambda f: _ArchiveBatches(f, archive, suffix, where, open_file),
@@ -1096,6 +1230,16 @@ class SeaTunnelFileSource(FileSource):
             return super()._format_reader(split, fmt, file, offset, batch_size, where)
         partitions = [tuple(pair) for pair in split.spec.get("partitions") or ()] if self.parse_partitions else []
         return _ShapedReader(inner, lambda batch: self._shape(fmt, batch, partitions), where)
+
+    def _xml_formats(self) -> xml_format.XmlFormats:
+        date, datetime_format, time_format = self._temporal_formats
+        pattern, digits = DATETIME_FORMATS[datetime_format]
+        return xml_format.XmlFormats((DATE_FORMATS[date], date), (pattern, digits, datetime_format),
+                                     (TIME_FORMATS[time_format], time_format),
+                                     self.splitter[1] if self.splitter[0] == "regex" else re.escape(self.splitter[1]))
+
+    def _decoded(self, stream: Any) -> Any:
+        return stream if self.encoding is None else _Transcoded(stream, self.encoding)
 
     def _open_json(self, stream: Any) -> Any:
         import pyarrow.json as pajson
@@ -1120,6 +1264,12 @@ class SeaTunnelFileSource(FileSource):
                 fields = split_fields(lines, *self.splitter)
                 arrays = [from_text(_element(fields, index), c.type, c.name) for index, c in self.selected]
                 names = [c.name for _, c in self.selected]
+        elif fmt == "json" and self.json_content:
+            arrays, names = [_json_content(batch.column(0))], [CONTENT_COLUMN]
+        elif fmt == "xml":
+            formats = self._xml_formats()
+            arrays = [xml_format.convert(batch.column(c.name), c.type, c.name, formats) for _, c in self.selected]
+            names = [c.name for _, c in self.selected]
         elif fmt == "excel":  # the reader made the schema's columns
             arrays, names = list(batch.columns), list(batch.schema.names)
         elif self.columns is not None:  # json, or parquet / orc cast to the schema
@@ -1140,6 +1290,8 @@ class SeaTunnelFileSource(FileSource):
         for key, value in partitions:
             arrays.append(pa.nulls(batch.num_rows, pa.string()).fill_null(value))
             names.append(key)
+        if not arrays:  # rows of no columns (json with schema {}): from_arrays would make no rows
+            return pa.RecordBatch.from_struct_array(pa.nulls(batch.num_rows, pa.struct([])).fill_null({}))
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
@@ -1173,13 +1325,48 @@ _TIME_FIELDS: dict[str, Callable[[dt.datetime], str]] = {
     "m": lambda t: str(t.minute), "ss": lambda t: f"{t.second:02d}", "s": lambda t: str(t.second),
     "SSS": lambda t: f"{t.microsecond // 1000:03d}",
 }
-#: schema_save_mode / data_save_mode values that delete or refuse existing output
-_DESTRUCTIVE_MODES = {
-    "RECREATE_SCHEMA": "deletes the directory before the job",
-    "DROP_DATA": "deletes the directory's files before the job",
-    "ERROR_WHEN_DATA_EXISTS": "fails when the directory holds files",
-    "CUSTOM_PROCESSING": "runs custom SQL before the job",
-}
+
+
+class _SaveModeCommitter(FileSinkCommitter):
+    """The File sink's committer, plus SeaTunnel's save modes that delete or refuse
+    existing output (its file catalog's ``dropTable``/``truncateTable``: ``path`` deleted
+    and made again; ``isExistsData``: any file below it). They run in ``start_fresh``:
+    when a run starts the job from its beginning, never when it restores a checkpoint,
+    as SeaTunnel runs them when a job is submitted and not when it resumes. Output
+    reaches ``path`` only through commits after a durable checkpoint, and a run with a
+    durable checkpoint restores it, so whatever these modes delete was never committed by
+    the job as it runs now."""
+
+    sink: "SeaTunnelFileSink"
+
+    @classmethod
+    def over(cls, committer: FileSinkCommitter, sink: "SeaTunnelFileSink") -> "_SaveModeCommitter":
+        wrapped = cls.__new__(cls)
+        wrapped.__dict__.update(committer.__dict__)
+        wrapped.sink = sink
+        return wrapped
+
+    def start_fresh(self) -> None:
+        super().start_fresh()
+        sink, fs, root = self.sink, self.fs, self.root
+        if sink.data_save_mode == "ERROR_WHEN_DATA_EXISTS" and sink.schema_save_mode != "RECREATE_SCHEMA":
+            found = next((f for f in fs.walk_files(root) if not _hidden_below(f.path[len(root):].lstrip("/"))), None)
+            if found is not None:
+                raise ConfigError(option_key(sink, "data_save_mode"),
+                                  f"{fs.describe(root)} holds files ({fs.describe(found.path)}): ERROR_WHEN_DATA_EXISTS")
+        if sink.schema_save_mode == "RECREATE_SCHEMA" or sink.data_save_mode == "DROP_DATA":
+            if fs.info(root) is not None:
+                mode = "schema_save_mode = RECREATE_SCHEMA" if sink.schema_save_mode == "RECREATE_SCHEMA" \
+                    else "data_save_mode = DROP_DATA"
+                log.warning("%s sink: deleting %s before the job's first checkpoint (%s)", sink.plugin_name,
+                            fs.describe(root), mode)
+                fs.delete(root, recursive=True)
+            self._discarded = None  # its record, if any, went with the directory
+
+
+def _hidden_below(relative: str) -> bool:
+    """A path below ``path`` that readers skip (a part starting with ``_`` or ``.``)."""
+    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
 def _time_tokens(pattern: str, key: str) -> list[tuple[bool, str]]:
@@ -1240,8 +1427,9 @@ class _TextEncoder:
     gathered_bytes = 0
 
     def __init__(self, fmt: str, schema: pa.Schema, out: NewFile, field_delimiter: str, row_delimiter: str,
-                 header: bool, formats: TextFormats):
+                 header: bool, formats: TextFormats, encoding: str | None = None):
         self.format = fmt
+        self._encoding = encoding
         self.schema = schema
         self.rows = 0
         self.out = out
@@ -1254,7 +1442,7 @@ class _TextEncoder:
             names = pa.array(schema.names, pa.string())
             if fmt == "csv":
                 names = _csv_quote(names, ",")
-            out.write((self._delimiter.join(names.to_pylist()) + row_delimiter).encode("utf-8"))
+            out.write(_encode(self._delimiter.join(names.to_pylist()) + row_delimiter, encoding, out.path))
 
     @property
     def size(self) -> int:
@@ -1269,8 +1457,11 @@ class _TextEncoder:
         lines = pc.binary_join_element_wise(*columns, self._delimiter)
         body = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), self._row)
         if self._started:
-            self.out.write(self._row.encode("utf-8"))
-        self.out.write(body[0].as_buffer())
+            self.out.write(_encode(self._row, self._encoding, self.path))
+        if self._encoding is None:
+            self.out.write(body[0].as_buffer())
+        else:
+            self.out.write(_encode(body[0].as_py(), self._encoding, self.path))
         self._started = True
         self.rows += batch.num_rows
 
@@ -1305,9 +1496,10 @@ class _JsonEncoder(_FileEncoder):
     after the last), as SeaTunnel writes it: maps as objects, decimals as numbers, bytes
     as base64, dates and times in ISO form."""
 
-    def __init__(self, schema: pa.Schema, out: NewFile, row_delimiter: str):
+    def __init__(self, schema: pa.Schema, out: NewFile, row_delimiter: str, encoding: str | None = None):
         super().__init__("jsonl", schema, None, out)
         self._row = row_delimiter
+        self._encoding = encoding
         self._started = False
         self._marker = secrets.token_hex(8)  # wraps decimals until they are unquoted
         self._number = re.compile(r'"\\u0000' + self._marker + r'([^"\\]*)\\u0000"')
@@ -1319,7 +1511,7 @@ class _JsonEncoder(_FileEncoder):
         text = self._row.join(json.dumps(row, default=self._default, ensure_ascii=False) for row in rows)
         if self._marker in text:
             text = self._number.sub(r"\1", text)
-        self.out.write(((self._row if self._started else "") + text).encode("utf-8"))
+        self.out.write(_encode((self._row if self._started else "") + text, self._encoding, self.path))
         self._started = True
         self.rows += batch.num_rows
 
@@ -1342,10 +1534,18 @@ class SeaTunnelFileSink(FileSink):
         opts = Options(plugin, options, known=SINK_OPTIONS | set(CONNECTION_OPTIONS[plugin]),
                        extra=is_storage_option, extra_hint=STORAGE_HINT)
         self.format: str = _format(opts, "csv")
+        if self.format == "xml":
+            raise ConfigError("file_format_type", "xml files are read, not written here yet; supported for sinks: "
+                                                  f"{', '.join(f for f in FORMATS if f != 'xml')}")
         _warn_excel_xml(plugin, "sink", opts, self.format)
         if self.format == "excel":
             _require_excel("file_format_type")
-        _check_encoding(opts)
+        #: text, csv, json: the character encoding written (None: UTF-8)
+        self.encoding = _encoding(opts)
+        if self.encoding is not None and self.format not in _ENCODED_FORMATS:
+            _warn(plugin, "sink", "encoding %r does not apply to %s files; ignored, as SeaTunnel ignores it",
+                  options.get("encoding"), self.format)
+            self.encoding = None
         _check_archive(opts)
         self._date_format = _choice(opts, "date_format", DATE_FORMATS, "yyyy-MM-dd")
         self._datetime_format = _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss")
@@ -1362,6 +1562,10 @@ class SeaTunnelFileSink(FileSink):
                 raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed or "
                                                     "with lzo, as SeaTunnel writes them")
             self.compression: str | None = None
+        elif self.format == "binary":
+            if codec != "none":
+                raise ConfigError("compress_codec", f"{codec!r}: binary files are written as they are")
+            self.compression = None
         elif self.format == "excel":
             if codec != "none":  # SeaTunnel's docs: "excel type does not support any compression format"
                 raise ConfigError("compress_codec", f"{codec!r}: excel files are written uncompressed (xlsx is "
@@ -1429,15 +1633,21 @@ class SeaTunnelFileSink(FileSink):
                                   "data_save_mode replaced it); ignored")
         for name, default in (("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST"), ("data_save_mode", "APPEND_DATA")):
             mode = opts.str(name, default).upper()
-            if mode in _DESTRUCTIVE_MODES:
-                raise ConfigError(name, f"{mode} is not supported: it {_DESTRUCTIVE_MODES[mode]}, and a run restored "
-                                        "from a checkpoint would do it again to output the job already committed; "
-                                        "prepare the directory before the first run")
-            allowed = ("CREATE_SCHEMA_WHEN_NOT_EXIST", "ERROR_WHEN_SCHEMA_NOT_EXIST", "IGNORE") \
-                if name == "schema_save_mode" else ("APPEND_DATA",)
+            if mode == "CUSTOM_PROCESSING":
+                raise ConfigError(name, "CUSTOM_PROCESSING is not supported: SeaTunnel's file catalogs run no SQL")
+            allowed = ("RECREATE_SCHEMA", "CREATE_SCHEMA_WHEN_NOT_EXIST", "ERROR_WHEN_SCHEMA_NOT_EXIST", "IGNORE") \
+                if name == "schema_save_mode" else ("APPEND_DATA", "DROP_DATA", "ERROR_WHEN_DATA_EXISTS")
             if mode not in allowed:
                 raise ConfigError(name, f"{mode!r} is not one of {', '.join(allowed)}")
         self.schema_save_mode = opts.str("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST").upper()
+        self.data_save_mode = opts.str("data_save_mode", "APPEND_DATA").upper()
+        if plugin == "HdfsFile" and (self.schema_save_mode == "RECREATE_SCHEMA" or self.data_save_mode != "APPEND_DATA"):
+            # SeaTunnel's HdfsFile has no catalog, so its save modes never run
+            _warn(plugin, "sink", "schema_save_mode %s / data_save_mode %s do nothing on HdfsFile, as in SeaTunnel "
+                                  "(it has no catalog); the directory is left as it is", self.schema_save_mode,
+                  self.data_save_mode)
+            self.schema_save_mode = "CREATE_SCHEMA_WHEN_NOT_EXIST"
+            self.data_save_mode = "APPEND_DATA"
         if opts.bool("parquet_avro_write_timestamp_as_int96", False):
             raise ConfigError("parquet_avro_write_timestamp_as_int96", "is not supported: timestamps are written as "
                                                                        "parquet INT64 timestamps")
@@ -1455,7 +1665,23 @@ class SeaTunnelFileSink(FileSink):
             raise ConfigError(option_key(self, "schema_save_mode"),
                               f"{self.fs.describe(self.root)} does not exist (ERROR_WHEN_SCHEMA_NOT_EXIST)")
 
+    def create_committer(self, job_id: str) -> FileSinkCommitter:
+        committer = super().create_committer(job_id)
+        if self.schema_save_mode != "RECREATE_SCHEMA" and self.data_save_mode == "APPEND_DATA":
+            return committer
+        return _SaveModeCommitter.over(committer, self)
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> Any:
+        if self.format == "binary":
+            return binary_format.BinaryWriter(self, job_id, subtask, attempt)
+        return super().create_writer(job_id, subtask, attempt)
+
     def accepts(self, schema: pa.Schema) -> None:
+        if self.format == "binary":
+            problem = binary_format.check_schema(schema)
+            if problem is not None:
+                raise ConfigError(option_key(self, "file_format_type"), problem)
+            return
         written, _ = self._layout(schema)
         if self.format == "orc":
             for index in written:
@@ -1496,9 +1722,9 @@ class SeaTunnelFileSink(FileSink):
             out = _LzopNewFile(out)  # type: ignore[assignment]  # a NewFile's face over the lzop writer
         if self.format in ("text", "csv"):
             return _TextEncoder(self.format, schema, out, self.field_delimiter, self.row_delimiter, self.header,
-                                self.formats)
+                                self.formats, self.encoding)
         if self.format == "json":
-            return _JsonEncoder(schema, out, self.row_delimiter)
+            return _JsonEncoder(schema, out, self.row_delimiter, self.encoding)
         if self.format == "excel":
             return excel_format.ExcelEncoder(schema, out, self.sheet_name, self.field_delimiter, self._date_format,
                                              self._datetime_format, self._time_format, self.formats)

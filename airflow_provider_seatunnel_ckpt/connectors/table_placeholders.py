@@ -44,6 +44,9 @@ def table_path_of(source_entry: Mapping[str, Any]) -> str:
     ``schema.table``, else its output table name (``plugin_output``, or the older
     ``result_table_name``), else ``default.default.default``."""
     schema = source_entry.get("schema")
+    tables = source_entry.get("tables_configs")
+    if schema is None and isinstance(tables, list) and len(tables) == 1 and isinstance(tables[0], Mapping):
+        schema = tables[0].get("schema")  # a multi-table source given one table names it there
     if isinstance(schema, Mapping) and isinstance(schema.get("table"), str) and schema["table"].strip():
         return schema["table"].strip()
     for key in ("plugin_output", "result_table_name"):

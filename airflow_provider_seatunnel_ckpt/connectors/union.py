@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError
 from .api import TABLE_KEY, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
+from .row_kind import KINDS
 
 class SourceUnion(Source):
     plugin_name = "sources"
@@ -27,6 +28,7 @@ class SourceUnion(Source):
         self.reads_splits_together = any(s.reads_splits_together for s in self.sources)
         intervals = [s.discovery_interval_s for s in self.sources if s.discovery_interval_s]
         self.discovery_interval_s = min(intervals) if intervals else None
+        self.change_rows = tuple(k for k in KINDS if any(k in s.change_rows for s in self.sources))
 
     @staticmethod
     def origin(split: Split) -> int:

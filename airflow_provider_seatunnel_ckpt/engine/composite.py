@@ -41,6 +41,11 @@ class _Sinks(Sink):
         for sink in self.sinks:
             sink.run_attempt = value
 
+    @property  # type: ignore[override]
+    def change_rows(self) -> str:
+        modes = {sink.change_rows for sink in self.sinks}
+        return modes.pop() if len(modes) == 1 else "refuse"
+
     def _writers(self, job_id: str, subtask: int, attempt: int) -> list[SinkWriter]:
         return [sink.create_writer(job_id, subtask, attempt) for sink in self.sinks]
 
@@ -146,6 +151,10 @@ class GroupCommitter(SinkCommitter):
     def rollback(self, after_checkpoint_id: int) -> None:
         for committer in self.committers:
             committer.rollback(after_checkpoint_id)
+
+    def start_fresh(self) -> None:
+        for committer in self.committers:
+            committer.start_fresh()
 
     def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Iterable[JsonValue]) -> None:
         for committer, part in zip(self.committers, self._parts(keep)):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..connectors.api import has_kinds, without_kinds
 from .job import JobSpec
 from .composite import TableSinks
 from .routing import bind_schemas, load_sinks, load_sources, load_transforms
@@ -32,7 +33,9 @@ def check_job(job: JobSpec) -> list[str]:
     lines = [f"job {job.name}: {job.parallelism} subtask{'s' if job.parallelism != 1 else ''}, {mode}"]
     for index, (entry, source) in enumerate(zip(job.sources, sources)):
         tables = getattr(source, "table_names", None)
-        what = f"tables {', '.join(tables)}" if tables else _columns(source.produced_schema())
+        what = f"tables {', '.join(tables)}" if tables else _columns(without_kinds(source.produced_schema()))
+        if source.change_rows:
+            what += f"; change rows ({'/'.join(source.change_rows)})"
         lines.append(f"source[{index}] {entry['plugin_name']}{_arrow(named, graph.source_outputs[index])}: {what}")
     for index in graph.transform_order:
         inputs = ", ".join(graph.transform_inputs[index]) if named else ""
@@ -57,4 +60,6 @@ def _columns(schema: Any) -> str:
     if schema is None:
         return "columns known when read"
     assert isinstance(schema, pa.Schema)
-    return ", ".join(f"{field.name} {field.type}" for field in schema)
+    columns = ", ".join(f"{field.name} {field.type}" for field in without_kinds(schema))
+    # the kind column is the engine's, not the user's: say that rows have kinds, not its name
+    return f"{columns}; each row with its kind" if has_kinds(schema) else columns

@@ -9,6 +9,13 @@ The same walk runs on the driver before Spark starts, with schemas instead of ba
 (:func:`bind_schemas`): each transform checks its options against the schema it will
 receive, tables a transform or sink reads together must have one row type (SeaTunnel's
 rule), and each sink is told its schema.
+
+Change rows (SeaTunnel's UPDATE_BEFORE, UPDATE_AFTER, DELETE: ``connectors/row_kind.py``)
+follow the same walk: a transform or sink that does not declare it takes them
+(``Transform.takes_change_rows``, ``Sink.change_rows``) and would get some fails the check
+with one line naming it. The kind column reaches only those that read it: the router
+removes it before every other consumer (a file sink then writes a change row as a plain
+row, as SeaTunnel's file sinks do), here and nowhere else.
 """
 
 from __future__ import annotations
@@ -21,17 +28,21 @@ from ..connectors import (
     SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
 )
 from ..connectors.api import Sink, Source, Transform
+from ..connectors.api import KINDS, has_kinds, strip_kinds, without_kinds
 from ..errors import ConfigError
 from .composite import SinkGroup, TableSinks
 from .wiring import Wiring
 
 
 class Router:
-    def __init__(self, wiring: Wiring, transforms: Sequence[Transform]):
+    def __init__(self, wiring: Wiring, transforms: Sequence[Transform], sinks: Sequence[Sink] = ()):
         self.wiring = wiring
         self.transforms = list(transforms)
         names = {*wiring.source_outputs, *wiring.transform_outputs}
         self._consumers = {name: wiring.consumers(name) for name in names}
+        #: the consumers that read the row kind column; it is removed before the others
+        self._reads_kinds = {("transform", i) for i, t in enumerate(self.transforms) if t.takes_change_rows}
+        self._reads_kinds |= {("sink", k) for k, sink in enumerate(sinks) if sink.change_rows == "keep"}
 
     def route(self, batch: pa.RecordBatch, source: int,
               operator_state: Callable[[int], dict[str, Any]]) -> list[tuple[int, pa.RecordBatch]]:
@@ -44,12 +55,13 @@ class Router:
     def _deliver(self, batch: pa.RecordBatch, table: str, operator_state: Callable[[int], dict[str, Any]],
                  out: list[tuple[int, pa.RecordBatch]]) -> None:
         for kind, index in self._consumers[table]:
+            given = batch if (kind, index) in self._reads_kinds else strip_kinds(batch)
             if kind == "sink":
-                if batch.num_rows:
-                    out.append((index, batch))
+                if given.num_rows:
+                    out.append((index, given))
                 continue
             transform = self.transforms[index]
-            result = transform.process(batch, operator_state(index) if transform.stateful else None)
+            result = transform.process(given, operator_state(index) if transform.stateful else None)
             if result is not None:
                 self._deliver(result, self.wiring.transform_outputs[index], operator_state, out)
 
@@ -61,14 +73,27 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
     feeds sinks that write several tables, alone, and no transform (SeaTunnel's rules).
     Errors name the job-file key."""
     tables: dict[str, pa.Schema | None] = {name: s.produced_schema() for name, s in zip(wiring.source_outputs, sources)}
+    changes: dict[str, _Changes] = {name: (tuple(s.change_rows), (f"source[{i}]",) if s.change_rows else ())
+                                    for i, (name, s) in enumerate(zip(wiring.source_outputs, sources))}
     several = _several_tables(wiring, sources)
     for index in wiring.transform_order:
         inputs = wiring.transform_inputs[index]
         _no_tables(several, inputs, f"transform[{index}]", "a transform on a source of several tables (tables_configs) "
                                                           "is not supported, as in SeaTunnel")
+        transform = transforms[index]
         schema = _one_schema(tables, inputs, f"transform[{index}]")
-        tables[wiring.transform_outputs[index]] = transforms[index].output_schema(schema)
+        kinds, origins = _changes_in(changes, inputs)
+        if kinds and not transform.takes_change_rows:
+            _refuse(f"transform[{index}]", transform.plugin_name, kinds, origins)
+        output = wiring.transform_outputs[index]
+        tables[output] = transform.output_schema(schema if transform.takes_change_rows else without_kinds(schema))
+        out_kinds = transform.change_rows_out(kinds) if kinds else ()
+        changes[output] = (tuple(out_kinds), origins if out_kinds else ())
     for k, inputs in enumerate(wiring.sink_inputs):
+        if k < len(sinks):
+            kinds, origins = _changes_in(changes, inputs)
+            if kinds and sinks[k].change_rows not in ("ignore", "keep"):
+                _refuse(f"sink[{k}]", _plugin(sinks[k]), kinds, origins)
         if any(name in several for name in inputs):
             sink = sinks[k] if k < len(sinks) else None
             if len(inputs) > 1:
@@ -77,7 +102,27 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
             if sink is not None and not getattr(sink, "writes_tables", False):  # built without its tables
                 raise ConfigError(f"sink[{k}].plugin_name", f"{sink.plugin_name} reads several tables "
                                                             f"({', '.join(several[inputs[0]])}) and was built for one")
-    return [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
+    schemas = [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
+    return [schema if k < len(sinks) and sinks[k].change_rows == "keep" else without_kinds(schema)
+            for k, schema in enumerate(schemas)]
+
+
+#: the change kinds a table's rows may have, and the sources they come from
+_Changes = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def _changes_in(changes: dict[str, _Changes], inputs: Sequence[str]) -> _Changes:
+    kinds = tuple(k for k in KINDS if any(k in changes[name][0] for name in inputs))
+    return kinds, tuple(dict.fromkeys(origin for name in inputs for origin in changes[name][1]))
+
+
+def _refuse(key: str, plugin: str, kinds: Sequence[str], origins: Sequence[str]) -> None:
+    raise ConfigError(f"{key}.plugin_name", f"{plugin} does not support change rows ({'/'.join(kinds)} from "
+                                            f"{', '.join(origins)}); put FilterRowKind or RowKindExtractor before it")
+
+
+def _plugin(sink: Sink) -> str:
+    return sink.sinks[0].plugin_name if isinstance(sink, TableSinks) else sink.plugin_name
 
 
 def _several_tables(wiring: Wiring, sources: Sequence[Source]) -> dict[str, list[str]]:
@@ -92,10 +137,13 @@ def _no_tables(several: dict[str, Any], inputs: Sequence[str], key: str, problem
 
 
 def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key: str) -> pa.Schema | None:
+    """The one row type of ``inputs``; with the kind column when any of them has it (the
+    others are inserts: the column is not part of the row type)."""
     schemas = [tables[name] for name in inputs]
     known = [(name, s) for name, s in zip(inputs, schemas) if s is not None]
+    known.sort(key=lambda item: not has_kinds(item[1]))
     for name, schema in known[1:]:
-        if not schema.equals(known[0][1]):
+        if not without_kinds(schema).equals(without_kinds(known[0][1])):
             raise ConfigError(f"{key}.plugin_input",
                               f"tables {known[0][0]!r} and {name!r} have different row types "
                               f"({_columns(known[0][1])} vs {_columns(schema)}); a transform or sink reads several "
@@ -106,7 +154,7 @@ def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key:
 
 
 def _columns(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name} {f.type}" for f in schema)
+    return ", ".join(f"{f.name} {f.type}" for f in without_kinds(schema))
 
 
 # ---- the job's parts --------------------------------------------------------------------------

@@ -490,6 +490,13 @@ class JobRun:
         except BaseException as err:
             self._release(Outcome(error=f"restoring the sink output failed: {err}"), token)
             raise
+        start_fresh = getattr(committer, "start_fresh", None)  # committers written before the hook lack it
+        if manifest is None and start_fresh is not None:  # the sinks' save modes, never on a restore
+            try:
+                start_fresh()
+            except BaseException as err:
+                self._release(Outcome(error=first_line(str(err))), token)
+                raise
         return manifest, highest_id, restored_infos
 
     def coordinator(self, manifest: Any, highest_id: int, clock: Callable[[], int] = monotonic_ms) -> CheckpointCoordinator:

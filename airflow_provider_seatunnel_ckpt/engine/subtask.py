@@ -281,8 +281,9 @@ class SubtaskRuntime:
         sources = load_sources(self.spec.sources)
         self._source = source = one_source(sources)
         transforms = load_transforms(self.spec.transforms)
-        self._router = Router(self.spec.graph, transforms)
-        self._sink = one_sink(load_sinks(self.spec, sources))
+        sinks = load_sinks(self.spec, sources)
+        self._router = Router(self.spec.graph, transforms, sinks)
+        self._sink = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)

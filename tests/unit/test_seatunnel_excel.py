@@ -85,7 +85,7 @@ def _run_rebased(job_file: Path, root: Path, monkeypatch: pytest.MonkeyPatch, si
     rebased = dataclasses.replace(job, **{side: _rebase(dict(getattr(job, side)), root)})
     if side == "source" and job.extra_sources:
         rebased = dataclasses.replace(rebased, extra_sources=tuple(_rebase(dict(e), root) for e in job.extra_sources))
-    monkeypatch.setattr(seatunnel_jobs, "load_job", lambda path: rebased)
+    monkeypatch.setattr(seatunnel_jobs, "load_job", lambda path, *args: rebased)
     return seatunnel_jobs.run_in_process(job_file)
 
 

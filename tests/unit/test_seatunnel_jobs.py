@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.errors import DataError
+from airflow_provider_seatunnel_ckpt.connectors.in_memory import InMemorySink
+from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
 from tests.seatunnel_jobs import run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
@@ -17,10 +18,26 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
 #: (test_seatunnel_file_archives.py) lay them out under a tmp dir and run them
 JOB_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template")
                    and "connector-file-local-e2e" not in p.parts)
-#: files whose own test in SeaTunnel expects the job to fail, and the line it must fail with
+#: files whose own test in SeaTunnel expects the job to fail, and the error it must fail with
 EXPECTED_FAILURES = {
-    "fake_to_assert_with_multitable_exception.conf": "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100",
+    "fake_to_assert_with_multitable_exception.conf":
+        (DataError, "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100"),
+    # the InMemory test sink's failure options (connectors/in_memory.py)
+    "batch_last_checkpoint_error.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_error.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_error_retry_1.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_throwable_error.conf": (DataError, "InMemory: java.lang.OutOfMemoryError"),
+    "stream_fake_to_inmemory_with_runtime_list.conf": (ConnectorError, "InMemory: runtime error1"),
 }
+#: files whose sinks get no row, as their Assert rules say (MIN_ROW 0, MAX_ROW 0)
+EXPECTED_EMPTY = {"filter_row_kind_exclude_insert.conf"}
+
+
+@pytest.fixture(autouse=True)
+def _no_inmemory_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The InMemory sink's sleeps (SeaTunnel's, to let checkpoints pass) prove nothing in-process."""
+    monkeypatch.setattr(InMemorySink, "exception_sleep_s", 0.0)
+    monkeypatch.setattr(InMemorySink, "checkpoint_sleep_s", 0.0)
 
 
 def test_the_fixtures_are_there() -> None:
@@ -31,11 +48,12 @@ def test_the_fixtures_are_there() -> None:
 def test_a_seatunnel_job_file_runs_unchanged_and_its_assert_rules_hold(path: Path) -> None:
     expected = EXPECTED_FAILURES.get(path.name)
     if expected is None:
-        assert run_in_process(path) > 0
+        assert (run_in_process(path) == 0) == (path.name in EXPECTED_EMPTY)
         return
-    with pytest.raises(DataError) as err:
+    error, message = expected
+    with pytest.raises(error) as err:
         run_in_process(path)
-    assert str(err.value).startswith(expected)
+    assert str(err.value).startswith(message)
 
 
 def test_a_broken_rule_in_a_seatunnel_file_fails_it(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
 from ..options import Options, option_key
 from .client import KafkaTarget, metadata, reason
 from ..seatunnel_types import parse_schema
+from ..table_metadata import attach, parse_table_metadata
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class KafkaSource(Source):
         self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
         self.format: str = opts.str("format", "json", choices=FORMATS)
         schema = parse_schema(opts.values["schema"]) if opts.has("schema") else None
+        self.table_metadata = parse_table_metadata(opts.values["schema"], "Kafka") if opts.has("schema") else None
         delimiter: str = opts.str("field_delimiter", ",")
         skip = opts.str("format_error_handle_way", "fail", choices=ERROR_WAYS) == "skip"
         self.decoder = RecordDecoder(self.format, schema, delimiter, skip)
@@ -133,7 +135,7 @@ class KafkaSource(Source):
             consumer.close()
 
     def produced_schema(self) -> pa.Schema | None:
-        return self.decoder.schema
+        return None if self.decoder.schema is None else attach(self.decoder.schema, self.table_metadata)
 
     def _partitions(self, consumer: Any) -> list[tuple[str, int]]:
         """Every (topic, partition) the job reads, sorted."""

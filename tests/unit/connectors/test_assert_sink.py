@@ -66,7 +66,7 @@ def test_a_broken_rule_fails_naming_the_rule_field_value_and_row(field: str, fie
 
 
 @pytest.mark.parametrize("rules, message", [
-    ({}, "sink[0].rules: no rule given (row_rules, field_rules, tables_configs, table-names)"),
+    ({}, "sink[0].rules: no rule given (row_rules, field_rules, tables_configs, table-names, catalog_table_rule)"),
     ({"row_rules": [{"rule_type": "MAX_ROWS", "rule_value": 1}]},
      "sink[0].rules.row_rules[0].rule_type: 'MAX_ROWS' is not one of MIN_ROW, MAX_ROW"),
     ({"row_rules": [{"rule_type": "MAX_ROW"}]}, "sink[0].rules.row_rules[0].rule_value: is required for MAX_ROW"),
@@ -74,7 +74,8 @@ def test_a_broken_rule_fails_naming_the_rule_field_value_and_row(field: str, fie
      "sink[0].rules.field_rules[0].field_value[0]: needs rule_type or equals_to"),
     ({"field_rules": [{"field_name": "id", "field_type": "int", "field_value": [{"rule_type": "MAX_ROW", "rule_value": 1}]}]},
      "sink[0].rules.field_rules[0].field_value[0].rule_type: 'MAX_ROW' is not one of NULL, NOT_NULL, MIN, MAX"),
-    ({"catalog_table_rule": {}}, "sink[0].rules.catalog_table_rule: table metadata rules are not supported"),
+    ({"catalog_table_rule": {"primary_key": {}}},
+     "sink[0].rules.catalog_table_rule.primary_key: unknown rule; known: primary_key_rule, constraint_key_rule"),
 ])
 def test_bad_rules_fail_when_the_job_is_loaded(rules: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:

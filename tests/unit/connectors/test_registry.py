@@ -42,7 +42,8 @@ def test_every_builtin_loads():
     for name in connectors.sinks:
         sink_class(name)
     assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql",
-                                          "fieldmapper", "copy", "replace", "jsonpath", "split"}
+                                          "fieldmapper", "copy", "replace", "jsonpath", "split", "filterrowkind",
+                                          "rowkindextractor"}
 
 
 def test_unknown_plugin_lists_known_ones():

@@ -1,0 +1,135 @@
+"""Change rows (SeaTunnel's ``RowKind``) in Arrow batches, and the two transforms that
+read them: ``FilterRowKind`` and ``RowKindExtractor``.
+
+A SeaTunnel row is an insert, the old or the new image of an update, or a delete. Here a
+batch whose rows may be any of these carries one more column, :data:`ROW_KIND` (``int8``:
+SeaTunnel's byte value of the kind, 0 INSERT, 1 UPDATE_BEFORE, 2 UPDATE_AFTER, 3 DELETE).
+Only a source whose rows include a change (``FakeSource`` with ``rows = [{kind =
+DELETE ...}]``) adds it, so every other job and schema is what it was. The column is just
+data within a batch: positions and checkpoints do not change.
+
+A connector says what it does with the column (``Transform.takes_change_rows``,
+``Sink.change_rows``); the engine (``engine/routing.py``) refuses a job whose change rows
+would reach one that does not (one line naming the entry), and removes the column before
+every consumer that does not read it, so it never shows in a user's columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConfigError
+from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, Transform, has_kinds, strip_kinds, without_kinds  # noqa: F401
+from .options import Options, option_key
+
+#: SeaTunnel's ``RowKind.shortString()``
+SHORT = ("+I", "-U", "+U", "-D")
+
+
+def kind_code(value: Any, key: str, any_case: bool) -> int:
+    """The byte value of a kind's name. SeaTunnel's option lists read enums in any case;
+    FakeSource's ``rows`` take the exact name (Java's ``RowKind.valueOf``)."""
+    text = value if isinstance(value, str) else str(value)
+    name = text.strip().upper() if any_case else text
+    if name not in KINDS:
+        raise ConfigError(key, f"{text!r} is not a row kind (one of {', '.join(KINDS)})")
+    return KINDS.index(name)
+
+
+def kinds_of(batch: pa.RecordBatch) -> pa.Array:
+    """Each row's kind code; a batch without the column is all inserts."""
+    index = batch.schema.get_field_index(ROW_KIND)
+    if index < 0:
+        return pa.repeat(pa.scalar(INSERT, pa.int8()), batch.num_rows)
+    return batch.column(index)
+
+
+def kind_names(batch: pa.RecordBatch) -> list[str] | None:
+    """Each row's kind name (``UPDATE_BEFORE``), or None when the batch carries no kinds."""
+    index = batch.schema.get_field_index(ROW_KIND)
+    return None if index < 0 else [KINDS[code] for code in batch.column(index).to_pylist()]
+
+
+def _kind_list(opts: Options, name: str) -> list[int] | None:
+    if not opts.has(name):
+        return None
+    value = opts.values[name]
+    values = value if isinstance(value, list) else [value]
+    return [kind_code(v, f"{name}[{i}]", any_case=True) for i, v in enumerate(values)]
+
+
+class FilterRowKindTransform(Transform):
+    """SeaTunnel's ``FilterRowKind``: keeps the rows of the kinds in ``include_kinds``, or
+    drops those in ``exclude_kinds`` (exactly one of the two, a non-empty list)."""
+
+    plugin_name = "FilterRowKind"
+    takes_change_rows = True
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known={"include_kinds", "exclude_kinds"})
+        include, exclude = _kind_list(opts, "include_kinds"), _kind_list(opts, "exclude_kinds")
+        if (include is None) == (exclude is None) or not (include or exclude):
+            raise ConfigError("include_kinds", "give exactly one of include_kinds and exclude_kinds, a non-empty list "
+                                               f"of {', '.join(KINDS)} (they are mutually exclusive, as in SeaTunnel)")
+        self.kept = frozenset(include) if include else frozenset(range(len(KINDS))) - frozenset(exclude or ())
+        self._kept_codes = pa.array(sorted(self.kept), pa.int8())
+        # decided by the options alone, so that every output batch has one schema
+        self._keeps_column = bool(self.kept - {INSERT})
+
+    def change_rows_out(self, kinds: Sequence[str]) -> tuple[str, ...]:
+        return tuple(k for k in kinds if KINDS.index(k) in self.kept)
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        return input_schema if self._keeps_column else without_kinds(input_schema)
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        if not has_kinds(batch.schema):
+            return batch if INSERT in self.kept else None
+        kept = batch.filter(pc.is_in(kinds_of(batch), value_set=self._kept_codes))
+        return kept if self._keeps_column else strip_kinds(kept)
+
+
+class RowKindExtractorTransform(Transform):
+    """SeaTunnel's ``RowKindExtractor``: appends each row's kind as a string column
+    (``custom_field_name``, default ``row_kind``; ``transform_type`` SHORT gives ``+I``,
+    FULL gives ``INSERT``) and makes every row an insert, as SeaTunnel does."""
+
+    plugin_name = "RowKindExtractor"
+    takes_change_rows = True
+
+    def __init__(self, options: Mapping[str, Any]):
+        super().__init__(options)
+        opts = Options(self.plugin_name, options, known={"custom_field_name", "transform_type"})
+        self.field_name: str = opts.str("custom_field_name", "row_kind")
+        if self.field_name == ROW_KIND:
+            raise ConfigError("custom_field_name", f"{ROW_KIND!r} is reserved for the rows' kinds")
+        kind = opts.str("transform_type", "SHORT").upper()  # any case, as SeaTunnel reads an enum
+        if kind not in ("SHORT", "FULL"):
+            raise ConfigError("transform_type", f"{options['transform_type']!r} is not one of SHORT, FULL")
+        self._names = pa.array(SHORT if kind == "SHORT" else KINDS, pa.string())
+        # SeaTunnel's output column is a non-null string
+        self._field = pa.field(self.field_name, pa.string(), nullable=False)
+
+    def change_rows_out(self, kinds: Sequence[str]) -> tuple[str, ...]:
+        return ()
+
+    def _check(self, names: Iterable[str]) -> None:
+        if self.field_name in names:
+            raise ConfigError(option_key(self, "custom_field_name"), f"field name {self.field_name} already exists")
+
+    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
+        if input_schema is None:
+            return None
+        plain = without_kinds(input_schema)
+        self._check(plain.names)
+        return plain.append(self._field)
+
+    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
+        plain = strip_kinds(batch)
+        self._check(plain.schema.names)
+        names = pc.take(self._names, kinds_of(batch))
+        return pa.RecordBatch.from_arrays([*plain.columns, names], schema=plain.schema.append(self._field))
