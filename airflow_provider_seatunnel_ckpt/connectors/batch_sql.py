@@ -23,6 +23,7 @@ from .options import option_key
 from .sql_functions import install as install_seatunnel_functions
 from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
 from .sql_passthrough import PassThrough, parse_select, plan
+from .sql_syntax import duckdb_syntax
 
 _CONNECTION_CONFIG = {
     "threads": 1,
@@ -62,7 +63,7 @@ class BatchQuery:
         duckdb = _duckdb()
         #: False: always DuckDB (the reference the Arrow plans are tested and measured against)
         self.arrow_kernels = arrow_kernels
-        self.query = query
+        self.query = query = duckdb_syntax(query)
         try:
             statements = duckdb.extract_statements(query)
         except duckdb.Error as err:

@@ -308,6 +308,12 @@ MACROS: tuple[tuple[str, str], ...] = (
             TRY_CAST(x AS VARCHAR), TRY_CAST(y AS TIMESTAMP_NS), TRY_CAST(z AS TIMESTAMP_NS))
           ELSE system.main.datediff(TRY_CAST(x AS VARCHAR), TRY_CAST(y AS TIMESTAMP), TRY_CAST(z AS TIMESTAMP))
         END"""),
+    # DATE_TRUNC(t[, unit]): t cut to the unit (YEAR MONTH DAY HOUR MINUTE SECOND; DAY by
+    # default), a timestamp. DuckDB's date_trunc('unit', t) (the text first) keeps DuckDB's
+    # meaning for dates and timestamps; its interval shape is not forwarded
+    ("date_trunc", """(v) AS system.main.date_trunc('day', seatunnel_timestamp(v, 'date_trunc')),
+        (x, y) AS CASE WHEN typeof(x) = 'VARCHAR' THEN system.main.date_trunc(TRY_CAST(x AS VARCHAR), TRY_CAST(y AS TIMESTAMP))
+          ELSE system.main.date_trunc(lower(TRY_CAST(y AS VARCHAR)), seatunnel_timestamp(x, 'date_trunc')) END"""),
     # DAY_OF_MONTH(t): 1-31; DAY_OF_WEEK(t): 1-7, Monday to Sunday; DAY_OF_YEAR(t): 1-366
     ("day_of_month", "(v) AS dayofmonth(v)::INTEGER"),
     ("day_of_week", "(v) AS isodow(v)::INTEGER"),

@@ -169,6 +169,10 @@ DATETIME_CASES = [
     ("date_trunc('YEAR', c3)", T(2021, 1, 1)), ("date_trunc('MONTH', c3)", T(2021, 4, 1)),
     ("date_trunc('DAY', c3)", T(2021, 4, 15)), ("date_trunc('HOUR', c3)", T(2021, 4, 15, 13)),
     ("date_trunc('MINUTE', c3)", T(2021, 4, 15, 13, 34)), ("date_trunc('SECOND', c3)", T(2021, 4, 15, 13, 34, 45)),
+    # SeaTunnel's order (func_datetime.conf), any case, DAY without a unit
+    ("date_trunc(c3, 'YEAR')", T(2021, 1, 1)), ("date_trunc(c3, 'month')", T(2021, 4, 1)),
+    ("date_trunc(c3, 'SECOND')", T(2021, 4, 15, 13, 34, 45)), ("date_trunc(c3)", T(2021, 4, 15)),
+    ("date_trunc(date '2021-04-15', 'MONTH')", T(2021, 4, 1)),
     ("dayname(c3)", "Thursday"), ("day_of_month(c3)", 15), ("day_of_week(c3)", 4), ("day_of_year(c3)", 105),
     ("day_of_week(date '2021-04-18')", 7),  # Sunday
     ("extract(YEAR FROM c3)", 2021), ("extract(MONTH FROM c3)", 4), ("extract(DAY FROM c3)", 15),
@@ -256,6 +260,13 @@ def test_result_types_are_seatunnels(expression, kind):
 ])
 def test_date_result_types_are_seatunnels(expression, kind):
     assert run(f"select {expression} as v from fake", TIMES).schema.field("v").type == kind
+
+
+def test_names_in_backticks_are_quoted_names_and_literals_stay_as_written():
+    # SeaTunnel's func_system.conf: name as `apply` (apply is a keyword)
+    out = run("select name as `apply`, `id`, '`x`' as s, \"c1\" as \"a`b\" from fake", STRINGS)
+    assert out.schema.names == ["apply", "id", "s", "a`b"]
+    assert out.to_pylist() == [{"apply": "Joy Ding", "id": 1, "s": "`x`", "a`b": "A"}]
 
 
 # --- DuckDB's own call shapes keep DuckDB's meaning ---------------------------------------------------
