@@ -308,6 +308,11 @@ MACROS: tuple[tuple[str, str], ...] = (
             TRY_CAST(x AS VARCHAR), TRY_CAST(y AS TIMESTAMP_NS), TRY_CAST(z AS TIMESTAMP_NS))
           ELSE system.main.datediff(TRY_CAST(x AS VARCHAR), TRY_CAST(y AS TIMESTAMP), TRY_CAST(z AS TIMESTAMP))
         END"""),
+    # CURRENT_TIMESTAMP and NOW(): the session's local date-time, a timestamp without a zone
+    # (SeaTunnel's LocalDateTime.now()); DuckDB's own are TIMESTAMPTZ. DuckDB reads the
+    # keyword current_timestamp as get_current_timestamp()
+    ("get_current_timestamp", "() AS system.main.get_current_timestamp()::TIMESTAMP"),
+    ("now", "() AS system.main.now()::TIMESTAMP"),
     # DATE_TRUNC(t[, unit]): t cut to the unit (YEAR MONTH DAY HOUR MINUTE SECOND; DAY by
     # default), a timestamp. DuckDB's date_trunc('unit', t) (the text first) keeps DuckDB's
     # meaning for dates and timestamps; its interval shape is not forwarded
@@ -343,6 +348,9 @@ TYPES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: a word in a query -> the macro DuckDB's parser turns it into
+_SPELLED = {"current_timestamp": "get_current_timestamp"}
+
 _DEFINITIONS = dict(HELPERS + MACROS)
 _CALLED = re.compile(r"(?<![.\w])(\w+)\s*\(")
 
@@ -375,7 +383,7 @@ def install(connection: Any, query: str | None = None) -> None:
     if query is None:
         names, types = list(_DEFINITIONS), TYPES
     else:
-        words = {word.lower() for word in re.findall(r"\w+", query)}
+        words = {_SPELLED.get(word, word) for word in (w.lower() for w in re.findall(r"\w+", query))}
         names = [name for name, _ in MACROS if name in words]
         types = tuple((name, kind) for name, kind in TYPES if name in words)
     script = statements(names) + [f"CREATE TYPE {name} AS {kind};" for name, kind in types]

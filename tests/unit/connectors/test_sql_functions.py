@@ -214,6 +214,9 @@ def test_current_date_and_time_are_there():
     row = run("select current_date as cd, current_timestamp as ct, now() as n, current_time as t from fake",
               TIMES).to_pylist()[0]
     assert row["cd"] is not None and row["ct"] is not None and row["n"] is not None and row["t"] is not None
+    # SeaTunnel's LocalDateTime.now(): a timestamp without a zone (DuckDB's are TIMESTAMPTZ)
+    types = run("select current_timestamp as ct, now() as n from fake", TIMES).schema
+    assert types.field("ct").type == pa.timestamp("us") and types.field("n").type == pa.timestamp("us")
 
 
 # --- system functions -------------------------------------------------------------------------------
