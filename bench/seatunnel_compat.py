@@ -25,7 +25,7 @@ For each file:
   (``tests/seatunnel_jobs.run_in_process``: its connectors fed split by split along its
   wiring, without Spark) in a child process with a 120 s timeout: ``passed``,
   ``failed_as_expected`` (SeaTunnel's own test expects this file to fail, and it fails with
-  the error that test expects: ``EXPECTED_FAILURES``), ``failed`` (a DataError such as a
+  the error that test expects: ``tests/seatunnel_jobs.EXPECTED_FAILURES``), ``failed`` (a DataError such as a
   broken Assert rule, any other exception, or the timeout),
   ``refused`` (a ConfigError raised only when run) or ``needs_input`` (a LocalFile source
   path that does not exist: SeaTunnel's tests lay those files out first). The children
@@ -69,16 +69,6 @@ RUN_TIMEOUT_S = 120
 
 #: sources and sinks that need no server: generated rows, checks, printed rows, local files
 NO_SERVER_CONNECTORS = frozenset({"fakesource", "assert", "console", "localfile", "inmemory"})
-#: file name -> the start of the error SeaTunnel's own test expects the job to fail with
-#: (the same files as tests/unit/test_seatunnel_jobs.py's EXPECTED_FAILURES)
-EXPECTED_FAILURES = {
-    "fake_to_assert_with_multitable_exception.conf": "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100",
-    "batch_last_checkpoint_error.conf": "InMemory: write failed",
-    "stream_fake_to_inmemory_with_error.conf": "InMemory: write failed",
-    "stream_fake_to_inmemory_with_error_retry_1.conf": "InMemory: write failed",
-    "stream_fake_to_inmemory_with_throwable_error.conf": "InMemory: java.lang.OutOfMemoryError",
-    "stream_fake_to_inmemory_with_runtime_list.conf": "InMemory: runtime error1",
-}
 
 
 #: file name -> the variables its SeaTunnel e2e test passes in (the test named beside it);
@@ -288,11 +278,11 @@ def run_one(path: Path) -> dict[str, Any]:
     """In the child: run the job, classify the outcome."""
     from airflow_provider_seatunnel_ckpt.connectors.in_memory import InMemorySink
     from airflow_provider_seatunnel_ckpt.errors import CheckpointError, ConfigError
-    from tests.seatunnel_jobs import run_in_process
+    from tests.seatunnel_jobs import EXPECTED_FAILURES, run_in_process
 
     # the InMemory test sink sleeps so that SeaTunnel's checkpoints pass; nothing to wait for here
     InMemorySink.exception_sleep_s = InMemorySink.checkpoint_sleep_s = 0.0
-    expected = EXPECTED_FAILURES.get(path.name)
+    expected = EXPECTED_FAILURES[path.name][1] if path.name in EXPECTED_FAILURES else None
     try:
         rows = run_in_process(path, variables=test_variables(path))
         if expected is not None:

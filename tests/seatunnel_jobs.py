@@ -10,9 +10,23 @@ from typing import Mapping
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
 from airflow_provider_seatunnel_ckpt.engine.routing import (
     Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
 )
+
+
+#: SeaTunnel job files (by name) whose own test in SeaTunnel expects the job to fail, and the error it must fail with
+EXPECTED_FAILURES = {
+    "fake_to_assert_with_multitable_exception.conf":
+        (DataError, "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100"),
+    # the InMemory test sink's failure options (connectors/in_memory.py)
+    "batch_last_checkpoint_error.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_error.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_error_retry_1.conf": (DataError, "InMemory: write failed"),
+    "stream_fake_to_inmemory_with_throwable_error.conf": (DataError, "InMemory: java.lang.OutOfMemoryError"),
+    "stream_fake_to_inmemory_with_runtime_list.conf": (ConnectorError, "InMemory: runtime error1"),
+}
 
 
 def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, str] | None = None) -> int:

@@ -29,6 +29,7 @@ import pyarrow as pa
 from ..storage.filesystem import NewFile
 from ..storage.urls import RangeFile
 from .api import JsonValue, SinkWriter, SourceReader
+from .formats import is_hidden
 
 CHUNK = 1024
 SCHEMA = pa.schema([("data", pa.binary()), ("relativePath", pa.string()), ("partIndex", pa.int64())])
@@ -128,7 +129,7 @@ class BinaryWriter(SinkWriter):
 
     def _check_name(self, relative: str) -> None:
         parts = relative.split("/")
-        if not relative or any(p in ("", ".", "..") or p.startswith(("_", ".")) for p in parts):
+        if not relative or any(p in ("", ".", "..") or is_hidden(p) for p in parts):
             raise ValueError(f"{self._sink.plugin_name} sink: relativePath {relative!r} does not name a visible file "
                              f"below {self._fs.describe(self._root)}")
 

@@ -29,9 +29,9 @@ from typing import Any, Iterable, Mapping, TextIO
 
 import pyarrow as pa
 
-from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
+from .api import JsonValue, Sink, SinkCommitter, SinkWriter, strip_kinds, table_of
 from .options import Options
-from .row_kind import kind_names, strip_kinds
+from .row_kind import kind_names
 
 
 class ConsoleSink(Sink):

@@ -42,9 +42,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import JsonValue, ReaderContext, Source, SourceReader, Split
+from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split
 from .options import Options
-from .row_kind import INSERT, KIND_FIELD, KINDS, ROW_KIND, kind_code
+from .row_kind import kind_code
 from .seatunnel_types import Column, convert_value, parse_columns
 from .table_metadata import attach, parse_table_metadata
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, Transform, has_kinds, strip_kinds, without_kinds  # noqa: F401
+from .api import INSERT, KINDS, ROW_KIND, Transform, has_kinds, strip_kinds, without_kinds
 from .options import Options, option_key
 
 #: SeaTunnel's ``RowKind.shortString()``

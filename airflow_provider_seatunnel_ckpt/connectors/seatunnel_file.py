@@ -147,7 +147,7 @@ from . import binary_format, excel_format, xml_format
 from .file_codecs import ARCHIVE_CODECS, LzopReader, LzopWriter, archive_entries
 from .file_sink import DEFAULT_MAX_FILE_BYTES, FileSink, FileSinkCommitter, _FileEncoder, _json_default
 from .file_source import STREAM_BLOCK_SIZE, FileSource, ParquetReader, StreamReader
-from .formats import STORAGE_HINT
+from .formats import STORAGE_HINT, is_hidden
 from .options import Options, option_key
 from .seatunnel_types import Column, has_map, parse_columns, type_name
 
@@ -1366,7 +1366,7 @@ class _SaveModeCommitter(FileSinkCommitter):
 
 def _hidden_below(relative: str) -> bool:
     """A path below ``path`` that readers skip (a part starting with ``_`` or ``.``)."""
-    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
+    return any(is_hidden(part) for part in relative.split("/") if part)
 
 
 def _time_tokens(pattern: str, key: str) -> list[tuple[bool, str]]:

@@ -14,8 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import TABLE_KEY, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
-from .row_kind import KINDS
+from .api import KINDS, TABLE_KEY, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
 
 class SourceUnion(Source):
     plugin_name = "sources"

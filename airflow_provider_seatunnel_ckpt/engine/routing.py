@@ -27,8 +27,7 @@ import pyarrow as pa
 from ..connectors import (
     SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
 )
-from ..connectors.api import Sink, Source, Transform
-from ..connectors.api import KINDS, has_kinds, strip_kinds, without_kinds
+from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, without_kinds
 from ..errors import ConfigError
 from .composite import SinkGroup, TableSinks
 from .wiring import Wiring

@@ -10,25 +10,14 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.in_memory import InMemorySink
-from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
-from tests.seatunnel_jobs import run_in_process
+from airflow_provider_seatunnel_ckpt.errors import DataError
+from tests.seatunnel_jobs import EXPECTED_FAILURES, run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
 #: the LocalFile jobs read inputs laid out at SeaTunnel's absolute paths: their own tests
 #: (test_seatunnel_file_archives.py) lay them out under a tmp dir and run them
 JOB_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template")
                    and "connector-file-local-e2e" not in p.parts)
-#: files whose own test in SeaTunnel expects the job to fail, and the error it must fail with
-EXPECTED_FAILURES = {
-    "fake_to_assert_with_multitable_exception.conf":
-        (DataError, "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100"),
-    # the InMemory test sink's failure options (connectors/in_memory.py)
-    "batch_last_checkpoint_error.conf": (DataError, "InMemory: write failed"),
-    "stream_fake_to_inmemory_with_error.conf": (DataError, "InMemory: write failed"),
-    "stream_fake_to_inmemory_with_error_retry_1.conf": (DataError, "InMemory: write failed"),
-    "stream_fake_to_inmemory_with_throwable_error.conf": (DataError, "InMemory: java.lang.OutOfMemoryError"),
-    "stream_fake_to_inmemory_with_runtime_list.conf": (ConnectorError, "InMemory: runtime error1"),
-}
 #: files whose sinks get no row, as their Assert rules say (MIN_ROW 0, MAX_ROW 0)
 EXPECTED_EMPTY = {"filter_row_kind_exclude_insert.conf"}
 
