@@ -36,6 +36,8 @@ def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, s
     sources = load_sources(job.sources)
     transforms = load_transforms(job.transforms)
     sinks = load_sinks(job, sources)
+    for connector in (*sources, *sinks):  # as the driver does before Spark starts
+        connector.preflight()
     for sink, schema in zip(sinks, bind_schemas(job.graph, sources, transforms, sinks)):
         if schema is not None:
             sink.accepts(schema)

@@ -221,6 +221,8 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     options = {k: v for k, v in entry.items() if k != "plugin_name" and k not in IGNORED_KEYS}
     if not getattr(cls, "reads_parallelism_option", False):
         options.pop("parallelism", None)  # SeaTunnel's common option; the job runs one parallelism (job.py)
+    if not getattr(cls, "reads_job_mode", False):
+        options.pop("job.mode", None)  # the job's env.job.mode, given to every source by job.py
     try:
         if kind == "source" and "tables_configs" in options and getattr(cls, "reads_tables_configs", False):
             from .union import tables_source  # several tables of one connector (SeaTunnel's tables_configs)

@@ -54,7 +54,7 @@ JsonValue = Any
 ROW_KIND = "__seatunnel_row_kind__"
 #: SeaTunnel's kinds; the position is its byte value, the column's value
 KINDS = ("INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
-INSERT = 0
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = range(4)
 KIND_FIELD = pa.field(ROW_KIND, pa.int8(), nullable=False)
 
 

@@ -228,6 +228,10 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
     decode_shaded_options(doc, env.get("shade.identifier"))
 
     sources = _plugin_list(doc, "source")
+    if "job.mode" in env:
+        # a source whose end depends on the mode (Kafka reads to the end offsets of the
+        # start in a BATCH job) reads it as an option; the others never see it
+        sources = [{**entry, "job.mode": mode} if isinstance(entry, Mapping) else entry for entry in sources]
     sinks = _plugin_list(doc, "sink")
     transforms = doc.get("transform") or []
     if isinstance(transforms, Mapping):

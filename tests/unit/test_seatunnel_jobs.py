@@ -14,10 +14,11 @@ from airflow_provider_seatunnel_ckpt.errors import DataError
 from tests.seatunnel_jobs import EXPECTED_FAILURES, run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
-#: the LocalFile jobs read inputs laid out at SeaTunnel's absolute paths: their own tests
-#: (test_seatunnel_file_archives.py) lay them out under a tmp dir and run them
+#: the LocalFile jobs read inputs laid out at SeaTunnel's absolute paths, and the Kafka ones
+#: need Kafka and PostgreSQL: their own tests (test_seatunnel_file_archives.py,
+#: tests/integration/kafka/test_seatunnel_change_formats.py) lay those out and run them
 JOB_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template")
-                   and "connector-file-local-e2e" not in p.parts)
+                   and not {"connector-file-local-e2e", "connector-kafka-e2e"} & set(p.parts))
 #: files whose sinks get no row, as their Assert rules say (MIN_ROW 0, MAX_ROW 0)
 EXPECTED_EMPTY = {"filter_row_kind_exclude_insert.conf"}
 

@@ -4,7 +4,8 @@ Options (SeaTunnel's names):
 
 * ``url``, ``user``, ``password``, ``driver``; ``database`` (overrides the URL's)
 * ``table``: ``schema.table`` or ``table``
-* ``primary_keys``: key columns (for a table the sink creates, and for upserts)
+* ``primary_keys``: key columns (for a table the sink creates, for upserts, and for change
+  rows: see below)
 * ``is_exactly_once`` (default true): two-phase commit, see below. Needs
   ``max_prepared_transactions`` > 0 on the server. With ``false`` and ``primary_keys``
   the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits at every barrier:
@@ -17,6 +18,17 @@ Options (SeaTunnel's names):
 * ``data_save_mode``: ``APPEND_DATA`` (the only mode: a resumable job never drops data)
 * ``xa_data_source_class_name``, ``max_retries``, ``connection_check_timeout_sec``: accepted
   for compatibility (the first two mean nothing without a JVM)
+
+Change rows (a ``canal_json``/``debezium_json``/... Kafka source, SeaTunnel's RowKind) are
+applied by ``primary_keys``, as SeaTunnel's Jdbc sink does: an INSERT or UPDATE_AFTER
+upserts its row, an UPDATE_BEFORE or DELETE deletes its key. Within a flush only the last
+change of each key counts (SeaTunnel's buffer-reduced executor), so the deletes and
+upserts of a flush touch different keys and their order does not matter. They run as
+bound statements inside the epoch's transaction (no temporary table: PostgreSQL cannot
+prepare a transaction that used one), so exactly-once holds as for inserts. Replaying
+epochs after a restore applies the same last change per key again, so the table ends as
+it would have. A job whose change rows would reach a Jdbc sink without ``primary_keys``
+is refused before it starts.
 
 Exactly-once protocol (one transaction per subtask and epoch):
 
@@ -46,7 +58,9 @@ import pyarrow as pa
 import tenacity
 
 from ...errors import ConfigError, ConnectorError
-from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
+import pyarrow.compute as pc
+
+from ..api import DELETE, ROW_KIND, UPDATE_BEFORE, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, without_kinds
 from ..options import Options
 from . import client, transactions
 from .client import qualified, quote_ident
@@ -63,6 +77,7 @@ SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exis
 
 class JdbcSink(Sink):
     plugin_name = "Jdbc"
+    change_rows = "keep"  # applied by primary_keys (see above)
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -151,6 +166,11 @@ class JdbcSink(Sink):
             raise ConnectorError(f"Jdbc sink: checking {self.describe()} failed: {client.reason(err, self.target)}") from None
         finally:
             client.close_quietly(connection)
+
+    def accepts(self, schema: pa.Schema) -> None:
+        if has_kinds(schema) and not self.primary_keys:
+            raise ConfigError("primary_keys", "is required to apply change rows (updates and deletes) to "
+                                              f"{self.describe()}: list the key columns")
 
     def _table_exists(self, connection: Any) -> bool:
         rows = client.query(connection, f"SELECT to_regclass({client.quote_literal(self.table)}) IS NOT NULL")
@@ -312,7 +332,7 @@ class JdbcSinkWriter(SinkWriter):
     def _begin(self, schema: pa.Schema) -> None:
         connection = self.sink.acquire()
         try:
-            self._columns = self.sink.columns(connection, schema)
+            self._columns = self.sink.columns(connection, without_kinds(schema))
             if self.sink.upsert:
                 client.execute(connection, "CREATE TEMP TABLE IF NOT EXISTS _st_stage "
                                            f"(LIKE {self.sink.table}) ON COMMIT DELETE ROWS")
@@ -342,6 +362,9 @@ class JdbcSinkWriter(SinkWriter):
     def _flush(self) -> None:
         if not self._buffer:
             return
+        if has_kinds(self._buffer[0].schema):
+            self._apply_changes(pa.Table.from_batches(self._buffer))
+            return
         data = pa.Table.from_batches([self._cast(b) for b in self._buffer])
         self._buffer, self._buffered = [], 0
         with self._connection.cursor() as cursor:
@@ -353,12 +376,42 @@ class JdbcSinkWriter(SinkWriter):
                 cursor.adbc_ingest(self.sink.table_name, data, mode="append", db_schema_name=self.sink.schema)
         self.rows += data.num_rows
 
-    def _upsert_sql(self, names: list[str]) -> str:
+    def _apply_changes(self, changes: pa.Table) -> None:
+        """Change rows: the last change of each key, deletes by key, then upserts."""
+        self._buffer, self._buffered = [], 0
+        keys = self.sink.primary_keys
+        missing = [k for k in keys if k not in changes.schema.names]
+        if missing:
+            raise ConnectorError(f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
+                                 f"{', '.join(n for n in changes.schema.names if n != ROW_KIND)}")
+        position = "__st_position__"
+        numbered = changes.append_column(position, pa.array(range(changes.num_rows), pa.int64()))
+        last = numbered.group_by(keys, use_threads=False).aggregate([(position, "max")]).column(f"{position}_max")
+        latest = changes.take(last)  # one row per key: the order of the statements is free
+        kinds = latest.column(ROW_KIND)
+        deleted = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+        rows = latest.drop_columns([ROW_KIND])
+        removals = self._cast_table(rows.filter(deleted).select(keys))
+        upserts = self._cast_table(rows.filter(pc.invert(deleted)))
+        with self._connection.cursor() as cursor:
+            if removals.num_rows:
+                match = " AND ".join(f"{quote_ident(k)} = ${i + 1}" for i, k in enumerate(keys))
+                cursor.executemany(f"DELETE FROM {self.sink.table} WHERE {match}", removals)
+            if upserts.num_rows:
+                names = upserts.schema.names
+                values = ", ".join(f"${i + 1}" for i in range(len(names)))
+                cursor.executemany(self._upsert_sql(names, f"VALUES ({values})"), upserts)
+        self.rows += upserts.num_rows
+
+    def _cast_table(self, table: pa.Table) -> pa.Table:
+        return pa.Table.from_batches([self._cast(b) for b in table.to_batches()], schema=None) if table.num_rows else table
+
+    def _upsert_sql(self, names: list[str], rows: str = "SELECT {columns} FROM _st_stage") -> str:
         columns = ", ".join(quote_ident(n) for n in names)
         keys = ", ".join(quote_ident(k) for k in self.sink.primary_keys)
         updates = ", ".join(f"{quote_ident(n)} = EXCLUDED.{quote_ident(n)}" for n in names if n not in self.sink.primary_keys)
         action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
-        return (f"INSERT INTO {self.sink.table} ({columns}) SELECT {columns} FROM _st_stage "
+        return (f"INSERT INTO {self.sink.table} ({columns}) {rows.format(columns=columns)} "
                 f"ON CONFLICT ({keys}) {action}")
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:

@@ -9,6 +9,9 @@
   ``content`` string column holds the whole value.
 * ``raw``: columns ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
   ``timestamp`` (ms since the epoch), as the records come.
+* ``canal_json``, ``debezium_json``, ``maxwell_json``, ``ogg_json``,
+  ``COMPATIBLE_KAFKA_CONNECT_JSON``: change rows (inserts, updates, deletes), record by
+  record: :mod:`.change_formats`.
 
 A record the format cannot decode (bad JSON, a wrong type, a tombstone's null value) is
 handled by ``format_error_handle_way``: ``fail`` (default) stops the job naming the
@@ -28,9 +31,10 @@ import pyarrow.json as pajson
 
 from ...errors import ConfigError
 from ..seatunnel_types import convert_value, has_map
+from .change_formats import SOURCE_FORMATS, ChangeDecoder, ChangeRecordError
 
 
-FORMATS = ("json", "text", "raw")
+FORMATS = ("json", "text", "raw", *SOURCE_FORMATS)
 ERROR_WAYS = ("fail", "skip")
 
 RAW_SCHEMA = pa.schema([
@@ -59,11 +63,22 @@ class Decoded:
 class RecordDecoder:
     """Decodes the records of one poll; ``schema`` is what every batch has."""
 
-    def __init__(self, fmt: str, schema: pa.Schema | None, delimiter: str, skip_errors: bool):
+    #: the change kinds its batches may carry (``Source.change_rows``)
+    change_rows: tuple[str, ...] = ()
+
+    def __init__(self, fmt: str, schema: pa.Schema | None, delimiter: str, skip_errors: bool,
+                 debezium_schema_included: bool = True):
         self.format = fmt
         self.skip_errors = skip_errors
         self.delimiter = delimiter
-        if fmt == "raw":
+        self._changes: ChangeDecoder | None = None
+        if fmt in SOURCE_FORMATS:
+            if schema is None:
+                raise ConfigError("schema", f"is required for format {fmt} (the columns and their types)")
+            self._changes = ChangeDecoder(fmt, schema, debezium_schema_included)
+            self.schema = self._changes.schema
+            self.change_rows = self._changes.change_rows
+        elif fmt == "raw":
             self.schema = RAW_SCHEMA
         elif fmt == "json":
             if schema is None:
@@ -77,6 +92,8 @@ class RecordDecoder:
     def decode(self, messages: Sequence[Any]) -> Decoded:
         if self.format == "raw":
             return Decoded(_raw(messages), [])
+        if self._changes is not None:
+            return self._decode_changes(messages)
         values = [m.value() for m in messages]
         try:
             return Decoded(self._parse(values), [])
@@ -94,6 +111,19 @@ class RecordDecoder:
             else:
                 good.append(value)
         return Decoded(self._parse(good), skipped)
+
+    def _decode_changes(self, messages: Sequence[Any]) -> Decoded:
+        """Change formats: record by record (a record may hold several rows, or none)."""
+        rows, skipped = [], []
+        for index, message in enumerate(messages):
+            value = message.value()
+            try:
+                rows += self._changes.rows(value)
+            except ChangeRecordError as err:
+                if not self.skip_errors:
+                    raise DecodeError(index, str(err)) from None
+                skipped.append(index)
+        return Decoded(self._changes.batch(rows), skipped)
 
     def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
         if not values:

@@ -2,7 +2,9 @@
 barrier) or ``EXACTLY_ONCE`` (a transaction per epoch, committed after the checkpoint).
 
 Options (SeaTunnel's names): ``bootstrap.servers``, ``topic``, ``format`` (``json``: each row
-as a JSON object; ``text``: the columns joined by ``field_delimiter``), ``partition_key_fields``
+as a JSON object; ``text``: the columns joined by ``field_delimiter``; ``canal_json``,
+``debezium_json``, ``maxwell_json``, ``ogg_json``: each change row as an insert or a delete
+in that format, :mod:`.change_formats`), ``partition_key_fields``
 (the record key: those columns, in the same format, so equal keys land in the same
 partition), ``partition`` (a fixed partition instead), ``kafka.config`` (librdkafka
 properties), ``semantics`` and ``transaction_prefix``.
@@ -33,9 +35,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
-from ..api import JsonValue, Sink, SinkCommitter, SinkWriter
+from ..api import ROW_KIND, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..batch_sql import BatchQuery
 from ..options import Options, option_key
+from .change_formats import SINK_FORMATS, encoding_sql
 from .client import KafkaTarget, reason
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
@@ -58,7 +61,9 @@ class KafkaSink(Sink):
         opts = Options(self.plugin_name, options, known=_KNOWN)
         self.target = KafkaTarget(opts)
         self.topic: str = opts.str("topic")
-        self.format: str = opts.str("format", "json", choices=("json", "text"))
+        self.format: str = opts.str("format", "json", choices=("json", "text", *SINK_FORMATS))
+        if self.format in SINK_FORMATS:
+            self.change_rows = "keep"  # each row's kind decides insert or delete
         self.delimiter: str = opts.str("field_delimiter", ",")
         self.key_fields: list[str] = opts.str_list("partition_key_fields") if opts.has("partition_key_fields") else []
         self.partition: int | None = opts.int("partition", None, minimum=0)
@@ -100,10 +105,13 @@ class KafkaSink(Sink):
                 coordinators.close()
 
     # ---- encoding -------------------------------------------------------------------------------
-    def _expression(self, columns: Iterable[str]) -> str:
-        names = list(columns)
-        if self.format == "json":
-            return f"to_json(struct_pack({', '.join(f'{_ident(n)} := {_ident(n)}' for n in names)}))"
+    def _expression(self, columns: Iterable[str], value: bool = False) -> str:
+        names = [n for n in columns if n != ROW_KIND]
+        row = f"struct_pack({', '.join(f'{_ident(n)} := {_ident(n)}' for n in names)})"
+        if value and self.format in SINK_FORMATS:
+            return encoding_sql(self.format, row, _ident(ROW_KIND) if ROW_KIND in columns else None)
+        if self.format != "text":
+            return f"to_json({row})"
         parts = ", ".join(f"coalesce(CAST({_ident(n)} AS VARCHAR), '')" for n in names)
         return f"concat_ws('{self.delimiter.replace(chr(39), chr(39) * 2)}', {parts})"
 
@@ -117,7 +125,7 @@ class KafkaSink(Sink):
         encoder = self._encoders.get(names)
         if encoder is None:
             key = f", {self._expression(self.key_fields)} AS k" if self.key_fields else ""
-            encoder = BatchQuery(f"SELECT {self._expression(names)} AS v{key} FROM {_ROWS}", "format")
+            encoder = BatchQuery(f"SELECT {self._expression(names, value=True)} AS v{key} FROM {_ROWS}", "format")
             self._encoders[names] = encoder
         encoded = encoder.run(batch, option_key(self, "format"))
         if encoded is None:

@@ -12,12 +12,18 @@ Options (SeaTunnel's names):
   offsets; earliest where it has none), ``specific_offsets`` (``start_mode.offsets:
   {topic-0: 70, ...}``; earliest for partitions not listed) or ``timestamp``
   (``start_mode.timestamp``, ms: the first record at or after it)
-* ``stop_mode`` (bounded runs, e.g. from Airflow): ``unbounded`` (default),
+* ``stop_mode`` (bounded runs, e.g. from Airflow): ``unbounded`` (default; a job file
+  that says ``job.mode = BATCH`` makes ``end_offsets_at_start`` the default, as SeaTunnel
+  reads Kafka to the end offsets of the start in a batch job),
   ``end_offsets_at_start`` (the partitions' end offsets when the job first starts) or
   ``timestamp`` (``stop_mode.timestamp``, ms: the records before it, as far as they
   exist when the job first starts)
 * ``format`` (``json``, ``text``, ``raw``), ``schema``, ``field_delimiter``,
-  ``format_error_handle_way`` (``fail`` or ``skip``): :mod:`.records`
+  ``format_error_handle_way`` (``fail`` or ``skip``): :mod:`.records`; the change formats
+  (``canal_json``, ``debezium_json`` with ``debezium_record_include_schema``,
+  ``maxwell_json``, ``ogg_json``, ``COMPATIBLE_KAFKA_CONNECT_JSON``):
+  :mod:`.change_formats` (the first four skip what they cannot read by default, as
+  SeaTunnel's readers of them do)
 * ``batch_size``: records per batch at most (default: the job's batch size)
 * ``partition-discovery.interval-millis`` (default -1, off): in unbounded mode, look for
   new partitions (a topic grown, a new topic matching the pattern) this often while the
@@ -47,6 +53,7 @@ from ..options import Options, option_key
 from .client import KafkaTarget, metadata, reason
 from ..seatunnel_types import parse_schema
 from ..table_metadata import attach, parse_table_metadata
+from .change_formats import LENIENT_FORMATS
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
 
 log = logging.getLogger(__name__)
@@ -61,13 +68,16 @@ _KNOWN = {
     "bootstrap.servers", "topic", "pattern", "consumer.group", "start_mode", "start_mode.offsets",
     "start_mode.timestamp", "stop_mode", "stop_mode.timestamp", "format", "schema", "field_delimiter",
     "format_error_handle_way", "kafka.config", "connection_check_timeout_sec", "batch_size", "commit_on_checkpoint",
-    "partition-discovery.interval-millis",
+    "partition-discovery.interval-millis", "debezium_record_include_schema", "key_converter_schema_enabled",
+    "value_converter_schema_enabled", "job.mode",
 }
 
 
 class KafkaSource(Source):
     plugin_name = "Kafka"
     reads_splits_together = True
+    #: the job's ``env.job.mode`` when the job file sets it (``connectors/__init__.py``)
+    reads_job_mode = True
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
@@ -79,14 +89,23 @@ class KafkaSource(Source):
         self.start_mode: str = opts.str("start_mode", "group_offsets", choices=START_MODES)
         self.start_offsets = self._specific_offsets(opts) if self.start_mode == "specific_offsets" else {}
         self.start_ms = opts.int("start_mode.timestamp", minimum=0) if self.start_mode == "timestamp" else None
-        self.stop_mode: str = opts.str("stop_mode", "unbounded", choices=STOP_MODES)
+        batch_job = opts.str("job.mode", "streaming", choices=("batch", "streaming")) == "batch"
+        self.stop_mode: str = opts.str("stop_mode", "end_offsets_at_start" if batch_job else "unbounded",
+                                       choices=STOP_MODES)
         self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
         self.format: str = opts.str("format", "json", choices=FORMATS)
         schema = parse_schema(opts.values["schema"]) if opts.has("schema") else None
         self.table_metadata = parse_table_metadata(opts.values["schema"], "Kafka") if opts.has("schema") else None
         delimiter: str = opts.str("field_delimiter", ",")
-        skip = opts.str("format_error_handle_way", "fail", choices=ERROR_WAYS) == "skip"
-        self.decoder = RecordDecoder(self.format, schema, delimiter, skip)
+        lenient = "skip" if self.format in LENIENT_FORMATS else "fail"
+        skip = opts.str("format_error_handle_way", lenient, choices=ERROR_WAYS) == "skip"
+        # Kafka Connect's converter settings change nothing here: its JSON is read by its
+        # envelope's payload either way (SeaTunnel reads ``payload`` in both cases too)
+        opts.bool("key_converter_schema_enabled", True)
+        opts.bool("value_converter_schema_enabled", True)
+        self.decoder = RecordDecoder(self.format, schema, delimiter, skip,
+                                     debezium_schema_included=opts.bool("debezium_record_include_schema", True))
+        self.change_rows = self.decoder.change_rows
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
         self.commit_on_checkpoint: bool = opts.bool("commit_on_checkpoint", True)
         discovery_ms: int = opts.int("partition-discovery.interval-millis", -1, minimum=-1)
