@@ -23,6 +23,7 @@ from .options import option_key
 from .sql_functions import install as install_seatunnel_functions
 from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
 from .sql_passthrough import PassThrough, parse_select, plan
+from .sql_casts import seatunnel_casts
 from .sql_syntax import duckdb_syntax
 
 _CONNECTION_CONFIG = {
@@ -87,11 +88,20 @@ class BatchQuery:
         self._plans: dict[pa.Schema, PassThrough | None] = {}
         #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
         self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
+        #: input schema -> the query with SeaTunnel's integer casts (sql_casts.py)
+        self._queries: dict[pa.Schema, str] = {}
 
     def _connect(self) -> Any:
         if self._connection is None:
             self._connection = _new_connection(self.query)
         return self._connection
+
+    def query_for(self, schema: pa.Schema) -> str:
+        """The query as it runs on input ``schema``: with SeaTunnel's casts of integer
+        columns to dates and times (:mod:`.sql_casts`), else as written."""
+        if schema not in self._queries:
+            self._queries[schema] = seatunnel_casts(self._connect(), self.query, schema) or self.query
+        return self._queries[schema]
 
     def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
         """The output schema for input ``schema``; unknown columns and type errors fail here."""
@@ -123,7 +133,7 @@ class BatchQuery:
             if passthrough is not None:
                 result = self._run(passthrough.with_rows(data), passthrough.query)
                 return passthrough.assemble(data, result)
-            return self._run(data, self.query)
+            return self._run(data, self.query_for(data.schema))
         except duckdb.Error as err:
             raise ConfigError(key, duckdb_message(err)) from None
 
@@ -138,7 +148,7 @@ class BatchQuery:
 
     def _compile(self, schema: pa.Schema) -> ArrowPlan | None:
         try:
-            tree = parse_select(self._connect(), self.query)
+            tree = parse_select(self._connect(), self.query_for(schema))
             if tree is None:
                 return None
             expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
@@ -154,11 +164,12 @@ class BatchQuery:
         query's own column names (anything else: the query as written)."""
         if schema in self._plans:
             return self._plans[schema]
-        found = plan(self._connect(), self.query, self.table, schema)
+        query = self.query_for(schema)
+        found = plan(self._connect(), query, self.table, schema)
         if found is not None:
             empty = schema.empty_table()
             try:
-                expected = self._run(empty, self.query).schema.names
+                expected = self._run(empty, query).schema.names
                 if found.assemble(empty, self._run(found.with_rows(empty), found.query)).schema.names != expected:
                     found = None
             except Exception:  # the query itself fails: report that, from the query as written

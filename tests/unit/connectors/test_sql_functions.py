@@ -242,6 +242,32 @@ def test_system_functions(expression, expected):
     check(expression, SYSTEM, expected)
 
 
+# SeaTunnel's casts of whole numbers (func_system.conf's c4, c5, c6), which DuckDB refuses
+WHOLE = pa.record_batch({"c4": pa.array([1687747869032], pa.int64()), "c5": pa.array([20230625], pa.int32()),
+                         "c6": pa.array([235109], pa.int32()), "early": pa.array([5], pa.int16()),
+                         "text": ["1687747869032"]})
+
+
+@pytest.mark.parametrize("arrow_kernels", [True, False])
+def test_integer_columns_cast_to_dates_and_times_as_seatunnel_reads_them(arrow_kernels: bool) -> None:
+    query = BatchQuery("select cast(c4 as timestamp) as ts, cast(c5 as date) as d, cast(c6 as time) as t, "
+                       "cast(early as time) as t2, date_trunc('day', CAST(c4 AS TIMESTAMP)) as day, "
+                       "cast(c5 as varchar) as s from fake", "query", arrow_kernels=arrow_kernels)
+    assert query.bind(WHOLE.schema, "query").field("ts").type == pa.timestamp("us")
+    assert query.run(WHOLE, "query").to_pylist() == [{
+        "ts": dt.datetime(2023, 6, 26, 2, 51, 9, 32000), "d": dt.date(2023, 6, 25), "t": dt.time(23, 51, 9),
+        "t2": dt.time(0, 0, 5), "day": dt.datetime(2023, 6, 26), "s": "20230625"}]
+
+
+def test_only_a_cast_of_an_integer_column_reads_it_seatunnels_way() -> None:
+    # a text column casts as DuckDB casts it (an ISO text); DuckDB refuses an integer expression
+    assert value("cast('2023-06-25 01:02:03' as timestamp)", WHOLE) == dt.datetime(2023, 6, 25, 1, 2, 3)
+    with pytest.raises(ConfigError, match="Unimplemented type for cast"):
+        value("cast(c4 + 1 as timestamp)", WHOLE)
+    with pytest.raises(ConfigError, match="Conversion Error"):
+        value("cast(text as timestamp)", WHOLE)
+
+
 def test_uuid_is_a_text_uuid():
     out = run("select uuid() as u from fake", SYSTEM)
     assert out.schema.field("u").type == pa.string() and len(out.column("u")[0].as_py()) == 36
