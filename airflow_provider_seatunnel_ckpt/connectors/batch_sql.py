@@ -23,7 +23,7 @@ from .options import option_key
 from .sql_functions import install as install_seatunnel_functions
 from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
 from .sql_passthrough import PassThrough, parse_select, plan
-from .sql_casts import seatunnel_casts
+from .sql_rewrites import seatunnel_rewrites
 from .sql_syntax import duckdb_syntax
 
 _CONNECTION_CONFIG = {
@@ -88,7 +88,7 @@ class BatchQuery:
         self._plans: dict[pa.Schema, PassThrough | None] = {}
         #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
         self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
-        #: input schema -> the query with SeaTunnel's integer casts (sql_casts.py)
+        #: input schema -> the query with SeaTunnel's readings (sql_rewrites.py)
         self._queries: dict[pa.Schema, str] = {}
 
     def _connect(self) -> Any:
@@ -97,10 +97,10 @@ class BatchQuery:
         return self._connection
 
     def query_for(self, schema: pa.Schema) -> str:
-        """The query as it runs on input ``schema``: with SeaTunnel's casts of integer
-        columns to dates and times (:mod:`.sql_casts`), else as written."""
+        """The query as it runs on input ``schema``: with SeaTunnel's readings of casts,
+        extract and week (:mod:`.sql_rewrites`), else as written."""
         if schema not in self._queries:
-            self._queries[schema] = seatunnel_casts(self._connect(), self.query, schema) or self.query
+            self._queries[schema] = seatunnel_rewrites(self._connect(), self.query, schema) or self.query
         return self._queries[schema]
 
     def bind(self, schema: pa.Schema, key: str) -> pa.Schema:

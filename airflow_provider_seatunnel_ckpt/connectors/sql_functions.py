@@ -27,6 +27,8 @@ import re
 import string
 from typing import Any
 
+from . import sql_des
+
 # --- helpers ------------------------------------------------------------------------------
 
 
@@ -389,3 +391,5 @@ def install(connection: Any, query: str | None = None) -> None:
     script = statements(names) + [f"CREATE TYPE {name} AS {kind};" for name, kind in types]
     if script:
         connection.execute("\n".join(script))
+    if query is None or any(name in words for name in sql_des.NAMES):
+        sql_des.install(connection, query or " ".join(sql_des.NAMES))  # Python functions, not macros

@@ -124,7 +124,10 @@ NUMERIC_CASES = [
     ("abs(c1)", 120.72), ("acos(id)", 0.0), ("asin(c2)", 0.0), ("atan(c2)", 0.0), ("cos(c2)", 1.0),
     ("cosh(c2)", 1.0), ("cot(1.0)", 1 / math.tan(1.0)), ("sin(c2)", 0.0), ("sinh(c2)", 0.0),
     ("tan(c3/4)", 0.9999999732051038), ("tanh(c2)", 0.0), ("atan2(1.0, 1.0)", math.pi / 4),
-    ("mod(c4, 5)", 3), ("mod(c4, 5.4)", Decimal("2.2")),
+    # SeaTunnel's: a literal with a point is a double, mod by a double is the remainder of
+    # the shortest decimal texts (BigDecimal.valueOf), ceil/floor/sign are ints
+    ("mod(c4, 5)", 3), ("mod(c4, 5.4)", 2.2), ("mod(c5, c6)", 13.2), ("mod(c1, c5)", -1.92),
+    ("abs(-10.3)", 10.3),
     ("ceil(c5)", 14.0), ("ceiling(c5)", 14.0), ("exp(c10)", 7.38905609893065), ("floor(c5)", 13.0),
     ("ln(c5)", 2.580216829592325), ("log(10, c5)", 1.1205739312058498), ("log10(c6)", 3.1219706375172507),
     ("radians(c7)", 3.141592653589793), ("sqrt(c8)", 3.2), ("pi()", 3.141592653589793),
@@ -178,6 +181,12 @@ DATETIME_CASES = [
     ("extract(YEAR FROM c3)", 2021), ("extract(MONTH FROM c3)", 4), ("extract(DAY FROM c3)", 15),
     ("extract(HOUR FROM c3)", 13), ("extract(MINUTE FROM c3)", 34), ("extract(SECOND FROM c3)", 45),
     ("extract(DAYOFYEAR FROM c3)", 105),
+    # SeaTunnel's: the milliseconds of the second, ISO's day of the week (7 for Sunday)
+    ("extract(MILLISECOND FROM c4)", 235), ("extract(DAYOFWEEK FROM date '2021-04-18')", 7),
+    # WeekFields.ISO.weekOfYear() + 1 (func_datetime.conf: 15); the days before the
+    # year's first week with 4 days are week 0 (+ 1), late December stays in its year
+    ("week(c4)", 15), ("week(date '2021-01-01')", 1), ("week(date '2021-01-04')", 2),
+    ("week(date '2020-01-01')", 2), ("week(date '2021-12-31')", 53),
     ("formatdatetime(c4, 'yyyy-MM-dd HH:mm:ss.S')", "2021-04-08 13:34:45.2"),
     ("formatdatetime(c4, 'yyyy-MM-dd')", "2021-04-08"), ("formatdatetime(c4, 'HH:mm:ss.SSS')", "13:34:45.235"),
     ("formatdatetime(c4, 'ss.SS|SSSS|SSSSSS|SSSSSSSSS')", "45.23|2350|235000|235000000"),
@@ -188,7 +197,8 @@ DATETIME_CASES = [
     ("hour(c4)", 13), ("minute(c4)", 34), ("month(c4)", 4), ("monthname(c4)", "April"),
     ("parsedatetime(c5, 'yyyy-MM-dd HH:mm:ss.SSS')", T(2021, 4, 8, 13, 34, 45, 235000)),
     ("parsedatetime('2021-04-08 13:34:45', 'yyyy-MM-dd HH:mm:ss')", T(2021, 4, 8, 13, 34, 45)),
-    ("to_date(c6, 'yyyy-MM-dd')", T(2021, 4, 8)),
+    ("to_date(c6, 'yyyy-MM-dd')", dt.date(2021, 4, 8)),  # a year, no minutes: a date (ZetaSQLType)
+    ("to_date('13:34', 'HH:mm')", dt.time(13, 34)),  # minutes, no year: a time
     ("is_date('2021-04-08 13:34:45', 'yyyy-MM-dd HH:mm:ss')", True),
     ("is_date('2021-04-08 1x:34:45', 'yyyy-MM-dd HH:mm:ss')", False), ("is_date('2021-13-01', 'yyyy-MM-dd')", False),
     ("is_date('13', 'HH')", False),  # neither yy nor mm in the pattern
@@ -268,6 +278,22 @@ def test_only_a_cast_of_an_integer_column_reads_it_seatunnels_way() -> None:
         value("cast(text as timestamp)", WHOLE)
 
 
+def test_des_functions_are_seatunnels_udfs():
+    # the cipher text as `openssl enc -des-cbc -K 3132333435363738 -iv 3132333435363738 -base64`
+    # gives it for "Joy Ding" (SeaTunnel's DESUtil: the password's first 8 bytes, IV 12345678)
+    assert value("des_encrypt('1234567890', name)", STRINGS) == "+jXI7ngL1UzB8yoBYEVgoQ=="
+    assert value("des_decrypt('1234567890', des_encrypt('1234567890', name))", STRINGS) == "Joy Ding"
+    assert value("des_decrypt('1234567890', 'not cipher text')", STRINGS) == "not cipher text"  # as SeaTunnel
+    assert value("des_encrypt('1234567890', missing)", STRINGS) is None
+    with pytest.raises(ConfigError, match="at least 8 characters"):
+        value("des_encrypt('short', name)", STRINGS)
+
+
+def test_char_is_seatunnels_function_and_stays_a_type_in_a_cast():
+    assert value("char(c5)", STRINGS) == "b"
+    assert value("cast(c5 as char(3))", STRINGS) == "98"
+
+
 def test_uuid_is_a_text_uuid():
     out = run("select uuid() as u from fake", SYSTEM)
     assert out.schema.field("u").type == pa.string() and len(out.column("u")[0].as_py()) == 36
@@ -285,10 +311,29 @@ def test_result_types_are_seatunnels(expression, kind):
 
 @pytest.mark.parametrize("expression, kind", [
     ("datediff(c1, c2, 'HOUR')", pa.int64()), ("day_of_week(c3)", pa.int32()), ("day_of_year(c3)", pa.int32()),
+    ("extract(YEAR FROM c3)", pa.int32()), ("extract(MILLISECOND FROM c3)", pa.int32()), ("hour(c3)", pa.int32()),
+    ("year(c3)", pa.int32()), ("quarter(c3)", pa.int32()), ("week(c3)", pa.int32()),
+    ("date_part('year', c3)", pa.int64()),  # DuckDB's own function, by its name, stays DuckDB's
     ("dateadd(c1, 1, 'DAY')", pa.timestamp("us")), ("formatdatetime(c4, 'yyyy')", pa.string()),
 ])
 def test_date_result_types_are_seatunnels(expression, kind):
     assert run(f"select {expression} as v from fake", TIMES).schema.field("v").type == kind
+
+
+@pytest.mark.parametrize("expression, kind", [
+    ("abs(-10.3)", pa.float64()), ("1.5 + c4", pa.float64()), ("cast(1.5 as decimal(4, 2))", pa.decimal128(4, 2)),
+    ("mod(c4, 5.4)", pa.float64()), ("mod(c4, 5)", pa.int32()), ("ceil(c5)", pa.int32()), ("floor(c5)", pa.int32()),
+    ("sign(c1)", pa.int32()), ("c4 * 2", pa.int32()),
+])
+def test_numeric_result_types_are_seatunnels(expression, kind):
+    assert run(f"select {expression} as v from fake", NUMBERS).schema.field("v").type == kind
+
+
+def test_small_integer_arithmetic_gives_an_int_as_seatunnel():
+    small = pa.record_batch({"t": pa.array([11], pa.int8()), "s": pa.array([23], pa.int16())})
+    out = run("select t + 3 as a, s * 2 as b, t - s as c, t as d from fake", small)
+    assert out.to_pylist() == [{"a": 14, "b": 46, "c": -12, "d": 11}]
+    assert [f.type for f in out.schema] == [pa.int32(), pa.int32(), pa.int32(), pa.int8()]
 
 
 def test_names_in_backticks_are_quoted_names_and_literals_stay_as_written():
@@ -337,7 +382,7 @@ def test_errors_name_the_function_and_the_option(expression, batch, message):
 
 def test_names_duckdb_cannot_parse_fail_at_load():
     with pytest.raises(ConfigError, match=r"transform\[0\]\.query: Parser Error"):
-        load_transform({"plugin_name": "Sql", "query": "select char(c5) as c from fake"}, "transform[0]")
+        load_transform({"plugin_name": "Sql", "query": "select position('a', name) as c from fake"}, "transform[0]")
 
 
 # --- the Arrow fast path and the pass-through leave the functions to DuckDB --------------------------
