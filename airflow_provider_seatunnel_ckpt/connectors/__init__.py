@@ -224,10 +224,11 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     if not getattr(cls, "reads_job_mode", False):
         options.pop("job.mode", None)  # the job's env.job.mode, given to every source by job.py
     try:
-        if kind == "source" and "tables_configs" in options and getattr(cls, "reads_tables_configs", False):
+        tables_option = getattr(cls, "tables_option", "tables_configs")
+        if kind == "source" and tables_option in options and getattr(cls, "reads_tables_configs", False):
             from .union import tables_source  # several tables of one connector (SeaTunnel's tables_configs)
 
-            instance = tables_source(cls, options)
+            instance = tables_source(cls, options, tables_option)
         else:
             instance = cls(options)
     except ConfigError as err:
@@ -239,7 +240,7 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     instance.config_key = key
     if getattr(instance, "table_names", None) is not None:  # errors name the table's block
         for index, part in enumerate(instance.sources):
-            part.config_key = f"{key}.tables_configs[{index}]"
+            part.config_key = f"{key}.{getattr(cls, 'tables_option', 'tables_configs')}[{index}]"
     return instance
 
 
@@ -250,7 +251,8 @@ def load_table_sinks(entry: Mapping[str, Any], key: str, table_names: Sequence[s
     from .table_placeholders import fill_table_placeholders
 
     entries = [fill_table_placeholders(entry, name) for name in table_names]
-    if len({repr(sorted(e.items(), key=lambda item: item[0])) for e in entries}) < len(entries):
+    shares = getattr(_class("sink", entry.get("plugin_name"), f"{key}.plugin_name"), "tables_may_share_target", False)
+    if not shares and len({repr(sorted(e.items(), key=lambda item: item[0])) for e in entries}) < len(entries):
         raise ConfigError(key, f"{entry.get('plugin_name')} reads several tables ({', '.join(table_names)}) and its "
                                "options are the same for each: name the table in them (path = \"/data/${table_name}\", "
                                "table = \"${table_name}\"), so that each table is written apart")

@@ -310,6 +310,11 @@ class Sink:
     #: column before it: a change row is written as a plain row) or "keep" (its batches
     #: keep the column of ``connectors/row_kind.py``)
     change_rows: str = "refuse"
+    #: True: the sinks of a source's several tables may all write one target (the same
+    #: options for each table): their epochs stay apart there (a database table written in
+    #: transactions named per sink instance). False: each table must name its own target
+    #: (``${table_name}`` in a path), or files of one would overwrite the other's
+    tables_may_share_target = False
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)

@@ -93,25 +93,32 @@ class _TaggingReader(SourceReader):
         self.inner.close()
 
 
-def tables_source(build: Callable[[Mapping[str, Any]], Source], options: Mapping[str, Any]) -> SourceUnion:
-    """One source per entry of ``options["tables_configs"]`` (each entry's options over the
-    shared ones), named by its ``schema.table``, as SeaTunnel's multi-table sources."""
-    tables = options["tables_configs"]
+def tables_source(build: Callable[[Mapping[str, Any]], Source], options: Mapping[str, Any],
+                  key: str = "tables_configs") -> SourceUnion:
+    """One source per entry of ``options[key]`` (each entry's options over the shared
+    ones), named by ``build.table_name(entry)`` (by default its ``schema.table``), as
+    SeaTunnel's multi-table sources: ``tables_configs``, Kafka's ``table_list``."""
+    tables = options[key]
     if not isinstance(tables, list) or not tables or not all(isinstance(t, Mapping) for t in tables):
-        raise ConfigError("tables_configs", "expected a list of table blocks, each with its own options and schema")
-    shared = {k: v for k, v in options.items() if k != "tables_configs"}
+        raise ConfigError(key, "expected a list of table blocks, each with its own options and schema")
+    shared = {k: v for k, v in options.items() if k != key}
+    name_of = getattr(build, "table_name", _schema_table)
     sources, names = [], []
     for index, table in enumerate(tables):
-        where = f"tables_configs[{index}]"
-        schema = table.get("schema")
-        name = schema.get("table") if isinstance(schema, Mapping) else None
+        where = f"{key}[{index}]"
+        name, name_key = name_of(table)
         if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"{where}.schema.table", "is required: the name that tells the tables apart")
+            raise ConfigError(f"{where}.{name_key}", "is required: the name that tells the tables apart")
         if name.strip() in names:
-            raise ConfigError(f"{where}.schema.table", f"table {name.strip()!r} is named twice")
+            raise ConfigError(f"{where}.{name_key}", f"table {name.strip()!r} is named twice")
         try:
             sources.append(build({**shared, **table}))
         except ConfigError as err:
             raise ConfigError(f"{where}.{err.key}" if err.key else where, err.problem) from None
         names.append(name.strip())
     return SourceUnion(sources, names)
+
+
+def _schema_table(table: Mapping[str, Any]) -> tuple[Any, str]:
+    schema = table.get("schema")
+    return (schema.get("table") if isinstance(schema, Mapping) else None), "schema.table"

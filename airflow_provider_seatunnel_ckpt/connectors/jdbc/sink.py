@@ -78,6 +78,9 @@ SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exis
 class JdbcSink(Sink):
     plugin_name = "Jdbc"
     change_rows = "keep"  # applied by primary_keys (see above)
+    # the sinks of several source tables may write one table (SeaTunnel's Kafka table_list
+    # jobs do): each commits its own named transactions
+    tables_may_share_target = True
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)

@@ -28,6 +28,9 @@ Options (SeaTunnel's names):
 * ``partition-discovery.interval-millis`` (default -1, off): in unbounded mode, look for
   new partitions (a topic grown, a new topic matching the pattern) this often while the
   job runs and read them from their earliest offset, without a restart
+* ``table_list``: several blocks of the options above (``topic``, ``pattern``, ``format``,
+  ``schema``, ``start_mode``...), each read as its own table named by its topic, the
+  entry's other options shared (SeaTunnel's multi-table Kafka source)
 * ``commit_on_checkpoint`` (default true): after each completed checkpoint, commit its
   offsets to ``consumer.group``, for monitoring (lag) and for a *new* job started with
   ``group_offsets``; a restore never reads them
@@ -78,6 +81,14 @@ class KafkaSource(Source):
     reads_splits_together = True
     #: the job's ``env.job.mode`` when the job file sets it (``connectors/__init__.py``)
     reads_job_mode = True
+    #: ``table_list``: several topics, each its own table (format, schema...), read as one
+    #: source of several tables (``union.tables_source``), each named by its topic
+    reads_tables_configs = True
+    tables_option = "table_list"
+
+    @staticmethod
+    def table_name(entry: Mapping[str, Any]) -> tuple[Any, str]:
+        return entry.get("topic"), "topic"
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)

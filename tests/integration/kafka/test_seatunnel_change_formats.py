@@ -133,6 +133,14 @@ OGG_WEIGHTS = {101: "3.140000104904175", 102: "8.100000381469727", 103: "0.80000
                105: "0.875", 106: "1", 107: "5.300000190734863", 108: "0.10000000149011612", 109: "22.200000762939453"}
 
 
+def ogg_table() -> list[list[Any]]:
+    """The PostgreSQL table after ogg_data.txt's changes (KafkaFormatIT.checkOggFormat)."""
+    rows = [[i, *PRODUCTS[i + 1000], w] for i, w in OGG_WEIGHTS.items()]
+    rows[5][2:] = ["18oz carpenter hammer", "1"]  # 106 updated
+    rows[6][3] = "5.099999904632568"  # 107 updated
+    return rows + [[110, "jacket", "new water resistent white wind breaker", "0.5"]]  # 111 deleted
+
+
 def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
     load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
     kafka_cluster.create_topic("test-ogg-sink", 1)
@@ -148,11 +156,7 @@ def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp
 
     sink_table(db)
     run_in_process(on_our_servers("kafka_source_ogg_to_pgsql.conf", kafka_cluster, db, tmp_path))
-    expected = [[i, *PRODUCTS[i + 1000], w] for i, w in OGG_WEIGHTS.items()]
-    expected[5][2:] = ["18oz carpenter hammer", "1"]
-    expected[6][3] = "5.099999904632568"
-    expected.append([110, "jacket", "new water resistent white wind breaker", "0.5"])
-    assert table(db, "sink") == expected
+    assert table(db, "sink") == ogg_table()
 
 
 def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
@@ -192,4 +196,16 @@ def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Databa
     result = workspace.run(job, workspace.write_config(interval=1000), "canal-to-pg")
     assert result.returncode == 0, result.explain()
     assert table(db, "sink") == CANAL_TABLE
+    assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
+
+
+def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: Any, db: Database,
+                                                               tmp_path: Path) -> None:
+    """``table_list``: an ogg topic (by pattern) and a canal topic, each its own table and
+    format, both applied to one PostgreSQL table (KafkaFormatIT.checkFormatCanalAndOgg)."""
+    load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
+    load_topic(kafka_cluster, "test-cdc_mds", "canal_data.txt")
+    sink_table(db)
+    run_in_process(on_our_servers("kafka_multi_source_to_pg.conf", kafka_cluster, db, tmp_path))
+    assert table(db, "sink") == ogg_table() + CANAL_TABLE
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")

@@ -182,3 +182,18 @@ def test_change_rows_need_a_jdbc_sinks_primary_keys_and_a_change_format_on_kafka
         _bound(SOURCE + 'sink { Kafka { bootstrap.servers = "127.0.0.1:9", topic = o, format = json } }\n', tmp_path)
     _bound(SOURCE + 'sink { Kafka { bootstrap.servers = "127.0.0.1:9", topic = o, format = debezium_json } }\n',
            tmp_path)
+
+
+def test_a_table_list_is_one_table_per_topic_with_its_own_format() -> None:
+    source = load_source({**{k: v for k, v in KAFKA.items() if k != "topic"}, "consumer.group": "g", "table_list": [
+        {"topic": "^ogg.*", "pattern": "true", "format": "ogg_json", "schema": {"fields": {"id": "int"}}},
+        {"topic": "plain", "format": "json", "schema": {"fields": {"id": "int", "name": "string"}}},
+    ]})
+    assert source.table_names == ["^ogg.*", "plain"]
+    ogg, plain = source.sources
+    assert (ogg.format, ogg.pattern, ogg.group) == ("ogg_json", True, "g") and plain.format == "json"
+    assert source.change_rows == ("UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
+    with pytest.raises(ConfigError, match=r"^source\[0\]\.table_list\[1\]\.topic: is required"):
+        load_source({**KAFKA, "table_list": [{"topic": "a", "format": "text"}, {"format": "text"}]})
+    with pytest.raises(ConfigError, match=r"^source\[0\]\.table_list\[0\]\.format: 'avro' is not one of"):
+        load_source({**KAFKA, "table_list": [{"topic": "a", "format": "avro"}]})
