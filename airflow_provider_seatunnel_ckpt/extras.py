@@ -33,6 +33,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "sql": ("duckdb",),
     "lzo": ("lzallright",),
     "excel": ("openpyxl",),
+    "avro": ("fastavro",),
 }
 
 

@@ -264,11 +264,11 @@ def test_each_connector_extra_brings_the_engine_and_all_brings_every_extra():
     # one release for both: the Spark provider floats pyspark-client
     assert str(engine["pyspark"].specifier) == str(engine["pyspark-client"].specifier)
     assert str(engine["pyspark"].specifier).startswith("==")
-    for extra in ("jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel"):
+    for extra in ("jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro"):
         self_refs = [Requirement(r) for r in extras[extra] if Requirement(r).name == DIST]
         assert [r.extras for r in self_refs] == [{"engine"}], extra
     (everything,) = [Requirement(r) for r in extras["all"]]
-    assert everything.extras == {"engine", "jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel"}
+    assert everything.extras == {"engine", "jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro"}
     assert {"all"} <= set().union(*(Requirement(r).extras for r in extras["test"] if Requirement(r).name == DIST))
 
 

@@ -9,6 +9,7 @@
   ``content`` string column holds the whole value.
 * ``raw``: columns ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
   ``timestamp`` (ms since the epoch), as the records come.
+* ``avro``: one Avro datum per record, SeaTunnel's schema of ``schema``: :mod:`.avro_format`
 * ``canal_json``, ``debezium_json``, ``maxwell_json``, ``ogg_json``,
   ``COMPATIBLE_KAFKA_CONNECT_JSON``: change rows (inserts, updates, deletes), record by
   record: :mod:`.change_formats`.
@@ -31,10 +32,11 @@ import pyarrow.json as pajson
 
 from ...errors import ConfigError
 from ..seatunnel_types import convert_value, has_map
-from .change_formats import SOURCE_FORMATS, ChangeDecoder, ChangeRecordError
+from .avro_format import AvroCodec
+from .change_formats import SOURCE_FORMATS, ChangeDecoder
 
 
-FORMATS = ("json", "text", "raw", *SOURCE_FORMATS)
+FORMATS = ("json", "text", "raw", "avro", *SOURCE_FORMATS)
 ERROR_WAYS = ("fail", "skip")
 
 RAW_SCHEMA = pa.schema([
@@ -71,13 +73,14 @@ class RecordDecoder:
         self.format = fmt
         self.skip_errors = skip_errors
         self.delimiter = delimiter
-        self._changes: ChangeDecoder | None = None
-        if fmt in SOURCE_FORMATS:
+        #: the formats read record by record (a record may hold several rows, or none)
+        self._each: ChangeDecoder | _AvroRecords | None = None
+        if fmt in (*SOURCE_FORMATS, "avro"):
             if schema is None:
                 raise ConfigError("schema", f"is required for format {fmt} (the columns and their types)")
-            self._changes = ChangeDecoder(fmt, schema, debezium_schema_included)
-            self.schema = self._changes.schema
-            self.change_rows = self._changes.change_rows
+            self._each = _AvroRecords(schema) if fmt == "avro" else ChangeDecoder(fmt, schema, debezium_schema_included)
+            self.schema = self._each.schema
+            self.change_rows = self._each.change_rows
         elif fmt == "raw":
             self.schema = RAW_SCHEMA
         elif fmt == "json":
@@ -92,8 +95,8 @@ class RecordDecoder:
     def decode(self, messages: Sequence[Any]) -> Decoded:
         if self.format == "raw":
             return Decoded(_raw(messages), [])
-        if self._changes is not None:
-            return self._decode_changes(messages)
+        if self._each is not None:
+            return self._decode_each(messages)
         values = [m.value() for m in messages]
         try:
             return Decoded(self._parse(values), [])
@@ -112,18 +115,16 @@ class RecordDecoder:
                 good.append(value)
         return Decoded(self._parse(good), skipped)
 
-    def _decode_changes(self, messages: Sequence[Any]) -> Decoded:
-        """Change formats: record by record (a record may hold several rows, or none)."""
+    def _decode_each(self, messages: Sequence[Any]) -> Decoded:
         rows, skipped = [], []
         for index, message in enumerate(messages):
-            value = message.value()
             try:
-                rows += self._changes.rows(value)
-            except ChangeRecordError as err:
+                rows += self._each.rows(message.value())
+            except ValueError as err:  # ChangeRecordError, or a datum the avro schema cannot read
                 if not self.skip_errors:
                     raise DecodeError(index, str(err)) from None
                 skipped.append(index)
-        return Decoded(self._changes.batch(rows), skipped)
+        return Decoded(self._each.batch(rows), skipped)
 
     def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
         if not values:
@@ -173,6 +174,24 @@ class RecordDecoder:
                 raise DecodeError(0, err.problem) from None
             table = table.append_column(field, pa.array(column, type=field.type))
         return table
+
+
+class _AvroRecords:
+    """``avro``: one row per record."""
+
+    change_rows: tuple[str, ...] = ()
+
+    def __init__(self, schema: pa.Schema):
+        self.codec = AvroCodec(schema)
+        self.schema = schema
+
+    def rows(self, value: bytes | None) -> list[dict[str, Any]]:
+        if value is None:
+            raise ValueError("the record has no value (a tombstone)")
+        return [self.codec.decode_one(value)]
+
+    def batch(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
+        return self.codec.batch(rows)
 
 
 def _raw(messages: Sequence[Any]) -> pa.RecordBatch:

@@ -2,7 +2,8 @@
 barrier) or ``EXACTLY_ONCE`` (a transaction per epoch, committed after the checkpoint).
 
 Options (SeaTunnel's names): ``bootstrap.servers``, ``topic``, ``format`` (``json``: each row
-as a JSON object; ``text``: the columns joined by ``field_delimiter``; ``canal_json``,
+as a JSON object; ``text``: the columns joined by ``field_delimiter``; ``avro``: SeaTunnel's
+Avro datum of the row, :mod:`.avro_format`; ``canal_json``,
 ``debezium_json``, ``maxwell_json``, ``ogg_json``: each change row as an insert or a delete
 in that format, :mod:`.change_formats`), ``partition_key_fields``
 (the record key: those columns, in the same format, so equal keys land in the same
@@ -38,6 +39,8 @@ from ...errors import ConfigError, ConnectorError
 from ..api import ROW_KIND, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..batch_sql import BatchQuery
 from ..options import Options, option_key
+from ...extras import require
+from .avro_format import AvroCodec
 from .change_formats import SINK_FORMATS, encoding_sql
 from .client import KafkaTarget, reason
 
@@ -61,7 +64,10 @@ class KafkaSink(Sink):
         opts = Options(self.plugin_name, options, known=_KNOWN)
         self.target = KafkaTarget(opts)
         self.topic: str = opts.str("topic")
-        self.format: str = opts.str("format", "json", choices=("json", "text", *SINK_FORMATS))
+        self.format: str = opts.str("format", "json", choices=("json", "text", "avro", *SINK_FORMATS))
+        if self.format == "avro":
+            require("avro", "format avro", "format")
+        self._avro: dict[pa.Schema, AvroCodec] = {}
         if self.format in SINK_FORMATS:
             self.change_rows = "keep"  # each row's kind decides insert or delete
         self.delimiter: str = opts.str("field_delimiter", ",")
@@ -115,13 +121,16 @@ class KafkaSink(Sink):
         parts = ", ".join(f"coalesce(CAST({_ident(n)} AS VARCHAR), '')" for n in names)
         return f"concat_ws('{self.delimiter.replace(chr(39), chr(39) * 2)}', {parts})"
 
-    def encode(self, batch: pa.RecordBatch) -> tuple[list[str], list[str] | None]:
-        """The batch's record values (and keys), encoded by one DuckDB query per batch."""
+    def encode(self, batch: pa.RecordBatch) -> tuple[list[str] | list[bytes], list[str] | None]:
+        """The batch's record values (and keys), encoded by one DuckDB query per batch
+        (avro: by fastavro, row by row)."""
         names = tuple(batch.schema.names)
         missing = [f for f in self.key_fields if f not in names]
         if missing:
             raise ConfigError(option_key(self, "partition_key_fields"), f"no column {missing[0]!r} in the batch "
                                                                          f"(columns: {list(names)})")
+        if self.format == "avro":
+            return self._encode_avro(batch)
         encoder = self._encoders.get(names)
         if encoder is None:
             key = f", {self._expression(self.key_fields)} AS k" if self.key_fields else ""
@@ -132,6 +141,23 @@ class KafkaSink(Sink):
             return [], None
         keys = encoded.column("k").to_pylist() if self.key_fields else None
         return encoded.column("v").to_pylist(), keys
+
+    def _encode_avro(self, batch: pa.RecordBatch) -> tuple[list[bytes], list[str] | None]:
+        codec = self._avro.get(batch.schema)
+        if codec is None:
+            codec = self._avro[batch.schema] = AvroCodec(batch.schema, option_key(self, "format"))
+        keys = None
+        if self.key_fields:  # the key is json, as for the other formats
+            key_batch = batch.select(self.key_fields)
+            keys = self._key_encoder().run(key_batch, option_key(self, "partition_key_fields")).column("k").to_pylist()
+        return codec.encode(batch), keys
+
+    def _key_encoder(self) -> BatchQuery:
+        names = tuple(self.key_fields)
+        if names not in self._encoders:
+            self._encoders[names] = BatchQuery(f"SELECT {self._expression(names)} AS k FROM {_ROWS}",
+                                               "partition_key_fields")
+        return self._encoders[names]
 
     # ---- producing ------------------------------------------------------------------------------
     def producer_config(self, **settings: Any) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
+from ...extras import require
 from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
 from ..options import Options, option_key
 from .client import KafkaTarget, metadata, reason
@@ -105,6 +106,8 @@ class KafkaSource(Source):
                                        choices=STOP_MODES)
         self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
         self.format: str = opts.str("format", "json", choices=FORMATS)
+        if self.format == "avro":
+            require("avro", "format avro", "format")
         schema = parse_schema(opts.values["schema"]) if opts.has("schema") else None
         self.table_metadata = parse_table_metadata(opts.values["schema"], "Kafka") if opts.has("schema") else None
         delimiter: str = opts.str("field_delimiter", ",")

@@ -1,4 +1,4 @@
-"""SeaTunnel's own Kafka change-format jobs (tests/fixtures/seatunnel/connector-kafka-e2e,
+"""SeaTunnel's own Kafka change-format and avro jobs (tests/fixtures/seatunnel/connector-kafka-e2e,
 unchanged but for the servers' addresses and credentials), on the session's Kafka mock
 cluster and PostgreSQL server, with the records SeaTunnel's KafkaFormatIT produces and the
 results it expects: every record value the Kafka sink writes, in order, and every row of
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.timeout(180)
 def on_our_servers(name: str, kafka: Any, db: Database | None, directory: Path) -> Path:
     """The job file with SeaTunnel's container addresses replaced by ours (nothing else)."""
     text = (FILES / name).read_text()
-    text = text.replace("kafka_e2e:9092", kafka.bootstrap_servers)
+    text = text.replace("kafka_e2e:9092", kafka.bootstrap_servers).replace("kafkaCluster:9092", kafka.bootstrap_servers)
     if db is not None:
         text = re.sub(r'url = "jdbc:postgresql://postgresql:5432/test[^"]*"', f'url = "{db.url}"', text)
         text = text.replace("user = test", "user = postgres").replace(
@@ -209,3 +209,63 @@ def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: An
     run_in_process(on_our_servers("kafka_multi_source_to_pg.conf", kafka_cluster, db, tmp_path))
     assert table(db, "sink") == ogg_table() + CANAL_TABLE
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
+
+
+# SeaTunnel's Avro schema of kafka_avro_to_assert.conf's row type, written out by hand from
+# SeaTunnelRowTypeToAvroSchemaConverter (not from connectors/kafka/avro_format.py)
+ASSERT_SCHEMA = {"type": "record", "name": "SeaTunnelRecord", "fields": [
+    {"name": "id", "type": "long"}, {"name": "c_map", "type": {"type": "map", "values": "int"}},
+    {"name": "c_array", "type": {"type": "array", "items": "int"}}, {"name": "c_string", "type": "string"},
+    {"name": "c_boolean", "type": "boolean"}, {"name": "c_tinyint", "type": "int"}, {"name": "c_smallint", "type": "int"},
+    {"name": "c_int", "type": "int"}, {"name": "c_bigint", "type": "long"}, {"name": "c_float", "type": "float"},
+    {"name": "c_double", "type": "double"},
+    {"name": "c_decimal", "type": {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 1}},
+    {"name": "c_bytes", "type": "bytes"}, {"name": "c_date", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "c_timestamp", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+]}
+
+
+def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluster: Any, tmp_path: Path) -> None:
+    import datetime as dt
+    import decimal
+    import io
+
+    import fastavro
+
+    from airflow_provider_seatunnel_ckpt.connectors.kafka.avro_format import AvroCodec
+    from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
+
+    # KafkaIT.testKafkaAvroToAssert's 100 rows (generateTestData), as SeaTunnel's serializer writes them
+    parsed = fastavro.parse_schema(ASSERT_SCHEMA)
+    values = []
+    for i in range(100):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, {
+            "id": i, "c_map": {"key": 1}, "c_array": [1], "c_string": "string", "c_boolean": False, "c_tinyint": 1,
+            "c_smallint": 1, "c_int": 1, "c_bigint": 1, "c_float": 1.1, "c_double": 1.1,
+            "c_decimal": decimal.Decimal("1.1"), "c_bytes": b"test", "c_date": dt.date(2024, 1, 1),
+            "c_timestamp": dt.datetime(2024, 1, 1, 12, 0, 0, 123000)})
+        values.append(out.getvalue())
+    kafka_cluster.create_topic("test_avro_topic", 1)
+    kafka_cluster.produce("test_avro_topic", values)
+    # its Assert rules: id in 0..99, c_string of 6 characters
+    assert run_in_process(on_our_servers("kafka_avro_to_assert.conf", kafka_cluster, None, tmp_path)) == 100
+
+    kafka_cluster.create_topic("test_avro_topic_fake_source", 1)
+    assert run_in_process(on_our_servers("fake_source_to_kafka_avro_format.conf", kafka_cluster, None, tmp_path)) == 90
+    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+
+    job = load_job(FILES / "fake_source_to_kafka_avro_format.conf")
+    codec = AvroCodec(parse_schema(job.sources[0]["schema"]))
+    consumer = Consumer(kafka_cluster.config(**{"group.id": "check-avro", "enable.partition.eof": True}))
+    try:
+        consumer.assign([TopicPartition("test_avro_topic_fake_source", 0, 0)])
+        rows = []
+        while (message := consumer.poll(10)) is not None and not message.error():
+            rows.append(codec.decode_one(message.value()))
+    finally:
+        consumer.close()
+    # KafkaIT.testFakeSourceToKafkaAvroFormat: 90 records, every field of its type
+    assert len(rows) == 90 and all(row["c_string"] == "fake_source_avro" for row in rows)
+    assert all(isinstance(row["c_timestamp"], dt.datetime) and isinstance(row["c_decimal"], decimal.Decimal)
+               and isinstance(row["c_row"]["c_date"], dt.date) for row in rows)

@@ -195,5 +195,5 @@ def test_a_table_list_is_one_table_per_topic_with_its_own_format() -> None:
     assert source.change_rows == ("UPDATE_BEFORE", "UPDATE_AFTER", "DELETE")
     with pytest.raises(ConfigError, match=r"^source\[0\]\.table_list\[1\]\.topic: is required"):
         load_source({**KAFKA, "table_list": [{"topic": "a", "format": "text"}, {"format": "text"}]})
-    with pytest.raises(ConfigError, match=r"^source\[0\]\.table_list\[0\]\.format: 'avro' is not one of"):
-        load_source({**KAFKA, "table_list": [{"topic": "a", "format": "avro"}]})
+    with pytest.raises(ConfigError, match=r"^source\[0\]\.table_list\[0\]\.format: 'protobuf' is not one of"):
+        load_source({**KAFKA, "table_list": [{"topic": "a", "format": "protobuf"}]})
