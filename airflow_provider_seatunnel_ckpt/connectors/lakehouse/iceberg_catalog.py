@@ -39,12 +39,15 @@ class IcebergTableAccess:
                                                         "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
         self.catalog_config = {str(k): str(v) for k, v in config.items()}
         if self.catalog_config.get("type", "").strip().lower() == "hadoop":
-            # SeaTunnel's Iceberg e2e jobs use one; pyiceberg has no catalog that commits that way
-            warehouse = self.catalog_config.get("warehouse", "file:///path/warehouse").rstrip("/")
-            raise ConfigError("iceberg.catalog.config.type", "hadoop catalogs are not supported (pyiceberg cannot "
-                              "commit to one); use a SQL catalog over the same warehouse: {type = sql, uri = "
-                              f"\"sqlite:///{warehouse.removeprefix('file://')}/catalog.db\", warehouse = \"{warehouse}\"}}, "
-                              "or your REST, Hive or Glue catalog")
+            from .iceberg_hadoop_catalog import local_warehouse
+
+            warehouse = self.catalog_config.get("warehouse", "")
+            if not warehouse or local_warehouse(warehouse) is None:
+                # commits there would not be atomic: object stores cannot refuse an existing name
+                raise ConfigError("iceberg.catalog.config.warehouse",
+                                  f"{warehouse or 'missing'}: a hadoop catalog needs a local warehouse (file:// or a "
+                                  "path); elsewhere use a SQL catalog: {type = sql, uri = \"sqlite:////path/catalog.db\", "
+                                  f"warehouse = \"{warehouse or 's3://bucket/warehouse'}\"}}, or REST, Hive or Glue")
         self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
         self.storage_options = storage_of(options)
         self._catalog: Any = None
@@ -62,6 +65,11 @@ class IcebergTableAccess:
         from pyiceberg.catalog import load_catalog
 
         properties = {**s3_properties(self.storage_options), **self.catalog_config}
+        if properties.get("type", "").strip().lower() == "hadoop":
+            from .iceberg_hadoop_catalog import HadoopCatalog
+
+            properties.pop("type")
+            return HadoopCatalog(self.catalog_name, **properties)
         _make_sqlite_directory(properties)
         # A SQL catalog creates its own tables when first opened: subtasks opening a new
         # catalog at once race on that ("table iceberg_tables already exists"); again works.

@@ -283,13 +283,18 @@ class IcebergCommitter(SinkCommitter):
                     return
                 properties = {JOB_ID_PROPERTY: self.job_id, CHECKPOINT_PROPERTY: str(checkpoint)}
                 version = table.metadata.format_version
+                # a branch of a table without snapshots starts with this commit, as in Java
+                new_branch = self.sink.branch != "main" and not table.metadata.snapshots
                 with table.transaction() as txn:
-                    with txn.update_snapshot(snapshot_properties=properties, branch=self.sink.branch).fast_append() as append:
+                    branch = None if new_branch else self.sink.branch
+                    with txn.update_snapshot(snapshot_properties=properties, branch=branch).fast_append() as append:
                         for entry in files:
                             stats = dict(entry.file.stats)
                             spec_id = stats.pop("spec_id")
                             append.append_data_file(data_file(entry.url, entry.file.size,
                                                               list(entry.file.partition.values()), stats, spec_id, version))
+                    if new_branch:
+                        _start_branch(txn, self.sink.branch)
                 log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
                          self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
 
@@ -353,3 +358,19 @@ class IcebergCommitter(SinkCommitter):
 def _partition_name(column: str, transform: str) -> str:
     base = transform.split("[")[0]
     return column if base == "identity" else f"{column}_{base}"
+
+
+def _start_branch(txn: Any, branch: str) -> None:
+    """Point a new ``branch`` at the snapshot ``txn`` just added (to no branch).
+
+    pyiceberg refuses to write a branch other than main on a table without snapshots (its
+    ref requirement checks that the table has some), while Java's SnapshotProducer creates
+    the branch with its first snapshot, main staying empty: what SeaTunnel's Iceberg sink
+    with ``iceberg.table.commit-branch`` does on a new table. So the snapshot is added to no
+    branch, and the ref is set here without that requirement (through the transaction's
+    own ``_apply``: pyiceberg has no public call for it)."""
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.update import SetSnapshotRefUpdate
+
+    snapshot_id = txn.table_metadata.snapshots[-1].snapshot_id
+    txn._apply((SetSnapshotRefUpdate(ref_name=branch, type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id),), ())

@@ -9,6 +9,8 @@ Options (SeaTunnel's Iceberg source names where it has them):
   epoch; read the snapshot that was current then
 * default: the table's current snapshot when the job first plans its splits
 * ``read_columns``: the columns to read (default: all)
+* ``schema`` (SeaTunnel's ``schema = {fields {f1 = "bigint", ...}}``): read these
+  columns, by name, in this order, cast to these types (instead of ``read_columns``)
 * ``filter``: a row filter pushed to the scan, in pyiceberg's expression syntax
   (``"id >= 100 and day = '2024-01-02'"``): manifests and row groups that cannot match
   are skipped, and rows are filtered exactly
@@ -32,6 +34,7 @@ from ...storage.urls import is_storage_option
 from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
 from ..formats import STORAGE_HINT
 from ..options import Options, option_key
+from ..seatunnel_types import parse_schema
 from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess
 from .reader import RowCountReader
 
@@ -43,7 +46,8 @@ class IcebergSource(IcebergTableAccess, Source):
         super().__init__(options)
         opts = Options(self.plugin_name, options,
                        known=TABLE_OPTIONS | {"snapshot_id", "use_snapshot_id", "as_of_timestamp",
-                                              "use_snapshot_timestamp", "read_columns", "filter", "batch_size"},
+                                              "use_snapshot_timestamp", "read_columns", "filter", "batch_size",
+                                              "schema"},
                        extra=is_storage_option, extra_hint=STORAGE_HINT)
         self.read_table_options(opts, options)
         for ours, theirs in (("snapshot_id", "use_snapshot_id"), ("as_of_timestamp", "use_snapshot_timestamp")):
@@ -56,6 +60,13 @@ class IcebergSource(IcebergTableAccess, Source):
         if self.snapshot_id is not None and self.as_of_ms is not None:
             raise ConfigError("snapshot_id", "give a snapshot id or a timestamp, not both")
         self.columns: tuple[str, ...] = tuple(opts.str_list("read_columns")) if opts.has("read_columns") else ("*",)
+        #: the declared output (SeaTunnel's ``schema``): the scan reads its columns, batches are cast to it
+        self.declared: pa.Schema | None = None
+        if opts.has("schema"):
+            if opts.has("read_columns"):
+                raise ConfigError("schema", "give schema or read_columns, not both")
+            self.declared = parse_schema(options["schema"], "schema")
+            self.columns = tuple(self.declared.names)
         self.filter: str | None = opts.str("filter", None)
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
         self._schema: pa.Schema | None = None  # known after preflight
@@ -95,7 +106,8 @@ class IcebergSource(IcebergTableAccess, Source):
         try:
             scan.projection()
         except Exception as err:
-            raise ConfigError(option_key(self, "read_columns"), f"{self.describe()}: {_first_line(err)}") from None
+            key = "schema" if self.declared is not None else "read_columns"
+            raise ConfigError(option_key(self, key), f"{self.describe()}: {_first_line(err)}") from None
         try:
             bind(table.schema(), row_filter, self.case_sensitive)
         except Exception as err:
@@ -104,10 +116,18 @@ class IcebergSource(IcebergTableAccess, Source):
 
     def preflight(self) -> None:
         table = self._table()
-        self._schema = self._scan(table, self._snapshot(table)).projection().as_arrow()
+        read = self._scan(table, self._snapshot(table)).projection().as_arrow()
+        if self.declared is not None:
+            try:  # an impossible conversion (a list to an int) fails here, not mid-run
+                self.conform(pa.RecordBatch.from_pylist([], schema=read))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+                raise ConfigError(option_key(self, "schema"), f"{self.describe()}: {_first_line(err)}") from None
+            self._schema = self.declared
+        else:
+            self._schema = read
 
     def produced_schema(self) -> pa.Schema | None:
-        return self._schema
+        return self._schema if self._schema is not None else self.declared
 
     def splits(self, parallelism: int) -> list[Split]:
         table = self._table()
@@ -117,6 +137,20 @@ class IcebergSource(IcebergTableAccess, Source):
         tasks = sorted(self._scan(table, snapshot_id).plan_files(), key=lambda task: task.file.file_path)
         return [Split(task.file.file_path, {"snapshot_id": snapshot_id, "file": task.file.file_path,
                                             "records": task.file.record_count}) for task in tasks]
+
+    def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """A batch as read, in the declared ``schema``'s column order and types."""
+        declared = self.declared
+        assert declared is not None
+        fold = (lambda name: name) if self.case_sensitive else str.lower
+        by_name = {fold(name): index for index, name in enumerate(batch.schema.names)}
+        arrays = []
+        for field in declared:
+            index = by_name.get(fold(field.name))
+            if index is None:
+                raise ConfigError(option_key(self, "schema"), f"{self.describe()} has no column {field.name!r}")
+            arrays.append(batch.column(index).cast(field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=declared)
 
     # ---- executors ---------------------------------------------------------------------------
     def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
@@ -139,6 +173,8 @@ class IcebergReader(RowCountReader):
                                                            f"no longer lists {file}; was it expired while the job ran?")
         arrow_scan = ArrowScan(table.metadata, table.io, scan.projection(), scan.row_filter, source.case_sensitive)
         for batch in arrow_scan.to_record_batches(tasks):
+            if source.declared is not None:
+                batch = source.conform(batch)
             for start in range(0, batch.num_rows, self.batch_size):
                 yield batch.slice(start, self.batch_size)
 

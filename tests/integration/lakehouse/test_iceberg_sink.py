@@ -94,10 +94,19 @@ def test_maps_lists_and_rows_go_into_the_table_the_sink_created(warehouse: Wareh
     assert sink.load_table().scan().to_arrow().to_pylist() == rows * 2
 
 
-def test_a_hadoop_catalog_is_refused_naming_what_to_use(warehouse: Warehouse) -> None:
-    with pytest.raises(ConfigError) as err:
-        load_sink({**warehouse.iceberg(), "iceberg.catalog.config": {"type": "hadoop", "warehouse": "file:///data/wh/"}})
-    assert str(err.value) == (
-        "sink[0].iceberg.catalog.config.type: hadoop catalogs are not supported (pyiceberg cannot commit to one); use a SQL "
-        'catalog over the same warehouse: {type = sql, uri = "sqlite:////data/wh/catalog.db", warehouse = '
-        '"file:///data/wh"}, or your REST, Hive or Glue catalog')
+def test_a_branch_of_a_new_table_starts_with_the_first_commit_and_main_stays_empty(warehouse: Warehouse) -> None:
+    """As Java's sink with iceberg.table.commit-branch (IcebergSinkWithBranchIT), on a SQL
+    catalog too; a commit replayed after a restore is found on the branch, not committed again."""
+    sink = load_sink(warehouse.iceberg(**{"iceberg.table.commit-branch": "audit"}))
+    committer = sink.create_committer("job-br")
+    infos = []
+    for checkpoint, (start, stop) in enumerate([(0, 10), (10, 25)], start=1):
+        writer = sink.create_writer("job-br", 0, 0)
+        writer.write(ids_batch(start, stop))
+        infos.append(writer.prepare_commit(checkpoint))
+        committer.commit([infos[-1]])
+    committer.commit([infos[-1]])  # a replay
+    table = sink.load_table()
+    assert table.current_snapshot() is None and len(table.metadata.snapshots) == 2
+    branch = table.snapshot_by_name("audit")
+    assert sorted(table.scan(snapshot_id=branch.snapshot_id).to_arrow().column("id").to_pylist()) == list(range(25))
