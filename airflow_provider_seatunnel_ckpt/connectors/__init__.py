@@ -223,8 +223,8 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
         options.pop("parallelism", None)  # SeaTunnel's common option; the job runs one parallelism (job.py)
     if not getattr(cls, "reads_job_mode", False):
         options.pop("job.mode", None)  # the job's env.job.mode, given to every source by job.py
+    tables_option = getattr(cls, "tables_option", "tables_configs")
     try:
-        tables_option = getattr(cls, "tables_option", "tables_configs")
         if kind == "source" and tables_option in options and getattr(cls, "reads_tables_configs", False):
             from .union import tables_source  # several tables of one connector (SeaTunnel's tables_configs)
 
@@ -240,7 +240,7 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     instance.config_key = key
     if getattr(instance, "table_names", None) is not None:  # errors name the table's block
         for index, part in enumerate(instance.sources):
-            part.config_key = f"{key}.{getattr(cls, 'tables_option', 'tables_configs')}[{index}]"
+            part.config_key = f"{key}.{tables_option}[{index}]"
     return instance
 
 

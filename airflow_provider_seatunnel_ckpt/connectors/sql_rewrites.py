@@ -33,7 +33,6 @@ The query is rewritten once per input schema (:class:`.batch_sql.BatchQuery`).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -64,18 +63,12 @@ _TEMPLATES = {
     "week": f"CAST((dayofyear({_OPERAND}) + {_YEAR_START_DOW} - 2) // 7 + "
             f"CASE WHEN {_YEAR_START_DOW} <= 4 THEN 1 ELSE 0 END + 1 AS INTEGER)",
 }
-_DECIMAL_LITERAL = re.compile(r"\d\.\d|\.\d|\d\.")
-#: words a query must hold for a rewrite to be possible (a cheap test before parsing)
 _ARITHMETIC = ("+", "-", "*", "%")
 _INTEGER_FUNCTIONS = ("ceil", "ceiling", "floor", "sign")
-_WORDS = ("+", "-", "*", "%", "mod", "cast", "extract", "week", "to_date", "parsedatetime", *_INTEGER_FUNCTIONS, "year", "quarter", "month", "hour", "minute", "second")
 
 
 def seatunnel_rewrites(connection: Any, query: str, schema: pa.Schema) -> str | None:
     """``query`` with SeaTunnel's readings for input ``schema``; None when it needs none."""
-    lowered = query.lower()
-    if not any(word in lowered for word in _WORDS) and not _DECIMAL_LITERAL.search(query):
-        return None
     tree = parse_select(connection, query)
     if tree is None:
         return None

@@ -407,7 +407,7 @@ class JdbcSinkWriter(SinkWriter):
         self.rows += upserts.num_rows
 
     def _cast_table(self, table: pa.Table) -> pa.Table:
-        return pa.Table.from_batches([self._cast(b) for b in table.to_batches()], schema=None) if table.num_rows else table
+        return pa.Table.from_batches([self._cast(b) for b in table.to_batches()]) if table.num_rows else table
 
     def _upsert_sql(self, names: list[str], rows: str = "SELECT {columns} FROM _st_stage") -> str:
         columns = ", ".join(quote_ident(n) for n in names)
