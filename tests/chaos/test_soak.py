@@ -35,9 +35,9 @@ from bench import scale_soak
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(900),
-    # scripts/test runs the whole suite, then this beside the version floor
+    # scripts/test runs the Spark suites, then this beside the unit suites and the floor
     pytest.mark.skipif(os.environ.get("SEATUNNEL_CKPT_SOAK_LATER") == "1",
-                       reason="runs after the suite, beside the version floor (scripts/test)"),
+                       reason="runs after the Spark suites, beside the unit suites and the version floor (scripts/test)"),
 ]
 
 MINUTES, KILL_EVERY_S, WINDOW_S = 5.0, 120.0, 60.0
