@@ -17,7 +17,7 @@ The codec is fastavro's (the ``avro`` extra).
 from __future__ import annotations
 
 import io
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -119,6 +119,3 @@ class AvroCodec:
         if stream.tell() != len(value):
             raise ValueError(f"{len(value) - stream.tell()} bytes left after the avro datum")
         return {f.name: _from_avro(record.get(f.name), f.type) for f in self.schema}
-
-    def batch(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
-        return pa.RecordBatch.from_pylist(list(rows), schema=self.schema)

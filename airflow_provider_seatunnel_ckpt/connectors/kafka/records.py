@@ -191,7 +191,7 @@ class _AvroRecords:
         return [self.codec.decode_one(value)]
 
     def batch(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
-        return self.codec.batch(rows)
+        return pa.RecordBatch.from_pylist(list(rows), schema=self.schema)
 
 
 def _raw(messages: Sequence[Any]) -> pa.RecordBatch:

@@ -38,7 +38,9 @@ class IcebergTableAccess:
             raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
                                                         "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
         self.catalog_config = {str(k): str(v) for k, v in config.items()}
-        if self.catalog_config.get("type", "").strip().lower() == "hadoop":
+        #: SeaTunnel's ``type = hadoop``: our own catalog over a local warehouse (.iceberg_hadoop_catalog)
+        self.hadoop_catalog = self.catalog_config.get("type", "").strip().lower() == "hadoop"
+        if self.hadoop_catalog:
             from .iceberg_hadoop_catalog import local_warehouse
 
             warehouse = self.catalog_config.get("warehouse", "")
@@ -65,7 +67,7 @@ class IcebergTableAccess:
         from pyiceberg.catalog import load_catalog
 
         properties = {**s3_properties(self.storage_options), **self.catalog_config}
-        if properties.get("type", "").strip().lower() == "hadoop":
+        if self.hadoop_catalog:
             from .iceberg_hadoop_catalog import HadoopCatalog
 
             properties.pop("type")
