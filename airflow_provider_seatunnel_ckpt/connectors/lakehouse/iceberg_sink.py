@@ -269,6 +269,8 @@ class IcebergCommitter(SinkCommitter):
             return  # an epoch without rows makes no snapshot
         from pyiceberg.exceptions import CommitFailedException
 
+        from .iceberg_commit import StartBranch, without_library_retries
+
         for attempt in Retrying(stop=stop_after_attempt(COMMIT_ATTEMPTS), reraise=True,
                                 wait=wait_exponential(multiplier=0.05, max=2),
                                 retry=retry_if_exception_type(CommitFailedException)):
@@ -285,7 +287,11 @@ class IcebergCommitter(SinkCommitter):
                 version = table.metadata.format_version
                 # a branch of a table without snapshots starts with this commit, as in Java
                 new_branch = self.sink.branch != "main" and not table.metadata.snapshots
-                with table.transaction() as txn:
+                # The commit applies to the table the replay rule just read, or fails: the
+                # append asserts the branch's head (pyiceberg's requirement), a new branch
+                # that the branch does not exist (StartBranch), and nothing retries it but
+                # this loop, which reads the table and checks the rule again.
+                with without_library_retries(table).transaction() as txn:
                     branch = None if new_branch else self.sink.branch
                     with txn.update_snapshot(snapshot_properties=properties, branch=branch).fast_append() as append:
                         for entry in files:
@@ -294,7 +300,7 @@ class IcebergCommitter(SinkCommitter):
                             append.append_data_file(data_file(entry.url, entry.file.size,
                                                               list(entry.file.partition.values()), stats, spec_id, version))
                     if new_branch:
-                        _start_branch(txn, self.sink.branch)
+                        StartBranch(txn, self.sink.branch, append.snapshot_id).commit()
                 log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
                          self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
 
@@ -358,19 +364,3 @@ class IcebergCommitter(SinkCommitter):
 def _partition_name(column: str, transform: str) -> str:
     base = transform.split("[")[0]
     return column if base == "identity" else f"{column}_{base}"
-
-
-def _start_branch(txn: Any, branch: str) -> None:
-    """Point a new ``branch`` at the snapshot ``txn`` just added (to no branch).
-
-    pyiceberg refuses to write a branch other than main on a table without snapshots (its
-    ref requirement checks that the table has some), while Java's SnapshotProducer creates
-    the branch with its first snapshot, main staying empty: what SeaTunnel's Iceberg sink
-    with ``iceberg.table.commit-branch`` does on a new table. So the snapshot is added to no
-    branch, and the ref is set here without that requirement (through the transaction's
-    own ``_apply``: pyiceberg has no public call for it)."""
-    from pyiceberg.table.refs import SnapshotRefType
-    from pyiceberg.table.update import SetSnapshotRefUpdate
-
-    snapshot_id = txn.table_metadata.snapshots[-1].snapshot_id
-    txn._apply((SetSnapshotRefUpdate(ref_name=branch, type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id),), ())
