@@ -52,13 +52,6 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-)
-
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
@@ -68,6 +61,7 @@ from .common import (
     TableLocation,
     check_mapping,
     collect,
+    commit_attempts,
     delete_quietly,
     not_yet_committed,
     parse_modes,
@@ -92,7 +86,6 @@ JOB_ID_PROPERTY = "seatunnel.job-id"
 CHECKPOINT_PROPERTY = "seatunnel.checkpoint-id"
 #: table property: this job's snapshots at or before this snapshot id are from an earlier run
 RESTART_PROPERTY = "seatunnel.job.{tag}.restart-after-snapshot"
-COMMIT_ATTEMPTS = 10
 _TRANSFORM = re.compile(r"^\s*(identity|year|month|day|hour|bucket|truncate|void)\s*\(\s*(?:(\d+)\s*,\s*)?([^()\s,]+)\s*\)\s*$",
                         re.IGNORECASE)
 
@@ -271,14 +264,12 @@ class IcebergCommitter(SinkCommitter):
 
         from .iceberg_commit import StartBranch, without_library_retries
 
-        for attempt in Retrying(stop=stop_after_attempt(COMMIT_ATTEMPTS), reraise=True,
-                                wait=wait_exponential(multiplier=0.05, max=2),
-                                retry=retry_if_exception_type(CommitFailedException)):
+        for attempt in commit_attempts(CommitFailedException):
             with attempt:
                 table = self._table()
                 done, _ = self.last_committed(table)
-                checkpoint, files = not_yet_committed(files, done)
-                if not files:
+                checkpoint, left = not_yet_committed(files, done)
+                if not left:
                     log.info("Iceberg sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
                              max(f.checkpoint for f in collect(commit_infos, "Iceberg")), self.job_id,
                              self.sink.describe(), done)
@@ -294,7 +285,7 @@ class IcebergCommitter(SinkCommitter):
                 with without_library_retries(table).transaction() as txn:
                     branch = None if new_branch else self.sink.branch
                     with txn.update_snapshot(snapshot_properties=properties, branch=branch).fast_append() as append:
-                        for entry in files:
+                        for entry in left:
                             stats = dict(entry.file.stats)
                             spec_id = stats.pop("spec_id")
                             append.append_data_file(data_file(entry.url, entry.file.size,
@@ -302,7 +293,7 @@ class IcebergCommitter(SinkCommitter):
                     if new_branch:
                         StartBranch(txn, self.sink.branch, append.snapshot_id).commit()
                 log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                         self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
+                         self.job_id, self.sink.describe(), len(left), sum(f.file.rows for f in left))
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()

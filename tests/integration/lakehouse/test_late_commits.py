@@ -149,10 +149,7 @@ def test_a_fenced_drivers_late_commit_after_the_claimants_commits_changes_nothin
     fenced, first = first_epoch(target)
     claimant, second, commits = claimant_commits(target, first)
     read_before(fenced, commits)
-    try:
-        fenced.create_committer(JOB).commit([first])
-    except Exception as err:  # refusing is fine; landing it again is not
-        print(f"the late commit was refused: {err!r}")
+    fenced.create_committer(JOB).commit([first])  # finds checkpoint 1 landed: no error, nothing added
     assert_exact(target.ids(claimant), range(25))
     assert target.commits(claimant) == ["1", "2"]
     if target.iceberg:  # the sink turns pyiceberg's retries off for its own commits only
@@ -174,10 +171,7 @@ def test_a_fenced_drivers_late_first_commit_to_a_new_branch_changes_nothing(targ
     fenced, first = first_epoch(target, **branch)
     claimant, second, commits = claimant_commits(target, first, **branch)
     read_before(fenced, commits)
-    try:
-        fenced.create_committer(JOB).commit([first])
-    except Exception as err:  # refusing is fine; repointing the branch is not
-        print(f"the late commit was refused: {err!r}")
+    fenced.create_committer(JOB).commit([first])  # finds checkpoint 1 landed: no error, nothing added
     assert_exact(target.ids(claimant, "audit"), range(25))
     assert target.commits(claimant, "audit") == ["1", "2"]
     table = claimant.load_table()
@@ -219,7 +213,6 @@ def test_two_drivers_committing_the_same_checkpoints_at_once_land_each_once(targ
             thread.start()
         for thread in threads:
             thread.join(120)
-        print(outcomes)
-        assert "ok" in outcomes, outcomes
+        assert outcomes == ["ok", "ok"]  # the loser finds the winner's commit: a run fails for nothing
         assert_exact(target.ids(claimant, branch), expected)
     assert target.commits(claimant, branch) == ["1", "2"]
