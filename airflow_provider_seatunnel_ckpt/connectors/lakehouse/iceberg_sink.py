@@ -35,7 +35,11 @@ Protocol (Flink's Iceberg sink, with the checkpoint id in the snapshot summary):
    died between the table commit and its own bookkeeping) nor the infos a subtask sends
    again with its next checkpoint (until it hears of the commit) ever double rows. A
    concurrent writer's commit makes ours fail optimistically; the committer reloads the
-   table and tries again.
+   table and tries again. The commit asserts the branch as the check read it (a branch it
+   starts: that it does not exist yet), and only the committer retries (pyiceberg's own
+   retry is off): another driver of the job committing the same checkpoint in between (a
+   fenced one's commit in flight, the claimant's replay) is found, never doubled
+   (iceberg_commit.py).
 3. ``cleanup`` deletes this job's data files that no snapshot and no kept commit info
    names (epochs whose checkpoint never completed).
 4. ``check_rollback`` (before the runner deletes anything) and ``rollback`` refuse a

@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from tests.integration.engine.conftest import s3_options
 
 from .conftest import ids_batch
-from tests.integration.engine.conftest import s3_options
 
 JOB = "job-late"
 
@@ -213,6 +213,6 @@ def test_two_drivers_committing_the_same_checkpoints_at_once_land_each_once(targ
             thread.start()
         for thread in threads:
             thread.join(120)
-        assert outcomes == ["ok", "ok"]  # the loser finds the winner's commit: a run fails for nothing
+        assert outcomes == ["ok", "ok"]  # the loser finds the winner's commit instead of failing its run
         assert_exact(target.ids(claimant, branch), expected)
     assert target.commits(claimant, branch) == ["1", "2"]
