@@ -78,6 +78,15 @@ class Target:
             snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
         return found[::-1]
 
+    def snapshots(self, sink: Any) -> list[str]:
+        """Checkpoint ids of every commit the job made to the table, oldest first; for
+        Iceberg every snapshot in the table's metadata, on the branch or not (a late commit
+        that lands beside the branch is a commit too)."""
+        if not self.iceberg:
+            return self.commits(sink)
+        return [s.summary["seatunnel.checkpoint-id"] for s in sink.load_table().snapshots()
+                if s.summary.get("seatunnel.job-id") == JOB]
+
 
 TARGETS = [("iceberg", "local"), ("iceberg", "s3"), ("iceberg-hadoop", "local"), ("delta", "local"), ("delta", "s3")]
 
@@ -152,6 +161,7 @@ def test_a_fenced_drivers_late_commit_after_the_claimants_commits_changes_nothin
     fenced.create_committer(JOB).commit([first])  # finds checkpoint 1 landed: no error, nothing added
     assert_exact(target.ids(claimant), range(25))
     assert target.commits(claimant) == ["1", "2"]
+    assert target.snapshots(claimant) == ["1", "2"]
     if target.iceberg:  # the sink turns pyiceberg's retries off for its own commits only
         assert "commit.retry.num-retries" not in claimant.load_table().properties
     # the claimant's driver dies after committing 2; its next run restores 2 and replays it
@@ -174,6 +184,7 @@ def test_a_fenced_drivers_late_first_commit_to_a_new_branch_changes_nothing(targ
     fenced.create_committer(JOB).commit([first])  # finds checkpoint 1 landed: no error, nothing added
     assert_exact(target.ids(claimant, "audit"), range(25))
     assert target.commits(claimant, "audit") == ["1", "2"]
+    assert target.snapshots(claimant) == ["1", "2"]
     table = claimant.load_table()
     assert table.current_snapshot() is None  # main stays empty, as with Java's sink
     target.sink(**branch).create_committer(JOB).commit([first, second])  # and a later replay
@@ -216,3 +227,4 @@ def test_two_drivers_committing_the_same_checkpoints_at_once_land_each_once(targ
         assert outcomes == ["ok", "ok"]  # the loser finds the winner's commit instead of failing its run
         assert_exact(target.ids(claimant, branch), expected)
     assert target.commits(claimant, branch) == ["1", "2"]
+    assert target.snapshots(claimant) == ["1", "2"]  # one commit per checkpoint, none beside the branch
