@@ -228,3 +228,30 @@ def test_two_drivers_committing_the_same_checkpoints_at_once_land_each_once(targ
         assert_exact(target.ids(claimant, branch), expected)
     assert target.commits(claimant, branch) == ["1", "2"]
     assert target.snapshots(claimant) == ["1", "2"]  # one commit per checkpoint, none beside the branch
+
+
+def test_the_new_branch_requirement_is_the_specs_and_reads_as_java_reads_it(tmp_path: Path) -> None:
+    """What a catalog receives for a branch the sink starts: a REST catalog gets the plain
+    ``assert-ref-snapshot-id`` with a null id (checked on its side), and catalogs checked
+    by pyiceberg (SQL, hadoop) read it as Java does: the ref must not exist, whether or not
+    the table has snapshots (pyiceberg's own reading refuses any branch of a table without)."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table.update import AssertRefSnapshotId
+
+    from airflow_provider_seatunnel_ckpt.connectors.lakehouse.iceberg_commit import BranchMustNotExist
+
+    ours, theirs = BranchMustNotExist(ref="audit", snapshot_id=None), AssertRefSnapshotId(ref="audit", snapshot_id=None)
+    assert ours.model_dump_json(by_alias=True) == theirs.model_dump_json(by_alias=True)
+    sink = Target("iceberg", f"file://{tmp_path}/warehouse", tmp_path / "catalog.db", {}).sink()
+    writer = sink.create_writer(JOB, 0, 0)
+    writer.write(ids_batch(0, 1))  # creates the table: no snapshots
+    empty = sink.load_table().metadata
+    ours.validate(empty)
+    with pytest.raises(CommitFailedException, match="can only be written to the main"):
+        theirs.validate(empty)
+    sink.create_committer(JOB).commit([writer.prepare_commit(1)])
+    table = sink.load_table()
+    ours.validate(table.metadata)  # main exists, audit does not
+    table.manage_snapshots().create_branch(table.current_snapshot().snapshot_id, "audit").commit()
+    with pytest.raises(CommitFailedException, match="branch audit was created concurrently"):
+        ours.validate(sink.load_table().metadata)
