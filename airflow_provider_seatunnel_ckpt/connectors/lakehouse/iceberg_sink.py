@@ -250,7 +250,7 @@ class IcebergCommitter(SinkCommitter):
         """(checkpoint id, snapshot id) of this job's newest snapshot on the branch, walking
         back from its head; (None, None) when this run of the job has committed nothing."""
         restart = table.properties.get(self.restart_property)
-        snapshot = table.snapshot_by_name(self.sink.branch) if self.sink.branch != "main" else table.current_snapshot()
+        snapshot = self._head(table)
         while snapshot is not None:
             if restart is not None and snapshot.snapshot_id == int(restart):
                 return None, None
@@ -306,7 +306,9 @@ class IcebergCommitter(SinkCommitter):
         location = self.sink.location_of(table)
         kept = {f.file.path for f in collect(keep, "Iceberg")}
         referenced = set()
-        if table.current_snapshot() is not None:  # every snapshot's files: time travel keeps working
+        # every snapshot's files, on any branch (main may have none when the job writes a
+        # branch): committed data is never taken for staging, and time travel keeps working
+        if table.metadata.snapshots:
             referenced = {location.to_path(url) for url in table.inspect.all_files().column("file_path").to_pylist()}
         prefix = file_prefix(self.job_id)
         data_dir = f"{location.root}/data"
@@ -338,10 +340,15 @@ class IcebergCommitter(SinkCommitter):
 
     def discard_job(self) -> None:
         table = self.sink.load_table()
-        if table is None or table.current_snapshot() is None:
+        head = self._head(table) if table is not None else None
+        if head is None:
             return
         with table.transaction() as txn:
-            txn.set_properties({self.restart_property: str(table.current_snapshot().snapshot_id)})
+            txn.set_properties({self.restart_property: str(head.snapshot_id)})
+
+    def _head(self, table: Any) -> Any:
+        """The newest snapshot of the branch the sink commits to (None: it has none yet)."""
+        return table.snapshot_by_name(self.sink.branch) if self.sink.branch != "main" else table.current_snapshot()
 
     def pending(self) -> list[dict[str, Any]]:
         table = self.sink.load_table()
