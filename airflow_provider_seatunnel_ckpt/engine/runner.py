@@ -39,7 +39,7 @@ from .heartbeat import (
 )
 from .job import JobSpec
 from .preload import preload_settings
-from .sink_identity import layout as sink_layout
+from .sink_identity import layout as sink_layout, restored as restored_for_sinks
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
 from .split_plan import REF_KEY as PLAN_REF_KEY, load_plan, prune_plans, referenced_attempts, store_plan
@@ -485,6 +485,9 @@ class JobRun:
         claim = self._claim_fence(token, existing)
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore(existing)
+        if manifest is not None:  # each sink gets its own output, wherever its block is now
+            manifest = restored_for_sinks(manifest, sink, self.request.allow_non_restored_state,
+                                          lambda line: self.progress(f"job {job_id}: {line}"))
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
         if self.discarded:
             committer.discard_job()

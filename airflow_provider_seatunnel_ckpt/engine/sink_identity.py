@@ -79,12 +79,12 @@ def restored(manifest: CheckpointManifest, sink: Sink, allow_non_restored: bool 
     stored = [_from_json(entry) for entry in manifest.sinks]
     moves = {old: place[identity] for old, identity in stored if identity in place}
     gone = [identity for _, identity in stored if identity not in place]
-    what = f"{manifest.kind.value if manifest.kind.value == 'savepoint' else 'checkpoint'} {manifest.checkpoint_id}"
+    what = f"{'savepoint' if manifest.kind.value == 'savepoint' else 'checkpoint'} {manifest.checkpoint_id}"
     if gone and not allow_non_restored:
         raise ConfigError("--restore", _refusal(what, gone, [identity for _, identity in current]))
     for identity in gone:
         progress(f"{what} holds output of sink {identity.describe()} that this job no longer has: dropped as "
-                 f"{ALLOW_OPTION} asks (what it had not committed is lost)")
+                 f"{ALLOW_OPTION} asks (what it had not committed yet is lost)")
     for path, identity in current:
         if path not in moves.values():
             progress(f"sink {identity.describe()} is new since {what}: it writes the rows read after it")
@@ -95,15 +95,15 @@ def restored(manifest: CheckpointManifest, sink: Sink, allow_non_restored: bool 
 
 def _refusal(what: str, gone: Sequence[SinkIdentity], current: Sequence[SinkIdentity]) -> str:
     first = gone[0]
-    more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
     renamed = next((c for c in current if c.same_target(first)), None)
     why = ""
-    if renamed is not None:  # the same sink, now at another place among its class's
-        why = (f" (its sink {renamed.describe()} writes there too, but sinks of one plugin are told apart by "
-               "their order in the job file: put the sink blocks back in their order)")
-    return (f"{what} holds output of sink {first.describe()}{more} that this job no longer has{why}; "
-            f"run the job with that sink to restore it, or pass {ALLOW_OPTION} to drop its output "
-            "(what it had not committed is lost)")
+    if renamed is not None:  # the same sink at another place among its plugin's
+        why = (f" (this job's sink {renamed.describe()} writes there too, but sinks of one plugin are told apart by their "
+               "place in the job file, their tables' too: keep them in their order)")
+    more = f", nor {len(gone) - 1} more of its sinks" if len(gone) > 1 else ""
+    return (f"{what} holds output of sink {first.describe()} that this job no longer has{why}{more}; run the job "
+            f"with its sinks as they were to restore it, or pass {ALLOW_OPTION} to drop that output (what it had "
+            "not committed yet is lost)")
 
 
 def _moved_epochs(epochs: Any, moves: Mapping[Path, Path], paths: Sequence[Path]) -> Any:
