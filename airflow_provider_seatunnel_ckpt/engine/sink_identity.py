@@ -82,15 +82,19 @@ def restored(manifest: CheckpointManifest, sink: Sink, allow_non_restored: bool 
     what = f"{'savepoint' if manifest.kind.value == 'savepoint' else 'checkpoint'} {manifest.checkpoint_id}"
     if gone and not allow_non_restored:
         raise ConfigError("--restore", _refusal(what, gone, [identity for _, identity in current]))
-    for identity in gone:
-        progress(f"{what} holds output of sink {identity.describe()} that this job no longer has: dropped as "
-                 f"{ALLOW_OPTION} asks (what it had not committed yet is lost)")
-    for path, identity in current:
-        if path not in moves.values():
-            progress(f"sink {identity.describe()} is new since {what}: it writes the rows read after it")
+    _tell(progress, what, gone, [identity for path, identity in current if path not in moves.values()])
     paths = [path for path, _ in current]
     infos = tuple(_moved_epochs(epochs, moves, paths) for epochs in manifest.commit_infos)
     return manifest.with_updates(commit_infos=infos, sinks=layout(sink))
+
+
+def _tell(progress: Callable[[str], None], what: str, dropped: Sequence[SinkIdentity],
+          new: Sequence[SinkIdentity]) -> None:
+    for identity in dropped:
+        progress(f"{what} holds output of sink {identity.describe()} that this job no longer has: dropped as "
+                 f"{ALLOW_OPTION} asks (what it had not committed yet is lost)")
+    for identity in new:
+        progress(f"sink {identity.describe()} is new since {what}: it writes the rows read after it")
 
 
 def _refusal(what: str, gone: Sequence[SinkIdentity], current: Sequence[SinkIdentity]) -> str:
