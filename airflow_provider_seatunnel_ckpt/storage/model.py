@@ -154,6 +154,8 @@ class CheckpointManifest:
             "coordinator_state": self.coordinator_state.to_json() if self.coordinator_state else None,
             "subtask_states": {str(k): v.to_json() for k, v in sorted(self.subtask_states.items())},
             "commit_infos": list(self.commit_infos),
+            # absent when no sinks are named (the storage API's own checkpoints): such a
+            # manifest is written as earlier releases wrote it, and they read this one
             **({"sinks": list(self.sinks)} if self.sinks else {}),
             "statistics": dict(self.statistics),
             "properties": dict(self.properties),
