@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
-from ..api import JsonValue, Sink, SinkCommitter
+from ..api import Dataset, JsonValue, Sink, SinkCommitter
+from ..datasets import path_dataset
 from ..formats import STORAGE_HINT
 from ..options import Options, option_key
 from .common import (
@@ -92,6 +93,9 @@ class DeltaSink(Sink):
 
     def describe(self) -> str:
         return f"Delta table {self.location.url}"
+
+    def datasets(self) -> list[Dataset]:
+        return [path_dataset(self.location.url)]
 
     def location_of(self, table: Any) -> TableLocation:
         return self.location
