@@ -179,7 +179,7 @@ class KafkaSink(Sink):
 
         pipeline = self._pipelines.get(subtask)
         if pipeline is None:
-            prefix = id_prefix(self.transaction_prefix, job_id)
+            prefix = id_prefix(self.transaction_prefix, job_id, self.instance)
             pipeline = self._pipelines[subtask] = ProducerPipeline(self, prefix, subtask)
         return TransactionalWriter(pipeline)
 
