@@ -178,12 +178,15 @@ def _columns(schema: pa.Schema) -> str:
 # ---- the job's parts --------------------------------------------------------------------------
 def preflight(connector: Any, check: Callable[[], None] | None = None) -> None:
     """Run a connector's checks (``preflight`` unless ``check`` says otherwise); its
-    errors name the job-file key (``sink[0].table``)."""
+    errors name the job-file key (``sink[0].table``), once: a key the connector already
+    named in full (``option_key``) stays as it is."""
     try:
         (check or connector.preflight)()
     except ConfigError as err:
         prefix = getattr(connector, "config_key", "")
-        raise ConfigError(f"{prefix}.{err.key}" if prefix and err.key else err.key or prefix, err.problem) from None
+        if not prefix or err.key == prefix or err.key.startswith(f"{prefix}."):
+            raise
+        raise ConfigError(f"{prefix}.{err.key}" if err.key else prefix, err.problem) from None
     except ConnectorError as err:
         prefix = getattr(connector, "config_key", "")
         raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
