@@ -346,6 +346,11 @@ class Sink:
         knows it) cannot be written: an existing table's columns. Runs on the driver after
         ``preflight``, before Spark starts, so the error is one line and nothing is written."""
 
+    def accepts_change_rows(self) -> None:
+        """Raise ``ConfigError`` if this sink (``change_rows = "keep"``) cannot write the
+        change rows a source upstream declares, whatever their schema (known or not): on
+        the driver, by ``run --check`` and before Spark starts."""
+
     def close(self) -> None:
         """Release what the sink holds for its writers (pooled connections); called when
         a subtask attempt ends."""

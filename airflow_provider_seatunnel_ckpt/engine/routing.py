@@ -100,6 +100,9 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
             kinds, origins = _changes_in(changes, inputs)
             if kinds and sinks[k].change_rows not in ("ignore", "keep"):
                 _refuse(f"sink[{k}]", _plugin(sinks[k]), kinds, origins)
+            if kinds and sinks[k].change_rows == "keep":  # also when no schema is known (tables_configs)
+                for part in sinks[k].sinks if isinstance(sinks[k], TableSinks) else [sinks[k]]:
+                    preflight(part, part.accepts_change_rows)
         if any(name in several for name in inputs):
             sink = sinks[k] if k < len(sinks) else None
             if len(inputs) > 1:

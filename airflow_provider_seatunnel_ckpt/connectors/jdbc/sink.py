@@ -198,15 +198,18 @@ class JdbcSink(Sink):
         keys must be set, be columns of the rows, and (after preflight) have a unique index."""
         if not has_kinds(schema):
             return
-        if not self.primary_keys:
-            raise ConfigError("primary_keys", "is required to apply change rows (updates and deletes) to "
-                                              f"{self.describe()}: list the key columns")
+        self.accepts_change_rows()
         missing = [k for k in self.primary_keys if k not in schema.names]
         if missing:
             raise ConfigError("primary_keys", f"{missing[0]!r} is not a column of the rows to apply by key "
                                               f"({', '.join(without_kinds(schema).names)})")
         if self._keys_unique is False:
             raise self._no_unique_index("applying change rows")
+
+    def accepts_change_rows(self) -> None:
+        if not self.primary_keys:
+            raise ConfigError("primary_keys", "is required to apply change rows (updates and deletes) to "
+                                              f"{self.describe()}: list the key columns")
 
     def _no_unique_index(self, need: str) -> ConfigError:
         return ConfigError("primary_keys", f"{self.describe()} has no primary key or unique index on "

@@ -222,6 +222,17 @@ def test_change_rows_whose_keys_are_not_among_the_rows_fail_the_check() -> None:
     assert lines[3] == "sink[0] Jdbc <- changes, plain: id int64, name string; each row with its kind"
 
 
+def test_change_rows_of_several_tables_into_a_jdbc_sink_without_keys_fail_the_check() -> None:
+    """The sink of a ``tables_configs`` source knows no one schema (each table has its own),
+    so the check of the rows' columns cannot run; the keys it needs are checked anyway."""
+    tables = [{"schema": {"table": f"db.t{i}", **SCHEMA}, "rows": CHANGES} for i in (1, 2)]
+    jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t"}
+    job = {"source": [{"plugin_name": "FakeSource", "tables_configs": tables}], "sink": [jdbc]}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: is required to apply change rows"):
+        check_job(load_job(job))
+    check_job(load_job({**job, "sink": [{**jdbc, "primary_keys": ["id"]}]}))
+
+
 # ---- sinks --------------------------------------------------------------------------------
 def test_console_prints_each_rows_kind_as_seatunnels_console_does(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_in_process(FIXTURES / "connector-seatunnel-e2e-base" / "batch_fake_multi_table_to_console.conf") == 15
