@@ -23,6 +23,8 @@ UNKNOWN_DATABASE = "3D000"
 DUPLICATE_OBJECT = ("42P07", "42710", "23505")
 #: a statement waited longer than its session's lock_timeout
 LOCK_NOT_AVAILABLE = "55P03"
+#: a row with a key a unique index already holds
+UNIQUE_VIOLATION = "23505"
 
 _PREFIXES = re.compile(
     r"^(?:[A-Z_]+: )?(?:\[libpq\] )?(?:Failed to (?:connect|prepare query|execute query(?: '[^']*')?)\s*: ?)?"
@@ -51,6 +53,13 @@ def reason(err: BaseException, target: PgTarget | None = None) -> str:
     if target is not None and target.password:
         first = first.replace(target.password, "***")
     return first.rstrip(". ")[:400]
+
+
+def detail(err: BaseException) -> str | None:
+    """The server's DETAIL line (``Key (id)=(7) already exists``), which ``reason`` leaves
+    out: it names the row an error is about."""
+    match = re.search(r"DETAIL:\s+(.+?)\s*(?:\n|$)", str(err).replace("\\n", "\n"))
+    return match.group(1).rstrip(". ")[:400] if match else None
 
 
 class Unreachable(ConnectorError):

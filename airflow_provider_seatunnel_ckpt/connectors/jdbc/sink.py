@@ -6,6 +6,9 @@ Options (SeaTunnel's names):
 * ``table``: ``schema.table`` or ``table``
 * ``primary_keys``: key columns (for a table the sink creates, for upserts, and for change
   rows: see below)
+* ``enable_upsert`` (default true, SeaTunnel's): with ``primary_keys``, plain rows are
+  upserted by key, not appended; ``false`` appends them (COPY: faster, for data without
+  duplicate keys, which then fail the subtask)
 * ``is_exactly_once`` (default true): two-phase commit, see below. Needs
   ``max_prepared_transactions`` > 0 on the server. With ``false`` and ``primary_keys``
   the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits every flush: a
@@ -32,10 +35,15 @@ Replaying epochs after a restore applies the same last change per key again, so 
 table ends as it would have. A job whose change rows would reach a Jdbc sink without
 ``primary_keys`` is refused before it starts.
 
-Plain rows (a sink no change rows reach) are appended with COPY inside the epoch's
-transaction. A writer's session waits at most ``LOCK_WAIT_S`` for a row lock: two
-writers of a job appending one key (a duplicate primary key) fail the subtask with a
-message saying so instead of waiting for ever on a prepared transaction.
+Plain rows (a sink no change rows reach) with ``primary_keys`` are upserted by key, as
+SeaTunnel's sink does while ``enable_upsert`` is true (its default): exactly once, they go
+through the stage as inserts, like change rows, so two writers of a job appending one
+key (two subtasks, two tables, two sources) never wait on each other, and a replay
+upserts the same rows again. Without keys, or with ``enable_upsert: false``, they are
+appended with COPY inside the epoch's transaction. A writer's session waits at most
+``LOCK_WAIT_S`` for a row lock: two writers of a job appending one key (a duplicate
+primary key) fail the subtask with a message saying so instead of waiting for ever on a
+prepared transaction.
 
 Exactly-once protocol (one transaction per subtask and epoch):
 
@@ -108,8 +116,8 @@ class JdbcSink(Sink):
             options,
             known={
                 "url", "driver", "user", "password", "database", "table", "primary_keys", "is_exactly_once",
-                "generate_sink_sql", "batch_size", "schema_save_mode", "data_save_mode", "xa_data_source_class_name",
-                "max_retries", "connection_check_timeout_sec", "query",
+                "enable_upsert", "generate_sink_sql", "batch_size", "schema_save_mode", "data_save_mode",
+                "xa_data_source_class_name", "max_retries", "connection_check_timeout_sec", "query",
             },
         )
         timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
@@ -130,6 +138,12 @@ class JdbcSink(Sink):
         data_mode = opts.str("data_save_mode", "append_data", choices=("append_data",))
         assert data_mode == "append_data"
         self.upsert = not self.exactly_once and bool(self.primary_keys)
+        # SeaTunnel's enable_upsert: with keys, rows are written by key unless it is false
+        # (then appended: faster, for data without duplicate keys). Upsert mode upserts
+        # whatever it says: an append replayed after a failure would be a duplicate key.
+        self.enable_upsert: bool = opts.bool("enable_upsert", True)
+        #: exactly once, plain rows go through the stage as inserts (see the module docstring)
+        self.plain_by_key = self.exactly_once and bool(self.primary_keys) and self.enable_upsert
         self._pool: list[Any] = []
         self._lock = threading.Lock()
         self._columns: dict[str, pa.Field] | None = None  # the table's columns, read at the first write
@@ -186,9 +200,16 @@ class JdbcSink(Sink):
                 self._keys_unique = bool(self.primary_keys) and self._has_unique_index(connection)
                 if self.upsert and not self._keys_unique:
                     raise self._no_unique_index("upserts")
+                if self.plain_by_key and not self._keys_unique:
+                    raise self._no_unique_index("upserts by key (enable_upsert, true by default; false appends "
+                                                "the rows instead)")
             if not self.exactly_once and not self.primary_keys:
                 log.warning("sink[0]: is_exactly_once is false and no primary_keys: rows replayed after a failure are "
                             "written again (at least once)")
+            if self.upsert and not self.enable_upsert:
+                log.warning("sink[0]: enable_upsert: false is not used with is_exactly_once: false: rows are upserted "
+                            "by primary_keys, so that a replay after a failure writes the same keys again instead of "
+                            "failing on them")
             if self.exactly_once:
                 transactions.ensure_commit_log(connection, self.schema)
         except ConfigError:
@@ -200,8 +221,14 @@ class JdbcSink(Sink):
 
     def accepts(self, schema: pa.Schema) -> None:
         """Change rows (and the plain rows sent with them, inserts) are applied by key: the
-        keys must be set, be columns of the rows, and (after preflight) have a unique index."""
+        keys must be set, be columns of the rows, and (after preflight) have a unique index.
+        So are plain rows upserted by key (``plain_by_key``)."""
         if not has_kinds(schema):
+            missing = [k for k in self.primary_keys if k not in schema.names] if self.plain_by_key else []
+            if missing:
+                raise ConfigError("primary_keys", f"{missing[0]!r} is not a column of the rows to upsert by key "
+                                                  f"({', '.join(schema.names)}); or set enable_upsert: false to "
+                                                  "append them")
             return
         self.accepts_change_rows()
         missing = [k for k in self.primary_keys if k not in schema.names]
@@ -383,8 +410,9 @@ class JdbcSink(Sink):
 
 class JdbcSinkWriter(SinkWriter):
     """One epoch of one subtask. Exactly once: one transaction, opened by the first row and
-    prepared at the barrier; plain rows are appended to the table (COPY), change rows are
-    copied into the stage and applied by the driver (:mod:`.staging`). Upsert mode: each
+    prepared at the barrier; change rows, and plain rows upserted by key
+    (``plain_by_key``), are copied into the stage and applied by the driver
+    (:mod:`.staging`), other plain rows are appended to the table (COPY). Upsert mode: each
     flush is its own transaction (a flush's rows applied by key from the session's
     temporary stage), so no lock is held between flushes."""
 
@@ -457,7 +485,7 @@ class JdbcSinkWriter(SinkWriter):
         batches, self._buffer, self._buffered = self._buffer, [], 0
         if not batches:
             return
-        keyed = self.sink.upsert or any(has_kinds(b.schema) for b in batches)
+        keyed = self.sink.upsert or self.sink.plain_by_key or any(has_kinds(b.schema) for b in batches)
         try:
             if not self.sink.exactly_once:
                 client.execute(self._connection, "BEGIN")
@@ -468,13 +496,28 @@ class JdbcSinkWriter(SinkWriter):
             if not self.sink.exactly_once:
                 self._commit_flush(keyed)
         except Exception as err:
-            if client.sqlstate(err) != client.LOCK_NOT_AVAILABLE:
+            state = client.sqlstate(err)
+            if state == client.UNIQUE_VIOLATION and not keyed:
+                raise ConnectorError(
+                    f"Jdbc sink: subtask {self.subtask} appended a key {self.sink.describe()} already holds "
+                    f"({client.detail(err) or client.reason(err)}): {self._appends_why()}") from None
+            if state != client.LOCK_NOT_AVAILABLE:
                 raise
+            # appended, the keys may be held by another writer of this job; upserted (upsert
+            # mode), only by another session: no writer of the job holds a key past a flush
+            holder = ("two writers of this job appending one key fail here instead of waiting for ever; or a long "
+                      f"transaction of another session); {self._appends_why()}" if not keyed
+                      else "a long transaction of another session)")
             raise ConnectorError(
                 f"Jdbc sink: subtask {self.subtask} waited {LOCK_WAIT_S:g} s for a row lock on {self.sink.describe()}: "
-                "another transaction holds rows with the same keys (an append writes each key once, so two "
-                "writers of this job appending one key fail here instead of waiting for ever; or a long "
-                f"transaction of another session): {client.reason(err)}") from None
+                f"another transaction holds rows with the same keys ({holder}: {client.reason(err)}") from None
+
+    def _appends_why(self) -> str:
+        """Why this sink appends plain rows, and what writes them by key instead."""
+        if self.sink.primary_keys:
+            return ("with enable_upsert: false rows are appended, each key once; remove it to upsert them by "
+                    "primary_keys")
+        return "without primary_keys rows are appended, each key once; set primary_keys to upsert them by key"
 
     def _append(self, batches: list[pa.RecordBatch]) -> None:
         for run in _same_schema_runs([self._cast(b) for b in batches]):
@@ -492,7 +535,7 @@ class JdbcSinkWriter(SinkWriter):
         rows = []
         for batch in batches:
             data = self._cast(strip_kinds(batch))
-            self._check_keys(data.schema)
+            self._check_keys(data.schema, plain=not has_kinds(batch.schema))
             rows.append(staging.staged(data, kinds_of(batch), self._seq, columns))
             self._seq += batch.num_rows
         for run in _same_schema_runs(rows):
@@ -503,14 +546,15 @@ class JdbcSinkWriter(SinkWriter):
                     cursor.adbc_ingest(staging.TEMP_STAGE, run, mode="append", temporary=True)
             self.rows += run.num_rows
 
-    def _check_keys(self, schema: pa.Schema) -> None:
+    def _check_keys(self, schema: pa.Schema, plain: bool) -> None:
         if not self.sink.primary_keys:  # accepts() refuses it before Spark starts when the schema is known
             raise ConnectorError(f"Jdbc sink: change rows reach {self.sink.describe()}, which applies them by key: "
                                  "set primary_keys")
         missing = [k for k in self.sink.primary_keys if k not in schema.names]
         if missing:
+            hint = "; or set enable_upsert: false to append them" if plain and self.sink.plain_by_key else ""
             raise ConnectorError(f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
-                                 f"{', '.join(schema.names)}")
+                                 f"{', '.join(schema.names)}{hint}")
 
     def _commit_flush(self, keyed: bool) -> None:
         """Upsert mode: apply the flush's changes and commit, unless the sink was released."""
@@ -672,7 +716,7 @@ class JdbcSinkCommitter(SinkCommitter):
                 pass
             if client.is_connection_error(err):
                 raise  # _with_connection reconnects and starts over
-            raise ConnectorError(f"Jdbc sink: applying the change rows of checkpoint {checkpoint_id} to "
+            raise ConnectorError(f"Jdbc sink: applying the staged rows of checkpoint {checkpoint_id} to "
                                  f"{sink.describe()} failed: {client.reason(err)}") from None
 
     def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:

@@ -234,7 +234,8 @@ def test_restore_commits_the_kept_rolls_back_the_rest_and_deletes_newer_rows(db:
 
 
 def test_a_restarted_subtask_releases_what_it_prepared_before(db: Database) -> None:
-    sink = _sink(db, table="out", primary_keys=["id"])
+    # appended (COPY): a stale prepared transaction holds the keys' row locks
+    sink = _sink(db, table="out", primary_keys=["id"], enable_upsert=False)
     committer = sink.create_committer("job-d")
     writer = sink.create_writer("job-d", 0, 0)
     writer.write(_batch(0, 100))
@@ -294,6 +295,12 @@ def test_sink_preflight_errors(db: Database) -> None:
         _sink(db, table="nokey", is_exactly_once=False, primary_keys=["id"])
     with pytest.raises(ConfigError, match="primary_keys: zzz not in"):
         _sink(db, table="nokey", primary_keys=["zzz"])
+    # exactly once, rows are upserted by primary_keys (enable_upsert, SeaTunnel's default), which
+    # needs the index too; appended, they do not
+    with pytest.raises(ConfigError, match=r"primary_keys: .* has no primary key or unique index on \(id\), which "
+                                          r"upserts by key \(enable_upsert, true by default; false appends"):
+        _sink(db, table="nokey", primary_keys=["id"])
+    _sink(db, table="nokey", primary_keys=["id"], enable_upsert=False).close()
 
 
 def _changes(rows: list[tuple[int, str | None, int]]) -> pa.RecordBatch:

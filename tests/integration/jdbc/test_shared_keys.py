@@ -154,14 +154,133 @@ def test_tables_of_one_source_changing_one_key_into_one_table_never_block(tmp_pa
     assert _left_behind(db) == []
 
 
-def test_two_subtasks_appending_one_key_fail_fast_and_say_why(tmp_path: Path, db: Database) -> None:
-    """Plain rows are appended (COPY): the same key from two subtasks is a duplicate key,
-    which must fail in bounded time, saying so, instead of waiting for ever."""
-    inserts = [("INSERT", i, f"a{i}", i) for i in range(1, 11)]
+# ---- plain rows with primary_keys: upserted by key, as SeaTunnel's enable_upsert (true) --------
+def _inserts(ids: Any, prefix: str = "a") -> list[tuple[str, int, str, int]]:
+    return [("INSERT", i, f"{prefix}{i}", i) for i in ids]
+
+
+def test_two_subtasks_appending_one_key_upsert_it_once(tmp_path: Path, db: Database) -> None:
+    """Plain rows (no kinds) with primary_keys are upserted, as SeaTunnel's Jdbc sink does
+    by default (``enable_upsert``): both subtasks append the same keys in one epoch, and
+    each key ends once. They used to be appended (COPY), and subtask 1 failed after 10 s
+    on subtask 0's prepared duplicate key, in every epoch."""
+    inserts = _inserts(range(1, 11))
     db.sql("CREATE TABLE out (id bigint PRIMARY KEY, name text, score integer)")
     job = _job(tmp_path, db, [_fake(inserts)], parallelism=2)
-    with pytest.raises(ConnectorError, match="waited .* for a row lock on .*out"):
+    assert _bounded(db, lambda: run_in_process(job, "appends")) == 2 * len(inserts)
+    assert _table(db) == _applied(inserts)
+    # the whole job again (every row replayed): upserts, not duplicate keys
+    _bounded(db, lambda: run_in_process(job, "appends-again"))
+    assert _table(db) == _applied(inserts)
+    assert _left_behind(db) == []
+
+
+def test_tables_of_one_source_appending_one_key_upsert_it_once(tmp_path: Path, db: Database) -> None:
+    """``tables_configs`` into one table with primary_keys: each table's writer appends the
+    same keys in one epoch (table b some of its own too); each key ends once, the
+    later table's row counting."""
+    inserts, own = _inserts(range(1, 41)), _inserts(range(100, 110), "own")
+    changed = _inserts(range(1, 41), "b")
+    job = _job(tmp_path, db, [_tables(("db.a", inserts), ("db.b", changed + own))])
+    assert _bounded(db, lambda: run_in_process(job, "two-tables")) == 2 * len(inserts) + len(own)
+    assert _table(db) == _applied(inserts + changed + own)
+    assert _left_behind(db) == []
+
+
+def test_with_enable_upsert_false_two_subtasks_appending_one_key_fail_fast_and_say_why(
+        tmp_path: Path, db: Database) -> None:
+    """``enable_upsert: false`` appends plain rows (COPY), SeaTunnel's faster path for data
+    without duplicate keys: the same key from two subtasks is a duplicate key, which must
+    fail in bounded time, saying so, instead of waiting for ever."""
+    inserts = _inserts(range(1, 11))
+    db.sql("CREATE TABLE out (id bigint PRIMARY KEY, name text, score integer)")
+    job = _job(tmp_path, db, [_fake(inserts)], parallelism=2, enable_upsert=False)
+    with pytest.raises(ConnectorError, match=r"waited .* for a row lock on .*out.*enable_upsert"):
         _bounded(db, lambda: run_in_process(job, "appends"))
+
+
+def test_with_enable_upsert_false_a_key_appended_twice_fails_naming_it(tmp_path: Path, db: Database) -> None:
+    """One writer appending a key twice (or a key the table holds) fails at once, in one
+    line naming the key and the option that upserts instead."""
+    inserts = _inserts(range(1, 4))
+    job = _job(tmp_path, db, [_fake(inserts + inserts[1:2])], enable_upsert=False)
+    with pytest.raises(ConnectorError) as err:
+        _bounded(db, lambda: run_in_process(job, "twice"))
+    message = str(err.value)
+    assert "\n" not in message and "(id)=(2)" in message and "enable_upsert" in message, message
+
+
+def _appends(subtask: int, checkpoint: int) -> pa.RecordBatch:
+    """Subtask 0 appends ids 100 (c - 1) .. 100 c - 1 in epoch c; subtask 1 the same ids
+    shifted by 150 (mod 400): every key is appended by both, in different epochs or the
+    same one, each time with another name."""
+    ids = [(i + 150 * subtask) % 400 for i in range(100 * (checkpoint - 1), 100 * checkpoint)]
+    return pa.record_batch({"id": pa.array(ids, pa.int64()), "name": [f"s{subtask}c{checkpoint}"] * len(ids)})
+
+
+def _upserted(epochs: range) -> dict[int, tuple]:
+    """The table after upserting the epochs' appends in order, subtask 1's after 0's."""
+    table: dict[int, tuple] = {}
+    for checkpoint in epochs:
+        for subtask in (0, 1):
+            batch = _appends(subtask, checkpoint)
+            for key, name in zip(batch.column("id").to_pylist(), batch.column("name").to_pylist()):
+                table[key] = (key, name)
+    return table
+
+
+def test_appends_by_key_end_exact_after_a_driver_kill_and_a_restore_of_an_older_checkpoint(db: Database) -> None:
+    """Two subtasks appending overlapping keys over four epochs, driven as the engine
+    drives the sink: the driver dies with checkpoint 3 durable but not committed and
+    epoch 4 prepared; the next run restores checkpoint 3 (commits it, rolls epoch 4
+    back) and replays epoch 4; a third run restores checkpoint 2 (deletes what epochs 3
+    and 4 applied) and replays both. Every key ends once, with its last row."""
+    sink = load_sink({"plugin_name": "Jdbc", **db.options(), "table": "out", "primary_keys": ["id"]})
+    sink.preflight()
+
+    def run(attempt: int, epochs: range) -> dict[int, list]:
+        sink.run_attempt = attempt
+        infos = {}
+        for checkpoint in epochs:
+            infos[checkpoint] = []
+            for subtask in (0, 1):
+                writer = sink.create_writer("restore", subtask, attempt)
+                writer.open(epochs.start - 1)
+                writer.write(_appends(subtask, checkpoint))
+                infos[checkpoint].append(writer.prepare_commit(checkpoint))
+        return infos
+
+    def restore(attempt: int, checkpoint: int, infos: list) -> Any:
+        sink.run_attempt = attempt
+        committer = sink.create_committer("restore")
+        committer.commit(infos)
+        committer.rollback(checkpoint)
+        committer.cleanup(infos)
+        return committer
+
+    first = run(0, range(1, 5))
+    committer = sink.create_committer("restore")
+    for checkpoint in (1, 2):
+        committer.commit(first[checkpoint])
+    assert len(prepared_gids(db)) == 4  # epochs 3 (durable) and 4 (not), both subtasks
+    # run 1: restores checkpoint 3, then writes epoch 4 again
+    committer = restore(1, 3, first[3])
+    assert prepared_gids(db) == []
+    second = run(1, range(4, 5))
+    committer.commit(second[4])
+    expected = _upserted(range(1, 5))
+    assert {r[0]: tuple(r) for r in db.sql("SELECT id, name FROM out")} == expected and len(expected) == 400
+    # run 2: restores checkpoint 2, the older one; epochs 3 and 4 are written again
+    committer = restore(2, 2, first[2])
+    assert db.sql("SELECT count(*) FROM out")[0][0] < 400  # what epochs 3 and 4 applied is gone
+    third = run(2, range(3, 5))
+    for checkpoint in (3, 4):
+        committer.commit(third[checkpoint])
+        committer.commit(third[checkpoint])  # a replayed commit applies nothing again
+    assert {r[0]: tuple(r) for r in db.sql("SELECT id, name FROM out")} == expected
+    assert db.ids("out") == (400, 400, 0, 399)
+    assert _left_behind(db) == []
+    sink.close()
 
 
 def test_upsert_mode_tables_on_one_target_flushing_mid_epoch_never_block(tmp_path: Path, db: Database) -> None:
@@ -305,3 +424,4 @@ def test_a_change_source_and_a_plain_source_under_spark_pass_the_check_and_run(w
     assert again.returncode == 0, again.explain()
     assert _table(db) == expected
     assert _left_behind(db) == [] and not _stages(db)
+

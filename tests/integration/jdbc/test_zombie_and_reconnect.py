@@ -39,8 +39,14 @@ from .conftest import Database, prepared_gids
 pytestmark = pytest.mark.timeout(60)
 
 
+#: the writers append (COPY) into the table, taking its keys' row locks, which a stale
+#: prepared transaction keeps: what these tests are about. With primary_keys the sink
+#: would otherwise upsert by key through its stage, where no writer waits on another
+APPENDS = {"primary_keys": ["id"], "enable_upsert": False}
+
+
 def _sink(db: Database, run_attempt: int = 0, **options: Any) -> Any:
-    sink = load_sink({"plugin_name": "Jdbc", **db.options(table="out", primary_keys=["id"], **options)})
+    sink = load_sink({"plugin_name": "Jdbc", **db.options(table="out", **{**APPENDS, **options})})
     sink.preflight()
     sink.run_attempt = run_attempt  # as the engine does, before any writer or committer exists
     return sink
@@ -129,7 +135,7 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
 
     # 2,000 rows/s in batches of 200, batch_size 100: every batch goes out as its own COPY
     source = {"plugin_name": "Sequence", "rows": 1_000_000, "rows_per_second": 2_000, "batch_size": 200}
-    sink_options = {"plugin_name": "Jdbc", **db.options(table="out", primary_keys=["id"], batch_size=100)}
+    sink_options = {"plugin_name": "Jdbc", **db.options(table="out", batch_size=100, **APPENDS)}
     spec = JobSpec(job_id, 1, source, sink_options)
     from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 
@@ -232,9 +238,14 @@ def test_a_subtask_attempt_rolls_back_its_runs_stale_prepared_transactions_when_
 
 
 # ---- item 1: zombie drivers -----------------------------------------------------------------------
-def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_touching_each_other(db: Database) -> None:
+@pytest.mark.parametrize("enable_upsert", [False, True], ids=["appended", "upserted-by-key"])
+def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_touching_each_other(
+        db: Database, enable_upsert: bool) -> None:
+    """Both ways the sink writes plain rows: appended into the table, and staged, then
+    upserted by key by the committer (which applies only the staged rows of the
+    transactions it commits: the claimant's, never the zombie's)."""
     job = "taken-over"
-    zombie_sink, claimant_sink = _sink(db, 6), _sink(db, 7)
+    zombie_sink, claimant_sink = _sink(db, 6, enable_upsert=enable_upsert), _sink(db, 7, enable_upsert=enable_upsert)
     # before it was taken over, the zombie completed and committed checkpoint 10
     before = zombie_sink.create_writer(job, 0, 0)
     before.write(_batch(500, 510))
@@ -280,8 +291,10 @@ def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_tou
     claimant_committer.commit([claimant_info])
     assert db.ids("out") == (60, 60, 500, 1049), "committing the claimant's checkpoint committed the zombie's rows"
     assert db.sql("SELECT count(*) FROM out WHERE id < 500")[0][0] == 0
-    logged = db.sql(f"SELECT gid FROM {transactions.COMMIT_LOG} WHERE job_tag = '{tag}' AND checkpoint_id = 12")
-    assert logged == [(claimant_info["gid"],)]
+    # the prepared transactions' log rows (upserted by key, the driver's apply of their staged
+    # rows logs one of its own: subtask -1)
+    prepared_rows = f"SELECT gid FROM {transactions.COMMIT_LOG} WHERE job_tag = '{tag}' AND subtask >= 0"
+    assert db.sql(f"{prepared_rows} AND checkpoint_id = 12") == [(claimant_info["gid"],)]
     claimant_committer.cleanup([claimant_info])
     assert prepared_gids(db) == [], "the claimant's cleanup left the zombie's prepared transaction"
     # a restart of subtask 0 on the claimant also releases a zombie's late prepare
@@ -302,7 +315,7 @@ def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_tou
         writer = sink.create_writer(job, 1, 0)
         writer.write(_batch(*keys))
         claimant_committer.commit([writer.prepare_commit(checkpoint)])
-    assert db.sql(f"SELECT count(*) FROM {transactions.COMMIT_LOG} WHERE job_tag = '{tag}'") == [(2,)]
+    assert len(db.sql(prepared_rows)) == 2
     claimant_committer.discard_job()  # seatunnel-ckpt delete: every run's transactions and log rows
     assert prepared_gids(db) == []
     assert db.sql(f"SELECT count(*) FROM {transactions.COMMIT_LOG} WHERE job_tag = '{tag}'") == [(0,)]

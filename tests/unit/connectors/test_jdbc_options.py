@@ -97,6 +97,38 @@ def test_sink_options() -> None:
         load_sink({"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d"})
 
 
+def test_enable_upsert_is_seatunnels_option_true_by_default() -> None:
+    """SeaTunnel's Jdbc sink upserts plain rows by primary_keys unless ``enable_upsert`` is
+    false (its default is true). Exactly once, those rows go through the stage the driver
+    applies by key; without keys, or with enable_upsert false, they are appended (COPY).
+    Upsert mode (is_exactly_once false) upserts whatever the option says: a replay
+    after a failure writes the same keys again."""
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d", "table": "s.t"}
+    assert load_sink({**base, "primary_keys": ["id"]}).plain_by_key
+    assert not load_sink(base).plain_by_key
+    assert not load_sink({**base, "primary_keys": ["id"], "enable_upsert": "false"}).plain_by_key
+    assert load_sink({**base, "primary_keys": ["id"], "enable_upsert": True}).plain_by_key
+    upsert = load_sink({**base, "primary_keys": ["id"], "is_exactly_once": False, "enable_upsert": False})
+    assert upsert.upsert and not upsert.plain_by_key
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.enable_upsert: expected true or false, got 'sometimes'$"):
+        load_sink({**base, "enable_upsert": "sometimes"})
+
+
+def test_plain_rows_whose_keys_are_not_among_their_columns_fail_the_check() -> None:
+    """Upserting plain rows by key needs the keys among the rows' columns: refused by
+    ``--check`` (no server contacted), naming the key; appending them does not."""
+    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
+
+    jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t", "primary_keys": ["idd"]}
+    job = {"env": {"parallelism": 1}, "source": [{"plugin_name": "Sequence", "rows": 10}], "sink": [jdbc]}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to upsert "
+                                          r"by key \(id\); or set enable_upsert: false to append them$"):
+        check_job(load_job(job))
+    check_job(load_job({**job, "sink": [{**jdbc, "enable_upsert": False}]}))
+    check_job(load_job({**job, "sink": [{**jdbc, "primary_keys": ["id"]}]}))
+
+
 def test_sink_pickles_without_connections() -> None:
     import pickle
 
