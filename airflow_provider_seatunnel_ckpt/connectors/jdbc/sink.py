@@ -535,7 +535,7 @@ class JdbcSinkWriter(SinkWriter):
         rows = []
         for batch in batches:
             data = self._cast(strip_kinds(batch))
-            self._check_keys(data.schema, plain=not has_kinds(batch.schema))
+            self._check_keys(data, plain=not has_kinds(batch.schema))
             rows.append(staging.staged(data, kinds_of(batch), self._seq, columns))
             self._seq += batch.num_rows
         for run in _same_schema_runs(rows):
@@ -546,7 +546,11 @@ class JdbcSinkWriter(SinkWriter):
                     cursor.adbc_ingest(staging.TEMP_STAGE, run, mode="append", temporary=True)
             self.rows += run.num_rows
 
-    def _check_keys(self, schema: pa.Schema, plain: bool) -> None:
+    def _check_keys(self, data: pa.RecordBatch, plain: bool) -> None:
+        """The rows can be applied by key. A null key is refused here, in the writer, not
+        by the driver's apply after ``COMMIT PREPARED``: there it would fail the commit of
+        an epoch already committed, again at every restore, and the job could never go on."""
+        schema = data.schema
         if not self.sink.primary_keys:  # accepts() refuses it before Spark starts when the schema is known
             raise ConnectorError(f"Jdbc sink: change rows reach {self.sink.describe()}, which applies them by key: "
                                  "set primary_keys")
@@ -555,6 +559,12 @@ class JdbcSinkWriter(SinkWriter):
             hint = "; or set enable_upsert: false to append them" if plain and self.sink.plain_by_key else ""
             raise ConnectorError(f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
                                  f"{', '.join(schema.names)}{hint}")
+        for key in self.sink.primary_keys:
+            nulls = data.column(key).null_count
+            if nulls:
+                raise ConnectorError(f"Jdbc sink: subtask {self.subtask}: primary key column {key!r} is null in "
+                                     f"{nulls} of {data.num_rows} row(s) for {self.sink.describe()}, which writes "
+                                     "rows by key: a null key names no row; filter such rows out before the sink")
 
     def _commit_flush(self, keyed: bool) -> None:
         """Upsert mode: apply the flush's changes and commit, unless the sink was released."""

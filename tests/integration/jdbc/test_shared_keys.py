@@ -210,6 +210,25 @@ def test_with_enable_upsert_false_a_key_appended_twice_fails_naming_it(tmp_path:
     assert "\n" not in message and "(id)=(2)" in message and "enable_upsert" in message, message
 
 
+def test_a_null_key_fails_the_writer_not_the_commit(db: Database) -> None:
+    """Rows upserted by key go to the stage, applied by the driver after ``COMMIT PREPARED``;
+    a null key cannot be applied there, so it must fail the subtask before its epoch is
+    prepared. It used to pass the writer and fail every commit of that epoch, the
+    restore's included: a job that could never go on."""
+    db.sql("CREATE TABLE out (id bigint PRIMARY KEY, name text, score integer)")
+    sink = load_sink({"plugin_name": "Jdbc", **db.options(), "table": "out", "primary_keys": ["id"]})
+    sink.preflight()
+    writer = sink.create_writer("nulls", 0, 0)
+    writer.open(0)
+    writer.write(pa.record_batch({"id": pa.array([1, None, 3], pa.int64()), "name": ["a", "b", "c"]}))
+    with pytest.raises(ConnectorError, match=r"^Jdbc sink: subtask 0: primary key column 'id' is null in 1 of 3 "
+                                             r"row\(s\) for table .*out.*: a null key names no row; filter"):
+        writer.prepare_commit(1)
+    writer.close()
+    assert prepared_gids(db) == [] and _table(db) == {}
+    sink.close()
+
+
 def _appends(subtask: int, checkpoint: int) -> pa.RecordBatch:
     """Subtask 0 appends ids 100 (c - 1) .. 100 c - 1 in epoch c; subtask 1 the same ids
     shifted by 150 (mod 400): every key is appended by both, in different epochs or the
