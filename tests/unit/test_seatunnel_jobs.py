@@ -16,10 +16,11 @@ from tests.seatunnel_jobs import EXPECTED_FAILURES, run_in_process
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
 #: the LocalFile jobs read inputs laid out at SeaTunnel's absolute paths (a checkpoint
 #: directory's files too: one job writes what the next reads), and the Kafka ones need Kafka
-#: and PostgreSQL: their own tests (test_seatunnel_file_archives.py, test_seatunnel_file_sources.py,
-#: tests/integration/kafka/test_seatunnel_change_formats.py, the Iceberg ones'
+#: and PostgreSQL, the Jdbc ones PostgreSQL: their own tests (test_seatunnel_file_archives.py,
+#: test_seatunnel_file_sources.py, tests/integration/kafka/test_seatunnel_change_formats.py,
+#: tests/integration/jdbc/test_seatunnel_jdbc_jobs.py, the Iceberg ones'
 #: tests/integration/lakehouse/test_iceberg_hadoop_catalog.py) lay those out and run them
-OWN_TESTS = {"connector-file-local-e2e", "connector-kafka-e2e", "connector-iceberg-e2e",
+OWN_TESTS = {"connector-file-local-e2e", "connector-kafka-e2e", "connector-jdbc-e2e", "connector-iceberg-e2e",
              "checkpoint-batch-disable-test-resources"}
 JOB_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template") and not OWN_TESTS & set(p.parts))
 #: files whose sinks get no row, as their Assert rules say (MIN_ROW 0, MAX_ROW 0)

@@ -52,5 +52,15 @@ def variables_file(db: Database, directory: Any) -> Any:
 PG_OPTIONS = {"url": "${PG_URL}", "user": "${PG_USER}", "password": "${PG_PASSWORD}"}
 
 
+def on_our_server(text: str, db: Database) -> str:
+    """A SeaTunnel e2e job file's text with its test container's PostgreSQL (``postgresql:5432``,
+    database, user and password ``test``) replaced by ``db`` (nothing else)."""
+    import re
+
+    text = re.sub(r'url = "jdbc:postgresql://postgresql:5432/test[^"]*"', f'url = "{db.url}"', text)
+    return text.replace("user = test", "user = postgres").replace(
+        "password = test", f'password = "{db.server.password}"').replace("database = test", f"database = {db.name}")
+
+
 def prepared_gids(db: Database) -> list[str]:
     return [r[0] for r in db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")]

@@ -10,14 +10,13 @@ and restores is tested in tests/integration/engine and tests/chaos."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.jdbc.conftest import Database, db  # noqa: F401 - fixture
+from tests.integration.jdbc.conftest import Database, db, on_our_server  # noqa: F401 - fixture
 from tests.seatunnel_jobs import run_in_process
 
 FILES = Path(__file__).parents[2] / "fixtures" / "seatunnel" / "connector-kafka-e2e"
@@ -30,9 +29,7 @@ def on_our_servers(name: str, kafka: Any, db: Database | None, directory: Path) 
     text = (FILES / name).read_text()
     text = text.replace("kafka_e2e:9092", kafka.bootstrap_servers).replace("kafkaCluster:9092", kafka.bootstrap_servers)
     if db is not None:
-        text = re.sub(r'url = "jdbc:postgresql://postgresql:5432/test[^"]*"', f'url = "{db.url}"', text)
-        text = text.replace("user = test", "user = postgres").replace(
-            "password = test", f'password = "{db.server.password}"').replace("database = test", f"database = {db.name}")
+        text = on_our_server(text, db)
     path = directory / name
     path.write_text(text)
     return path
