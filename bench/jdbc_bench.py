@@ -25,12 +25,22 @@ checkpoint and commit: about 0.6 s) weighs as little as in the long copies the c
 * ``adbc``   for reference: the same batches through ADBC's bulk ingest (binary COPY),
              one connection, no engine.
 
+**Write by key** (``--keys``, ``jdbc_sink_upsert_ratio_vs_append``): the same write into the
+same table, the sink given ``primary_keys: [id]``, 2 million rows by default,
+
+* ``upsert`` the default, SeaTunnel's ``enable_upsert: true``: each subtask copies its rows
+             into the sink's stage inside its prepared transaction, and the driver
+             upserts each epoch's rows by key after ``COMMIT PREPARED`` (issue 47);
+* ``append`` ``enable_upsert: false``: the rows are appended with COPY inside the prepared
+             transactions, as without keys;
+* ``copy``   the plain ``COPY`` above.
+
 Variants run interleaved in ABBA order. Time = the whole ``JobRun.run`` (preflight, claim,
 the Spark job, the final checkpoint and commit) for ours; the whole write for Spark's
 reader and the baselines. The SparkSession and the server start once and are not timed.
 Every run's output is counted id by id (parquet with pyarrow, tables with SQL).
 
-``python bench/jdbc_bench.py [--quick] [--out] [--repeat N] [--rows N]``
+``python bench/jdbc_bench.py [--quick] [--out] [--repeat N] [--rows N] [--write-rows N] [--keys]``
 """
 
 from __future__ import annotations
@@ -160,13 +170,13 @@ def _finish_write(db: Database, table: str, rows: int, seconds: float, **extra: 
     return {"seconds": round(seconds, 4), **extra}
 
 
-def write_ours(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
+def write_ours(spark: Any, db: Database, workdir: Path, rows: int, tag: str, **sink: Any) -> dict[str, Any]:
     table = _target(db, tag)
     job = {
         "env": job_env(f"bench-{tag}"),
         "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": 0}],
         "transform": [{"plugin_name": "Python", "function": TRANSFORM_FUNCTION}],
-        "sink": [{"plugin_name": "Jdbc", **_connection(db), "table": table, "is_exactly_once": True}],
+        "sink": [{"plugin_name": "Jdbc", **_connection(db), "table": table, "is_exactly_once": True, **sink}],
     }
     result = run_engine(spark, job, workdir, tag)
     return _finish_write(db, table, rows, result.pop("seconds"), **result)
@@ -216,12 +226,19 @@ def _chain(first: Any, rest: Any) -> Any:
 # ---- the benchmark ------------------------------------------------------------------------
 READ = {"ours": read_ours, "spark": read_spark}
 WRITE = {"ours": write_ours, "copy": write_copy, "adbc": write_adbc}
+#: ``--keys``: the sink with primary_keys, upserting (the default) or appending
+WRITE_BY_KEY = {"upsert": partial(write_ours, primary_keys=["id"]),
+                "append": partial(write_ours, primary_keys=["id"], enable_upsert=False), "copy": write_copy}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__, NAME, "rows of the read table (default 2,000,000)")
-    parser.add_argument("--write-rows", type=int, help="rows of the write (default 10,000,000)")
+    parser.add_argument("--write-rows", type=int, help="rows of the write (default 10,000,000; --keys 2,000,000)")
+    parser.add_argument("--keys", action="store_true",
+                        help="only the write, with primary_keys: upserting by key vs appending (bench/results/jdbc_keys.json)")
     args = parser.parse_args(argv)
+    if args.keys:
+        return main_by_key(args)
     rows = args.rows or (100_000 if args.quick else 2_000_000)
     write_rows = args.write_rows or (100_000 if args.quick else 10_000_000)
     repeat = args.repeat or (1 if args.quick else 4)
@@ -296,6 +313,56 @@ def main(argv: list[str] | None = None) -> int:
         "write": described(write),
     }
     emit(result, NAME, args.out)
+    return 0
+
+
+def main_by_key(args: Any) -> int:
+    """``--keys``: what upserting plain rows by key (``enable_upsert``, the default with
+    primary_keys) costs against appending them (``enable_upsert: false``)."""
+    from tests.servers.postgres import PostgresServer
+
+    rows = args.write_rows or (100_000 if args.quick else 2_000_000)
+    repeat = args.repeat or (1 if args.quick else 4)
+    make_importable_on_executors()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-jdbc-keys-"))
+    machine = machine_info(extra_libraries=("adbc-driver-postgresql", "psycopg"))
+    with PostgresServer() as server:
+        db = Database(server, server.create_database())
+        version = db.execute("SHOW server_version")[0][0]
+        spark = spark_session("bench-jdbc-keys")
+        try:
+            variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE_BY_KEY.items()}
+            _log("warm-up: one run of each variant, not counted")
+            run_abba(NAME, variants, max(rows // 10, 1000), 1, "warm_keys")
+            write = run_abba(NAME, variants, rows, repeat, "keys")
+        finally:
+            spark.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    ratios, figures = ratio_figures({"jdbc_sink_upsert_ratio_vs_append": paired(write, "upsert", "append"),
+                                     "jdbc_sink_upsert_ratio_vs_copy_limit": paired(write, "upsert", "copy"),
+                                     "jdbc_sink_append_ratio_vs_copy_limit": paired(write, "append", "copy")})
+    labels = {"upsert": "ours, primary_keys, enable_upsert true (default): staged, upserted by the driver",
+              "append": "ours, primary_keys, enable_upsert false: appended (COPY)",
+              "copy": "one psycopg COPY (CSV by pyarrow), no engine"}
+    table_rows = []
+    for variant, runs in write.items():
+        speeds = summary(r["rows_per_s"] for r in runs)
+        table_rows.append([labels[variant], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}",
+                           summary(r["seconds"] for r in runs)["median"]])
+    result = {
+        "benchmark": f"{NAME}_keys",
+        "description": (f"write {rows:,} rows into a table with a primary key, the sink given primary_keys; local[2], "
+                        f"parallelism {PARALLELISM}, checkpoints every {INTERVAL_MS} ms; a real PostgreSQL "
+                        f"{version.split()[0]} on loopback; {repeat} ABBA repetitions; every output counted id by id."),
+        "machine": {**machine, "postgresql": version},
+        "settings": {"quick": args.quick, "write_rows": rows, "repeat": repeat, "master": MASTER,
+                     "parallelism": PARALLELISM, "checkpoint_interval_ms": INTERVAL_MS},
+        "summary": figures,
+        "ratios": ratios,
+        "table": {"columns": ["variant", "rows/s (median)", "rows/s min - max", "seconds (median)"], "rows": table_rows},
+        "write": described(write),
+    }
+    emit(result, f"{NAME}_keys", args.out)
     return 0
 
 
