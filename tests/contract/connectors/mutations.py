@@ -1,0 +1,134 @@
+"""The exactly-once defects of issue 47, reintroduced one at a time, to show the connector
+contract suite catches each (not only the test written for it).
+
+``python -m tests.contract.connectors.mutations [NAME ...] [--all-cases]`` runs, for each
+mutation, the contract cases expected to catch it (or, with ``--all-cases``, the whole
+suite) with the mutation in place, and prints a table: mutation, defect, the failing
+cases. A mutation is in place in every driver process of the run (``$CONTRACT_MUTATION``,
+applied by ``driver.py``) and in the test process itself (``conftest.py``).
+
+Engine defects reuse the simulation's mutations (``tests/simulation/mutations.py``), which
+put the old behaviour back the same way; connector defects are patched here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+from unittest import mock
+
+MUTATION_ENV = "CONTRACT_MUTATION"
+REPO = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class ContractMutation:
+    name: str
+    defect: str
+    patch: Callable[[], contextlib.AbstractContextManager[Any]]
+    #: ``pytest -k`` expression of the cases expected to catch it
+    cases: str
+
+
+def _simulation(name: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    def patch() -> contextlib.AbstractContextManager[Any]:
+        from tests.simulation.mutations import MUTATIONS
+
+        return next(m for m in MUTATIONS if m.name == name).patch()
+
+    return patch
+
+
+# ---- 2: Iceberg late commits ------------------------------------------------------------------
+def _new_branch_unasserted() -> contextlib.AbstractContextManager[Any]:
+    from airflow_provider_seatunnel_ckpt.connectors.lakehouse import iceberg_commit
+
+    original = iceberg_commit.StartBranch._commit
+
+    def without_requirement(self: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        updates, _ = original(self)
+        return updates, ()  # as before: the branch is set whatever it points at now
+
+    return mock.patch.object(iceberg_commit.StartBranch, "_commit", without_requirement)
+
+
+def _library_retries_left_on() -> contextlib.AbstractContextManager[Any]:
+    from airflow_provider_seatunnel_ckpt.connectors.lakehouse import iceberg_commit
+
+    return mock.patch.object(iceberg_commit, "without_library_retries", lambda table: table)
+
+
+MUTATIONS: tuple[ContractMutation, ...] = (
+    ContractMutation("rerun-without-checkpoint-makes-a-new-plan", "47.1 (plan of the first attempt)",
+                     _simulation("rerun-without-checkpoint-makes-a-new-plan"),
+                     "test_source_contract and restart_before_first_checkpoint"),
+    ContractMutation("iceberg-new-branch-unasserted", "47.2a (late first commit to a branch)",
+                     _new_branch_unasserted, "late_commit_of_fenced_driver and Iceberg-branch"),
+    ContractMutation("iceberg-library-retries", "47.2b (pyiceberg's own retries)",
+                     _library_retries_left_on, "late_commit_of_fenced_driver and Iceberg"),
+    ContractMutation("sink-output-matched-by-place", "47.5 (sink identity)",
+                     _simulation("sink-output-matched-by-place"), "sink_layout_changed"),
+)
+
+
+def by_name(name: str) -> ContractMutation:
+    for mutation in MUTATIONS:
+        if mutation.name == name:
+            return mutation
+    raise KeyError(f"no contract mutation {name!r}; known: {', '.join(m.name for m in MUTATIONS)}")
+
+
+@contextlib.contextmanager
+def in_place_from_environment() -> Iterator[None]:
+    """The mutation ``$CONTRACT_MUTATION`` names, for as long as the block runs (none: nothing)."""
+    name = os.environ.get(MUTATION_ENV)
+    if not name:
+        yield
+        return
+    with by_name(name).patch():
+        yield
+
+
+def _failed_cases(output: str) -> list[str]:
+    return sorted(set(re.findall(r"^FAILED tests/contract/connectors/\S+::(\S+)", output, re.MULTILINE)))
+
+
+def _caught_by(failed: list[str], shown: int = 4) -> str:
+    if not failed:
+        return "**NOT CAUGHT**"
+    more = f" and {len(failed) - shown} more" if len(failed) > shown else ""
+    return f"{len(failed)}: " + ", ".join(failed[:shown]) + more
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("--all-cases", action="store_true", help="run the whole suite under each mutation")
+    args = parser.parse_args(argv)
+    chosen = [by_name(n) for n in args.names] if args.names else list(MUTATIONS)
+    rows = ["| mutation | defect | cases run | caught by |", "| --- | --- | --- | --- |"]
+    missed = 0
+    for mutation in chosen:
+        selection = [] if args.all_cases else ["-k", mutation.cases]
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "tests/contract/connectors", "-q", "-p", "no:cacheprovider", *selection],
+            cwd=REPO, env={**os.environ, MUTATION_ENV: mutation.name}, capture_output=True, text=True,
+        )
+        failed = _failed_cases(run.stdout)
+        missed += not failed
+        rows.append(f"| `{mutation.name}` | {mutation.defect} | {'all' if args.all_cases else mutation.cases} | "
+                     f"{_caught_by(failed)} |")
+        print(rows[-1], flush=True)
+    print("\n".join(rows))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
