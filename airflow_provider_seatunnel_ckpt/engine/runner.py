@@ -41,7 +41,10 @@ from .job import JobSpec
 from .preload import preload_settings
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
-from .split_plan import REF_KEY as PLAN_REF_KEY, load_plan, prune_plans, referenced_attempts, store_plan
+from .split_plan import (
+    REF_KEY as PLAN_REF_KEY, SOURCE_KEY, discard_plans, document_splits, load_plan, newest_earlier_plan,
+    plan_entries, plan_path, prune_plans, referenced_attempts, source_fingerprint, store_plan,
+)
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
@@ -211,6 +214,9 @@ class JobRun:
         self.storage.write_document(job_id, JOB_DOCUMENT, {**existing, DISCARDING: True})
         entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
         self.storage.delete_checkpoint_dirs(job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
+        # Starting over: where the earlier lineage's splits started is not this one's
+        # (a run killed before this one's first plan must not fall back on them).
+        discard_plans(self.storage, job_id, self.attempt_number)
         self.discarded = True
 
     # ---- job document and attempts -----------------------------------------------------------
@@ -293,6 +299,59 @@ class JobRun:
         committer.rollback(restored_id)
         committer.cleanup(restored_infos)
 
+    # ---- the split plan ------------------------------------------------------------------------
+    def plan_splits(self, source: Any, manifest: Any) -> tuple[tuple[Split, ...], dict[str, Any]]:
+        """The splits this attempt reads, stored as its plan document before earlier,
+        unreferenced plans are pruned; returns them and the reference every manifest of
+        the attempt carries (engine/split_plan.py). No Spark here: the deterministic
+        simulation (tests/simulation) drives this same code.
+
+        The plan is part of the checkpoint: a restore (with any parallelism) keeps its
+        checkpoint's plan, so split ids and ranges always match the restored positions.
+        With nothing restored, the newest earlier attempt's plan of the same source is
+        kept too: those attempts stopped before their first checkpoint, and the start
+        positions were resolved when the job first started (Kafka's ``latest`` must not
+        move on, nor a bounded job's end offsets)."""
+        fingerprint = source_fingerprint(self.request.job.sources)
+        stored = self._stored_plan(manifest, fingerprint)
+        if stored is None:
+            splits = tuple(source.splits(self.request.job.parallelism))
+        else:
+            splits = tuple(Split(str(split_id), spec) for split_id, spec in stored)
+            added = tuple(source.discover_splits(splits))
+            if added:  # appended: the stored splits keep their place, so their subtask
+                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
+                splits += added
+        # A driver taken over creates and deletes nothing (the check covers the pruning too)
+        self.fence.check("storing the split plan")
+        ref = store_plan(self.storage, self.request.job_id, self.attempt_number, plan_entries(splits), fingerprint)
+        self._prune_plans()
+        return splits, ref
+
+    def _stored_plan(self, manifest: Any, fingerprint: str) -> list[list[Any]] | None:
+        """The plan to keep: the restored checkpoint's, else an earlier attempt's of the
+        same source unless the job starts over; None: ask the source for a new one."""
+        if manifest is not None:
+            return load_plan(self.storage, self.request.job_id, manifest.properties)
+        if self.request.discard_existing or self.discarded:
+            return None  # starting over: where to start is resolved again
+        return self._earlier_plan(fingerprint)
+
+    def _earlier_plan(self, fingerprint: str) -> list[list[Any]] | None:
+        job_id = self.request.job_id
+        found = newest_earlier_plan(self.storage, job_id, self.attempt_number)
+        if found is None:
+            return None
+        attempt, document = found
+        if document.get(SOURCE_KEY) != fingerprint:
+            self.progress(f"job {job_id}: the source options differ from those attempt {attempt} planned its splits "
+                          "with; making a new split plan (where each split starts is resolved again)")
+            return None
+        splits = document_splits(document, f"{self.storage.describe(job_id)}/{plan_path(attempt)}")
+        self.progress(f"job {job_id}: nothing to restore; reading the {len(splits)} splits attempt {attempt} planned, "
+                      "from where that attempt started")
+        return splits
+
     def _record_attempt(self, fields: dict[str, Any]) -> None:
         path = f"attempts/{self.attempt_number:06d}.json"
         record = self.storage.read_document(self.request.job_id, path) or {"attempt": self.attempt_number}
@@ -301,7 +360,8 @@ class JobRun:
 
     def _prune_plans(self) -> None:
         """Remove earlier attempts' split plans that no retained checkpoint or savepoint
-        refers to (engine/split_plan.py); only the claimant does this, once per attempt."""
+        refers to (engine/split_plan.py); only the claimant does this, once per attempt,
+        after its own plan is stored (it may be a copy of the newest earlier one)."""
         job_id = self.request.job_id
         try:
             manifests = [self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
@@ -580,21 +640,8 @@ class JobRun:
         self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
         source = one_source(sources)
-        # The split plan is part of the checkpoint: a restore (with any parallelism)
-        # keeps it, so split ids and ranges always match the restored positions.
-        stored_plan = load_plan(self.storage, request.job_id, manifest.properties) if manifest is not None else None
-        if stored_plan is not None:
-            splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
-            added = tuple(source.discover_splits(splits))
-            if added:  # appended: the stored splits keep their place, so their subtask
-                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
-                splits += added
-        else:
-            splits = tuple(source.splits(job.parallelism))
-
-        plan = [[split.split_id, dict(split.spec)] for split in splits]
-        plan_ref = store_plan(self.storage, request.job_id, self.attempt_number, plan)
-        self._prune_plans()
+        splits, plan_ref = self.plan_splits(source, manifest)
+        plan = plan_entries(splits)
         coordinator = self.coordinator(manifest, highest_id)
         loop = DriverLoop(
             coordinator, self.store, committer, self.fence,
