@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..config import CheckpointConfig, ExternalizedRetention
+from ..config import CheckpointConfig
 from ..errors import ConfigError, ConnectorError, DataError
 from ..history import HistoryRecorder, restore_entry
 from ..storage import CheckpointStorageError, create_storage
@@ -36,6 +36,7 @@ from .heartbeat import (
     HeartbeatWriter,
     job_fingerprint,
     parse_interval,
+    record_path as heartbeat_record_path,
 )
 from .job import JobSpec
 from .preload import preload_settings
@@ -156,7 +157,9 @@ class JobRun:
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.storage = create_storage(request.config.storage)
         self.store = CompletedCheckpointStore(self.storage, request.job_id, PIPELINE_ID)
-        self.fence = FenceLog(self.storage, request.job_id)
+        # delete-on-finish may delete the job under a driver that was taken over: it must
+        # know its claim gone for a takeover (engine/fencing.py)
+        self.fence = FenceLog(self.storage, request.job_id, deletable=request.config.deletes_on_finish)
         self.attempt_number = 0
         self.restored_id: int | None = None
         self.spark: Any = None
@@ -390,6 +393,9 @@ class JobRun:
             # The claimant discards what this run staged, so its sink may have failed on
             # files that vanished: a consequence, not the cause a user should chase.
             outcome.error = f"{self.fence.fenced_error()} (it then failed: {outcome.error})"
+        if fenced and not document:  # every claim writes job.json: the job was deleted
+            self._leave_no_records()
+            return
         if document.get("fencing_token") == token and not fenced:  # never overwrite a newer claim
             document.update(
                 status=status,
@@ -413,6 +419,18 @@ class JobRun:
             }
         )
         self._end_heartbeat(FENCED if fenced else status, outcome.error, last)
+
+    def _leave_no_records(self) -> None:
+        """This driver was taken over, and the job was deleted since (the claimant
+        finished it with delete-on-finish): it records no outcome, and removes the
+        heartbeat its thread wrote meanwhile, so the deleted job stays empty."""
+        if self._heartbeat is None:
+            return
+        self._heartbeat.stop()
+        try:
+            self.storage.delete_document(self.request.job_id, heartbeat_record_path(self.attempt_number))
+        except Exception as err:  # noqa: BLE001 - a stray heartbeat costs storage only
+            log.info("could not delete the heartbeat of attempt %d: %s", self.attempt_number, err)
 
     # ---- heartbeat ---------------------------------------------------------------------------
     def _heartbeat_interval(self) -> int:
@@ -511,17 +529,29 @@ class JobRun:
         finally:
             if self._heartbeat is not None:
                 self._heartbeat.stop()
-            if self._history is not None:
-                self._history.close()
+            self._close_history()
+
+    def _close_history(self) -> None:
+        """Write the history's last entries and stop its thread (once)."""
+        history, self._history = self._history, None
+        if history is not None:
+            history.close()
 
     def _start_history(self) -> HistoryRecorder | None:
         """The attempt's checkpoint history (docs/history.md), opened by where it restored from."""
         size = self.request.config.history_size
         if not size:
             return None
-        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size)
-        recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
+        recorder = self.open_history(size)
         recorder.start()
+        return recorder
+
+    def open_history(self, size: int) -> HistoryRecorder:
+        """The recorder, its first entry recorded, its thread not started (the simulation
+        flushes it itself). A driver taken over writes no more history."""
+        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size,
+                                   taken_over=self.fence.taken_over)
+        recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
         return recorder
 
     def claim(self, token: str, sink: Any, committer: Any) -> tuple[Any, int, list[Any]]:
@@ -586,8 +616,11 @@ class JobRun:
 
     def end(self, outcome: Outcome, committer: Any, token: str) -> None:
         """After the driver loop: a finished job's staged leftovers go (and with
-        delete-on-finish its checkpoints), then the outcome is recorded."""
+        delete-on-finish its checkpoints), then the outcome is recorded; with
+        delete-on-finish the finished job is then deleted from storage as a whole."""
         request = self.request
+        forget = False
+        self._close_history()  # the loop is done: its last entries go before the outcome
         # A run that finished after another attempt claimed the job (its last commit
         # landed just before the claim) leaves the sink and the checkpoints to the
         # claimant: the staging its cleanup would remove may be the claimant's.
@@ -606,13 +639,34 @@ class JobRun:
                     return
             # A stop-with-savepoint is not the end of the job: its savepoint is where
             # the next run resumes, so delete-on-finish keeps it.
-            if (
-                request.config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
-                and not outcome.stopped_with_savepoint
-            ):
+            if request.config.deletes_on_finish and not outcome.stopped_with_savepoint:
                 self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
                 committer.discard_job()
+                forget = True
         self._release(outcome, token)
+        if forget:
+            self._forget_job()
+
+    def _forget_job(self) -> None:
+        """delete-on-finish: nothing of the finished job stays in storage (docs/storage.md,
+        "When a job ends"). After the outcome is recorded (a follower of the live driver
+        may read it) and the heartbeat and history stopped, so nothing writes again. The
+        fence log goes first, oldest record first (``FenceLog.erase``): a driver taken
+        over that still runs then finds its claim gone and creates and commits nothing;
+        then the rest. A failure leaves storage only, and says how to remove it."""
+        job_id = self.request.job_id
+        where = self.storage.describe(job_id)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        try:
+            self.fence.check("deleting the finished job")  # a run that claimed since owns what is there
+            self.fence.erase()
+            self.storage.delete_checkpoint(job_id)
+        except Exception as err:  # noqa: BLE001 - the job finished and its output is committed
+            self.progress(f"job {job_id}: finished, but deleting it from {where} failed ({first_line(str(err))}); "
+                          f"remove it with seatunnel-ckpt delete --yes --job-id {job_id}")
+            return
+        self.progress(f"job {job_id}: finished; deleted from {where} (externalized-retention: delete-on-finish)")
 
     def _run_claimed(
         self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any],

@@ -2,8 +2,9 @@
 nothing to restore keeps the split plan of the attempt before it
 (``JobRun.plan_splits``), so start positions a source resolves from something that moves
 (Kafka's ``latest``) stay where the job first started; a changed source or
-``--discard-existing`` makes a new plan. Defect 6: a driver taken over writes no plan.
-The runner's claim and plan choice on local storage; no Spark."""
+``--discard-existing`` makes a new plan. Defect 6: a driver taken over writes no plan and
+no history, and a finished job with delete-on-finish leaves nothing. The runner's claim,
+plan choice and end on local storage; no Spark."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.connectors.api import Source, Split
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
-from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop, Outcome
 from airflow_provider_seatunnel_ckpt.engine.fencing import Fenced
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
-from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY, SOURCE_KEY, plan_entries, plan_path
+from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY, SOURCE_KEY, plan_entries, plan_path, store_plan
+from airflow_provider_seatunnel_ckpt.history import HISTORY_DIR, failed_entry
 
 
 JOB_ID = "reuse"
@@ -46,11 +48,13 @@ class Topic(Source):
 class Attempt:
     """One ``seatunnel-ckpt run`` up to its plan: the real claim, restore choice and plan."""
 
-    def __init__(self, tmp_path: Path, *, rows: int = 10, restore: str = "latest", discard: bool = False):
+    def __init__(self, tmp_path: Path, *, rows: int = 10, restore: str = "latest", discard: bool = False,
+                 history_size: int = 1000, retention: str = "retain-on-finish"):
         job = load_job({"env": {"job.name": JOB_ID, "parallelism": 2},
                         "source": [{"plugin_name": "Sequence", "rows": rows}],
                         "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}]})
-        config = load_config({"seatunnel": {"engine": {"checkpoint": {"storage": {
+        config = load_config({"seatunnel": {"engine": {"checkpoint": {
+            "history-size": history_size, "externalized-retention": retention, "storage": {
             "type": "hdfs", "plugin-config": {"storage.type": "local", "namespace": f"{tmp_path}/ns/"}}}}}})
         self.lines: list[str] = []
         self.run = JobRun(RunRequest(job=job, config=config, job_id=JOB_ID, restore=restore, discard_existing=discard),
@@ -153,3 +157,53 @@ def test_a_driver_taken_over_stores_no_plan(tmp_path: Path, builder: Any) -> Non
         loop._store_plan()
     assert claimant.storage.list_documents(JOB_ID, "plans") == ["000002.json"]
 
+
+def test_a_driver_taken_over_writes_no_history_segment(tmp_path: Path) -> None:
+    """With ``history-size: 1`` the claimant's first write prunes the zombie's segment; the
+    zombie's recorder, still running, must not write it again."""
+    zombie = Attempt(tmp_path, history_size=1)
+    recorder = zombie.run._start_history()
+    recorder.close()  # the zombie's restore entry is in storage
+    assert zombie.storage.list_documents(JOB_ID, HISTORY_DIR) == ["000001-000000.json"]
+
+    claimant = Attempt(tmp_path, history_size=1)
+    claimant.run._start_history().close()
+    assert claimant.storage.list_documents(JOB_ID, HISTORY_DIR) == ["000002-000000.json"]
+
+    recorder.record(failed_entry(1, 7, "checkpoint", 1_700_000_000_000, 1_700_000_000_300, "expired", True))
+    recorder.flush()
+    assert claimant.storage.list_documents(JOB_ID, HISTORY_DIR) == ["000002-000000.json"]
+
+
+def test_a_finished_job_with_delete_on_finish_leaves_nothing_in_storage(tmp_path: Path) -> None:
+    """An attempt killed before its first checkpoint, then one that finishes: claims,
+    job.json, attempt records, heartbeats, plans, history all go with the checkpoints."""
+    killed = Attempt(tmp_path, retention="delete-on-finish")
+    store_plan(killed.storage, JOB_ID, 1, [["t-0", {"partition": 0, "start": 10}]])
+    killed.run._start_history().close()
+    last = Attempt(tmp_path, retention="delete-on-finish")
+    store_plan(last.storage, JOB_ID, 2, [["t-0", {"partition": 0, "start": 10}]])
+    last.run._start_heartbeat(60_000)
+    history = last.run._history = last.run._start_history()
+    assert len(list((tmp_path / "ns" / JOB_ID).rglob("*.json"))) > 8
+
+    last.run.end(Outcome(finished=True, final_checkpoint_id=3), last.committer, last.token)
+    history.close()  # run() closes it after end() (a second close changes nothing)
+    job_dir = tmp_path / "ns" / JOB_ID
+    assert not job_dir.exists(), sorted(str(p.relative_to(job_dir)) for p in job_dir.rglob("*"))
+
+
+def test_a_driver_taken_over_leaves_nothing_in_a_job_deleted_under_it(tmp_path: Path) -> None:
+    """The claimant finished the job and deleted it while the old driver, taken over,
+    still ran: the old driver's end records nothing and takes its heartbeat back."""
+    zombie = Attempt(tmp_path, retention="delete-on-finish")
+    zombie.run._start_heartbeat(60_000)
+    last = Attempt(tmp_path, retention="delete-on-finish")
+    last.run.end(Outcome(finished=True, final_checkpoint_id=3), last.committer, last.token)
+    job_dir = tmp_path / "ns" / JOB_ID
+    zombie.run._heartbeat._write(zombie.run._heartbeat.record("running"))  # a beat after the deletion
+    assert job_dir.exists()
+
+    zombie.run.end(Outcome(error="checkpoint 4 failed"), zombie.committer, zombie.token)
+    # no file (local disk keeps the emptied heartbeat/ directory; object stores have none)
+    assert [p for p in job_dir.rglob("*") if p.is_file()] == []
