@@ -23,9 +23,11 @@ from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.history import HistoryRecorder
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
 
@@ -160,6 +162,31 @@ def _lost_metadata_answer_keeps_metadata() -> contextlib.AbstractContextManager[
     return mock.patch.object(FileSystemCheckpointStorage, "_written_by", lambda self, *args: False)
 
 
+# ---- issue 47: plans across attempts, and what a driver taken over writes -------------------------
+def _rerun_makes_a_new_plan() -> contextlib.AbstractContextManager[Any]:
+    # as before: with nothing restored the source was asked again (Kafka's latest moved on)
+    return mock.patch.object(JobRun, "_earlier_plan", lambda self, fingerprint: None)
+
+
+def _plan_stored_unfenced() -> contextlib.AbstractContextManager[Any]:
+    original = FenceLog.check
+
+    def check(self: FenceLog, before: str = "writing") -> None:
+        if before != "storing the split plan":  # as before: the plan was written unchecked
+            original(self, before)
+
+    return mock.patch.object(FenceLog, "check", check)
+
+
+def _history_written_unfenced() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(HistoryRecorder, "_lost_the_job", lambda self: False)
+
+
+def _finished_job_kept() -> contextlib.AbstractContextManager[Any]:
+    # as before: delete-on-finish deleted the checkpoints only (plans, history, records stayed)
+    return mock.patch.object(JobRun, "_forget_job", lambda self: None)
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -174,6 +201,10 @@ MUTATIONS = (
     Mutation("stale-wakeup-spins", "8", _stale_wakeup),
     Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),
     Mutation("lost-metadata-answer-keeps-metadata", "found by the simulation", _lost_metadata_answer_keeps_metadata),
+    Mutation("rerun-without-checkpoint-makes-a-new-plan", "47.1", _rerun_makes_a_new_plan),
+    Mutation("taken-over-driver-stores-its-plan", "47.6", _plan_stored_unfenced),
+    Mutation("taken-over-driver-writes-history", "47.6", _history_written_unfenced),
+    Mutation("delete-on-finish-keeps-the-job", "47.6", _finished_job_kept),
 )
 
 
