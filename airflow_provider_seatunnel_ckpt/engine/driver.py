@@ -353,7 +353,7 @@ class DriverLoop:
         if plan and (ref is None or ref.get("count") != len(plan)):
             # A driver taken over creates nothing: the claimant may have pruned this
             # attempt's document, and a rewrite would bring it back for good.
-            self.fence.check("storing the split plan")
+            self.fence.require_claim()
             ref = store_plan(self.store.storage, self.store.job_id, self.fence.attempt, plan,
                              (ref or {}).get(PLAN_SOURCE_KEY))
             self.properties = {**self.properties, PLAN_REF_KEY: ref}

@@ -191,10 +191,15 @@ class FenceLog:
 
     def check(self, before: str = "writing") -> None:
         """``Fenced`` when a newer claim exists (before a commit)."""
+        self.require_claim()
+        self._test_window(f"before {before}")
+
+    def require_claim(self) -> None:
+        """:meth:`check` without its test window: before writes of the run's own records
+        (its split plan), which no test lands a takeover inside."""
         with self._lock:
             if self.taken_over():
                 raise self.fenced_error()
-        self._test_window(f"before {before}")
 
     def taken_over(self) -> bool:
         """Whether a newer claim exists (or, ``deletable``, this driver's claim is gone):

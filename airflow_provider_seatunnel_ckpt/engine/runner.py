@@ -325,11 +325,14 @@ class JobRun:
             if added:  # appended: the stored splits keep their place, so their subtask
                 self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
                 splits += added
+        return splits, self._store_plan(splits, fingerprint)
+
+    def _store_plan(self, splits: Sequence[Split], fingerprint: str) -> dict[str, Any]:
         # A driver taken over creates and deletes nothing (the check covers the pruning too)
-        self.fence.check("storing the split plan")
+        self.fence.require_claim()
         ref = store_plan(self.storage, self.request.job_id, self.attempt_number, plan_entries(splits), fingerprint)
         self._prune_plans()
-        return splits, ref
+        return ref
 
     def _stored_plan(self, manifest: Any, fingerprint: str) -> list[list[Any]] | None:
         """The plan to keep: the restored checkpoint's, else an earlier attempt's of the

@@ -23,9 +23,9 @@ from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
-from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
+from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries, store_plan
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.history import HistoryRecorder
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
@@ -169,13 +169,13 @@ def _rerun_makes_a_new_plan() -> contextlib.AbstractContextManager[Any]:
 
 
 def _plan_stored_unfenced() -> contextlib.AbstractContextManager[Any]:
-    original = FenceLog.check
+    def store(self: JobRun, splits: Any, fingerprint: str) -> dict[str, Any]:
+        # as before: the plan was written (and earlier ones pruned) unchecked
+        ref = store_plan(self.storage, self.request.job_id, self.attempt_number, plan_entries(splits), fingerprint)
+        self._prune_plans()
+        return ref
 
-    def check(self: FenceLog, before: str = "writing") -> None:
-        if before != "storing the split plan":  # as before: the plan was written unchecked
-            original(self, before)
-
-    return mock.patch.object(FenceLog, "check", check)
+    return mock.patch.object(JobRun, "_store_plan", store)
 
 
 def _history_written_unfenced() -> contextlib.AbstractContextManager[Any]:
