@@ -134,9 +134,10 @@ class HistoryRecorder:
         error while asking is raised, and the write waits for the next flush)."""
         if not self._silenced and self._taken_over is not None and self._taken_over():
             self._silenced = True
-            self._open.clear()
             log.warning("job %s: attempt %d was taken over by another driver; its checkpoint history is no longer "
                         "written", self.job_id, self.attempt)
+        if self._silenced:
+            self._open.clear()  # nothing will write them: a zombie's entries must not pile up
         return self._silenced
 
     def _entries_that_fit(self) -> int:
