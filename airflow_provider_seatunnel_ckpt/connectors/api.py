@@ -80,6 +80,37 @@ class Split:
     spec: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset a connector reads or writes, named as OpenLineage names it (``namespace``
+    ``postgres://host:port`` and ``name`` ``database.schema.table``, ``s3://bucket`` and a
+    key, ``file`` and a path: connectors/datasets.py). Never holds a credential."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        """One location for messages: ``file:///out``, ``postgres://pg:5432/db.public.t``."""
+        if self.namespace == "file":
+            return f"file://{self.name}"
+        return self.namespace + (self.name if self.name.startswith("/") else f"/{self.name}")
+
+
+class Connector:
+    """What sources and sinks have in common: their options, and the datasets they touch."""
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.options = dict(options)
+
+    def datasets(self) -> list[Dataset]:
+        """The datasets it reads (a source) or writes (a sink), as OpenLineage names them;
+        [] for none that lasts (``Sequence``, ``Console``) or none known before it runs (a
+        topic pattern). Only the options decide, nothing is contacted: Airflow's lineage
+        and assets use it, and the engine records a sink's in every checkpoint (its
+        identity, engine/sink_identity.py), so it must not change while the options stay."""
+        return []
+
+
 def assign_splits(splits: Sequence[Split], parallelism: int, subtask: int) -> list[Split]:
     """Round-robin by position in the (deterministic) split list."""
     return [s for i, s in enumerate(splits) if i % parallelism == subtask]
@@ -110,7 +141,7 @@ class SourceReader:
         pass
 
 
-class Source:
+class Source(Connector):
     """Configured from a job file's ``source`` entry (``options`` without plugin_name)."""
 
     plugin_name = "abstract"
@@ -127,9 +158,6 @@ class Source:
     #: rows may have; their batches then carry each row's kind in the reserved column of
     #: ``connectors/row_kind.py``. () = inserts only, and no such column
     change_rows: tuple[str, ...] = ()
-
-    def __init__(self, options: Mapping[str, Any]):
-        self.options = dict(options)
 
     def splits(self, parallelism: int) -> list[Split]:
         """Runs on the driver; must return the same list for the same options."""
@@ -290,7 +318,7 @@ class SinkCommitter:
         bookkeeping for it. Committed output stays."""
 
 
-class Sink:
+class Sink(Connector):
     plugin_name = "abstract"
     #: The number of the run attempt (the driver's claim on the job, engine/fencing.py)
     #: this sink instance works for; the engine sets it before creating writers, and on
@@ -315,9 +343,6 @@ class Sink:
     #: transactions named per sink instance). False: each table must name its own target
     #: (``${table_name}`` in a path), or files of one would overwrite the other's
     tables_may_share_target = False
-
-    def __init__(self, options: Mapping[str, Any]):
-        self.options = dict(options)
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
         raise NotImplementedError

@@ -98,7 +98,8 @@ from ..errors import CheckpointStorageError, ConfigError
 from ..storage.filesystem import FileInfo, FileSystem, NewFile
 from ..storage.layout import validate_checkpoint_id, validate_job_id
 from ..storage.urls import is_storage_option
-from .api import JsonValue, Sink, SinkCommitter, SinkWriter
+from .api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
+from .datasets import path_dataset
 from .formats import EXTENSIONS, FORMATS, STORAGE_HINT, check_format, is_hidden, open_storage
 from .options import Options
 
@@ -149,7 +150,12 @@ class FileSink(Sink):
             raise ConfigError("compression", f"applies to parquet only; {self.format} is written uncompressed")
         self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
         self.fs, self.root = open_storage(options)
+        #: the output's URL as the job names it (its dataset)
+        self.url: str = options["path"].strip()
         self.extension = EXTENSIONS[self.format]
+
+    def datasets(self) -> list[Dataset]:
+        return [path_dataset(self.url)]
 
     def staging_dir(self, job_id: str) -> str:
         return _join(self.root, STAGING_DIR, validate_job_id(job_id))

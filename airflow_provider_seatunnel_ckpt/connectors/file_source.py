@@ -37,7 +37,8 @@ import pyarrow as pa
 from ..errors import ConfigError
 from ..storage.filesystem import FileInfo
 from ..storage.urls import RangeFile, is_storage_option
-from .api import JsonValue, ReaderContext, Source, SourceReader, Split
+from .api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
+from .datasets import path_dataset
 from .formats import FORMATS, STORAGE_HINT, check_format, format_from_name, is_hidden, open_storage
 from .options import Options, option_key
 
@@ -61,6 +62,11 @@ class FileSource(Source):
         self.format: str | None = check_format(options["format"]) if opts.has("format") else None
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
         self.fs, self.root = open_storage(options)
+        #: the input's URL as the job names it (its dataset)
+        self.url: str = options["path"].strip()
+
+    def datasets(self) -> list[Dataset]:
+        return [path_dataset(self.url)]
 
     def splits(self, parallelism: int) -> list[Split]:
         info = self.fs.info(self.root)

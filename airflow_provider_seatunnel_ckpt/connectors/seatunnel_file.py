@@ -391,8 +391,8 @@ def _hdfs_site(path: Any, key: str = "hdfs_site_path") -> dict[str, str]:
     return properties
 
 
-def open_seatunnel_storage(plugin: str, options: Mapping[str, Any]) -> tuple[FileSystem, str]:
-    """The file system and root path of a SeaTunnel file connector's ``path`` and its
+def open_seatunnel_storage(plugin: str, options: Mapping[str, Any]) -> tuple[FileSystem, str, str]:
+    """The file system, root path and URL of a SeaTunnel file connector's ``path`` and its
     connection options (``bucket``, ``access_key``, ``fs.defaultFS``...)."""
     storage: dict[str, Any] = {k: v for k, v in options.items() if is_storage_option(k)}
     source_of: dict[str, str] = {}  # storage option -> the connector option that set it
@@ -460,7 +460,7 @@ def open_seatunnel_storage(plugin: str, options: Mapping[str, Any]) -> tuple[Fil
     else:  # pragma: no cover - the classes below are the only callers
         raise ValueError(plugin)
     try:
-        return filesystem_for_url(url, storage, key="path")
+        return (*filesystem_for_url(url, storage, key="path"), url)
     except ConfigError as err:
         key = source_of.get(err.key, err.key)
         if key == "path" and options.get("bucket") is not None and "bucket" in err.problem:
@@ -1110,7 +1110,7 @@ class SeaTunnelFileSource(FileSource):
         self.parse_partitions: bool = opts.bool("parse_partition_from_path", True) and self.format != "binary"
         self.read_partitions: list[str] = opts.str_list("read_partitions") if opts.has("read_partitions") else []
         self.batch_size = None
-        self.fs, self.root = open_seatunnel_storage(plugin, options)
+        self.fs, self.root, self.url = open_seatunnel_storage(plugin, options)
         self._partition_keys: list[str] | None = None
         #: the splits of the one listing of ``path`` (preflight's, then the plan's)
         self._planned: list[Split] | None = None
@@ -1656,7 +1656,7 @@ class SeaTunnelFileSink(FileSink):
         self.max_file_rows = opts.int("batch_size", 1_000_000, minimum=1)
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
         self.extension = EXTENSIONS[self.format]
-        self.fs, self.root = open_seatunnel_storage(plugin, options)
+        self.fs, self.root, self.url = open_seatunnel_storage(plugin, options)
         self._layout_cache: tuple[pa.Schema, tuple[list[int], list[int]]] | None = None
 
     # -- checks (driver) -----------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import KINDS, TABLE_KEY, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
+from .api import KINDS, TABLE_KEY, Dataset, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
 
 class SourceUnion(Source):
     plugin_name = "sources"
@@ -56,6 +56,9 @@ class SourceUnion(Source):
             mine = [self._unwrap(s) for s in known if self.origin(s) == i]
             found += [self._wrap(i, split) for split in source.discover_splits(mine)]
         return found
+
+    def datasets(self) -> list[Dataset]:
+        return [dataset for source in self.sources for dataset in source.datasets()]
 
     def preflight(self) -> None:
         for source in self.sources:

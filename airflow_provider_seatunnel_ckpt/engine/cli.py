@@ -34,6 +34,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restore", default="latest", help="latest (default): resume from the newest valid checkpoint, "
                         "or start fresh when there is none; none: refuse to run over existing checkpoints; or a checkpoint id")
     parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
+    parser.add_argument("--allow-non-restored-state", action="store_true",
+                        help="restore a checkpoint that holds output of a sink the job no longer has, dropping that "
+                             "output (without it such a restore is refused)")
     parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
     parser.add_argument("-ck", "--check", action="store_true", help="check the job file and print how it is wired, "
@@ -77,6 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         job_id=args.job_id or job.name,
         restore=args.restore,
         discard_existing=args.discard_existing,
+        allow_non_restored_state=args.allow_non_restored_state,
         master=master,
         spark_conf=spark_conf,
     )

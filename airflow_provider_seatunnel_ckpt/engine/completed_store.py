@@ -50,7 +50,10 @@ class CompletedCheckpointStore:
         self.pipeline_id = pipeline_id
 
     # ---- write ------------------------------------------------------------------------
-    def to_manifest(self, checkpoint: CompletedCheckpoint, trigger_wall_ms: int, properties: dict[str, Any]) -> CheckpointManifest:
+    def to_manifest(self, checkpoint: CompletedCheckpoint, trigger_wall_ms: int, properties: dict[str, Any],
+                    sinks: tuple[Any, ...] = ()) -> CheckpointManifest:
+        """``sinks``: the job's sink identities (engine/sink_identity.py), recorded so that a
+        restore hands each sink its own commit infos whatever the order of the job's sinks."""
         subtask_states = {}
         for snapshot in checkpoint.subtasks:
             if len(snapshot.state_handles) > 1:
@@ -68,6 +71,7 @@ class CompletedCheckpointStore:
             complete_ms=complete,
             subtask_states=subtask_states,
             commit_infos=tuple(s.sink_commit_info for s in checkpoint.subtasks),
+            sinks=tuple(sinks),
             statistics=statistics,
             properties={"parallelism": checkpoint.num_subtasks, **properties},
         )

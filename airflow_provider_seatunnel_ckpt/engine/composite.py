@@ -18,11 +18,25 @@ and commit infos are what they always were, and so are their checkpoints.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from ..connectors.api import JsonValue, Sink, SinkCommitter, SinkWriter, close_all, table_of
+from ..connectors.api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, close_all, table_of
+
+
+#: where one sink's part sits in a commit info: its index at each level of ``{"sinks": [...]}``
+Path = tuple[int, ...]
+
+
+def leaves(sink: Sink, path: Path = ()) -> Iterator[tuple[Path, Sink]]:
+    """Each plain sink of a job's sink (a group, a sink per table, or one sink), with the
+    place of its part in the commit infos."""
+    if isinstance(sink, _Sinks):
+        for index, part in enumerate(sink.sinks):
+            yield from leaves(part, (*path, index))
+    else:
+        yield path, sink
 
 
 class _Sinks(Sink):
@@ -51,6 +65,9 @@ class _Sinks(Sink):
 
     def create_committer(self, job_id: str) -> SinkCommitter:
         return GroupCommitter([sink.create_committer(job_id) for sink in self.sinks])
+
+    def datasets(self) -> list[Dataset]:
+        return [dataset for sink in self.sinks for dataset in sink.datasets()]
 
     def preflight(self) -> None:
         for sink in self.sinks:

@@ -104,12 +104,15 @@ class DriverLoop:
         durable_infos: list[Any] | None = None,
         history: HistoryRecorder | None = None,
         split_plan: Sequence[Any] = (),
+        sinks: Sequence[Any] = (),
     ):
         self.coordinator = coordinator
         self.store = store
         self.committer = committer
         self.fence = fence
         self.properties = dict(properties or {})
+        #: the job's sink identities, recorded in every manifest (engine/sink_identity.py)
+        self.sinks = tuple(sinks)
         #: the job's split plan, [[split_id, spec], ...]: stored once per attempt and
         #: referenced from each manifest (engine/split_plan.py)
         self._plan = list(split_plan)
@@ -378,7 +381,7 @@ class DriverLoop:
                 # the staged output: the restore must come from the failed one.
                 raise CheckpointError(f"not completed: {self._commit_failed}")
             self._store_plan()
-            manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties)
+            manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties, self.sinks)
             # Reserve the id in the fence log, then create its _metadata: each fails once
             # another driver claimed the job (engine/fencing.py).
             started = time.perf_counter()

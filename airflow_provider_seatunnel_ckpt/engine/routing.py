@@ -142,7 +142,7 @@ def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key:
     known = [(name, s) for name, s in zip(inputs, schemas) if s is not None]
     known.sort(key=lambda item: not has_kinds(item[1]))
     for name, schema in known[1:]:
-        if not without_kinds(schema).equals(without_kinds(known[0][1])):
+        if _row_type(schema) != _row_type(known[0][1]):
             raise ConfigError(f"{key}.plugin_input",
                               f"tables {known[0][0]!r} and {name!r} have different row types "
                               f"({_columns(known[0][1])} vs {_columns(schema)}); a transform or sink reads several "
@@ -150,6 +150,12 @@ def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key:
     if len(known) != len(schemas):
         return None  # one input is only known when read: nothing to bind against
     return known[0][1] if known else None
+
+
+def _row_type(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """Names and types, as SeaTunnel compares row types: nullability and metadata (a
+    table's name, a column's comment) are not part of it."""
+    return [(f.name, f.type) for f in without_kinds(schema)]
 
 
 def _columns(schema: pa.Schema) -> str:

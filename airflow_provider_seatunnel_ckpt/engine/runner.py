@@ -40,6 +40,7 @@ from .heartbeat import (
 )
 from .job import JobSpec
 from .preload import preload_settings
+from .sink_identity import layout as sink_layout, restored as restored_for_sinks
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
 from .split_plan import (
@@ -65,6 +66,9 @@ class RunRequest:
     job_id: str
     restore: str = "latest"  #: latest | none | a checkpoint id
     discard_existing: bool = False
+    #: restore a checkpoint even when it holds output of a sink the job no longer has,
+    #: dropping that output (--allow-non-restored-state: engine/sink_identity.py)
+    allow_non_restored_state: bool = False
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
 
@@ -173,6 +177,8 @@ class JobRun:
         self._application_id: str | None = None
         #: the attempt's checkpoint history recorder (history/), from the claim to the end
         self._history: HistoryRecorder | None = None
+        #: the job's sink identities, recorded in every checkpoint (set by the claim)
+        self.sink_layout: tuple[Any, ...] = ()
 
     # ---- restore selection ----------------------------------------------------------------
     def choose_restore(self, existing: Mapping[str, Any] | None = None) -> Any:
@@ -567,10 +573,14 @@ class JobRun:
         then choose what to restore: a driver that is still running (a zombie) can
         complete no checkpoint this run does not see (engine/fencing.py)."""
         job_id = self.request.job_id
+        self.sink_layout = sink_layout(sink)
         existing = self.storage.read_document(job_id, JOB_DOCUMENT) or {}
         claim = self._claim_fence(token, existing)
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore(existing)
+        if manifest is not None:  # each sink gets its own output, wherever its block is now
+            manifest = restored_for_sinks(manifest, sink, self.request.allow_non_restored_state,
+                                          lambda line: self.progress(f"job {job_id}: {line}"))
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
         if self.discarded:
             committer.discard_job()
@@ -707,6 +717,7 @@ class JobRun:
             progress=self.progress,
             durable_infos=restored_infos,
             history=self._history,
+            sinks=self.sink_layout,
         )
         if source.discovery_interval_s:
             loop.discovery = SplitDiscovery(source, splits, source.discovery_interval_s, loop.splits_discovered)

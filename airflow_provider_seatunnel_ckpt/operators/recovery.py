@@ -41,7 +41,9 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         output run after a recovery as after a run that needed none. Without it the
         output goes to this task's own alias.
 
-    Other arguments as :class:`CheckpointedSparkSubmitOperator` (``restore`` excepted).
+    Other arguments as :class:`CheckpointedSparkSubmitOperator` (``restore`` excepted),
+    ``allow_non_restored_state`` among them: a job whose sink blocks changed since its
+    latest checkpoint resumes only with it, dropping the output of the sinks it no longer has.
     """
 
     def __init__(

@@ -140,6 +140,11 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         finished; ``latest``: resume, and fail if there is no checkpoint; ``none``:
         start from the beginning (the engine refuses if checkpoints exist); or a
         checkpoint id.
+    :param allow_non_restored_state: restore a checkpoint that holds output of a sink the
+        job file no longer has (a sink block removed, or moved among blocks of its plugin),
+        dropping that output: the engine's ``--allow-non-restored-state`` (Flink's
+        ``--allowNonRestoredState``). Without it such a restore fails without retrying, in
+        one line naming the sink (docs/jobs.md, "Changing a job's sinks").
     :param conn_id: the Spark connection (``spark_default``).
     :param connections: job-file variables from Airflow connections: variable prefix ->
         connection id. ``{"PG": "postgres_default"}`` fills ``${PG_URL}``, ``${PG_USER}``,
@@ -179,6 +184,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         storage_conn_id: str | None = None,
         job_id: str | None = None,
         restore: str | int = "auto",
+        allow_non_restored_state: bool = False,
         conn_id: str = "spark_default",
         connections: Mapping[str, str] | None = None,
         sink_asset: bool = True,
@@ -194,6 +200,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self.job_id = job_id
         # A template or XComArg is checked once rendered, in execute(); a literal fails the parse.
         self.restore = _check_restore(restore) if _is_literal(restore) else restore
+        self.allow_non_restored_state = bool(allow_non_restored_state)
         self.connections = dict(connections or {})
         self.sink_alias = self._alias_for(self.dag_id if self.has_dag() else None, self.task_id, {}) \
             if sink_asset else None
@@ -436,6 +443,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             else:
                 job_path = str(job_source)
             args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]
+            if self.allow_non_restored_state:
+                args.append("--allow-non-restored-state")
             if variables:
                 variables_path = _write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables)))
                 args += ["--variables", str(variables_path)]

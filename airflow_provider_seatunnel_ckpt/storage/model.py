@@ -118,6 +118,9 @@ class CheckpointManifest:
     subtask_states: Mapping[int, StateHandle] = field(default_factory=dict)
     #: what sinks must commit when this checkpoint completes (JSON-safe, connector defined)
     commit_infos: tuple[Any, ...] = ()
+    #: the identity of each sink whose output ``commit_infos`` hold, and where in them
+    #: (JSON objects, engine/sink_identity.py); () in checkpoints of earlier releases
+    sinks: tuple[Any, ...] = ()
     #: Flink-style statistics: durations, sizes, per-subtask ack latencies (JSON-safe)
     statistics: Mapping[str, Any] = field(default_factory=dict)
     #: free-form JSON-safe properties (parallelism, job name, fencing token...)
@@ -151,6 +154,9 @@ class CheckpointManifest:
             "coordinator_state": self.coordinator_state.to_json() if self.coordinator_state else None,
             "subtask_states": {str(k): v.to_json() for k, v in sorted(self.subtask_states.items())},
             "commit_infos": list(self.commit_infos),
+            # absent when no sinks are named (the storage API's own checkpoints): such a
+            # manifest is written as earlier releases wrote it, and they read this one
+            **({"sinks": list(self.sinks)} if self.sinks else {}),
             "statistics": dict(self.statistics),
             "properties": dict(self.properties),
         }
@@ -188,6 +194,7 @@ class CheckpointManifest:
                 coordinator_state=StateHandle.from_json(coordinator, f"{where}: coordinator") if coordinator else None,
                 subtask_states=subtasks,
                 commit_infos=tuple(body.get("commit_infos") or ()),
+                sinks=tuple(body.get("sinks") or ()),
                 statistics=body.get("statistics") or {},
                 properties=body.get("properties") or {},
             )

@@ -18,8 +18,8 @@ def named(refs):
     [
         ({"plugin_name": "Sequence", "rows": 10}, []),
         ({"plugin_name": "File", "path": "/data/in/", "format": "parquet"}, [("file", "/data/in", "file:///data/in")]),
-        ({"plugin_name": "File", "path": "s3a://ak:sk@bucket/in/day=1/"},
-         [("s3://bucket", "in/day=1", "s3://bucket/in/day=1")]),
+        ({"plugin_name": "File", "path": "s3a://bucket/in/day=1/", "fs.s3a.access.key": "ak",
+          "fs.s3a.secret.key": "sk"}, [("s3://bucket", "in/day=1", "s3://bucket/in/day=1")]),
         ({"plugin_name": "Delta", "path": "hdfs://nn:8020/lake/t"}, [("hdfs://nn:8020", "/lake/t", "hdfs://nn:8020/lake/t")]),
         ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw&currentSchema=sales",
           "table": "orders"}, [("postgres://pg:5433", "shop.sales.orders", "postgres://pg:5433/shop/sales/orders")]),
@@ -29,12 +29,13 @@ def named(refs):
           "query": "select o.id, c.name from sales.orders o join customers c on c.id = o.customer_id"},
          [("postgres://pg:5432", "shop.public.customers", "postgres://pg:5432/shop/public/customers"),
           ("postgres://pg:5432", "shop.sales.orders", "postgres://pg:5432/shop/sales/orders")]),
-        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders"},
+        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders",
+          "iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}},
          [("iceberg://lake", "db.orders", "iceberg://lake/db/orders")]),
-        ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": ["a", "b"],
+        ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": ["a", "b"], "format": "text",
           "kafka.config": {"sasl.password": "pw"}},
          [("kafka://b1:9092", "a", "kafka://b1:9092/a"), ("kafka://b1:9092", "b", "kafka://b1:9092/b")]),
-        ({"plugin_name": "Kafka", "bootstrap.servers": "b1", "topic": "events.*", "pattern": True}, []),
+        ({"plugin_name": "Kafka", "bootstrap.servers": "b1", "topic": "events.*", "pattern": True, "format": "text"}, []),
     ],
 )
 def test_source_datasets(source, expected):
@@ -47,7 +48,8 @@ def test_source_datasets(source, expected):
     ("sink", "expected"),
     [
         ({"plugin_name": "Console"}, []),
-        ({"plugin_name": "File", "path": "oss://bucket/out/"}, [("oss://bucket", "out", "oss://bucket/out")]),
+        ({"plugin_name": "File", "path": "oss://bucket/out/", "fs.oss.endpoint": "oss-cn-hangzhou.aliyuncs.com",
+          "fs.oss.accessKeyId": "ak", "fs.oss.accessKeySecret": "pw"}, [("oss://bucket", "out", "oss://bucket/out")]),
         ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop", "database": "dw", "table": "sales.orders"},
          [("postgres://pg:5433", "dw.sales.orders", "postgres://pg:5433/dw/sales/orders")]),
         ({"plugin_name": "Jdbc", "url": "mysql://db/shop", "table": "orders"}, []),  # the job's validation says why

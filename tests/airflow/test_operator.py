@@ -55,8 +55,10 @@ def test_arguments_are_checked_early():
         ({"plugin_name": "File", "path": "file:///data/out/2026-01-01/"}, "file:///data/out/2026-01-01"),
         ({"plugin_name": "File", "path": "/data/out"}, "file:///data/out"),
         ({"plugin_name": "file", "path": "s3a://bucket/out/"}, "s3://bucket/out"),
-        ({"plugin_name": "Delta", "path": "s3://key:secret@bucket/t"}, "s3://bucket/t"),
-        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders"},
+        ({"plugin_name": "Delta", "path": "s3://bucket/t", "fs.s3a.access.key": "key", "fs.s3a.secret.key": "secret"},
+         "s3://bucket/t"),
+        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders",
+          "iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}},
          "iceberg://lake/db/orders"),
         ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw", "table": "sales.orders"},
          "postgres://pg:5433/shop/sales/orders"),
@@ -272,6 +274,36 @@ def test_invalid_input_fails_without_retry(tmp_path):
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=local_config(tmp_path), restore="latest")
     with pytest.raises(AirflowFailException, match="restore='latest' but there is no completed checkpoint"):
         op.execute(fake_context({}))
+
+
+def test_only_an_operator_that_allows_it_lets_the_engine_drop_output_of_removed_sinks(tmp_path, monkeypatch):
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.operators import CheckpointRecoveryOperator
+
+    submitted = []
+
+    class SubmitHook:
+        _connection = {"deploy_mode": "client"}
+
+        def submit(self, application):
+            pass
+
+    def submit_hook(self, application_args):
+        submitted.append((self.task_id, application_args))
+        return SubmitHook()
+
+    monkeypatch.setattr(CheckpointedSparkSubmitOperator, "_spark_submit_hook", submit_hook)
+    hook = get_checkpoint_hook(config_file=local_config(tmp_path))
+    for op in (CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT),
+               CheckpointedSparkSubmitOperator(task_id="allowed", job_file=JOB_TEXT, allow_non_restored_state=True),
+               CheckpointRecoveryOperator(task_id="recover", job_file=JOB_TEXT, job_id="j",
+                                          allow_non_restored_state=True)):
+        op._run_engine(hook, "j", JOB_TEXT, "latest", {})
+    assert [(task, args[args.index("--restore"):]) for task, args in submitted] == [
+        ("etl", ["--restore", "latest"]),
+        ("allowed", ["--restore", "latest", "--allow-non-restored-state"]),
+        ("recover", ["--restore", "latest", "--allow-non-restored-state"]),
+    ]
 
 
 def test_on_kill_ends_within_the_supervisors_grace_even_when_sigterm_is_ignored():

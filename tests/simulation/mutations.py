@@ -1,5 +1,6 @@
-"""The defects of issue 30 (and the ones the simulation found while it was built),
-reintroduced one at a time, to show the simulation finds each.
+"""The defects of issue 30, those of issue 47 (sink identity, split plans across attempts,
+what a driver taken over writes, delete-on-finish), and the ones the simulation found
+while it was built, reintroduced one at a time, to show the simulation finds each.
 
 ``python -m tests.simulation.mutations`` prints a table: mutation -> the first seed whose
 run breaks an invariant, how many seeds that took, and what broke. The test suite runs
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 from airflow_provider_seatunnel_ckpt.engine import coordinator as coordinator_module
+from airflow_provider_seatunnel_ckpt.engine import runner as runner_module
 from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
@@ -144,6 +146,19 @@ def _stale_wakeup() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(coordinator_module.CheckpointCoordinator, "_with_wakeup", with_wakeup)
 
 
+# ---- issue 47, defect 5: sinks matched to their output by place ------------------------------------------
+def _sinks_matched_by_place() -> contextlib.AbstractContextManager[Any]:
+    # as before: the restored commit infos as stored, each part to the sink at its place
+    return mock.patch.object(runner_module, "restored_for_sinks", lambda manifest, *args, **kwargs: manifest)
+
+
+def _non_restored_output_dropped() -> contextlib.AbstractContextManager[Any]:
+    # output of a sink the job no longer has dropped as if --allow-non-restored-state were given
+    original = runner_module.restored_for_sinks
+    return mock.patch.object(runner_module, "restored_for_sinks", lambda manifest, sink, allow, progress:
+                             original(manifest, sink, True, progress))
+
+
 # ---- found by the simulation while it was built ------------------------------------------------------
 def _ack_after_failed_precommit() -> contextlib.AbstractContextManager[Any]:
     original = SubtaskRuntime._complete_barrier
@@ -199,6 +214,8 @@ MUTATIONS = (
     Mutation("no-release-of-prepared-work-at-restart", "6", _no_release_at_restart),
     Mutation("aborted-savepoint-deleted-as-checkpoint", "7", _savepoint_kind_dropped),
     Mutation("stale-wakeup-spins", "8", _stale_wakeup),
+    Mutation("sink-output-matched-by-place", "47.5 (sink identity)", _sinks_matched_by_place),
+    Mutation("removed-sink-output-dropped-silently", "47.5 (sink identity)", _non_restored_output_dropped),
     Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),
     Mutation("lost-metadata-answer-keeps-metadata", "found by the simulation", _lost_metadata_answer_keeps_metadata),
     Mutation("rerun-without-checkpoint-makes-a-new-plan", "47.1", _rerun_makes_a_new_plan),

@@ -17,7 +17,9 @@ the world, a reconnect of the same subtask included, runs meanwhile); subtask wo
 channel gone (Spark does not); sink pre-commits that fail; drivers killed (the next run
 resumes) or taken over while they still run (zombies), also while Spark starts (between
 the claim and the split plan); savepoints requested; reruns that restore an older
-checkpoint than the latest.
+checkpoint than the latest; in some seeds the job writes two sinks (the File sink and the
+transactional one), each rerun listing their blocks in either order, and now and then
+losing one of them.
 
 Invariants, checked after every step (``Violation`` names the first broken one):
 
@@ -34,14 +36,18 @@ Invariants, checked after every step (``Violation`` names the first broken one):
 * a subtask never writes ids that a prepared transaction nothing will release holds
   (the transactional sink's locks: the Jdbc reconnect race);
 * a driver taken over writes no split plan and no history segment either (issue 47);
+* each sink of a job of two is handed only its own commit infos (issue 47: sinks are
+  matched to their output by identity, not by the place of their block), and a rerun
+  whose job file lost one of them never restores without it;
 * at the end every id of the split plan the job first started with is committed exactly
-  once (the source's start moves on with time, as Kafka's latest offsets: a rerun that
-  asks it again loses what came between), and a job with delete-on-finish left nothing
-  in storage.
+  once, in each sink (the source's start moves on with time, as Kafka's latest offsets:
+  a rerun that asks it again loses what came between), and a job with delete-on-finish
+  left nothing in storage.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import json
@@ -56,6 +62,7 @@ import pyarrow as pa
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
+from airflow_provider_seatunnel_ckpt.engine.composite import GroupWriter, SinkGroup
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Source, Split
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
@@ -64,7 +71,7 @@ from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
 )
-from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+from airflow_provider_seatunnel_ckpt.engine.runner import DISCARDING, JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_book import SplitBook, share_of
 from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY as PLAN_REF_KEY, plan_entries
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
@@ -83,6 +90,10 @@ MAX_EVENTS = 60_000
 MAX_TASK_ATTEMPTS = 8
 #: ticks of one driver at one instant, without effect, before it counts as spinning
 SPIN_LIMIT = 200
+#: the share of seeds whose job writes both sinks (each rerun lists them in either order)
+TWO_SINKS_SHARE = 0.2
+#: how often a rerun of such a job restoring a checkpoint has lost one of its sink blocks
+P_SINK_REMOVED = 0.1
 
 _CHECKPOINT_PATH = re.compile(r"/pipeline-\d+/(chk|savepoint)-(\d+)(/(.*))?$")
 #: a run's own records that a driver taken over must not write either (issue 47, defect 6)
@@ -181,6 +192,11 @@ class World:
         self.seed = seed
         self.rng = random.Random(seed)
         self.profile = Profile.draw(self.rng)
+        #: the sinks' own choices, apart from ``rng``: a seed of one sink runs as it always did
+        self.sinks_rng = random.Random(f"{seed}/sinks")
+        self.two_sinks = self.sinks_rng.random() < TWO_SINKS_SHARE
+        if self.two_sinks:  # half the rows: two sinks write each, and the seed costs what others do
+            self.profile = dataclasses.replace(self.profile, rows_per_split=max(10, self.profile.rows_per_split // 2))
         self.now = 0
         self._queue: list[tuple[int, int, Callable[[], None]]] = []
         self._sequence = itertools.count()
@@ -391,14 +407,41 @@ class World:
             self.state_written_at[path] = self.now
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        """The committed output, by name: published epochs, or the File sink's part files."""
-        if self.profile.transactional_sink:
-            return {name: tuple(ids) for name, ids in self.external.final.items()}
-        found = {}
-        for info in self.raw.list_dir(OUTPUT):
-            if not info.is_dir and info.name.startswith("part-"):
-                found[info.name] = tuple(json.loads(line)["id"] for line in self.raw.read(info.path).splitlines() if line)
-        return found
+        """The committed output, by name: published epochs, and the File sink's part files."""
+        return {name: ids for family in self.output_families().values() for name, ids in family.items()}
+
+    def output_families(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        """Each sink's committed output, by name (the job's one sink, or both)."""
+        families = {}
+        if self.profile.transactional_sink or self.two_sinks:
+            families["transactional"] = {name: tuple(ids) for name, ids in self.external.final.items()}
+        if not self.profile.transactional_sink or self.two_sinks:
+            found = {}
+            for info in self.raw.list_dir(OUTPUT):
+                if not info.is_dir and info.name.startswith("part-"):
+                    found[info.name] = tuple(json.loads(line)["id"] for line in self.raw.read(info.path).splitlines()
+                                             if line)
+            families["File"] = found
+        return families
+
+    def job_sink(self, run: DriverRun) -> Sink:
+        """A run's sink: the seed's one, or both in the order this run's job file lists them."""
+        if not self.two_sinks:
+            return SimSink(self) if self.profile.transactional_sink else SimFileSink(self, run)
+        parts: list[Sink] = [SimFileSink(self, run), SimSink(self)]
+        if self.sinks_rng.random() < 0.5:
+            parts.reverse()
+            self.note(f"run {run.number}: the job file lists its sink blocks the other way round")
+        if not self.calm and self.sinks_rng.random() < P_SINK_REMOVED and self.restores_a_checkpoint(run):
+            run.removed_sink = parts.pop(self.sinks_rng.randrange(2)).plugin_name
+            self.note(f"run {run.number}: the job file lost its {run.removed_sink} sink block")
+            return parts[0]
+        return SinkGroup(parts)
+
+    def restores_a_checkpoint(self, run: DriverRun) -> bool:
+        """``run`` will restore a checkpoint: every completed one holds both sinks' output."""
+        document = self.truth().read_document(JOB_ID, "job.json") or {}
+        return run.restore == "latest" and bool(self.completed_checkpoint_ids()) and not document.get(DISCARDING)
 
     def discard_requested(self) -> None:
         """A run asks for --discard-existing: once it has begun (a checkpoint deleted),
@@ -430,14 +473,16 @@ class World:
             changed = sorted(name for name, ids in snapshot.items() if outputs.get(name) != ids)
             if changed:
                 raise self.broke(f"output committed before a --discard-existing was deleted or changed: {changed[:5]}")
-        ids = Counter(i for name, values in outputs.items() if name not in self.lineage_start for i in values)
         expected = {i for split in self.lineage_splits or () for i in range(split.spec["start"], split.spec["end"])}
-        lost = sorted(expected - set(ids))
-        duplicated = sorted(i for i, n in ids.items() if n > 1)
-        unexpected = sorted(set(ids) - expected)
-        if lost or duplicated or unexpected:
-            raise self.broke(f"not exactly once: lost {lost[:10]} ({len(lost)}), duplicated {duplicated[:10]} "
-                            f"({len(duplicated)}), unexpected {unexpected[:10]}")
+        for sink, family in self.output_families().items():
+            ids = Counter(i for name, values in family.items() if name not in self.lineage_start for i in values)
+            lost = sorted(expected - set(ids))
+            duplicated = sorted(i for i, n in ids.items() if n > 1)
+            unexpected = sorted(set(ids) - expected)
+            if lost or duplicated or unexpected:
+                where = f" in the {sink} sink" if self.two_sinks else ""
+                raise self.broke(f"not exactly once{where}: lost {lost[:10]} ({len(lost)}), duplicated "
+                                 f"{duplicated[:10]} ({len(duplicated)}), unexpected {unexpected[:10]}")
 
 
 class FaultyFileSystem(MemoryFileSystem):
@@ -685,7 +730,11 @@ class FaultyWriter(SinkWriter):
         self.inner.open(after_checkpoint_id)
 
     def write(self, batch: Any) -> None:
-        self.inner.write(batch)
+        if isinstance(self.inner, GroupWriter):  # both sinks read the source's one table
+            for index in range(len(self.inner.writers)):
+                self.inner.write_to(index, batch)
+        else:
+            self.inner.write(batch)
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
         world = self.world
@@ -722,8 +771,9 @@ class SubtaskSink:
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
         inner = self.sink.create_writer(job_id, subtask, attempt)
-        if isinstance(inner, SimWriter):
-            inner.instance = self
+        for writer in inner.writers if isinstance(inner, GroupWriter) else [inner]:
+            if isinstance(writer, SimWriter):
+                writer.instance = self
         return FaultyWriter(self.world, inner, self.key)
 
     def opened(self, after_checkpoint_id: int) -> None:
@@ -778,8 +828,28 @@ class CheckedCommitter(SinkCommitter):
         if self.world.is_fenced(self.run):
             raise self.world.broke(f"fenced driver run {self.run.attempt} {what}")
 
+    def _own_infos(self, infos: Any, what: str) -> None:
+        """Each sink of a group is handed its own parts (a transactional epoch has a name,
+        a File epoch staged files), at the place of its block in this run's job file; a
+        run whose job file lost one of the two is handed no part of both."""
+        sink = self.run.sink
+        if not isinstance(sink, SinkGroup):
+            if any(isinstance(info, dict) and "sinks" in info for info in infos):
+                raise self.world.broke(f"run {self.run.number} {what} the output of two sinks as its one sink's: "
+                                       "sinks matched to their commit infos by place, not identity")
+            return
+        for info in infos:
+            for part, owner in zip((info or {}).get("sinks", ()), sink.sinks):
+                found = "transactional" if isinstance(part, dict) and "name" in part else "File"
+                expected = "transactional" if isinstance(owner, SimSink) else "File"
+                if part is not None and found != expected:
+                    raise self.world.broke(f"run {self.run.number} {what} the {found} sink's output as the {expected} "
+                                           "sink's: sinks matched to their commit infos by place, not identity")
+
     def commit(self, commit_infos: Any) -> None:
         self._not_fenced("committed sink output")
+        commit_infos = list(commit_infos)
+        self._own_infos(commit_infos, "committed")
         completed = self.world.completed_checkpoint_ids()
         for info in commit_infos:
             checkpoint_id = epoch_of(info)
@@ -789,6 +859,8 @@ class CheckedCommitter(SinkCommitter):
 
     def cleanup(self, keep: Any) -> None:
         self._not_fenced("cleaned up sink output")
+        keep = list(keep)
+        self._own_infos(keep, "kept")
         self.inner.cleanup(keep)
 
     def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
@@ -799,6 +871,8 @@ class CheckedCommitter(SinkCommitter):
         self.inner.rollback(after_checkpoint_id)
 
     def discard_orphans(self, subtask: int, up_to_checkpoint_id: int, keep: Any) -> None:
+        keep = list(keep)
+        self._own_infos(keep, "kept")
         self.inner.discard_orphans(subtask, up_to_checkpoint_id, keep)
 
     def discard_job(self) -> None:
@@ -813,6 +887,8 @@ _FINAL_CHECKPOINT = re.compile(r"part-[0-9a-f]{8}-\d+-\d+-(\d+)-\d+\.")
 
 def epoch_of(info: Any) -> int:
     """The checkpoint id a commit info's epoch ends at."""
+    if "sinks" in info:  # the epoch of a job's two sinks
+        return max(epoch_of(part) for part in info["sinks"] if part)
     if "cp" in info:
         return int(info["cp"])
     return max(int(_FINAL_CHECKPOINT.search(path).group(1)) for path in info["final"])
@@ -973,6 +1049,8 @@ class DriverRun:
         self.subtasks: dict[int, SimSubtask] = {}
         self.task_attempts: Counter[int] = Counter()
         self.savepoints: list[int] = []
+        #: the plugin of the sink block this run's job file lost (its restore must be refused)
+        self.removed_sink: str | None = None
         self.loop: DriverLoop | None = None
         #: the attempt's split plan and checkpoint history (from ``begin``)
         self.splits: tuple[Split, ...] = ()
@@ -1006,7 +1084,7 @@ class DriverRun:
         run.storage = world.storage(self)
         run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
         run.fence = FenceLog(run.storage, JOB_ID, deletable=run.fence.deletable)
-        self.sink = SimSink(world) if profile.transactional_sink else SimFileSink(world, self)
+        self.sink = world.job_sink(self)
         self.committer = CheckedCommitter(world, self, self.sink.create_committer(JOB_ID))
         self.token = f"token-{self.number}"
         before = world.completed_checkpoint_ids()
@@ -1028,6 +1106,9 @@ class DriverRun:
             self.end_failed_start(err)
             return
         self.attempt = run.attempt_number
+        if self.removed_sink is not None and manifest is not None:
+            raise world.broke(f"run {self.number} restored checkpoint {run.restored_id} without its {self.removed_sink} "
+                              "sink: that sink's output was dropped, and no --allow-non-restored-state asked for it")
         world.note(f"run {self.number} claimed attempt {self.attempt}, restored {run.restored_id}")
         self.schedule_faults()
         # Spark starts between the claim and the split plan: another run may claim meanwhile
@@ -1052,7 +1133,7 @@ class DriverRun:
             coordinator, run.store, self.committer, run.fence,
             properties={"job_name": JOB_ID, "attempt": self.attempt, PLAN_REF_KEY: plan_ref},
             split_plan=plan_entries(self.splits), progress=world.note, clock=world.clock,
-            durable_infos=restored_infos, history=self.history,
+            durable_infos=restored_infos, history=self.history, sinks=run.sink_layout,
         )
         loop._io.shutdown(wait=True)
         loop._fence_io.shutdown(wait=True)

@@ -195,6 +195,7 @@ class _Restored:
 
     checkpoint_id = 3
     commit_infos: list[Any] = []
+    sinks: tuple[Any, ...] = ()  # recorded by none of its sinks: the infos go by place
 
 
 def _earlier_output(out: Path) -> list[Path]:

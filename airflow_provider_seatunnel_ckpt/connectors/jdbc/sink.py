@@ -60,7 +60,10 @@ import tenacity
 from ...errors import ConfigError, ConnectorError
 import pyarrow.compute as pc
 
-from ..api import DELETE, ROW_KIND, UPDATE_BEFORE, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, without_kinds
+from ..api import (
+    DELETE, ROW_KIND, UPDATE_BEFORE, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, without_kinds,
+)
+from ..datasets import postgres_dataset
 from ..options import Options
 from . import client, transactions
 from .client import qualified, quote_ident
@@ -132,6 +135,10 @@ class JdbcSink(Sink):
 
     def describe(self) -> str:
         return f"table {self.schema + '.' if self.schema else ''}{self.table_name} at {self.target.describe()}"
+
+    def datasets(self) -> list[Dataset]:
+        target = self.target
+        return [postgres_dataset(target.host, target.port, target.database, self.schema, self.table_name)]
 
     # ---- driver side ------------------------------------------------------------------------
     def preflight(self) -> None:

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import ConfigError
-from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
+from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
+from ..datasets import postgres_dataset
 from ..options import Options, option_key
 from . import client
 from .client import qualified, quote_ident, quote_literal
@@ -119,6 +120,25 @@ class JdbcSource(Source):
             self.fetch_size = DEFAULT_FETCH_SIZE  # SeaTunnel's 0 = "driver default"
         self._key: KeyColumn | None = None
         self._plan: ReadPlan | None = None
+
+    def datasets(self) -> list[Dataset]:
+        """The table, or the tables the query reads (by OpenLineage's SQL parser when it is
+        installed: the OpenLineage provider brings it; without it a query names none)."""
+        if self.table is not None:
+            return [self._table_dataset(*self.table)]
+        try:
+            from openlineage_sql import parse
+        except ImportError:
+            return []
+        parsed = parse([str(self.query)], dialect="postgres")
+        if parsed is None:
+            return []
+        return [self._table_dataset(t.schema, t.name, t.database) for t in parsed.in_tables]
+
+    def _table_dataset(self, schema: str | None, table: str, database: str | None = None) -> Dataset:
+        target = self.target
+        return postgres_dataset(target.host, target.port, database or target.database,
+                                schema or target.current_schema, table)
 
     # ---- SQL --------------------------------------------------------------------------------
     def relation(self) -> str:

@@ -2,8 +2,9 @@
 at the barrier, committed by the driver after the checkpoint (Flink's ``KafkaSink`` design).
 
 1. Each epoch of each subtask writes in its own transaction, from a producer whose
-   ``transactional.id`` is ``<transaction_prefix>-<job id>-<subtask>-<checkpoint the
-   epoch follows>-r<run attempt>`` (``transactional_id``). The run attempt (the driver's
+   ``transactional.id`` is ``<transaction_prefix>-<job id>[-<sink tag>]-<subtask>-<checkpoint
+   the epoch follows>-r<run attempt>`` (``transactional_id``; the sink tag for every sink of a
+   job but its first, ``id_prefix``). The run attempt (the driver's
    claim on the job, ``Sink.run_attempt``) keeps two runs apart: a driver that was taken
    over but still runs (a zombie) starts producers too, and one under the claimant's id
    would bump its epoch and abort the claimant's prepared transaction, whose commit
@@ -26,6 +27,8 @@ one), and a guess that turns out wrong costs one discarded producer.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import json
 import time
@@ -66,10 +69,16 @@ def transactional_id(prefix: str, subtask: int, after_checkpoint_id: int, run_at
     return f"{name}-r{run_attempt}" if run_attempt > 0 else name
 
 
-def id_prefix(transaction_prefix: str | None, job_id: str) -> str:
+def id_prefix(transaction_prefix: str | None, job_id: str, instance: str | None = None) -> str:
     """The job id is always part of it: two jobs given the same ``transaction_prefix``
-    would otherwise fence (abort) each other's prepared transactions."""
-    return f"{transaction_prefix or 'seatunnel-ckpt'}-{job_id}"
+    would otherwise fence (abort) each other's prepared transactions. So is the sink's
+    place in the job (``Sink.instance``) for every sink but the first: two sinks of one job
+    sharing ids fence each other the same way. The first (or only) one keeps the ids
+    earlier releases gave, so their checkpoints restore as before."""
+    prefix = f"{transaction_prefix or 'seatunnel-ckpt'}-{job_id}"
+    if instance is None:
+        return prefix
+    return f"{prefix}-{hashlib.sha256(instance.encode('utf-8')).hexdigest()[:8]}"
 
 
 class Transaction:

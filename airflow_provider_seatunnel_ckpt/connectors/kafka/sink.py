@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
-from ..api import ROW_KIND, JsonValue, Sink, SinkCommitter, SinkWriter
+from ..api import ROW_KIND, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
+from ..datasets import kafka_datasets
 from ..batch_sql import BatchQuery
 from ..options import Options, option_key
 from ...extras import require
@@ -88,6 +89,9 @@ class KafkaSink(Sink):
 
     def describe(self) -> str:
         return f"topic {self.topic!r} at {self.target.describe()}"
+
+    def datasets(self) -> list[Dataset]:
+        return kafka_datasets(self.target.bootstrap_servers, [self.topic])
 
     def preflight(self) -> None:
         from .client import metadata
@@ -175,7 +179,7 @@ class KafkaSink(Sink):
 
         pipeline = self._pipelines.get(subtask)
         if pipeline is None:
-            prefix = id_prefix(self.transaction_prefix, job_id)
+            prefix = id_prefix(self.transaction_prefix, job_id, self.instance)
             pipeline = self._pipelines[subtask] = ProducerPipeline(self, prefix, subtask)
         return TransactionalWriter(pipeline)
 

@@ -52,7 +52,8 @@ import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
 from ...extras import require
-from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
+from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
+from ..datasets import kafka_datasets
 from ..options import Options, option_key
 from .client import KafkaTarget, metadata, reason
 from ..seatunnel_types import parse_schema
@@ -158,6 +159,10 @@ class KafkaSource(Source):
     def describe(self) -> str:
         what = f"topics matching {self.topics[0]!r}" if self.pattern else f"topic {', '.join(self.topics)}"
         return f"{what} at {self.target.describe()}"
+
+    def datasets(self) -> list[Dataset]:
+        # a pattern names no dataset until the job runs
+        return [] if self.pattern else kafka_datasets(self.target.bootstrap_servers, self.topics)
 
     # ---- driver -----------------------------------------------------------------------------
     def preflight(self) -> None:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
 from ...errors import ConfigError
 from ...storage.filesystem import FileSystem
 from ...storage.urls import filesystem_for_url, is_storage_option
@@ -147,6 +149,21 @@ def not_yet_committed(files: list[CommitFile], done: int | None) -> tuple[int, l
     everything a subtask prepared up to a committed checkpoint was in that commit."""
     left = [f for f in files if done is None or f.checkpoint > done]
     return max((f.checkpoint for f in left), default=0), left
+
+
+#: attempts of a table commit that the table refused because another writer committed first
+COMMIT_ATTEMPTS = 10
+
+
+def commit_attempts(refused: type[BaseException]) -> Retrying:
+    """The committers' own retries of a table commit refused with ``refused`` (another
+    writer committed first). Each attempt reads the table and applies the replay rule
+    (``not_yet_committed``) again before it commits, so what another driver of the same
+    job committed meanwhile (a fenced driver's commit in flight, the claimant's replay) is
+    found and skipped, never added twice; the commit itself asserts the table state the
+    rule read. A library's own retry must not rebuild the commit past that check."""
+    return Retrying(stop=stop_after_attempt(COMMIT_ATTEMPTS), reraise=True, wait=wait_exponential(multiplier=0.05, max=2),
+                    retry=retry_if_exception_type(refused))
 
 
 def check_mapping(options: Mapping[str, Any], key: str, example: str) -> dict[str, str]:

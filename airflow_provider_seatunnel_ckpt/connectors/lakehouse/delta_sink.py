@@ -15,8 +15,11 @@ Protocol (Flink's Delta sink): writers write parquet files into the table's dire
 named ``st-{job tag}-...`` (partition columns left out, as Delta stores them in the log);
 the driver's committer adds a completed checkpoint's files in ONE commit that carries an
 application transaction ``(seatunnel-ckpt:{job id}, checkpoint id)``; a checkpoint at or
-below ``transaction_version(app id)`` is already in the table and is skipped. Appends of
-other writers do not conflict with ours (delta-rs retries the commit). ``cleanup`` deletes
+below ``transaction_version(app id)`` is already in the table and is skipped. The commit
+is based on the version that rule read: appends of other writers do not conflict with
+ours (delta-rs retries the commit on top of them), a newer commit carrying the job's
+application transaction (another driver of the job) fails it, and the committer reads the
+table and applies the rule again, finding that commit. ``cleanup`` deletes
 this job's files that the table does not reference; ``check_rollback`` (before the
 runner deletes anything) and ``rollback`` refuse to restore past a committed version;
 ``discard_job`` sets the job's transaction version back to 0 (committed rows stay).
@@ -34,12 +37,15 @@ import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
-from ..api import JsonValue, Sink, SinkCommitter
+from ..api import Dataset, JsonValue, Sink, SinkCommitter
+from ..datasets import path_dataset
 from ..formats import STORAGE_HINT
 from ..options import Options, option_key
 from .common import (
+    CommitFile,
     TableLocation,
     collect,
+    commit_attempts,
     delete_quietly,
     not_yet_committed,
     object_store_options,
@@ -60,6 +66,7 @@ from .table_writer import TableWriter, check_table_accepts
 log = logging.getLogger(__name__)
 
 APP_ID_PREFIX = "seatunnel-ckpt:"
+#: delta-rs' own retries of a commit over other writers' commits (each checked for a conflict)
 COMMIT_RETRIES = 20
 
 
@@ -86,6 +93,9 @@ class DeltaSink(Sink):
 
     def describe(self) -> str:
         return f"Delta table {self.location.url}"
+
+    def datasets(self) -> list[Dataset]:
+        return [path_dataset(self.location.url)]
 
     def location_of(self, table: Any) -> TableLocation:
         return self.location
@@ -184,16 +194,34 @@ class DeltaCommitter(SinkCommitter):
         files = collect(commit_infos, "Delta")
         if not files:
             return
+        from deltalake.exceptions import CommitFailedError
+
+        # delta-rs retries a commit that lost its version to another writer's by itself,
+        # after checking each newer commit for a conflict; one that carries this job's
+        # application transaction (another driver of the job committed: a fenced one
+        # whose commit was in flight, or the claimant's replay) fails it as a
+        # "concurrent transaction". Then this loop reads the table and applies the
+        # replay rule again: the other driver's commit is found, and nothing is added.
+        for attempt in commit_attempts(CommitFailedError):
+            with attempt:
+                table = self._table()
+                done = self.last_committed(table)
+                checkpoint, left = not_yet_committed(files, done)
+                if not left:
+                    log.info("Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
+                             max(f.checkpoint for f in files), self.job_id, self.sink.describe(), done)
+                    return
+                self._add(table, checkpoint, left)
+                log.info("Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
+                         self.job_id, self.sink.describe(), len(left), sum(f.file.rows for f in left))
+
+    def _add(self, table: Any, checkpoint: int, files: list[CommitFile]) -> None:
+        """One commit: the files' ``add`` actions and the application transaction
+        ``(app id, checkpoint)``, based on the version ``table`` holds, the one whose
+        transaction version the replay rule read."""
         from deltalake import CommitProperties, Transaction
         from deltalake.transaction import AddAction
 
-        table = self._table()
-        done = self.last_committed(table)
-        checkpoint, files = not_yet_committed(files, done)
-        if not files:
-            log.info("Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
-                     max(f.checkpoint for f in collect(commit_infos, "Delta")), self.job_id, self.sink.describe(), done)
-            return
         now_ms = int(time.time() * 1000)
         root = self.sink.location.root
         actions = [
@@ -208,8 +236,6 @@ class DeltaCommitter(SinkCommitter):
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(table.metadata().partition_columns) or None,
                                        commit_properties=properties)
-        log.info("Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                 self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()

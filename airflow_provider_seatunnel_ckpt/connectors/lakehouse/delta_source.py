@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from ...errors import ConfigError
 from ...storage.urls import is_storage_option
-from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
+from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
+from ..datasets import path_dataset
 from ..formats import STORAGE_HINT
 from ..options import Options, option_key
 from .common import TableLocation, object_store_options, reason, storage_of
@@ -88,6 +89,9 @@ class DeltaSource(Source):
 
     def describe(self) -> str:
         return f"Delta table {self.location.url}"
+
+    def datasets(self) -> list[Dataset]:
+        return [path_dataset(self.location.url)]
 
     def table(self, version: int | None = None) -> Any:
         from deltalake import DeltaTable

@@ -16,6 +16,8 @@ from tenacity import (
 )
 
 from ...errors import ConfigError, ConnectorError
+from ..api import Dataset
+from ..datasets import iceberg_dataset
 from ..options import Options
 from .common import TableLocation, reason, s3_properties, storage_of
 
@@ -56,6 +58,9 @@ class IcebergTableAccess:
 
     def describe(self) -> str:
         return f"Iceberg table {self.identifier} in catalog {self.catalog_name!r}"
+
+    def datasets(self) -> list[Dataset]:
+        return [iceberg_dataset(self.catalog_name, self.namespace, self.table_name)]
 
     def catalog(self) -> Any:
         with _CATALOG_LOCK:

@@ -6,7 +6,8 @@ wrote: a namespace is a directory under the warehouse, a table is a directory ho
 ``metadata/version-hint.text`` to hold N.
 
 Commits are optimistic and atomic without a metastore: the new metadata goes to a
-temporary file that is then hard-linked to ``v<N+1>.metadata.json``. ``link`` refuses an
+temporary file, fsynced, that is then hard-linked to ``v<N+1>.metadata.json`` (and the
+directory fsynced: after an OS crash a version is whole or absent). ``link`` refuses an
 existing name, so of two writers that started from version N exactly one publishes
 N+1; the other gets ``CommitFailedException`` and retries from the new version (Java
 relies on ``rename`` refusing an existing target the same way). The version hint is
@@ -23,7 +24,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -40,14 +40,26 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
-from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.typedef import EMPTY_DICT, Identifier, Properties
+from pyiceberg.utils.config import Config
+
+from ...errors import CheckpointStorageError
+from ...storage.fs_local import LocalFileSystem
 
 _VERSION_FILE = re.compile(r"v(\d+)(\.gz)?\.metadata\.json")
 _HINT = "version-hint.text"
+
+
+def _metadata_bytes(metadata: TableMetadata) -> bytes:
+    """The metadata file's content, as pyiceberg's ``ToOutputFile.table_metadata`` makes it
+    for an uncompressed ``v<N>.metadata.json`` (a missing current snapshot id is left out,
+    or written as -1 under pyiceberg's ``legacy-current-snapshot-id`` setting)."""
+    legacy = Config().get_bool("legacy-current-snapshot-id")
+    return metadata.model_dump_json(exclude_none=not legacy).encode("utf-8")
 
 
 def local_warehouse(warehouse: str) -> str | None:
@@ -75,6 +87,8 @@ class HadoopCatalog(MetastoreCatalog):
             raise ValueError(f"warehouse {properties.get('warehouse')!r}: a hadoop catalog needs a local "
                              "directory (file:// or a path)")
         self.root = Path(root)
+        #: writes of metadata files and the hint: fsynced, atomic (the checkpoint storage's own)
+        self._files = LocalFileSystem()
 
     # ---- paths ----------------------------------------------------------------------------------
     def _namespace_dir(self, namespace: str | Identifier) -> Path:
@@ -168,7 +182,7 @@ class HadoopCatalog(MetastoreCatalog):
         staged = self._create_staged_table(identifier, schema, *args, **kwargs)
         parts, table_dir = self._table_dir(identifier)
         try:
-            self._publish(table_dir / "metadata", 0, staged.metadata, staged.io)
+            self._publish(table_dir / "metadata", 0, staged.metadata)
         except CommitFailedException:
             raise TableAlreadyExistsError(f"Table {'.'.join(parts)} already exists") from None
         return self.load_table(parts)
@@ -182,43 +196,44 @@ class HadoopCatalog(MetastoreCatalog):
         staged = self._update_and_stage_table(current, parts, requirements, updates)
         if current is not None and staged.metadata == current.metadata:
             return CommitTableResponse(metadata=current.metadata, metadata_location=current.metadata_location)
-        location = self._publish(table_dir / "metadata", base_version, staged.metadata, staged.io)
+        location = self._publish(table_dir / "metadata", base_version, staged.metadata)
         if current is not None:
             self._delete_old_metadata(staged.io, current.metadata, staged.metadata)
         return CommitTableResponse(metadata=staged.metadata, metadata_location=location)
 
-    def _publish(self, metadata_dir: Path, base_version: int, metadata: Any, io: Any) -> str:
+    def _publish(self, metadata_dir: Path, base_version: int, metadata: TableMetadata) -> str:
         """Write ``metadata`` as version ``base_version + 1``, unless another writer got
-        there first (CommitFailedException). Returns the new metadata file's URL."""
-        metadata_dir.mkdir(parents=True, exist_ok=True)
+        there first (CommitFailedException). Returns the new metadata file's URL.
+
+        Crash-safe as the checkpoint storage's own create-only writes: the bytes go to a
+        temporary file that is fsynced *before* it is hard-linked to ``v<N+1>.metadata.json``,
+        then the directory is fsynced. Without the first fsync an OS crash (power loss,
+        kernel panic) can keep the link, a metadata change the file systems journal, and
+        lose the bytes still in the page cache: the newest version, the one every reader
+        takes, empty. Without the second the commit the sink reported (and the engine
+        acted on) can vanish."""
         version = base_version + 1
         versions = self._versions(metadata_dir)
         if versions and max(versions) != base_version:
             raise CommitFailedException(f"{metadata_dir.parent}: version {max(versions)} was committed while this "
                                         f"commit was based on version {base_version}")
         final = metadata_dir / f"v{version}.metadata.json"
-        temp = metadata_dir / f".{uuid.uuid4()}.metadata.json.tmp"
-        ToOutputFile.table_metadata(metadata, io.new_output(self._url(temp)))
         try:
-            os.link(temp, final)
+            self._files.create_new(str(final), _metadata_bytes(metadata))
         except FileExistsError:
             raise CommitFailedException(f"{metadata_dir.parent}: version {version} was committed by another "
                                         "writer") from None
-        finally:
-            temp.unlink(missing_ok=True)
         self._write_hint(metadata_dir, version)
         return self._url(final)
 
-    @staticmethod
-    def _write_hint(metadata_dir: Path, version: int) -> None:
-        # A reader must never see a half-written hint; a failure here is harmless since
-        # readers list the directory too.
-        temp = metadata_dir / f".{uuid.uuid4()}-{_HINT}.tmp"
+    def _write_hint(self, metadata_dir: Path, version: int) -> None:
+        # Replaced whole (a temporary file, fsynced, renamed over it): readers that trust
+        # the hint, as Java's and DuckDB's do, never find it empty or half-written. A
+        # failure here is harmless since readers list the directory too.
         try:
-            temp.write_text(str(version))
-            os.replace(temp, metadata_dir / _HINT)
-        except OSError:
-            temp.unlink(missing_ok=True)
+            self._files.write_atomic(str(metadata_dir / _HINT), str(version).encode())
+        except (OSError, CheckpointStorageError):
+            pass
 
     def register_table(self, identifier: str | Identifier, metadata_location: str, overwrite: bool = False) -> Table:
         raise NotImplementedError("a hadoop catalog cannot register tables (a table is its directory)")

@@ -35,7 +35,11 @@ Protocol (Flink's Iceberg sink, with the checkpoint id in the snapshot summary):
    died between the table commit and its own bookkeeping) nor the infos a subtask sends
    again with its next checkpoint (until it hears of the commit) ever double rows. A
    concurrent writer's commit makes ours fail optimistically; the committer reloads the
-   table and tries again.
+   table and tries again. The commit asserts the branch as the check read it (a branch it
+   starts: that it does not exist yet), and only the committer retries (pyiceberg's own
+   retry is off): another driver of the job committing the same checkpoint in between (a
+   fenced one's commit in flight, the claimant's replay) is found, never doubled
+   (iceberg_commit.py).
 3. ``cleanup`` deletes this job's data files that no snapshot and no kept commit info
    names (epochs whose checkpoint never completed).
 4. ``check_rollback`` (before the runner deletes anything) and ``rollback`` refuse a
@@ -52,13 +56,6 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-)
-
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
@@ -68,6 +65,7 @@ from .common import (
     TableLocation,
     check_mapping,
     collect,
+    commit_attempts,
     delete_quietly,
     not_yet_committed,
     parse_modes,
@@ -92,7 +90,6 @@ JOB_ID_PROPERTY = "seatunnel.job-id"
 CHECKPOINT_PROPERTY = "seatunnel.checkpoint-id"
 #: table property: this job's snapshots at or before this snapshot id are from an earlier run
 RESTART_PROPERTY = "seatunnel.job.{tag}.restart-after-snapshot"
-COMMIT_ATTEMPTS = 10
 _TRANSFORM = re.compile(r"^\s*(identity|year|month|day|hour|bucket|truncate|void)\s*\(\s*(?:(\d+)\s*,\s*)?([^()\s,]+)\s*\)\s*$",
                         re.IGNORECASE)
 
@@ -253,7 +250,7 @@ class IcebergCommitter(SinkCommitter):
         """(checkpoint id, snapshot id) of this job's newest snapshot on the branch, walking
         back from its head; (None, None) when this run of the job has committed nothing."""
         restart = table.properties.get(self.restart_property)
-        snapshot = table.snapshot_by_name(self.sink.branch) if self.sink.branch != "main" else table.current_snapshot()
+        snapshot = self._head(table)
         while snapshot is not None:
             if restart is not None and snapshot.snapshot_id == int(restart):
                 return None, None
@@ -269,14 +266,14 @@ class IcebergCommitter(SinkCommitter):
             return  # an epoch without rows makes no snapshot
         from pyiceberg.exceptions import CommitFailedException
 
-        for attempt in Retrying(stop=stop_after_attempt(COMMIT_ATTEMPTS), reraise=True,
-                                wait=wait_exponential(multiplier=0.05, max=2),
-                                retry=retry_if_exception_type(CommitFailedException)):
+        from .iceberg_commit import StartBranch, without_library_retries
+
+        for attempt in commit_attempts(CommitFailedException):
             with attempt:
                 table = self._table()
                 done, _ = self.last_committed(table)
-                checkpoint, files = not_yet_committed(files, done)
-                if not files:
+                checkpoint, left = not_yet_committed(files, done)
+                if not left:
                     log.info("Iceberg sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
                              max(f.checkpoint for f in collect(commit_infos, "Iceberg")), self.job_id,
                              self.sink.describe(), done)
@@ -285,18 +282,22 @@ class IcebergCommitter(SinkCommitter):
                 version = table.metadata.format_version
                 # a branch of a table without snapshots starts with this commit, as in Java
                 new_branch = self.sink.branch != "main" and not table.metadata.snapshots
-                with table.transaction() as txn:
+                # The commit applies to the table the replay rule just read, or fails: the
+                # append asserts the branch's head (pyiceberg's requirement), a new branch
+                # that the branch does not exist (StartBranch), and nothing retries it but
+                # this loop, which reads the table and checks the rule again.
+                with without_library_retries(table).transaction() as txn:
                     branch = None if new_branch else self.sink.branch
                     with txn.update_snapshot(snapshot_properties=properties, branch=branch).fast_append() as append:
-                        for entry in files:
+                        for entry in left:
                             stats = dict(entry.file.stats)
                             spec_id = stats.pop("spec_id")
                             append.append_data_file(data_file(entry.url, entry.file.size,
                                                               list(entry.file.partition.values()), stats, spec_id, version))
                     if new_branch:
-                        _start_branch(txn, self.sink.branch)
+                        StartBranch(txn, self.sink.branch, append.snapshot_id).commit()
                 log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                         self.job_id, self.sink.describe(), len(files), sum(f.file.rows for f in files))
+                         self.job_id, self.sink.describe(), len(left), sum(f.file.rows for f in left))
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()
@@ -305,7 +306,9 @@ class IcebergCommitter(SinkCommitter):
         location = self.sink.location_of(table)
         kept = {f.file.path for f in collect(keep, "Iceberg")}
         referenced = set()
-        if table.current_snapshot() is not None:  # every snapshot's files: time travel keeps working
+        # every snapshot's files, on any branch (main may have none when the job writes a
+        # branch): committed data is never taken for staging, and time travel keeps working
+        if table.metadata.snapshots:
             referenced = {location.to_path(url) for url in table.inspect.all_files().column("file_path").to_pylist()}
         prefix = file_prefix(self.job_id)
         data_dir = f"{location.root}/data"
@@ -337,10 +340,15 @@ class IcebergCommitter(SinkCommitter):
 
     def discard_job(self) -> None:
         table = self.sink.load_table()
-        if table is None or table.current_snapshot() is None:
+        head = self._head(table) if table is not None else None
+        if head is None:
             return
         with table.transaction() as txn:
-            txn.set_properties({self.restart_property: str(table.current_snapshot().snapshot_id)})
+            txn.set_properties({self.restart_property: str(head.snapshot_id)})
+
+    def _head(self, table: Any) -> Any:
+        """The newest snapshot of the branch the sink commits to (None: it has none yet)."""
+        return table.snapshot_by_name(self.sink.branch) if self.sink.branch != "main" else table.current_snapshot()
 
     def pending(self) -> list[dict[str, Any]]:
         table = self.sink.load_table()
@@ -358,19 +366,3 @@ class IcebergCommitter(SinkCommitter):
 def _partition_name(column: str, transform: str) -> str:
     base = transform.split("[")[0]
     return column if base == "identity" else f"{column}_{base}"
-
-
-def _start_branch(txn: Any, branch: str) -> None:
-    """Point a new ``branch`` at the snapshot ``txn`` just added (to no branch).
-
-    pyiceberg refuses to write a branch other than main on a table without snapshots (its
-    ref requirement checks that the table has some), while Java's SnapshotProducer creates
-    the branch with its first snapshot, main staying empty: what SeaTunnel's Iceberg sink
-    with ``iceberg.table.commit-branch`` does on a new table. So the snapshot is added to no
-    branch, and the ref is set here without that requirement (through the transaction's
-    own ``_apply``: pyiceberg has no public call for it)."""
-    from pyiceberg.table.refs import SnapshotRefType
-    from pyiceberg.table.update import SetSnapshotRefUpdate
-
-    snapshot_id = txn.table_metadata.snapshots[-1].snapshot_id
-    txn._apply((SetSnapshotRefUpdate(ref_name=branch, type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id),), ())

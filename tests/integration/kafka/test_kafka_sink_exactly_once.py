@@ -177,3 +177,26 @@ def test_the_audit_check_finds_a_claim_between_prepare_and_commit(tmp_path: Any)
     # an epoch prepared, never committed, claimed again by the next run, prepared and committed: fine
     assert check(("start", "p-0-1", 1.0), ("prepare", "p-0-1", 2.0), ("start", "p-0-1", 5.0),
                  ("prepare", "p-0-1", 6.0), ("commit", "p-0-1", 7.0)) == ([], 1)
+
+
+def test_two_exactly_once_sinks_of_one_job_never_share_a_transaction(kafka_cluster: Any) -> None:
+    """Found by the connector contract suite: the transactional ids of a job's second Kafka
+    sink were the first one's, so one sink's producer fenced the other's open transaction
+    and that topic got nothing. Each sink is told apart by its place in the job (as Jdbc's
+    transactions are), the first one keeping the ids earlier releases gave."""
+    topics = [new_topic(kafka_cluster), new_topic(kafka_cluster)]
+    sinks = [exactly_once_sink(kafka_cluster, topic) for topic in topics]
+    sinks[1].instance = "sink[1]"
+    writers = [sink.create_writer("job-two", 0, 0) for sink in sinks]
+    for writer in writers:
+        writer.open(0)
+    for n, writer in enumerate(writers):  # interleaved, as a group writer feeds them
+        writer.write(pa.record_batch({"id": np.arange(n * 100, n * 100 + 50)}))
+    infos = [writer.prepare_commit(1) for writer in writers]
+    for writer in writers:
+        writer.close()
+    assert infos[0]["transactional_id"] == "seatunnel-ckpt-job-two-0-0"  # the only sink's, as before
+    assert infos[1]["transactional_id"] != infos[0]["transactional_id"]
+    for sink, info in zip(sinks, infos):
+        sink.create_committer("job-two").commit([info])
+    assert [committed_ids(kafka_cluster, topic) for topic in topics] == [list(range(0, 50)), list(range(100, 150))]

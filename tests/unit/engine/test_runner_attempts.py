@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.config import load_config
+from airflow_provider_seatunnel_ckpt.connectors.api import Sink
 from airflow_provider_seatunnel_ckpt.engine import runner
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
 from airflow_provider_seatunnel_ckpt.engine.job import load_job
@@ -247,8 +248,13 @@ def test_an_interrupted_discard_is_finished_by_the_next_run(tmp_path: Path, monk
     assert _ids(second) == []
 
 
-class _Sink:
-    run_attempt = 0
+class _Sink(Sink):
+    """A sink of nothing: the claim records its identity and sets its run attempt."""
+
+    plugin_name = "Nothing"
+
+    def __init__(self) -> None:
+        super().__init__({})
 
 
 def test_restore_id_finds_the_completed_one_when_a_zombies_savepoint_shares_the_id(tmp_path: Path) -> None:

@@ -130,6 +130,16 @@ def test_binding_gives_each_sink_its_schema_and_refuses_a_fan_in_of_two_row_type
         bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
 
 
+def test_a_fan_in_compares_row_types_as_seatunnel_does_names_and_types_only() -> None:
+    # FakeSource's bigint column is nullable, Sequence's id is not: one row type in SeaTunnel
+    job = load_job({"env": {"parallelism": 1},
+                    "source": [{"plugin_name": "FakeSource", "plugin_output": "a", "schema": {"fields": {"id": "bigint"}}},
+                               _seq(4, plugin_output="b")],
+                    "sink": [{"plugin_name": "Console", "plugin_input": ["a", "b"]}]})
+    [schema] = bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
+    assert schema.names == ["id"] and schema.field("id").type == pa.int64()
+
+
 def test_a_union_discovers_and_reports_per_source() -> None:
     union = SourceUnion(load_sources([_seq(4, plugin_output="a"), _seq(4, plugin_output="b")]))
     assert union.discover_splits(union.splits(2)) == []
