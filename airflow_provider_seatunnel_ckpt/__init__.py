@@ -1,8 +1,9 @@
 """Airflow provider for checkpointed, exactly-once PySpark pipelines.
 
-Layers, each knowing nothing of the ones above it:
-``storage`` (checkpoint storage plugins) < ``engine`` (checkpointing inside PySpark)
-< ``hooks`` / ``operators`` / ``sensors`` / ``triggers`` (the Airflow face).
+Layers, each knowing nothing of the ones above it, from ``storage`` (checkpoint storage
+plugins) up through ``connectors`` and ``engine`` (checkpointing inside PySpark) to the
+Airflow face: docs/architecture.md#layers, checked by the import-linter contracts in
+pyproject.toml.
 
 This module stays free of Airflow imports: it also ships to Spark in the engine archive.
 """

@@ -2,40 +2,22 @@
 
 User errors (bad config, missing checkpoint, unreachable storage) print one line,
 ``error: <key or path>: <problem>``, and exit 2 (input) or 1 (operation failed);
-tracebacks are kept for bugs.
+tracebacks are kept for bugs (cli_base.py, shared with the spark-submit application).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from typing import Any, Sequence
 
-from .errors import CheckpointError, CheckpointStorageError, ConfigError
+from .cli_base import EXIT_FAILED, EXIT_OK, command_parser, run_command
+from .errors import ConfigError
 from .engine.variables import add_variable_arguments
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 CONFIG_ENV = "SEATUNNEL_CKPT_CONFIG"
-
-
-class _OneLineFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}"
-
-
-def _setup_logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLineFormatter() if not verbose else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("airflow_provider_seatunnel_ckpt")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    root.propagate = False
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -238,15 +220,8 @@ def _non_negative(text: str) -> int:
     return value
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, as for every user error
-        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="seatunnel-ckpt", description="Checkpointed, exactly-once PySpark pipelines.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser, sub = command_parser("Checkpointed, exactly-once PySpark pipelines.")
 
     validate = sub.add_parser("validate", help="check a seatunnel.yaml and print the effective configuration")
     validate.add_argument("file", help="seatunnel.yaml (or a YAML/JSON checkpoint block)")
@@ -291,25 +266,7 @@ def _add_engine_commands(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _setup_logging(args.verbose)
-    try:
-        return int(args.func(args) or EXIT_OK)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except CheckpointStorageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
-    except CheckpointError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `seatunnel-ckpt list | head`
-        return EXIT_OK
+    return run_command(build_parser(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

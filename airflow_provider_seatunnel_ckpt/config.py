@@ -34,6 +34,8 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .storage.layout import DEFAULT_NAMESPACE
+from .storage.registry import validate_storage
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,6 @@ __all__ = [
     "read_checkpoint_block",
 ]
 
-DEFAULT_NAMESPACE = "/seatunnel/checkpoint/"
 CHECKPOINT_PATH = "seatunnel.engine.checkpoint"
 
 # Keys whose values are credentials. Matched case-insensitively anywhere in the key,
@@ -363,8 +364,6 @@ def _build(block: Mapping[str, Any], prefix: str, warnings: list[str]) -> Checkp
 
 
 def _build_storage(storage: Any, prefix: str, warnings: list[str]) -> StorageConfig:
-    from .storage.registry import validate_storage  # lazy: storage imports config's errors
-
     if not isinstance(storage, Mapping):
         raise ConfigError(prefix, f"expected a mapping, got {_type_name(storage)}")
     data = {}

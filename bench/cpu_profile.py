@@ -32,7 +32,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("sink: writing the files (write, fsync, rename)", ("storage/",)),
     ("sink: parquet encoding", ("pyarrow/parquet", "connectors/file_sink.py", "connectors/formats.py")),
     ("checkpoint: barrier handling and ACK", ("_take_barriers", "_complete_barrier")),
-    ("control channel (barriers, ACKs, heartbeats)", ("engine/transport.py", "engine/messages.py")),
+    ("control channel (barriers, ACKs, heartbeats)", ("engine/transport/", "engine/messages.py")),
     ("engine: the subtask's read/process loop", ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py")),
     ("PySpark: worker start, task (de)serialisation, result", ("pyspark/", "daemon.py", "worker_util.py")),
 ]

@@ -9,9 +9,12 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_provider_seatunnel_ckpt.cli import main as cli_main
+    from airflow_provider_seatunnel_ckpt.cli_base import command_parser, run_command
+    from airflow_provider_seatunnel_ckpt.engine.cli import add_run_command
 
-    return cli_main(["run", *(sys.argv[1:] if argv is None else argv)])
+    parser, sub = command_parser()
+    add_run_command(sub)
+    return run_command(parser, ["run", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import re
 
 from ..errors import ConfigError
 
+#: where checkpoints live when ``plugin-config.namespace`` names no place (SeaTunnel's default)
+DEFAULT_NAMESPACE = "/seatunnel/checkpoint/"
 METADATA = "_metadata"
 JOB_FILE = "job.json"
 ATTEMPTS_DIR = "attempts"

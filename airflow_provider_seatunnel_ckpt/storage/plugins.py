@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..config import DEFAULT_NAMESPACE
 from ..errors import ConfigError
 from .api import DEFAULT_MAX_RETAINED, CheckpointStorageFactory
 from .fs_storage import FileSystemCheckpointStorage
-from .layout import normalise_namespace
+from .layout import DEFAULT_NAMESPACE, normalise_namespace
 
 _KNOWN_KEYS = {
     "namespace",

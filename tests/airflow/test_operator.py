@@ -95,7 +95,7 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     assert engine_archive(tmp_path) == archive  # content-addressed: built once
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
-    assert top == {"__init__.py", "cli.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine",
+    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine",
                    "connectors", "examples"}
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
@@ -103,7 +103,7 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     # the driver imports lazily too, such as the checkpoint history)
     probe = (
         "import sys, importlib; sys.path.insert(0, sys.argv[1]);"
-        "import airflow_provider_seatunnel_ckpt.engine.cli, airflow_provider_seatunnel_ckpt.cli as c,"
+        "import airflow_provider_seatunnel_ckpt.engine.cli, airflow_provider_seatunnel_ckpt.cli_base as c,"
         " airflow_provider_seatunnel_ckpt.storage.plugins, airflow_provider_seatunnel_ckpt.examples.fail_once;"
         "[importlib.import_module(n[:-3].replace('/', '.')) for n in sys.argv[2:]];"
         "assert c.__file__.startswith(sys.argv[1]), c.__file__;"

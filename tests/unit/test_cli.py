@@ -101,3 +101,30 @@ def test_usage_errors_exit_2_with_one_line(capsys):
         main(["validate"])
     assert exit_info.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def _outcome(run, argv, capsys):
+    try:
+        code = run(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["job.yaml", "--check"],  # checked, wiring printed, nothing run
+    ["job.yaml", "--check", "--restore"],  # usage error: one line naming `seatunnel-ckpt run --help`
+    ["missing.yaml", "--check"],  # user error: one line, exit 2
+    ["--help"],
+], ids=["check", "usage-error", "missing-job-file", "help"])
+def test_the_spark_submit_application_is_seatunnel_ckpt_run(argv, tmp_path, monkeypatch, capsys):
+    """engine/spark_app.py runs ``run`` without cli.py: same output, same exit code."""
+    from airflow_provider_seatunnel_ckpt.engine import spark_app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.yaml").write_text("source:\n  - plugin_name: Sequence\n    rows: 10\n"
+                                       "sink:\n  - plugin_name: Console\n")
+    expected = _outcome(lambda a: main(["run", *a]), argv, capsys)
+    assert expected[0] in (0, 2) and (expected[1] or expected[2])
+    assert _outcome(spark_app.main, argv, capsys) == expected

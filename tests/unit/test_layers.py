@@ -1,87 +1,80 @@
-"""The package's layers, as SeaTunnel splits its own (api, engine, connectors): storage
-knows nothing of Spark, Airflow, the engine or the connectors; the checkpoint history
-(``history/``) knows storage only; connectors know nothing of
-the engine, Spark or Airflow; the engine reaches connectors only through the connector API
-(``connectors/api.py``) and the registry (``connectors/__init__.py``), and knows nothing of
-Airflow. Read from the source with ``ast``, so a lazy import inside a function counts too."""
+"""The package's layers are import-linter contracts in pyproject.toml, checked by
+``lint-imports`` in scripts/test. Here: docs/architecture.md lists the layers the contract
+has, in its order, and the contracts fail on the imports they forbid (a copy of the
+package with such imports added, lazy ones inside functions among them)."""
 
 from __future__ import annotations
 
-import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
-from typing import Callable
 
-import pytest
-
-PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_seatunnel_ckpt"
-ROOT = PACKAGE.name
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "airflow_provider_seatunnel_ckpt"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _imports(path: Path) -> set[str]:
-    """Absolute module names ``path`` imports (relative imports resolved)."""
-    module_parts = [ROOT, *path.relative_to(PACKAGE).with_suffix("").parts]
-    if module_parts[-1] == "__init__":
-        module_parts = module_parts[:-1]
-        package_parts = module_parts
-    else:
-        package_parts = module_parts[:-1]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package_parts[: len(package_parts) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
-            found.add(prefix)
-            found.update(f"{prefix}.{alias.name}" for alias in node.names)
-    return found
+def _contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract for contract in config["contracts"]}
 
 
-def _modules(layer: str) -> list[Path]:
-    return sorted((PACKAGE / layer).rglob("*.py"))
+def _documented_layers() -> list[list[str]]:
+    """The code block of docs/architecture.md's Layers section: one layer a line, its
+    parts (``cli.py | operators/``) before a gap of two spaces or more."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 2)[1]
+    layers = []
+    for line in block.splitlines():
+        parts = re.split(r" {2,}", line.strip(), maxsplit=1)[0]
+        layers.append([re.sub(r"(/|\.py)$", "", part.strip()) for part in parts.split("|")])
+    return layers
 
 
-def _violations(layer: str, allowed: Callable[[str], bool], forbidden: tuple[str, ...]) -> list[str]:
-    bad = []
-    for path in _modules(layer):
-        for name in sorted(_imports(path)):
-            if any(name == f or name.startswith(f + ".") for f in forbidden) and not allowed(name):
-                bad.append(f"{path.relative_to(PACKAGE)} imports {name}")
-    return bad
+def test_the_documented_layers_are_the_contracts_in_its_order() -> None:
+    contract = _contracts()["layers"]
+    assert contract["containers"] == [PACKAGE] and contract["exhaustive"] is True
+    layers = [[part.strip() for part in layer.split("|")] for layer in contract["layers"]]
+    assert _documented_layers() == layers
 
 
-@pytest.mark.parametrize("layer, forbidden", [
-    ("storage", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", "pyspark", "airflow")),
-    ("connectors", (f"{ROOT}.engine", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.sensors", "pyspark", "airflow")),
-    ("history", (f"{ROOT}.engine", f"{ROOT}.connectors", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.ui", "pyspark",
-                 "airflow")),
-])
-def test_a_lower_layer_imports_nothing_above_it(layer: str, forbidden: tuple[str, ...]) -> None:
-    assert _violations(layer, lambda name: False, forbidden) == []
+#: (file of the package, import added at its end, contract id it breaks, what lint-imports names)
+VIOLATIONS = [
+    ("storage/layout.py", "def _v():\n    from ..engine import runner\n", "layers",
+     f"{PACKAGE}.storage.layout -> {PACKAGE}.engine.runner"),
+    ("config.py", "def _v():\n    import airflow\n", "airflow", f"{PACKAGE}.config -> airflow"),
+    ("cli.py", "from .hooks import base\n", "no-airflow-above", f"{PACKAGE}.cli -> {PACKAGE}.hooks.base"),
+    ("connectors/select.py", "def _v():\n    import pyspark\n", "spark", f"{PACKAGE}.connectors.select -> pyspark"),
+    # through the engine's runtime, which imports pyspark itself
+    ("engine/wiring.py", "def _v():\n    from . import runner\n", "no-spark-above",
+     f"{PACKAGE}.engine.wiring -> {PACKAGE}.engine.runner"),
+    ("operators/datasets.py", "def _v():\n    from ..connectors.jdbc import target\n", "connector-api",
+     f"{PACKAGE}.operators.datasets -> {PACKAGE}.connectors.jdbc.target"),
+    ("engine/messages.py", "def _v():\n    from . import coordinator\n", "acyclic", ".messages -> .coordinator"),
+    ("engine/transport/channel.py", "def _v():\n    import socket\n", "transport-sans-io",
+     f"{PACKAGE}.engine.transport.channel -> socket"),
+]
 
 
-def test_the_engine_reaches_connectors_only_through_the_api_and_the_registry() -> None:
-    registry = f"{ROOT}.connectors"
-    public = {f"{registry}.{name}" for name in _registry_names()}
-
-    def through_the_front(name: str) -> bool:
-        return name in (registry, f"{registry}.api") or name.startswith(f"{registry}.api.") or name in public
-
-    assert _violations("engine", through_the_front, (f"{ROOT}.connectors",)) == []
-    assert _violations("engine", lambda name: False, ("airflow", f"{ROOT}.operators", f"{ROOT}.hooks", f"{ROOT}.ui")) == []
-
-
-def _registry_names() -> set[str]:
-    from airflow_provider_seatunnel_ckpt import connectors
-
-    return set(connectors.__all__)
-
-
-def test_the_import_reader_resolves_relative_imports() -> None:
-    """Else the tests above would pass vacuously."""
-    found = _imports(PACKAGE / "engine" / "routing.py")
-    assert f"{ROOT}.connectors.api" in found
-    assert f"{ROOT}.connectors.load_sink" in found
+def test_lint_imports_fails_on_each_kind_of_forbidden_import(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / PACKAGE, tmp_path / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for path, code, _, _ in VIOLATIONS:
+        with open(tmp_path / PACKAGE / path, "a") as module:
+            module.write(f"\n\n{code}")
+    # lint-imports analyses the package in its working directory: the copy
+    done = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "300"}, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    contracts = _contracts()
+    broken = set(re.findall(r"^(.+) BROKEN(?: \(\d+ ignored imports?\))?$", out, re.M))
+    assert broken == {contracts[id_]["name"] for _, _, id_, _ in VIOLATIONS}, out
+    assert f"Contracts: 0 kept, {len(contracts)} broken." in out
+    for _, _, _, named in VIOLATIONS:
+        assert named in out, out

@@ -33,17 +33,15 @@ import hashlib
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
 from ...errors import ConfigError, ConnectorError
 from ..api import JsonValue, SinkCommitter, SinkWriter
 from .client import reason
+from .producing import Producing, ProducingSink
 from .transactions import TransactionCoordinators, audit, commit_info, parse_commit_info
-
-if TYPE_CHECKING:
-    from .sink import KafkaSink, Producing
 
 #: a prepared transaction must outlive the checkpoint, its commit and a driver restart:
 #: the brokers' default ceiling (transaction.max.timeout.ms, 15 min) unless kafka.config says
@@ -84,7 +82,7 @@ def id_prefix(transaction_prefix: str | None, job_id: str, instance: str | None 
 class Transaction:
     """A transactional producer, initialised, with the producer id and epoch it holds."""
 
-    def __init__(self, name: str, producing: "Producing", producer_id: int, producer_epoch: int):
+    def __init__(self, name: str, producing: Producing, producer_id: int, producer_epoch: int):
         self.name = name
         self.producing = producing
         self.producer_id = producer_id
@@ -101,11 +99,9 @@ class Transaction:
                 pass
 
 
-def start_transaction(sink: "KafkaSink", name: str) -> Transaction:
+def start_transaction(sink: ProducingSink, name: str) -> Transaction:
     """A producer for ``name``, past ``init_transactions`` (which fences its older producers)."""
     from confluent_kafka import KafkaException
-
-    from .sink import Producing
 
     coordinates: dict[str, int] = {}
 
@@ -145,7 +141,7 @@ def lingering_ranges(run_attempt: int, after_checkpoint_id: int) -> list[tuple[i
             (0, after_checkpoint_id)]
 
 
-def fence_lingering(sink: "KafkaSink", prefix: str, subtask: int, after_checkpoint_id: int) -> int:
+def fence_lingering(sink: ProducingSink, prefix: str, subtask: int, after_checkpoint_id: int) -> int:
     """Before an attempt's first transaction: earlier attempts and runs may have left
     transactions open under the ids of epochs after the restored checkpoint (never
     committed: no run can complete a checkpoint newer than the one a later run restores,
@@ -183,7 +179,7 @@ class ProducerPipeline:
     """One subtask attempt's transactional producers, each initialised one epoch ahead on a
     thread of its own (module docstring), the attempt's lingering ids fenced first."""
 
-    def __init__(self, sink: "KafkaSink", prefix: str, subtask: int):
+    def __init__(self, sink: ProducingSink, prefix: str, subtask: int):
         self.sink = sink
         self.prefix = prefix
         self.subtask = subtask
@@ -281,7 +277,7 @@ class TransactionalWriter(SinkWriter):
 class TransactionCommitter(SinkCommitter):
     """Commits the prepared transactions named in a completed checkpoint (driver side)."""
 
-    def __init__(self, sink: "KafkaSink", job_id: str):
+    def __init__(self, sink: ProducingSink, job_id: str):
         self.sink = sink
         self.job_id = job_id
         self.coordinators = TransactionCoordinators(sink.target)

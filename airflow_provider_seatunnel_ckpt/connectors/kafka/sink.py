@@ -30,12 +30,11 @@ checkpoints (``TransactionCommitter.check_rollback``).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from ...errors import ConfigError, ConnectorError
+from ...errors import ConfigError
 from ..api import ROW_KIND, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..datasets import kafka_datasets
 from ..batch_sql import BatchQuery
@@ -43,12 +42,12 @@ from ..options import Options, option_key
 from ...extras import require
 from .avro_format import AvroCodec
 from .change_formats import SINK_FORMATS, encoding_sql
-from .client import KafkaTarget, reason
+from .client import KafkaTarget
+from .exactly_once import ProducerPipeline, TransactionCommitter, TransactionalWriter, id_prefix
+from .producing import Producing
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
 _ROWS = "kafka_rows"
-#: seconds prepare_commit waits for the broker's acknowledgements before failing the checkpoint
-FLUSH_TIMEOUT_S = 60.0
 _KNOWN = {"bootstrap.servers", "topic", "format", "field_delimiter", "partition_key_fields", "partition",
           "kafka.config", "semantics", "transaction_prefix", "connection_check_timeout_sec"}
 
@@ -81,7 +80,7 @@ class KafkaSink(Sink):
                                               "set transaction_prefix instead")
         self._encoders: dict[tuple[str, ...], BatchQuery] = {}
         self._shared: Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
-        self._pipelines: dict[int, Any] = {}  # EXACTLY_ONCE: each subtask's transactional producers
+        self._pipelines: dict[int, ProducerPipeline] = {}  # EXACTLY_ONCE: each subtask's transactional producers
 
     @property
     def exactly_once(self) -> bool:
@@ -167,7 +166,7 @@ class KafkaSink(Sink):
     def producer_config(self, **settings: Any) -> dict[str, Any]:
         return self.target.client_config(**{"enable.idempotence": True, "acks": "all", "linger.ms": 5, **settings})
 
-    def shared_producer(self) -> "Producing":
+    def shared_producer(self) -> Producing:
         if self._shared is None:
             self._shared = Producing(self, self.producer_config())
         return self._shared
@@ -175,8 +174,6 @@ class KafkaSink(Sink):
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
         if not self.exactly_once:
             return KafkaSinkWriter(self)
-        from .exactly_once import ProducerPipeline, TransactionalWriter, id_prefix
-
         pipeline = self._pipelines.get(subtask)
         if pipeline is None:
             prefix = id_prefix(self.transaction_prefix, job_id, self.instance)
@@ -186,8 +183,6 @@ class KafkaSink(Sink):
     def create_committer(self, job_id: str) -> SinkCommitter:
         if not self.exactly_once:
             return _NothingToCommit()
-        from .exactly_once import TransactionCommitter
-
         return TransactionCommitter(self, job_id)
 
     def close(self) -> None:
@@ -197,56 +192,6 @@ class KafkaSink(Sink):
         for pipeline in self._pipelines.values():
             pipeline.close()
         self._pipelines.clear()
-
-
-class Producing:
-    """A librdkafka producer and the delivery failures its callbacks reported."""
-
-    def __init__(self, sink: KafkaSink, config: Mapping[str, Any]):
-        from confluent_kafka import KafkaException, Producer
-
-        self.sink = sink
-        self._lock = threading.Lock()
-        self._failure: str | None = None
-        try:
-            self.producer = Producer(dict(config))
-        except (KafkaException, ValueError, TypeError) as err:
-            raise ConfigError(option_key(sink, "kafka.config"),
-                              f"librdkafka refused the configuration: {reason(err)}") from None
-
-    def delivered(self, err: Any, _message: Any) -> None:
-        if err is not None:
-            with self._lock:
-                self._failure = self._failure or reason(err)
-
-    def check_deliveries(self) -> None:
-        with self._lock:
-            failure, self._failure = self._failure, None
-        if failure is not None:
-            raise ConnectorError(f"Kafka sink: a record to {self.sink.describe()} was not delivered: {failure}")
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        sink, producer = self.sink, self.producer
-        self.check_deliveries()
-        values, keys = sink.encode(batch)
-        extra = {"partition": sink.partition} if sink.partition is not None else {}
-        for index, value in enumerate(values):
-            key = keys[index] if keys is not None else None
-            while True:
-                try:
-                    producer.produce(sink.topic, value, key, on_delivery=self.delivered, **extra)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(0.05)
-        producer.poll(0)
-
-    def flush(self) -> None:
-        """Wait until the broker acknowledged every record produced so far."""
-        left = self.producer.flush(FLUSH_TIMEOUT_S)
-        if left:
-            raise ConnectorError(f"Kafka sink: {left} records to {self.sink.describe()} not acknowledged "
-                                 f"within {FLUSH_TIMEOUT_S:g} s")
-        self.check_deliveries()
 
 
 class KafkaSinkWriter(SinkWriter):

@@ -1,0 +1,94 @@
+"""A librdkafka producer writing a Kafka sink's batches: ``Producing``, and what it needs of
+its sink (``ProducingSink``).
+
+Both of the sink's semantics produce through it: AT_LEAST_ONCE with one shared producer
+flushed at every barrier (``sink.py``), EXACTLY_ONCE with a transactional producer per
+epoch (``exactly_once.py``). Delivery failures arrive on librdkafka's callbacks, off the
+writing thread; they are kept and raised at the next write or flush, so a lost record
+fails the epoch's checkpoint instead of being reported nowhere.
+
+It lives below both semantics' modules, and knows the sink only as ``ProducingSink``, so
+that neither module needs the other: the sink chooses the semantics, the EXACTLY_ONCE
+writer starts producers, and neither imports back.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping, Protocol
+
+import pyarrow as pa
+
+from ...errors import ConfigError, ConnectorError
+from ..options import option_key
+from .client import KafkaTarget, reason
+
+#: seconds a flush (at a barrier) waits for the broker's acknowledgements before failing the checkpoint
+FLUSH_TIMEOUT_S = 60.0
+
+
+class ProducingSink(Protocol):
+    """What producing for a Kafka sink needs of it (``KafkaSink`` is one): where it writes,
+    how a batch becomes records, and the producer settings. ``run_attempt`` is the
+    connector API's (``Sink.run_attempt``); the EXACTLY_ONCE writer puts it in its ids."""
+
+    target: KafkaTarget
+    topic: str
+    partition: int | None
+    run_attempt: int
+
+    def describe(self) -> str: ...
+
+    def encode(self, batch: pa.RecordBatch) -> tuple[list[str] | list[bytes], list[str] | None]: ...
+
+    def producer_config(self, **settings: Any) -> dict[str, Any]: ...
+
+
+class Producing:
+    """A librdkafka producer and the delivery failures its callbacks reported."""
+
+    def __init__(self, sink: ProducingSink, config: Mapping[str, Any]):
+        from confluent_kafka import KafkaException, Producer
+
+        self.sink = sink
+        self._lock = threading.Lock()
+        self._failure: str | None = None
+        try:
+            self.producer = Producer(dict(config))
+        except (KafkaException, ValueError, TypeError) as err:
+            raise ConfigError(option_key(sink, "kafka.config"),
+                              f"librdkafka refused the configuration: {reason(err)}") from None
+
+    def delivered(self, err: Any, _message: Any) -> None:
+        if err is not None:
+            with self._lock:
+                self._failure = self._failure or reason(err)
+
+    def check_deliveries(self) -> None:
+        with self._lock:
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise ConnectorError(f"Kafka sink: a record to {self.sink.describe()} was not delivered: {failure}")
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        sink, producer = self.sink, self.producer
+        self.check_deliveries()
+        values, keys = sink.encode(batch)
+        extra = {"partition": sink.partition} if sink.partition is not None else {}
+        for index, value in enumerate(values):
+            key = keys[index] if keys is not None else None
+            while True:
+                try:
+                    producer.produce(sink.topic, value, key, on_delivery=self.delivered, **extra)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.05)
+        producer.poll(0)
+
+    def flush(self) -> None:
+        """Wait until the broker acknowledged every record produced so far."""
+        left = self.producer.flush(FLUSH_TIMEOUT_S)
+        if left:
+            raise ConnectorError(f"Kafka sink: {left} records to {self.sink.describe()} not acknowledged "
+                                 f"within {FLUSH_TIMEOUT_S:g} s")
+        self.check_deliveries()
