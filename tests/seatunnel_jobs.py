@@ -42,7 +42,7 @@ def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, s
         if schema is not None:
             sink.accepts(schema)
     source, sink = one_source(sources), one_sink(sinks)
-    router = Router(job.graph, transforms, sinks)
+    router = Router(job.graph, transforms, sinks, sources)
     origin = source.origin if len(sources) > 1 else (lambda split: 0)
     splits = source.splits(job.parallelism)
     infos, rows = [], 0

@@ -71,6 +71,19 @@ def strip_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.drop_columns([ROW_KIND]) if has_kinds(batch.schema) else batch
 
 
+def kinds_of(batch: pa.RecordBatch) -> pa.Array:
+    """Each row's kind code; a batch without the column is all inserts."""
+    index = batch.schema.get_field_index(ROW_KIND)
+    if index < 0:
+        return pa.repeat(pa.scalar(INSERT, pa.int8()), batch.num_rows)
+    return batch.column(index)
+
+
+def with_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with the kind column: the same batch when it has one, else all inserts."""
+    return batch if has_kinds(batch.schema) else batch.append_column(KIND_FIELD, kinds_of(batch))
+
+
 @dataclass(frozen=True)
 class Split:
     """A unit of source work. ``split_id`` is stable across runs and parallelisms."""
@@ -357,6 +370,11 @@ class Sink(Connector):
         """Raise ``ConfigError`` if rows of ``schema`` (the job's output, when the driver
         knows it) cannot be written: an existing table's columns. Runs on the driver after
         ``preflight``, before Spark starts, so the error is one line and nothing is written."""
+
+    def accepts_change_rows(self) -> None:
+        """Raise ``ConfigError`` if this sink (``change_rows = "keep"``) cannot write the
+        change rows a source upstream declares, whatever their schema (known or not): on
+        the driver, by ``run --check`` and before Spark starts."""
 
     def close(self) -> None:
         """Release what the sink holds for its writers (pooled connections); called when

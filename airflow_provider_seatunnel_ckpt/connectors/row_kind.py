@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from .api import INSERT, KINDS, ROW_KIND, Transform, has_kinds, strip_kinds, without_kinds
+from .api import INSERT, KINDS, ROW_KIND, Transform, has_kinds, kinds_of, strip_kinds, without_kinds
 from .options import Options, option_key
 
 #: SeaTunnel's ``RowKind.shortString()``
@@ -37,14 +37,6 @@ def kind_code(value: Any, key: str, any_case: bool) -> int:
     if name not in KINDS:
         raise ConfigError(key, f"{text!r} is not a row kind (one of {', '.join(KINDS)})")
     return KINDS.index(name)
-
-
-def kinds_of(batch: pa.RecordBatch) -> pa.Array:
-    """Each row's kind code; a batch without the column is all inserts."""
-    index = batch.schema.get_field_index(ROW_KIND)
-    if index < 0:
-        return pa.repeat(pa.scalar(INSERT, pa.int8()), batch.num_rows)
-    return batch.column(index)
 
 
 def kind_names(batch: pa.RecordBatch) -> list[str] | None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 from ..connectors.api import has_kinds, without_kinds
 from .job import JobSpec
 from .composite import TableSinks
-from .routing import bind_schemas, load_sinks, load_sources, load_transforms
+from .routing import bind_schemas, load_sinks, load_sources, load_transforms, preflight
 
 
 def check_job(job: JobSpec) -> list[str]:
@@ -25,8 +25,8 @@ def check_job(job: JobSpec) -> list[str]:
     sinks = load_sinks(job, sources)
     sink_schemas = bind_schemas(job.graph, sources, transforms, sinks)
     for sink, schema in zip(sinks, sink_schemas):
-        if schema is not None:
-            sink.accepts(schema)
+        if schema is not None:  # its errors name the sink's key, as a run's do
+            preflight(sink, lambda sink=sink, schema=schema: sink.accepts(schema))
     graph = job.graph
     named = job.wiring is not None  # a chain's table names are internal
     mode = str(job.env.get("job.mode", "BATCH")).upper()

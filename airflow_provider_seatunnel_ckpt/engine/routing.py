@@ -15,7 +15,10 @@ follow the same walk: a transform or sink that does not declare it takes them
 (``Transform.takes_change_rows``, ``Sink.change_rows``) and would get some fails the check
 with one line naming it. The kind column reaches only those that read it: the router
 removes it before every other consumer (a file sink then writes a change row as a plain
-row, as SeaTunnel's file sinks do), here and nowhere else.
+row, as SeaTunnel's file sinks do), here and nowhere else. A sink that reads it and is fed
+by a table of change rows gets it on *every* batch, the batches of its plain inputs as
+inserts: in SeaTunnel every row carries its kind, and a sink that applies rows by key
+(Jdbc) must treat a plain row the same in every epoch, whichever input it came from.
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ import pyarrow as pa
 from ..connectors import (
     SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
 )
-from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, without_kinds
-from ..errors import ConfigError
+from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, with_kinds, without_kinds
+from ..errors import ConfigError, ConnectorError
 from .composite import SinkGroup, TableSinks
 from .wiring import Wiring
 
 
 class Router:
-    def __init__(self, wiring: Wiring, transforms: Sequence[Transform], sinks: Sequence[Sink] = ()):
+    def __init__(self, wiring: Wiring, transforms: Sequence[Transform], sinks: Sequence[Sink] = (),
+                 sources: Sequence[Source] = ()):
         self.wiring = wiring
         self.transforms = list(transforms)
         names = {*wiring.source_outputs, *wiring.transform_outputs}
@@ -42,6 +46,10 @@ class Router:
         #: the consumers that read the row kind column; it is removed before the others
         self._reads_kinds = {("transform", i) for i, t in enumerate(self.transforms) if t.takes_change_rows}
         self._reads_kinds |= {("sink", k) for k, sink in enumerate(sinks) if sink.change_rows == "keep"}
+        #: the sinks among them fed by change rows: every batch they get carries kinds
+        changes = table_changes(wiring, sources, self.transforms) if sources else None
+        self._all_kinds = {("sink", k) for k, inputs in enumerate(wiring.sink_inputs) if changes is not None
+                           and ("sink", k) in self._reads_kinds and any(changes[name][0] for name in inputs)}
 
     def route(self, batch: pa.RecordBatch, source: int,
               operator_state: Callable[[int], dict[str, Any]]) -> list[tuple[int, pa.RecordBatch]]:
@@ -55,6 +63,8 @@ class Router:
                  out: list[tuple[int, pa.RecordBatch]]) -> None:
         for kind, index in self._consumers[table]:
             given = batch if (kind, index) in self._reads_kinds else strip_kinds(batch)
+            if (kind, index) in self._all_kinds:
+                given = with_kinds(given)
             if kind == "sink":
                 if given.num_rows:
                     out.append((index, given))
@@ -72,8 +82,7 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
     feeds sinks that write several tables, alone, and no transform (SeaTunnel's rules).
     Errors name the job-file key."""
     tables: dict[str, pa.Schema | None] = {name: s.produced_schema() for name, s in zip(wiring.source_outputs, sources)}
-    changes: dict[str, _Changes] = {name: (tuple(s.change_rows), (f"source[{i}]",) if s.change_rows else ())
-                                    for i, (name, s) in enumerate(zip(wiring.source_outputs, sources))}
+    changes = table_changes(wiring, sources, transforms)
     several = _several_tables(wiring, sources)
     for index in wiring.transform_order:
         inputs = wiring.transform_inputs[index]
@@ -86,13 +95,14 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
             _refuse(f"transform[{index}]", transform.plugin_name, kinds, origins)
         output = wiring.transform_outputs[index]
         tables[output] = transform.output_schema(schema if transform.takes_change_rows else without_kinds(schema))
-        out_kinds = transform.change_rows_out(kinds) if kinds else ()
-        changes[output] = (tuple(out_kinds), origins if out_kinds else ())
     for k, inputs in enumerate(wiring.sink_inputs):
         if k < len(sinks):
             kinds, origins = _changes_in(changes, inputs)
             if kinds and sinks[k].change_rows not in ("ignore", "keep"):
                 _refuse(f"sink[{k}]", _plugin(sinks[k]), kinds, origins)
+            if kinds and sinks[k].change_rows == "keep":  # also when no schema is known (tables_configs)
+                for part in sinks[k].sinks if isinstance(sinks[k], TableSinks) else [sinks[k]]:
+                    preflight(part, part.accepts_change_rows)
         if any(name in several for name in inputs):
             sink = sinks[k] if k < len(sinks) else None
             if len(inputs) > 1:
@@ -108,6 +118,18 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
 
 #: the change kinds a table's rows may have, and the sources they come from
 _Changes = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def table_changes(wiring: Wiring, sources: Sequence[Source], transforms: Sequence[Transform]) -> dict[str, _Changes]:
+    """The change kinds each table's rows may have (and their sources), from what the
+    sources declare and the transforms let through: known without reading a row."""
+    changes: dict[str, _Changes] = {name: (tuple(s.change_rows), (f"source[{i}]",) if s.change_rows else ())
+                                    for i, (name, s) in enumerate(zip(wiring.source_outputs, sources))}
+    for index in wiring.transform_order:
+        kinds, origins = _changes_in(changes, wiring.transform_inputs[index])
+        out_kinds = transforms[index].change_rows_out(kinds) if kinds else ()
+        changes[wiring.transform_outputs[index]] = (tuple(out_kinds), origins if out_kinds else ())
+    return changes
 
 
 def _changes_in(changes: dict[str, _Changes], inputs: Sequence[str]) -> _Changes:
@@ -163,6 +185,22 @@ def _columns(schema: pa.Schema) -> str:
 
 
 # ---- the job's parts --------------------------------------------------------------------------
+def preflight(connector: Any, check: Callable[[], None] | None = None) -> None:
+    """Run a connector's checks (``preflight`` unless ``check`` says otherwise); its
+    errors name the job-file key (``sink[0].table``), once: a key the connector already
+    named in full (``option_key``) stays as it is."""
+    try:
+        (check or connector.preflight)()
+    except ConfigError as err:
+        prefix = getattr(connector, "config_key", "")
+        if not prefix or err.key == prefix or err.key.startswith(f"{prefix}."):
+            raise
+        raise ConfigError(f"{prefix}.{err.key}" if err.key else prefix, err.problem) from None
+    except ConnectorError as err:
+        prefix = getattr(connector, "config_key", "")
+        raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None
+
+
 def load_sources(entries: Sequence[Any]) -> list[Source]:
     return [load_source(entry, f"source[{i}]") for i, entry in enumerate(entries)]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import CheckpointConfig
-from ..errors import ConfigError, ConnectorError, DataError
+from ..errors import ConfigError, DataError
 from ..history import HistoryRecorder, restore_entry
 from ..storage import CheckpointStorageError, create_storage
 from .completed_store import CompletedCheckpointStore, commit_infos_of, rescaled, wall_ms
@@ -505,7 +505,7 @@ class JobRun:
 
     # ---- run ------------------------------------------------------------------------------
     def run(self, spark: Any = None) -> Outcome:
-        from .routing import bind_schemas, load_sinks, load_sources, load_transforms, one_sink
+        from .routing import bind_schemas, load_sinks, load_sources, load_transforms, one_sink, preflight
 
         request = self.request
         job = request.job
@@ -516,13 +516,13 @@ class JobRun:
         # columns as configured), before anything is claimed or started.
         sources = load_sources(job.sources)
         for source in sources:
-            _preflight(source)
+            preflight(source)
         sinks = load_sinks(job, sources)
         outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
         for sink, output in zip(sinks, outputs):
-            _preflight(sink)
+            preflight(sink)
             if output is not None:
-                _preflight(sink, lambda sink=sink, output=output: sink.accepts(output))
+                preflight(sink, lambda sink=sink, output=output: sink.accepts(output))
         sink = one_sink(sinks)
         committer = sink.create_committer(request.job_id)
         heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim
@@ -805,16 +805,3 @@ class JobRun:
             loop.spark_job_ended(err)
         else:
             loop.spark_job_ended(None)
-
-
-def _preflight(connector: Any, check: Callable[[], None] | None = None) -> None:
-    """Run a connector's live checks (``preflight`` unless ``check`` says otherwise); its
-    errors name the job-file key (``sink[0].table``)."""
-    try:
-        (check or connector.preflight)()
-    except ConfigError as err:
-        prefix = getattr(connector, "config_key", "")
-        raise ConfigError(f"{prefix}.{err.key}" if prefix and err.key else err.key or prefix, err.problem) from None
-    except ConnectorError as err:
-        prefix = getattr(connector, "config_key", "")
-        raise ConnectorError(f"{prefix}: {err}" if prefix else str(err)) from None

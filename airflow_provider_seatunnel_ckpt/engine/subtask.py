@@ -282,7 +282,7 @@ class SubtaskRuntime:
         self._source = source = one_source(sources)
         transforms = load_transforms(self.spec.transforms)
         sinks = load_sinks(self.spec, sources)
-        self._router = Router(self.spec.graph, transforms, sinks)
+        self._router = Router(self.spec.graph, transforms, sinks, sources)
         self._sink = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt

@@ -21,6 +21,8 @@ INVALID_PASSWORD = "28P01"
 INVALID_AUTHORIZATION = "28000"
 UNKNOWN_DATABASE = "3D000"
 DUPLICATE_OBJECT = ("42P07", "42710", "23505")
+#: a statement waited longer than its session's lock_timeout
+LOCK_NOT_AVAILABLE = "55P03"
 
 _PREFIXES = re.compile(
     r"^(?:[A-Z_]+: )?(?:\[libpq\] )?(?:Failed to (?:connect|prepare query|execute query(?: '[^']*')?)\s*: ?)?"

@@ -8,8 +8,8 @@ Options (SeaTunnel's names):
   rows: see below)
 * ``is_exactly_once`` (default true): two-phase commit, see below. Needs
   ``max_prepared_transactions`` > 0 on the server. With ``false`` and ``primary_keys``
-  the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits at every barrier:
-  a replay writes the same rows again, so the result is effectively once. With ``false``
+  the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits every flush: a
+  replay writes the same rows again, so the result is effectively once. With ``false``
   and no keys it appends at least once.
 * ``generate_sink_sql`` (default true; false, with a hand-written ``query``, is not supported)
 * ``batch_size``: rows per COPY (default 10,000; bigger batches are sent as they come)
@@ -21,27 +21,37 @@ Options (SeaTunnel's names):
 
 Change rows (a ``canal_json``/``debezium_json``/... Kafka source, SeaTunnel's RowKind) are
 applied by ``primary_keys``, as SeaTunnel's Jdbc sink does: an INSERT or UPDATE_AFTER
-upserts its row, an UPDATE_BEFORE or DELETE deletes its key. Within a flush only the last
-change of each key counts (SeaTunnel's buffer-reduced executor), so the deletes and
-upserts of a flush touch different keys and their order does not matter. They run as
-bound statements inside the epoch's transaction (no temporary table: PostgreSQL cannot
-prepare a transaction that used one), so exactly-once holds as for inserts. Replaying
-epochs after a restore applies the same last change per key again, so the table ends as
-it would have. A job whose change rows would reach a Jdbc sink without ``primary_keys``
-is refused before it starts.
+upserts its row, an UPDATE_BEFORE or DELETE deletes its key, the last change of a key in
+an epoch counting (:mod:`.staging`). Plain rows sent to the same sink (another source
+wired into it) are inserts, applied the same way: the engine gives every batch of such
+a sink its kinds. Exactly once, the writers never touch the keys: each copies its
+change rows into a stage table inside its prepared transaction, and the driver applies
+an epoch's staged rows in one transaction after ``COMMIT PREPARED``, so two subtasks or
+two tables changing one key in one epoch never wait on each other's prepared locks.
+Replaying epochs after a restore applies the same last change per key again, so the
+table ends as it would have. A job whose change rows would reach a Jdbc sink without
+``primary_keys`` is refused before it starts.
+
+Plain rows (a sink no change rows reach) are appended with COPY inside the epoch's
+transaction. A writer's session waits at most ``LOCK_WAIT_S`` for a row lock: two
+writers of a job appending one key (a duplicate primary key) fail the subtask with a
+message saying so instead of waiting for ever on a prepared transaction.
 
 Exactly-once protocol (one transaction per subtask and epoch):
 
 1. the epoch's first row opens a transaction (``BEGIN``) on a pooled connection;
-   batches are cast to the table's column types and sent with binary COPY;
+   batches are cast to the table's column types and sent with binary COPY (change rows:
+   into the stage);
 2. ``prepare_commit(checkpoint)`` inserts the commit-log row and runs
    ``PREPARE TRANSACTION 'stckpt-{job}-r{run}-{subtask}-{attempt}-{checkpoint}'`` (the
    driver's run attempt keeps a taken-over driver's gids apart from its claimant's: see
    :mod:`.transactions`); the commit info is the gid. An epoch without rows prepares nothing;
 3. after the checkpoint is durable the driver runs ``COMMIT PREPARED`` (a gid already
-   committed is recognised in the commit log);
+   committed is recognised in the commit log), then applies the staged change rows of
+   each epoch (already applied ones are gone from the stage);
 4. on restore: the restored checkpoint's gids are committed, this job's committed rows
-   of newer epochs are deleted (by ``xmin``), every other prepared transaction of the
+   of newer epochs are deleted (by ``xmin``: the applying transactions' too, and their
+   staged rows not yet applied), every other prepared transaction of the
    job is rolled back; a restarted subtask's stale transactions are rolled back at once
    (they hold locks on the keys it is about to write again): by the driver when the
    subtask registers again, and by the subtask itself before it writes (see
@@ -52,20 +62,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import tenacity
 
 from ...errors import ConfigError, ConnectorError
-import pyarrow.compute as pc
-
-from ..api import (
-    DELETE, ROW_KIND, UPDATE_BEFORE, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, without_kinds,
-)
+from ..api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
 from ..datasets import postgres_dataset
 from ..options import Options
-from . import client, transactions
+from . import client, staging, transactions
 from .client import qualified, quote_ident
 from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
 from .types import pg_type, read_plan
@@ -75,6 +81,16 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 10_000
 #: how long the driver's committer keeps reconnecting to a server that went away
 COMMIT_RETRY_S = 60.0
+#: how long a writer's statement waits for a row lock (its session's lock_timeout). No
+#: writer of a job waits on another's change rows (they are staged), so only an append of
+#: a key another transaction holds waits: a duplicate key if that one commits, and for
+#: ever if it is a prepared transaction of this job's epoch; this bounds it
+LOCK_WAIT_S = 10.0
+#: how long the driver's apply of an epoch's staged changes waits for a row lock (another
+#: session's transaction on the same keys); then the commit fails, and is retried on restore
+APPLY_LOCK_WAIT_S = 60.0
+#: how long dropping a finished job's stage waits for a transaction that still holds it
+STAGE_DROP_WAIT_S = 2.0
 SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
 
 
@@ -122,10 +138,15 @@ class JdbcSink(Sink):
         self._prepare_lock = threading.Lock()
         #: (job tag, subtask) whose stale prepared transactions this instance released
         self._released_stale: set[tuple[str, int]] = set()
+        #: job tag -> (the stage its change rows go to, the stage's columns of the table)
+        self._stages: dict[str, tuple[str, list[str]]] = {}
+        #: whether the table has a unique index on primary_keys (None: not looked at yet)
+        self._keys_unique: bool | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set())
+        state.update(_pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set(),
+                     _stages={})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -162,9 +183,9 @@ class JdbcSink(Sink):
                 missing = [k for k in self.primary_keys if k not in columns]
                 if missing:
                     raise ConfigError("primary_keys", f"{', '.join(missing)} not in {self.describe()}; columns: {', '.join(columns)}")
-                if self.upsert and not self._has_unique_index(connection):
-                    raise ConfigError("primary_keys", f"{self.describe()} has no primary key or unique index on "
-                                                      f"({', '.join(self.primary_keys)}), which upserts need")
+                self._keys_unique = bool(self.primary_keys) and self._has_unique_index(connection)
+                if self.upsert and not self._keys_unique:
+                    raise self._no_unique_index("upserts")
             if not self.exactly_once and not self.primary_keys:
                 log.warning("sink[0]: is_exactly_once is false and no primary_keys: rows replayed after a failure are "
                             "written again (at least once)")
@@ -178,9 +199,26 @@ class JdbcSink(Sink):
             client.close_quietly(connection)
 
     def accepts(self, schema: pa.Schema) -> None:
-        if has_kinds(schema) and not self.primary_keys:
+        """Change rows (and the plain rows sent with them, inserts) are applied by key: the
+        keys must be set, be columns of the rows, and (after preflight) have a unique index."""
+        if not has_kinds(schema):
+            return
+        self.accepts_change_rows()
+        missing = [k for k in self.primary_keys if k not in schema.names]
+        if missing:
+            raise ConfigError("primary_keys", f"{missing[0]!r} is not a column of the rows to apply by key "
+                                              f"({', '.join(without_kinds(schema).names)})")
+        if self._keys_unique is False:
+            raise self._no_unique_index("applying change rows")
+
+    def accepts_change_rows(self) -> None:
+        if not self.primary_keys:
             raise ConfigError("primary_keys", "is required to apply change rows (updates and deletes) to "
                                               f"{self.describe()}: list the key columns")
+
+    def _no_unique_index(self, need: str) -> ConfigError:
+        return ConfigError("primary_keys", f"{self.describe()} has no primary key or unique index on "
+                                           f"({', '.join(self.primary_keys)}), which {need} need")
 
     def _table_exists(self, connection: Any) -> bool:
         rows = client.query(connection, f"SELECT to_regclass({client.quote_literal(self.table)}) IS NOT NULL")
@@ -217,7 +255,13 @@ class JdbcSink(Sink):
         with self._lock:
             if self._pool:
                 return self._pool.pop()
-        return client.connect(self.target)
+        connection = client.connect(self.target)
+        try:  # see LOCK_WAIT_S: a writer never waits for ever
+            client.execute(connection, f"SET lock_timeout = {int(LOCK_WAIT_S * 1000)}")
+        except BaseException:
+            client.close_quietly(connection)
+            raise
+        return connection
 
     def release(self, connection: Any) -> None:
         with self._lock:
@@ -276,6 +320,34 @@ class JdbcSink(Sink):
             raise
         self.release(connection)
 
+    def stage(self, tag: str) -> tuple[str, list[str]]:
+        """The stage (:mod:`.staging`) of the sink of job ``tag``, made when missing, and
+        its columns of the table. On a connection of its own, before the epoch's
+        transaction ever names it: a CREATE inside a transaction that is then prepared
+        would hold the name until the driver commits, and another subtask's CREATE
+        would wait on it for ever."""
+        with self._lock:
+            if tag in self._stages:
+                return self._stages[tag]
+        connection = self.acquire()
+        try:
+            name = staging.stage_name(tag, client.query(connection, staging.layout_sql(self.table))[0][0])
+            stage = qualified(self.schema, name)
+            try:
+                client.execute(connection, staging.create_sql(stage, self.table))
+            except Exception as err:
+                if client.sqlstate(err) not in client.DUPLICATE_OBJECT:  # another subtask made it first
+                    raise ConnectorError(f"Jdbc sink: creating the stage {name} for {self.describe()} failed: "
+                                         f"{client.reason(err)}") from None
+            found = (name, staging.data_columns(connection, stage))
+        except BaseException:
+            client.close_quietly(connection)
+            raise
+        self.release(connection)
+        with self._lock:
+            self._stages[tag] = found
+        return found
+
     def columns(self, connection: Any, first: pa.Schema) -> dict[str, pa.Field]:
         """The table's columns; creates the table from ``first`` when allowed and missing."""
         with self._lock:
@@ -310,7 +382,11 @@ class JdbcSink(Sink):
 
 
 class JdbcSinkWriter(SinkWriter):
-    """One epoch of one subtask: one transaction, opened by the first row."""
+    """One epoch of one subtask. Exactly once: one transaction, opened by the first row and
+    prepared at the barrier; plain rows are appended to the table (COPY), change rows are
+    copied into the stage and applied by the driver (:mod:`.staging`). Upsert mode: each
+    flush is its own transaction (a flush's rows applied by key from the session's
+    temporary stage), so no lock is held between flushes."""
 
     def __init__(self, sink: JdbcSink, tag: str, subtask: int, attempt: int):
         self.sink = sink
@@ -323,6 +399,10 @@ class JdbcSinkWriter(SinkWriter):
         self._buffer: list[pa.RecordBatch] = []
         self._buffered = 0
         self.rows = 0
+        #: rows appended to the table, and the stage this epoch's change rows went to
+        self.appended = 0
+        self._stage: str | None = None
+        self._seq = 0  # the next staged row's place in the epoch
 
     def open(self, after_checkpoint_id: int) -> None:
         # The first writer of a sink instance is the one of the restored epoch: release
@@ -344,15 +424,16 @@ class JdbcSinkWriter(SinkWriter):
         try:
             self._columns = self.sink.columns(connection, without_kinds(schema))
             if self.sink.upsert:
-                client.execute(connection, "CREATE TEMP TABLE IF NOT EXISTS _st_stage "
-                                           f"(LIKE {self.sink.table}) ON COMMIT DELETE ROWS")
-            client.execute(connection, "BEGIN")
+                client.execute(connection, staging.create_sql(staging.TEMP_STAGE, self.sink.table, temporary=True))
+            if self.sink.exactly_once:
+                client.execute(connection, "BEGIN")
         except BaseException:
             client.close_quietly(connection)
             raise
         self._connection = connection
 
     def _cast(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (without kinds) in the table's column types, its own columns in its order."""
         arrays, fields = [], []
         for name, column in zip(batch.schema.names, batch.columns):
             target = self._columns.get(name)
@@ -370,74 +451,88 @@ class JdbcSinkWriter(SinkWriter):
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
     def _flush(self) -> None:
-        if not self._buffer:
+        """Write the buffered batches, each as it is (sources of one sink may differ in
+        column order, integer widths, columns present, and whether rows carry kinds): a
+        flush with change rows goes to the stage, plain rows among them as inserts."""
+        batches, self._buffer, self._buffered = self._buffer, [], 0
+        if not batches:
             return
-        if has_kinds(self._buffer[0].schema):
-            self._apply_changes(pa.Table.from_batches(self._buffer))
-            return
-        data = pa.Table.from_batches([self._cast(b) for b in self._buffer])
-        self._buffer, self._buffered = [], 0
-        with self._connection.cursor() as cursor:
-            if self.sink.upsert:
-                cursor.adbc_ingest("_st_stage", data, mode="append", temporary=True)
-                cursor.execute(self._upsert_sql(data.schema.names))
-                cursor.execute("TRUNCATE _st_stage")
+        keyed = self.sink.upsert or any(has_kinds(b.schema) for b in batches)
+        try:
+            if not self.sink.exactly_once:
+                client.execute(self._connection, "BEGIN")
+            if keyed:
+                self._write_changes(batches)
             else:
-                cursor.adbc_ingest(self.sink.table_name, data, mode="append", db_schema_name=self.sink.schema)
-        self.rows += data.num_rows
+                self._append(batches)
+            if not self.sink.exactly_once:
+                self._commit_flush(keyed)
+        except Exception as err:
+            if client.sqlstate(err) != client.LOCK_NOT_AVAILABLE:
+                raise
+            raise ConnectorError(
+                f"Jdbc sink: subtask {self.subtask} waited {LOCK_WAIT_S:g} s for a row lock on {self.sink.describe()}: "
+                "another transaction holds rows with the same keys (an append writes each key once, so two "
+                "writers of this job appending one key fail here instead of waiting for ever; or a long "
+                f"transaction of another session): {client.reason(err)}") from None
 
-    def _apply_changes(self, changes: pa.Table) -> None:
-        """Change rows: the last change of each key, deletes by key, then upserts."""
-        self._buffer, self._buffered = [], 0
-        keys = self.sink.primary_keys
-        missing = [k for k in keys if k not in changes.schema.names]
+    def _append(self, batches: list[pa.RecordBatch]) -> None:
+        for run in _same_schema_runs([self._cast(b) for b in batches]):
+            with self._connection.cursor() as cursor:
+                cursor.adbc_ingest(self.sink.table_name, run, mode="append", db_schema_name=self.sink.schema)
+            self.appended += run.num_rows
+            self.rows += run.num_rows
+
+    def _write_changes(self, batches: list[pa.RecordBatch]) -> None:
+        """Change rows (plain rows as inserts) into the stage, each with its place and kind."""
+        if self.sink.exactly_once:
+            self._stage, columns = self.sink.stage(self.tag)
+        else:
+            columns = staging.data_columns(self._connection, staging.TEMP_STAGE)
+        rows = []
+        for batch in batches:
+            data = self._cast(strip_kinds(batch))
+            self._check_keys(data.schema)
+            rows.append(staging.staged(data, kinds_of(batch), self._seq, columns))
+            self._seq += batch.num_rows
+        for run in _same_schema_runs(rows):
+            with self._connection.cursor() as cursor:
+                if self.sink.exactly_once:
+                    cursor.adbc_ingest(self._stage, run, mode="append", db_schema_name=self.sink.schema)
+                else:
+                    cursor.adbc_ingest(staging.TEMP_STAGE, run, mode="append", temporary=True)
+            self.rows += run.num_rows
+
+    def _check_keys(self, schema: pa.Schema) -> None:
+        if not self.sink.primary_keys:  # accepts() refuses it before Spark starts when the schema is known
+            raise ConnectorError(f"Jdbc sink: change rows reach {self.sink.describe()}, which applies them by key: "
+                                 "set primary_keys")
+        missing = [k for k in self.sink.primary_keys if k not in schema.names]
         if missing:
             raise ConnectorError(f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
-                                 f"{', '.join(n for n in changes.schema.names if n != ROW_KIND)}")
-        position = "__st_position__"
-        numbered = changes.append_column(position, pa.array(range(changes.num_rows), pa.int64()))
-        last = numbered.group_by(keys, use_threads=False).aggregate([(position, "max")]).column(f"{position}_max")
-        latest = changes.take(last)  # one row per key: the order of the statements is free
-        kinds = latest.column(ROW_KIND)
-        deleted = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
-        rows = latest.drop_columns([ROW_KIND])
-        removals = self._cast_table(rows.filter(deleted).select(keys))
-        upserts = self._cast_table(rows.filter(pc.invert(deleted)))
-        with self._connection.cursor() as cursor:
-            if removals.num_rows:
-                match = " AND ".join(f"{quote_ident(k)} = ${i + 1}" for i, k in enumerate(keys))
-                cursor.executemany(f"DELETE FROM {self.sink.table} WHERE {match}", removals)
-            if upserts.num_rows:
-                names = upserts.schema.names
-                values = ", ".join(f"${i + 1}" for i in range(len(names)))
-                cursor.executemany(self._upsert_sql(names, f"VALUES ({values})"), upserts)
-        self.rows += upserts.num_rows
+                                 f"{', '.join(schema.names)}")
 
-    def _cast_table(self, table: pa.Table) -> pa.Table:
-        return pa.Table.from_batches([self._cast(b) for b in table.to_batches()]) if table.num_rows else table
-
-    def _upsert_sql(self, names: list[str], rows: str = "SELECT {columns} FROM _st_stage") -> str:
-        columns = ", ".join(quote_ident(n) for n in names)
-        keys = ", ".join(quote_ident(k) for k in self.sink.primary_keys)
-        updates = ", ".join(f"{quote_ident(n)} = EXCLUDED.{quote_ident(n)}" for n in names if n not in self.sink.primary_keys)
-        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
-        return (f"INSERT INTO {self.sink.table} ({columns}) {rows.format(columns=columns)} "
-                f"ON CONFLICT ({keys}) {action}")
+    def _commit_flush(self, keyed: bool) -> None:
+        """Upsert mode: apply the flush's changes and commit, unless the sink was released."""
+        if keyed:
+            staging.apply(self._connection, staging.TEMP_STAGE, self.sink.table, self.sink.primary_keys, None)
+        with self.sink._prepare_lock:  # as in prepare_commit: a released sink commits nothing more
+            if self.sink._closed:
+                self._abandon("its rows were committed")
+            client.execute(self._connection, "COMMIT")
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         if self._connection is None:
             return None
         self._flush()
         if not self.sink.exactly_once:
-            with self.sink._prepare_lock:  # as below: a released sink commits nothing more
-                if self.sink._closed:
-                    self._abandon(checkpoint_id)
-                client.execute(self._connection, "COMMIT")
-            self._release()
+            self._release()  # every flush committed itself
             return None
         gid = transactions.gid_for(self.tag, self.subtask, self.attempt, checkpoint_id, self.run_attempt)
+        # the log counts the rows this transaction puts in the table (a restore to an older
+        # checkpoint deletes them by its xid); staged rows are counted when applied
         client.execute(self._connection, transactions.log_row_sql(
-            self.sink.schema, gid, self.tag, self.sink.table, self.subtask, self.attempt, checkpoint_id, self.rows))
+            self.sink.schema, gid, self.tag, self.sink.table, self.subtask, self.attempt, checkpoint_id, self.appended))
         # Under the sink's prepare lock, against close(): once the subtask has released
         # this sink instance (a re-registration restarts it from the restored checkpoint,
         # or the attempt ends), nobody will ever commit this epoch, and a prepared
@@ -446,12 +541,15 @@ class JdbcSinkWriter(SinkWriter):
         # the next sink instance's release_stale() finds it.
         with self.sink._prepare_lock:
             if self.sink._closed:
-                self._abandon(checkpoint_id)
+                self._abandon(f"checkpoint {checkpoint_id} was prepared")
             client.execute(self._connection, f"PREPARE TRANSACTION {client.quote_literal(gid)}")
         self._release()
-        return {"gid": gid, "rows": self.rows}
+        info: dict[str, Any] = {"gid": gid, "rows": self.rows}
+        if self._stage is not None:
+            info["stage"] = self._stage  # the driver applies its rows after the commit
+        return info
 
-    def _abandon(self, checkpoint_id: int) -> None:
+    def _abandon(self, before: str) -> None:
         """Roll back the epoch of a released sink and say so (never return as if staged)."""
         connection, self._connection = self._connection, None
         try:
@@ -459,8 +557,8 @@ class JdbcSinkWriter(SinkWriter):
         except Exception:  # a broken session: the server rolls back when it goes
             pass
         client.close_quietly(connection)
-        raise ConnectorError(f"Jdbc sink: subtask {self.subtask} released its sink before checkpoint {checkpoint_id} "
-                             "was prepared; its transaction was rolled back (its rows are read again)")
+        raise ConnectorError(f"Jdbc sink: subtask {self.subtask} released its sink before {before}; its "
+                             "transaction was rolled back (its rows are read again)")
 
     def _release(self) -> None:
         connection, self._connection = self._connection, None
@@ -478,6 +576,15 @@ class JdbcSinkWriter(SinkWriter):
             client.close_quietly(connection)
             return
         self.sink.release(connection)
+
+
+def _same_schema_runs(batches: list[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Consecutive batches of one schema as one table each (one COPY each), in order."""
+    start = 0
+    for end in range(1, len(batches) + 1):
+        if end == len(batches) or not batches[end].schema.equals(batches[start].schema):
+            yield pa.Table.from_batches(batches[start:end])
+            start = end
 
 
 class JdbcSinkCommitter(SinkCommitter):
@@ -520,15 +627,53 @@ class JdbcSinkCommitter(SinkCommitter):
         return gids
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        gids = self._gids(commit_infos)
+        infos = list(commit_infos)
+        gids = self._gids(infos)
         if not gids or not self.sink.exactly_once:
             return
+        staged = [(info["gid"], info["stage"]) for info in infos if isinstance(info, Mapping) and info.get("stage")]
 
         def commit_all(connection: Any) -> None:
             for gid in gids:
                 transactions.commit(connection, gid, self.sink.schema, self.sink.describe())
+            if staged:
+                self._apply(connection, staged)
 
         self._with_connection(commit_all)
+
+    def _apply(self, connection: Any, staged: list[tuple[str, str]]) -> None:
+        """Apply the committed staged changes (:mod:`.staging`), one transaction per epoch
+        and stage, oldest epoch first; a replay finds nothing left to apply."""
+        xids = transactions.xids_of(connection, self.sink.schema, [gid for gid, _ in staged])
+        epochs: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
+        for gid, stage in staged:
+            parsed = transactions.parse_gid(gid)
+            assert parsed is not None  # checked by _gids
+            epochs.setdefault((parsed.checkpoint_id, stage), []).append((parsed.subtask, parsed.attempt, xids[gid]))
+        for (checkpoint_id, stage), writers in sorted(epochs.items()):
+            self._apply_epoch(connection, checkpoint_id, qualified(self.sink.schema, stage),
+                              [xid for _, _, xid in sorted(writers)])
+
+    def _apply_epoch(self, connection: Any, checkpoint_id: int, stage: str, writers: list[int]) -> None:
+        sink = self.sink
+        client.execute(connection, "BEGIN")
+        try:
+            client.execute(connection, f"SET LOCAL lock_timeout = {int(APPLY_LOCK_WAIT_S * 1000)}")
+            upserted = staging.apply(connection, stage, sink.table, sink.primary_keys, writers)
+            if upserted is not None:
+                staging.forget(connection, stage, writers)
+                client.execute(connection, transactions.applied_log_sql(sink.schema, self.tag, sink.table,
+                                                                        checkpoint_id, upserted))
+            client.execute(connection, "COMMIT")
+        except Exception as err:
+            try:
+                client.execute(connection, "ROLLBACK")
+            except Exception:  # a broken session rolls back when it goes
+                pass
+            if client.is_connection_error(err):
+                raise  # _with_connection reconnects and starts over
+            raise ConnectorError(f"Jdbc sink: applying the change rows of checkpoint {checkpoint_id} to "
+                                 f"{sink.describe()} failed: {client.reason(err)}") from None
 
     def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
         """Roll back this job's prepared transactions that ``keep`` does not name (of this
@@ -574,7 +719,10 @@ class JdbcSinkCommitter(SinkCommitter):
             if not newer:
                 return
             client.execute(connection, "BEGIN")
-            deleted = transactions.delete_rows_of(connection, self.sink.table, [xid for _, xid, _ in newer])
+            xids = [xid for _, xid, _ in newer]
+            deleted = transactions.delete_rows_of(connection, self.sink.table, xids)
+            for stage in staging.stages_of(connection, self.sink.schema, self.tag):
+                staging.forget(connection, stage, xids)  # committed, never applied: never will be
             transactions.forget(connection, self.sink.schema, self.tag, [gid for gid, _, _ in newer])
             client.execute(connection, "COMMIT")
             expected = sum(count for _, _, count in newer)
@@ -596,8 +744,30 @@ class JdbcSinkCommitter(SinkCommitter):
                 transactions.rollback(connection, xact.gid)
             if client.query(connection, f"SELECT to_regclass({client.quote_literal(qualified(self.sink.schema, transactions.COMMIT_LOG))}) IS NOT NULL")[0][0]:
                 transactions.forget(connection, self.sink.schema, self.tag)
+            self._drop_stages(connection)
         finally:
             client.close_quietly(connection)
+
+    def job_finished(self, restored_checkpoint_id: int | None) -> None:
+        """Every epoch is committed and applied: the job's stages go (they stay, to be
+        dropped by a later run or ``delete``, while a stale transaction still holds one)."""
+        if not self.sink.exactly_once:
+            return
+        connection = self._connect()
+        try:
+            self._drop_stages(connection)
+        finally:
+            client.close_quietly(connection)
+
+    def _drop_stages(self, connection: Any) -> None:
+        client.execute(connection, f"SET lock_timeout = {int(STAGE_DROP_WAIT_S * 1000)}")
+        for stage in staging.stages_of(connection, self.sink.schema, self.tag):
+            try:
+                client.execute(connection, f"DROP TABLE IF EXISTS {stage}")
+            except Exception as err:
+                if client.sqlstate(err) != client.LOCK_NOT_AVAILABLE:
+                    raise
+                log.info("Jdbc sink: %s is still in use (a prepared transaction); it stays", stage)
 
     def pending(self) -> list[dict[str, Any]]:
         """This job's prepared transactions (for ``seatunnel-ckpt inspect``)."""

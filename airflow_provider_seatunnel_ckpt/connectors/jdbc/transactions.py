@@ -136,6 +136,26 @@ def log_row_sql(schema: str | None, gid: str, tag: str, target: str, subtask: in
     )
 
 
+def applied_log_sql(schema: str | None, tag: str, target: str, checkpoint_id: int, rows: int) -> str:
+    """The commit-log row of an epoch's staged changes, inserted by the driver's transaction
+    that applies them (:mod:`.staging`): its ``xid`` is the ``xmin`` of the rows it wrote,
+    which a restore to an older checkpoint deletes. No subtask: -1."""
+    gid = f"{quote_literal(f'{GID_PREFIX}-{tag}-applied-{checkpoint_id}-')} || txid_current()"
+    return (
+        f"INSERT INTO {qualified(schema, COMMIT_LOG)} (gid, job_tag, target, subtask, attempt, checkpoint_id, xid, row_count) "
+        f"VALUES ({gid}, {quote_literal(tag)}, {quote_literal(target)}, -1, -1, {checkpoint_id}, txid_current(), {rows})"
+    )
+
+
+def xids_of(connection: Any, schema: str | None, gids: Iterable[str]) -> dict[str, int]:
+    """The 32-bit transaction id (the ``xmin`` of its rows) of each committed gid."""
+    gids = list(gids)
+    if not gids:
+        return {}
+    rows = client.query(connection, f"SELECT gid, xid FROM {qualified(schema, COMMIT_LOG)} WHERE gid IN ({in_list(gids)})")
+    return {gid: int(xid) % _XID_MODULUS for gid, xid in rows}
+
+
 def prepared(connection: Any, tag: str, run_attempt: int | None = None, subtask: int | None = None
              ) -> list[PreparedTransaction]:
     """This job's prepared transactions in the connection's database, oldest first: of

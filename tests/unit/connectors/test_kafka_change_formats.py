@@ -175,7 +175,7 @@ SOURCE = ('source { Kafka { bootstrap.servers = "127.0.0.1:9", topic = t, format
 
 def test_change_rows_need_a_jdbc_sinks_primary_keys_and_a_change_format_on_kafka(tmp_path: Path) -> None:
     jdbc = 'Jdbc { url = "jdbc:postgresql://127.0.0.1:9/db", user = u, password = p, table = t'
-    with pytest.raises(ConfigError, match=r"^primary_keys: is required to apply change rows"):
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: is required to apply change rows"):
         _bound(SOURCE + f"sink {{ {jdbc} }} }}\n", tmp_path)
     _bound(SOURCE + f"sink {{ {jdbc}, primary_keys = [id] }} }}\n", tmp_path)
     with pytest.raises(ConfigError, match=r"sink\[0\].*change rows"):

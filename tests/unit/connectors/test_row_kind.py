@@ -188,6 +188,51 @@ def test_a_filter_that_lets_no_change_of_its_source_through_gives_plain_rows_dow
     assert [b.schema.names for b in out] == [["id", "name"]] and out[0].to_pylist() == [{"id": 1, "name": "A"}]
 
 
+def _two_sources(sink: dict, plain_sink: dict | None = None) -> dict:
+    """A change-row source and a plain source wired into ``sink`` (and the plain one alone
+    into ``plain_sink``), as SeaTunnel's plugin_output / plugin_input wire them."""
+    plain = [{"kind": "INSERT", "fields": [7, "P"]}]
+    sinks = [{**sink, "plugin_input": ["changes", "plain"]}]
+    if plain_sink:
+        sinks.append({**plain_sink, "plugin_input": "plain"})
+    return {"env": {"parallelism": 1}, "source": [_fake(plugin_output="changes"), _fake(plain, plugin_output="plain")],
+            "sink": sinks}
+
+
+def test_a_sink_fed_by_change_rows_gets_kinds_on_every_batch_its_plain_inputs_as_inserts() -> None:
+    """In SeaTunnel every row carries its kind: a sink that keeps kinds and reads a change
+    source and a plain one gets the plain batches as inserts (Jdbc applies them by key in
+    every epoch, issue 47), and a sink fed by the plain source alone gets them as they are."""
+    job = load_job(_two_sources({"plugin_name": "Console"}, {"plugin_name": "Console"}))
+    sources, transforms = load_sources(job.sources), load_transforms(job.transforms)
+    sinks = load_sinks(job, sources)
+    router = Router(job.graph, transforms, sinks, sources)
+    routed = [(sink, b) for index, source in enumerate(sources) for batch in _batches(source)
+              for sink, b in router.route(batch, index, lambda i: {})]
+    kinds = [(sink, b.column(ROW_KIND).to_pylist() if ROW_KIND in b.schema.names else None) for sink, b in routed]
+    assert kinds == [(0, [0, 0, 1, 2, 3]), (0, [0]), (1, None)]
+
+
+def test_change_rows_whose_keys_are_not_among_the_rows_fail_the_check() -> None:
+    jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t", "primary_keys": ["idd"]}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to apply by "
+                                          r"key \(id, name\)$"):
+        check_job(load_job(_two_sources(jdbc)))
+    lines = check_job(load_job(_two_sources({**jdbc, "primary_keys": ["id"]})))
+    assert lines[3] == "sink[0] Jdbc <- changes, plain: id int64, name string; each row with its kind"
+
+
+def test_change_rows_of_several_tables_into_a_jdbc_sink_without_keys_fail_the_check() -> None:
+    """The sink of a ``tables_configs`` source knows no one schema (each table has its own),
+    so the check of the rows' columns cannot run; the keys it needs are checked anyway."""
+    tables = [{"schema": {"table": f"db.t{i}", **SCHEMA}, "rows": CHANGES} for i in (1, 2)]
+    jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t"}
+    job = {"source": [{"plugin_name": "FakeSource", "tables_configs": tables}], "sink": [jdbc]}
+    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: is required to apply change rows"):
+        check_job(load_job(job))
+    check_job(load_job({**job, "sink": [{**jdbc, "primary_keys": ["id"]}]}))
+
+
 # ---- sinks --------------------------------------------------------------------------------
 def test_console_prints_each_rows_kind_as_seatunnels_console_does(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_in_process(FIXTURES / "connector-seatunnel-e2e-base" / "batch_fake_multi_table_to_console.conf") == 15
