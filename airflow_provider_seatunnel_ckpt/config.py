@@ -150,6 +150,12 @@ class CheckpointConfig(BaseModel):
         """The effective configuration as JSON-safe data with secrets masked."""
         return mask_secrets(self.model_dump(mode="json", by_alias=True))
 
+    @property
+    def deletes_on_finish(self) -> bool:
+        """``externalized-retention: delete-on-finish``: a finished job leaves nothing in
+        storage (docs/storage.md), so no reader finds it afterwards."""
+        return self.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
+
     def with_job_env(self, env: Mapping[str, Any]) -> "CheckpointConfig":
         """Apply a job file's ``env`` overrides (``checkpoint.interval`` / ``.timeout``)."""
         updates: dict[str, Any] = {}

@@ -430,6 +430,10 @@ class CheckpointStorageHook(BaseHook):
         latest completed checkpoint with an id above ``newer_than`` (any, when None).
         Returns the checkpoint summary, or None when it is not there yet."""
         if wait_for_final:
+            if self.config.deletes_on_finish:  # waiting would last until the timeout
+                raise ConfigError("externalized-retention", "delete-on-finish deletes the job when it finishes: there "
+                                  "is no final checkpoint to wait for; wait for the task that runs the job, or use "
+                                  "retain-on-finish")
             job = self.get_job_status(job_id)
             if not job or job.get("status") != "finished" or job.get("final_checkpoint_id") is None:
                 return None
@@ -437,7 +441,7 @@ class CheckpointStorageHook(BaseHook):
             if newer_than is not None and final_id <= newer_than:
                 return None
             summary = self.inspect(job_id, final_id) or {
-                # delete-on-finish removed it; job.json still records which it was
+                # removed since (by hand); job.json still records which it was
                 "job_id": job_id,
                 "pipeline_id": PIPELINE_ID,
                 "checkpoint_id": final_id,

@@ -504,6 +504,12 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
 
     def _result(self, context: Context, hook: CheckpointStorageHook, job_id: str, ran: bool) -> dict[str, Any]:
         status = hook.get_job_status(job_id) or {}
+        if not status and ran and hook.config.deletes_on_finish:
+            # Every run writes job.json when it claims the job, and only a finished job is
+            # deleted (a failed or stopped one keeps its storage): the driver finished it.
+            self.log.info("job %s finished and was deleted from %s (externalized-retention: delete-on-finish)",
+                          job_id, hook.describe(job_id))
+            status = {"status": "finished"}
         if status.get("status") == "stopped":
             # A stop-with-savepoint is a deliberate ending (hook.request_savepoint), not a
             # failure: the task succeeds, and running it again resumes from the savepoint.
