@@ -32,7 +32,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "delta": ("deltalake",),
     "sql": ("duckdb",),
     "lzo": ("lzallright",),
-    "excel": ("openpyxl",),
+    "excel": ("openpyxl", "xlrd"),
     "avro": ("fastavro",),
 }
 
