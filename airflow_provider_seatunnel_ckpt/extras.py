@@ -30,7 +30,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "kafka": ("confluent_kafka", "kafka"),
     "iceberg": ("pyiceberg",),
     "delta": ("deltalake",),
-    "sql": ("duckdb",),
+    "sql": ("duckdb", "sqlglot"),
     "lzo": ("lzallright",),
     "excel": ("openpyxl", "xlrd"),
     "avro": ("fastavro",),
