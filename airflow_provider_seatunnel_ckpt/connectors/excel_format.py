@@ -390,6 +390,20 @@ class ExcelBatches:
 # writing
 
 
+def _maps_as_dicts(value: Any, kind: pa.DataType) -> Any:
+    """A value with its maps as dicts, the last of equal keys kept: what pyarrow 19 and
+    later give for ``to_pylist(maps_as_pydicts="lossy")`` (18, the floor, cannot)."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {key: _maps_as_dicts(item, kind.item_type) for key, item in value}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return [_maps_as_dicts(item, kind.value_type) for item in value]
+    if pa.types.is_struct(kind):
+        return {field.name: _maps_as_dicts(value[field.name], field.type) for field in kind}
+    return value
+
+
 def _exact_numbers() -> None:
     """openpyxl writes numbers as ``%.16g``, which loses the last digit of some doubles
     (POI writes Double.toString, exact); its cell writer gets a formatter that writes the
@@ -461,8 +475,8 @@ class ExcelEncoder:
         if not batch.num_rows:
             return
         kinds = [field.type for field in batch.schema]
-        columns = [batch.column(i).to_pylist(**({"maps_as_pydicts": "lossy"} if pa.types.is_map(kind) else {}))
-                   for i, kind in enumerate(kinds)]
+        columns = [[_maps_as_dicts(v, kind) for v in batch.column(i).to_pylist()] if pa.types.is_map(kind)
+                   else batch.column(i).to_pylist() for i, kind in enumerate(kinds)]
         for values in zip(*columns):
             row = []
             for value, kind, style in zip(values, kinds, self._styles):
