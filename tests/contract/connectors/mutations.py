@@ -65,6 +65,43 @@ def _library_retries_left_on() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(iceberg_commit, "without_library_retries", lambda table: table)
 
 
+# ---- 3, 4: the Jdbc sink -------------------------------------------------------------------------
+def _changes_applied_in_prepared_transaction() -> contextlib.AbstractContextManager[Any]:
+    """As before the stage: a subtask applies its rows by key to the table inside its own
+    epoch transaction (prepared at the barrier, so it holds their row locks until the
+    driver commits), and waits for a lock as long as it takes."""
+    from airflow_provider_seatunnel_ckpt.connectors.jdbc import client, sink, staging
+
+    original = sink.JdbcSinkWriter._write_changes
+
+    def write_then_apply(self: Any, batches: list[Any]) -> None:
+        original(self, batches)
+        if self.sink.exactly_once and self._stage is not None:
+            client.execute(self._connection, "SET LOCAL lock_timeout = 0")
+            xid = client.query(self._connection, "SELECT txid_current()")[0][0]
+            staging.apply(self._connection, sink.qualified(self.sink.schema, self._stage), self.sink.table,
+                          self.sink.primary_keys, [int(xid)])
+
+    return mock.patch.object(sink.JdbcSinkWriter, "_write_changes", write_then_apply)
+
+
+def _one_schema_per_flush() -> contextlib.AbstractContextManager[Any]:
+    """As before: a flush's batches go out as one table of the first batch's schema."""
+    import pyarrow as pa
+
+    from airflow_provider_seatunnel_ckpt.connectors.jdbc import sink
+
+    return mock.patch.object(sink, "_same_schema_runs", lambda batches: iter([pa.Table.from_batches(batches)]))
+
+
+# ---- found by the suite: two Kafka sinks of one job ----------------------------------------------
+def _kafka_ids_without_sink_place() -> contextlib.AbstractContextManager[Any]:
+    from airflow_provider_seatunnel_ckpt.connectors.kafka import sink
+
+    original = sink.id_prefix
+    return mock.patch.object(sink, "id_prefix", lambda prefix, job_id, instance=None: original(prefix, job_id))
+
+
 MUTATIONS: tuple[ContractMutation, ...] = (
     ContractMutation("rerun-without-checkpoint-makes-a-new-plan", "47.1 (plan of the first attempt)",
                      _simulation("rerun-without-checkpoint-makes-a-new-plan"),
@@ -73,8 +110,16 @@ MUTATIONS: tuple[ContractMutation, ...] = (
                      _new_branch_unasserted, "late_commit_of_fenced_driver and Iceberg-branch"),
     ContractMutation("iceberg-library-retries", "47.2b (pyiceberg's own retries)",
                      _library_retries_left_on, "late_commit_of_fenced_driver and Iceberg"),
+    ContractMutation("jdbc-changes-applied-in-prepared-transaction", "47.3 (two writers, one key, one epoch)",
+                     _changes_applied_in_prepared_transaction, "two_writers_one_target and Jdbc"),
+    ContractMutation("jdbc-one-schema-per-flush", "47.4 (change and plain rows into one sink)",
+                     _one_schema_per_flush, "mixed_schemas_and_row_kinds and Jdbc"),
     ContractMutation("sink-output-matched-by-place", "47.5 (sink identity)",
                      _simulation("sink-output-matched-by-place"), "sink_layout_changed"),
+    ContractMutation("delete-on-finish-keeps-the-job", "47.6 (storage outliving its job)",
+                     _simulation("delete-on-finish-keeps-the-job"), "nothing_left_after_delete_on_finish"),
+    ContractMutation("kafka-sinks-share-transactional-ids", "found by the suite (two Kafka sinks of one job)",
+                     _kafka_ids_without_sink_place, "sink_layout_changed and Kafka"),
 )
 
 
