@@ -99,7 +99,7 @@ class JobSpec:
     batch_size: int = 65_536
     warnings: tuple[str, ...] = ()
     #: a job with several sources or sinks: the ones after the first, and how tables
-    #: connect them (engine/wiring.py); None: the chain source -> transforms -> sink
+    #: connect them (jobfile/wiring.py); None: the chain source -> transforms -> sink
     extra_sources: tuple[Mapping[str, Any], ...] = ()
     extra_sinks: tuple[Mapping[str, Any], ...] = ()
     wiring: Wiring | None = None
