@@ -151,7 +151,7 @@ class _EveryVariable(dict):
 
 def plugin_entries(path: Path) -> tuple[list[dict], str | None]:
     """The job's source and sink entries (for ``needs_server``), and the parse error if any."""
-    from airflow_provider_seatunnel_ckpt.jobfile.job import read_job_document
+    from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
 
     error = None
     try:

@@ -2,12 +2,16 @@
 
 Below the engine, so the Airflow face and the command line read and check job files
 where the engine extra (pyspark) is not installed, and the engine ships the result to
-Spark as plain data. Its modules:
+Spark as plain data; above the connector registry, which checks each entry's options.
+Its modules:
 
+* ``documents.py``: a document from a path or text (YAML, JSON; HOCON for job files),
+  also seatunnel.yaml's (config.py);
 * ``hocon.py``: SeaTunnel's HOCON dialect;
 * ``variables.py``: ``${NAME}`` in values, and ``-i`` / ``--variables``;
 * ``wiring.py``: which sources, transforms and sinks feed which, by table name;
-* ``job.py``: the job model (``JobSpec``) and ``load_job``.
+* ``job.py``: the job model (``JobSpec``) and ``load_job``;
+* ``secret_keys.py``: which keys hold credentials.
 
 Each is imported by its own name; this package imports none of them.
 """

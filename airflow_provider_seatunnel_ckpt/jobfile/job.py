@@ -20,9 +20,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from ..config import load_document, read_source
 from ..errors import ConfigError
-from .hocon import parse_hocon
+from .documents import read_job_document
 from .wiring import Wiring, wire
 
 log = logging.getLogger(__name__)
@@ -161,29 +160,6 @@ class JobSpec:
             load_transform(entry, f"transform[{index}]")
         for index, entry in enumerate(self.sinks):
             load_sink(entry, f"sink[{index}]")
-
-
-#: file name endings of SeaTunnel's HOCON job files
-HOCON_SUFFIXES = (".conf", ".hocon", ".template")
-_HOCON_SECTION = re.compile(r"^\s*(env|source|transform|sink)\s*\{", re.MULTILINE)
-
-
-def looks_like_hocon(text: str) -> bool:
-    """Job text in SeaTunnel's HOCON form: a line opening an ``env``/``source``/... block."""
-    return bool(_HOCON_SECTION.search(text))
-
-
-def read_job_document(source: str | os.PathLike | Mapping[str, Any],
-                      variables: Mapping[str, str] | None = None) -> tuple[Any, str, list[str]]:
-    """A job file's document, whatever its format: HOCON (``.conf``, SeaTunnel's own; or
-    text with ``env {`` / ``source {`` blocks), YAML or SeaTunnel's JSON form. Returns
-    (document, origin for messages, warnings)."""
-    if isinstance(source, Mapping):
-        return load_document(source)
-    text, origin = read_source(source)
-    if origin.lower().endswith(HOCON_SUFFIXES) or (origin.startswith("<") and looks_like_hocon(text)):
-        return parse_hocon(text, origin, variables), origin, []
-    return load_document(source)
 
 
 def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[str, str] | None = None) -> JobSpec:

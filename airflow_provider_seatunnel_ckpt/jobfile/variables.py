@@ -28,8 +28,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config import is_secret_key
 from ..errors import ConfigError
+from .secret_keys import is_secret_key
 
 _REFERENCE = re.compile(r"\$(\$?)\{([^:{}$]+?)(?::([^}]*))?\}")
 #: filled by connectors when they write (SeaTunnel's file sinks and sink placeholders)

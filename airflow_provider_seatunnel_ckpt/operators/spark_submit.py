@@ -20,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from ..jobfile.job import looks_like_hocon
+from ..jobfile.documents import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..ui import VIEW_XCOM_KEY
