@@ -38,7 +38,7 @@ from .heartbeat import (
     parse_interval,
     record_path as heartbeat_record_path,
 )
-from .job import JobSpec
+from ..jobfile.spec import JobSpec
 from .preload import preload_settings
 from .sink_identity import layout as sink_layout, restored as restored_for_sinks
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings

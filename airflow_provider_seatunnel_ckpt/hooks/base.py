@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from airflow.sdk import BaseHook
 
-from ..config import CheckpointConfig, is_secret_key, load_config, read_checkpoint_block
+from ..config import CheckpointConfig, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
 from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
 from ..history import History, read_history
 from ..history.reader import attempts as read_attempts, job_status as read_job_status
+from ..jobfile.secret_keys import is_secret_key
 from ..storage.plugins import hdfs_backend
 
 if TYPE_CHECKING:

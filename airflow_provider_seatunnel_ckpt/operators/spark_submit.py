@@ -20,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from ..engine.job import looks_like_hocon
+from ..jobfile.documents import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..ui import VIEW_XCOM_KEY
@@ -362,7 +362,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         return result
 
     def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
-        from ..engine.job import load_job
+        from ..jobfile.job import load_job
         from ..hooks.variables import variables_for
 
         variables = variables_for(self.connections)

@@ -95,8 +95,8 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     assert engine_archive(tmp_path) == archive  # content-addressed: built once
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
-    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine",
-                   "connectors", "examples"}
+    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile",
+                   "engine", "connectors", "examples"}
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     # importable from the archive alone, without Airflow: every module of the engine (what

@@ -67,7 +67,8 @@ from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, 
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
 )

@@ -37,7 +37,7 @@ def applies(ctx: SinkUnderTest, case: str) -> None:
 
 def committer_for(job: Path, attempt: int) -> Any:
     """The committer a driver of run attempt ``attempt`` makes for ``job``."""
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.routing import load_sinks, load_sources, one_sink
 
     spec = load_job(str(job), {})

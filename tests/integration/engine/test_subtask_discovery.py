@@ -15,7 +15,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt import connectors
 from airflow_provider_seatunnel_ckpt.connectors import register_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, Source, SourceReader, Split
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack, AddSplits, CheckpointKind, EndOfInput, FinishJob, RestoreState, TriggerBarrier,
 )

@@ -20,7 +20,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import sql_tree
 from airflow_provider_seatunnel_ckpt.connectors.sql_syntax import duckdb_syntax
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"
 
