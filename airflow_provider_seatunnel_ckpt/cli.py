@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .cli_base import EXIT_FAILED, EXIT_OK, command_parser, run_command
 from .errors import ConfigError
-from .engine.variables import add_variable_arguments
+from .jobfile.variable_options import add_variable_arguments
 
 CONFIG_ENV = "SEATUNNEL_CKPT_CONFIG"
 
@@ -110,9 +110,9 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     pending work, such as the Jdbc sink's prepared transactions."""
     if not getattr(args, "job_file", None):
         return None
-    from .engine.job import load_job
+    from .jobfile.job import load_job
     from .engine.routing import load_sinks, load_sources, one_sink
-    from .engine.variables import job_variables
+    from .jobfile.variable_options import job_variables
 
     job = load_job(args.job_file, job_variables(args))
     return one_sink(load_sinks(job, load_sources(job.sources))).create_committer(args.job_id)

@@ -5,10 +5,10 @@ page: the full ``seatunnel.engine.checkpoint`` tree, a bare ``checkpoint:`` bloc
 checkpoint block itself as a dict, plus a job file's ``env`` overrides
 (``checkpoint.interval``, ``checkpoint.timeout``).
 
-Text pasted from documentation is often not clean YAML. The loader never misreads it
-silently: Markdown code fences are dropped with a warning naming the line, a pasted
-``// comment`` line becomes a warning naming it as an unknown key, a value with a stray
-trailing quote gets a warning, duplicate keys are an error. Every problem is a
+Text pasted from documentation is often not clean YAML. The document is read as job
+files are (jobfile/documents.py: code fences dropped with a warning, duplicate keys an
+error); here a pasted ``// comment`` line becomes a warning naming it as an unknown key
+and a value with a stray trailing quote gets a warning. Every problem is a
 ``ConfigError`` whose message is one line: ``<key path>: <problem>``.
 
 The defaults and where each comes from are documented in ``docs/configuration.md``.
@@ -20,10 +20,8 @@ import enum
 import logging
 import os
 import re
-from pathlib import Path
 from typing import Annotated, Any, Mapping
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -34,6 +32,8 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .jobfile.documents import load_document
+from .jobfile.secret_keys import is_secret_key, mask_secrets
 from .storage.layout import DEFAULT_NAMESPACE
 from .storage.registry import validate_storage
 
@@ -52,30 +52,6 @@ __all__ = [
 ]
 
 CHECKPOINT_PATH = "seatunnel.engine.checkpoint"
-
-# Keys whose values are credentials. Matched case-insensitively anywhere in the key,
-# so ``fs.s3a.secret.key``, ``fs.oss.accessKeySecret``, ``password`` and
-# ``fs.s3a.session.token`` are all masked. ``...credentials.provider`` names a class,
-# not a credential, and stays visible.
-_SECRET_KEY_RE = re.compile(r"secret|password|passwd|token|keytab[._-]?(contents|base64|data)", re.I)
-MASK = "***"
-
-
-def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY_RE.search(key)) and not key.lower().endswith(".provider")
-
-
-def mask_secrets(value: Any) -> Any:
-    """A copy of ``value`` with every secret-looking key's value replaced by ``***``."""
-    if isinstance(value, Mapping):
-        return {
-            k: (MASK if isinstance(k, str) and is_secret_key(k) and v is not None else mask_secrets(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [mask_secrets(v) for v in value]
-    return value
-
 
 # --------------------------------------------------------------------------- model
 
@@ -150,6 +126,12 @@ class CheckpointConfig(BaseModel):
         """The effective configuration as JSON-safe data with secrets masked."""
         return mask_secrets(self.model_dump(mode="json", by_alias=True))
 
+    @property
+    def deletes_on_finish(self) -> bool:
+        """``externalized-retention: delete-on-finish``: a finished job leaves nothing in
+        storage (docs/storage.md), so no reader finds it afterwards."""
+        return self.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
+
     def with_job_env(self, env: Mapping[str, Any]) -> "CheckpointConfig":
         """Apply a job file's ``env`` overrides (``checkpoint.interval`` / ``.timeout``)."""
         updates: dict[str, Any] = {}
@@ -214,17 +196,6 @@ def load_config(
     return config
 
 
-def load_document(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str, list[str]]:
-    """Parse a YAML/JSON document from a path, text or mapping, the forgiving-but-loud
-    way this module reads configs (fences dropped with a warning, duplicate keys refused).
-    Returns (document, origin for messages, warnings)."""
-    if isinstance(source, Mapping):
-        return source, "<dict>", []
-    warnings: list[str] = []
-    text, origin = read_source(source)
-    return _parse_yaml(text, origin, warnings), origin, warnings
-
-
 def read_checkpoint_block(source: str | os.PathLike | Mapping[str, Any]) -> tuple[dict[str, Any], str, list[str]]:
     """The checkpoint block of a document as written (not validated), its key path
     (``seatunnel.engine.checkpoint`` or ``checkpoint``) and the parse warnings.
@@ -236,74 +207,6 @@ def read_checkpoint_block(source: str | os.PathLike | Mapping[str, Any]) -> tupl
     doc, origin, warnings = load_document(source)
     block, prefix = _find_checkpoint_block(doc, origin)
     return dict(block), prefix, warnings
-
-
-def _looks_like_yaml_text(source: str) -> bool:
-    return "\n" in source or ": " in source or source.rstrip().endswith(":") or source.lstrip().startswith("{")
-
-
-def read_source(source: str | os.PathLike) -> tuple[str, str]:
-    """The text of a document given as a path or as the text itself, and its origin."""
-    if isinstance(source, str) and _looks_like_yaml_text(source):
-        return source, "<text>"
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(path), "file does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(str(path), "is a directory, expected a YAML or JSON file") from None
-    except PermissionError:
-        raise ConfigError(str(path), "permission denied") from None
-    except UnicodeDecodeError:
-        raise ConfigError(str(path), "is not UTF-8 text") from None
-    return text, str(path)
-
-
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of keeping the last one."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            mark = key_node.start_mark
-            raise ConfigError(f"line {mark.line + 1}", f"duplicate key {key!r}")
-        seen[key] = loader.construct_object(value_node, deep=True)
-    return seen
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _parse_yaml(text: str, origin: str, warnings: list[str]) -> Any:
-    lines = text.splitlines()
-    for number, line in enumerate(lines, start=1):
-        if _FENCE_RE.match(line):
-            warnings.append(f"{origin}: line {number}: ignored a Markdown code fence {line.strip()!r}")
-            lines[number - 1] = ""
-    cleaned = "\n".join(lines)
-    if not cleaned.strip():
-        raise ConfigError(origin, "is empty")
-    try:
-        doc = yaml.load(cleaned, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
-    except ConfigError as err:
-        raise ConfigError(origin, f"{err.key}: {err.problem}") from None
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = err.problem or err.context or "invalid YAML"
-        raise ConfigError(origin, f"YAML syntax error at {where}{problem}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(origin, f"YAML syntax error: {err}") from None
-    if doc is None:
-        raise ConfigError(origin, "is empty (only comments)")
-    return doc
 
 
 def _find_checkpoint_block(doc: Any, origin: str) -> tuple[Mapping[str, Any], str]:

@@ -30,9 +30,9 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "kafka": ("confluent_kafka", "kafka"),
     "iceberg": ("pyiceberg",),
     "delta": ("deltalake",),
-    "sql": ("duckdb",),
+    "sql": ("duckdb", "sqlglot"),
     "lzo": ("lzallright",),
-    "excel": ("openpyxl",),
+    "excel": ("openpyxl", "xlrd"),
     "avro": ("fastavro",),
 }
 

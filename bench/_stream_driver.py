@@ -89,7 +89,7 @@ CURRENT: dict[str, Any] = {"run": None, "progress": []}
 def build_job(args: argparse.Namespace, run: str, output: str, checkpoint: str,
               max_file_bytes: int = 0) -> tuple[Any, Any]:
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     function = "bench._idlog:transform" if args.transform == "logged" else "bench.workloads:transform"
     job = load_job({
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import RunRequest, build_spark
 
     warm = load_job({"env": {"job.name": "session", "parallelism": 2}, "source": [{"plugin_name": "Sequence", "rows": 1}],

@@ -123,7 +123,7 @@ def child_main(spec_path: str) -> int:
 
     register()
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 
     lock = threading.Lock()

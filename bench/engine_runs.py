@@ -55,7 +55,7 @@ def job_env(name: str, interval_ms: int = INTERVAL_MS) -> dict[str, Any]:
 def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
     """Run one engine job in ``spark``; seconds of the whole ``JobRun.run`` and its checkpoints."""
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 
     job = load_job(job_doc)

@@ -151,7 +151,7 @@ class _EveryVariable(dict):
 
 def plugin_entries(path: Path) -> tuple[list[dict], str | None]:
     """The job's source and sink entries (for ``needs_server``), and the parse error if any."""
-    from airflow_provider_seatunnel_ckpt.engine.job import read_job_document
+    from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
 
     error = None
     try:
@@ -185,7 +185,7 @@ def normalize(error: str, path: Path) -> str:
 
 def check_file(path: Path) -> dict[str, Any]:
     """Parse, classify and check one file, as ``seatunnel-ckpt run --check`` would."""
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
 
     entries, parse_error = plugin_entries(path)
@@ -213,7 +213,7 @@ def check_file(path: Path) -> dict[str, Any]:
 def local_file_paths(path: Path, section: str) -> list[str]:
     """The ``path`` of the job's LocalFile entries in ``source`` or ``sink`` (a path
     with ``${...}`` cut there: the connector fills it in)."""
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     job = load_job(path, test_variables(path))
     entries = job.sources if section == "source" else job.sinks

@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cost['batch_rows']:,}-row batches): the Sql transform costs {cost['sql_cpu_ms_per_batch']} ms of "
                   f"CPU per batch, the pyarrow.compute function {cost['python_cpu_ms_per_batch']} ms. The query is a "
                   "plain projection and filter, so the Sql transform runs it on Arrow's compute kernels, compiled once "
-                  "from DuckDB's parse tree (connectors/sql_arrow.py); the difference left is checked 64-bit "
+                  "from the query's sqlglot tree (connectors/sql_arrow.py); the difference left is checked 64-bit "
                   "arithmetic (DuckDB reports overflows, so the plan must too) and the zero-divisor check of %. The same "
                   f"query on DuckDB costs {cost['sql_on_duckdb_cpu_ms_per_batch']} ms per batch, of which "
                   f"{cost['duckdb_fixed_cpu_ms_per_query']} ms is what any query over a one-row batch costs (DuckDB "

@@ -92,7 +92,7 @@ def job_document(
     interval_ms: int = 100,
     timeout_ms: int = 120_000,
 ) -> dict[str, Any]:
-    """The job (for ``engine.job.load_job``): Sequence -> BenchState -> Console (counts only)."""
+    """The job (for ``jobfile.job.load_job``): Sequence -> BenchState -> Console (counts only)."""
     return {
         "env": {
             "job.name": name,

@@ -163,7 +163,7 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, 
     """One job run of ``variant`` (or of ``spec``: parallelism, interval_ms) on ``spark``;
     CPU counted below this process and ``cpu_roots``."""
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 
     spec = spec or VARIANTS[variant]
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             warm = throughput_job(1000, str(workdir / "w"), parallelism=2)
             from airflow_provider_seatunnel_ckpt.config import load_config
-            from airflow_provider_seatunnel_ckpt.engine.job import load_job
+            from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
             spark = build_spark(RunRequest(job=load_job(warm), config=load_config({}), job_id="warm", master=MASTER,
                                            spark_conf={"spark.ui.enabled": "false"}))

@@ -19,7 +19,7 @@ from airflow_provider_seatunnel_ckpt.engine.completed import CompletedCheckpoint
 from airflow_provider_seatunnel_ckpt.engine.completed_store import wall_ms
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.messages import AckStats, CheckpointKind, StateHandle
 from airflow_provider_seatunnel_ckpt.engine.routing import Router, load_sinks, load_sources, one_sink
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun, RunRequest

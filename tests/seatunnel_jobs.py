@@ -9,7 +9,7 @@ from typing import Mapping
 
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
 from airflow_provider_seatunnel_ckpt.engine.routing import (
     Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,

@@ -234,7 +234,7 @@ def _load(kind: str, entry: Mapping[str, Any], key: str) -> Any:
     except ConfigError as err:
         problem = err.problem
         value = options.get(err.key)
-        if isinstance(value, str) and "${" in value:  # a variable left unset (engine/variables.py)
+        if isinstance(value, str) and "${" in value:  # a variable left unset (jobfile/variables.py)
             problem += "; a variable in it is not set (-i NAME=value, --variables or the environment)"
         raise ConfigError(f"{key}.{err.key}" if err.key else key, problem) from None
     instance.config_key = key

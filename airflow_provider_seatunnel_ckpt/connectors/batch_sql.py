@@ -13,7 +13,7 @@ so a query cannot undo that. It is opened lazily, on the executor that runs the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -21,18 +21,24 @@ from ..errors import ConfigError
 from .api import Transform
 from .options import option_key
 from .sql_functions import install as install_seatunnel_functions
-from .sql_arrow import ArrowPlan, FallBack, compile_select, plain_schema
-from .sql_passthrough import PassThrough, parse_select, plan
-from .sql_rewrites import seatunnel_rewrites
 from .sql_syntax import duckdb_syntax
+
+if TYPE_CHECKING:
+    from .sql_arrow import ArrowPlan
+    from .sql_passthrough import PassThrough
 
 _CONNECTION_CONFIG = {
     "threads": 1,
     "enable_external_access": False,
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
+    # DuckDB 1.5's reading on DuckDB 2 too, so a job means the same on both: a lambda may
+    # be written x -> x + 1 (2 refuses it by default; sql_functions.py writes lambda x: ...)
+    "lambda_syntax": "ENABLE_SINGLE_ARROW",
     "lock_configuration": True,
 }
+#: and an integer division or remainder by zero is null (2 fails the query by default)
+_DUCKDB_2_CONFIG = {"error_on_division_by_zero": False}
 
 
 def _duckdb() -> Any:
@@ -41,8 +47,15 @@ def _duckdb() -> Any:
     return duckdb
 
 
+# sqlglot's modules (sql_tree.py and its readers) are imported by the methods that use
+# them, as DuckDB is: their import costs about what DuckDB's does, and the Kafka sink's
+# module imports this one
+
+
 def _new_connection(query: str) -> Any:
-    connection = _duckdb().connect(config=_CONNECTION_CONFIG)
+    duckdb = _duckdb()
+    major = int(duckdb.__version__.split(".", 1)[0])
+    connection = duckdb.connect(config={**_CONNECTION_CONFIG, **(_DUCKDB_2_CONFIG if major >= 2 else {})})
     install_seatunnel_functions(connection, query)  # SeaTunnel's function names it calls (sql_functions.py)
     return connection
 
@@ -84,12 +97,16 @@ class BatchQuery:
             )
         (self.table,) = tables
         self._connection: Any = None
+        from .sql_tree import parse
+
+        #: sqlglot's tree of the query (sql_tree.py; None: sqlglot cannot read it)
+        self._tree = parse(query)
         #: input schema -> its pass-through rewrite (None: run the query as written)
         self._plans: dict[pa.Schema, PassThrough | None] = {}
         #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
         self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
-        #: input schema -> the query with SeaTunnel's readings (sql_rewrites.py)
-        self._queries: dict[pa.Schema, str] = {}
+        #: input schema -> the query with SeaTunnel's readings (sql_rewrites.py), and its tree
+        self._queries: dict[pa.Schema, tuple[str, Any]] = {}
 
     def _connect(self) -> Any:
         if self._connection is None:
@@ -99,8 +116,15 @@ class BatchQuery:
     def query_for(self, schema: pa.Schema) -> str:
         """The query as it runs on input ``schema``: with SeaTunnel's readings of casts,
         extract and week (:mod:`.sql_rewrites`), else as written."""
+        return self._rewritten(schema)[0]
+
+    def _rewritten(self, schema: pa.Schema) -> tuple[str, Any]:
         if schema not in self._queries:
-            self._queries[schema] = seatunnel_rewrites(self._connect(), self.query, schema) or self.query
+            from .sql_rewrites import seatunnel_rewrites
+            from .sql_tree import parse
+
+            rewritten = seatunnel_rewrites(self._tree, schema)
+            self._queries[schema] = (self.query, self._tree) if rewritten is None else (rewritten, parse(rewritten))
         return self._queries[schema]
 
     def bind(self, schema: pa.Schema, key: str) -> pa.Schema:
@@ -119,12 +143,9 @@ class BatchQuery:
 
     def _execute(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.RecordBatch | pa.Table:
         arrow_plan = self.arrow_plan(data.schema)
-        if arrow_plan is not None:
-            try:
-                return arrow_plan.run(data)
-            except FallBack:
-                pass  # a value the engines treat differently: DuckDB's answer is the one
-        return self._execute_on_duckdb(data, key)
+        result = arrow_plan.run(data) if arrow_plan is not None else None
+        # None: a value the engines treat differently, DuckDB's answer is the one
+        return result if result is not None else self._execute_on_duckdb(data, key)
 
     def _execute_on_duckdb(self, data: pa.RecordBatch | pa.Table, key: str) -> pa.Table:
         duckdb = _duckdb()
@@ -140,6 +161,8 @@ class BatchQuery:
     def arrow_plan(self, schema: pa.Schema) -> ArrowPlan | None:
         """The query compiled to Arrow kernels for this input schema (:mod:`.sql_arrow`),
         None when it runs on DuckDB."""
+        from .sql_arrow import plain_schema
+
         if not self.arrow_kernels or not plain_schema(schema):
             return None  # checked first: schemas differing only in field metadata are equal keys
         if schema not in self._arrow_plans:
@@ -147,12 +170,14 @@ class BatchQuery:
         return self._arrow_plans[schema]
 
     def _compile(self, schema: pa.Schema) -> ArrowPlan | None:
+        from .sql_arrow import compile_select
+
         try:
-            tree = parse_select(self._connect(), self.query_for(schema))
+            tree = self._rewritten(schema)[1]
             if tree is None:
                 return None
             expected = self._execute_on_duckdb(schema.empty_table(), "query").schema
-            return compile_select(tree["statements"][0]["node"], self.table, schema, expected)
+            return compile_select(tree, self.table, schema, expected)
         except Exception:  # the query fails, or a type Arrow cannot handle: DuckDB runs it and says so
             return None
 
@@ -164,8 +189,10 @@ class BatchQuery:
         query's own column names (anything else: the query as written)."""
         if schema in self._plans:
             return self._plans[schema]
-        query = self.query_for(schema)
-        found = plan(self._connect(), query, self.table, schema)
+        from .sql_passthrough import plan
+
+        query, tree = self._rewritten(schema)
+        found = plan(query, tree, schema)
         if found is not None:
             empty = schema.empty_table()
             try:

@@ -12,8 +12,7 @@ text cells holding dates are parsed, maps and arrays are json text, a row is tex
 ``field_delimiter`` (a Java regex, trailing empty parts dropped), each part converted the
 same way; error cells are null. Formula cells give their cached value (SeaTunnel fails
 on them). ``.xls`` (Excel 97-2003) workbooks, which openpyxl does not read, are read by
-the small BIFF8 reader at the end of this module (cell values only: what SeaTunnel's
-reader takes from them).
+xlrd (cell values only: what SeaTunnel's reader takes from them).
 
 Writing: one sheet named ``sheet_name`` (else ``Sheet<random int>``, as SeaTunnel names
 it), a header row of the column names, then a row per record; numbers and booleans as
@@ -41,7 +40,6 @@ import pyarrow as pa
 
 from .java_text import java_float_text
 from .seatunnel_types import type_name
-from .xls_reader import xls_sheets
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +268,37 @@ def _guarded(rows: Any, where: str) -> Any:
         raise ValueError(f"{where}: not a valid xlsx workbook: {detail}") from None
 
 
+#: the signature of an OLE2 compound file, the container of every Excel 97-2003 workbook
+_OLE2 = bytes.fromhex("d0cf11e0a1b11ae1")
+
+
+def xls_sheets(data: bytes) -> tuple[list[str], Any]:
+    """(sheet names, rows(name) -> iterator of (sheet row number, cell values)) of an .xls
+    workbook, read by xlrd: what SeaTunnel takes from POI's HSSFWorkbook (BIFF8 only), a
+    date-formatted number as a date-time, an error cell null, a row without cells no row."""
+    import xlrd
+
+    if not data.startswith(_OLE2):
+        raise ValueError("not an OLE2 compound file")
+    book = xlrd.open_workbook(file_contents=data, ragged_rows=True, logfile=io.StringIO())  # not our stdout
+    if book.biff_version < 80:
+        raise ValueError("not a BIFF8 workbook (Excel 97-2003; older .xls versions are not read)")
+
+    def value(cell: Any) -> Any:
+        if cell.ctype == xlrd.XL_CELL_DATE:
+            return xlrd.xldate.xldate_as_datetime(cell.value, book.datemode)
+        if cell.ctype == xlrd.XL_CELL_BOOLEAN:
+            return bool(cell.value)
+        return None if cell.ctype in (xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK, xlrd.XL_CELL_ERROR) else cell.value
+
+    def rows(name: str) -> Any:
+        sheet = book.sheet_by_name(name)
+        return ((number + 1, [value(cell) for cell in sheet.row(number)])
+                for number in range(sheet.nrows) if sheet.row_len(number))
+
+    return book.sheet_names(), rows
+
+
 class ExcelBatches:
     """The rows of one sheet of an xlsx or xls workbook as record batches of ``fields``
     (``(sheet column, name, type)``), ``batch_rows`` rows at most each."""
@@ -361,6 +390,20 @@ class ExcelBatches:
 # writing
 
 
+def _maps_as_dicts(value: Any, kind: pa.DataType) -> Any:
+    """A value with its maps as dicts, the last of equal keys kept: what pyarrow 19 and
+    later give for ``to_pylist(maps_as_pydicts="lossy")`` (18, the floor, cannot)."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {key: _maps_as_dicts(item, kind.item_type) for key, item in value}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return [_maps_as_dicts(item, kind.value_type) for item in value]
+    if pa.types.is_struct(kind):
+        return {field.name: _maps_as_dicts(value[field.name], field.type) for field in kind}
+    return value
+
+
 def _exact_numbers() -> None:
     """openpyxl writes numbers as ``%.16g``, which loses the last digit of some doubles
     (POI writes Double.toString, exact); its cell writer gets a formatter that writes the
@@ -432,8 +475,8 @@ class ExcelEncoder:
         if not batch.num_rows:
             return
         kinds = [field.type for field in batch.schema]
-        columns = [batch.column(i).to_pylist(**({"maps_as_pydicts": "lossy"} if pa.types.is_map(kind) else {}))
-                   for i, kind in enumerate(kinds)]
+        columns = [[_maps_as_dicts(v, kind) for v in batch.column(i).to_pylist()] if pa.types.is_map(kind)
+                   else batch.column(i).to_pylist() for i, kind in enumerate(kinds)]
         for values in zip(*columns):
             row = []
             for value, kind, style in zip(values, kinds, self._styles):

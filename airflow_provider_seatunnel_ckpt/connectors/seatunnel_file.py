@@ -24,8 +24,8 @@ Storage (the connection options map onto the storage options of
                kerberos_keytab_path, krb5_path         kerberosKeytabFilePath, krb5Path
 
 Formats (``file_format_type``): ``text``, ``csv``, ``json``, ``parquet``, ``orc``,
-``excel`` (.xlsx through openpyxl, the ``excel`` extra, and .xls read by our own BIFF8
-reader; :mod:`.excel_format` says how cells convert), ``xml`` (sources: :mod:`.xml_format`) and ``binary``
+``excel`` (.xlsx through openpyxl, the ``excel`` extra, and .xls read by xlrd;
+:mod:`.excel_format` says how cells convert), ``xml`` (sources: :mod:`.xml_format`) and ``binary``
 (:mod:`.binary_format`: SeaTunnel's fixed rows of 1024-byte chunks, copied file for file). Text and csv are SeaTunnel's:
 one row per line, fields split by ``field_delimiter`` (text: ``\\u0001``; csv: ``,``
 with ``"`` quoting), nested values (``array``, ``map``, ``row``) split by ``\\u0002``,

@@ -5,7 +5,7 @@ millisecond before it computes anything (setting up the Arrow scan, parsing, bin
 planning: per batch, since each batch is a new table) and its checked arithmetic costs
 more than Arrow's kernels. Most transforms in pipelines are the simplest queries: columns,
 arithmetic, comparisons and a ``where``. For those the query is compiled once, from
-DuckDB's own parse tree (``json_serialize_sql``: no home-made SQL parser), into calls of
+its sqlglot tree (:mod:`.sql_tree`: no home-made SQL parser), into calls of
 pyarrow.compute, with DuckDB's meaning kept exactly:
 
 * only ``BIGINT``, ``DOUBLE``, ``BOOLEAN`` and ``VARCHAR`` values take part in
@@ -29,11 +29,15 @@ checks the two engines against each other on generated queries and data.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
+
+from . import sql_tree
 
 Data = Union[pa.RecordBatch, pa.Table]
 Value = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
@@ -43,9 +47,16 @@ _KINDS = {pa.int64(): INT, pa.float64(): FLOAT, pa.bool_(): BOOL, pa.string(): T
 _ARROW = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), TEXT: pa.string()}
 _CHECKED = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 _IEEE = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}
-_COMPARE = {"COMPARE_EQUAL": pc.equal, "COMPARE_NOTEQUAL": pc.not_equal, "COMPARE_LESSTHAN": pc.less,
-            "COMPARE_LESSTHANOREQUALTO": pc.less_equal, "COMPARE_GREATERTHAN": pc.greater,
-            "COMPARE_GREATERTHANOREQUALTO": pc.greater_equal}
+_COMPARE = {exp.EQ: pc.equal, exp.NEQ: pc.not_equal, exp.LT: pc.less, exp.LTE: pc.less_equal,
+            exp.GT: pc.greater, exp.GTE: pc.greater_equal}
+_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.BitwiseAnd: "&",
+               exp.BitwiseOr: "|"}
+#: a cast's target type, by DuckDB's name of it (the types an expression here can have)
+_TYPE_IDS = {exp.DataType.Type.BIGINT: INT, exp.DataType.Type.DOUBLE: FLOAT, exp.DataType.Type.BOOLEAN: BOOL,
+             exp.DataType.Type.VARCHAR: TEXT, exp.DataType.Type.TEXT: TEXT}
+_INTEGER_TEXT = re.compile(r"\d+")
+_DOUBLE_TEXT = re.compile(r"(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
+_INT64_MAX = 2**63 - 1
 _UNCHANGED_BY_DUCKDB = (pa.float32(), pa.float64(), pa.bool_(), pa.string(), pa.large_string(), pa.binary(),
                         pa.large_binary(), pa.date32())
 _SPEED_ONLY = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
@@ -89,35 +100,38 @@ class ArrowPlan:
     condition: Callable[[Data], Value] | None
     schema: pa.Schema
 
-    def run(self, data: Data) -> Data:
-        """The query's result over ``data``; ``FallBack`` when DuckDB must decide."""
+    def run(self, data: Data) -> Data | None:
+        """The query's result over ``data``; None when DuckDB must decide."""
         try:
             if self.condition is not None:
                 data = data.filter(self.condition(data))
             columns = [item(data) for item in self.items]
             return type(data).from_arrays(columns, schema=self.schema)
-        except _SPEED_ONLY as err:
-            raise FallBack(str(err)) from None
+        except (FallBack, *_SPEED_ONLY):
+            return None
 
 
-def compile_select(node: dict[str, Any], table: str, schema: pa.Schema, expected: pa.Schema) -> ArrowPlan | None:
-    """The plan for one parsed ``SELECT`` node over input ``schema`` (one that passes
-    ``plain_schema``: the caller checks, before its plan cache), or None when the query
-    must run on DuckDB. ``expected`` is DuckDB's result schema for the same input."""
+def compile_select(tree: exp.Expression, table: str, schema: pa.Schema, expected: pa.Schema) -> ArrowPlan | None:
+    """The plan for one parsed query (sqlglot's tree, :mod:`.sql_tree`) over input
+    ``schema`` (one that passes ``plain_schema``: the caller checks, before its plan
+    cache), or None when the query must run on DuckDB. ``expected`` is DuckDB's result
+    schema for the same input."""
     try:
-        compiler = _Compiler(table, node.get("from_table") or {}, schema)
-        compiler.check_shape(node)
+        source = sql_tree.plain_table(tree, ("where",))
+        if source is None:
+            raise NotCompiled("not a plain select ... from <table> where")
+        compiler = _Compiler(table, source, schema)
         items: list[Callable[[Data], Value]] = []
-        for item in node.get("select_list") or []:
+        for item in tree.expressions:
             items.extend(compiler.select_item(item))
         condition = None
-        if node.get("where_clause") is not None:
-            where = compiler.expression(node["where_clause"])
+        if tree.args.get("where") is not None:
+            where = compiler.expression(tree.args["where"].this)
             if where.kind != BOOL or where.is_literal:
                 raise NotCompiled("where is not a boolean expression of the columns")
             condition = where.evaluate
     except (NotCompiled, KeyError, TypeError, ValueError):
-        return None  # a parse tree shaped otherwise than expected only costs speed: DuckDB runs it
+        return None  # a tree shaped otherwise than expected only costs speed: DuckDB runs it
     if len(items) != len(expected):
         return None
     plan = ArrowPlan(tuple(items), condition, expected)
@@ -149,77 +163,71 @@ def plain_schema(schema: pa.Schema) -> bool:
 
 
 class _Compiler:
-    def __init__(self, table: str, source: dict[str, Any], schema: pa.Schema):
+    def __init__(self, table: str, source: exp.Table, schema: pa.Schema):
         self.schema = schema
         # an aliased table is known by its alias only; a bare "source.x" then names a column
-        self.names = {source.get("alias")} if source.get("alias") else {table, source.get("table_name")} - {None, ""}
+        self.names = {source.alias} if source.alias else {table, source.name}
 
-    def check_shape(self, node: dict[str, Any]) -> None:
-        source = node.get("from_table") or {}
-        if (node.get("type") != "SELECT_NODE" or source.get("type") != "BASE_TABLE" or source.get("sample")
-                or source.get("column_name_alias")
-                or node.get("modifiers") or node.get("group_expressions") or node.get("group_sets")
-                or node.get("aggregate_handling") != "STANDARD_HANDLING" or node.get("having")
-                or node.get("qualify") or node.get("sample") or (node.get("cte_map") or {}).get("map")):
-            raise NotCompiled("not a plain select ... from .. where")
-
-    def select_item(self, item: dict[str, Any]) -> list[Callable[[Data], Value]]:
-        if item.get("class") == "STAR":
-            if (item.get("exclude_list") or item.get("replace_list") or item.get("columns") or item.get("expr")
-                    or item.get("qualified_exclude_list") or item.get("rename_list")
-                    or item.get("relation_name") not in ("", None, *self.names)):
+    def select_item(self, item: exp.Expression) -> list[Callable[[Data], Value]]:
+        star = item if isinstance(item, exp.Star) else item.this if isinstance(item, exp.Column) else None
+        if isinstance(star, exp.Star):
+            if any(star.args.values()) or (isinstance(item, exp.Column) and (
+                    item.args.get("db") or item.table not in self.names)):
                 raise NotCompiled("a star with modifiers")
             return [self._selected(name) for name in self.schema.names]
-        if item.get("class") == "COLUMN_REF":
-            return [self._selected(self._column_name(item))]
-        expr = self.expression(item)
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Column):
+            return [self._selected(self._column_name(node))]
+        expr = self.expression(node)
         if expr.is_literal:
             raise NotCompiled("a constant column")
         return [expr.evaluate]
 
-    def expression(self, node: dict[str, Any]) -> Expr:
-        kind = node.get("class")
-        if kind == "COLUMN_REF":
+    def expression(self, node: exp.Expression) -> Expr:
+        if isinstance(node, exp.Paren):
+            return self.expression(node.this)
+        if isinstance(node, exp.Column):
             name = self._column_name(node)
             column_kind = _KINDS.get(self.schema.field(name).type)
             if column_kind is None:
                 raise NotCompiled(f"column {name} of type {self.schema.field(name).type}")
             return Expr(column_kind, self._column(name))
-        if kind == "CONSTANT":
-            return _constant(node.get("value") or {})
-        if kind == "FUNCTION" and node.get("is_operator") and not node.get("filter") and not node.get("distinct"):
-            return self._operator(node.get("function_name"), [self.expression(c) for c in node["children"]])
-        if kind == "COMPARISON":
-            return _compare(node["type"], self.expression(node["left"]), self.expression(node["right"]))
-        if kind == "CONJUNCTION":
-            children = [self.expression(c) for c in node["children"]]
+        if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
+            return _constant(node)
+        if type(node) in _ARITHMETIC:
+            return self._operator(_ARITHMETIC[type(node)], [self.expression(node.this), self.expression(node.expression)])
+        if isinstance(node, exp.Neg):
+            return self._operator("-", [self.expression(node.this)])
+        if type(node) in _COMPARE:
+            return _compare(type(node), self.expression(node.this), self.expression(node.expression))
+        if isinstance(node, (exp.And, exp.Or)):
+            children = [self.expression(c) for c in node.flatten()]
             if any(c.kind != BOOL for c in children) or all(c.is_literal for c in children):
                 raise NotCompiled("and/or over non-boolean values")
-            function = pc.and_kleene if node["type"] == "CONJUNCTION_AND" else pc.or_kleene
+            function = pc.and_kleene if isinstance(node, exp.And) else pc.or_kleene
             return Expr(BOOL, _fold(function, [c.as_kind(BOOL) for c in children]))
-        if kind == "OPERATOR":
-            return self._unary_operator(node)
-        if kind == "CAST" and not node.get("try_cast"):
-            return _cast(self.expression(node["child"]), (node.get("cast_type") or {}).get("id"))
-        raise NotCompiled(f"{kind} {node.get('type')}")
+        if isinstance(node, exp.Not) and isinstance(node.this, exp.Is):
+            return self._is_null(node.this, pc.is_valid)
+        if isinstance(node, exp.Is):
+            return self._is_null(node, pc.is_null)
+        if isinstance(node, exp.Not):
+            child = self.expression(node.this)
+            if child.kind == BOOL and not child.is_literal:
+                return Expr(BOOL, lambda data: pc.invert(child.evaluate(data)))
+            raise NotCompiled("not of a non-boolean")
+        if type(node) is exp.Cast:  # not TRY_CAST
+            return _cast(self.expression(node.this), _TYPE_IDS.get(node.to.this))
+        raise NotCompiled(type(node).__name__)
 
-    def _unary_operator(self, node: dict[str, Any]) -> Expr:
-        children = node.get("children") or []
-        if len(children) != 1:
-            raise NotCompiled(f"operator {node.get('type')} of {len(children)} operands")
-        (child_node,) = children
-        operator = node.get("type")
-        if operator in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
-            child = (Expr(OTHER, self._column(self._column_name(child_node)))
-                     if child_node.get("class") == "COLUMN_REF" else self.expression(child_node))
-            if child.is_literal:
-                raise NotCompiled("is null of a constant")
-            test = pc.is_null if operator == "OPERATOR_IS_NULL" else pc.is_valid
-            return Expr(BOOL, lambda data: test(child.evaluate(data)))
-        child = self.expression(child_node)
-        if operator == "OPERATOR_NOT" and child.kind == BOOL and not child.is_literal:
-            return Expr(BOOL, lambda data: pc.invert(child.evaluate(data)))
-        raise NotCompiled(f"operator {operator}")
+    def _is_null(self, node: exp.Is, test: Callable[[Value], Value]) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise NotCompiled("is true/false")
+        operand = node.this.unnest()
+        child = (Expr(OTHER, self._column(self._column_name(operand)))
+                 if isinstance(operand, exp.Column) else self.expression(operand))
+        if child.is_literal:
+            raise NotCompiled("is null of a constant")
+        return Expr(BOOL, lambda data: test(child.evaluate(data)))
 
     def _operator(self, name: str, operands: list[Expr]) -> Expr:
         if len(operands) == 1 and name == "-" and operands[0].is_literal and operands[0].kind in (INT, FLOAT):
@@ -246,16 +254,15 @@ class _Compiler:
             return Expr(INT, lambda data: function(left(data), right(data)))
         raise NotCompiled(f"operator {name} on {kind}")
 
-    def _column_name(self, node: dict[str, Any]) -> str:
-        names = node.get("column_names") or []
+    def _column_name(self, node: exp.Column) -> str:
+        name = node.name
         # DuckDB matches names case-insensitively and a where may name a select alias:
         # only an exact input column is taken here, anything else stays DuckDB's
-        if not names or names[-1] not in self.schema.names or len(names) > 2 or (
-                len(names) == 2 and names[0] not in self.names):
-            raise NotCompiled(f"column {'.'.join(names)}")
-        if self.schema.get_field_index(names[-1]) < 0:
-            raise NotCompiled(f"column {names[-1]} is ambiguous")
-        return names[-1]
+        if name not in self.schema.names or node.args.get("db") or (node.table and node.table not in self.names):
+            raise NotCompiled(f"column {node.sql()}")
+        if self.schema.get_field_index(name) < 0:
+            raise NotCompiled(f"column {name} is ambiguous")
+        return name
 
     def _selected(self, name: str) -> Callable[[Data], Value]:
         if not _kept_exactly(self.schema.field(name).type):
@@ -267,30 +274,29 @@ class _Compiler:
         return lambda data: data.column(name)
 
 
-def _constant(value: dict[str, Any]) -> Expr:
-    type_id = (value.get("type") or {}).get("id")
-    if value.get("is_null"):
-        raise NotCompiled("a null literal")
-    literal = value.get("value")
-    if type_id in ("INTEGER", "BIGINT") and isinstance(literal, int):
-        return _literal(INT, literal)
-    if type_id == "DOUBLE" and isinstance(literal, (int, float)):
-        return _literal(FLOAT, float(literal))
-    if type_id == "BOOLEAN" and isinstance(literal, bool):
-        return _literal(BOOL, literal)
-    if type_id == "VARCHAR" and isinstance(literal, str):
-        return _literal(TEXT, literal)
-    raise NotCompiled(f"a {type_id} literal")
+def _constant(node: exp.Expression) -> Expr:
+    """A literal, typed as DuckDB types it: digits are an integer (up to BIGINT's range),
+    a number with an exponent a DOUBLE; a DECIMAL (``1.5``) or a null is not compiled."""
+    if isinstance(node, exp.Boolean):
+        return _literal(BOOL, bool(node.this))
+    if isinstance(node, exp.Literal) and node.is_string:
+        return _literal(TEXT, node.this)
+    text = node.this if isinstance(node, exp.Literal) else ""
+    if _INTEGER_TEXT.fullmatch(text) and int(text) <= _INT64_MAX:
+        return _literal(INT, int(text))
+    if _DOUBLE_TEXT.fullmatch(text):
+        return _literal(FLOAT, float(text))
+    raise NotCompiled(f"the literal {node.sql()}")
 
 
 def _literal(kind: str, value: Any) -> Expr:
     return Expr(kind, lambda data: pa.scalar(value, _ARROW[kind]), value)
 
 
-def _compare(operator: str, left: Expr, right: Expr) -> Expr:
+def _compare(operator: type, left: Expr, right: Expr) -> Expr:
     function = _COMPARE.get(operator)
     if function is None or (left.is_literal and right.is_literal):
-        raise NotCompiled(f"comparison {operator}")
+        raise NotCompiled(f"comparison {operator.__name__}")
     numeric = {left.kind, right.kind} <= {INT, FLOAT}
     if numeric:
         kind = FLOAT if FLOAT in (left.kind, right.kind) else INT
@@ -313,7 +319,7 @@ def _compare(operator: str, left: Expr, right: Expr) -> Expr:
 
 def _cast(child: Expr, target: str | None) -> Expr:
     if child.is_literal and child.kind == TEXT and target == BOOL and child.literal in ("t", "f"):
-        return _literal(BOOL, child.literal == "t")  # DuckDB's parse tree writes true as 't'::BOOLEAN
+        return _literal(BOOL, child.literal == "t")  # 't'::BOOLEAN, DuckDB's own spelling of true
     if child.is_literal:
         raise NotCompiled("a cast constant")
     if target == "DOUBLE" and child.kind in (INT, FLOAT):

@@ -122,13 +122,13 @@ HELPERS: tuple[tuple[str, str], ...] = (
     ("seatunnel_java_tokens", f"(pattern) AS regexp_extract_all(pattern, {_JAVA_TOKEN})"),
     # the first token of a Java pattern not in `known` (the letters converted), or null
     ("seatunnel_pattern_problem", """(pattern, known) AS list_filter(seatunnel_java_tokens(pattern),
-        t -> t = '''' OR (regexp_matches(t, '^[A-Za-z]') AND NOT list_contains(known, t)))[1]"""),
+        lambda t: t = '''' OR (regexp_matches(t, '^[A-Za-z]') AND NOT list_contains(known, t)))[1]"""),
     ("seatunnel_pattern_error", """(fn, pattern, problem) AS error(fn || ': the date-time pattern ' || pattern
         || CASE WHEN problem = '''' THEN ' has an unterminated quote'
            ELSE ' has ' || problem || ', which is not supported here' END)"""),
     # a Java pattern as a strftime format
     ("seatunnel_format_string", f"""(pattern) AS
-        array_to_string(list_transform(seatunnel_java_tokens(pattern), t -> {_FORMAT_TOKEN}), '')"""),
+        array_to_string(list_transform(seatunnel_java_tokens(pattern), lambda t: {_FORMAT_TOKEN}), '')"""),
     ("seatunnel_cut_fractions", f"(x) AS {_CUT_FRACTIONS}"),
     # a timestamp as text by a Java pattern (fn names the function in errors). The pattern
     # must be a constant (strftime's format is), as SeaTunnel's always are in practice.
@@ -140,7 +140,7 @@ HELPERS: tuple[tuple[str, str], ...] = (
         ELSE strftime(v, seatunnel_format_string(pattern)) END"""),
     # a Java pattern as a strptime format
     ("seatunnel_parse_format", f"""(pattern) AS
-        array_to_string(list_transform(seatunnel_java_tokens(pattern), t -> {_PARSE_TOKEN}), '')"""),
+        array_to_string(list_transform(seatunnel_java_tokens(pattern), lambda t: {_PARSE_TOKEN}), '')"""),
     # strptime (try_strptime when `try`) by a Java pattern; fn names the function in errors
     ("seatunnel_parse", f"""(s, pattern, fn, try) AS CASE
         WHEN seatunnel_pattern_problem(pattern, {_PARSE_KNOWN}) IS NOT NULL
@@ -230,14 +230,14 @@ MACROS: tuple[tuple[str, str], ...] = (
     ("hextoraw", """(s) AS CASE WHEN s IS NULL THEN NULL
         WHEN length(s) % 4 <> 0 THEN error('hextoraw: the text length ' || length(s) || ' is not a multiple of 4')
         ELSE array_to_string(list_transform(range(0, length(s), 4),
-                                            i -> chr(('0x' || substr(s, i + 1, 4))::INTEGER)), '') END"""),
+                                            lambda i: chr(('0x' || substr(s, i + 1, 4))::INTEGER)), '') END"""),
     # RAWTOHEX(string): 4 lowercase hex digits per UTF-16 unit ('7' -> '0037');
     # RAWTOHEX(bytes): 2 per byte
     ("rawtohex", r"""(x) AS CASE WHEN x IS NULL THEN NULL
         WHEN typeof(x) = 'BLOB' THEN lower(hex(TRY_CAST(x AS BLOB)))
         WHEN regexp_full_match(TRY_CAST(x AS VARCHAR), '[\x00-\x7f]*')
           THEN regexp_replace(lower(hex(TRY_CAST(x AS VARCHAR))), '(..)', '00\1', 'g')
-        ELSE array_to_string(list_transform(string_split(TRY_CAST(x AS VARCHAR), ''), ch ->
+        ELSE array_to_string(list_transform(string_split(TRY_CAST(x AS VARCHAR), ''), lambda ch:
           CASE WHEN unicode(ch) < 65536 THEN lpad(lower(to_hex(unicode(ch))), 4, '0')
           ELSE lower(to_hex(55296 + ((unicode(ch) - 65536) >> 10))
                      || to_hex(56320 + ((unicode(ch) - 65536) & 1023)))

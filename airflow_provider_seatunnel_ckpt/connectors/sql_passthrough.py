@@ -12,18 +12,19 @@ the result is the same.
 The rewrite is only made when it cannot change the meaning: one base table, no
 ``distinct``, ``group by``, ``having``, ``qualify`` or ``order by`` (``limit`` is fine), no
 ``select *``, and only for items not renamed (so any other mention of the name still
-means the same input column); the rewritten query is
-parsed and bound by DuckDB itself (``json_serialize_sql``/``json_deserialize_sql``, no
-home-made SQL parsing), and if anything about it fails, the original query runs.
+means the same input column). The query is read by sqlglot (:mod:`.sql_tree`) and
+only those items' text is replaced, by its positions: the rest of the query stays as
+written; if anything about the result fails in DuckDB, the original query runs.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
+
+from . import sql_tree
 
 ROW = "__st_row"
 _PREFIX = "__st_pass_"
@@ -60,52 +61,36 @@ class PassThrough:
         return pa.Table.from_arrays(arrays, names=names)
 
 
-def parse_select(connection: Any, query: str) -> dict[str, Any] | None:
-    """DuckDB's parse tree of a one-statement query (``json_serialize_sql``), None when
-    DuckDB cannot serialise it."""
-    try:
-        tree = json.loads(connection.execute("SELECT json_serialize_sql($1::VARCHAR)", [query]).fetchone()[0])
-    except Exception:
-        return None
-    statements = tree.get("statements") or []
-    if tree.get("error") or len(statements) != 1 or not isinstance(statements[0].get("node"), dict):
-        return None
-    return tree
-
-
-def plan(connection: Any, query: str, table: str, schema: pa.Schema) -> PassThrough | None:
-    """The pass-through rewrite of ``query`` for input ``schema``, or None."""
+def plan(query: str, tree: exp.Expression | None, schema: pa.Schema) -> PassThrough | None:
+    """The pass-through rewrite of ``query`` (parsed: ``tree``) for input ``schema``, or None."""
     if ROW in schema.names or len(set(schema.names)) != len(schema.names):
         return None
-    tree = parse_select(connection, query)
-    if tree is None:
+    table = sql_tree.plain_table(tree, ("where", "limit", "offset"))
+    if table is None or tree is None:
         return None
-    node = tree["statements"][0]["node"]
-    source = node.get("from_table") or {}
-    if (node.get("type") != "SELECT_NODE" or source.get("type") != "BASE_TABLE" or node.get("group_expressions")
-            or node.get("group_sets") or node.get("aggregate_handling") != "STANDARD_HANDLING"
-            or node.get("having") or node.get("qualify")
-            or any(m.get("type") != "LIMIT_MODIFIER" for m in node.get("modifiers") or [])):
-        return None
+    if any(item.find(exp.Star) for item in tree.expressions):
+        return None  # a star would select the row numbers too
+    names = (table.name, table.alias)
     columns: dict[str, tuple[str, str]] = {}
-    for index, item in enumerate(node.get("select_list") or []):
-        if item.get("class") == "STAR":
-            return None
-        names = item.get("column_names") or []
-        if item.get("class") != "COLUMN_REF" or not names or names[-1] not in schema.names:
+    spans: list[tuple[int, int, str]] = []
+    for index, item in enumerate(tree.expressions):
+        column, alias = (item.this, item.alias) if isinstance(item, exp.Alias) else (item, "")
+        if not isinstance(column, exp.Column) or column.args.get("db"):
             continue
-        if len(names) > 1 and names[-2] not in (table, source.get("alias")):
+        name = column.name
+        if name not in schema.names or (column.table and column.table not in names):
             continue
-        if not _wide(schema.field(names[-1]).type) or item.get("alias") not in ("", None, names[-1]):
+        if not _wide(schema.field(name).type) or alias not in ("", name):
             continue  # renamed: a where clause naming the alias would see another column
-        alias = f"{_PREFIX}{index}"
-        columns[alias] = (names[-1], item.get("alias") or names[-1])
-        item["column_names"] = [ROW]
-        item["alias"] = alias
+        positions = [n.meta.get("start") for n in item.find_all(exp.Identifier)] + \
+                    [n.meta.get("end") for n in item.find_all(exp.Identifier)]
+        if None in positions:
+            return None  # a sqlglot that does not say where its names are
+        new = f"{_PREFIX}{index}"
+        columns[new] = (name, alias or name)
+        spans.append((min(positions), max(positions) + 1, f"{ROW} AS {new}"))
     if not columns:
         return None
-    try:
-        rewritten = connection.execute("SELECT json_deserialize_sql($1::JSON)", [json.dumps(tree)]).fetchone()[0]
-    except Exception:
-        return None
-    return PassThrough(rewritten, columns)
+    for start, end, text in sorted(spans, reverse=True):
+        query = query[:start] + text + query[end:]
+    return PassThrough(query, columns)

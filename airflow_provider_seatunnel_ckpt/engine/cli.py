@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from typing import Any
-from .variables import add_variable_arguments
+from ..jobfile.variable_options import add_variable_arguments
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import CheckpointError, ConfigError
     from ..extras import require
-    from .job import load_job
-    from .variables import job_variables
+    from ..jobfile.job import load_job
+    from ..jobfile.variable_options import job_variables
 
     # The job file first: each connector checks the extra it needs (one line naming the
     # pip install), then the engine's own; both before anything imports or starts Spark.

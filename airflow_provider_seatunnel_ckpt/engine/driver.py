@@ -43,7 +43,7 @@ from .coordinator import CheckpointCoordinator, Lifecycle
 from .fencing import Fenced, FenceLog
 from .messages import AddSplits, FinishJob, Register, RestoreState, SplitPlan, TaskFailed, TriggerBarrier, decode, encode
 from .split_discovery import SplitDiscovery, split_names
-from .split_plan import REF_KEY as PLAN_REF_KEY, store_plan
+from .split_plan import REF_KEY as PLAN_REF_KEY, SOURCE_KEY as PLAN_SOURCE_KEY, store_plan
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,11 @@ class DriverLoop:
         plan = self._plan
         ref = self.properties.get(PLAN_REF_KEY)
         if plan and (ref is None or ref.get("count") != len(plan)):
-            ref = store_plan(self.store.storage, self.store.job_id, self.fence.attempt, plan)
+            # A driver taken over creates nothing: the claimant may have pruned this
+            # attempt's document, and a rewrite would bring it back for good.
+            self.fence.require_claim()
+            ref = store_plan(self.store.storage, self.store.job_id, self.fence.attempt, plan,
+                             (ref or {}).get(PLAN_SOURCE_KEY))
             self.properties = {**self.properties, PLAN_REF_KEY: ref}
 
     def _send(self, subtask: int, attempt: int, message: Any) -> None:

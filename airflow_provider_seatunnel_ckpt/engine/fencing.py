@@ -27,6 +27,15 @@ idempotent, so an old driver's late commit repeats what the claimant replays; it
 never publish output the claimant rolled back. ``check()`` before a commit narrows
 even that to nothing new.
 
+**A job deleted under a running driver.** ``externalized-retention: delete-on-finish``
+deletes a finished job's whole directory, this log included (docs/storage.md). A driver
+taken over that still runs (frozen, say) must not take the emptied log for a free job:
+with the flag ``deletable`` a driver also counts itself taken over once its own claim is
+gone, and checks that before a ``_metadata`` write as well (the claimant's fenced id went
+with the rest). The deleter removes the log oldest record first (:meth:`erase`), so at
+any moment such a driver finds either a claim after its newest record or its own claim
+gone.
+
 Records are tiny. A driver deletes its own older reservations every ``PRUNE_EVERY``
 and when it ends; a claimant deletes the reservations that drivers killed before they
 could do so left behind, but the newest (:meth:`FenceLog.claim`). Claims stay (one per
@@ -88,11 +97,15 @@ class Claim:
 class FenceLog:
     """One driver's view of a job's fence log (its claim and reservations)."""
 
-    def __init__(self, storage: Any, job_id: str):
+    def __init__(self, storage: Any, job_id: str, *, deletable: bool = False):
         self.storage = storage
         self.job_id = job_id
+        #: the job's storage may be deleted while drivers run (delete-on-finish)
+        self.deletable = deletable
         self.seq = 0
         self.attempt = 0
+        #: the number of this driver's claim (0: it claimed nothing)
+        self._claim_seq = 0
         self._reserved = 0
         self._prunable_from = 1
         # A reservation made at a trigger (fence thread) may run while a commit's check
@@ -121,6 +134,7 @@ class FenceLog:
             except FileExistsError:
                 continue  # another driver claimed or reserved that number first: look again
             self.seq, self.attempt = last_seq + 1, attempt
+            self._claim_seq = self.seq
             self._prunable_from = self.seq + 1
             reservation_seq, reservation = self._newest_reservation(seqs)
             self._prune_dead_reservations(seqs, keep=reservation_seq)
@@ -157,6 +171,9 @@ class FenceLog:
                 self.storage.create_document(self.job_id, record_name(seq), record)
             except FileExistsError:
                 raise self.fenced_error() from None
+            if self._claim_gone():  # the number was free because the job was deleted
+                self._delete_quietly(seq)
+                raise self.fenced_error()
             self.seq = seq
             self._reserved += 1
             prune = self._reserved % PRUNE_EVERY == 0
@@ -168,24 +185,53 @@ class FenceLog:
     def is_newest(self, seq: int) -> bool:
         """Whether record ``seq`` is still this driver's newest: a reservation made
         ahead (at the trigger) is good for the ``_metadata`` write only while no other
-        reservation of this driver came after it."""
-        return self.seq == seq
+        reservation of this driver came after it, and (``deletable``) while the job was
+        not deleted since: with the job went the claimant's fence of that id."""
+        return self.seq == seq and not self._claim_gone()
 
     def check(self, before: str = "writing") -> None:
         """``Fenced`` when a newer claim exists (before a commit)."""
-        with self._lock:
-            if self.storage.read_document(self.job_id, record_name(self.seq + 1)) is not None:
-                raise self.fenced_error()
+        self.require_claim()
         self._test_window(f"before {before}")
+
+    def require_claim(self) -> None:
+        """:meth:`check` without its test window: before writes of the run's own records
+        (its split plan), which no test lands a takeover inside."""
+        with self._lock:
+            if self.taken_over():
+                raise self.fenced_error()
+
+    def taken_over(self) -> bool:
+        """Whether a newer claim exists (or, ``deletable``, this driver's claim is gone):
+        :meth:`check` without its test window, for the driver's record keepers (the
+        history), which decide nothing. The claim is read second: the log is erased
+        oldest first, so when the record after this driver's newest is gone, its claim
+        went before."""
+        with self._lock:
+            return self._read(self.seq + 1) is not None or self._claim_gone()
+
+    def _claim_gone(self) -> bool:
+        return self.deletable and self._claim_seq > 0 and self._read(self._claim_seq) is None
 
     def fenced_error(self) -> Fenced:
         """The error of a driver whose claim was replaced (names the newer attempt)."""
         with self._lock:
-            winner = self._read(self.seq + 1) or {}
+            winner = self._read(self.seq + 1)
+        if winner is None and self.deletable:
+            return Fenced(f"job {self.job_id} {TAKEN_OVER}, which finished it and deleted its storage "
+                          "(delete-on-finish); this driver stops without completing a checkpoint or committing")
         return Fenced(
-            f"job {self.job_id} {TAKEN_OVER} (attempt {winner.get('attempt', '?')}); "
+            f"job {self.job_id} {TAKEN_OVER} (attempt {(winner or {}).get('attempt', '?')}); "
             "this driver stops without completing a checkpoint or committing"
         )
+
+    def erase(self) -> None:
+        """Delete the whole log, oldest record first (a finished job with delete-on-finish
+        leaves nothing): every driver still running that has the flag ``deletable`` meets
+        either a claim after its newest record or its own claim gone (:meth:`taken_over`).
+        A failure stops it there, which keeps that true."""
+        for seq in self._sequence_numbers():
+            self.storage.delete_document(self.job_id, record_name(seq))
 
     # ---- helpers ---------------------------------------------------------------------------
     def _sequence_numbers(self) -> list[int]:
@@ -223,6 +269,12 @@ class FenceLog:
                     self.storage.delete_document(self.job_id, record_name(seq))
         except CheckpointStorageError as err:  # only tidiness: the next claimant retries
             log.info("could not prune the fence log of job %s: %s", self.job_id, err)
+
+    def _delete_quietly(self, seq: int) -> None:
+        try:
+            self.storage.delete_document(self.job_id, record_name(seq))
+        except CheckpointStorageError as err:  # a stray record in a deleted job: storage only
+            log.info("could not delete fence record %d of job %s: %s", seq, self.job_id, err)
 
     def _test_window(self, where: str) -> None:
         if self._test_window_s:

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..connectors.api import has_kinds, without_kinds
-from .job import JobSpec
+from ..jobfile.spec import JobSpec
 from .composite import TableSinks
 from .routing import bind_schemas, load_sinks, load_sources, load_transforms, preflight
 

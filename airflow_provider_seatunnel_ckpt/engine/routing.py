@@ -1,4 +1,4 @@
-"""Moving batches along a job's wiring (:mod:`.wiring`), and building its parts.
+"""Moving batches along a job's wiring (:mod:`..jobfile.wiring`), and building its parts.
 
 A batch read from source ``i`` carries that source's table; each transform reading the
 table gets it once, and what it returns carries the transform's table onwards; each sink
@@ -33,7 +33,7 @@ from ..connectors import (
 from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, with_kinds, without_kinds
 from ..errors import ConfigError, ConnectorError
 from .composite import SinkGroup, TableSinks
-from .wiring import Wiring
+from ..jobfile.wiring import Wiring
 
 
 class Router:

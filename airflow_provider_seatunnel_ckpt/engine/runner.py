@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..config import CheckpointConfig, ExternalizedRetention
+from ..config import CheckpointConfig
 from ..errors import ConfigError, DataError
 from ..history import HistoryRecorder, restore_entry
 from ..storage import CheckpointStorageError, create_storage
@@ -36,13 +36,17 @@ from .heartbeat import (
     HeartbeatWriter,
     job_fingerprint,
     parse_interval,
+    record_path as heartbeat_record_path,
 )
-from .job import JobSpec
+from ..jobfile.spec import JobSpec
 from .preload import preload_settings
 from .sink_identity import layout as sink_layout, restored as restored_for_sinks
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery, split_names
-from .split_plan import REF_KEY as PLAN_REF_KEY, load_plan, prune_plans, referenced_attempts, store_plan
+from .split_plan import (
+    REF_KEY as PLAN_REF_KEY, SOURCE_KEY, discard_plans, document_splits, load_plan, newest_earlier_plan,
+    plan_entries, plan_path, prune_plans, referenced_attempts, source_fingerprint, store_plan,
+)
 from .subtask import SubtaskContext, run_subtask_partition
 
 log = logging.getLogger(__name__)
@@ -157,7 +161,9 @@ class JobRun:
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.storage = create_storage(request.config.storage)
         self.store = CompletedCheckpointStore(self.storage, request.job_id, PIPELINE_ID)
-        self.fence = FenceLog(self.storage, request.job_id)
+        # delete-on-finish may delete the job under a driver that was taken over: it must
+        # know its claim gone for a takeover (engine/fencing.py)
+        self.fence = FenceLog(self.storage, request.job_id, deletable=request.config.deletes_on_finish)
         self.attempt_number = 0
         self.restored_id: int | None = None
         self.spark: Any = None
@@ -217,6 +223,9 @@ class JobRun:
         self.storage.write_document(job_id, JOB_DOCUMENT, {**existing, DISCARDING: True})
         entries = self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
         self.storage.delete_checkpoint_dirs(job_id, PIPELINE_ID, [e for e in entries if not e.fenced])
+        # Starting over: where the earlier lineage's splits started is not this one's
+        # (a run killed before this one's first plan must not fall back on them).
+        discard_plans(self.storage, job_id, self.attempt_number)
         self.discarded = True
 
     # ---- job document and attempts -----------------------------------------------------------
@@ -299,6 +308,62 @@ class JobRun:
         committer.rollback(restored_id)
         committer.cleanup(restored_infos)
 
+    # ---- the split plan ------------------------------------------------------------------------
+    def plan_splits(self, source: Any, manifest: Any) -> tuple[tuple[Split, ...], dict[str, Any]]:
+        """The splits this attempt reads, stored as its plan document before earlier,
+        unreferenced plans are pruned; returns them and the reference every manifest of
+        the attempt carries (engine/split_plan.py). No Spark here: the deterministic
+        simulation (tests/simulation) drives this same code.
+
+        The plan is part of the checkpoint: a restore (with any parallelism) keeps its
+        checkpoint's plan, so split ids and ranges always match the restored positions.
+        With nothing restored, the newest earlier attempt's plan of the same source is
+        kept too: those attempts stopped before their first checkpoint, and the start
+        positions were resolved when the job first started (Kafka's ``latest`` must not
+        move on, nor a bounded job's end offsets)."""
+        fingerprint = source_fingerprint(self.request.job.sources)
+        stored = self._stored_plan(manifest, fingerprint)
+        if stored is None:
+            splits = tuple(source.splits(self.request.job.parallelism))
+        else:
+            splits = tuple(Split(str(split_id), spec) for split_id, spec in stored)
+            added = tuple(source.discover_splits(splits))
+            if added:  # appended: the stored splits keep their place, so their subtask
+                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
+                splits += added
+        return splits, self._store_plan(splits, fingerprint)
+
+    def _store_plan(self, splits: Sequence[Split], fingerprint: str) -> dict[str, Any]:
+        # A driver taken over creates and deletes nothing (the check covers the pruning too)
+        self.fence.require_claim()
+        ref = store_plan(self.storage, self.request.job_id, self.attempt_number, plan_entries(splits), fingerprint)
+        self._prune_plans()
+        return ref
+
+    def _stored_plan(self, manifest: Any, fingerprint: str) -> list[list[Any]] | None:
+        """The plan to keep: the restored checkpoint's, else an earlier attempt's of the
+        same source unless the job starts over; None: ask the source for a new one."""
+        if manifest is not None:
+            return load_plan(self.storage, self.request.job_id, manifest.properties)
+        if self.request.discard_existing or self.discarded:
+            return None  # starting over: where to start is resolved again
+        return self._earlier_plan(fingerprint)
+
+    def _earlier_plan(self, fingerprint: str) -> list[list[Any]] | None:
+        job_id = self.request.job_id
+        found = newest_earlier_plan(self.storage, job_id, self.attempt_number)
+        if found is None:
+            return None
+        attempt, document = found
+        if document.get(SOURCE_KEY) != fingerprint:
+            self.progress(f"job {job_id}: the source options differ from those attempt {attempt} planned its splits "
+                          "with; making a new split plan (where each split starts is resolved again)")
+            return None
+        splits = document_splits(document, f"{self.storage.describe(job_id)}/{plan_path(attempt)}")
+        self.progress(f"job {job_id}: nothing to restore; reading the {len(splits)} splits attempt {attempt} planned, "
+                      "from where that attempt started")
+        return splits
+
     def _record_attempt(self, fields: dict[str, Any]) -> None:
         path = f"attempts/{self.attempt_number:06d}.json"
         record = self.storage.read_document(self.request.job_id, path) or {"attempt": self.attempt_number}
@@ -307,7 +372,8 @@ class JobRun:
 
     def _prune_plans(self) -> None:
         """Remove earlier attempts' split plans that no retained checkpoint or savepoint
-        refers to (engine/split_plan.py); only the claimant does this, once per attempt."""
+        refers to (engine/split_plan.py); only the claimant does this, once per attempt,
+        after its own plan is stored (it may be a copy of the newest earlier one)."""
         job_id = self.request.job_id
         try:
             manifests = [self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
@@ -336,6 +402,9 @@ class JobRun:
             # The claimant discards what this run staged, so its sink may have failed on
             # files that vanished: a consequence, not the cause a user should chase.
             outcome.error = f"{self.fence.fenced_error()} (it then failed: {outcome.error})"
+        if fenced and not document:  # every claim writes job.json: the job was deleted
+            self._leave_no_records()
+            return
         if document.get("fencing_token") == token and not fenced:  # never overwrite a newer claim
             document.update(
                 status=status,
@@ -359,6 +428,18 @@ class JobRun:
             }
         )
         self._end_heartbeat(FENCED if fenced else status, outcome.error, last)
+
+    def _leave_no_records(self) -> None:
+        """This driver was taken over, and the job was deleted since (the claimant
+        finished it with delete-on-finish): it records no outcome, and removes the
+        heartbeat its thread wrote meanwhile, so the deleted job stays empty."""
+        if self._heartbeat is None:
+            return
+        self._heartbeat.stop()
+        try:
+            self.storage.delete_document(self.request.job_id, heartbeat_record_path(self.attempt_number))
+        except Exception as err:  # noqa: BLE001 - a stray heartbeat costs storage only
+            log.info("could not delete the heartbeat of attempt %d: %s", self.attempt_number, err)
 
     # ---- heartbeat ---------------------------------------------------------------------------
     def _heartbeat_interval(self) -> int:
@@ -457,17 +538,29 @@ class JobRun:
         finally:
             if self._heartbeat is not None:
                 self._heartbeat.stop()
-            if self._history is not None:
-                self._history.close()
+            self._close_history()
+
+    def _close_history(self) -> None:
+        """Write the history's last entries and stop its thread (once)."""
+        history, self._history = self._history, None
+        if history is not None:
+            history.close()
 
     def _start_history(self) -> HistoryRecorder | None:
         """The attempt's checkpoint history (docs/history.md), opened by where it restored from."""
         size = self.request.config.history_size
         if not size:
             return None
-        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size)
-        recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
+        recorder = self.open_history(size)
         recorder.start()
+        return recorder
+
+    def open_history(self, size: int) -> HistoryRecorder:
+        """The recorder, its first entry recorded, its thread not started (the simulation
+        flushes it itself). A driver taken over writes no more history."""
+        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size,
+                                   taken_over=self.fence.taken_over)
+        recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
         return recorder
 
     def claim(self, token: str, sink: Any, committer: Any) -> tuple[Any, int, list[Any]]:
@@ -536,8 +629,11 @@ class JobRun:
 
     def end(self, outcome: Outcome, committer: Any, token: str) -> None:
         """After the driver loop: a finished job's staged leftovers go (and with
-        delete-on-finish its checkpoints), then the outcome is recorded."""
+        delete-on-finish its checkpoints), then the outcome is recorded; with
+        delete-on-finish the finished job is then deleted from storage as a whole."""
         request = self.request
+        forget = False
+        self._close_history()  # the loop is done: its last entries go before the outcome
         # A run that finished after another attempt claimed the job (its last commit
         # landed just before the claim) leaves the sink and the checkpoints to the
         # claimant: the staging its cleanup would remove may be the claimant's.
@@ -556,13 +652,34 @@ class JobRun:
                     return
             # A stop-with-savepoint is not the end of the job: its savepoint is where
             # the next run resumes, so delete-on-finish keeps it.
-            if (
-                request.config.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
-                and not outcome.stopped_with_savepoint
-            ):
+            if request.config.deletes_on_finish and not outcome.stopped_with_savepoint:
                 self.storage.delete_checkpoint(request.job_id, PIPELINE_ID)
                 committer.discard_job()
+                forget = True
         self._release(outcome, token)
+        if forget:
+            self._forget_job()
+
+    def _forget_job(self) -> None:
+        """delete-on-finish: nothing of the finished job stays in storage (docs/storage.md,
+        "When a job ends"). After the outcome is recorded (a follower of the live driver
+        may read it) and the heartbeat and history stopped, so nothing writes again. The
+        fence log goes first, oldest record first (``FenceLog.erase``): a driver taken
+        over that still runs then finds its claim gone and creates and commits nothing;
+        then the rest. A failure leaves storage only, and says how to remove it."""
+        job_id = self.request.job_id
+        where = self.storage.describe(job_id)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        try:
+            self.fence.check("deleting the finished job")  # a run that claimed since owns what is there
+            self.fence.erase()
+            self.storage.delete_checkpoint(job_id)
+        except Exception as err:  # noqa: BLE001 - the job finished and its output is committed
+            self.progress(f"job {job_id}: finished, but deleting it from {where} failed ({first_line(str(err))}); "
+                          f"remove it with seatunnel-ckpt delete --yes --job-id {job_id}")
+            return
+        self.progress(f"job {job_id}: finished; deleted from {where} (externalized-retention: delete-on-finish)")
 
     def _run_claimed(
         self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any],
@@ -590,21 +707,8 @@ class JobRun:
         self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
         source = one_source(sources)
-        # The split plan is part of the checkpoint: a restore (with any parallelism)
-        # keeps it, so split ids and ranges always match the restored positions.
-        stored_plan = load_plan(self.storage, request.job_id, manifest.properties) if manifest is not None else None
-        if stored_plan is not None:
-            splits = tuple(Split(str(split_id), spec) for split_id, spec in stored_plan)
-            added = tuple(source.discover_splits(splits))
-            if added:  # appended: the stored splits keep their place, so their subtask
-                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
-                splits += added
-        else:
-            splits = tuple(source.splits(job.parallelism))
-
-        plan = [[split.split_id, dict(split.spec)] for split in splits]
-        plan_ref = store_plan(self.storage, request.job_id, self.attempt_number, plan)
-        self._prune_plans()
+        splits, plan_ref = self.plan_splits(source, manifest)
+        plan = plan_entries(splits)
         coordinator = self.coordinator(manifest, highest_id)
         loop = DriverLoop(
             coordinator, self.store, committer, self.fence,

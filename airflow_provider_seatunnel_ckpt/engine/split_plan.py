@@ -13,7 +13,16 @@ or fails with one line.
 Manifests written by earlier releases carry the plan inline (``splits``); they restore
 as they always did. Documents of earlier attempts that no checkpoint or savepoint refers
 to any more are removed when a new attempt starts (by the claimant, never a taken-over
-driver: each attempt writes only its own document).
+driver: each attempt writes only its own document, and a driver taken over writes none).
+
+A plan fixes where each split starts, and some sources resolve that from something that
+moves: Kafka's ``latest`` and ``timestamp`` start offsets, a bounded job's end offsets. So
+an attempt with nothing to restore (its predecessors stopped before their first
+checkpoint) takes the newest earlier attempt's plan rather than asking the source again,
+unless the job is started over (``--discard-existing``) or its source changed: each
+document carries a digest of the job's source options (``source``), and only a plan of
+the same options is reused. The reused plan is stored again as the new attempt's own
+document, so the earlier one may be pruned as before.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import logging
 from typing import Any, Mapping, Sequence
 
 from ..errors import CheckpointError
+from .heartbeat import job_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +42,8 @@ FORMAT = "seatunnel-ckpt/split-plan"
 #: the manifest property holding the reference (earlier releases: ``INLINE_KEY``, the plan)
 REF_KEY = "split_plan"
 INLINE_KEY = "splits"
+#: in a plan document and its reference: the digest of the source options it was made with
+SOURCE_KEY = "source"
 #: plans are large by nature (one entry per file, key range or partition)
 MAX_PLAN_BYTES = 1 << 30
 
@@ -47,10 +59,27 @@ def plan_digest(plan: Plan) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def store_plan(storage: Any, job_id: str, attempt: int, plan: Plan) -> dict[str, Any]:
-    """Write this attempt's plan document; returns the reference for manifest properties."""
-    storage.write_document(job_id, plan_path(attempt), {"format": FORMAT, "version": 1, "splits": list(plan)})
-    return {"attempt": attempt, "count": len(plan), "sha256": plan_digest(plan)}
+def plan_entries(splits: Sequence[Any]) -> list[list[Any]]:
+    """A plan as stored: ``[[split_id, spec], ...]`` of ``Split`` objects."""
+    return [[split.split_id, dict(split.spec)] for split in splits]
+
+
+def source_fingerprint(sources: Sequence[Mapping[str, Any]]) -> str:
+    """The digest of a job's source options (the heartbeat's digest of a job definition,
+    over its sources alone): a plan is reused only for the options it was made with. A
+    digest, so the document holds no option values (credentials may be among them)."""
+    return job_fingerprint({"sources": [dict(source) for source in sources]})
+
+
+def store_plan(storage: Any, job_id: str, attempt: int, plan: Plan, source: str | None = None) -> dict[str, Any]:
+    """Write this attempt's plan document; returns the reference for manifest properties.
+    ``source``: the fingerprint of the source options the plan was made with."""
+    document: dict[str, Any] = {"format": FORMAT, "version": 1, "splits": list(plan)}
+    ref: dict[str, Any] = {"attempt": attempt, "count": len(plan), "sha256": plan_digest(plan)}
+    if source is not None:
+        document[SOURCE_KEY] = ref[SOURCE_KEY] = source
+    storage.write_document(job_id, plan_path(attempt), document)
+    return ref
 
 
 def load_plan(storage: Any, job_id: str, properties: Mapping[str, Any]) -> list[list[Any]] | None:
@@ -64,14 +93,49 @@ def load_plan(storage: Any, job_id: str, properties: Mapping[str, Any]) -> list[
     document = storage.read_document(job_id, plan_path(int(ref["attempt"])), max_bytes=MAX_PLAN_BYTES)
     if document is None:
         raise CheckpointError(f"{where}: the split plan this checkpoint was taken with is missing")
-    splits = document.get("splits")
     count = int(ref["count"])
-    if document.get("format") != FORMAT or not isinstance(splits, list) or len(splits) < count:
-        raise CheckpointError(f"{where}: not a split plan of at least {count} splits")
-    plan = [list(entry) for entry in splits[:count]]
+    plan = document_splits(document, where, count)[:count]
     if plan_digest(plan) != ref["sha256"]:
         raise CheckpointError(f"{where}: the first {count} splits do not match the checkpoint's checksum")
     return plan
+
+
+def document_splits(document: Mapping[str, Any], where: str, at_least: int = 0) -> list[list[Any]]:
+    """The splits of a plan document (``where`` names it in the error)."""
+    splits = document.get("splits")
+    if document.get("format") != FORMAT or not isinstance(splits, list) or len(splits) < at_least:
+        raise CheckpointError(f"{where}: not a split plan" + (f" of at least {at_least} splits" if at_least else ""))
+    return [list(entry) for entry in splits]
+
+
+def newest_earlier_plan(storage: Any, job_id: str, before_attempt: int) -> tuple[int, dict[str, Any]] | None:
+    """The newest plan document of an attempt before ``before_attempt``, with its attempt
+    (None: there is none). A document pruned between the listing and its read is passed
+    over for the next older one."""
+    for attempt in reversed(_earlier_attempts(storage, job_id, before_attempt)):
+        document = storage.read_document(job_id, plan_path(attempt), max_bytes=MAX_PLAN_BYTES)
+        if document is not None:
+            return attempt, document
+    return None
+
+
+def discard_plans(storage: Any, job_id: str, before_attempt: int) -> None:
+    """Delete the plans of every attempt before ``before_attempt`` (``--discard-existing``):
+    the job starts over, so no later attempt may take a plan made before. A failure is
+    raised, not logged: the interrupted discard is finished by the next run."""
+    for attempt in _earlier_attempts(storage, job_id, before_attempt):
+        storage.delete_document(job_id, plan_path(attempt))
+
+
+def _earlier_attempts(storage: Any, job_id: str, before_attempt: int) -> list[int]:
+    """Attempts before ``before_attempt`` that have a plan document, oldest first."""
+    return sorted(a for a in map(_attempt_of, storage.list_documents(job_id, PLAN_DIR))
+                  if a is not None and a < before_attempt)
+
+
+def _attempt_of(name: str) -> int | None:
+    stem = name.removesuffix(".json")
+    return int(stem) if stem.isdigit() else None
 
 
 def referenced_attempts(manifests: Sequence[Any]) -> set[int]:
@@ -83,17 +147,13 @@ def prune_plans(storage: Any, job_id: str, keep: set[int], current_attempt: int)
     attempts retained checkpoints and savepoints refer to). Best effort: a leftover
     costs storage, not correctness."""
     try:
-        names = storage.list_documents(job_id, PLAN_DIR)
+        attempts = _earlier_attempts(storage, job_id, current_attempt)
     except Exception as err:  # noqa: BLE001
         log.info("could not list split plans of job %s: %s", job_id, err)
         return
-    for name in names:
-        try:
-            attempt = int(name.removesuffix(".json"))
-        except ValueError:
-            continue
-        if attempt < current_attempt and attempt not in keep:
+    for attempt in attempts:
+        if attempt not in keep:
             try:
-                storage.delete_document(job_id, f"{PLAN_DIR}/{name}")
+                storage.delete_document(job_id, plan_path(attempt))
             except Exception as err:  # noqa: BLE001
-                log.info("could not delete split plan %s of job %s: %s", name, job_id, err)
+                log.info("could not delete split plan %s of job %s: %s", plan_path(attempt), job_id, err)

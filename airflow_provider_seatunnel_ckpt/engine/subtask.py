@@ -40,7 +40,7 @@ from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
 from ..connectors.api import ReaderContext, Split
-from .job import JobSpec
+from ..jobfile.spec import JobSpec
 from .messages import (
     AbortCheckpoint,
     Ack,

@@ -11,7 +11,9 @@ new entries), seals it once it holds ``segment_entries`` entries or about
 A driver killed without closing the recorder loses at most the last interval's entries:
 the history is a record of what happened, not what decides anything (checkpoints and
 their ``_metadata`` are). Each attempt writes only segments named after itself, so a
-taken-over driver that still runs never overwrites its successor's.
+taken-over driver that still runs never overwrites its successor's; and once it was
+taken over it writes none at all (``taken_over``, asked before every write): the
+claimant prunes old segments, and a driver that has lost the job creates nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .entries import FORMAT, HISTORY_DIR, segment_name, segment_order
 
@@ -35,7 +37,8 @@ SEGMENT_BYTES = 256 * 1024
 
 class HistoryRecorder:
     def __init__(self, storage: Any, job_id: str, attempt: int, max_entries: int, *,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, segment_entries: int = SEGMENT_ENTRIES):
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, segment_entries: int = SEGMENT_ENTRIES,
+                 taken_over: Callable[[], bool] | None = None):
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self.storage = storage
@@ -59,6 +62,9 @@ class HistoryRecorder:
         self.cpu_s = 0.0
         #: everything recorded is in storage (a failed write leaves it False: written next time)
         self._written = True
+        #: whether another attempt claimed the job (the fence log's answer; None: never asked)
+        self._taken_over = taken_over
+        self._silenced = False
 
     # ---- driver side (any thread) ----------------------------------------------------------
     def record(self, entry: Mapping[str, Any]) -> None:
@@ -100,6 +106,8 @@ class HistoryRecorder:
             return
         self._written = False
         try:
+            if self._lost_the_job():
+                return
             if self._segments is None:
                 self._segments = self._inventory()
             while True:
@@ -120,6 +128,17 @@ class HistoryRecorder:
                 log.warning("job %s: could not write the checkpoint history: %s", self.job_id, err)
             return
         self._failing = None
+
+    def _lost_the_job(self) -> bool:
+        """Another attempt claimed the job: nothing more is written, for good (a storage
+        error while asking is raised, and the write waits for the next flush)."""
+        if not self._silenced and self._taken_over is not None and self._taken_over():
+            self._silenced = True
+            log.warning("job %s: attempt %d was taken over by another driver; its checkpoint history is no longer "
+                        "written", self.job_id, self.attempt)
+        if self._silenced:
+            self._open.clear()  # nothing will write them: a zombie's entries must not pile up
+        return self._silenced
 
     def _entries_that_fit(self) -> int:
         """How many of the open entries the current segment takes (at least one)."""

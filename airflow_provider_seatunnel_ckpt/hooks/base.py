@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from airflow.sdk import BaseHook
 
-from ..config import CheckpointConfig, is_secret_key, load_config, read_checkpoint_block
+from ..config import CheckpointConfig, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
 from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
 from ..history import History, read_history
 from ..history.reader import attempts as read_attempts, job_status as read_job_status
+from ..jobfile.secret_keys import is_secret_key
 from ..storage.plugins import hdfs_backend
 
 if TYPE_CHECKING:
@@ -430,6 +431,10 @@ class CheckpointStorageHook(BaseHook):
         latest completed checkpoint with an id above ``newer_than`` (any, when None).
         Returns the checkpoint summary, or None when it is not there yet."""
         if wait_for_final:
+            if self.config.deletes_on_finish:  # waiting would last until the timeout
+                raise ConfigError("externalized-retention", "delete-on-finish deletes the job when it finishes: there "
+                                  "is no final checkpoint to wait for; wait for the task that runs the job, or use "
+                                  "retain-on-finish")
             job = self.get_job_status(job_id)
             if not job or job.get("status") != "finished" or job.get("final_checkpoint_id") is None:
                 return None
@@ -437,7 +442,7 @@ class CheckpointStorageHook(BaseHook):
             if newer_than is not None and final_id <= newer_than:
                 return None
             summary = self.inspect(job_id, final_id) or {
-                # delete-on-finish removed it; job.json still records which it was
+                # removed since (by hand); job.json still records which it was
                 "job_id": job_id,
                 "pipeline_id": PIPELINE_ID,
                 "checkpoint_id": final_id,

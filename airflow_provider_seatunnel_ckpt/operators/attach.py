@@ -89,6 +89,7 @@ class DriverTracker:
         log: logging.Logger | Any,
         *,
         fingerprint: str | None = None,
+        deletes_on_finish: bool = False,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -96,6 +97,8 @@ class DriverTracker:
         self.job_id = job_id
         self.log = log
         self.fingerprint = fingerprint
+        #: externalized-retention: delete-on-finish: the driver deletes the job it finished
+        self.deletes_on_finish = deletes_on_finish
         self.clock = clock
         self.sleep = sleep
         self.completed: list[int] = []
@@ -182,9 +185,7 @@ class DriverTracker:
                 continue
             verdict = watch.observe(newest, now)
             if newest is None:
-                self.log.warning("job %s: the heartbeat of attempt %d's driver is gone from storage; taking the job "
-                                 "over", self.job_id, followed)
-                return Tracked(TAKE_OVER, followed, self._status(), list(self.completed))
+                return self._gone(followed)
             beat = newest
             if beat.attempt != followed:
                 self.log.info("job %s: attempt %d claimed the job from attempt %d; following its driver (%s)",
@@ -199,6 +200,20 @@ class DriverTracker:
             if verdict is Verdict.STALE:
                 self._stale(beat, watch)
                 return Tracked(TAKE_OVER, followed, self._status(), list(self.completed))
+
+    def _gone(self, followed: int) -> Tracked:
+        """The followed driver's heartbeat vanished. With delete-on-finish, a job whose
+        job.json went too was deleted by the driver that finished it (a failed or stopped
+        job keeps its storage): running it again would do it twice."""
+        status = self._status()
+        if self.deletes_on_finish and not status:
+            self.log.info("job %s: attempt %d's driver finished the job and deleted it from storage "
+                          "(delete-on-finish); %d checkpoint(s) completed while attached", self.job_id, followed,
+                          len(self.completed))
+            return Tracked("finished", followed, status, list(self.completed))
+        self.log.warning("job %s: the heartbeat of attempt %d's driver is gone from storage; taking the job over",
+                         self.job_id, followed)
+        return Tracked(TAKE_OVER, followed, status, list(self.completed))
 
     def _ended(self, beat: Beat) -> Tracked:
         status = self._status()
@@ -281,7 +296,8 @@ def attach_to_live_driver(
     from ..engine.heartbeat import job_fingerprint
 
     fingerprint = job_fingerprint(job.to_json()) if job is not None else None
-    tracker = DriverTracker(hook.storage, job_id, operator.log, fingerprint=fingerprint, clock=clock, sleep=sleep)
+    tracker = DriverTracker(hook.storage, job_id, operator.log, fingerprint=fingerprint,
+                            deletes_on_finish=hook.config.deletes_on_finish, clock=clock, sleep=sleep)
     tracked = tracker.track()
     if tracked is None or tracked.outcome == TAKE_OVER:
         return None

@@ -20,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from ..engine.job import looks_like_hocon
+from ..jobfile.documents import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
 from ..ui import VIEW_XCOM_KEY
@@ -362,7 +362,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         return result
 
     def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
-        from ..engine.job import load_job
+        from ..jobfile.job import load_job
         from ..hooks.variables import variables_for
 
         variables = variables_for(self.connections)
@@ -504,6 +504,12 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
 
     def _result(self, context: Context, hook: CheckpointStorageHook, job_id: str, ran: bool) -> dict[str, Any]:
         status = hook.get_job_status(job_id) or {}
+        if not status and ran and hook.config.deletes_on_finish:
+            # Every run writes job.json when it claims the job, and only a finished job is
+            # deleted (a failed or stopped one keeps its storage): the driver finished it.
+            self.log.info("job %s finished and was deleted from %s (externalized-retention: delete-on-finish)",
+                          job_id, hook.describe(job_id))
+            status = {"status": "finished"}
         if status.get("status") == "stopped":
             # A stop-with-savepoint is a deliberate ending (hook.request_savepoint), not a
             # failure: the task succeeds, and running it again resumes from the savepoint.

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from ..config import load_document, mask_secrets
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
+from ..jobfile.documents import load_document
+from ..jobfile.secret_keys import mask_secrets
 from ..triggers.checkpoint import CheckpointTrigger
 
 if TYPE_CHECKING:

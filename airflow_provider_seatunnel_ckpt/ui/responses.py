@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..config import mask_secrets
 from ..history import CheckpointEntry, History
 from ..history.text import entry_json, to_json
+from ..jobfile.secret_keys import mask_secrets
 
 #: completed checkpoints the charts show (the newest); the table pages through all
 CHART_POINTS = 1000

@@ -53,7 +53,7 @@ def lower_bounds() -> dict[str, str]:
 
 
 #: the extras scripts/floor installs (besides the core)
-FLOOR_EXTRAS = ("engine", "jdbc", "kafka", "iceberg", "delta", "sql", "openlineage")
+FLOOR_EXTRAS = ("engine", "jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro", "openlineage")
 
 
 @pytest.mark.skipif(not FLOOR, reason="only in the floor environment (scripts/floor)")

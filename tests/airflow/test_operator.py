@@ -95,8 +95,8 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     assert engine_archive(tmp_path) == archive  # content-addressed: built once
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
-    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "engine",
-                   "connectors", "examples"}
+    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile",
+                   "engine", "connectors", "examples"}
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     # importable from the archive alone, without Airflow: every module of the engine (what
@@ -239,6 +239,29 @@ def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_i
     hook.storage.write_document("halt", "job.json", {"status": "running", "attempt": 2})
     with pytest.raises(AirflowException, match="job.json says 'running'"):
         op._result(fake_context({}), hook, "halt", ran=True)
+
+
+def test_a_job_that_deleted_itself_with_delete_on_finish_succeeds(tmp_path):
+    """spark-submit succeeded and nothing of the job is in storage: its driver finished it
+    and deleted it (issue 47, defect 6). That is the job's end, not a takeover; a sensor
+    cannot wait for a final checkpoint that goes with the job, so it is refused."""
+    from airflow.sdk.exceptions import AirflowException
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.errors import ConfigError
+
+    config = local_config(tmp_path) + "  externalized-retention: delete-on-finish\n"
+    hook = get_checkpoint_hook(config_file=config)
+    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="gone")
+    pushed: dict = {}
+    result = op._result(fake_context(pushed), hook, "gone", ran=True)
+    assert (result["status"], result["final_checkpoint_id"], result["attempts"]) == ("finished", None, [])
+    assert pushed == {"final_checkpoint_id": None}
+    with pytest.raises(ConfigError, match="externalized-retention: .*delete-on-finish deletes the job when it "
+                                          "finishes: there is no final checkpoint to wait for"):
+        hook.check_checkpoint("gone", wait_for_final=True)
+    retained = get_checkpoint_hook(config_file=local_config(tmp_path))
+    with pytest.raises(AirflowException, match="job.json says None"):  # without it: as before
+        op._result(fake_context({}), retained, "gone", ran=True)
 
 
 def test_invalid_input_fails_without_retry(tmp_path):

@@ -21,7 +21,7 @@ import time
 
 def main(argv: list[str] | None = None) -> int:
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 
     parser = argparse.ArgumentParser()

@@ -20,7 +20,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests.integration.engine.support import Workspace, read_output
 
 from .conftest import ChaosRecord

@@ -994,24 +994,36 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base signature
         pass  # quiet: tests read srv.requests instead
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | None:
+        """The request body, or None when the client went away before sending all of it:
+        OSS stores nothing of an incomplete request (a killed client sends the headers
+        and the body in separate writes, so it can die between them)."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
                 size_line = self.rfile.readline(65537)
+                if not size_line.endswith(b"\n"):
+                    return None
                 size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass  # trailers
                     return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
+                chunk = self.rfile.read(size)
+                if len(chunk) < size:
+                    return None
+                chunks.append(chunk)
                 self.rfile.readline(3)
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        body = self.rfile.read(length) if length else b""
+        return body if len(body) == length else None
 
     def _serve(self) -> None:
         owner: OssServer = self.server.owner
         body = self._read_body()
+        if body is None:
+            self._hang_up()
+            return
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             lname = name.lower()

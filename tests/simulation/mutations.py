@@ -1,6 +1,6 @@
-"""The defects of issue 30, the sink identity of issue 47 (defect 5), and the ones the
-simulation found while it was built, reintroduced one at a time, to show the simulation
-finds each.
+"""The defects of issue 30, those of issue 47 (sink identity, split plans across attempts,
+what a driver taken over writes, delete-on-finish), and the ones the simulation found
+while it was built, reintroduced one at a time, to show the simulation finds each.
 
 ``python -m tests.simulation.mutations`` prints a table: mutation -> the first seed whose
 run breaks an invariant, how many seeds that took, and what broke. The test suite runs
@@ -27,7 +27,9 @@ from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordin
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
+from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries, store_plan
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.history import HistoryRecorder
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
 
@@ -175,6 +177,31 @@ def _lost_metadata_answer_keeps_metadata() -> contextlib.AbstractContextManager[
     return mock.patch.object(FileSystemCheckpointStorage, "_written_by", lambda self, *args: False)
 
 
+# ---- issue 47: plans across attempts, and what a driver taken over writes -------------------------
+def _rerun_makes_a_new_plan() -> contextlib.AbstractContextManager[Any]:
+    # as before: with nothing restored the source was asked again (Kafka's latest moved on)
+    return mock.patch.object(JobRun, "_earlier_plan", lambda self, fingerprint: None)
+
+
+def _plan_stored_unfenced() -> contextlib.AbstractContextManager[Any]:
+    def store(self: JobRun, splits: Any, fingerprint: str) -> dict[str, Any]:
+        # as before: the plan was written (and earlier ones pruned) unchecked
+        ref = store_plan(self.storage, self.request.job_id, self.attempt_number, plan_entries(splits), fingerprint)
+        self._prune_plans()
+        return ref
+
+    return mock.patch.object(JobRun, "_store_plan", store)
+
+
+def _history_written_unfenced() -> contextlib.AbstractContextManager[Any]:
+    return mock.patch.object(HistoryRecorder, "_lost_the_job", lambda self: False)
+
+
+def _finished_job_kept() -> contextlib.AbstractContextManager[Any]:
+    # as before: delete-on-finish deleted the checkpoints only (plans, history, records stayed)
+    return mock.patch.object(JobRun, "_forget_job", lambda self: None)
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -191,6 +218,10 @@ MUTATIONS = (
     Mutation("removed-sink-output-dropped-silently", "47.5 (sink identity)", _non_restored_output_dropped),
     Mutation("ack-after-failed-precommit", "found by the simulation", _ack_after_failed_precommit),
     Mutation("lost-metadata-answer-keeps-metadata", "found by the simulation", _lost_metadata_answer_keeps_metadata),
+    Mutation("rerun-without-checkpoint-makes-a-new-plan", "47.1", _rerun_makes_a_new_plan),
+    Mutation("taken-over-driver-stores-its-plan", "47.6", _plan_stored_unfenced),
+    Mutation("taken-over-driver-writes-history", "47.6", _history_written_unfenced),
+    Mutation("delete-on-finish-keeps-the-job", "47.6", _finished_job_kept),
 )
 
 

@@ -15,10 +15,11 @@ Faults: storage requests that fail, or succeed and lose their answer; slow stora
 work; delayed messages; a transactional sink's PREPARE that takes a while (the rest of
 the world, a reconnect of the same subtask included, runs meanwhile); subtask workers killed (Spark retries them) or frozen with their
 channel gone (Spark does not); sink pre-commits that fail; drivers killed (the next run
-resumes) or taken over while they still run (zombies); savepoints requested; reruns
-that restore an older checkpoint than the latest; in some seeds the job writes two sinks
-(the File sink and the transactional one), each rerun listing their blocks in either order,
-and now and then losing one of them.
+resumes) or taken over while they still run (zombies), also while Spark starts (between
+the claim and the split plan); savepoints requested; reruns that restore an older
+checkpoint than the latest; in some seeds the job writes two sinks (the File sink and the
+transactional one), each rerun listing their blocks in either order, and now and then
+losing one of them.
 
 Invariants, checked after every step (``Violation`` names the first broken one):
 
@@ -34,10 +35,14 @@ Invariants, checked after every step (``Violation`` names the first broken one):
 * something can always progress or time out until the job finishes;
 * a subtask never writes ids that a prepared transaction nothing will release holds
   (the transactional sink's locks: the Jdbc reconnect race);
+* a driver taken over writes no split plan and no history segment either (issue 47);
 * each sink of a job of two is handed only its own commit infos (issue 47: sinks are
   matched to their output by identity, not by the place of their block), and a rerun
   whose job file lost one of them never restores without it;
-* at the end every id is committed exactly once (in each sink).
+* at the end every id of the split plan the job first started with is committed exactly
+  once, in each sink (the source's start moves on with time, as Kafka's latest offsets:
+  a rerun that asks it again loses what came between), and a job with delete-on-finish
+  left nothing in storage.
 """
 
 from __future__ import annotations
@@ -58,16 +63,18 @@ import pyarrow as pa
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.composite import GroupWriter, SinkGroup
-from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Split
+from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Source, Split
 from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec, load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
 )
 from airflow_provider_seatunnel_ckpt.engine.runner import DISCARDING, JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_book import SplitBook, share_of
+from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY as PLAN_REF_KEY, plan_entries
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import CheckpointError, CheckpointFailed, ConfigError, ConnectorError
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
@@ -90,6 +97,13 @@ TWO_SINKS_SHARE = 0.2
 P_SINK_REMOVED = 0.1
 
 _CHECKPOINT_PATH = re.compile(r"/pipeline-\d+/(chk|savepoint)-(\d+)(/(.*))?$")
+#: a run's own records that a driver taken over must not write either (issue 47, defect 6)
+_RUN_RECORD_PATH = re.compile(r"/(plans|history)/[^/]+$")
+#: the source's "latest" moves on by one row per split this often (Kafka's, as records arrive)
+LATEST_MOVES_EVERY_MS = 50
+#: the checkpoint history's bound: small, so that claimants prune earlier attempts' segments
+HISTORY_SIZE = 4
+HISTORY_FLUSH_MS = 1_000
 
 
 class Violation(BaseException):
@@ -132,6 +146,8 @@ class Profile:
     #: how long a transactional sink's PREPARE takes at its system (0: at once); the
     #: subtask's other threads and everything else run meanwhile
     prepare_ms: int
+    #: externalized-retention: delete-on-finish (the finished job leaves nothing in storage)
+    delete_on_finish: bool
 
     @classmethod
     def draw(cls, rng: random.Random) -> Profile:
@@ -162,6 +178,7 @@ class Profile:
             p_reconnect=rng.choice((0.0, 0.003, 0.01)),
             p_outage=rng.choice((0.0, 0.0, 0.02)),
             prepare_ms=rng.choice((0, 0, 50, 250)),
+            delete_on_finish=rng.random() < 0.3,
         )
 
     @property
@@ -187,12 +204,13 @@ class World:
         self.events = 0
         self.store_name = f"simulation-{seed}"
         self.raw = MemoryFileSystem(self.store_name)  # the truth, without faults
-        self.splits = tuple(Split(f"range-{i:03d}", {"start": i * self.profile.rows_per_split,
-                                                     "end": (i + 1) * self.profile.rows_per_split})
-                            for i in range(self.profile.splits))
+        #: the split plan the current lineage started with (SimSource): the ids to commit
+        self.lineage_splits: tuple[Split, ...] | None = None
         self.external = ExternalSink(self)
         self.runs: list[DriverRun] = []
         self.finished = False
+        #: the run that finished the job
+        self.finisher: DriverRun | None = None
         self.completed_ids: set[int] = set()
         #: the newest run attempt that claimed the job (claims are never deleted)
         self.newest_claim = 0
@@ -262,6 +280,17 @@ class World:
             raise self.broke("nothing can progress and nothing times out: the job hangs "
                             f"({', '.join(r.describe() for r in live) or 'no live run'})")
         self.check_exactly_once()
+        self.check_forgotten()
+
+    def check_forgotten(self) -> None:
+        """delete-on-finish: the finished job left nothing in storage (issue 47, defect 6),
+        when its last run saw no storage fault (a failed deletion is reported, not retried)."""
+        finisher = self.finisher
+        if not self.profile.delete_on_finish or finisher is None or finisher.storage_faults:
+            return
+        left = sorted(info.name for info in self.raw.list_dir(f"{NAMESPACE}{JOB_ID}"))
+        if left:
+            raise self.broke(f"the job finished with delete-on-finish, and left {left} in storage")
 
     def _run_next(self) -> None:
         time_ms, _, action = heapq.heappop(self._queue)
@@ -341,6 +370,11 @@ class World:
             elif record.get("kind") == "reserve":
                 self.reservations[(int(record["attempt"]), int(record["checkpoint_id"]))] = int(record["seq"])
             return
+        record = _RUN_RECORD_PATH.search(path)
+        if record and isinstance(actor, DriverRun) and actor.attempt and self.is_fenced(actor):
+            raise self.broke(f"fenced driver run {actor.attempt} {op} {path}")
+        if record and record.group(1) == "plans" and op == "wrote":
+            self.planned(data or b"", starting_over=isinstance(actor, DriverRun) and actor.restore == "discard")
         match = _CHECKPOINT_PATH.search(path)
         if match is None:
             return
@@ -424,6 +458,15 @@ class World:
         id once more beside what earlier lineages committed."""
         self.discard_began()
         self.lineage_start = self.requested_snapshot
+        self.lineage_splits = None
+
+    def planned(self, data: bytes, starting_over: bool) -> None:
+        """A split plan was stored. The first of a lineage (or the one of a run that starts
+        over) says which ids the job must commit: its start is where the job first
+        started. A plan the source made later starts where the source is *then* (issue
+        47, defect 1): a run that reads it loses what came between."""
+        if self.lineage_splits is None or starting_over:
+            self.lineage_splits = tuple(Split(split_id, spec) for split_id, spec in json.loads(data)["splits"])
 
     def check_exactly_once(self) -> None:
         outputs = self.outputs()
@@ -431,9 +474,9 @@ class World:
             changed = sorted(name for name, ids in snapshot.items() if outputs.get(name) != ids)
             if changed:
                 raise self.broke(f"output committed before a --discard-existing was deleted or changed: {changed[:5]}")
+        expected = {i for split in self.lineage_splits or () for i in range(split.spec["start"], split.spec["end"])}
         for sink, family in self.output_families().items():
             ids = Counter(i for name, values in family.items() if name not in self.lineage_start for i in values)
-            expected = set(range(self.profile.rows))
             lost = sorted(expected - set(ids))
             duplicated = sorted(i for i, n in ids.items() if n > 1)
             unexpected = sorted(set(ids) - expected)
@@ -788,9 +831,13 @@ class CheckedCommitter(SinkCommitter):
 
     def _own_infos(self, infos: Any, what: str) -> None:
         """Each sink of a group is handed its own parts (a transactional epoch has a name,
-        a File epoch staged files), at the place of its block in this run's job file."""
+        a File epoch staged files), at the place of its block in this run's job file; a
+        run whose job file lost one of the two is handed no part of both."""
         sink = self.run.sink
         if not isinstance(sink, SinkGroup):
+            if any(isinstance(info, dict) and "sinks" in info for info in infos):
+                raise self.world.broke(f"run {self.run.number} {what} the output of two sinks as its one sink's: "
+                                       "sinks matched to their commit infos by place, not identity")
             return
         for info in infos:
             for part, owner in zip((info or {}).get("sinks", ()), sink.sinks):
@@ -832,7 +879,8 @@ class CheckedCommitter(SinkCommitter):
     def discard_job(self) -> None:
         self._not_fenced("discarded the job's sink bookkeeping")
         self.inner.discard_job()
-        self.world.discarded()
+        if self.run.alive:  # not delete-on-finish's, at the job's end: no lineage follows it
+            self.world.discarded()
 
 
 _FINAL_CHECKPOINT = re.compile(r"part-[0-9a-f]{8}-\d+-\d+-(\d+)-\d+\.")
@@ -968,6 +1016,25 @@ class SimClient:
         world.at(conn.later(towards_driver=True), lambda: subtask.run.handle(("message", conn, raw)))
 
 
+class SimSource(Source):
+    """The job's source as the runner plans it: one range of ids per split, each starting
+    at the source's "latest", which moves on as time passes (as Kafka's latest offsets do
+    while records arrive). So only the plan of the job's first start reads every id the
+    job must commit (``World.planned``, when it is stored): a rerun with nothing to
+    restore must keep it."""
+
+    def __init__(self, world: World):
+        super().__init__({})
+        self.world = world
+
+    def splits(self, parallelism: int) -> list[Split]:
+        world = self.world
+        rows = world.profile.rows_per_split
+        moved = min(rows // 2, world.now // LATEST_MOVES_EVERY_MS)
+        return [Split(f"range-{i:03d}", {"start": i * rows + moved, "end": (i + 1) * rows})
+                for i in range(world.profile.splits)]
+
+
 # ---- a driver run -----------------------------------------------------------------------------
 class DriverRun:
     """One ``seatunnel-ckpt run``: the real JobRun claim and restore, the real coordinator
@@ -986,6 +1053,9 @@ class DriverRun:
         #: the plugin of the sink block this run's job file lost (its restore must be refused)
         self.removed_sink: str | None = None
         self.loop: DriverLoop | None = None
+        #: the attempt's split plan and checkpoint history (from ``begin``)
+        self.splits: tuple[Split, ...] = ()
+        self.history: Any = None
         self._ticks_at: tuple[int, int] = (-1, 0)
         self._tick_scheduled: int | None = None
 
@@ -1005,7 +1075,8 @@ class DriverRun:
                         "source": [source], "sink": [{"plugin_name": "Console"}]})
         config = load_config({"seatunnel": {"engine": {"checkpoint": {
             "interval": profile.interval_ms, "timeout": profile.timeout_ms, "max-concurrent": profile.max_concurrent,
-            "tolerable-failure": profile.tolerable, "storage": {"type": "memory", "max-retained": 2}}}}})
+            "tolerable-failure": profile.tolerable, "storage": {"type": "memory", "max-retained": 2},
+            "externalized-retention": "delete-on-finish" if profile.delete_on_finish else "retain-on-finish"}}}})
         self.job = JobSpec(JOB_ID, profile.parallelism, source, {"plugin_name": "Simulated"})
         discard = self.restore == "discard"
         request = RunRequest(job=job, config=config, job_id=JOB_ID, restore="none" if discard else self.restore,
@@ -1013,7 +1084,7 @@ class DriverRun:
         run = self.job_run = JobRun(request, progress=world.note)
         run.storage = world.storage(self)
         run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
-        run.fence = FenceLog(run.storage, JOB_ID)
+        run.fence = FenceLog(run.storage, JOB_ID, deletable=run.fence.deletable)
         self.sink = world.job_sink(self)
         self.committer = CheckedCommitter(world, self, self.sink.create_committer(JOB_ID))
         self.token = f"token-{self.number}"
@@ -1040,12 +1111,30 @@ class DriverRun:
             raise world.broke(f"run {self.number} restored checkpoint {run.restored_id} without its {self.removed_sink} "
                               "sink: that sink's output was dropped, and no --allow-non-restored-state asked for it")
         world.note(f"run {self.number} claimed attempt {self.attempt}, restored {run.restored_id}")
+        self.schedule_faults()
+        # Spark starts between the claim and the split plan: another run may claim meanwhile
+        world.after(world.rng.randint(1, 200), lambda: self.begin(manifest, highest_id, restored_infos))
+
+    def begin(self, manifest: Any, highest_id: int, restored_infos: list[Any]) -> None:
+        """Spark is up: the runner's split plan (``JobRun.plan_splits``), then the loop."""
+        if not self.alive:
+            return
+        world, run = self.world, self.job_run
+        try:
+            self.splits, plan_ref = run.plan_splits(SimSource(world), manifest)
+        except Violation:
+            raise
+        except Exception as err:  # noqa: BLE001 - recorded as the real run() would
+            run._release_after_error(err, self.token)
+            self.end_failed_start(err)
+            return
         coordinator = run.coordinator(manifest, highest_id, clock=world.clock)
+        self.history = run._history = run.open_history(HISTORY_SIZE)
         loop = self.loop = DriverLoop(
             coordinator, run.store, self.committer, run.fence,
-            properties={"job_name": JOB_ID, "attempt": self.attempt,
-                        "splits": [[s.split_id, dict(s.spec)] for s in world.splits]},
-            progress=world.note, clock=world.clock, durable_infos=restored_infos, sinks=run.sink_layout,
+            properties={"job_name": JOB_ID, "attempt": self.attempt, PLAN_REF_KEY: plan_ref},
+            split_plan=plan_entries(self.splits), progress=world.note, clock=world.clock,
+            durable_infos=restored_infos, history=self.history, sinks=run.sink_layout,
         )
         loop._io.shutdown(wait=True)
         loop._fence_io.shutdown(wait=True)
@@ -1053,9 +1142,15 @@ class DriverRun:
         loop._fence_io = InlineExecutor()
         loop.server = SimServer(self)
         self.execute(coordinator.on_tick())
-        for index in range(profile.parallelism):
+        for index in range(world.profile.parallelism):
             self.spawn(index, 0)
-        self.schedule_faults()
+        world.after(HISTORY_FLUSH_MS, self.flush_history)
+
+    def flush_history(self) -> None:
+        """The recorder's thread, every second while the driver lives (a zombie's too)."""
+        if self.alive:
+            self.history.flush()
+            self.world.after(HISTORY_FLUSH_MS, self.flush_history)
 
     def end_failed_start(self, err: BaseException) -> None:
         self.world.note(f"run {self.number} failed to start: {err}")
@@ -1151,6 +1246,7 @@ class DriverRun:
         self.check_savepoints_deleted()
         if outcome.finished and not self.world.is_fenced(self):
             self.world.finished = True
+            self.world.finisher = self
             return True
         self.world.next_run()
         return True
@@ -1246,12 +1342,12 @@ class SimSubtask:
         self.reconnecting = False
         #: when this attempt last sent Register
         self.registered_at = 0
-        context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), self.world.splits, ("sim", 0), "t" * 32,
+        context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), run.splits, ("sim", 0), "t" * 32,
                                  storage=self.world.storage(self), run_attempt=run.attempt)
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
         rt._async = InlineExecutor()
-        self.mine = share_of(list(self.world.splits), rt.parallelism, index)
+        self.mine = share_of(list(run.splits), rt.parallelism, index)
 
     def __repr__(self) -> str:
         return f"<subtask {self.index} attempt {self.attempt} of run {self.run.number}>"
@@ -1286,7 +1382,7 @@ class SimSubtask:
         rt._release_connectors()
         rt._sink = SubtaskSink(self.run.sink, self.world, self)
         try:
-            rt._book = book = SplitBook.restored(self.mine, states, len(self.world.splits), "restore")
+            rt._book = book = SplitBook.restored(self.mine, states, len(self.run.splits), "restore")
         except Violation:
             raise
         except Exception as err:  # noqa: BLE001 - as in SubtaskRuntime.run

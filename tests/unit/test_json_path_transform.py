@@ -21,7 +21,7 @@ from airflow_provider_seatunnel_ckpt.connectors.json_path.failures import PathEr
 from airflow_provider_seatunnel_ckpt.connectors.json_path.path_compiler import compile_path
 from airflow_provider_seatunnel_ckpt.connectors.json_path.path_reader import read_path
 from airflow_provider_seatunnel_ckpt.connectors.json_path.permissive_json import parse_json
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
 from tests.seatunnel_jobs import run_in_process

@@ -51,8 +51,8 @@ VIOLATIONS = [
     ("cli.py", "from .hooks import base\n", "no-airflow-above", f"{PACKAGE}.cli -> {PACKAGE}.hooks.base"),
     ("connectors/select.py", "def _v():\n    import pyspark\n", "spark", f"{PACKAGE}.connectors.select -> pyspark"),
     # through the engine's runtime, which imports pyspark itself
-    ("engine/wiring.py", "def _v():\n    from . import runner\n", "no-spark-above",
-     f"{PACKAGE}.engine.wiring -> {PACKAGE}.engine.runner"),
+    ("ui/responses.py", "def _v():\n    from ..engine import runner\n", "no-spark-above",
+     f"{PACKAGE}.ui.responses -> {PACKAGE}.engine.runner"),
     ("operators/datasets.py", "def _v():\n    from ..connectors.jdbc import target\n", "connector-api",
      f"{PACKAGE}.operators.datasets -> {PACKAGE}.connectors.jdbc.target"),
     ("engine/messages.py", "def _v():\n    from . import coordinator\n", "acyclic", ".messages -> .coordinator"),

@@ -369,6 +369,27 @@ def test_drop_after_processing_applies_the_request(srv, bucket):
     assert [r.fault for r in srv.requests] == [None, "drop-after"]
 
 
+def test_a_put_whose_client_died_mid_body_stores_nothing(srv):
+    """A client killed after sending a PUT's headers and part of its body (http.client
+    sends them in separate writes; a SIGKILLed driver creating a fence record did this):
+    real OSS never stores a truncated object, so neither may this server, with or
+    without x-oss-forbid-overwrite, nor with a chunked body."""
+    for key, extra, body in [
+        ("plain", {"Content-Length": "100"}, b'{"seq": 5'),
+        ("create", {"Content-Length": "100", "x-oss-forbid-overwrite": "true"}, b""),
+        ("chunked", {"Transfer-Encoding": "chunked"}, b"64\r\n" + b'{"seq": 5'),
+    ]:
+        req = signed(srv, "PUT", key, headers={"Content-Type": "application/octet-stream", **extra})
+        head = [f"PUT {req.url.split(srv.endpoint.split('//')[1], 1)[1]} HTTP/1.1",
+                f"Host: {srv.endpoint.split('//')[1]}"] + [f"{k}: {v}" for k, v in req.headers.items()]
+        host, port = srv.endpoint.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+            conn.shutdown(socket.SHUT_WR)  # the client is gone: no more bytes will come
+            conn.recv(1024)
+        assert srv.get_object(BUCKET, key) is None, key
+
+
 def test_request_log_has_no_authorization(srv, bucket):
     bucket.put_object("logged/key", b"abc", headers={"x-oss-meta-n": "1"})
     bucket.list_objects_v2(prefix="logged/")

@@ -8,13 +8,14 @@ The job files read absolute paths that SeaTunnel's ``LocalFileIT.java`` fills in
 container; here its inputs are laid out the same way under a tmp directory (``excel/e2e.xlsx``
 copied, zipped once and twice) and only the source's ``path`` (the sink's for the sink job)
 is rebased. ``e2e.xls`` (Excel 97-2003, which LocalFileIT copies next to ``e2e.xlsx``) is
-read by excel_format's BIFF8 reader: the jobs reading that directory get both files' rows."""
+read through xlrd: the jobs reading that directory get both files' rows."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import io
+import json
 import re
 import sys
 import zipfile
@@ -28,7 +29,8 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.connectors.excel_format import xls_sheets
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
 from tests import seatunnel_jobs
 
@@ -377,6 +379,22 @@ def test_an_xls_restore_resumes_at_every_row(tmp_path: Path) -> None:
     for offset in range(6):
         reader = source.create_reader(split, offset, ReaderContext(0, 1, batch_size=2))
         assert [r["c_string"] for b in iter_batches(reader) for r in b.to_pylist()] == everything[offset:]
+
+
+def test_every_cell_of_e2e_xls_reads_as_the_biff8_reader_read_it() -> None:
+    """The raw cells (before conversion) of every row of SeaTunnel's e2e.xls, as the
+    project's own BIFF8 reader read them before xlrd replaced it (tests/fixtures/excel/
+    e2e_xls_cells.json, written by that reader): numbers as doubles, booleans, text,
+    date-formatted cells as date-times, row numbers as the sheet's."""
+    expected = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "excel" / "e2e_xls_cells.json")
+                          .read_text())
+    names, rows = xls_sheets(E2E_XLS)
+    assert names == list(expected)
+    for name in names:
+        read = [[number, [{"datetime": v.isoformat()} if isinstance(v, dt.datetime) else v for v in values]]
+                for number, values in rows(name)]
+        # as JSON text, so a type matters too (25 is not 25.0: a string column reads "25.0")
+        assert [json.dumps(row) for row in read] == [json.dumps(row) for row in expected[name]]
 
 
 def test_broken_workbooks_are_one_line(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.heartbeat import INTERVAL_KEY, job_fingerprint, read_newest
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.operators.attach import TAKE_OVER, DriverTracker, attach_to_live_driver
 
 from .support import Workspace, assert_exactly_once, open_storage, read_output

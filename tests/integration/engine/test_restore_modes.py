@@ -136,3 +136,24 @@ def test_rescale_on_restore(workspace: Workspace, before: int, after: int, split
     assert re.search(rf"attempt 2: {after} subtasks, {splits or before} splits, from checkpoint {latest};", result.stderr), \
         result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
+
+
+def test_a_finished_job_with_delete_on_finish_leaves_nothing_in_storage(workspace: Workspace) -> None:
+    """Issue 47, defect 6: a driver killed mid-run, then a run to the end. Everything the
+    two attempts wrote (claims, plans, history, records, checkpoints) goes when the job
+    finishes, and the output holds every id once."""
+    rows = 60_000
+    config = workspace.write_config(interval=300, **{"externalized-retention": "delete-on-finish"})
+    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 20_000})
+    job_dir = workspace.checkpoints / "forget"
+    with workspace.start(job, config, "forget") as driver:
+        assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
+        driver.kill()
+    assert {p.name for p in job_dir.iterdir()} >= {"fence", "plans", "history", "attempts", "heartbeat", "job.json",
+                                                    "pipeline-1"}
+    result = workspace.run(job, config, "forget")
+    assert result.returncode == 0, result.explain()
+    assert re.search(r"job forget: finished; deleted from \S+ \(externalized-retention: delete-on-finish\)",
+                     result.stderr), result.explain()
+    assert not job_dir.exists(), sorted(str(p.relative_to(job_dir)) for p in job_dir.rglob("*"))
+    assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)

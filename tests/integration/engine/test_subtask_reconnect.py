@@ -28,7 +28,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import register_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
     CheckpointKind,

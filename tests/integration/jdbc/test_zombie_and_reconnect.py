@@ -22,7 +22,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.jdbc import client, transactions
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
     CheckpointKind,

@@ -250,7 +250,7 @@ def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluste
 
     kafka_cluster.create_topic("test_avro_topic_fake_source", 1)
     assert run_in_process(on_our_servers("fake_source_to_kafka_avro_format.conf", kafka_cluster, None, tmp_path)) == 90
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     job = load_job(FILES / "fake_source_to_kafka_avro_format.conf")
     codec = AvroCodec(parse_schema(job.sources[0]["schema"]))

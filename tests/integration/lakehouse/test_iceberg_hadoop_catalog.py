@@ -19,7 +19,7 @@ from pyiceberg.exceptions import CommitFailedException
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.lakehouse.iceberg_hadoop_catalog import HadoopCatalog
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sources
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.seatunnel_jobs import run_in_process

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sinks, load_sources, one_sink
 
 ICEBERG = {"iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}}

@@ -269,13 +269,27 @@ def test_integer_columns_cast_to_dates_and_times_as_seatunnel_reads_them(arrow_k
         "t2": dt.time(0, 0, 5), "day": dt.datetime(2023, 6, 26), "s": "20230625"}]
 
 
-def test_only_a_cast_of_an_integer_column_reads_it_seatunnels_way() -> None:
-    # a text column casts as DuckDB casts it (an ISO text); DuckDB refuses an integer expression
+@pytest.mark.parametrize("expression, expected", [
+    # SeaTunnel computes the operand, then casts its value (ZetaSQLFunction.executeCastExpr)
+    ("cast(c4 + 1 as timestamp)", dt.datetime(2023, 6, 26, 2, 51, 9, 33000)),  # epoch milliseconds
+    ("cast(1687747869032 as timestamp)", dt.datetime(2023, 6, 26, 2, 51, 9, 32000)),
+    ("cast(c4 - 86400000 as datetime)", dt.datetime(2023, 6, 25, 2, 51, 9, 32000)),
+    ("(c4 * 1)::timestamp", dt.datetime(2023, 6, 26, 2, 51, 9, 32000)),
+    ("cast((c5 + 1) as date)", dt.date(2023, 6, 26)),  # yyyyMMdd digits
+    ("cast(c6 - 100 as time)", dt.time(23, 50, 9)),  # HHmmss digits
+    ("cast(early * 2 as time)", dt.time(0, 0, 10)),
+    ("mod(13, 5.4 * 2)", 2.2),  # by a double expression: BigDecimal's remainder (10.8), not 2.1999999999999993
+])
+def test_a_cast_of_an_integer_expression_reads_it_seatunnels_way(expression: str, expected: Any) -> None:
+    assert value(expression, WHOLE) == expected
+
+
+def test_other_casts_to_dates_and_times_stay_duckdbs() -> None:
+    # a text casts as DuckDB casts it (an ISO text); a text of digits is no integer
     assert value("cast('2023-06-25 01:02:03' as timestamp)", WHOLE) == dt.datetime(2023, 6, 25, 1, 2, 3)
-    with pytest.raises(ConfigError, match="Unimplemented type for cast"):
-        value("cast(c4 + 1 as timestamp)", WHOLE)
     with pytest.raises(ConfigError, match="Conversion Error"):
         value("cast(text as timestamp)", WHOLE)
+    assert value("try_cast(c4 as timestamp)", WHOLE) is None  # DuckDB's try_cast, no SeaTunnel reading
 
 
 def test_des_functions_are_seatunnels_udfs():

@@ -10,7 +10,7 @@ from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.connectors.filter import (
     legacy_condition_as_sql,
 )
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 

@@ -100,7 +100,7 @@ def _job(rule: dict[str, Any], transform: list[dict[str, Any]] | None = None) ->
 
 
 def test_assert_checks_the_fake_sources_table_before_the_job_starts() -> None:
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
 
     check_job(load_job(_job(RULE)))

@@ -301,3 +301,6 @@ class Unfenced:
 
     def check(self, before: str = "") -> None:
         pass
+
+    def require_claim(self) -> None:
+        pass

@@ -202,3 +202,49 @@ def test_a_claimant_deletes_what_killed_drivers_left_and_every_one_of_them_stays
             zombie.check()
     claimant.reserve(checkpoint_id + 1)
     claimant.check()
+
+
+def _erase_up_to(storage, seq: int) -> None:
+    """The first steps of ``FenceLog.erase``: records up to ``seq``, oldest first."""
+    for name in storage.list_documents(JOB, FENCE_DIR):
+        if int(name.removesuffix(".json")) <= seq:
+            storage.delete_document(JOB, f"{FENCE_DIR}/{name}")
+
+
+def test_a_driver_taken_over_stays_fenced_while_and_after_a_finished_job_is_deleted(storage):
+    """delete-on-finish erases the log with the job (issue 47, defect 6): the record that
+    fenced the old driver goes too, so it must also read its own claim. Whenever the
+    erasure stops, the old driver finds a claim after its records or its claim gone."""
+    a, b = FenceLog(storage, JOB, deletable=True), FenceLog(storage, JOB, deletable=True)
+    a.claim("a")
+    ahead = a.reserve(1)  # reserved at the trigger; its _metadata write pauses
+    b.claim("b")  # b fences id 1, runs the job to its end, and deletes it
+    b.reserve(2)
+    assert storage.fence_checkpoint_id(JOB, 1, 1) is True
+    for erased_to in (1, 2, 3):  # the erasure stopped after each record in turn
+        _erase_up_to(storage, erased_to)
+        for taken in (a.taken_over, lambda: not a.is_newest(ahead)):
+            assert taken(), erased_to
+        with pytest.raises(Fenced, match="taken over by another driver"):
+            a.check()
+    storage.delete_checkpoint(JOB)  # the job's checkpoints go too, the fenced id 1 with them
+    with pytest.raises(Fenced, match=r"which finished it and deleted its storage \(delete-on-finish\)"):
+        a.reserve(2)
+    assert storage.list_documents(JOB, FENCE_DIR) == []  # the number it took, given back
+    assert storage.list_jobs() == []
+
+
+def test_erase_deletes_the_whole_log_oldest_first(storage):
+    deleted = []
+    original = storage.delete_document
+    storage.delete_document = lambda job_id, path: deleted.append(path) or original(job_id, path)
+    a = FenceLog(storage, JOB, deletable=True)
+    a.claim("a")
+    a.reserve(1)
+    b = FenceLog(storage, JOB, deletable=True)
+    b.claim("b")
+    b.reserve(2)
+    deleted.clear()
+    b.erase()
+    assert deleted == [f"{FENCE_DIR}/{seq:012d}.json" for seq in (1, 2, 3, 4)]
+    assert storage.list_documents(JOB, FENCE_DIR) == []

@@ -216,7 +216,7 @@ def test_the_thread_beats_every_interval_until_stopped(storage: Any) -> None:
 # ---- the runner writes it -------------------------------------------------------------------------
 def _request(tmp_path: Path, env: dict[str, Any] | None = None) -> Any:
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.job import load_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     checkpoint = {"interval": 1000, "storage": {"type": "hdfs", "plugin-config": {
         "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}

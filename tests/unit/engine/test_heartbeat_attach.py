@@ -163,6 +163,28 @@ def test_a_stopped_job_ends_the_attachment_as_stopped(storage, time, caplog) -> 
     assert tracked is not None and tracked.outcome == "stopped"
 
 
+@pytest.mark.parametrize("deletes_on_finish", [True, False])
+def test_a_job_deleted_as_it_finishes_ends_the_attachment_as_finished(storage, time, caplog,
+                                                                    deletes_on_finish) -> None:
+    """With delete-on-finish the driver deletes the finished job, its heartbeat and
+    job.json too, often before the next poll: that is the job's end, never a reason to run
+    it again (issue 47, defect 6). Without it, a vanished job is taken over as before."""
+    driver = FakeDriver(storage, time).start()
+    time.sleep(0)
+    time.at(3.0, lambda: driver.checkpoint(1))
+    time.at(5.1, lambda: (driver.finish("finished", final=1), storage.delete_checkpoint(JOB)))
+    caplog.set_level(logging.INFO)
+    tracked = DriverTracker(storage, JOB, logging.getLogger("attach-test"), fingerprint=FINGERPRINT,
+                            clock=lambda: time.now, sleep=time.sleep, deletes_on_finish=deletes_on_finish).track()
+    assert tracked is not None and tracked.checkpoints == [1]
+    if deletes_on_finish:
+        assert (tracked.outcome, tracked.status) == ("finished", {})
+        assert "attempt 1's driver finished the job and deleted it from storage (delete-on-finish)" in caplog.text
+    else:
+        assert tracked.outcome == TAKE_OVER and "is gone from storage; taking the job over" in caplog.text
+    assert time.now < 7
+
+
 def test_nothing_is_watched_when_the_job_is_not_running(storage, time, caplog) -> None:
     driver = FakeDriver(storage, time).start()
     time.sleep(0)

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE, preload_settings
 from airflow_provider_seatunnel_ckpt.engine.worker_daemon import preload
 from airflow_provider_seatunnel_ckpt.errors import ConfigError

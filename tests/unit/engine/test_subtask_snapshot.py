@@ -14,7 +14,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine import subtask as subtask_module
 from airflow_provider_seatunnel_ckpt.connectors.api import SinkWriter
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
-from airflow_provider_seatunnel_ckpt.engine.job import JobSpec
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind, TriggerBarrier, decode
 from airflow_provider_seatunnel_ckpt.engine.split_book import FinishedRuns, SplitBook, share_of
 from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, decode_subtask_state

@@ -1,4 +1,4 @@
-"""Table wiring (engine/wiring.py), routing along it (engine/routing.py) and several
+"""Table wiring (jobfile/wiring.py), routing along it (engine/routing.py) and several
 sources or sinks as one (engine/composite.py): SeaTunnel Zeta's rules, one line per
 mistake, and every row reaching each sink that reads its table, committed per sink."""
 
@@ -14,11 +14,11 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors import SourceUnion
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import (
     Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
 )
-from airflow_provider_seatunnel_ckpt.engine.wiring import Wiring, wire
+from airflow_provider_seatunnel_ckpt.jobfile.wiring import Wiring, wire
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 

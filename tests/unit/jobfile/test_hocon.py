@@ -1,4 +1,4 @@
-"""SeaTunnel's HOCON dialect (engine/hocon.py) and the job loader's choice of format."""
+"""SeaTunnel's HOCON dialect (jobfile/hocon.py) and the job loader's choice of format."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.hocon import parse_hocon
-from airflow_provider_seatunnel_ckpt.engine.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.hocon import parse_hocon
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB = '''
