@@ -411,8 +411,11 @@ def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill
     again = workspace.run(job, config, "shared", "--restore", str(older), "--variables", variables,
                           timeout=SPARK_BOUND_S)
     assert again.returncode == 0, again.explain()
-    match = re.search(rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}", again.stderr)
-    assert match and int(match.group(1)) > 0, again.explain()
+    # a line for each table's sink with epochs after it: what one table's epochs applied may all
+    # have been overwritten since by the other's (the same keys), which deletes none of it
+    deleted = re.findall(rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}",
+                         again.stderr)
+    assert deleted and sum(map(int, deleted)) > 0, again.explain()
     assert _table(db) == expected
     assert _left_behind(db) == [] and not _stages(db)
 
