@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,15 +16,6 @@ import pytest
 # the suite as a machine-wide default; the tests of the daemon (random executor-worker
 # kills, the standalone cluster's) turn it on with --conf spark.seatunnel.preloadDaemon.
 os.environ.setdefault("SEATUNNEL_CKPT_PRELOAD_DAEMON", "false")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """On pytest-xdist workers with ``--dist loadgroup`` (scripts/test): the tests of one
-    file run on one worker, so its module fixtures start once, and every test of the
-    network-namespace cluster (fixed addresses and names, tests/cluster) on the same one."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("cluster" if path.startswith("tests/cluster/") else path))
 
 
 @pytest.fixture
@@ -78,32 +70,25 @@ def kafka_cluster() -> Iterator[Any]:
         yield cluster
 
 
-#: the chaos report of every test that ran (tests/chaos/conftest.py), gathered from the
-#: test reports, so that runs on pytest-xdist workers are reported by the controller too
-_CHAOS_REPORTS: list[list[str]] = []
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "teardown":
-        _CHAOS_REPORTS.extend(lines for key, lines in report.user_properties if key == "chaos")
-
-
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The chaos report, for the chaos and the cluster suites."""
-    if not _CHAOS_REPORTS:
+    """The chaos report (tests/chaos/conftest.py), for the chaos and the cluster suites."""
+    chaos = sys.modules.get("tests.chaos.conftest")
+    if chaos is None or not chaos.RECORDS:
         return
-    from tests.chaos.conftest import SEED
-
+    RECORDS, SEED = chaos.RECORDS, chaos.SEED
     terminalreporter.section("chaos report")
     terminalreporter.write_line(f"seed {SEED} (set SEATUNNEL_CKPT_CHAOS_SEED to replay another)")
-    for lines in _CHAOS_REPORTS:
-        for line in lines:
-            terminalreporter.write_line(line)
-    total = sum(1 for lines in _CHAOS_REPORTS for line in lines[1:] if not line.startswith("    note: "))
+    for record in RECORDS:
+        terminalreporter.write_line(record.summary())
+        for point in record.kill_points:
+            terminalreporter.write_line(f"    {point}")
+        for note in record.notes:
+            terminalreporter.write_line(f"    note: {note}")
+    total = sum(len(r.kill_points) for r in RECORDS)
     terminalreporter.write_line(f"total kill points: {total}")
     log = os.environ.get("SEATUNNEL_CKPT_CHAOS_REPORT")
     if log:
         with open(Path(log), "a") as f:
-            for lines in _CHAOS_REPORTS:
-                f.write(lines[0] + "\n")
+            for record in RECORDS:
+                f.write(record.summary() + "\n")
             f.write(f"total kill points: {total}\n")

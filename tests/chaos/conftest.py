@@ -49,11 +49,6 @@ class ChaosRecord:
                 f"{self.elapsed_s:.0f} s")
 
 
-    def lines(self) -> list[str]:
-        """The summary, then one indented line per kill point and note."""
-        return [self.summary(), *(f"    {p}" for p in self.kill_points), *(f"    note: {n}" for n in self.notes)]
-
-
 RECORDS: list[ChaosRecord] = []
 
 
@@ -65,5 +60,3 @@ def chaos(request: pytest.FixtureRequest) -> Iterator[tuple[random.Random, Chaos
     record = ChaosRecord(name, SEED)
     RECORDS.append(record)
     yield rng, record
-    # the report travels with the test's reports, so a run on pytest-xdist workers prints it too
-    request.node.user_properties.append(("chaos", record.lines()))

@@ -86,12 +86,37 @@ def _changes_applied_in_prepared_transaction() -> contextlib.AbstractContextMana
 
 
 def _one_schema_per_flush() -> contextlib.AbstractContextManager[Any]:
-    """As before: a flush's batches go out as one table of the first batch's schema."""
+    """As before: a sink fed by a change source and a plain one gets the plain rows without
+    kinds, and a flush is written the way its first batch is (appended, or staged by
+    key), all of it as one table of the first batch's schema."""
     import pyarrow as pa
 
+    from airflow_provider_seatunnel_ckpt.connectors import api
     from airflow_provider_seatunnel_ckpt.connectors.jdbc import sink
+    from airflow_provider_seatunnel_ckpt.engine import routing
 
-    return mock.patch.object(sink, "_same_schema_runs", lambda batches: iter([pa.Table.from_batches(batches)]))
+    router_init = routing.Router.__init__
+
+    def plain_rows_without_kinds(self: Any, *args: Any, **kwargs: Any) -> None:
+        router_init(self, *args, **kwargs)
+        self._all_kinds = set()
+
+    flush = sink.JdbcSinkWriter._flush
+
+    def flush_as_the_first_batch(self: Any) -> None:
+        if self._buffer:
+            pa.Table.from_batches(self._buffer)  # the flush's one table: every batch of the first's schema
+            first = self._buffer[0].schema
+            with mock.patch.object(sink, "has_kinds", lambda schema: api.has_kinds(first)):
+                return flush(self)
+        return flush(self)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(routing.Router, "__init__", plain_rows_without_kinds))
+    stack.enter_context(mock.patch.object(sink.JdbcSinkWriter, "_flush", flush_as_the_first_batch))
+    stack.enter_context(mock.patch.object(sink, "_same_schema_runs",
+                                          lambda batches: iter([pa.Table.from_batches(batches)])))
+    return stack
 
 
 # ---- found by the suite: two Kafka sinks of one job ----------------------------------------------
@@ -156,12 +181,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
     parser.add_argument("--all-cases", action="store_true", help="run the whole suite under each mutation")
+    parser.add_argument("--workers", type=int, default=0, help="pytest-xdist workers for each run (default: none)")
     args = parser.parse_args(argv)
     chosen = [by_name(n) for n in args.names] if args.names else list(MUTATIONS)
     rows = ["| mutation | defect | cases run | caught by |", "| --- | --- | --- | --- |"]
     missed = 0
     for mutation in chosen:
         selection = [] if args.all_cases else ["-k", mutation.cases]
+        if args.workers:
+            selection += ["-n", str(args.workers)]
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "tests/contract/connectors", "-q", "-p", "no:cacheprovider", *selection],
             cwd=REPO, env={**os.environ, MUTATION_ENV: mutation.name}, capture_output=True, text=True,
