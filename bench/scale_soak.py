@@ -313,17 +313,22 @@ class Soak:
                             "tail": old.tail(10)})
         self.start_driver(restore=True)
 
-    def kill_worker(self) -> None:
+    def kill_worker(self, t0: float) -> bool:
         """SIGKILL one PySpark worker (a forked task process, not the daemon) of the driver:
-        its task fails and the subtask restarts from the latest completed checkpoint."""
+        its task fails and the subtask restarts from the latest completed checkpoint. False
+        when the driver has no worker yet (a driver just restarted on a busy machine)."""
         from tests.integration.engine.support import pyspark_workers
 
         workers = sorted(pyspark_workers(self.driver.pid))
-        if workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(workers[0], signal.SIGKILL)
-                self.events.append({"event": "worker_kill", "at": time.time(), "run": len(self.runs),
-                                    "of": len(workers)})
+        if not workers:
+            return False
+        try:
+            os.kill(workers[0], signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        log(f"t={time.time() - t0:.0f} s: SIGKILL of a PySpark worker of driver run {len(self.runs)}")
+        self.events.append({"event": "worker_kill", "at": time.time(), "run": len(self.runs), "of": len(workers)})
+        return True
 
     def soak(self, seconds: float, kill_every_s: float, worker_kills_at: list[float] = ()) -> float:
         """Run for ``seconds`` from the first driver's start (a worker SIGKILL at each of
@@ -333,10 +338,9 @@ class Soak:
         next_kill = t0 + kill_every_s
         worker_kills = sorted(t0 + at for at in worker_kills_at)
         while time.time() < t0 + seconds:
-            if worker_kills and time.time() >= worker_kills[0]:
+            # a worker kill that finds no worker yet stays due until the driver has one
+            if worker_kills and time.time() >= worker_kills[0] and self.kill_worker(t0):
                 worker_kills.pop(0)
-                log(f"t={time.time() - t0:.0f} s: SIGKILL of a PySpark worker of driver run {len(self.runs)}")
-                self.kill_worker()
             elif time.time() >= next_kill:
                 log(f"t={time.time() - t0:.0f} s: SIGKILL of driver run {len(self.runs)}, restart with --restore latest")
                 self.kill_and_restart()

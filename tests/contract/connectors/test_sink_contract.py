@@ -60,7 +60,9 @@ def test_restart_before_first_checkpoint(sink_context: SinkUnderTest, ws: Contra
 def test_replay_committed_epoch(sink_context: SinkUnderTest, ws: ContractWorkspace) -> None:
     applies(sink_context, "replay_committed_epoch")
     target = sink_context.new_target()
-    job = ws.job([sequence()], [sink_context.sink(target)])
+    # a third of the rate: about 4.5 s of rows, so that a loaded machine still takes several
+    # 250 ms checkpoints (at the full rate, 4 of them at a load of 10 on 2 cores)
+    job = ws.job([sequence(rows_per_second=RATE // 3)], [sink_context.sink(target)])
     config = ws.config()
     assert_succeeded(ws.run(job, config))
     expect_committed(sink_context, target, range(ROWS))
