@@ -45,6 +45,7 @@ Every run's output is counted id by id (parquet with pyarrow, tables with SQL).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import shutil
@@ -53,7 +54,7 @@ import tempfile
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -231,6 +232,26 @@ WRITE_BY_KEY = {"upsert": partial(write_ours, primary_keys=["id"]),
                 "append": partial(write_ours, primary_keys=["id"], enable_upsert=False), "copy": write_copy}
 
 
+@contextlib.contextmanager
+def postgres_and_spark(prefix: str, jars: tuple[str, ...] = ()) -> Iterator[tuple[Database, str, Any, Path]]:
+    """A PostgreSQL server with a fresh database, a Spark session and a work directory:
+    ``(db, server_version, spark, workdir)``, all stopped and removed afterwards."""
+    from tests.servers.postgres import PostgresServer
+
+    make_importable_on_executors()
+    workdir = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    with PostgresServer() as server:
+        db = Database(server, server.create_database())
+        version = db.execute("SHOW server_version")[0][0]
+        _log(f"PostgreSQL {version} on port {server.port}")
+        spark = spark_session(prefix, jars=jars)
+        try:
+            yield db, version, spark, workdir
+        finally:
+            spark.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__, NAME, "rows of the read table (default 2,000,000)")
     parser.add_argument("--write-rows", type=int, help="rows of the write (default 10,000,000; --keys 2,000,000)")
@@ -246,28 +267,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{JDBC_JAR} is missing: the Spark JDBC baseline needs Debian's libpostgresql-jdbc-java "
                      "(scripts/bench installs it)")
 
-    from tests.servers.postgres import PostgresServer
-
-    make_importable_on_executors()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-jdbc-"))
     machine = machine_info(extra_libraries=("adbc-driver-postgresql", "psycopg"))
-    with PostgresServer() as server:
-        db = Database(server, server.create_database())
-        version = db.execute("SHOW server_version")[0][0]
-        _log(f"PostgreSQL {version} on port {server.port}; filling {rows:,} rows")
+    with postgres_and_spark("bench-jdbc", jars=(str(JDBC_JAR),)) as (db, version, spark, workdir):
+        _log(f"filling {rows:,} rows")
         fill_source(db, rows)
-        spark = spark_session("bench-jdbc", jars=[str(JDBC_JAR)])
-        try:
-            _log("warm-up: one run of each variant, not counted (JVM, JDBC driver, Python workers)")
-            read_variants = {name: partial(fn, spark, db, workdir) for name, fn in READ.items()}
-            write_variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE.items()}
-            run_abba(NAME, read_variants, rows, 1, "warm_read")
-            run_abba(NAME, write_variants, max(rows // 10, 1000), 1, "warm_write")
-            read = run_abba(NAME, read_variants, rows, repeat, "read")
-            write = run_abba(NAME, write_variants, write_rows, repeat, "write")
-        finally:
-            spark.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+        _log("warm-up: one run of each variant, not counted (JVM, JDBC driver, Python workers)")
+        read_variants = {name: partial(fn, spark, db, workdir) for name, fn in READ.items()}
+        write_variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE.items()}
+        run_abba(NAME, read_variants, rows, 1, "warm_read")
+        run_abba(NAME, write_variants, max(rows // 10, 1000), 1, "warm_write")
+        read = run_abba(NAME, read_variants, rows, repeat, "read")
+        write = run_abba(NAME, write_variants, write_rows, repeat, "write")
     read_ratios = paired(read, "ours", "spark")
     copy_ratios = paired(write, "ours", "copy")
     adbc_ratios = paired(write, "ours", "adbc")
@@ -319,25 +329,14 @@ def main(argv: list[str] | None = None) -> int:
 def main_by_key(args: Any) -> int:
     """``--keys``: what upserting plain rows by key (``enable_upsert``, the default with
     primary_keys) costs against appending them (``enable_upsert: false``)."""
-    from tests.servers.postgres import PostgresServer
-
     rows = args.write_rows or (100_000 if args.quick else 2_000_000)
     repeat = args.repeat or (1 if args.quick else 4)
-    make_importable_on_executors()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-jdbc-keys-"))
     machine = machine_info(extra_libraries=("adbc-driver-postgresql", "psycopg"))
-    with PostgresServer() as server:
-        db = Database(server, server.create_database())
-        version = db.execute("SHOW server_version")[0][0]
-        spark = spark_session("bench-jdbc-keys")
-        try:
-            variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE_BY_KEY.items()}
-            _log("warm-up: one run of each variant, not counted")
-            run_abba(NAME, variants, max(rows // 10, 1000), 1, "warm_keys")
-            write = run_abba(NAME, variants, rows, repeat, "keys")
-        finally:
-            spark.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+    with postgres_and_spark("bench-jdbc-keys") as (db, version, spark, workdir):
+        variants = {name: partial(fn, spark, db, workdir) for name, fn in WRITE_BY_KEY.items()}
+        _log("warm-up: one run of each variant, not counted")
+        run_abba(NAME, variants, max(rows // 10, 1000), 1, "warm_keys")
+        write = run_abba(NAME, variants, rows, repeat, "keys")
     ratios, figures = ratio_figures({"jdbc_sink_upsert_ratio_vs_append": paired(write, "upsert", "append"),
                                      "jdbc_sink_upsert_ratio_vs_copy_limit": paired(write, "upsert", "copy"),
                                      "jdbc_sink_append_ratio_vs_copy_limit": paired(write, "append", "copy")})
