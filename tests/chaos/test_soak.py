@@ -23,7 +23,6 @@ blur is asserted:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 
@@ -34,10 +33,8 @@ from bench import scale_soak
 
 pytestmark = [
     pytest.mark.slow,
+    # scripts/test runs this beside the Airflow, deployment and cluster suites
     pytest.mark.timeout(900),
-    # scripts/test runs the Spark suites, then this beside the unit suites and the floor
-    pytest.mark.skipif(os.environ.get("SEATUNNEL_CKPT_SOAK_LATER") == "1",
-                       reason="runs after the Spark suites, beside the unit suites and the version floor (scripts/test)"),
 ]
 
 MINUTES, KILL_EVERY_S, WINDOW_S = 5.0, 120.0, 60.0
