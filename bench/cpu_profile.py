@@ -30,7 +30,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("checkpoint: state snapshot, encoding and upload", (
         "engine/state_codec.py", "_store_state", "snapshot_split_states", "write_state")),
     ("sink: writing the files (write, fsync, rename)", ("storage/",)),
-    ("sink: parquet encoding", ("pyarrow/parquet", "connectors/file_sink.py", "connectors/formats.py")),
+    ("sink: parquet encoding", ("pyarrow/parquet", "connectors/file/sink.py", "connectors/file/formats/")),
     ("checkpoint: barrier handling and ACK", ("_take_barriers", "_complete_barrier")),
     ("control channel (barriers, ACKs, heartbeats)", ("engine/transport/", "engine/messages.py")),
     ("engine: the subtask's read/process loop", ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py")),

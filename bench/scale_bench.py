@@ -5,7 +5,7 @@ commit), parallelism 2 on ``local[2]``, a checkpoint every second to local disk.
 per N, each a real ``seatunnel-ckpt run`` driver in its own session (JVM start included,
 as a user runs it). ``--source`` picks the curve (``all``: every one, in this order):
 
-* ``local`` (the default): SeaTunnel's ``LocalFile`` source (connectors/seatunnel_file.py,
+* ``local`` (the default): SeaTunnel's ``LocalFile`` source (connectors/file/,
   on the ``File`` source's machinery: one split per file) over a directory of N small csv
   files (``--files``, default 1000, 10000, 100000), each holding ``--rows-per-file`` rows
   with unique ids;

@@ -400,7 +400,7 @@ def run_pyarrow(rows: int, workdir: Path, tag: str, like_sink: bool = False, sta
     pages dropped, as the File sink writes on local disk). ``start``: the first id."""
     import pyarrow.parquet as pq
 
-    from airflow_provider_seatunnel_ckpt.connectors.file_sink import DEFAULT_MAX_FILE_BYTES
+    from airflow_provider_seatunnel_ckpt.connectors.file.sink import DEFAULT_MAX_FILE_BYTES
 
     paths: list[Path] = []
     gc.collect()

@@ -18,11 +18,11 @@ kind       plugin_name     class
 =========  ==============  =====================================================
 source     ``Sequence``    :class:`.sequence.SequenceSource`
 source     ``FakeSource``  :class:`.fake_source.FakeSource` (SeaTunnel's, repeatable values)
-source     ``File``        :class:`.file_source.FileSource`
-source     ``LocalFile``   :class:`.seatunnel_file.LocalFileSource` (SeaTunnel's, on the File source)
-source     ``S3File``      :class:`.seatunnel_file.S3FileSource` (SeaTunnel's)
-source     ``OssFile``     :class:`.seatunnel_file.OssFileSource` (SeaTunnel's)
-source     ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSource` (SeaTunnel's, over WebHDFS)
+source     ``File``        :class:`.file.source.FileSource`
+source     ``LocalFile``   :class:`.file.local.LocalFileSource` (SeaTunnel's, on the File source)
+source     ``S3File``      :class:`.file.s3.S3FileSource` (SeaTunnel's)
+source     ``OssFile``     :class:`.file.oss.OssFileSource` (SeaTunnel's)
+source     ``HdfsFile``    :class:`.file.hdfs.HdfsFileSource` (SeaTunnel's, over WebHDFS)
 source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
 source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
@@ -40,11 +40,11 @@ transform  ``Split``       :class:`.seatunnel_transforms.SplitTransform` (SeaTun
 transform  ``JsonPath``    :class:`.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
 transform  ``FilterRowKind`` :class:`.row_kind.FilterRowKindTransform` (SeaTunnel's: rows by kind)
 transform  ``RowKindExtractor`` :class:`.row_kind.RowKindExtractorTransform` (SeaTunnel's: kind to a column)
-sink       ``File``        :class:`.file_sink.FileSink`
-sink       ``LocalFile``   :class:`.seatunnel_file.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
-sink       ``S3File``      :class:`.seatunnel_file.S3FileSink` (SeaTunnel's)
-sink       ``OssFile``     :class:`.seatunnel_file.OssFileSink` (SeaTunnel's)
-sink       ``HdfsFile``    :class:`.seatunnel_file.HdfsFileSink` (SeaTunnel's, over WebHDFS)
+sink       ``File``        :class:`.file.sink.FileSink`
+sink       ``LocalFile``   :class:`.file.local.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
+sink       ``S3File``      :class:`.file.s3.S3FileSink` (SeaTunnel's)
+sink       ``OssFile``     :class:`.file.oss.OssFileSink` (SeaTunnel's)
+sink       ``HdfsFile``    :class:`.file.hdfs.HdfsFileSink` (SeaTunnel's, over WebHDFS)
 sink       ``Console``     :class:`.console.ConsoleSink`
 sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
 sink       ``InMemory``    :class:`.in_memory.InMemorySink` (SeaTunnel's e2e test sink; keeps nothing)
@@ -74,11 +74,11 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
     "source": {
         "sequence": ("Sequence", f"{_PKG}.sequence:SequenceSource"),
         "fakesource": ("FakeSource", f"{_PKG}.fake_source:FakeSource"),
-        "file": ("File", f"{_PKG}.file_source:FileSource"),
-        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSource"),
-        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSource"),
-        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSource"),
-        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSource"),
+        "file": ("File", f"{_PKG}.file.source:FileSource"),
+        "localfile": ("LocalFile", f"{_PKG}.file.local:LocalFileSource"),
+        "s3file": ("S3File", f"{_PKG}.file.s3:S3FileSource"),
+        "ossfile": ("OssFile", f"{_PKG}.file.oss:OssFileSource"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.file.hdfs:HdfsFileSource"),
         "jdbc": ("Jdbc", f"{_PKG}.jdbc.source:JdbcSource"),
         "iceberg": ("Iceberg", f"{_PKG}.lakehouse.iceberg_source:IcebergSource"),
         "delta": ("Delta", f"{_PKG}.lakehouse.delta_source:DeltaSource"),
@@ -100,11 +100,11 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "rowkindextractor": ("RowKindExtractor", f"{_PKG}.row_kind:RowKindExtractorTransform"),
     },
     "sink": {
-        "file": ("File", f"{_PKG}.file_sink:FileSink"),
-        "localfile": ("LocalFile", f"{_PKG}.seatunnel_file:LocalFileSink"),
-        "s3file": ("S3File", f"{_PKG}.seatunnel_file:S3FileSink"),
-        "ossfile": ("OssFile", f"{_PKG}.seatunnel_file:OssFileSink"),
-        "hdfsfile": ("HdfsFile", f"{_PKG}.seatunnel_file:HdfsFileSink"),
+        "file": ("File", f"{_PKG}.file.sink:FileSink"),
+        "localfile": ("LocalFile", f"{_PKG}.file.local:LocalFileSink"),
+        "s3file": ("S3File", f"{_PKG}.file.s3:S3FileSink"),
+        "ossfile": ("OssFile", f"{_PKG}.file.oss:OssFileSink"),
+        "hdfsfile": ("HdfsFile", f"{_PKG}.file.hdfs:HdfsFileSink"),
         "console": ("Console", f"{_PKG}.console:ConsoleSink"),
         "assert": ("Assert", f"{_PKG}.assert_sink:AssertSink"),
         "inmemory": ("InMemory", f"{_PKG}.in_memory:InMemorySink"),

@@ -22,7 +22,7 @@ from unittest import mock
 from airflow_provider_seatunnel_ckpt.engine import coordinator as coordinator_module
 from airflow_provider_seatunnel_ckpt.engine import runner as runner_module
 from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSinkCommitter
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline

@@ -1,4 +1,4 @@
-"""The lzop container (connectors/file_codecs.py) SeaTunnel's file connectors read and write
+"""The lzop container (connectors/file/codecs.py) SeaTunnel's file connectors read and write
 with ``compress_codec = lzo``: our writer and reader round-trip, our reader reads files the
 real ``lzop`` tool wrote (committed fixtures, so CI needs no tool: lzop 1.04, LZO 2.10,
 ``lzop -n e2e.txt`` and ``lzop -9 -n multiblock.txt``, the latter being
@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("lzallright", reason="the lzo extra is not installed")
 
-from airflow_provider_seatunnel_ckpt.connectors.file_codecs import (  # noqa: E402
+from airflow_provider_seatunnel_ckpt.connectors.file.codecs import (  # noqa: E402
     LZOP_MAGIC, WRITE_BLOCK_SIZE, LzopReader, LzopWriter,
 )
 

@@ -29,7 +29,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.excel_format import xls_sheets
+from airflow_provider_seatunnel_ckpt.connectors.file.formats.excel import xls_sheets
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
 from tests import seatunnel_jobs

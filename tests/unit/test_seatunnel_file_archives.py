@@ -32,7 +32,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.file_codecs import LzopReader, LzopWriter
+from airflow_provider_seatunnel_ckpt.connectors.file.codecs import LzopReader, LzopWriter
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests import seatunnel_jobs

@@ -39,7 +39,7 @@ from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import Dataset, JsonValue, Sink, SinkCommitter
 from ..datasets import path_dataset
-from ..formats import STORAGE_HINT
+from ..file.storage import STORAGE_HINT
 from ..options import Options, option_key
 from .common import (
     CommitFile,

@@ -30,7 +30,7 @@ from ...errors import ConfigError
 from ...storage.urls import is_storage_option
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import path_dataset
-from ..formats import STORAGE_HINT
+from ..file.storage import STORAGE_HINT
 from ..options import Options, option_key
 from .common import TableLocation, object_store_options, reason, storage_of
 from .reader import RowCountReader

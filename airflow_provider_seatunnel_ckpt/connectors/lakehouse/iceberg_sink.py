@@ -59,7 +59,7 @@ import pyarrow as pa
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
-from ..formats import STORAGE_HINT
+from ..file.storage import STORAGE_HINT
 from ..options import Options, option_key
 from .common import (
     TableLocation,

@@ -32,7 +32,7 @@ import pyarrow as pa
 from ...errors import ConfigError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
-from ..formats import STORAGE_HINT
+from ..file.storage import STORAGE_HINT
 from ..options import Options, option_key
 from ..seatunnel_types import parse_schema
 from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess

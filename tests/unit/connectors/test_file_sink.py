@@ -14,8 +14,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.console import ConsoleSink
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
-from airflow_provider_seatunnel_ckpt.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file.source import FileSource
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 
 
@@ -530,7 +530,7 @@ def test_a_closed_writer_leaves_no_footer_to_write_into_its_discarded_file(tmp_p
 def test_small_batches_are_gathered_into_row_groups_of_at_least_64k_rows(base_url):
     """A source of many small files gives small batches: written one row group each, a file
     of 100,000 ten-row groups kept their footer metadata in memory and made readers slow."""
-    from airflow_provider_seatunnel_ckpt.connectors.file_sink import MIN_ROW_GROUP_ROWS
+    from airflow_provider_seatunnel_ckpt.connectors.file.sink import MIN_ROW_GROUP_ROWS
 
     sink = FileSink({"path": base_url})
     writer = sink.create_writer("j", 0, 0)
@@ -559,7 +559,7 @@ def test_small_batches_are_gathered_into_row_groups_of_at_least_64k_rows(base_ur
 def test_many_open_files_write_what_they_gathered_past_a_limit(tmp_path, monkeypatch):
     """partition_by over many values: each file gets a few rows per batch, and without a
     limit every one would hold everything since the checkpoint in memory."""
-    from airflow_provider_seatunnel_ckpt.connectors import file_sink
+    from airflow_provider_seatunnel_ckpt.connectors.file import sink as file_sink
 
     monkeypatch.setattr(file_sink, "MAX_GATHERED_BYTES", 200_000)
     sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path / "out"), "file_format_type": "parquet",

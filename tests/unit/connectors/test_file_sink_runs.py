@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.connectors import file_sink as file_sink_module
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file import sink as file_sink_module
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
 
 from .test_file_sink import all_files, batch, read_back, visible_files

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_seatunnel_ckpt.connectors import file_source, load_source
+from airflow_provider_seatunnel_ckpt.connectors import load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.connectors.file import source as file_source
+from airflow_provider_seatunnel_ckpt.connectors.file.source import FileSource
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from airflow_provider_seatunnel_ckpt.storage.urls import filesystem_for_url
 

@@ -14,8 +14,8 @@ from airflow_provider_seatunnel_ckpt.connectors import (
 )
 from airflow_provider_seatunnel_ckpt.connectors.api import Source, Split, assign_splits
 from airflow_provider_seatunnel_ckpt.connectors.console import ConsoleSink
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
-from airflow_provider_seatunnel_ckpt.connectors.file_source import FileSource
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file.source import FileSource
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 

@@ -20,14 +20,11 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import job_tag
-from airflow_provider_seatunnel_ckpt.connectors.seatunnel_file import (
-    HdfsFileSource,
-    LocalFileSink,
-    LocalFileSource,
-    OssFileSink,
-    S3FileSource,
-)
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import job_tag
+from airflow_provider_seatunnel_ckpt.connectors.file.hdfs import HdfsFileSource
+from airflow_provider_seatunnel_ckpt.connectors.file.local import LocalFileSink, LocalFileSource
+from airflow_provider_seatunnel_ckpt.connectors.file.oss import OssFileSink
+from airflow_provider_seatunnel_ckpt.connectors.file.s3 import S3FileSource
 from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.seatunnel_jobs import run_in_process

@@ -15,7 +15,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.connectors.api import Source, Split
-from airflow_provider_seatunnel_ckpt.connectors.file_sink import FileSink
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop, Outcome
 from airflow_provider_seatunnel_ckpt.engine.fencing import Fenced

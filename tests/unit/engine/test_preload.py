@@ -18,7 +18,7 @@ JOB = JobSpec(name="j", parallelism=2, source={"plugin_name": "Sequence", "rows"
               sink={"plugin_name": "file", "path": "/tmp/x"}, transforms=({"plugin_name": "Sql", "query": "select 1"},))
 CONNECTORS = ("airflow_provider_seatunnel_ckpt.connectors.sequence,"
               "airflow_provider_seatunnel_ckpt.connectors.sql,"
-              "airflow_provider_seatunnel_ckpt.connectors.file_sink")
+              "airflow_provider_seatunnel_ckpt.connectors.file.sink")
 
 
 @pytest.fixture(autouse=True)

@@ -1,22 +1,10 @@
 """SeaTunnel's ``binary`` file format (``file_format_type = binary``): files copied as
-they are, through rows of SeaTunnel's fixed schema (its ``BinaryReadStrategy``)::
-
-    data          bytes    up to 1024 bytes of the file (every chunk but the last is full)
-    relativePath  string   the file's path below the source's ``path`` (its name when
-                           ``path`` is a file)
-    partIndex     bigint   the chunk's place in the file, from 0
-
-Sources: a split is a file and its position the chunks emitted, so a restored reader
-seeks to the next chunk. Sinks (its ``BinaryWriteStrategy``): each file is written to
-``path/relativePath`` from its chunks, which must come in order from 0; the file is
-staged and published by the File sink's two-phase commit (a replay publishes it again
-under the same name, with the same bytes).
-
-As in SeaTunnel, a file's chunks must reach the sink within one checkpoint: the sink
-publishes at each checkpoint what it has, and chunks that continue a file after one fail
-the job with one line (SeaTunnel: "Last order is -1, but get N"). Here a file's chunks
-come in batches of the job's ``batch_size`` chunks (65,536 by default: 64 MiB), and a checkpoint falls between
-batches, so files up to that size are never cut."""
+they are, through rows of SeaTunnel's fixed schema (its ``BinaryReadStrategy``):
+``data`` (up to 1024 bytes of the file), ``relativePath`` (below the source's ``path``)
+and ``partIndex`` (the chunk's place in the file, from 0). A source's split is a file and
+its position the chunks emitted; a sink writes each file to ``path/relativePath`` from its
+chunks, in order, through the File sink's two-phase commit. A file's chunks must reach
+the sink within one checkpoint, as in SeaTunnel: docs/seatunnel.md ("The binary format")."""
 
 from __future__ import annotations
 
@@ -26,10 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..storage.filesystem import NewFile
-from ..storage.urls import RangeFile
-from .api import JsonValue, SinkWriter, SourceReader
-from .formats import is_hidden
+from ....storage.filesystem import NewFile
+from ....storage.urls import RangeFile
+from ...api import JsonValue, SinkWriter, SourceReader
+from ..storage import is_hidden
 
 CHUNK = 1024
 SCHEMA = pa.schema([("data", pa.binary()), ("relativePath", pa.string()), ("partIndex", pa.int64())])

@@ -1,80 +1,18 @@
 """``File`` sink: parquet, csv or jsonl files on any storage backend, exactly once (2PC).
 
-Options:
+Options: ``path`` (the output directory, as a URL), ``format`` (``parquet``, ``csv``,
+``jsonl``), ``compression`` (parquet's codec), ``max_file_bytes`` (a file is staged early
+once it reaches this size) and the storage options (docs/jobs.md, "File").
 
-* ``path`` (required): the output directory, as a URL
-* ``format``: ``parquet`` (default), ``csv`` or ``jsonl``
-* ``compression``: parquet codec (``snappy`` default, ``zstd``, ``gzip``, ``lz4``,
-  ``brotli``, ``none``); csv and jsonl are written uncompressed
-* ``max_file_bytes``: a file being written is staged early once it reaches this size
-  (default 16 MiB, 0 = only at checkpoints); on object stores and HDFS it bounds the
-  writer's memory to about two such files (the one being filled and at most one being
-  uploaded); on local disk files are written as they are encoded
-* storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
-
-Layout under ``path``::
-
-    part-{job}-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}   committed output (the
-                                     only non-hidden files); {job} = 8 hex digits of the job id's hash
-    _staging/{job_id}/{subtask}-{attempt}-r{run}-{writer}-{n:06d}.{ext}  staged, not yet committed
-                                     ({run}: the driver's run attempt; releases before it wrote
-                                     {subtask}-{attempt}-{writer}-{n:06d}.{ext})
-    _discarded-{job_id}.json         written by ``discard_job``: this job's committed output up to
-                                     that checkpoint id belongs to discarded runs and stays
-
-Protocol:
-
-1. ``SinkWriter.write`` encodes batches straight into a new file under ``_staging``
-   (``FileSystem.open_new``: on local disk the bytes go to the file as they are
-   encoded, like a plain ``ParquetWriter(path)``; object stores and HDFS keep them in
-   memory and upload the file when it is synced). A new file starts when the schema
-   changes or the file reaches ``max_file_bytes``; the full one is handed to the
-   writer's own flush thread, which makes it durable (``NewFile.sync``: fsync, or the
-   upload): the processing thread waits for no disk or network for it. At most one
-   file is in flight: when the next file is full before the previous sync finished,
-   ``write`` waits for it (backpressure; memory stays at about two files). A failed
-   background sync is raised by the next ``write`` or ``prepare_commit`` (and every
-   later one), so the subtask fails and restarts from its last completed checkpoint.
-   Encoding into a growing memory buffer and writing that out instead cost the File
-   sink twice the CPU of the file-backed encoder on local disk (page faults of the
-   buffer and one more copy; docs/benchmarks.md).
-2. ``prepare_commit(checkpoint_id)`` waits for the sync in flight, finishes the
-   current file, syncs it and returns
-   ``{"staged": [...], "final": [...], "rows": n}`` covering every file staged since
-   the previous call, in the order the files were cut, or None. Final
-   names are a function of (subtask, attempt, checkpoint id, index), so a replay
-   publishes the same names. Staged names carry a random writer id instead of the
-   checkpoint id because a file staged early does not know its checkpoint yet; the
-   index ``n`` is taken when the file is started, on the writer's caller thread. They
-   also carry the run attempt (``Sink.run_attempt``): a driver that was taken over but
-   still runs (a zombie) and the run that claimed the job may prepare the same
-   checkpoint id for the same subtask and Spark task attempt, and their staged files
-   must never share a name (the claimant's commit moves only names its own commit
-   infos hold; a zombie's write never replaces the claimant's staged file). A
-   staged file is only trusted once a commit info names it (after its sync): until
-   then it may be partial, and ``cleanup`` treats it as the orphan it is.
-   ``close`` (abort) discards the file being written, cancels or waits for the sync in
-   flight, then deletes every file this writer staged that no commit info names yet.
-3. ``SinkCommitter.commit`` (driver, after the checkpoint is durable) moves each staged
-   file to its final name with ``FileSystem.move``, which is idempotent: staged gone
-   and final present means done. A file is only ever visible under its final name
-   complete, because it reaches it through ``write_atomic`` (or an atomic rename).
-4. ``SinkCommitter.cleanup(keep)`` deletes every staged file the kept commit infos do
-   not reference (output of checkpoints that never completed), whichever run staged it
-   and whichever release named it.
-5. ``SinkCommitter.rollback(after)`` deletes this job's committed files of epochs newer
-   than checkpoint ``after``: a restore from an older cut (a damaged latest checkpoint,
-   or ``--restore ID``) re-produces those rows. The job tag in the names keeps other
-   jobs' files in a shared directory out of reach.
-6. ``SinkCommitter.discard_job()`` (``--discard-existing``, delete-on-finish,
-   ``seatunnel-ckpt delete --job-file``) deletes the job's staging and records in
-   ``_discarded-{job_id}.json`` the highest checkpoint id of the job's committed files:
-   that output stays (docs/jobs.md, "Starting over"), and ``rollback`` never goes
-   below it. The engine never reuses a checkpoint id for a job (``job.json`` and the
-   fence log keep the highest), so the next run's files get new names above it. Only
-   when the job's checkpoint storage was deleted as a whole do the ids start again: a
-   commit at or below the recorded id is then refused instead of overwriting or mixing
-   with the discarded output.
+Committed output is ``part-{job}-{subtask:05d}-{attempt}-{checkpoint:010d}-{seq}.{ext}``
+under ``path``, the only non-hidden files; staged files live under
+``_staging/{job_id}/`` and ``discard_job`` writes ``_discarded-{job_id}.json``. The writer
+encodes batches straight into staged files and syncs full ones on its own flush thread
+(at most one in flight); ``prepare_commit`` returns the files staged since the last one,
+whose final names a replay publishes again; the committer moves them (idempotently),
+cleans up orphans, rolls back newer epochs on an older restore and records discarded
+output. docs/jobs.md, "The File sink's two-phase commit, step by step", has the whole
+protocol.
 """
 
 from __future__ import annotations
@@ -94,14 +32,15 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pyarrow as pa
 
-from ..errors import CheckpointStorageError, ConfigError
-from ..storage.filesystem import FileInfo, FileSystem, NewFile
-from ..storage.layout import validate_checkpoint_id, validate_job_id
-from ..storage.urls import is_storage_option
-from .api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
-from .datasets import path_dataset
-from .formats import EXTENSIONS, FORMATS, STORAGE_HINT, check_format, is_hidden, open_storage
-from .options import Options
+from ...errors import CheckpointStorageError, ConfigError
+from ...storage.filesystem import FileInfo, FileSystem, NewFile
+from ...storage.layout import validate_checkpoint_id, validate_job_id
+from ...storage.urls import is_storage_option
+from ..api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
+from ..datasets import path_dataset
+from ..options import Options
+from .formats import EXTENSIONS, FORMATS, check_format
+from .storage import STORAGE_HINT, is_hidden, open_storage
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +61,7 @@ DISCARDED_NAME = "_discarded-{job_id}.json"
 
 class FileSink(Sink):
     """The File sink; the hooks below (encoders, partition directories, file names, rows
-    per file) let SeaTunnel's file sinks (:mod:`.seatunnel_file`) reuse its protocol."""
+    per file) let SeaTunnel's file sinks (:mod:`.seatunnel_sink`) reuse its protocol."""
 
     plugin_name = "File"
     #: output files may be in subdirectories of ``path`` (partition directories): commit
@@ -583,7 +522,7 @@ class _FileEncoder:
             import pyarrow.csv as pacsv
 
             self._writer = pacsv.CSVWriter(out, schema)
-        elif fmt == "orc":  # SeaTunnel's file sinks (seatunnel_file.py)
+        elif fmt == "orc":  # SeaTunnel's file sinks (seatunnel_sink.py)
             import pyarrow.orc as orc
 
             self._writer = orc.ORCWriter(out, compression=compression or "uncompressed")

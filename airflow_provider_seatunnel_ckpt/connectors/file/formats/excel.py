@@ -1,25 +1,8 @@
 """SeaTunnel's ``excel`` file format (``file_format_type = excel``): ``.xlsx`` workbooks,
-read and written through openpyxl (the ``excel`` extra) with the semantics of SeaTunnel's
-``ExcelReadStrategy`` and ``ExcelGenerator``.
-
-Reading: one sheet (``sheet_name``, else the first), its first ``skip_header_row_number``
-rows skipped, a row with no value is no row; column ``i`` of the schema is the sheet's
-column ``i`` (``read_columns`` pick by schema position, as SeaTunnel's indexes do). Cells
-become values as SeaTunnel converts them: a number is a Java double (``25`` in a string
-column is ``"25.0"``), integers are that double narrowed as Java narrows it, booleans are
-``Boolean.parseBoolean`` of the cell's text, a date-formatted cell is a date/time/timestamp,
-text cells holding dates are parsed, maps and arrays are json text, a row is text split at
-``field_delimiter`` (a Java regex, trailing empty parts dropped), each part converted the
-same way; error cells are null. Formula cells give their cached value (SeaTunnel fails
-on them). ``.xls`` (Excel 97-2003) workbooks, which openpyxl does not read, are read by
-xlrd (cell values only: what SeaTunnel's reader takes from them).
-
-Writing: one sheet named ``sheet_name`` (else ``Sheet<random int>``, as SeaTunnel names
-it), a header row of the column names, then a row per record; numbers and booleans as
-such with the ``General`` style, strings, maps/arrays (json), rows (text joined by
-``field_delimiter``) and bytes (Java's ``List.toString`` of the signed bytes) as ``@``
-text, dates, timestamps and times (on 1970-01-01) as date cells styled with
-``date_format``/``datetime_format``/``time_format``, nulls as no cell."""
+read and written through openpyxl (the ``excel`` extra), ``.xls`` read through xlrd, with
+the semantics of SeaTunnel's ``ExcelReadStrategy`` and ``ExcelGenerator``: how cells
+convert, how rows are written and where this differs from SeaTunnel is in
+docs/seatunnel.md ("The excel format")."""
 
 from __future__ import annotations
 
@@ -38,8 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .java_text import java_float_text
-from .seatunnel_types import type_name
+from ...java_text import java_float_text
+from ...seatunnel_types import type_name
 
 log = logging.getLogger(__name__)
 
@@ -445,7 +428,7 @@ class ExcelEncoder:
         # SeaTunnel: String.format("Sheet%d", new Random().nextInt())
         self._sheet = self._book.create_sheet(sheet_name or f"Sheet{random.randint(-(1 << 31), (1 << 31) - 1)}")
         self._delimiter = field_delimiter
-        self._formats = formats  # seatunnel_file.TextFormats: how a row's dates are written as text
+        self._formats = formats  # formats.text.TextFormats: how a row's dates are written as text
         self._styles = [self._style(field.type, date_format, datetime_format, time_format) for field in schema]
         self._sheet.append(schema.names)  # SeaTunnel's ExcelGenerator always writes the header row
 

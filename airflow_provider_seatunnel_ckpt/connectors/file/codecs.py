@@ -1,31 +1,25 @@
-"""Containers SeaTunnel's file connectors read and write around text, csv and json
-files: lzop files (``compress_codec = lzo``) and archives (``archive_compress_codec``).
-
-lzop is the format of the ``lzop`` tool and of Hadoop's ``LzopCodec``, which SeaTunnel's
-sinks write and its sources read::
-
-    magic 89 4c 5a 4f 00 0d 0a 1a 0a
-    header  version u16, lib version u16, [version needed u16], method u8, [level u8],
-            flags u32, [filter u32], mode u32, mtime u32, [mtime high u32],
-            name length u8, name, checksum u32 (adler32, or crc32 with F_H_CRC32)
-            [extra field: length u32, data, checksum u32]
-    blocks  uncompressed length u32 (0 ends the file), compressed length u32,
-            checksums as the flags say, data (stored as it is when the lengths are equal)
-
-(fields in brackets: only from version 0x0940 on, or when a flag says so; all big-endian).
-The blocks are LZO1X, through ``lzallright`` (the ``lzo`` extra).
+"""Codecs of SeaTunnel's text, csv and json files: lzop files (``compress_codec = lzo``,
+the format of the ``lzop`` tool and of Hadoop's ``LzopCodec``, which SeaTunnel's sinks
+write and its sources read; LZO1X blocks through ``lzallright``, the ``lzo`` extra), the
+streaming decompressors of the other source codecs, and character encodings
+(``encoding``). The lzop layout is in docs/seatunnel.md ("lzop files and archives").
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import logging
 import struct
-import tarfile
-import zipfile
+import time
 import zlib
-from typing import Any, Iterator
+from typing import Any
 
-from ..storage.urls import ReadStream
+import pyarrow as pa
+
+from ...storage.filesystem import NewFile, warn_once
+from ...storage.urls import RangeFile, ReadStream
+from .storage import STREAM_BLOCK_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -231,82 +225,80 @@ class LzopWriter:
         self._out.write(struct.pack(">II", len(block), len(packed)) + packed)
 
 
-# ---------------------------------------------------------------------------------------
-# archives
 
-#: archive_compress_codec -> tarfile's streaming mode (zip is read through its directory)
-TAR_MODES = {"tar": "r|", "tar_gz": "r|gz"}
-ARCHIVE_CODECS = ("zip",) + tuple(TAR_MODES)
+class _Transcoded(ReadStream):
+    """The bytes of ``raw`` (text in ``encoding``) as UTF-8, which the line and json
+    readers read. Undecodable bytes become U+FFFD, as Java's ``InputStreamReader`` (SeaTunnel's
+    readers) decodes them."""
 
-
-_ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, zlib.error, OSError,
-                   NotImplementedError, RuntimeError)
-
-
-class _OneWay:
-    """An archive entry as a plain forward stream: tarfile's streamed entries claim to be
-    seekable and then fail, and pyarrow asks. A broken archive found while reading (a bad
-    CRC, a truncated gzip stream) is the same one line as one found while listing."""
-
-    def __init__(self, stream: Any, what: str, where: str):
-        self._stream = stream
-        self._what = what
-        self._where = where
-        self.closed = False
+    def __init__(self, raw: Any, encoding: str):
+        super().__init__()
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = b""
+        self._eof = False
 
     def readable(self) -> bool:
         return True
 
-    def seekable(self) -> bool:
-        return False
-
     def read(self, size: int | None = -1) -> bytes:
-        try:
-            return self._stream.read(-1 if size is None else size)
-        except _ARCHIVE_ERRORS as exc:
-            raise _broken(self._what, self._where, exc) from None
+        want = None if size is None or size < 0 else size
+        while not self._eof and (want is None or len(self._pending) < want):
+            data = self._raw.read(STREAM_BLOCK_SIZE)
+            if not data:
+                self._eof = True
+                text = self._decoder.decode(b"", final=True)
+            else:
+                text = self._decoder.decode(bytes(data))
+            self._pending += text.encode("utf-8")
+        if want is None:
+            out, self._pending = self._pending, b""
+        else:
+            out, self._pending = self._pending[:want], self._pending[want:]
+        return out
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._stream.close()
+        if not self.closed and not isinstance(self._raw, RangeFile):
+            self._raw.close()
+        super().close()
 
 
-def archive_entries(raw: Any, codec: str, suffix: str | tuple[str, ...], where: str
-                    ) -> Iterator[tuple[str, int, Any]]:
-    """(name, size, stream) of each file in the archive ``raw`` (buffered and seekable
-    for zip; read front to back for tar), in archive order, as SeaTunnel reads them:
-    directories are skipped, and so are files whose name does not end with ``suffix``
-    (or one of them: excel's ``.xlsx`` and ``.xls``; a warning says so). Each stream
-    must be read before the next entry is asked for. Broken archives raise one ``ValueError`` line naming ``where``."""
-    what = codec.replace("_", ".")
+def _encode(text: str, encoding: str | None, where: str) -> bytes:
+    """``text`` in the sink's ``encoding``. A character the encoding cannot hold is written
+    as ``?``, as Java's ``String.getBytes`` (SeaTunnel's writers) writes it; a warning says so."""
+    if encoding is None:
+        return text.encode("utf-8")
     try:
-        if codec == "zip":
-            with zipfile.ZipFile(raw) as archive:
-                for info in archive.infolist():
-                    if info.is_dir() or not _wanted(info.filename, suffix, where):
-                        continue
-                    with archive.open(info) as stream:
-                        yield info.filename, info.file_size, _OneWay(stream, what, where)
-        else:
-            with tarfile.open(fileobj=raw, mode=TAR_MODES[codec]) as archive:
-                for member in archive:
-                    if not member.isfile() or not _wanted(member.name, suffix, where):
-                        continue
-                    stream = archive.extractfile(member)
-                    assert stream is not None  # a regular file has contents
-                    yield member.name, member.size, _OneWay(stream, what, where)
-    except _ARCHIVE_ERRORS as exc:
-        raise _broken(what, where, exc) from None
+        return text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        warn_once((where, encoding), "%s: %r cannot hold %r; written as '?', as SeaTunnel writes it", where, encoding,
+                  exc.object[exc.start:exc.end])
+        return text.encode(encoding, errors="replace")
 
 
-def _broken(what: str, where: str, exc: BaseException) -> ValueError:
-    return ValueError(f"{where}: not a valid {what} archive: {exc or type(exc).__name__}")
+def _input(file: RangeFile, codec: str | None, where: str) -> Any:
+    """``file`` (or its decompressed bytes) as a stream with ``read(n)``."""
+    if codec is None:
+        return file
+    if codec == "lzo":  # buffered: the lzop reader asks for a few bytes at a time
+        return LzopReader(io.BufferedReader(file, buffer_size=STREAM_BLOCK_SIZE), where)
+    raw = pa.BufferedInputStream(pa.PythonFile(file, mode="r"), buffer_size=STREAM_BLOCK_SIZE)
+    return pa.CompressedInputStream(raw, codec)
 
 
-def _wanted(name: str, suffix: str | tuple[str, ...], where: str) -> bool:
-    if name.endswith(suffix):
-        return True
-    log.warning("%s: archive entry %s is skipped: its name does not end with %s (SeaTunnel reads only those)",
-                where, name, suffix if isinstance(suffix, str) else " or ".join(suffix))
-    return False
+class _LzopNewFile(LzopWriter):
+    """A staged file written as an lzop file: what the encoders write is compressed;
+    ``sync`` and ``discard`` (the file sink's commit) reach the file underneath."""
+
+    def __init__(self, out: NewFile):
+        super().__init__(out, mtime=int(time.time()))
+        self.path = out.path
+        self._file = out
+
+    def sync(self) -> None:
+        self.close()
+        self._file.sync()
+
+    def discard(self) -> None:
+        self.closed = True
+        self._file.discard()

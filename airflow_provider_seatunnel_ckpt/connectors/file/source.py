@@ -1,30 +1,14 @@
 """``File`` source: parquet, csv or jsonl files from any storage backend.
 
-Options:
-
-* ``path`` (required): a directory or a single file, as a URL
-  (:func:`~airflow_provider_seatunnel_ckpt.storage.urls.filesystem_for_url`)
-* ``format``: ``parquet``, ``csv`` or ``jsonl`` (``json`` is an alias); default: from
-  each file's extension (``.parquet``/``.parq``/``.pq``, ``.csv``, ``.jsonl``/``.ndjson``/``.json``)
-* ``batch_size``: rows per batch at most (default: the runtime's batch size)
-* storage options (``fs.s3a.endpoint``, ``fs.oss.accessKeyId``, ``webhdfs.url``, ...)
-
-Splits are the files below ``path``, sorted by relative path, which is the split id.
-Names starting with ``_`` or ``.`` (files or directories: ``_SUCCESS``, ``_staging/``,
-``.crc``) are skipped, as Spark and pyarrow do. A reader's position is the number of
-rows of its file already emitted.
-
-All reads go through :class:`~airflow_provider_seatunnel_ckpt.storage.urls.RangeFile`:
-
-* parquet: the footer (pyarrow reads the last 64 KiB), then one coalesced request per
-  row group. A resumed reader skips whole row groups by their row counts in the footer
-  (never fetching them) and slices the first batch. Memory is bounded by a row group.
-* csv and jsonl: pyarrow's streaming readers, one block (1 MiB) at a time; a resumed
-  reader reads from the start of the file and drops the rows already emitted (types are
-  inferred from the first block, so the resumed reader infers the same schema).
-
-Input files must not change while a job runs: a reader whose file no longer has the
-size recorded in its split fails rather than emit rows twice or lose them.
+Options: ``path`` (a directory or a single file, as a URL), ``format`` (``parquet``,
+``csv``, ``jsonl``; default: from each file's extension), ``batch_size`` and the storage
+options (docs/jobs.md, "File"). Splits are the files below ``path``, sorted by relative
+path, which is the split id; names starting with ``_`` or ``.`` are skipped, as Spark
+and pyarrow do. A reader's position is the number of rows of its file already emitted.
+Parquet is read a row group at a time (a resumed reader skips whole row groups by their
+footer row counts); csv and jsonl through pyarrow's streaming readers, a block at a time
+(a resumed reader drops the rows already emitted). A reader whose file no longer has the
+size recorded in its split fails: input files must not change while a job runs.
 """
 
 from __future__ import annotations
@@ -34,16 +18,16 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from ..errors import ConfigError
-from ..storage.filesystem import FileInfo
-from ..storage.urls import RangeFile, is_storage_option
-from .api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
-from .datasets import path_dataset
-from .formats import FORMATS, STORAGE_HINT, check_format, format_from_name, is_hidden, open_storage
-from .options import Options, option_key
+from ...errors import ConfigError
+from ...storage.filesystem import FileInfo
+from ...storage.urls import RangeFile, is_storage_option
+from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
+from ..datasets import path_dataset
+from ..options import Options, option_key
+from .formats import FORMATS, check_format, format_from_name
+from .formats.parquet import ParquetReader
+from .storage import STORAGE_HINT, STREAM_BLOCK_SIZE, is_hidden, open_storage
 
-#: bytes per block for the streaming csv/jsonl readers
-STREAM_BLOCK_SIZE = 1 << 20
 
 
 class FileSource(Source):
@@ -116,7 +100,7 @@ class FileSource(Source):
     ) -> SourceReader:
         """The reader of one split's file in ``fmt``, from row ``offset`` (checked against
         the split). Connectors built on this one (SeaTunnel's ``LocalFile`` family,
-        :mod:`.seatunnel_file`) add formats here."""
+        :mod:`.seatunnel_source`) add formats here."""
         if fmt == "parquet":
             return ParquetReader(file, offset, batch_size, where)
         if fmt == "csv":
@@ -124,56 +108,6 @@ class FileSource(Source):
         if fmt == "jsonl":
             return StreamReader(file, _open_jsonl, offset, batch_size, where)
         raise ValueError(f"File source {where}: unknown format {fmt!r} in split {split.split_id}")
-
-
-class ParquetReader(SourceReader):
-    """Row groups before the position are skipped by their footer row counts."""
-
-    def __init__(
-        self, file: RangeFile, offset: int, batch_size: int, where: str, columns: list[str] | None = None
-    ):
-        import pyarrow.parquet as pq
-
-        self.file = file
-        self._columns = columns  # None: all; else only these are fetched and decoded
-        self._parquet = pq.ParquetFile(file, pre_buffer=True)
-        meta = self._parquet.metadata
-        if offset > meta.num_rows:
-            raise ValueError(f"File source {where}: position {offset} is past the end ({meta.num_rows} rows)")
-        first, skipped = 0, 0
-        while first < meta.num_row_groups and skipped + meta.row_group(first).num_rows <= offset:
-            skipped += meta.row_group(first).num_rows
-            first += 1
-        self._to_drop = offset - skipped
-        self._position = offset
-        self._batches = self._row_groups(first, meta.num_row_groups, batch_size)
-
-    def _row_groups(self, first: int, end: int, batch_size: int) -> Iterator[pa.RecordBatch]:
-        # One row group per iter_batches call: with pre_buffer, pyarrow fetches a row
-        # group's column chunks in one coalesced request, but it pre-buffers *every*
-        # row group it is given at once, which would hold the rest of the file in memory.
-        for group in range(first, end):
-            yield from self._parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=self._columns)
-
-    def read_batch(self) -> pa.RecordBatch | None:
-        for batch in self._batches:
-            if self._to_drop:
-                if batch.num_rows <= self._to_drop:
-                    self._to_drop -= batch.num_rows
-                    continue
-                batch = batch.slice(self._to_drop)
-                self._to_drop = 0
-            if batch.num_rows:
-                self._position += batch.num_rows
-                return batch
-        return None
-
-    def position(self) -> JsonValue:
-        return self._position
-
-    def close(self) -> None:
-        self._parquet.close()
-        self.file.close()
 
 
 def _open_csv(file: RangeFile) -> Any:

@@ -1,27 +1,9 @@
 """SeaTunnel's ``xml`` file format (``file_format_type = xml``, sources only), with the
-semantics of its ``XmlReadStrategy``.
-
-A row is every element named ``xml_row_tag`` anywhere in the document (its XPath
-``//tag``), in document order. Its fields are the element's attributes
-(``xml_use_attr_format = true``) or its child elements (``false``), each matched to a
-schema column by name; an element with no field of the schema is no row. A child
-element's value is its own text (not its descendants'), as dom4j's ``getText`` gives it;
-a field written twice keeps the last. Values convert as SeaTunnel converts them: a blank
-value is ``""`` in a string column, integers are Java's narrowing of
-``Double.parseDouble`` (``bigint``: ``new BigDecimal(v).longValue()``), booleans
-``Boolean.parseBoolean``, bytes the value's UTF-8 bytes, maps and arrays json text, a row
-its text split at ``field_delimiter`` (a Java regex), dates, times and timestamps in the
-configured ``date_format``/``time_format``/``datetime_format`` only.
-
-The document is parsed as it streams (expat, through the standard library): memory holds
-the rows of one batch, not the document. Entity declarations are refused (a document
-that declares entities can expand without bound); external entities are never fetched.
-The file is decoded with ``encoding`` (default UTF-8) whatever its declaration says, as
-SeaTunnel's ``InputStreamReader`` decodes it.
-
-Differs from SeaTunnel: a blank value in a column that is not a string is null
-(SeaTunnel puts the empty string there whatever the column's type); element and
-attribute names are matched without their namespace prefix (dom4j's ``getName``)."""
+semantics of its ``XmlReadStrategy``: a row is every element named ``xml_row_tag``, its
+fields its attributes or child elements, matched to the schema by name. The document is
+parsed as it streams (expat): memory holds the rows of one batch; entity declarations are
+refused and external entities never fetched. How values convert and where this differs
+from SeaTunnel: docs/seatunnel.md ("The xml format")."""
 
 from __future__ import annotations
 
@@ -36,7 +18,7 @@ from xml.parsers import expat
 import numpy as np
 import pyarrow as pa
 
-from .seatunnel_types import type_name
+from ...seatunnel_types import type_name
 
 #: bytes read from the file per parser feed
 READ_BLOCK = 1 << 20

@@ -1,0 +1,436 @@
+"""SeaTunnel's file sink (``LocalFile``, ``S3File``, ``OssFile``, ``HdfsFile``: the classes
+are in :mod:`.local`, :mod:`.s3`, :mod:`.oss`, :mod:`.hdfs`, each with its storage): the
+``File`` sink's two-phase commit (files staged under ``path/_staging``, renamed to their
+final names once the checkpoint that covers them is durable) with SeaTunnel's options,
+formats, partition directories, file names and save modes. Options, the committed file
+names and differences from SeaTunnel: docs/seatunnel.md."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+import re
+import secrets
+import uuid
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import ConfigError
+from ...storage.filesystem import NewFile
+from ...storage.urls import is_storage_option
+from ..api import Sink
+from ..options import Options, option_key
+from .codecs import _encode, _LzopNewFile
+from .config import (CODEC_SUFFIX, DATE_FORMATS, DATETIME_FORMATS, DEFAULT_TEXT_DELIMITER, EXTENSIONS, FORMATS,
+                     SINK_CODECS, SINK_OPTIONS, TIME_FORMATS, _check_archive, _checked_encoding, _choice,
+                     _column_list, _delimiter, _format, _require_lzo, _warn)
+from .formats import binary, excel
+from .formats.text import TextFormats, _TextEncoder, to_text
+from .sink import DEFAULT_MAX_FILE_BYTES, FileSink, FileSinkCommitter, _FileEncoder, _json_default
+from .storage import STORAGE_HINT, FileStorage, is_hidden
+
+log = logging.getLogger(__name__)
+
+#: a file name's transaction id: T_{job tag}_{subtask}_{attempt}_{checkpoint id}
+_TRANSACTION_RE = re.compile(r"T_([0-9a-f]{8})_(\d+)_(\d+)_(\d{10,})")
+_VARIABLE_RE = re.compile(r"\$\{([^}]*)\}")
+#: Java DateTimeFormatter letters filename_time_format may use -> value of a datetime
+_TIME_FIELDS: dict[str, Callable[[dt.datetime], str]] = {
+    "yyyy": lambda t: f"{t.year:04d}", "yy": lambda t: f"{t.year % 100:02d}", "MM": lambda t: f"{t.month:02d}",
+    "M": lambda t: str(t.month), "dd": lambda t: f"{t.day:02d}", "d": lambda t: str(t.day),
+    "HH": lambda t: f"{t.hour:02d}", "H": lambda t: str(t.hour), "mm": lambda t: f"{t.minute:02d}",
+    "m": lambda t: str(t.minute), "ss": lambda t: f"{t.second:02d}", "s": lambda t: str(t.second),
+    "SSS": lambda t: f"{t.microsecond // 1000:03d}",
+}
+
+
+class _SaveModeCommitter(FileSinkCommitter):
+    """The File sink's committer, plus SeaTunnel's save modes that delete or refuse
+    existing output (its file catalog's ``dropTable``/``truncateTable``: ``path`` deleted
+    and made again; ``isExistsData``: any file below it). They run in ``start_fresh``:
+    when a run starts the job from its beginning, never when it restores a checkpoint,
+    as SeaTunnel runs them when a job is submitted and not when it resumes. Output
+    reaches ``path`` only through commits after a durable checkpoint, and a run with a
+    durable checkpoint restores it, so whatever these modes delete was never committed by
+    the job as it runs now."""
+
+    sink: "SeaTunnelFileSink"
+
+    @classmethod
+    def over(cls, committer: FileSinkCommitter, sink: "SeaTunnelFileSink") -> "_SaveModeCommitter":
+        wrapped = cls.__new__(cls)
+        wrapped.__dict__.update(committer.__dict__)
+        wrapped.sink = sink
+        return wrapped
+
+    def start_fresh(self) -> None:
+        super().start_fresh()
+        sink, fs, root = self.sink, self.fs, self.root
+        if sink.data_save_mode == "ERROR_WHEN_DATA_EXISTS" and sink.schema_save_mode != "RECREATE_SCHEMA":
+            found = next((f for f in fs.walk_files(root) if not _hidden_below(f.path[len(root):].lstrip("/"))), None)
+            if found is not None:
+                raise ConfigError(option_key(sink, "data_save_mode"),
+                                  f"{fs.describe(root)} holds files ({fs.describe(found.path)}): ERROR_WHEN_DATA_EXISTS")
+        if sink.schema_save_mode == "RECREATE_SCHEMA" or sink.data_save_mode == "DROP_DATA":
+            if fs.info(root) is not None:
+                mode = "schema_save_mode = RECREATE_SCHEMA" if sink.schema_save_mode == "RECREATE_SCHEMA" \
+                    else "data_save_mode = DROP_DATA"
+                log.warning("%s sink: deleting %s before the job's first checkpoint (%s)", sink.plugin_name,
+                            fs.describe(root), mode)
+                fs.delete(root, recursive=True)
+            self._discarded = None  # its record, if any, went with the directory
+
+
+def _hidden_below(relative: str) -> bool:
+    """A path below ``path`` that readers skip (a part starting with ``_`` or ``.``)."""
+    return any(is_hidden(part) for part in relative.split("/") if part)
+
+
+def _time_tokens(pattern: str, key: str) -> list[tuple[bool, str]]:
+    """A Java date-time pattern as (is a field, text) tokens."""
+    tokens: list[tuple[bool, str]] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "'":
+            end = pattern.find("'", i + 1)
+            if end < 0:
+                raise ConfigError(key, f"{pattern!r} has an unclosed quote")
+            tokens.append((False, pattern[i + 1:end] if end > i + 1 else "'"))
+            i = end + 1
+        elif char.isalpha():
+            j = i
+            while j < len(pattern) and pattern[j] == char:
+                j += 1
+            if pattern[i:j] not in _TIME_FIELDS:
+                raise ConfigError(key, f"{pattern[i:j]!r} in {pattern!r} is not supported; use "
+                                       f"{', '.join(_TIME_FIELDS)} and literal text")
+            tokens.append((True, pattern[i:j]))
+            i = j
+        else:
+            tokens.append((False, char))
+            i += 1
+    if any(not field and "/" in text for field, text in tokens):
+        raise ConfigError(key, f"{pattern!r} contains '/', which would put files into subdirectories")
+    return tokens
+
+
+def _format_time(tokens: list[tuple[bool, str]], when: dt.datetime) -> str:
+    return "".join(_TIME_FIELDS[text](when) if field else text for field, text in tokens)
+
+
+def _substitute(expression: str, values: Mapping[str, str]) -> str:
+    """SeaTunnel's ``VariablesSubstitute``: ``${name}`` replaced where known, else kept."""
+    return _VARIABLE_RE.sub(lambda m: values.get(m.group(1), m.group(0)), expression)
+
+class _JsonEncoder(_FileEncoder):
+    """One json output file: an object per row, rows separated by ``row_delimiter`` (none
+    after the last), as SeaTunnel writes it: maps as objects, decimals as numbers, bytes
+    as base64, dates and times in ISO form."""
+
+    def __init__(self, schema: pa.Schema, out: NewFile, row_delimiter: str, encoding: str | None = None):
+        super().__init__("jsonl", schema, None, out)
+        self._row = row_delimiter
+        self._encoding = encoding
+        self._started = False
+        self._marker = secrets.token_hex(8)  # wraps decimals until they are unquoted
+        self._number = re.compile(r'"\\u0000' + self._marker + r'([^"\\]*)\\u0000"')
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        rows = batch.to_pylist(maps_as_pydicts="lossy")
+        text = self._row.join(json.dumps(row, default=self._default, ensure_ascii=False) for row in rows)
+        if self._marker in text:
+            text = self._number.sub(r"\1", text)
+        self.out.write(_encode((self._row if self._started else "") + text, self._encoding, self.path))
+        self._started = True
+        self.rows += batch.num_rows
+
+    def _default(self, value: Any) -> Any:
+        if isinstance(value, decimal.Decimal):
+            return f"\u0000{self._marker}{value}\u0000"
+        return _json_default(value)
+
+
+class SeaTunnelFileSink(FileSink):
+    """SeaTunnel's file sink (``LocalFile`` and the others below): the ``File`` sink's
+    two-phase commit with SeaTunnel's options, formats, partition directories and names."""
+
+    #: how the connector's options name its files (the subclasses': :mod:`.local`, :mod:`.s3`...)
+    storage: ClassVar[FileStorage]
+    nested_output = True
+
+    def __init__(self, options: Mapping[str, Any]):
+        Sink.__init__(self, options)
+        plugin = self.plugin_name
+        opts = Options(plugin, options, known=SINK_OPTIONS | set(self.storage.connection_options),
+                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        self._read_format(opts, options)
+        self._read_layout(opts, options)
+        self._read_names(opts, options)
+        self._read_save_modes(opts, options)
+        self.max_file_rows = opts.int("batch_size", 1_000_000, minimum=1)
+        self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
+        self.extension = EXTENSIONS[self.format]
+        self.fs, self.root, self.url = self.storage.open(options)
+        self._layout_cache: tuple[pa.Schema, tuple[list[int], list[int]]] | None = None
+
+    def _read_format(self, opts: Options, options: Mapping[str, Any]) -> None:
+        """``file_format_type``, ``encoding``, the date formats, codecs, delimiters and excel's options."""
+        plugin = self.plugin_name
+        self.format: str = _format(opts, "csv")
+        if self.format == "xml":
+            raise ConfigError("file_format_type", "xml files are read, not written here yet; supported for sinks: "
+                                                  f"{', '.join(f for f in FORMATS if f != 'xml')}")
+        #: text, csv, json: the character encoding written (None: UTF-8)
+        self.encoding = _checked_encoding(plugin, "sink", opts, options, self.format)
+        _check_archive(opts)
+        self._date_format = _choice(opts, "date_format", DATE_FORMATS, "yyyy-MM-dd")
+        self._datetime_format = _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss")
+        self._time_format = _choice(opts, "time_format", TIME_FORMATS, "HH:mm:ss")
+        self.formats = TextFormats(self._date_format, self._datetime_format, self._time_format)
+        codec = opts.str("compress_codec", "none").lower()
+        #: text, csv and json files written as lzop files (SeaTunnel: Hadoop's LzopCodec)
+        self.lzo = False
+        if self.format in ("text", "csv", "json"):
+            if codec == "lzo":
+                _require_lzo("compress_codec")
+                self.lzo = True
+            elif codec != "none":
+                raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed or "
+                                                    "with lzo, as SeaTunnel writes them")
+            self.compression: str | None = None
+        elif self.format == "binary":
+            if codec != "none":
+                raise ConfigError("compress_codec", f"{codec!r}: binary files are written as they are")
+            self.compression = None
+        elif self.format == "excel":
+            if codec != "none":  # SeaTunnel's docs: "excel type does not support any compression format"
+                raise ConfigError("compress_codec", f"{codec!r}: excel files are written uncompressed (xlsx is "
+                                                    "zipped already), as SeaTunnel writes them")
+            self.compression = None
+        else:
+            allowed = SINK_CODECS[self.format]
+            if codec == "lzo":
+                raise ConfigError("compress_codec", f"lzo is not supported for {self.format} files (pyarrow writes "
+                                                    f"no lzo); use one of {', '.join(allowed)}")
+            if codec not in allowed:
+                raise ConfigError("compress_codec", f"{codec!r} is not one of {', '.join(allowed)} for "
+                                                    f"{self.format} files")
+            self.compression = allowed[codec]
+        self.codec_suffix = CODEC_SUFFIX.get(codec, "")
+        self.field_delimiter = _delimiter(options, "field_delimiter", DEFAULT_TEXT_DELIMITER)
+        self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
+        self.header: bool = opts.bool("enable_header_write", False)
+        #: excel: the sheet's name (SeaTunnel: Sheet<random int>); max_rows_in_memory is accepted and needs
+        #: nothing (openpyxl's write-only sheet keeps no rows in memory)
+        self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
+        if self.format == "excel" and opts.has("max_rows_in_memory"):
+            opts.int("max_rows_in_memory", 0)
+
+    def _read_layout(self, opts: Options, options: Mapping[str, Any]) -> None:
+        """``sink_columns`` and the partition options."""
+        plugin = self.plugin_name
+        self.sink_columns = _column_list(options, "sink_columns")  # empty: every column, as in SeaTunnel
+        self.partition_by = _column_list(options, "partition_by")
+        have_partition = opts.bool("have_partition", False)
+        if self.partition_by and opts.has("have_partition") and not have_partition:
+            _warn(plugin, "sink", "partition_by is set and have_partition = false: the files are partitioned by "
+                                  "partition_by all the same, as SeaTunnel does")
+        if self.sink_columns and not {c.lower() for c in self.partition_by} <= {c.lower() for c in self.sink_columns}:
+            raise ConfigError("partition_by", "partition fields must be in sink_columns, as in SeaTunnel")
+        self.partition_in_file: bool = opts.bool("is_partition_field_write_in_file", False)
+        self.partition_template: str | None = opts.str("partition_dir_expression", None)
+
+    def _read_names(self, opts: Options, options: Mapping[str, Any]) -> None:
+        """``file_name_expression``, ``filename_time_format`` and the options that change nothing."""
+        plugin = self.plugin_name
+        self.transactional: bool = opts.bool("is_enable_transaction", True)
+        expression = opts.str("file_name_expression", "${transactionId}")
+        if opts.has("file_name_expression") and opts.has("custom_filename") and not opts.bool("custom_filename"):
+            _warn(plugin, "sink", "file_name_expression is used although custom_filename = false, as SeaTunnel's "
+                                  "code does (its docs say otherwise)")
+        if "${transactionId}" not in expression:
+            if self.transactional:
+                raise ConfigError("file_name_expression", "must contain ${transactionId} when is_enable_transaction "
+                                                          "is true, as in SeaTunnel")
+            expression = "${transactionId}_" + expression
+            _warn(plugin, "sink", "file names start with ${transactionId}_ here (file_name_expression lacks it): "
+                                  "it is how a restore finds this job's files")
+        if not self.transactional:
+            _warn(plugin, "sink", "is_enable_transaction = false: output is written through the two-phase commit "
+                                  "all the same (files appear, exactly once, when a checkpoint completes)")
+        if "/" in expression or expression.startswith(("_", ".")):
+            raise ConfigError("file_name_expression", f"{expression!r} must make a visible file name: no '/', "
+                                                      "not starting with '_' or '.'")
+        self.file_name_expression = expression
+        self.filename_time_format = opts.str("filename_time_format", "yyyy.MM.dd")
+        self._time_tokens = _time_tokens(self.filename_time_format, "filename_time_format")
+        if opts.bool("single_file_mode", False):
+            raise ConfigError("single_file_mode", "is not supported: each writer commits its own files at every "
+                                                  "checkpoint, which is what makes the output exactly once")
+        if opts.has("tmp_path"):
+            _warn(plugin, "sink", "tmp_path is ignored: files are staged under path/_staging and renamed when a "
+                                  "checkpoint completes")
+        if opts.has("save_mode"):
+            _warn(plugin, "sink", "save_mode is not read by SeaTunnel's file sinks (an option of older releases; "
+                                  "data_save_mode replaced it); ignored")
+
+    def _read_save_modes(self, opts: Options, options: Mapping[str, Any]) -> None:
+        """``schema_save_mode``, ``data_save_mode`` and the parquet options refused."""
+        plugin = self.plugin_name
+        for name, default in (("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST"), ("data_save_mode", "APPEND_DATA")):
+            mode = opts.str(name, default).upper()
+            if mode == "CUSTOM_PROCESSING":
+                raise ConfigError(name, "CUSTOM_PROCESSING is not supported: SeaTunnel's file catalogs run no SQL")
+            allowed = ("RECREATE_SCHEMA", "CREATE_SCHEMA_WHEN_NOT_EXIST", "ERROR_WHEN_SCHEMA_NOT_EXIST", "IGNORE") \
+                if name == "schema_save_mode" else ("APPEND_DATA", "DROP_DATA", "ERROR_WHEN_DATA_EXISTS")
+            if mode not in allowed:
+                raise ConfigError(name, f"{mode!r} is not one of {', '.join(allowed)}")
+        self.schema_save_mode = opts.str("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST").upper()
+        self.data_save_mode = opts.str("data_save_mode", "APPEND_DATA").upper()
+        destructive = self.schema_save_mode == "RECREATE_SCHEMA" or self.data_save_mode != "APPEND_DATA"
+        if not self.storage.has_catalog and destructive:
+            # SeaTunnel's HdfsFile has no catalog, so its save modes never run
+            _warn(plugin, "sink", f"schema_save_mode %s / data_save_mode %s do nothing on {plugin}, as in SeaTunnel "
+                                  "(it has no catalog); the directory is left as it is", self.schema_save_mode,
+                  self.data_save_mode)
+            self.schema_save_mode = "CREATE_SCHEMA_WHEN_NOT_EXIST"
+            self.data_save_mode = "APPEND_DATA"
+        if opts.bool("parquet_avro_write_timestamp_as_int96", False):
+            raise ConfigError("parquet_avro_write_timestamp_as_int96", "is not supported: timestamps are written as "
+                                                                       "parquet INT64 timestamps")
+        if options.get("parquet_avro_write_fixed_as_int96"):
+            raise ConfigError("parquet_avro_write_fixed_as_int96", "is not supported")
+
+    # -- checks (driver) -----------------------------------------------------------------
+    def preflight(self) -> None:
+        if self.schema_save_mode == "ERROR_WHEN_SCHEMA_NOT_EXIST" and self.fs.info(self.root) is None:
+            raise ConfigError(option_key(self, "schema_save_mode"),
+                              f"{self.fs.describe(self.root)} does not exist (ERROR_WHEN_SCHEMA_NOT_EXIST)")
+
+    def create_committer(self, job_id: str) -> FileSinkCommitter:
+        committer = super().create_committer(job_id)
+        if self.schema_save_mode != "RECREATE_SCHEMA" and self.data_save_mode == "APPEND_DATA":
+            return committer
+        return _SaveModeCommitter.over(committer, self)
+
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> Any:
+        if self.format == "binary":
+            return binary.BinaryWriter(self, job_id, subtask, attempt)
+        return super().create_writer(job_id, subtask, attempt)
+
+    def accepts(self, schema: pa.Schema) -> None:
+        if self.format == "binary":
+            problem = binary.check_schema(schema)
+            if problem is not None:
+                raise ConfigError(option_key(self, "file_format_type"), problem)
+            return
+        written, _ = self._layout(schema)
+        if self.format == "orc":
+            for index in written:
+                if pa.types.is_time(schema.field(index).type):
+                    raise ConfigError(option_key(self, "file_format_type"),
+                                      f"orc files cannot hold time column {schema.field(index).name!r}")
+
+    def _layout(self, schema: pa.Schema) -> tuple[list[int], list[int]]:
+        """(indexes of the columns written, indexes of the partition columns) in ``schema``;
+        names are matched ignoring case, as SeaTunnel does."""
+        cached = self._layout_cache
+        if cached is not None and cached[0].equals(schema):
+            return cached[1]
+        names = schema.names
+        lower: dict[str, int] = {}
+        for index, name in enumerate(names):
+            lower.setdefault(name.lower(), index)
+
+        def find(name: str, key: str) -> int:
+            index = names.index(name) if name in names else lower.get(name.lower())
+            if index is None:
+                raise ConfigError(option_key(self, key), f"no column {name!r} in the rows; they have "
+                                                         f"{', '.join(names)}")
+            return index
+
+        sink = [find(c, "sink_columns") for c in self.sink_columns] or list(range(len(names)))
+        partition = [find(c, "partition_by") for c in self.partition_by]
+        written = sink if self.partition_in_file else [i for i in sink if i not in partition]
+        if not written:
+            raise ConfigError(option_key(self, "sink_columns"), "no column is left to write once the partition "
+                                                                "fields are left out (is_partition_field_write_in_file)")
+        self._layout_cache = (schema, (written, partition))
+        return written, partition
+
+    # -- writing (executors) -------------------------------------------------------------
+    def new_encoder(self, schema: pa.Schema, out: NewFile) -> Any:
+        if self.lzo:
+            out = _LzopNewFile(out)  # type: ignore[assignment]  # a NewFile's face over the lzop writer
+        if self.format in ("text", "csv"):
+            return _TextEncoder(self.format, schema, out, self.field_delimiter, self.row_delimiter, self.header,
+                                self.formats, self.encoding)
+        if self.format == "json":
+            return _JsonEncoder(schema, out, self.row_delimiter, self.encoding)
+        if self.format == "excel":
+            return excel.ExcelEncoder(schema, out, self.sheet_name, self.field_delimiter, self._date_format,
+                                             self._datetime_format, self._time_format, self.formats)
+        return _FileEncoder(self.format, schema, self.compression, out)
+
+    def split_batch(self, batch: pa.RecordBatch) -> Iterable[tuple[str, pa.RecordBatch]]:
+        written, partition = self._layout(batch.schema)
+        rows = batch.select(written)
+        if not partition:
+            return (("", rows),)
+        values = []
+        for index in partition:
+            column = batch.column(index)
+            text = to_text(column, self.formats, batch.schema.field(index).name)
+            values.append(pc.if_else(column.is_null(), "null", text))
+        key = pc.binary_join_element_wise(*values, "\u0000")
+        encoded = pc.dictionary_encode(key)
+        directories = [self._partition_dir(group.split("\u0000")) for group in encoded.dictionary.to_pylist()]
+        if len(directories) == 1:
+            return ((directories[0], rows),)
+        indices = np.asarray(encoded.indices)
+        counts = np.bincount(indices, minlength=len(directories))
+        ordered = rows.take(pc.sort_indices(encoded.indices))  # stable: rows keep their order
+        parts, start = [], 0
+        for directory, count in zip(directories, counts):
+            parts.append((directory, ordered.slice(start, int(count))))
+            start += int(count)
+        return parts
+
+    def _partition_dir(self, values: Sequence[str]) -> str:
+        if self.partition_template is None:  # SeaTunnel's default: k0=v0/k1=v1/...
+            text = "/".join(f"{k}={v}" for k, v in zip(self.partition_by, values))
+        else:
+            mapping = {**{f"k{i}": k for i, k in enumerate(self.partition_by)},
+                       **{f"v{i}": v for i, v in enumerate(values)}}
+            text = _substitute(self.partition_template, mapping)
+        parts = [part for part in text.split("/") if part]
+        for part in parts:
+            if part in (".", "..") or part.startswith(("_", ".")):
+                raise ValueError(f"{self.plugin_name} sink: partition directory {text!r} (values {list(values)}) has "
+                                 f"the part {part!r}, which readers would skip or which leaves {self.fs.describe(self.root)}")
+        return "/".join(parts)
+
+    def final_names(self, tag: str, subtask: int, attempt: int, checkpoint_id: int, count: int) -> list[str]:
+        """``{file_name_expression}_{n}{.codec}.{ext}``; see the module docstring."""
+        transaction = f"T_{tag}_{subtask}_{attempt}_{checkpoint_id:010d}"
+        now = _format_time(self._time_tokens, dt.datetime.now())
+        names = []
+        for index in range(count):
+            values = {"transactionId": transaction, "now": now, "uuid": str(uuid.uuid4()),
+                      self.filename_time_format: now}
+            name = _substitute(self.file_name_expression, values)
+            names.append(f"{name}_{index}{self.codec_suffix}.{self.extension}")
+        return names
+
+    @staticmethod
+    def parse_final_name(name: str) -> tuple[str, int] | None:
+        match = _TRANSACTION_RE.search(name)
+        return (match.group(1), int(match.group(4))) if match else None
