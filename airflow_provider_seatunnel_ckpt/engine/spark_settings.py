@@ -70,7 +70,7 @@ EXCLUDE_TASK_AND_STAGE = "spark.excludeOnFailure.taskAndStage.enabled"
 PYTHON_IDLE_TIMEOUT = "spark.python.worker.idleTimeoutSeconds"
 PYTHON_KILL_ON_IDLE = "spark.python.worker.killOnIdleTimeout"
 TASK_MAX_FAILURES = "spark.task.maxFailures"
-#: the engine's default number of attempts per subtask (engine/runner.py uses the same)
+#: the engine's default number of attempts per subtask (engine/launch.py uses the same)
 DEFAULT_TASK_MAX_FAILURES = 4
 
 #: what the engine sets for every job, on top of every other setting

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the engine runs one pipeline per job (engine/runner.py PIPELINE_ID)
+#: the engine runs one pipeline per job (engine/run_state.py PIPELINE_ID)
 PIPELINE_ID = 1
 #: polled by the running driver (engine/driver.py STOP_REQUEST)
 STOP_REQUEST = "requests/stop-with-savepoint.json"
