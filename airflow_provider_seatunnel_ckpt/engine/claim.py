@@ -1,7 +1,8 @@
 """Claim and fence: win the job's fence log, fence the checkpoint a previous driver may
 still complete, record the claim in ``job.json`` and the attempt record, and record the
 outcome at the end (``_release``); with delete-on-finish, forget the finished job
-(docs/storage.md, "Fencing" and "When a job ends"; engine/fencing.py)."""
+(engine/fencing.py; docs/architecture.md, "Why the output is exactly-once"; docs/storage.md,
+"When a job ends")."""
 
 from __future__ import annotations
 
