@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from airflow_provider_seatunnel_ckpt.config import load_config
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-    from airflow_provider_seatunnel_ckpt.engine.runner import RunRequest, build_spark
+    from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
 
     warm = load_job({"env": {"job.name": "session", "parallelism": 2}, "source": [{"plugin_name": "Sequence", "rows": 1}],
                      "sink": [{"plugin_name": "Console"}]})

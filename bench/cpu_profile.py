@@ -33,7 +33,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("sink: parquet encoding", ("pyarrow/parquet", "connectors/file/sink.py", "connectors/file/formats/")),
     ("checkpoint: barrier handling and ACK", ("_take_barriers", "_complete_barrier")),
     ("control channel (barriers, ACKs, heartbeats)", ("engine/transport/", "engine/messages.py")),
-    ("engine: the subtask's read/process loop", ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py")),
+    ("engine: the subtask's read/process loop", ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py", "engine/launch.py")),
     ("PySpark: worker start, task (de)serialisation, result", ("pyspark/", "daemon.py", "worker_util.py")),
 ]
 OTHER = "other (interpreter, imports, libraries called from elsewhere)"

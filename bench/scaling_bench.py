@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         roots = [proc.pid for proc in cluster.processes]
         from airflow_provider_seatunnel_ckpt.config import load_config
         from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-        from airflow_provider_seatunnel_ckpt.engine.runner import RunRequest, build_spark
+        from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
 
         warm = load_job(throughput_job(1000, str(workdir / "w"), parallelism=max(parallelisms)))
         spark = build_spark(RunRequest(job=warm, config=load_config({}), job_id="warm", master=cluster.master_url,

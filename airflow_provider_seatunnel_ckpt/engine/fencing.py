@@ -1,46 +1,17 @@
 """At most one driver works on a job, whatever the timing: fencing by create-only writes.
 
-An Airflow task whose worker stopped heartbeating is retried while the first
-spark-submit may still run (a zombie): two drivers, one job id. A check of a token
-before each write (check-then-act) leaves a window in which the old driver, having
-passed the check, writes a checkpoint or commits output after the new one has restored
-and rolled back. Here every step that matters is a write that only one driver can win,
-because storage creates it only if it does not exist yet (``FileSystem.create_new``):
+An Airflow task whose worker stopped heartbeating is retried while the first spark-submit
+may still run (a zombie): two drivers, one job id. Every step that matters is a write only
+one driver can win (``FileSystem.create_new``): the fence log ``fence/<seq>.json``, where
+a driver claims the job and reserves each checkpoint id before writing its
+``_metadata``, and ``_metadata`` itself, created, never replaced, and fenced by the
+claimant (an empty one) for the id the old driver reserved last. With ``deletable``
+(delete-on-finish) a driver whose own claim is gone counts itself taken over too; the
+deleter removes the log oldest record first (:meth:`FenceLog.erase`). Old reservations
+are pruned (:meth:`FenceLog.prune`, :meth:`FenceLog.claim`).
 
-* **the fence log** ``fence/<seq>.json``. A driver *claims* the job by creating the
-  record after the highest one it sees, and *reserves* each checkpoint id, before
-  writing its ``_metadata``, by creating the record after its own last one. Once a
-  newer claim took that number, the reservation fails: the old driver is fenced.
-  A driver writes a checkpoint's ``_metadata`` only while that checkpoint's
-  reservation is its own newest record (it reserves again otherwise), so the newest
-  reservation in the log is the only one a driver may still complete.
-* **``_metadata`` is created, never replaced**, and the new claimant fences the id the
-  old driver reserved last (an empty ``_metadata``, see
-  ``CheckpointStorage.fence_checkpoint_id``) *before* choosing what to restore. Either
-  the old driver's ``_metadata`` landed first (the checkpoint is complete, and the
-  claimant restores it) or the fence did (the old driver can never complete that id,
-  however long it was paused).
-
-So every checkpoint the old driver completes is one the claimant restores or a newer
-one exists; sink output is committed only for completed checkpoints, and commits are
-idempotent, so an old driver's late commit repeats what the claimant replays; it can
-never publish output the claimant rolled back. ``check()`` before a commit narrows
-even that to nothing new.
-
-**A job deleted under a running driver.** ``externalized-retention: delete-on-finish``
-deletes a finished job's whole directory, this log included (docs/storage.md). A driver
-taken over that still runs (frozen, say) must not take the emptied log for a free job:
-with the flag ``deletable`` a driver also counts itself taken over once its own claim is
-gone, and checks that before a ``_metadata`` write as well (the claimant's fenced id went
-with the rest). The deleter removes the log oldest record first (:meth:`erase`), so at
-any moment such a driver finds either a claim after its newest record or its own claim
-gone.
-
-Records are tiny. A driver deletes its own older reservations every ``PRUNE_EVERY``
-and when it ends; a claimant deletes the reservations that drivers killed before they
-could do so left behind, but the newest (:meth:`FenceLog.claim`). Claims stay (one per
-run), see :meth:`FenceLog.prune`. Without the claimant's part a 60-minute soak with a
-driver SIGKILL every 10 minutes left about 90 reservations per kill (bench/scale_soak.py).
+Why this is enough, and the zombie rules: docs/architecture.md, "Why the output is
+exactly-once"; the backends' create-or-fail: docs/storage.md, "Create-only writes".
 """
 
 from __future__ import annotations

@@ -1,36 +1,15 @@
 """The driver's heartbeat in checkpoint storage, and the rule that tells a live driver from a dead one.
 
-A retry of an Airflow task whose worker died may find the first try's driver still
-running (spark-submit outlives the worker). Taking the job over then throws away the
-work since the last checkpoint; waiting for the driver keeps it. Which one is right
-depends on whether that driver is alive, and only checkpoint storage is shared by the
-driver and whoever asks (another host, maybe another network).
+Every run attempt's driver writes ``heartbeat/<attempt>.json`` every
+``spark.seatunnel.heartbeatInterval`` on a thread of its own (:class:`HeartbeatWriter`),
+with a sequence that grows by one per write, and a last record whose ``state`` says how
+the run ended. A reader (:class:`Liveness`, sans-I/O: the caller reads and passes its own
+clock) calls a driver alive while the sequence advances on the *reader's* monotonic
+clock, stale once it stood still for ``stale_after_ms(interval)``; clocks are never
+compared across hosts. Nothing here knows Spark or Airflow.
 
-**The record.** Every run attempt's driver writes ``heartbeat/<attempt>.json`` under the
-job's directory every ``spark.seatunnel.heartbeatInterval`` (2 s), on a thread of its
-own (never on the checkpoint's path), with ``write_document`` (atomic, as ``job.json``):
-the attempt (the fence log's claim number), host, pid, the Spark application id, the
-newest completed checkpoint id, the writer's wall clock and a **sequence** that grows by
-one per write. When the run ends it writes a last record whose ``state`` says how:
-``finished``, ``stopped`` (stop-with-savepoint), ``failed`` or ``fenced`` (taken over),
-after ``job.json`` and the attempt record, so a reader that sees an end reads the final
-status. One file per attempt: a zombie that has not noticed its takeover yet never
-overwrites the claimant's record, and the newest attempt's file is the one to watch.
-
-**Liveness is judged by the reader, on its own clock.** A driver is alive when its
-record's sequence advances while the reader watches, measured with the *reader's*
-monotonic clock: it is stale once the sequence stood still for
-``stale_after_ms(interval)`` = max(3 intervals, 10 s). Clocks are never compared
-across hosts (the writer's ``written_ms`` is for people): a skewed or stepped clock on
-either side cannot make a dead driver look alive or a live one dead. The price is that
-one read says nothing: the reader must watch for up to that window before it may call
-a driver dead (at least two intervals, so one late write is not a death; the 10 s floor
-covers a slow object-store PUT). A frozen driver that comes back after being declared
-dead is fenced by the claim (fencing.py), as before.
-
-Nothing here knows Spark or Airflow: storage in, records and verdicts out.
-:class:`Liveness` is sans-I/O (the caller reads and passes its own clock), so the rules
-are tested deterministically.
+The record, the rule and why: docs/airflow.md, "When the worker dies: resumable
+tracking"; where the records lie: docs/storage.md, "What is on storage".
 """
 
 from __future__ import annotations

@@ -1,59 +1,13 @@
 """Control-channel messages between subtasks and the checkpoint coordinator.
 
-The set is deliberately small: every message below changes what the coordinator or a
-subtask is allowed to do next, and nothing else travels on the channel. Framing, the
-per-run token and size limits belong to the transport; this module only defines the
-messages and their JSON form, so a malformed or hostile message is rejected here,
-before any decision is taken on it.
+The set is deliberately small: every message changes what the coordinator or a subtask
+may do next. Framing, the per-run token and size limits belong to the transport; this
+module defines the messages (frozen dataclasses: ``SubtaskMessage`` from a subtask,
+``CoordinatorMessage`` from the driver) and their JSON form, decoded strictly, so a
+malformed or hostile message, or version skew between driver and executors, is rejected
+here, before any decision is taken on it.
 
-Subtask -> coordinator (``SubtaskMessage``):
-
-``Register(subtask, attempt)``
-    A subtask attempt started and waits for its state. Sent once per attempt, before
-    anything else; a higher attempt number supersedes the older attempt, whose later
-    messages are then ignored as stale (a zombie attempt must not ack for the new one).
-``Ack(checkpoint_id, subtask, attempt, state_handles, sink_commit_info, stats)``
-    The subtask's snapshot for a barrier is durable: its state bytes are uploaded (the
-    handles say where) and its sink has pre-committed (``sink_commit_info`` is what the
-    sink needs to commit or re-commit after a restore; any JSON value).
-``Decline(checkpoint_id, subtask, attempt, reason)``
-    The subtask cannot produce this checkpoint (snapshot or upload failed). The
-    checkpoint is aborted and the failure counts against tolerable-failure.
-``EndOfInput(subtask, attempt)``
-    The subtask's source is exhausted. It keeps answering barriers until the job
-    finishes, because its sink output is committed only by a later checkpoint.
-``TaskFailed(subtask, attempt, error)``
-    The attempt is going down; pending checkpoints cannot complete without it.
-
-Coordinator -> subtask (``CoordinatorMessage``):
-
-``RestoreState(checkpoint_id, state_handles, sink_commit_info, kind, added_splits)``
-    Answer to Register: the subtask's part of the latest completed checkpoint
-    (``checkpoint_id`` None = start from scratch). The sink re-commits
-    ``sink_commit_info`` (commits are idempotent) and discards staged output of any
-    newer checkpoint id, which no completed checkpoint covers. ``added_splits``: the
-    splits discovered while the job runs, appended to the plan the subtask was started
-    with (``AddSplits``).
-``AddSplits(added_splits)``
-    Live split discovery found new splits: the whole list discovered so far, in order
-    (so a repeated or late message is harmless). Each subtask takes its round-robin
-    share of the extended plan and starts reading the new splits from their beginning.
-``TriggerBarrier(checkpoint_id, kind, timestamp_ms)``
-    Inject a barrier: snapshot, pre-commit, upload, then Ack or Decline.
-``NotifyComplete(checkpoint_id)``
-    The checkpoint is durable: commit every prepared sink output with id <= this one.
-``FinishJob(checkpoint_id)``
-    Sent by the driver adapter once the job's last checkpoint is durable and
-    committed: the subtask closes and its Spark task returns.
-``AbortCheckpoint(checkpoint_id, reason)``
-    Stop working on this checkpoint (cancel its upload). Staged sink output of an
-    aborted checkpoint is NOT discarded: the rows in it were consumed before the
-    barrier, so the next completed checkpoint must commit them.
-
-JSON form: a dict with a ``"type"`` field and one key per field; bytes as base64;
-state handles carry exactly one of ``"path"`` / ``"inline"``. Decoding is strict
-(unknown keys and wrong types are rejected) so that version skew between driver and
-executors fails loudly instead of being misread.
+What each message means, and the JSON form: docs/architecture.md, "The protocol".
 """
 
 from __future__ import annotations

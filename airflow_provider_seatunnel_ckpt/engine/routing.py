@@ -1,24 +1,16 @@
 """Moving batches along a job's wiring (:mod:`..jobfile.wiring`), and building its parts.
 
-A batch read from source ``i`` carries that source's table; each transform reading the
-table gets it once, and what it returns carries the transform's table onwards; each sink
-reading a table gets the batches of that table. One table read by two consumers gives
-both the same (immutable) Arrow batch.
+A batch read from a source carries its table; each transform reading the table gets it
+once and passes its result on under its own table; each sink reading a table gets its
+batches. The same walk runs on the driver before Spark starts, with schemas instead of
+batches (:func:`bind_schemas`): each transform checks its options against its input,
+tables read together must have one row type, and each sink is told its schema. Change
+rows follow the same walk: only a transform or sink that declares it takes them
+(``Transform.takes_change_rows``, ``Sink.change_rows``); the router removes the kind
+column before every other consumer.
 
-The same walk runs on the driver before Spark starts, with schemas instead of batches
-(:func:`bind_schemas`): each transform checks its options against the schema it will
-receive, tables a transform or sink reads together must have one row type (SeaTunnel's
-rule), and each sink is told its schema.
-
-Change rows (SeaTunnel's UPDATE_BEFORE, UPDATE_AFTER, DELETE: ``connectors/row_kind.py``)
-follow the same walk: a transform or sink that does not declare it takes them
-(``Transform.takes_change_rows``, ``Sink.change_rows``) and would get some fails the check
-with one line naming it. The kind column reaches only those that read it: the router
-removes it before every other consumer (a file sink then writes a change row as a plain
-row, as SeaTunnel's file sinks do), here and nowhere else. A sink that reads it and is fed
-by a table of change rows gets it on *every* batch, the batches of its plain inputs as
-inserts: in SeaTunnel every row carries its kind, and a sink that applies rows by key
-(Jdbc) must treat a plain row the same in every epoch, whichever input it came from.
+The rules: docs/seatunnel.md, "Table wiring and common options" and "Change rows
+(RowKind)".
 """
 
 from __future__ import annotations

@@ -1,54 +1,17 @@
 """Spark settings that break the engine's model: refused, or overridden with a warning.
 
-A job runs as one Spark job of N tasks, one per subtask, all running at once for the
-whole job; a failed subtask is retried by Spark (``spark.task.maxFailures``) and
-restores its own part of the latest completed checkpoint (region failover). Spark
-features made for many short tasks break that model:
+A job runs as one Spark job of N long-running tasks, one per subtask, and a failed
+subtask fails over by being retried; speculation, dynamic allocation, task and stage
+exclusion, killing idle Python workers and a ``spark.task.maxFailures`` below 1 break
+that. A breaking value ``chosen`` for the job (the job file's ``env``, ``run --conf``) is
+refused with ``ConfigError(key, problem)``; one from the ``launcher`` (spark-submit,
+``spark-defaults.conf``, the operator's ``conf``) is overridden, with one warning line
+each. The engine's values (:data:`ENFORCED`) are returned every time;
+:func:`check_running_spark_settings` refuses an existing context that breaks the model.
+Values are read as Spark reads them (trimmed booleans, durations with Spark's suffixes).
 
-* ``spark.speculation=true``: Spark starts a second copy of a task that runs longer than
-  the others, or longer than ``spark.speculation.task.duration.threshold``, or that runs
-  on an executor being decommissioned: two attempts of one subtask at once, reading the
-  same splits and staging the same rows (the ``spark.speculation.*`` tuning keys do
-  nothing without it);
-* ``spark.dynamicAllocation.enabled=true``: Spark sizes the executors by demand, so the
-  N slots the subtasks need at once are not known when the job starts (the slot check
-  sees whatever has registered) nor guaranteed (``maxExecutors``,
-  ``executorAllocationRatio``, queue limits): a subtask that never gets a slot never
-  starts, and no checkpoint completes while one is missing. It gives the engine nothing
-  back: it only releases *idle* executors, and a subtask's executor is busy until the
-  job ends (so it never removes an executor that runs a subtask);
-* task and stage exclusion (``spark.excludeOnFailure.taskAndStage.enabled``, else
-  ``spark.excludeOnFailure.enabled``): a failed task may not run again on the executor it
-  failed on, but every other slot is held by another subtask for the whole job, so the
-  retry cannot be placed: the job aborts (one executor, as in local mode) or the retry
-  waits for ever, instead of failing over. Exclusion at application level alone only
-  acts when a stage has succeeded, which for the engine is the end of the job: harmless;
-* ``spark.python.worker.killOnIdleTimeout=true`` with ``spark.python.worker.idleTimeoutSeconds``
-  above 0: Spark kills a Python worker that has sent nothing for that long, and a
-  subtask sends its result only when it ends, so every subtask is killed and retried
-  until the job fails;
-* ``spark.task.maxFailures`` below 1, or not an integer: not a number of attempts (a
-  ``local[N]`` master would be ``local[N,0]``, or a URL Spark cannot parse).
-
-Where a setting comes from decides what happens to it:
-
-* ``chosen``, the job file's ``env`` ``spark.*`` keys and ``seatunnel-ckpt run --conf``:
-  typed for this job, so a breaking value is refused: ``ConfigError(key, problem)``,
-  one line naming the key, the value, why and what to do;
-* ``launcher``, the settings spark-submit started the driver with: a cluster's
-  ``spark-defaults.conf`` (which the user may not control), spark-submit's ``--conf``
-  and the Airflow operator's ``conf`` (which the engine cannot tell apart): a breaking
-  value is overridden for this job, with one warning line each.
-
-The engine's values (:data:`ENFORCED`) are returned every time, whatever was seen: a
-``spark-defaults.conf`` read when pyspark starts the JVM itself is not visible before the
-JVM starts, and settings given to the session builder win over it. Once a Spark context
-exists its settings can no longer change: :func:`check_running_spark_settings` refuses a
-context (one the engine did not create) whose settings break the model.
-
-Booleans, integers and durations are read as Spark reads them: surrounding whitespace
-(Java's ``trim``) ignored, ``true``/``false`` in any case, durations as ``60``, ``60s``,
-``5min``, ``500ms`` (Spark's suffixes).
+Each setting, what is done and why: docs/jobs.md, "Spark settings the engine refuses or
+overrides".
 """
 
 from __future__ import annotations
@@ -70,7 +33,7 @@ EXCLUDE_TASK_AND_STAGE = "spark.excludeOnFailure.taskAndStage.enabled"
 PYTHON_IDLE_TIMEOUT = "spark.python.worker.idleTimeoutSeconds"
 PYTHON_KILL_ON_IDLE = "spark.python.worker.killOnIdleTimeout"
 TASK_MAX_FAILURES = "spark.task.maxFailures"
-#: the engine's default number of attempts per subtask (engine/runner.py uses the same)
+#: the engine's default number of attempts per subtask (engine/launch.py uses the same)
 DEFAULT_TASK_MAX_FAILURES = 4
 
 #: what the engine sets for every job, on top of every other setting

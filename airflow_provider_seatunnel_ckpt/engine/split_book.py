@@ -1,23 +1,14 @@
 """A subtask's book of its splits: which are finished, where the others stand.
 
-Finished splits must cost nothing once they are finished (issue #34: a File source over
-100,000 files kept about 60 bytes of state per finished file, read, copied, encoded and
-uploaded at every checkpoint: checkpoints 9x slower at 100,000 files than at 1,000). So
-the book keeps two things apart:
-
-* ``states``: split id -> ``SplitState`` for the splits that are being read, and for the
-  finished ones whose transforms keep state for them (that state is real and stays);
-  a split not yet started has no entry (a restore reads it from its beginning);
-* ``finished``: the finished splits that carry no state, as their indices in the job's
-  split plan, run-length encoded (``FinishedRuns``). A subtask reads its round-robin
-  share of the plan in plan order, so its finished splits are one arithmetic run
-  (``start, step = parallelism, count``) and a checkpoint's cost no longer grows with
-  them.
-
-Plan indices are stable for the whole job: the plan of a restored checkpoint is kept and
-only ever appended to (engine/split_plan.py, runner), so an index written by one attempt
-names the same split in every later one. A finished split's last position is handed to
+Finished splits must cost nothing once finished (issue #34), so the book keeps apart
+``states`` (split id -> ``SplitState``: the splits being read, and finished ones whose
+transforms keep state) and ``finished`` (the finished splits without state, as indices
+into the job's split plan, run-length encoded: ``FinishedRuns``). Plan indices are stable
+for the whole job (engine/split_plan.py). A finished split's last position is handed to
 the source's checkpoint-complete hook once (``positions``), then forgotten.
+
+Why, and what it saved: docs/architecture.md, "Design choices where the brief left
+room" (state scoped to splits).
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """The split plan in checkpoint storage: once per run attempt, referenced by each checkpoint.
 
-A restore needs the plan the checkpoint was taken with (split ids and ranges must match
-the restored positions). It used to be inline in every ``_metadata``: at 100,000 files
-that is 17 MB encoded twice and written at every checkpoint, 76 % of the driver's time
-(bench/scale_bench.py). The plan only ever grows by appending within a run attempt
-(split discovery), so each attempt keeps one document, ``plans/{attempt}.json``,
-rewritten when splits are added, and each ``_metadata`` holds a reference: the attempt,
-how many splits of that document it saw, and their sha256. A manifest's own checksum
-covers the reference, so a restore reads exactly the plan that checkpoint was taken with,
-or fails with one line.
+A restore needs the plan its checkpoint was taken with. Each attempt keeps one document,
+``plans/{attempt}.json`` (rewritten when discovery appends splits), and each
+``_metadata`` holds a reference to it (attempt, split count, sha256) that its checksum
+covers; manifests of earlier releases carry the plan inline. An attempt with nothing to
+restore reuses the newest earlier attempt's plan of the same source options (a digest,
+``source``); the claimant prunes plans no checkpoint refers to any more.
 
-Manifests written by earlier releases carry the plan inline (``splits``); they restore
-as they always did. Documents of earlier attempts that no checkpoint or savepoint refers
-to any more are removed when a new attempt starts (by the claimant, never a taken-over
-driver: each attempt writes only its own document, and a driver taken over writes none).
-
-A plan fixes where each split starts, and some sources resolve that from something that
-moves: Kafka's ``latest`` and ``timestamp`` start offsets, a bounded job's end offsets. So
-an attempt with nothing to restore (its predecessors stopped before their first
-checkpoint) takes the newest earlier attempt's plan rather than asking the source again,
-unless the job is started over (``--discard-existing``) or its source changed: each
-document carries a digest of the job's source options (``source``), and only a plan of
-the same options is reused. The reused plan is stored again as the new attempt's own
-document, so the earlier one may be pruned as before.
+Why, and how the runner uses it (``JobRun.plan_splits``, engine/restore.py):
+docs/architecture.md, "Design choices where the brief left room" (state scoped to splits).
 """
 
 from __future__ import annotations

@@ -1,46 +1,15 @@
 """A subtask's checkpoint state, as bytes: versioned JSON plus raw blobs, never pickle.
 
-State is scoped to splits (see ``connectors/api.py``): for every split the subtask
-owns, where its reader stands, whether it is finished, and each stateful transform's
-state for it. Because nothing is tied to the subtask index, a restore with another
-parallelism merges all subtasks' states and deals the splits again.
+State is scoped to splits (``connectors/api.py``), so a restore with another parallelism
+merges all subtasks' states and deals the splits again. Two steps, like Flink's state
+backends: ``snapshot_split_states`` (synchronous, at the barrier: a structural copy,
+containers copied, leaf values shared; values that can never be encoded are reported
+here with their path) and ``frame_snapshot`` (asynchronous: the pieces a storage writes
+as they come; ``encode_snapshot`` joins them). Format versions 1 (one JSON document), 2
+(magic, header, raw blobs) and 3 (either, plus finished splits as runs of plan indices)
+are all read; only JSON and raw bytes are ever read back.
 
-A checkpoint is taken in two steps, like Flink's state backends:
-
-* ``snapshot_split_states`` (the *synchronous* part, on the processing thread at the
-  barrier): a structural copy of the split states. Dicts and lists are copied, so
-  operators may keep updating their JSON containers in place; leaf values are shared,
-  not copied (str, numbers and ``bytes`` are immutable; see the contract in
-  ``connectors/api.py``). Its cost is one step per container entry, independent of the
-  size of the strings and byte strings in the state. Values that can never be encoded
-  are reported here, on the processing thread, with their path.
-* ``frame_snapshot`` (the *asynchronous* part, on the subtask's async thread): the
-  bytes that are uploaded, as pieces a storage writes as they come (``encode_snapshot``
-  puts them together).
-
-The framed format, version 2 (and 3, below)::
-
-    MAGIC (8 bytes) | header length (8 bytes, big-endian) | header (UTF-8 JSON) | blob 0 | blob 1 | ...
-
-The header is ``{"format", "version": 2, "subtask", "splits": {...}, "blobs": [...]}``
-where ``splits`` is the JSON tree with ``null`` where each blob belongs, and every
-``blobs`` entry is ``{"path": [...], "type": "bytes"|"str", "size": n}``: the keys
-(str) and list indices (int) from ``splits`` down to the value, its type, and its
-length in bytes. Blobs follow the header back to back, in that order, raw: no base64,
-no escaping. ``bytes``/``bytearray``/``memoryview`` values are blobs (restored as
-``bytes``), and so are strings of ``BLOB_STR_MIN`` characters or more (UTF-8, restored
-as ``str``), so a big string is neither escaped nor copied through the JSON encoder.
-Only JSON and raw bytes are ever read back: nothing is unpickled.
-
-Version 1 is one JSON document (no magic): what earlier releases wrote, and what this
-one still writes for a state without blobs (so such checkpoints stay readable by the
-previous release too).
-
-Version 3 is either framing (JSON alone, or framed with blobs) whose body also has
-``"finished_splits": [[start, step, count], ...]``: the finished splits that carry no
-state, as runs of indices into the job's split plan (engine/split_book.py). It is
-written only when there are such splits; a release that knows only versions 1 and 2
-refuses it with one line instead of reading those splits again. All three are read.
+The formats: docs/architecture.md, "A subtask's state, as bytes".
 """
 
 from __future__ import annotations

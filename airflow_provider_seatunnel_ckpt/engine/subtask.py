@@ -1,28 +1,14 @@
 """One parallel subtask: source reader -> transforms -> sink writer, with barriers.
 
-Runs inside a long-running Spark task. Threads:
+Runs inside a long-running Spark task, on three kinds of threads: the processing thread
+(the Spark task's own: reads, transforms and writes Arrow batches, and between two
+batches checks a flag for a barrier), the control channel's reader thread (records
+coordinator messages) and one async thread that finishes each barrier in order (stages
+the epoch's sink output, encodes and uploads the snapshot, then ACKs or declines). At a
+barrier the processing thread only takes the synchronous snapshot and a fresh sink
+writer. The sink writer only prepares; the driver commits once the checkpoint is durable.
 
-* the **processing thread** (the Spark task's own) reads, transforms and writes
-  Arrow batches. Between two batches it checks a plain boolean set by the channel's
-  reader thread; that check is the only checkpoint cost on the hot path (no I/O, no
-  lock, no round trip).
-* the **channel reader thread** (transport) decodes coordinator messages and only
-  records them (flag, queue, event).
-* one **async thread** finishes each barrier in order: it stages the sink output of
-  the epoch that just ended, uploads the state, then ACKs (or declines).
-
-On a barrier the processing thread takes only the synchronous snapshot: a structural
-copy of the split positions and operator states (``state_codec.snapshot_split_states``:
-containers copied, values shared, no serialisation) and a fresh sink writer for the
-next epoch. The snapshot and the old writer go to the async thread, which stages the
-epoch's output, serialises the snapshot (``frame_snapshot``) and uploads it, so
-processing continues meanwhile. ``sync_ms`` in the ACK statistics is the processing
-thread's part; ``async_ms`` the rest (pre-commit, encoding, upload).
-
-Two-phase commit: the sink writer only *prepares* (stages hidden files); the driver
-commits after the checkpoint is durable. A subtask ACKs with every prepared commit
-info not yet known to be committed (those of aborted checkpoints included, since
-their rows are covered by later positions), and forgets them on NotifyComplete.
+The protocol and the threads: docs/architecture.md, "The protocol".
 """
 
 from __future__ import annotations

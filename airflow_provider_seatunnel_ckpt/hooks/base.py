@@ -1,23 +1,12 @@
 """The base checkpoint-storage hook: connection + ``seatunnel.yaml`` in, ``CheckpointStorage`` out.
 
-Hooks are the only Airflow-side code that touches checkpoint storage: operators,
-sensors and triggers reach it through a hook and never import boto3, oss2 or hdfs.
-The storage plugins (``storage/``) build the clients; a hook only turns an Airflow
-connection into the SeaTunnel ``plugin-config`` keys those plugins read.
+Hooks are the only Airflow-side code that touches checkpoint storage: operators, sensors
+and triggers reach it through a hook and never import boto3, oss2 or hdfs. The storage
+plugins (``storage/``) build the clients; a hook only turns an Airflow connection into
+the ``plugin-config`` keys those plugins read, merged with a ``config_file`` when both
+are given, and registers every secret it reads with Airflow's secret masker.
 
-Merge rule, when both a connection and a ``config_file`` are given:
-
-* checkpoint settings (interval, timeout, tolerable-failure, mode, max-retained, ...)
-  come from the file (or the documented defaults);
-* the connection selects the backend; a file that selects another backend is an error;
-* the storage *location* (``namespace``, ``s3.bucket``, ``oss.bucket``, HDFS
-  ``fs.defaultFS``) comes from the file when it sets it, else from the connection;
-* endpoint and credentials come from the connection: its keys replace the file's. When
-  the connection carries credentials, the file's credential keys for that backend are
-  dropped, so the two are never mixed;
-* every other ``plugin-config`` key of the file is kept.
-
-Every secret value read (connection or file) is registered with Airflow's secret masker.
+The merge rule: docs/airflow.md, "Connections"; the hooks' API: docs/airflow.md, "Hooks".
 """
 
 from __future__ import annotations
@@ -48,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the engine runs one pipeline per job (engine/runner.py PIPELINE_ID)
+#: the engine runs one pipeline per job (engine/run_state.py PIPELINE_ID)
 PIPELINE_ID = 1
 #: polled by the running driver (engine/driver.py STOP_REQUEST)
 STOP_REQUEST = "requests/stop-with-savepoint.json"

@@ -1,25 +1,13 @@
 """SeaTunnel's job files in HOCON (``.conf``), read as SeaTunnel reads them.
 
-SeaTunnel parses its job files with a patched Typesafe Config, and three of its patches
-change what a file means, so a general HOCON library (pyhocon) reads them differently:
+SeaTunnel parses job files with a patched Typesafe Config, and three of its patches
+change what a file means (a dot is part of a key; plugin blocks become a list, in file
+order, the same name possibly twice; key order is kept), so a general HOCON library reads
+them differently. The rest is standard HOCON; ``${name}`` outside quotes is resolved from
+the document, then the job's variables, then the environment; ``include`` is refused. The
+result is the document the YAML form gives; errors are one line with the file and line.
 
-* **a dot is part of the key**: ``row.num = 10`` is the key ``"row.num"``, not ``row { num }``
-  (SeaTunnel's path separator is ``->``, which no job uses);
-* **plugin blocks become a list**: inside ``source``, ``transform`` and ``sink`` each block
-  ``FakeSource { ... }`` is one entry ``{plugin_name: FakeSource, ...}``, in file order, and
-  the same name may appear twice (plain HOCON would merge the two blocks);
-* key order is kept (a schema's column order is its key order).
-
-The rest is standard HOCON: ``=``, ``:`` or nothing before ``{``; commas or newlines
-between fields; ``#`` and ``//`` comments; quoted, unquoted and ``\"\"\"triple\"\"\"``
-strings; value concatenation (``"select * from "${table}" where x"``); objects with a
-repeated key merged; ``+=``; substitutions ``${name}`` and ``${?name}`` outside quotes,
-resolved from the document itself, then the job's variables, then the environment (an
-unset ``${name}`` is an error, ``${?name}`` drops the field). ``${...}`` inside quotes is
-text here: :mod:`.variables` fills it afterwards, as SeaTunnel does. ``include`` is refused.
-
-The result is the document the YAML form gives: ``{"env": {...}, "source": [...], ...}``.
-Errors are one line with the file and line number.
+The dialect, item by item: docs/seatunnel.md, "Formats" and "Variables".
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """SeaTunnel's table wiring: which sources, transforms and sinks feed which, by table name.
 
-A source or transform names the table it produces (``plugin_output``, or the older
-``result_table_name``); a transform or sink names the tables it reads (``plugin_input``,
-or ``source_table_name``: one name, a list, or names separated by commas). One table may
-feed several transforms and sinks (fan-out); a transform or sink that reads several
-tables gets the rows of each (fan-in, which SeaTunnel allows only for tables of the same
-row type: checked where the schemas are known, ``bind_schemas``).
+Sources and transforms name the table they produce (``plugin_output``, or
+``result_table_name``); transforms and sinks the tables they read (``plugin_input``, or
+``source_table_name``). Fan-out and fan-in follow SeaTunnel Zeta's rules
+(``MultipleTableJobConfigParser``): a simple graph is wired in file order, every other
+graph is strict. Our one addition: a job without wiring names, one source and one sink,
+is a chain through its transforms in file order. This module knows names only;
+:mod:`..engine.routing` moves batches along the result.
 
-The rules are SeaTunnel Zeta's (``MultipleTableJobConfigParser``):
-
-* a *simple graph* (one source, at most one transform, one sink) is wired in file order;
-  names that do not match are only a warning there, as in SeaTunnel;
-* every other graph is strict: every source and transform names its output, every
-  transform and sink its inputs, output names are unique, every input exists, every
-  table is read by someone, and transforms may come in any order (no cycle).
-
-One addition of ours: a job that uses no wiring names at all, with one source and one
-sink, is a chain through its transforms in file order, whatever their number (the job
-files of this project before wiring existed).
-
-This module knows names only; :mod:`.routing` moves batches along the result.
+The rules: docs/seatunnel.md, "Table wiring and common options"; jobs without names:
+docs/jobs.md, "A job file".
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
 """Resumable tracking: a try that finds the job's driver alive waits for it instead of taking over.
 
-When an Airflow worker dies (OOM-killed, host lost, SIGKILL) while its task runs a
-checkpointed job, spark-submit and the Spark driver it started usually live on. The
-retry used to claim the job at once: the old driver was fenced at its next checkpoint
-and everything it had done since its last completed checkpoint was done again. Now the
-retry first looks at the driver's heartbeat in checkpoint storage
-(``engine/heartbeat.py``):
+When an Airflow worker dies, spark-submit and the Spark driver it started usually live
+on. The retry first watches the driver's heartbeat in checkpoint storage
+(engine/heartbeat.py): a live driver of the same job definition (digest) is attached
+to, and the try ends as its run ends; a stale, missing, ended or foreign one is taken
+over as before (the claim fences it should it come back); a heartbeat that stops while
+the try waits means a takeover then. The tracking (:class:`DriverTracker`) needs only
+the hook's storage and a logger; :func:`attach_to_live_driver` is the operator's one call.
 
-* a driver of the same job whose heartbeat keeps advancing (on this process's clock)
-  is **attached to**: the try waits for the job's outcome, logging each checkpoint the
-  driver completes, and ends as the driver's run ends (finished or stopped: success with
-  the same result as a run of its own; failed: the task fails, and its retry resumes);
-* a driver whose heartbeat stood still for the stale window (3 intervals, at least 10 s),
-  no heartbeat at all (a driver of an older release), a driver that already ended, or
-  one running another job definition: **take over**, exactly as before (the claim
-  fences the old driver should it come back);
-* a heartbeat that stops while the try waits: take over then.
-
-The job id is per DAG run and task (``default_job_id``: dag, task, run id, map index),
-so a try only ever finds drivers of its own task instance's job. With an explicit
-``job_id`` shared by several runs the job is, by the user's choice, one job (a run
-already resumes another run's checkpoints today); a try attaches only to a driver
-whose job definition digest equals its own, so a run whose rendered job file differs
-(another date's input) never reports another run's job as its own: it takes over as
-before.
-
-The tracking itself (:class:`DriverTracker`) needs only the hook's storage and a
-logger; :func:`attach_to_live_driver` is the operator's one call.
+The rules and what the task log shows: docs/airflow.md, "When the worker dies:
+resumable tracking".
 """
 
 from __future__ import annotations

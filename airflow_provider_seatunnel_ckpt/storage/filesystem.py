@@ -1,30 +1,13 @@
 """The file-system primitives every storage backend implements.
 
-Modelled on fsspec's AbstractFileSystem: a backend implements five primitives
-(``read``, ``write_atomic``, ``list_dir``, ``delete``, ``info``); everything else is
-derived here (a backend may override a derived method where it can do better, as the
-local one does for ``open_new``: writing a large file as it is produced). Checkpoint logic (layout, manifests, retention) lives above this layer
-in ``fs_storage.py`` and is shared by all backends.
+Modelled on fsspec's AbstractFileSystem: a backend implements five primitives (``read``,
+``write_atomic``, ``list_dir``, ``delete``, ``info``) and, to fence drivers, the store's
+own create-or-fail (``_create_new``); everything else is derived here, and may be
+overridden where a backend does better. Checkpoint logic (layout, manifests, retention)
+lives above, in ``fs_storage.py``, shared by all backends.
 
-Contract for implementers:
-
-* Paths are absolute POSIX paths (``/seatunnel/checkpoint/job/...``), already
-  validated by the caller. Object stores map them to keys by dropping the leading ``/``.
-* "Not found" is the only condition that becomes a falsy result (``info`` -> None,
-  ``list_dir`` -> [], ``delete`` -> no-op). ``read`` of a missing file raises
-  ``FileNotFoundError``. Auth, permission, network and server errors always raise
-  ``CheckpointStorageError`` naming the backend, bucket or host, and path: never the
-  credentials, so a denied read can never look like "no checkpoint".
-* ``write_atomic`` is all-or-nothing: a concurrent or later reader sees the old
-  content, nothing, or the complete new content; never a prefix.
-* ``create_new`` is ``write_atomic`` that never replaces: of several drivers creating
-  the same path at once, exactly one wins and the others get ``FileExistsError``. This
-  is what fences a zombie driver from its retry, so backends implement it with the
-  store's own create-or-fail operation (``_create_new``); the base class only has a
-  racy fallback, and says so in the log.
-* Transient errors are retried inside the backend (``retry.call_with_retries``).
-* Instances are picklable (configuration only; clients are created lazily per
-  process) and thread-safe.
+The contract for implementers (paths, "not found", atomic and create-only writes,
+retries, pickling): docs/storage.md, "Writing a storage plugin".
 """
 
 from __future__ import annotations

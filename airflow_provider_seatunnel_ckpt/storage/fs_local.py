@@ -1,38 +1,13 @@
 """Local (POSIX) file system: SeaTunnel's ``fs.defaultFS: file:///``.
 
-Paths are plain absolute local paths. ``write_atomic`` writes a hidden temp file next to
-the target (``.<name>.tmp-<random>``), fsyncs it, renames it over the target with
-``os.replace`` and fsyncs the directory, so after a crash the path holds either the old
-or the new content, and once the call returns the new content is durable. ``list_dir``
-hides temp files of writes still in flight. ``create_new`` writes the temp file the same
-way but publishes it with ``os.link``, which fails with ``EEXIST`` instead of replacing
-(the O_EXCL of a complete file). Directories it creates are fsynced (their
-parents, that is) after the file's own fsync, which on a journaling file system has
-already committed them, so that costs next to nothing.
+``write_atomic``: a hidden temp file, fsynced, ``os.replace`` onto the target, the
+directory fsynced; ``create_new`` publishes the temp file with ``os.link`` instead, which
+never replaces. ``open_new`` writes large files straight to their final path, starting
+write-back as they grow and dropping their pages from the page cache at ``sync``.
+Deleting a large file frees its blocks on a background thread. "No such file" is the
+not-found result; every other ``OSError`` raises ``CheckpointStorageError``.
 
-``open_new`` (files written as they are produced: the table sinks' data files) writes
-straight to the final path, asks the kernel every ``WRITEBACK_EVERY`` bytes to start
-writing out what it has (so the disk works while the file grows, instead of all at once
-in the fsync at ``sync``), and at ``sync`` fsyncs the file and the directories it created,
-then drops the file's (now clean) pages from the page cache: nothing here reads them
-again, and gigabytes of a job's output kept cached push out what the host needs (on a VM
-that hands free memory back to its host, each new page cache page is also a costly fault:
-measured on this project's 2-core VM, a pyarrow loop writing 40M rows used 1.5 s of system
-time instead of 4.6 s).
-A crash before ``sync`` leaves a partial file under its final name: only a commit that
-names the file makes it part of anything, and the sinks' ``cleanup`` deletes such orphans.
-
-Deleting a large file (``delete``, ``delete_files``, ``delete(recursive=True)``) removes
-its name at once but leaves freeing its blocks to a background thread: the file is
-opened, unlinked, and the descriptor closed there (on ext4 the last close of a 64 MiB
-file spends ~13 ms releasing its extents). Listings see the file gone when the call
-returns; only the disk space comes back a moment later (at the latest when the process
-exits, which closes the descriptor).
-
-Errors: "no such file" (``ENOENT``, or a path component that is a file: ``ENOTDIR``)
-becomes the not-found result of each primitive; every other ``OSError`` (permission
-denied, disk full, read-only file system, ...) raises ``CheckpointStorageError`` naming
-the backend and the path.
+The details and why: docs/storage.md, "Local disk" and "Guarantees, and how each is kept".
 """
 
 from __future__ import annotations

@@ -1,57 +1,14 @@
-"""Aliyun OSS backend, built on the ``oss2`` SDK.
+"""Aliyun OSS backend, built on the ``oss2`` SDK (SeaTunnel's ``storage.type: oss``).
 
-SeaTunnel plugin-config keys (``storage.type: oss``) and what they become:
+``OssFileSystem.from_plugin_config`` maps SeaTunnel's ``fs.oss.*`` keys (also spelled
+with the ``seatunnel.hadoop.`` prefix; the unprefixed key wins) and ``oss.bucket``. Path
+``/a/b`` is key ``a/b``; writes are one PutObject (a multipart upload above
+``multipart_threshold``) checked with OSS's CRC-64; ``create_new`` sends
+``x-oss-forbid-overwrite``. Transient errors are retried, every other one fails at once
+naming bucket, endpoint and path, never the credentials. Each thread gets its own
+``oss2.Bucket``; an instance holds configuration only and pickles without clients.
 
-======================================  ===========================================================
-plugin-config key                       OssFileSystem argument
-======================================  ===========================================================
-``oss.bucket``                          ``bucket``; ``name``, ``oss://name`` and ``oss://name/``
-                                        are accepted, anything else is a ConfigError
-``fs.oss.endpoint``                     ``endpoint``; ``https://`` is added when no scheme is given.
-                                        Scheme and shape are checked here; the host name when the
-                                        client is first built (SeaTunnel's own example has a
-                                        placeholder, ``endpoint address``, that must validate)
-``fs.oss.accessKeyId``                  ``access_key_id`` (required)
-``fs.oss.accessKeySecret``              ``access_key_secret`` (required)
-``fs.oss.securityToken``                ``security_token`` (optional, STS credentials)
-``fs.oss.credentials.provider``         accepted and ignored: the key pair above is always used
-``fs.oss.region``                       ``region`` (optional; this package's addition, only V4
-                                        signing uses it)
-``fs.oss.connection.timeout``           ``connect_timeout``; milliseconds, as in hadoop-aliyun
-                                        (optional; oss2 applies it to connect and read)
-======================================  ===========================================================
-
-Every ``fs.oss.*`` key may also be spelled with the ``seatunnel.hadoop.`` prefix that
-newer SeaTunnel versions use for Hadoop settings; the unprefixed key wins.
-
-Mapping to OSS:
-
-* Path ``/a/b/c`` is object key ``a/b/c``. Directories are key prefixes: ``list_dir``
-  lists with delimiter ``/``; a "directory" exists while some key lies below it.
-* ``write_atomic`` sends one PutObject (atomic in OSS). Above ``multipart_threshold``
-  bytes (128 MiB, as Hadoop's default) it uses a multipart upload, which becomes
-  visible only when completed and is aborted on failure. Uploads are checked end to end
-  with the CRC-64 OSS returns (oss2 compares it with its own, computed while sending),
-  so no Content-MD5 pass over the data is added.
-* ``create_new`` sends one PutObject with ``x-oss-forbid-overwrite: true``; OSS refuses
-  an existing key with 409 FileAlreadyExists (``FileExistsError``), deciding atomically.
-* ``read`` with offset/length sends a Range request (``x-oss-range-behavior: standard``
-  so an unsatisfiable range is an error rather than the whole object).
-* ``delete(recursive=True)`` lists the prefix and removes keys with
-  DeleteMultipleObjects, 1000 at a time; ``delete_files`` batches the same way and
-  ``walk_files`` is one prefix listing (no delimiter) per 1000 keys.
-
-Errors: NoSuchKey is "not found". NoSuchBucket, AccessDenied, InvalidAccessKeyId,
-SignatureDoesNotMatch and other 4xx answers fail at once with CheckpointStorageError;
-HTTP 5xx, throttling, connection errors, timeouts and CRC mismatches are retried with
-``retry.call_with_retries`` and then raise CheckpointStorageError. Messages name the
-bucket, the endpoint host and the path, never the credentials.
-
-Threads and processes: ``oss2.Bucket`` keeps a ``requests.Session``, which requests
-does not promise to be thread-safe, and some Bucket methods change attributes of the
-Bucket object. So each thread gets its own Bucket and Session (created lazily), and a
-forked or unpickled copy builds new ones. The instance itself holds configuration only
-and pickles without clients.
+The keys and the backend's behaviour: docs/storage.md, "Aliyun OSS".
 """
 
 from __future__ import annotations
@@ -180,7 +137,7 @@ class OssFileSystem(FileSystem):
 
     @classmethod
     def from_plugin_config(cls, plugin_config: dict[str, Any]) -> OssFileSystem:
-        """Build from SeaTunnel ``plugin-config`` keys (see the module docstring)."""
+        """Build from SeaTunnel ``plugin-config`` keys (docs/storage.md, "Aliyun OSS")."""
 
         def get(name: str) -> Any:
             value = plugin_config.get(name)

@@ -1,55 +1,15 @@
 """S3 (and S3-compatible stores: MinIO, Ceph RGW, ...) through boto3.
 
-SeaTunnel configures S3 with Hadoop S3A keys; ``S3FileSystem.from_plugin_config`` maps
-them as follows (every key sits under ``plugin-config``)::
+``S3FileSystem.from_plugin_config`` maps SeaTunnel's Hadoop S3A keys (``s3.bucket``,
+``fs.s3a.*``, ``fs.s3a.aws.credentials.provider``). Object key = path without the leading
+``/``; writes are one PutObject, or above ``multipart_threshold`` a multipart upload of
+memoryview slices (no copy); ``create_new`` is a PutObject with ``If-None-Match: *``
+(an endpoint answering 501 falls back, once logged, to the racy base class). boto3's own
+retries are off: every call goes through ``retry.call_with_retries``. Instances hold
+configuration only; each process creates its client lazily.
 
-    s3.bucket                         bucket         'name', 's3a://name' or 's3://name' (trailing '/' ok)
-    fs.s3a.endpoint                   endpoint_url   'http://host:9000', or a bare host (https
-                                                     unless fs.s3a.connection.ssl.enabled is false)
-    fs.s3a.connection.ssl.enabled     (scheme of a bare fs.s3a.endpoint; default true)
-    fs.s3a.endpoint.region            region
-    fs.s3a.access.key                 access_key_id
-    fs.s3a.secret.key                 secret_access_key
-    fs.s3a.session.token              session_token
-    fs.s3a.path.style.access          path_style     true / false (default false)
-    fs.s3a.multipart.threshold        multipart_threshold    bytes, or Hadoop sizes: 128M, 1G
-    fs.s3a.multipart.size             multipart_chunk_size   bytes, or Hadoop sizes: 16M
-    fs.s3a.aws.credentials.provider   how credentials are found (comma-separated list allowed):
-        ...SimpleAWSCredentialsProvider     fs.s3a.access.key + fs.s3a.secret.key (both required)
-        ...TemporaryAWSCredentialsProvider  the same plus fs.s3a.session.token
-        ...AnonymousAWSCredentialsProvider  unsigned requests (public buckets)
-        ...InstanceProfileCredentialsProvider, IAMInstanceCredentialsProvider,
-        EnvironmentVariableCredentialsProvider, DefaultAWSCredentialsProviderChain, ...
-                                            boto3's default chain (env, profile, web
-                                            identity, container, EC2 instance profile)
-        (absent)                            the keys if given (both required), else boto3's
-                                            default chain
-
-Other keys (``storage.type``, ``namespace``, ...) are ignored here.
-
-Layout: object key = path without the leading ``/``; directories are key prefixes and
-exist while an object lies below them. Writes are atomic on S3 itself: one PutObject up
-to ``multipart_threshold``, above it a multipart upload whose object appears only on
-CompleteMultipartUpload (aborted on failure). Parts are memoryview slices of the
-caller's buffer, so no copy of the data is made.
-
-Create-only writes (``create_new``): one PutObject with ``If-None-Match: *``; HTTP 412
-PreconditionFailed means the key exists (``FileExistsError``, never retried), 409
-ConditionalRequestConflict (a concurrent conditional write in flight) is retried. An
-endpoint that answers 501 NotImplemented to the header is logged once and then served
-by the base class's check-then-write, which does not fence concurrent drivers. A server
-that silently ignores the header cannot be told apart from one that honours it.
-
-Retries: boto3's own retry loop is off (one attempt per call); every call goes through
-``retry.call_with_retries`` like the other backends. Transient: HTTP 408/429/5xx,
-SlowDown/Throttling codes, connection errors and timeouts. Everything else (403
-AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, NoSuchBucket, ...) fails at
-once with ``CheckpointStorageError`` naming the bucket, endpoint host and path, never
-the secret key.
-
-Instances hold configuration only and pickle cheaply; each process creates its client
-lazily on first use (Session creation is serialised by a lock; the client itself is
-thread-safe).
+The keys, credentials providers and the backend's behaviour: docs/storage.md, "Amazon S3
+and S3-compatible stores".
 """
 
 from __future__ import annotations

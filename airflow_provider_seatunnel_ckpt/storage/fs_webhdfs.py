@@ -1,88 +1,14 @@
 """HDFS over WebHDFS (the ``hdfs`` package): SeaTunnel's ``storage.type: hdfs``.
 
 Pure Python, so the same code runs in Airflow workers, on the Spark driver and on
-executors, with no Hadoop jars or JVM client.
+executors, with no Hadoop jars or JVM client. ``WebHdfsFileSystem.from_plugin_config``
+reads SeaTunnel's ``plugin-config`` (the name node addresses: storage/webhdfs_config.py).
+Writes go to a hidden temp file renamed onto the target; transient errors (and standby
+name nodes, once every one was tried) are retried; one client per thread and process;
+Kerberos tickets are renewed per process (storage/kerberos.py).
 
-Configuration (``plugin-config`` keys, :meth:`WebHdfsFileSystem.from_plugin_config`)
----------------------------------------------------------------------------------------
-
-SeaTunnel gives the *RPC* address of the name node (``fs.defaultFS: hdfs://host:8020``);
-WebHDFS needs its *HTTP* address. The first rule that applies wins:
-
-=================================================================  ========================================
-key                                                                effect
-=================================================================  ========================================
-``webhdfs.url``                                                    the WebHDFS URL(s), ``http[s]://host:port``;
-                                                                   several (HA) separated by ``;`` or ``,``
-``seatunnel.hadoop.dfs.namenode.http-address``                     ``host:port`` of the one name node
-                                                                   (``0.0.0.0`` = the ``fs.defaultFS`` host)
-``fs.defaultFS: webhdfs://host:port`` / ``swebhdfs://``             used as is (``http`` / ``https``); so is
-                                                                   ``fs.defaultFS: http[s]://host:port``
-``fs.defaultFS: hdfs://ns`` where ``ns`` is an HA name service     one URL per name node listed in
-(``seatunnel.hadoop.dfs.ha.namenodes.ns: nn1,nn2``)                 ``seatunnel.hadoop.dfs.ha.namenodes.ns``:
-                                                                   ``seatunnel.hadoop.dfs.namenode.http-address.ns.nnX``,
-                                                                   else the host of ``...rpc-address.ns.nnX`` with port 9870
-``fs.defaultFS: hdfs://ns`` (federated, not HA)                    ``...http-address.ns``, else the host of
-                                                                   ``...rpc-address.ns`` with port 9870
-``fs.defaultFS: hdfs://host[:port]``                               ``http://host:9870`` (the Hadoop 3 default
-                                                                   HTTP port; the RPC port is not used)
-=================================================================  ========================================
-
-``seatunnel.hadoop.dfs.http.policy: HTTPS_ONLY`` switches all of the above to ``https``,
-the ``dfs.namenode.https-address`` keys and port 9871.
-
-Other keys:
-
-* ``hdfs.user`` or ``seatunnel.hadoop.hadoop.user.name``: the simple-auth user (default
-  ``$HADOOP_USER_NAME``, then the OS user; ignored with Kerberos, where the principal is
-  the identity);
-* ``kerberosPrincipal`` with ``kerberosKeytab`` or ``kerberosKeytabFilePath`` (both or
-  neither); ``krb5Path``: the ``krb5.conf`` to use (``KRB5_CONFIG`` for ``kinit``/``klist``
-  and, unless already set, for the process);
-* ``webhdfs.timeout``: seconds per HTTP request (default 60).
-
-Hadoop keys are read as ``seatunnel.hadoop.<key>`` or, as older SeaTunnel releases
-accepted, as bare ``dfs.*``/``hadoop.*`` keys (the prefixed one wins); every other Hadoop
-key is accepted and ignored. Errors are ``ConfigError("plugin-config.<key>", problem)``.
-
-Behaviour
----------
-
-* ``write_atomic``: HDFS has no atomic "put". The data goes to a hidden temp file in
-  the target's directory (``.<name>.tmp-<random>``; ``list_dir`` hides such names), which
-  is then renamed onto the target with ``renameoptions=OVERWRITE`` (Hadoop's ``rename2``,
-  the call its own WebHdfsFileSystem client uses; one atomic name-node operation). A
-  server that ignores that option (HttpFS, very old name nodes) answers the classic
-  ``{"boolean": false}`` when the target exists; the target is then deleted and the
-  rename repeated. In that fallback a reader can, for the few milliseconds between the
-  delete and the rename, find *no* file, but never a partial one; that is acceptable
-  because every reader treats a missing ``_metadata`` as "checkpoint not completed" and
-  overwrites of existing files are rare (a checkpoint's files are written once).
-  Every step is safe to retry after a lost answer: the temp name is unique, so a temp
-  file that is gone while the target exists means an earlier rename went through.
-* ``create_new``: the same hidden temp file, then the classic ``RENAME`` *without*
-  ``renameoptions``, which the name node refuses atomically (``{"boolean": false}``)
-  when the target exists: the temp file is deleted and ``FileExistsError`` raised. A
-  refusal with the temp file already gone and the target a file is our own earlier
-  rename whose answer was lost.
-* Not found: ``FileNotFoundException`` (HTTP 404), or ``ParentNotDirectoryException``
-  for a path below a file, is the only "falsy" result. A 404 without a WebHDFS error
-  body (a proxy, a wrong URL) raises, so a misconfigured URL can never look like an
-  empty checkpoint directory. ``read`` at or past the end returns ``b""`` (HDFS answers
-  an offset past the end with an ``IOException``; the file's length is checked then).
-* Retries (``retry.call_with_retries``): HTTP 408/429/5xx, connection errors and
-  time-outs, and ``StandbyException``/``RetriableException``/``SafeModeException``
-  once every configured name node was tried (the ``hdfs`` client itself rotates through
-  the ``;``-separated URLs on those errors and on connection failures). Anything else
-  (401/403 ``AccessControlException``, 400, ...) fails at once with a
-  ``CheckpointStorageError`` naming backend ``hdfs``, the host and the path; messages
-  never contain credentials or delegation tokens.
-* Clients are created lazily, one per thread and process (``requests.Session``, which
-  the ``hdfs`` client wraps, is not documented as thread-safe), so an instance holds only
-  configuration: it pickles to Spark executors and is safe to share between threads.
-* Kerberos: a per-process :class:`~.kerberos.KerberosTicketRenewer` runs ``kinit -kt``
-  whenever the ticket is missing or close to expiry, checked before requests (SeaTunnel
-  logs in once and fails after 24 h). Needs ``airflow-provider-seatunnel-ckpt[kerberos]``.
+Keys, HA, Kerberos and the client's behaviour: docs/storage.md, "HDFS" (and "Guarantees,
+and how each is kept" for the atomic and create-only writes).
 """
 
 from __future__ import annotations
@@ -109,15 +35,13 @@ from .retry import (
     TRANSIENT_HTTP_STATUSES,
     is_transient_network_error,
 )
+from .webhdfs_config import HadoopConf, config_get, parse_urls, urls_from_plugin_config
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_HTTP_PORT = 9870
-DEFAULT_HTTPS_PORT = 9871
 DEFAULT_TIMEOUT_S = 60.0
-HADOOP_PREFIX = "seatunnel.hadoop."
 
 #: Java exception names that mean "try again (maybe on another name node)"
 TRANSIENT_REMOTE_EXCEPTIONS = frozenset(
@@ -199,204 +123,6 @@ def _default_user() -> str:
     return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
-# ---- URL / config helpers -------------------------------------------------------------
-_HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
-
-
-def _valid_host(host: str) -> bool:
-    if ":" in host:  # an IPv6 literal (urlsplit already stripped the brackets)
-        return all(c in "0123456789abcdefABCDEF:." for c in host)
-    return bool(_HOST_NAME.match(host))
-
-
-def _format_url(scheme: str, host: str, port: int) -> str:
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
-
-
-def _host_port(value: str, key: str, default_port: int | None) -> tuple[str, int]:
-    text = value.strip()
-    try:
-        parts = urlsplit(f"//{text}")
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host = port = None
-        parts = None
-    if not host or parts is None or parts.path or parts.query or parts.username or not _valid_host(host):
-        raise ConfigError(key, f"{value!r} is not a host:port address")
-    if port is None:
-        if default_port is None:
-            raise ConfigError(key, f"{value!r} has no port (expected host:port)")
-        port = default_port
-    return host, port
-
-
-def _parse_urls(value: str | Sequence[str], key: str) -> list[str]:
-    items = re.split(r"[;,]", value) if isinstance(value, str) else list(value)
-    urls = []
-    for item in items:
-        item = str(item).strip()
-        if not item:
-            continue
-        try:
-            parts = urlsplit(item)
-            port = parts.port
-        except ValueError:
-            raise ConfigError(key, f"{item!r} is not a valid URL") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or not _valid_host(parts.hostname):
-            raise ConfigError(
-                key, f"{item!r} is not a WebHDFS HTTP address (expected http://namenode:9870)"
-            )
-        if parts.path.rstrip("/") or parts.query or parts.username or parts.password:
-            raise ConfigError(
-                key, f"{item!r} must be only scheme://host:port (no path, query or credentials)"
-            )
-        default = DEFAULT_HTTPS_PORT if parts.scheme == "https" else DEFAULT_HTTP_PORT
-        urls.append(_format_url(parts.scheme, parts.hostname, port or default))
-    if not urls:
-        raise ConfigError(key, "no WebHDFS URL given")
-    return urls
-
-
-def _config_get(cfg: Mapping[str, Any], key: str) -> str | None:
-    value = cfg.get(key)
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-class _HadoopConf:
-    """Hadoop keys from plugin-config: ``seatunnel.hadoop.<name>``, else a bare ``<name>``.
-
-    Remembers which key supplied each value so errors name the key the user wrote.
-    """
-
-    def __init__(self, cfg: Mapping[str, Any]):
-        self._values: dict[str, tuple[str, str]] = {}
-        for key in cfg:
-            if key.startswith(("dfs.", "hadoop.")):
-                value = _config_get(cfg, key)
-                if value is not None:
-                    self._values[key] = (value, key)
-        for key in cfg:
-            if key.startswith(HADOOP_PREFIX):
-                value = _config_get(cfg, key)
-                if value is not None:
-                    self._values[key[len(HADOOP_PREFIX):]] = (value, key)
-
-    def get(self, name: str) -> str | None:
-        found = self._values.get(name)
-        return found[0] if found else None
-
-    def key(self, name: str) -> str:
-        found = self._values.get(name)
-        return f"plugin-config.{found[1] if found else HADOOP_PREFIX + name}"
-
-
-def _urls_from_plugin_config(cfg: Mapping[str, Any]) -> list[str]:
-    explicit = cfg.get("webhdfs.url")
-    if explicit is not None and (not isinstance(explicit, str) or explicit.strip()):
-        if not isinstance(explicit, (str, list, tuple)):
-            raise ConfigError("plugin-config.webhdfs.url", "must be a URL or a list of URLs")
-        return _parse_urls(explicit, "plugin-config.webhdfs.url")
-
-    hadoop = _HadoopConf(cfg)
-    https = (hadoop.get("dfs.http.policy") or "HTTP_ONLY").upper() == "HTTPS_ONLY"
-    scheme = "https" if https else "http"
-    default_port = DEFAULT_HTTPS_PORT if https else DEFAULT_HTTP_PORT
-    addr = "dfs.namenode.https-address" if https else "dfs.namenode.http-address"
-    rpc = "dfs.namenode.rpc-address"
-    fs_key = "plugin-config.fs.defaultFS"
-
-    default_fs = _config_get(cfg, "fs.defaultFS")
-    fs_host: str | None = None
-    fs_port: int | None = None
-    fs_scheme = ""
-    if default_fs is not None:
-        try:
-            parts = urlsplit(default_fs)
-            fs_scheme, fs_host, fs_port = parts.scheme.lower(), parts.hostname, parts.port
-        except ValueError:
-            raise ConfigError(fs_key, f"{default_fs!r} is not a valid URI") from None
-        if fs_scheme in ("http", "https"):  # the WebHDFS address itself
-            return _parse_urls(default_fs, fs_key)
-        if fs_scheme not in ("hdfs", "webhdfs", "swebhdfs"):
-            raise ConfigError(
-                fs_key,
-                f"{default_fs!r} is not an HDFS URI; expected hdfs://namenode:8020 or "
-                "hdfs://<nameservice> (file:/// is the local backend)",
-            )
-        if not fs_host:
-            raise ConfigError(fs_key, f"{default_fs!r} has no host or name service")
-        if parts.path.rstrip("/") or parts.query:
-            raise ConfigError(fs_key, f"{default_fs!r} must not contain a path; put directories in 'namespace'")
-
-    plain = hadoop.get(addr)
-    if plain is not None:
-        host, port = _host_port(plain, hadoop.key(addr), default_port)
-        if host in ("0.0.0.0", "::"):  # a bind address: the server is the fs.defaultFS host
-            if not fs_host:
-                raise ConfigError(hadoop.key(addr), f"{plain!r} is a bind address; set fs.defaultFS or webhdfs.url")
-            host = fs_host
-        return [_format_url(scheme, host, port)]
-
-    if default_fs is None or fs_host is None:
-        raise ConfigError(
-            fs_key,
-            "is required for HDFS storage (for example hdfs://namenode:8020), "
-            "or set webhdfs.url to the name node's HTTP address",
-        )
-    if fs_scheme in ("webhdfs", "swebhdfs"):
-        web_scheme = "https" if fs_scheme == "swebhdfs" else "http"
-        port = fs_port or (DEFAULT_HTTPS_PORT if web_scheme == "https" else DEFAULT_HTTP_PORT)
-        return [_format_url(web_scheme, fs_host, port)]
-
-    ns = fs_host
-    nameservices = {s.strip() for s in (hadoop.get("dfs.nameservices") or "").split(",") if s.strip()}
-    namenodes = hadoop.get(f"dfs.ha.namenodes.{ns}")
-    if fs_port is None and namenodes is not None:  # an HA name service
-        urls = [
-            _namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}.{nn}", f"{rpc}.{ns}.{nn}",
-                          what=f"name node {nn} of name service {ns}")
-            for nn in (n.strip() for n in namenodes.split(","))
-            if nn
-        ]
-        if not urls:
-            raise ConfigError(hadoop.key(f"dfs.ha.namenodes.{ns}"), f"{namenodes!r} lists no name node")
-        return urls
-    if fs_port is None and (ns in nameservices or hadoop.get(f"{addr}.{ns}") or hadoop.get(f"{rpc}.{ns}")):
-        if not (hadoop.get(f"{addr}.{ns}") or hadoop.get(f"{rpc}.{ns}")):
-            raise ConfigError(
-                hadoop.key(f"dfs.ha.namenodes.{ns}"),
-                f"is required: {ns!r} is listed in dfs.nameservices (list its name nodes, "
-                f"for example nn1,nn2, and give each a {HADOOP_PREFIX}{rpc}.{ns}.<nn>)",
-            )
-        return [_namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}", f"{rpc}.{ns}",
-                              what=f"name service {ns}")]
-    return [_format_url(scheme, fs_host, default_port)]
-
-
-def _namenode_url(hadoop: _HadoopConf, scheme: str, default_port: int, http_name: str, rpc_name: str,
-                  what: str) -> str:
-    rpc = hadoop.get(rpc_name)
-    rpc_host = _host_port(rpc, hadoop.key(rpc_name), 8020)[0] if rpc else None
-    http = hadoop.get(http_name)
-    if http is not None:
-        host, port = _host_port(http, hadoop.key(http_name), default_port)
-        if host in ("0.0.0.0", "::"):
-            if rpc_host is None:
-                raise ConfigError(hadoop.key(http_name), f"{http!r} is a bind address and {rpc_name} is not set")
-            host = rpc_host
-        return _format_url(scheme, host, port)
-    if rpc_host is None:
-        raise ConfigError(
-            hadoop.key(rpc_name),
-            f"is required to reach {what} (or set {HADOOP_PREFIX}{http_name} to its HTTP address)",
-        )
-    return _format_url(scheme, rpc_host, default_port)
-
 
 # ---- per-process Kerberos renewers -----------------------------------------------------
 _RENEWERS: dict[tuple[str, str, str | None, int], KerberosTicketRenewer] = {}
@@ -433,7 +159,7 @@ class WebHdfsFileSystem(FileSystem):
         kerberos_krb5_conf: str | None = None,
         kerberos_renewer: KerberosTicketRenewer | None = None,
     ):
-        self.urls = _parse_urls(urls, "urls")
+        self.urls = parse_urls(urls, "urls")
         self.user = user or None
         if bool(kerberos_principal) != bool(kerberos_keytab):
             missing = "kerberos_keytab" if kerberos_principal else "kerberos_principal"
@@ -456,18 +182,18 @@ class WebHdfsFileSystem(FileSystem):
     # ---- construction -----------------------------------------------------------
     @classmethod
     def from_plugin_config(cls, plugin_config: Mapping[str, Any]) -> WebHdfsFileSystem:
-        """Build from SeaTunnel ``plugin-config`` keys (see the module docstring)."""
+        """Build from SeaTunnel ``plugin-config`` keys (docs/storage.md, "HDFS")."""
         cfg = {str(k): v for k, v in plugin_config.items()}
-        storage_type = _config_get(cfg, "storage.type")
+        storage_type = config_get(cfg, "storage.type")
         if storage_type is not None and storage_type.lower() != "hdfs":
             raise ConfigError(
                 "plugin-config.storage.type", f"is {storage_type!r}; the WebHDFS backend serves 'hdfs'"
             )
-        urls = _urls_from_plugin_config(cfg)
-        user = _config_get(cfg, "hdfs.user") or _HadoopConf(cfg).get("hadoop.user.name")
-        principal = _config_get(cfg, "kerberosPrincipal")
-        keytab = _config_get(cfg, "kerberosKeytab")
-        keytab_path = _config_get(cfg, "kerberosKeytabFilePath")
+        urls = urls_from_plugin_config(cfg)
+        user = config_get(cfg, "hdfs.user") or HadoopConf(cfg).get("hadoop.user.name")
+        principal = config_get(cfg, "kerberosPrincipal")
+        keytab = config_get(cfg, "kerberosKeytab")
+        keytab_path = config_get(cfg, "kerberosKeytabFilePath")
         if keytab and keytab_path and keytab != keytab_path:
             raise ConfigError(
                 "plugin-config.kerberosKeytabFilePath",
@@ -493,7 +219,7 @@ class WebHdfsFileSystem(FileSystem):
             kerberos_principal=principal,
             kerberos_keytab=keytab,
             timeout=timeout,
-            kerberos_krb5_conf=_config_get(cfg, "krb5Path") if principal else None,
+            kerberos_krb5_conf=config_get(cfg, "krb5Path") if principal else None,
         )
 
     def __repr__(self) -> str:

@@ -1,24 +1,13 @@
 """Keep a Kerberos ticket cache fresh from a keytab.
 
-SeaTunnel logs in once when its HDFS checkpoint storage starts, so a job that outlives
-the ticket lifetime (24 h on most KDCs) fails its next checkpoint with "GSS initiate
-failed". :class:`KerberosTicketRenewer` fixes that the way Hadoop's
+SeaTunnel logs in once, so a job that outlives the ticket lifetime fails its next
+checkpoint. :class:`KerberosTicketRenewer` renews as Hadoop's
 ``UserGroupInformation.checkTGTAndReloginFromKeytab`` does: before a request it looks at
-the ticket in the cache and runs ``kinit -kt <keytab> <principal>`` again when there is
-no ticket, the ticket belongs to someone else, or the ticket has used 80 % of its
-lifetime or expires within ``margin_s``.
+the cached ticket and runs ``kinit -kt <keytab> <principal>`` when there is none, it is
+someone else's, or it is close to expiry. It drives the MIT/Heimdal tools with argument
+lists, never a shell (command names are parameters, for tests).
 
-It drives the standard MIT/Heimdal command-line tools (no Python Kerberos binding is
-needed for the renewal itself) through ``subprocess`` with argument lists, never a
-shell. The command names are parameters so tests can put fake ``kinit``/``klist``
-scripts on ``PATH``. ``klist`` runs with ``LC_ALL=C`` so its dates have a known format;
-when they still cannot be parsed, ``klist -s`` decides whether a valid ticket exists and
-the ticket is renewed every ``fallback_refresh_s``.
-
-The cache is the process default (``KRB5CCNAME``) unless ``ccache`` is given, in which
-case it is passed to both tools with ``-c`` (the HTTP client must then see the same
-cache through ``KRB5CCNAME``). ``krb5_conf`` (SeaTunnel's ``krb5Path``) becomes
-``KRB5_CONFIG`` for both tools.
+The renewal rules, ``klist`` parsing, the cache and ``krb5.conf``: docs/storage.md, "Kerberos".
 """
 
 from __future__ import annotations

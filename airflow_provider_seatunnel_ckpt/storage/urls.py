@@ -1,28 +1,14 @@
 """Data URLs for connectors: ``url -> (FileSystem, root path)``, and range reads for pyarrow.
 
-Connectors (File source and sink) take a ``path`` URL plus SeaTunnel plugin-config-style
-storage options. :func:`filesystem_for_url` picks the backend from the URL scheme and
-hands the options to that backend's ``from_plugin_config``; the part of the URL that
-names the bucket or name node becomes the matching plugin-config key, so it cannot
-disagree with the options:
+:func:`filesystem_for_url` picks the backend from the URL's scheme (a local path or
+``file://``, ``s3://``/``s3a://``, ``oss://``, ``hdfs://``/``webhdfs://``/``swebhdfs://``,
+``memory://``) and hands the connector's storage options to that backend's
+``from_plugin_config``; the bucket or name node the URL names becomes the matching
+plugin-config key, so the two cannot disagree. :class:`RangeFile` lets pyarrow read a
+remote file through ``FileSystem.read(offset, length)`` (a parquet footer, then only the
+column chunks it decodes).
 
-=====================================  ==============================  ========================
-URL                                    backend                         key set from the URL
-=====================================  ==============================  ========================
-``/abs/dir/``, ``file:///abs/dir/``    ``LocalFileSystem``             (none)
-``s3://bucket/prefix/``, ``s3a://``    ``S3FileSystem``                ``s3.bucket``
-``oss://bucket/prefix/``               ``OssFileSystem``               ``oss.bucket``
-``hdfs://host[:port]/path/``           ``WebHdfsFileSystem``           ``fs.defaultFS``
-``webhdfs://``, ``swebhdfs://``        ``WebHdfsFileSystem``           ``fs.defaultFS``
-``memory://store/path/``               ``MemoryFileSystem``            ``memory.store``
-=====================================  ==============================  ========================
-
-For ``hdfs://`` the WebHDFS HTTP address comes from the options (``webhdfs.url`` or
-``seatunnel.hadoop.dfs.namenode.http-address``), else the URL's host with port 9870.
-
-:class:`RangeFile` lets pyarrow read a remote file through ``FileSystem.read(offset,
-length)``: a parquet reader fetches the footer and then only the column chunks of the
-row groups it decodes, instead of downloading the whole object.
+The URL table: docs/storage.md, "The same backends for data: ``path`` URLs".
 """
 
 from __future__ import annotations

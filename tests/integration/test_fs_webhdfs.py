@@ -402,7 +402,7 @@ def test_threads_get_their_own_client(fs):
 
 
 # ---- plugin-config --------------------------------------------------------------------------
-# keys exactly as in the SeaTunnel "Checkpoint Storage" page (seeds/001)
+# keys exactly as in the SeaTunnel "Checkpoint Storage" page
 SEED_HDFS = {
     "storage.type": "hdfs",
     "fs.defaultFS": "hdfs://localhost:9000",

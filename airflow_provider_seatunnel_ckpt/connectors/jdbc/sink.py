@@ -1,110 +1,50 @@
 """``Jdbc`` sink: rows into a PostgreSQL table with COPY, exactly once by two-phase commit.
 
-Options (SeaTunnel's names):
+Each subtask's writer (``JdbcSinkWriter``) opens one transaction per epoch, casts its
+batches to the table's column types and sends them with binary COPY (change rows, and
+plain rows upserted by ``primary_keys``, into a stage table: :mod:`.staging`), and at the
+barrier inserts its commit-log row and runs ``PREPARE TRANSACTION`` (gids:
+:mod:`.transactions`); the commit info is the gid. The driver's committer
+(:mod:`.committer`) commits the prepared transactions once the checkpoint is durable and
+applies the staged rows. Without ``is_exactly_once`` the sink upserts (with keys) or
+appends, committing every flush.
 
-* ``url``, ``user``, ``password``, ``driver``; ``database`` (overrides the URL's)
-* ``table``: ``schema.table`` or ``table``
-* ``primary_keys``: key columns (for a table the sink creates, for upserts, and for change
-  rows: see below)
-* ``enable_upsert`` (default true, SeaTunnel's): with ``primary_keys``, plain rows are
-  upserted by key, not appended; ``false`` appends them (COPY: faster, for data without
-  duplicate keys, which then fail the subtask)
-* ``is_exactly_once`` (default true): two-phase commit, see below. Needs
-  ``max_prepared_transactions`` > 0 on the server. With ``false`` and ``primary_keys``
-  the sink upserts (``INSERT ... ON CONFLICT DO UPDATE``) and commits every flush: a
-  replay writes the same rows again, so the result is effectively once. With ``false``
-  and no keys it appends at least once.
-* ``generate_sink_sql`` (default true; false, with a hand-written ``query``, is not supported)
-* ``batch_size``: rows per COPY (default 10,000; bigger batches are sent as they come)
-* ``schema_save_mode``: ``CREATE_SCHEMA_WHEN_NOT_EXIST`` (default: create the table from
-  the first batch's Arrow schema) or ``ERROR_WHEN_SCHEMA_NOT_EXIST``
-* ``data_save_mode``: ``APPEND_DATA`` (the only mode: a resumable job never drops data)
-* ``xa_data_source_class_name``, ``max_retries``, ``connection_check_timeout_sec``: accepted
-  for compatibility (the first two mean nothing without a JVM)
-
-Change rows (a ``canal_json``/``debezium_json``/... Kafka source, SeaTunnel's RowKind) are
-applied by ``primary_keys``, as SeaTunnel's Jdbc sink does: an INSERT or UPDATE_AFTER
-upserts its row, an UPDATE_BEFORE or DELETE deletes its key, the last change of a key in
-an epoch counting (:mod:`.staging`). Plain rows sent to the same sink (another source
-wired into it) are inserts, applied the same way: the engine gives every batch of such
-a sink its kinds. Exactly once, the writers never touch the keys: each copies its
-change rows into a stage table inside its prepared transaction, and the driver applies
-an epoch's staged rows in one transaction after ``COMMIT PREPARED``, so two subtasks or
-two tables changing one key in one epoch never wait on each other's prepared locks.
-Replaying epochs after a restore applies the same last change per key again, so the
-table ends as it would have. A job whose change rows would reach a Jdbc sink without
-``primary_keys`` is refused before it starts.
-
-Plain rows (a sink no change rows reach) with ``primary_keys`` are upserted by key, as
-SeaTunnel's sink does while ``enable_upsert`` is true (its default): exactly once, they go
-through the stage as inserts, like change rows, so two writers of a job appending one
-key (two subtasks, two tables, two sources) never wait on each other, and a replay
-upserts the same rows again. Without keys, or with ``enable_upsert: false``, they are
-appended with COPY inside the epoch's transaction. A writer's session waits at most
-``LOCK_WAIT_S`` for a row lock: two writers of a job appending one key (a duplicate
-primary key) fail the subtask with a message saying so instead of waiting for ever on a
-prepared transaction.
-
-Exactly-once protocol (one transaction per subtask and epoch):
-
-1. the epoch's first row opens a transaction (``BEGIN``) on a pooled connection;
-   batches are cast to the table's column types and sent with binary COPY (change rows:
-   into the stage);
-2. ``prepare_commit(checkpoint)`` inserts the commit-log row and runs
-   ``PREPARE TRANSACTION 'stckpt-{job}-r{run}-{subtask}-{attempt}-{checkpoint}'`` (the
-   driver's run attempt keeps a taken-over driver's gids apart from its claimant's: see
-   :mod:`.transactions`); the commit info is the gid. An epoch without rows prepares nothing;
-3. after the checkpoint is durable the driver runs ``COMMIT PREPARED`` (a gid already
-   committed is recognised in the commit log), then applies the staged change rows of
-   each epoch (already applied ones are gone from the stage);
-4. on restore: the restored checkpoint's gids are committed, this job's committed rows
-   of newer epochs are deleted (by ``xmin``: the applying transactions' too, and their
-   staged rows not yet applied), every other prepared transaction of the
-   job is rolled back; a restarted subtask's stale transactions are rolled back at once
-   (they hold locks on the keys it is about to write again): by the driver when the
-   subtask registers again, and by the subtask itself before it writes (see
-   ``JdbcSink.release_stale``, which closes the race between the two).
+Options (SeaTunnel's names), the protocol, change rows, upserts and appends:
+docs/jdbc.md, "Sink ``Jdbc``".
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
-import tenacity
 
 from ...errors import ConfigError, ConnectorError
-from ..api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
+from ..api import Dataset, JsonValue, Sink, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
 from ..datasets import postgres_dataset
 from ..options import Options
 from . import client, staging, transactions
 from .client import qualified, quote_ident
+from .committer import JdbcSinkCommitter
 from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
 from .types import pg_type, read_plan
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 10_000
-#: how long the driver's committer keeps reconnecting to a server that went away
-COMMIT_RETRY_S = 60.0
 #: how long a writer's statement waits for a row lock (its session's lock_timeout). No
 #: writer of a job waits on another's change rows (they are staged), so only an append of
 #: a key another transaction holds waits: a duplicate key if that one commits, and for
 #: ever if it is a prepared transaction of this job's epoch; this bounds it
 LOCK_WAIT_S = 10.0
-#: how long the driver's apply of an epoch's staged changes waits for a row lock (another
-#: session's transaction on the same keys); then the commit fails, and is retried on restore
-APPLY_LOCK_WAIT_S = 60.0
-#: how long dropping a finished job's stage waits for a transaction that still holds it
-STAGE_DROP_WAIT_S = 2.0
 SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
 
 
 class JdbcSink(Sink):
     plugin_name = "Jdbc"
-    change_rows = "keep"  # applied by primary_keys (see above)
+    change_rows = "keep"  # applied by primary_keys (docs/jdbc.md, "Change rows")
     # the sinks of several source tables may write one table (SeaTunnel's Kafka table_list
     # jobs do): each commits its own named transactions
     tables_may_share_target = True
@@ -142,7 +82,7 @@ class JdbcSink(Sink):
         # (then appended: faster, for data without duplicate keys). Upsert mode upserts
         # whatever it says: an append replayed after a failure would be a duplicate key.
         self.enable_upsert: bool = opts.bool("enable_upsert", True)
-        #: exactly once, plain rows go through the stage as inserts (see the module docstring)
+        #: exactly once, plain rows go through the stage as inserts (docs/jdbc.md, "Plain rows")
         self.plain_by_key = self.exactly_once and bool(self.primary_keys) and self.enable_upsert
         self._pool: list[Any] = []
         self._lock = threading.Lock()
@@ -639,194 +579,3 @@ def _same_schema_runs(batches: list[pa.RecordBatch]) -> Iterator[pa.Table]:
         if end == len(batches) or not batches[end].schema.equals(batches[start].schema):
             yield pa.Table.from_batches(batches[start:end])
             start = end
-
-
-class JdbcSinkCommitter(SinkCommitter):
-    """Runs on the driver: commits, rolls back and repairs this job's transactions."""
-
-    def __init__(self, sink: JdbcSink, tag: str):
-        self.sink = sink
-        self.tag = tag
-
-    def _connect(self) -> Any:
-        return client.connect(self.sink.target)
-
-    def _with_connection(self, work: Any) -> Any:
-        """Run ``work(connection)``, reconnecting and starting over while the server is
-        unreachable (a restart, a failover) for up to ``COMMIT_RETRY_S``: every step is
-        idempotent (a commit already done is found in the commit log)."""
-        for attempt in tenacity.Retrying(
-            retry=tenacity.retry_if_exception(client.is_connection_error),
-            stop=tenacity.stop_after_delay(COMMIT_RETRY_S),
-            wait=tenacity.wait_exponential(multiplier=0.2, max=5),
-            reraise=True,
-            before_sleep=lambda state: log.warning("Jdbc sink: %s; retrying", state.outcome.exception()),
-        ):
-            with attempt:
-                connection = self._connect()
-                try:
-                    return work(connection)
-                finally:
-                    client.close_quietly(connection)
-
-    def _gids(self, infos: Iterable[JsonValue]) -> list[str]:
-        gids = []
-        for info in infos:
-            if info is None:
-                continue
-            gid = info.get("gid") if isinstance(info, Mapping) else None
-            if not isinstance(gid, str) or transactions.parse_gid(gid) is None:
-                raise ValueError(f"Jdbc sink: malformed commit info {info!r}")
-            gids.append(gid)
-        return gids
-
-    def commit(self, commit_infos: Iterable[JsonValue]) -> None:
-        infos = list(commit_infos)
-        gids = self._gids(infos)
-        if not gids or not self.sink.exactly_once:
-            return
-        staged = [(info["gid"], info["stage"]) for info in infos if isinstance(info, Mapping) and info.get("stage")]
-
-        def commit_all(connection: Any) -> None:
-            for gid in gids:
-                transactions.commit(connection, gid, self.sink.schema, self.sink.describe())
-            if staged:
-                self._apply(connection, staged)
-
-        self._with_connection(commit_all)
-
-    def _apply(self, connection: Any, staged: list[tuple[str, str]]) -> None:
-        """Apply the committed staged changes (:mod:`.staging`), one transaction per epoch
-        and stage, oldest epoch first; a replay finds nothing left to apply."""
-        xids = transactions.xids_of(connection, self.sink.schema, [gid for gid, _ in staged])
-        epochs: dict[tuple[int, str], list[tuple[int, int, int]]] = {}
-        for gid, stage in staged:
-            parsed = transactions.parse_gid(gid)
-            assert parsed is not None  # checked by _gids
-            epochs.setdefault((parsed.checkpoint_id, stage), []).append((parsed.subtask, parsed.attempt, xids[gid]))
-        for (checkpoint_id, stage), writers in sorted(epochs.items()):
-            self._apply_epoch(connection, checkpoint_id, qualified(self.sink.schema, stage),
-                              [xid for _, _, xid in sorted(writers)])
-
-    def _apply_epoch(self, connection: Any, checkpoint_id: int, stage: str, writers: list[int]) -> None:
-        sink = self.sink
-        client.execute(connection, "BEGIN")
-        try:
-            client.execute(connection, f"SET LOCAL lock_timeout = {int(APPLY_LOCK_WAIT_S * 1000)}")
-            upserted = staging.apply(connection, stage, sink.table, sink.primary_keys, writers)
-            if upserted is not None:
-                staging.forget(connection, stage, writers)
-                client.execute(connection, transactions.applied_log_sql(sink.schema, self.tag, sink.table,
-                                                                        checkpoint_id, upserted))
-            client.execute(connection, "COMMIT")
-        except Exception as err:
-            try:
-                client.execute(connection, "ROLLBACK")
-            except Exception:  # a broken session rolls back when it goes
-                pass
-            if client.is_connection_error(err):
-                raise  # _with_connection reconnects and starts over
-            raise ConnectorError(f"Jdbc sink: applying the staged rows of checkpoint {checkpoint_id} to "
-                                 f"{sink.describe()} failed: {client.reason(err)}") from None
-
-    def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
-        """Roll back this job's prepared transactions that ``keep`` does not name (of this
-        run and every older one; never of a newer run)."""
-        self.discard_orphans(subtask, None, keep)
-
-    def discard_orphans(self, subtask: int | None, up_to_checkpoint_id: int | None, keep: Iterable[JsonValue]) -> None:
-        """Roll back the prepared transactions ``keep`` does not name: this run's for
-        checkpoints up to ``up_to_checkpoint_id``, and an older run's whatever their
-        checkpoint (nothing of it will be committed any more: see :mod:`.transactions`).
-        A newer run's are never touched: this driver was taken over, they are the
-        claimant's. The run is read at each call: the engine sets it after the claim."""
-        if not self.sink.exactly_once:
-            return
-        kept = set(self._gids(keep))
-        run = self.sink.run_attempt
-
-        def roll_back(connection: Any) -> None:
-            for xact in transactions.prepared(connection, self.tag):
-                if xact.gid in kept or (subtask is not None and xact.subtask != subtask):
-                    continue
-                older = transactions.older_run(xact.run_attempt, run)
-                if not older and xact.run_attempt != run:
-                    continue  # a newer run's: this driver is a zombie
-                if not older and up_to_checkpoint_id is not None and xact.checkpoint_id > up_to_checkpoint_id:
-                    continue
-                transactions.rollback(connection, xact.gid)
-                why = "never completed" if not older else "of a run this one took over"
-                log.info("Jdbc sink: rolled back %s (checkpoint %d %s)", xact.gid, xact.checkpoint_id, why)
-
-        self._with_connection(roll_back)
-
-    def rollback(self, after_checkpoint_id: int) -> None:
-        """Delete the rows this job committed in epochs after ``after_checkpoint_id``."""
-        if not self.sink.exactly_once:
-            if after_checkpoint_id > 0:
-                log.info("Jdbc sink: rows of epochs after checkpoint %d stay (upsert/at-least-once mode); the replay "
-                         "writes them again", after_checkpoint_id)
-            return
-        connection = self._connect()
-        try:
-            newer = transactions.committed_after(connection, self.sink.schema, self.tag, after_checkpoint_id)
-            if not newer:
-                return
-            client.execute(connection, "BEGIN")
-            xids = [xid for _, xid, _ in newer]
-            deleted = transactions.delete_rows_of(connection, self.sink.table, xids)
-            for stage in staging.stages_of(connection, self.sink.schema, self.tag):
-                staging.forget(connection, stage, xids)  # committed, never applied: never will be
-            transactions.forget(connection, self.sink.schema, self.tag, [gid for gid, _, _ in newer])
-            client.execute(connection, "COMMIT")
-            expected = sum(count for _, _, count in newer)
-            log.warning("Jdbc sink: deleted %d row(s) of %d transaction(s) committed after checkpoint %d from %s "
-                        "(they will be written again)%s", deleted, len(newer), after_checkpoint_id, self.sink.describe(),
-                        "" if deleted == expected else f"; {expected - deleted} were changed or deleted since")
-        finally:
-            client.close_quietly(connection)
-
-    def discard_job(self) -> None:
-        """The job's checkpoints are being deleted: roll back its prepared transactions and
-        drop its commit-log rows (committed data stays), of every run: an explicit
-        ``delete`` or ``--discard-existing`` (the run attempt may be unknown here)."""
-        if not self.sink.exactly_once:
-            return
-        connection = self._connect()
-        try:
-            for xact in transactions.prepared(connection, self.tag):
-                transactions.rollback(connection, xact.gid)
-            if client.query(connection, f"SELECT to_regclass({client.quote_literal(qualified(self.sink.schema, transactions.COMMIT_LOG))}) IS NOT NULL")[0][0]:
-                transactions.forget(connection, self.sink.schema, self.tag)
-            self._drop_stages(connection)
-        finally:
-            client.close_quietly(connection)
-
-    def job_finished(self, restored_checkpoint_id: int | None) -> None:
-        """Every epoch is committed and applied: the job's stages go (they stay, to be
-        dropped by a later run or ``delete``, while a stale transaction still holds one)."""
-        if not self.sink.exactly_once:
-            return
-        connection = self._connect()
-        try:
-            self._drop_stages(connection)
-        finally:
-            client.close_quietly(connection)
-
-    def _drop_stages(self, connection: Any) -> None:
-        client.execute(connection, f"SET lock_timeout = {int(STAGE_DROP_WAIT_S * 1000)}")
-        for stage in staging.stages_of(connection, self.sink.schema, self.tag):
-            try:
-                client.execute(connection, f"DROP TABLE IF EXISTS {stage}")
-            except Exception as err:
-                if client.sqlstate(err) != client.LOCK_NOT_AVAILABLE:
-                    raise
-                log.info("Jdbc sink: %s is still in use (a prepared transaction); it stays", stage)
-
-    def pending(self) -> list[dict[str, Any]]:
-        """This job's prepared transactions (for ``seatunnel-ckpt inspect``)."""
-        connection = self._connect()
-        try:
-            return [x.as_dict() for x in transactions.prepared(connection, self.tag)]
-        finally:
-            client.close_quietly(connection)

@@ -157,7 +157,7 @@ def _freeze_after_seam(faults: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     from airflow_provider_seatunnel_ckpt import cli
-    from airflow_provider_seatunnel_ckpt.engine import runner
+    from airflow_provider_seatunnel_ckpt.engine import launch
 
     from .thread_spark import ThreadSpark, install_task_context
 
@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
 
     install_task_context()
     install_faults(json.loads(os.environ.get(FAULTS_ENV) or "{}"))
-    runner.build_spark = lambda request: ThreadSpark()  # type: ignore[assignment]
+    launch.build_spark = lambda request: ThreadSpark()  # type: ignore[assignment]
     with in_place_from_environment():  # a defect put back on purpose (mutations.py), if asked
         return cli.main(argv)
 

@@ -9,7 +9,7 @@ and the connectors against their real systems. What is not exercised here is how
 places, retries and cancels tasks; the integration and chaos suites run the same engine
 under a real Spark for that.
 
-Only the calls the runner makes (``engine/runner.py``) exist. A failed subtask is retried
+Only the calls the runner makes (``engine/launch.py``) exist. A failed subtask is retried
 up to ``spark.task.maxFailures`` times with the next attempt number, as Spark retries a
 task; ``TaskContext.get()`` answers per thread so the engine reads that number.
 """

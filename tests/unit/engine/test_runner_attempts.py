@@ -10,7 +10,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink
-from airflow_provider_seatunnel_ckpt.engine import runner
+from airflow_provider_seatunnel_ckpt.engine import launch, runner
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
@@ -44,7 +44,7 @@ def test_spark_failing_to_start_finalises_the_attempt_as_failed(tmp_path: Path, 
     def no_spark(request: RunRequest) -> Any:
         raise RuntimeError("Could not parse Master URL: 'spark://nowhere.invalid:7077'\n\tat org.apache.spark...")
 
-    monkeypatch.setattr(runner, "build_spark", no_spark)
+    monkeypatch.setattr(launch, "build_spark", no_spark)
     run = JobRun(_request(tmp_path), progress=lambda line: None)
     with pytest.raises(RuntimeError, match="Master URL"):
         run.run()
@@ -75,7 +75,7 @@ def test_an_interrupt_before_the_loop_is_recorded(tmp_path: Path, monkeypatch: p
     def interrupted(request: RunRequest) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "build_spark", interrupted)
+    monkeypatch.setattr(launch, "build_spark", interrupted)
     run = JobRun(_request(tmp_path), progress=lambda line: None)
     with pytest.raises(KeyboardInterrupt):
         run.run()
