@@ -10,7 +10,7 @@ The same walk runs on the driver before Spark starts, with schemas instead of ba
 receive, tables a transform or sink reads together must have one row type (SeaTunnel's
 rule), and each sink is told its schema.
 
-Change rows (SeaTunnel's UPDATE_BEFORE, UPDATE_AFTER, DELETE: ``connectors/row_kind.py``)
+Change rows (SeaTunnel's UPDATE_BEFORE, UPDATE_AFTER, DELETE: ``transforms/row_kind.py``)
 follow the same walk: a transform or sink that does not declare it takes them
 (``Transform.takes_change_rows``, ``Sink.change_rows``) and would get some fails the check
 with one line naming it. The kind column reaches only those that read it: the router

@@ -16,10 +16,10 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from ...errors import ConfigError
-from ..seatunnel_types import type_name
+from ...connectors.seatunnel_types import type_name
 from .failures import HardError
 from .java_dates import parse_date, parse_time, parse_timestamp
-from ..java_text import java_decimal_text, node_json, node_text
+from ...connectors.java_text import java_decimal_text, node_json, node_text
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from .api import Transform
-from .options import Options, option_key
+from ..connectors.api import Transform
+from ..connectors.options import Options, option_key
 
 
 class CountByKeyTransform(Transform):

@@ -7,8 +7,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import Transform
-from .options import Options, option_key
+from ..connectors.api import Transform
+from ..connectors.options import Options, option_key
 
 
 class SelectTransform(Transform):
