@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError
 from ..connectors.api import Transform
 from ..connectors.options import Options, option_key
+from ..errors import ConfigError
 
 
 class CountByKeyTransform(Transform):

@@ -13,10 +13,10 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError
 from ..connectors.api import Transform
 from ..connectors.java_text import java_decimal_text, java_float_text
 from ..connectors.options import Options, option_key
+from ..errors import ConfigError
 
 
 def _re2(option: str, pattern: str) -> None:

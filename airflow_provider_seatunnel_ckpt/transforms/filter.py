@@ -21,11 +21,11 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow as pa
 
-from ..errors import ConfigError
-from .sql import QueryTransform
-from .select import SelectTransform
 from ..connectors.options import Options, option_key
+from ..errors import ConfigError
 from ..sql.passthrough import ROW
+from .select import SelectTransform
+from .sql import QueryTransform
 
 _LEGACY_CONDITION = re.compile(
     r"^\s*(?P<column>`[^`]+`|[A-Za-z_][\w.]*)\s*(?:%\s*(?P<divisor>-?\d+)\s*)?"

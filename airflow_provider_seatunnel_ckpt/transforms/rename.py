@@ -6,9 +6,9 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from ..errors import ConfigError
 from ..connectors.api import Transform
 from ..connectors.options import Options, option_key
+from ..errors import ConfigError
 
 
 class RenameTransform(Transform):

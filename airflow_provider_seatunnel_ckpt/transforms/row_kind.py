@@ -22,10 +22,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError
 from ..connectors.api import (INSERT, KINDS, ROW_KIND, Transform, has_kinds, kind_code, kinds_of, strip_kinds,
                               without_kinds)
 from ..connectors.options import Options, option_key
+from ..errors import ConfigError
 
 #: SeaTunnel's ``RowKind.shortString()``
 SHORT = ("+I", "-U", "+U", "-D")

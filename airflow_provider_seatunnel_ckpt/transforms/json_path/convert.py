@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from ...errors import ConfigError
+from ...connectors.java_text import java_decimal_text, node_json, node_text
 from ...connectors.seatunnel_types import type_name
+from ...errors import ConfigError
 from .failures import HardError
 from .java_dates import parse_date, parse_time, parse_timestamp
-from ...connectors.java_text import java_decimal_text, node_json, node_text
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import ConfigError, DataError
 from ...connectors.api import Transform
 from ...connectors.options import Options, option_key
 from ...connectors.seatunnel_types import seatunnel_type, type_name
+from ...errors import ConfigError, DataError
 from .convert import Converters, result_node
 from .failures import HardError, PathError
 from .path_compiler import Unsupported, compile_path
