@@ -25,7 +25,7 @@ from typing import Iterator
 CATEGORY_TRANSFORM = "transform: the user's pyarrow.compute function"
 CATEGORY_SOURCE = "source: Sequence generating batches"
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
-    (CATEGORY_TRANSFORM, ("bench/workloads.py", "connectors/python_function.py")),
+    (CATEGORY_TRANSFORM, ("bench/workloads.py", "transforms/python_function.py")),
     (CATEGORY_SOURCE, ("connectors/sequence.py",)),
     ("checkpoint: state snapshot, encoding and upload", (
         "engine/state_codec.py", "_store_state", "snapshot_split_states", "write_state")),

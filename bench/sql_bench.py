@@ -84,7 +84,7 @@ def _check(output: Path, rows: int) -> None:
 def _check_compiled() -> None:
     """The Sql variant measures the Arrow plan: fail before any run if the query would
     run on DuckDB instead."""
-    from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
+    from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
     from bench.workloads import sequence_batches
 
     schema = next(iter(sequence_batches(1, batch_size=1))).schema
@@ -95,14 +95,14 @@ def _check_compiled() -> None:
 def per_batch_cost(batches: int = 40, batch_rows: int = 65_536) -> dict[str, float]:
     """Where the difference comes from: CPU ms per batch of the transforms alone, in this
     process (no Spark), on the Sequence source's batches: the Sql transform as it runs
-    (the query compiled to Arrow kernels, connectors/sql_arrow.py), the same query
+    (the query compiled to Arrow kernels, sql/arrow.py), the same query
     on DuckDB, the pyarrow.compute function, and DuckDB's fixed cost of one query over a
     one-row batch (Arrow scan set-up, parse, bind, plan)."""
     import time
 
     import pyarrow as pa
 
-    from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
+    from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
     from bench.workloads import projection_filter, sequence_batches
 
     data = list(sequence_batches(batches * batch_rows, batch_size=batch_rows))
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cost['batch_rows']:,}-row batches): the Sql transform costs {cost['sql_cpu_ms_per_batch']} ms of "
                   f"CPU per batch, the pyarrow.compute function {cost['python_cpu_ms_per_batch']} ms. The query is a "
                   "plain projection and filter, so the Sql transform runs it on Arrow's compute kernels, compiled once "
-                  "from the query's sqlglot tree (connectors/sql_arrow.py); the difference left is checked 64-bit "
+                  "from the query's sqlglot tree (sql/arrow.py); the difference left is checked 64-bit "
                   "arithmetic (DuckDB reports overflows, so the plan must too) and the zero-divisor check of %. The same "
                   f"query on DuckDB costs {cost['sql_on_duckdb_cpu_ms_per_batch']} ms per batch, of which "
                   f"{cost['duckdb_fixed_cpu_ms_per_query']} ms is what any query over a one-row batch costs (DuckDB "

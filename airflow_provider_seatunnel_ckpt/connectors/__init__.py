@@ -2,8 +2,9 @@
 
 Names are case-insensitive (``Sequence``, ``sequence``). Built-ins are registered as
 dotted strings, so a connector's module (and its dependencies) is imported only when a
-job uses it; :func:`register_source` and friends add more (a class or
-``"module:Class"``).
+job uses it; :func:`register_source` and friends add more (a class or ``"module:Class"``).
+The transforms are in the package beside this one (``..transforms``, SeaTunnel's
+transforms-v2); a dotted string names them without importing them.
 
 :func:`load_source`, :func:`load_transform` and :func:`load_sink` build a connector from
 one job-file entry (``{"plugin_name": "File", "path": ...}``). Connectors validate their
@@ -27,19 +28,19 @@ source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
 source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
 source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
 source     ``Kafka``       :class:`.kafka.source.KafkaSource` (offsets in the checkpoint)
-transform  ``Python``      :class:`.python_function.PythonTransform`
-transform  ``CountByKey``  :class:`.count_by_key.CountByKeyTransform`
-transform  ``Select``      :class:`.select.SelectTransform`
-transform  ``Rename``      :class:`.rename.RenameTransform`
-transform  ``Filter``      :class:`.filter.FilterTransform` (a SQL condition)
-transform  ``Sql``         :class:`.sql.SqlTransform` (DuckDB, per batch)
-transform  ``FieldMapper`` :class:`.seatunnel_transforms.FieldMapperTransform` (SeaTunnel's)
-transform  ``Copy``        :class:`.seatunnel_transforms.CopyTransform` (SeaTunnel's)
-transform  ``Replace``     :class:`.seatunnel_transforms.ReplaceTransform` (SeaTunnel's)
-transform  ``Split``       :class:`.seatunnel_transforms.SplitTransform` (SeaTunnel's)
-transform  ``JsonPath``    :class:`.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
-transform  ``FilterRowKind`` :class:`.row_kind.FilterRowKindTransform` (SeaTunnel's: rows by kind)
-transform  ``RowKindExtractor`` :class:`.row_kind.RowKindExtractorTransform` (SeaTunnel's: kind to a column)
+transform  ``Python``      :class:`..transforms.python_function.PythonTransform`
+transform  ``CountByKey``  :class:`..transforms.count_by_key.CountByKeyTransform`
+transform  ``Select``      :class:`..transforms.select.SelectTransform`
+transform  ``Rename``      :class:`..transforms.rename.RenameTransform`
+transform  ``Filter``      :class:`..transforms.filter.FilterTransform` (a SQL condition)
+transform  ``Sql``         :class:`..transforms.sql.SqlTransform` (DuckDB, per batch)
+transform  ``FieldMapper`` :class:`..transforms.fields.FieldMapperTransform` (SeaTunnel's)
+transform  ``Copy``        :class:`..transforms.fields.CopyTransform` (SeaTunnel's)
+transform  ``Replace``     :class:`..transforms.fields.ReplaceTransform` (SeaTunnel's)
+transform  ``Split``       :class:`..transforms.fields.SplitTransform` (SeaTunnel's)
+transform  ``JsonPath``    :class:`..transforms.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
+transform  ``FilterRowKind`` :class:`..transforms.row_kind.FilterRowKindTransform` (SeaTunnel's: rows by kind)
+transform  ``RowKindExtractor`` :class:`..transforms.row_kind.RowKindExtractorTransform` (SeaTunnel's: kind to a column)
 sink       ``File``        :class:`.file.sink.FileSink`
 sink       ``LocalFile``   :class:`.file.local.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
 sink       ``S3File``      :class:`.file.s3.S3FileSink` (SeaTunnel's)
@@ -68,6 +69,8 @@ if TYPE_CHECKING:  # .api imports pyarrow; the registry is imported without the 
     from .api import Sink, Source, Transform
 
 _PKG = __name__
+#: the transforms' package, beside this one (transforms/: SeaTunnel's transforms-v2)
+_TRANSFORMS = f"{_PKG.rpartition('.')[0]}.transforms"
 
 #: kind -> lower-case name -> (display name, class or "module:Class")
 _registry: dict[str, dict[str, tuple[str, str | type]]] = {
@@ -85,19 +88,19 @@ _registry: dict[str, dict[str, tuple[str, str | type]]] = {
         "kafka": ("Kafka", f"{_PKG}.kafka.source:KafkaSource"),
     },
     "transform": {
-        "python": ("Python", f"{_PKG}.python_function:PythonTransform"),
-        "countbykey": ("CountByKey", f"{_PKG}.count_by_key:CountByKeyTransform"),
-        "select": ("Select", f"{_PKG}.select:SelectTransform"),
-        "rename": ("Rename", f"{_PKG}.rename:RenameTransform"),
-        "filter": ("Filter", f"{_PKG}.filter:FilterTransform"),
-        "sql": ("Sql", f"{_PKG}.sql:SqlTransform"),
-        "fieldmapper": ("FieldMapper", f"{_PKG}.seatunnel_transforms:FieldMapperTransform"),
-        "copy": ("Copy", f"{_PKG}.seatunnel_transforms:CopyTransform"),
-        "replace": ("Replace", f"{_PKG}.seatunnel_transforms:ReplaceTransform"),
-        "split": ("Split", f"{_PKG}.seatunnel_transforms:SplitTransform"),
-        "jsonpath": ("JsonPath", f"{_PKG}.json_path:JsonPathTransform"),
-        "filterrowkind": ("FilterRowKind", f"{_PKG}.row_kind:FilterRowKindTransform"),
-        "rowkindextractor": ("RowKindExtractor", f"{_PKG}.row_kind:RowKindExtractorTransform"),
+        "python": ("Python", f"{_TRANSFORMS}.python_function:PythonTransform"),
+        "countbykey": ("CountByKey", f"{_TRANSFORMS}.count_by_key:CountByKeyTransform"),
+        "select": ("Select", f"{_TRANSFORMS}.select:SelectTransform"),
+        "rename": ("Rename", f"{_TRANSFORMS}.rename:RenameTransform"),
+        "filter": ("Filter", f"{_TRANSFORMS}.filter:FilterTransform"),
+        "sql": ("Sql", f"{_TRANSFORMS}.sql:SqlTransform"),
+        "fieldmapper": ("FieldMapper", f"{_TRANSFORMS}.fields:FieldMapperTransform"),
+        "copy": ("Copy", f"{_TRANSFORMS}.fields:CopyTransform"),
+        "replace": ("Replace", f"{_TRANSFORMS}.fields:ReplaceTransform"),
+        "split": ("Split", f"{_TRANSFORMS}.fields:SplitTransform"),
+        "jsonpath": ("JsonPath", f"{_TRANSFORMS}.json_path:JsonPathTransform"),
+        "filterrowkind": ("FilterRowKind", f"{_TRANSFORMS}.row_kind:FilterRowKindTransform"),
+        "rowkindextractor": ("RowKindExtractor", f"{_TRANSFORMS}.row_kind:RowKindExtractorTransform"),
     },
     "sink": {
         "file": ("File", f"{_PKG}.file.sink:FileSink"),
@@ -172,7 +175,7 @@ def _class(kind: str, name: Any, key: str) -> Any:
     if found is None:
         raise ConfigError(key, f"unknown {kind} {name!r}; known {kind}s: {known}")
     display, target = found
-    if isinstance(target, str) and target.startswith(f"{_PKG}."):
+    if isinstance(target, str) and target.startswith((f"{_PKG}.", f"{_TRANSFORMS}.")):
         from ..extras import require
 
         require(_EXTRA_OF.get(name.strip().lower(), "engine"), f"connector {display}", key)

@@ -45,9 +45,11 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
+from ..errors import ConfigError
+
 JsonValue = Any
 
-# Change rows (SeaTunnel's RowKind, ``connectors/row_kind.py``): a batch whose rows may be
+# Change rows (SeaTunnel's RowKind, ``transforms/row_kind.py``): a batch whose rows may be
 # updates or deletes carries each row's kind in one reserved column, which the engine
 # removes before every connector that does not read it (``engine/routing.py``).
 #: the reserved column holding each row's kind
@@ -82,6 +84,22 @@ def kinds_of(batch: pa.RecordBatch) -> pa.Array:
 def with_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` with the kind column: the same batch when it has one, else all inserts."""
     return batch if has_kinds(batch.schema) else batch.append_column(KIND_FIELD, kinds_of(batch))
+
+
+def kind_code(value: Any, key: str, any_case: bool) -> int:
+    """The byte value of a kind's name. SeaTunnel's option lists read enums in any case;
+    FakeSource's ``rows`` take the exact name (Java's ``RowKind.valueOf``)."""
+    text = value if isinstance(value, str) else str(value)
+    name = text.strip().upper() if any_case else text
+    if name not in KINDS:
+        raise ConfigError(key, f"{text!r} is not a row kind (one of {', '.join(KINDS)})")
+    return KINDS.index(name)
+
+
+def kind_names(batch: pa.RecordBatch) -> list[str] | None:
+    """Each row's kind name (``UPDATE_BEFORE``), or None when the batch carries no kinds."""
+    index = batch.schema.get_field_index(ROW_KIND)
+    return None if index < 0 else [KINDS[code] for code in batch.column(index).to_pylist()]
 
 
 @dataclass(frozen=True)
@@ -169,7 +187,7 @@ class Source(Connector):
     discovery_interval_s: float | None = None
     #: the change kinds (SeaTunnel's ``UPDATE_BEFORE``, ``UPDATE_AFTER``, ``DELETE``) its
     #: rows may have; their batches then carry each row's kind in the reserved column of
-    #: ``connectors/row_kind.py``. () = inserts only, and no such column
+    #: ``transforms/row_kind.py``. () = inserts only, and no such column
     change_rows: tuple[str, ...] = ()
 
     def splits(self, parallelism: int) -> list[Split]:
@@ -220,7 +238,7 @@ class Transform:
     stateful = False
     #: False: change rows (``Source.change_rows``) must not reach it, and a job where they
     #: would is refused with one line naming it; the engine removes the kind column before
-    #: it. True: it reads the column itself (``connectors/row_kind.py``) and
+    #: it. True: it reads the column itself (``transforms/row_kind.py``) and
     #: ``change_rows_out`` says which kinds its output may still carry
     takes_change_rows = False
 
@@ -349,7 +367,7 @@ class Sink(Connector):
     #: what it does with change rows (``Source.change_rows``): "refuse" (a job that sends
     #: it some is refused with one line naming it), "ignore" (the engine removes the kind
     #: column before it: a change row is written as a plain row) or "keep" (its batches
-    #: keep the column of ``connectors/row_kind.py``)
+    #: keep the column of ``transforms/row_kind.py``)
     change_rows: str = "refuse"
     #: True: the sinks of a source's several tables may all write one target (the same
     #: options for each table): their epochs stay apart there (a database table written in

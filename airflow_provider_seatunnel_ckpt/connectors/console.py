@@ -14,7 +14,7 @@ counts only). These travel as the epoch's commit info, and the driver-side commi
 prints them once the checkpoint is complete. Progress lines stay on stderr, so
 ``seatunnel-ckpt run job.yaml > rows.txt`` captures the rows alone.
 
-Change rows (``connectors/row_kind.py``) reach it with their kind, and every sample row
+Change rows (``transforms/row_kind.py``) reach it with their kind, and every sample row
 of such a source says its kind, in SeaTunnel's console words: ``kind=UPDATE_BEFORE {...}``
 (``kind=INSERT`` for the inserts among them); rows of other sources print as before.
 
@@ -29,9 +29,8 @@ from typing import Any, Iterable, Mapping, TextIO
 
 import pyarrow as pa
 
-from .api import JsonValue, Sink, SinkCommitter, SinkWriter, strip_kinds, table_of
+from .api import JsonValue, Sink, SinkCommitter, SinkWriter, kind_names, strip_kinds, table_of
 from .options import Options
-from .row_kind import kind_names
 
 
 class ConsoleSink(Sink):

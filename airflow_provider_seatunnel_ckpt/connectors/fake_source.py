@@ -23,7 +23,7 @@ Where it differs, on purpose:
   sleeps 1 s on every poll, which only slows a job down.
 * ``rows`` may be change rows (``kind = UPDATE_BEFORE``, ``UPDATE_AFTER``, ``DELETE``, the
   exact name as SeaTunnel's ``RowKind.valueOf`` takes it): the batches then carry each
-  row's kind (``connectors/row_kind.py``), and only then, so jobs of inserts keep their
+  row's kind (``transforms/row_kind.py``), and only then, so jobs of inserts keep their
   schema.
 * ``tables_configs`` (several tables from one source): one FakeSource per table, made by the
   registry (``connectors/union.py``); each table is named by its ``schema.table``.
@@ -42,9 +42,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split
+from .api import (INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split,
+                  kind_code)
 from .options import Options
-from .row_kind import kind_code
 from .seatunnel_types import Column, convert_value, parse_columns
 from .table_metadata import attach, parse_table_metadata
 

@@ -3,7 +3,7 @@
 The Spark driver and executors need the engine, the job-file model, the storage plugins
 and the config loader, and nothing of Airflow: the archive holds exactly ``config``,
 ``errors``, ``extras``, ``storage``, ``history``, ``jobfile``, ``engine``, ``connectors``,
-``examples`` and ``cli_base`` (the command line's errors and exit codes, which
+``transforms``, ``sql``, ``examples`` and ``cli_base`` (the command line's errors and exit codes, which
 ``engine/spark_app.py`` uses), so a cluster needs only pyspark, pyarrow and the storage
 clients (boto3, oss2, hdfs).
 
@@ -27,7 +27,7 @@ import airflow_provider_seatunnel_ckpt as package
 PACKAGE = package.__name__
 #: what the Spark side imports: modules and packages relative to the package root
 SHIPPED = ("__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile", "engine",
-           "connectors", "examples")
+           "connectors", "transforms", "sql", "examples")
 CACHE_ENV = "SEATUNNEL_CKPT_CACHE_DIR"
 
 #: zip entries get a fixed timestamp so the archive depends on content alone

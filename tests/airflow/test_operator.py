@@ -96,7 +96,7 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
     assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile",
-                   "engine", "connectors", "examples"}
+                   "engine", "connectors", "transforms", "sql", "examples"}
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     # importable from the archive alone, without Airflow: every module of the engine (what
@@ -112,7 +112,12 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     engine_modules = [n for n in names if n.startswith("airflow_provider_seatunnel_ckpt/engine/")
                       and not n.endswith(("__init__.py", "spark_app.py"))]
     assert len(engine_modules) > 20
-    done = subprocess.run([sys.executable, "-c", probe, str(archive), *engine_modules], capture_output=True, text=True)
+    # and the transforms, which the registry names by dotted strings only
+    transform_modules = [n for n in names if n.startswith(("airflow_provider_seatunnel_ckpt/transforms/",
+                                                            "airflow_provider_seatunnel_ckpt/sql/"))
+                         and not n.endswith("__init__.py")]
+    done = subprocess.run([sys.executable, "-c", probe, str(archive), *engine_modules, *transform_modules],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 

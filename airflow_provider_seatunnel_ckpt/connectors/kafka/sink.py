@@ -37,7 +37,7 @@ import pyarrow as pa
 from ...errors import ConfigError
 from ..api import ROW_KIND, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..datasets import kafka_datasets
-from ..batch_sql import BatchQuery
+from ...sql.batch_query import BatchQuery
 from ..options import Options, option_key
 from ...extras import require
 from .avro_format import AvroCodec

@@ -20,7 +20,7 @@ QUERY = (
 )
 
 
-#: a plain projection and filter: compiled to Arrow kernels (connectors/sql_arrow.py)
+#: a plain projection and filter: compiled to Arrow kernels (sql/arrow.py)
 COMPILED_QUERY = (
     "select id, id * 3 + 1 as x, cast(id % 7 as double) / 2 as half, id > 1000 and id % 3 = 0 as flag "
     "from fake where id % 4 <> 1 and -id < 5"
@@ -30,7 +30,7 @@ SEQUENCE = {"plugin_name": "Sequence", "rows": 300_000, "batch_size": 20_000, "r
 
 @pytest.mark.parametrize("query, on_arrow", [(QUERY, False), (COMPILED_QUERY, True)], ids=["duckdb", "arrow"])
 def test_sequence_sql_file_equals_duckdb_over_the_whole_input(workspace: Workspace, query: str, on_arrow: bool) -> None:
-    from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
+    from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
     from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 
     schema = SequenceSource({k: v for k, v in SEQUENCE.items() if k != "plugin_name"}).produced_schema()

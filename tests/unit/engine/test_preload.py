@@ -17,7 +17,7 @@ from airflow_provider_seatunnel_ckpt.errors import ConfigError
 JOB = JobSpec(name="j", parallelism=2, source={"plugin_name": "Sequence", "rows": 10},
               sink={"plugin_name": "file", "path": "/tmp/x"}, transforms=({"plugin_name": "Sql", "query": "select 1"},))
 CONNECTORS = ("airflow_provider_seatunnel_ckpt.connectors.sequence,"
-              "airflow_provider_seatunnel_ckpt.connectors.sql,"
+              "airflow_provider_seatunnel_ckpt.transforms.sql,"
               "airflow_provider_seatunnel_ckpt.connectors.file.sink")
 
 

@@ -1,4 +1,4 @@
-"""A query read by sqlglot (connectors/sql_tree.py) renders back to text DuckDB reads as
+"""A query read by sqlglot (sql/tree.py) renders back to text DuckDB reads as
 the query itself: DuckDB's own parse trees of the two (``json_serialize_sql``, the judge
 here, used by no code) are equal. The queries are those of SeaTunnel's job files and the
 shapes of DuckDB's syntax and of SeaTunnel's functions that a SeaTunnel rewrite leaves
@@ -18,8 +18,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from airflow_provider_seatunnel_ckpt.connectors import sql_tree
-from airflow_provider_seatunnel_ckpt.connectors.sql_syntax import duckdb_syntax
+from airflow_provider_seatunnel_ckpt.sql import tree as sql_tree
+from airflow_provider_seatunnel_ckpt.sql.syntax import duckdb_syntax
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"

@@ -1,5 +1,5 @@
 """SeaTunnel's meanings that DuckDB spells the same but reads otherwise, rewritten in the
-query's sqlglot tree (:mod:`.sql_tree`) before DuckDB reads it: a cast or a built-in
+query's sqlglot tree (:mod:`.tree`) before DuckDB reads it: a cast or a built-in
 function cannot be redefined in DuckDB.
 
 A cast of an integer expression reads it SeaTunnel's way (to ``timestamp``: epoch
@@ -10,7 +10,7 @@ with a decimal point is a ``double``, ``extract``, ``week``, ``mod`` by a double
 docs/seatunnel.md ("SeaTunnel's readings"). The types are sqlglot's, from the input
 schema, so an expression is read like a column (``cast(id + 1 as timestamp)``).
 
-The query is rewritten once per input schema (:class:`.batch_sql.BatchQuery`).
+The query is rewritten once per input schema (:class:`.batch_query.BatchQuery`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from . import sql_tree
+from . import tree as sql_tree
 
 _OPERAND = "__seatunnel_operand__"
 _SECOND = "__seatunnel_operand_2__"

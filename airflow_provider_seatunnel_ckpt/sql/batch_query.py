@@ -1,8 +1,8 @@
 """One SQL ``SELECT`` run over each Arrow batch by DuckDB, in the Python worker.
 
-Shared by the ``Sql`` and ``Filter`` transforms. The query names one table (SeaTunnel's
-``source_table_name``, or ``dual``); each batch is bound to that name zero-copy and the
-result comes back as Arrow. A query therefore sees one batch at a time: an aggregate
+Shared by the ``Sql`` and ``Filter`` transforms and the Kafka sink's record encoding. The
+query names one table (SeaTunnel's ``source_table_name``, or ``dual``); each batch is
+bound to that name zero-copy and the result comes back as Arrow. A query therefore sees one batch at a time: an aggregate
 covers one batch, not the stream.
 
 The connection is the subtask's own: one thread (the subtask is already one of
@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import Transform
-from .options import option_key
-from .sql_functions import install as install_seatunnel_functions
-from .sql_syntax import duckdb_syntax
+from .functions import install as install_seatunnel_functions
+from .syntax import duckdb_syntax
 
 if TYPE_CHECKING:
-    from .sql_arrow import ArrowPlan
-    from .sql_passthrough import PassThrough
+    from .arrow import ArrowPlan
+    from .passthrough import PassThrough
 
 _CONNECTION_CONFIG = {
     "threads": 1,
@@ -33,7 +31,7 @@ _CONNECTION_CONFIG = {
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
     # DuckDB 1.5's reading on DuckDB 2 too, so a job means the same on both: a lambda may
-    # be written x -> x + 1 (2 refuses it by default; sql_functions.py writes lambda x: ...)
+    # be written x -> x + 1 (2 refuses it by default; functions.py writes lambda x: ...)
     "lambda_syntax": "ENABLE_SINGLE_ARROW",
     "lock_configuration": True,
 }
@@ -47,7 +45,7 @@ def _duckdb() -> Any:
     return duckdb
 
 
-# sqlglot's modules (sql_tree.py and its readers) are imported by the methods that use
+# sqlglot's modules (tree.py and its readers) are imported by the methods that use
 # them, as DuckDB is: their import costs about what DuckDB's does, and the Kafka sink's
 # module imports this one
 
@@ -56,7 +54,7 @@ def _new_connection(query: str) -> Any:
     duckdb = _duckdb()
     major = int(duckdb.__version__.split(".", 1)[0])
     connection = duckdb.connect(config={**_CONNECTION_CONFIG, **(_DUCKDB_2_CONFIG if major >= 2 else {})})
-    install_seatunnel_functions(connection, query)  # SeaTunnel's function names it calls (sql_functions.py)
+    install_seatunnel_functions(connection, query)  # SeaTunnel's function names it calls (functions.py)
     return connection
 
 
@@ -97,15 +95,15 @@ class BatchQuery:
             )
         (self.table,) = tables
         self._connection: Any = None
-        from .sql_tree import parse
+        from .tree import parse
 
-        #: sqlglot's tree of the query (sql_tree.py; None: sqlglot cannot read it)
+        #: sqlglot's tree of the query (tree.py; None: sqlglot cannot read it)
         self._tree = parse(query)
         #: input schema -> its pass-through rewrite (None: run the query as written)
         self._plans: dict[pa.Schema, PassThrough | None] = {}
         #: input schema -> the query compiled to Arrow kernels (None: DuckDB runs it)
         self._arrow_plans: dict[pa.Schema, ArrowPlan | None] = {}
-        #: input schema -> the query with SeaTunnel's readings (sql_rewrites.py), and its tree
+        #: input schema -> the query with SeaTunnel's readings (rewrites.py), and its tree
         self._queries: dict[pa.Schema, tuple[str, Any]] = {}
 
     def _connect(self) -> Any:
@@ -115,13 +113,13 @@ class BatchQuery:
 
     def query_for(self, schema: pa.Schema) -> str:
         """The query as it runs on input ``schema``: with SeaTunnel's readings of casts,
-        extract and week (:mod:`.sql_rewrites`), else as written."""
+        extract and week (:mod:`.rewrites`), else as written."""
         return self._rewritten(schema)[0]
 
     def _rewritten(self, schema: pa.Schema) -> tuple[str, Any]:
         if schema not in self._queries:
-            from .sql_rewrites import seatunnel_rewrites
-            from .sql_tree import parse
+            from .rewrites import seatunnel_rewrites
+            from .tree import parse
 
             rewritten = seatunnel_rewrites(self._tree, schema)
             self._queries[schema] = (self.query, self._tree) if rewritten is None else (rewritten, parse(rewritten))
@@ -159,9 +157,9 @@ class BatchQuery:
             raise ConfigError(key, duckdb_message(err)) from None
 
     def arrow_plan(self, schema: pa.Schema) -> ArrowPlan | None:
-        """The query compiled to Arrow kernels for this input schema (:mod:`.sql_arrow`),
+        """The query compiled to Arrow kernels for this input schema (:mod:`.arrow`),
         None when it runs on DuckDB."""
-        from .sql_arrow import plain_schema
+        from .arrow import plain_schema
 
         if not self.arrow_kernels or not plain_schema(schema):
             return None  # checked first: schemas differing only in field metadata are equal keys
@@ -170,7 +168,7 @@ class BatchQuery:
         return self._arrow_plans[schema]
 
     def _compile(self, schema: pa.Schema) -> ArrowPlan | None:
-        from .sql_arrow import compile_select
+        from .arrow import compile_select
 
         try:
             tree = self._rewritten(schema)[1]
@@ -189,7 +187,7 @@ class BatchQuery:
         query's own column names (anything else: the query as written)."""
         if schema in self._plans:
             return self._plans[schema]
-        from .sql_passthrough import plan
+        from .passthrough import plan
 
         query, tree = self._rewritten(schema)
         found = plan(query, tree, schema)
@@ -203,19 +201,3 @@ class BatchQuery:
                 found = None
         self._plans[schema] = found
         return found
-
-class QueryTransform(Transform):
-    """A transform that is one ``BatchQuery``, built from the option ``query_option``."""
-
-    query_option = "query"
-
-    def use_query(self, query: str) -> None:
-        self._query = BatchQuery(query, self.query_option)
-
-    def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
-        if input_schema is None:
-            return None
-        return self._query.bind(input_schema, option_key(self, self.query_option))
-
-    def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
-        return self._query.run(batch, option_key(self, self.query_option))

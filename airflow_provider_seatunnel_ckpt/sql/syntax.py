@@ -4,7 +4,7 @@ names so) becomes a double-quoted name, SQL's and DuckDB's quoting. String liter
 double-quoted names are left exactly as written. SeaTunnel's ``char(n)`` function (the
 character of a code point) becomes ``chr(n)``: DuckDB's parser reads ``char(`` as the type;
 ``AS CHAR(10)`` in a cast stays the type. (SeaTunnel's type and function names are
-DuckDB types and macros: :mod:`.sql_functions`.)
+DuckDB types and macros: :mod:`.functions`.)
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""SeaTunnel's column transforms under their names and options: ``FieldMapper``, ``Copy``,
-``Replace`` and ``Split``. Stateless, one Arrow batch at a time, no Python per row.
-
-* ``FieldMapper { field_mapper = { id = id, name = new_name } }``: keeps the listed input
-  columns, in that order, each under its new name.
-* ``Copy { fields { name1 = name, age1 = age } }`` (or the older ``src_field = name,
-  dest_field = name1``): appends copies of input columns under new names.
-* ``Replace { replace_field = name, pattern = " ", replacement = "_", is_regex = false,
-  replace_first = false }``: replaces text in a string column: every occurrence of the
-  literal ``pattern``, or of the regular expression (every match, or the first with
-  ``replace_first = true``). **Differs:** the regular expression is RE2's (Arrow's), not
-  Java's; RE2 has no backreferences or lookaround, refused with one line.
+"""SeaTunnel's column transforms under their names and options: ``FieldMapper`` (keep,
+order and rename columns), ``Copy`` (append copies of columns), ``Replace`` (replace text
+in a string column) and ``Split`` (cut a field's text into new fields). Stateless, one
+Arrow batch at a time, no Python per row. Their options, and where they differ from
+SeaTunnel's (regular expressions are RE2's, Arrow's), are in docs/seatunnel.md
+("Connectors and transforms").
 """
 
 from __future__ import annotations
@@ -19,10 +13,10 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..connectors.api import Transform
+from ..connectors.java_text import java_decimal_text, java_float_text
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .api import Transform
-from .java_text import java_decimal_text, java_float_text
-from .options import Options, option_key
 
 
 def _re2(option: str, pattern: str) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import decimal
 from typing import Any
 
+from ...connectors.java_text import node_json
 from .failures import PathError
-from ..java_text import node_json
 from .path_compiler import CompiledPath, Token
 
 _UNDEFINED = object()  # a missing property, told apart from one that holds null

@@ -1,4 +1,4 @@
-"""Change rows (SeaTunnel's RowKind, connectors/row_kind.py): FakeSource's kinds, the
+"""Change rows (SeaTunnel's RowKind, transforms/row_kind.py): FakeSource's kinds, the
 FilterRowKind and RowKindExtractor transforms, the job check refusing a connector that
 does not take them, and what Console, Assert and the file sinks do with them."""
 

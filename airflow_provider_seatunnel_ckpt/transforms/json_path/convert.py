@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from ...connectors.java_text import java_decimal_text, node_json, node_text
+from ...connectors.seatunnel_types import type_name
 from ...errors import ConfigError
-from ..seatunnel_types import type_name
 from .failures import HardError
 from .java_dates import parse_date, parse_time, parse_timestamp
-from ..java_text import java_decimal_text, node_json, node_text
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """Change rows (SeaTunnel's ``RowKind``) in Arrow batches, and the two transforms that
-read them: ``FilterRowKind`` and ``RowKindExtractor``.
+read them: ``FilterRowKind`` and ``RowKindExtractor`` (the column and its helpers are
+the connector API's, ``connectors/api.py``).
 
 A SeaTunnel row is an insert, the old or the new image of an update, or a delete. Here a
 batch whose rows may be any of these carries one more column, :data:`ROW_KIND` (``int8``:
@@ -21,28 +22,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..connectors.api import (INSERT, KINDS, ROW_KIND, Transform, has_kinds, kind_code, kinds_of, strip_kinds,
+                              without_kinds)
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .api import INSERT, KINDS, ROW_KIND, Transform, has_kinds, kinds_of, strip_kinds, without_kinds
-from .options import Options, option_key
 
 #: SeaTunnel's ``RowKind.shortString()``
 SHORT = ("+I", "-U", "+U", "-D")
-
-
-def kind_code(value: Any, key: str, any_case: bool) -> int:
-    """The byte value of a kind's name. SeaTunnel's option lists read enums in any case;
-    FakeSource's ``rows`` take the exact name (Java's ``RowKind.valueOf``)."""
-    text = value if isinstance(value, str) else str(value)
-    name = text.strip().upper() if any_case else text
-    if name not in KINDS:
-        raise ConfigError(key, f"{text!r} is not a row kind (one of {', '.join(KINDS)})")
-    return KINDS.index(name)
-
-
-def kind_names(batch: pa.RecordBatch) -> list[str] | None:
-    """Each row's kind name (``UPDATE_BEFORE``), or None when the batch carries no kinds."""
-    index = batch.schema.get_field_index(ROW_KIND)
-    return None if index < 0 else [KINDS[code] for code in batch.column(index).to_pylist()]
 
 
 def _kind_list(opts: Options, name: str) -> list[int] | None:

@@ -1,30 +1,17 @@
 """Plain projections and filters run on Arrow's compute kernels instead of DuckDB.
 
-Profiling the ``Sql`` transform showed that over a 65,536-row batch DuckDB spends about a
-millisecond before it computes anything (setting up the Arrow scan, parsing, binding and
-planning: per batch, since each batch is a new table) and its checked arithmetic costs
-more than Arrow's kernels. Most transforms in pipelines are the simplest queries: columns,
-arithmetic, comparisons and a ``where``. For those the query is compiled once, from
-its sqlglot tree (:mod:`.sql_tree`: no home-made SQL parser), into calls of
-pyarrow.compute, with DuckDB's meaning kept exactly:
+Over a batch DuckDB spends about a millisecond before it computes anything (Arrow scan,
+parse, bind, plan: each batch is a new table). A query made only of columns, arithmetic,
+comparisons and a ``where`` (the subset: docs/jobs.md, "Sql") is compiled once, from its
+sqlglot tree (:mod:`.tree`), into pyarrow.compute calls with DuckDB's meaning kept
+exactly: integer literals take the other operand's type, as DuckDB's binder does; an
+operator on two literals is left to DuckDB; the plan's output types and names must equal
+DuckDB's for the input schema, or the query runs on DuckDB.
 
-* only ``BIGINT``, ``DOUBLE``, ``BOOLEAN`` and ``VARCHAR`` values take part in
-  expressions; a column is selected as it is only when DuckDB would hand its type back
-  unchanged; batches with extension types or names equal but for case stay DuckDB's;
-  integer literals take the other operand's type, as DuckDB's binder does; an operator
-  on two literals is left to DuckDB;
-* integer ``+ - *`` and negation are checked (DuckDB raises on overflow), ``/`` divides
-  as doubles (DuckDB's default: ``7 / 2 = 3.5``, ``1 / 0 = inf``), ``%`` truncates;
-* ``and``/``or`` use SQL's three-valued logic; a null ``where`` drops the row;
-* the compiled plan's output types and names must equal what DuckDB gives for the same
-  input schema, or the query runs on DuckDB.
-
-Whenever a batch holds a value whose meaning differs between the two engines (a NaN in a
-comparison: DuckDB orders NaN above every number; a zero divisor of ``%``: DuckDB gives
-null) or a kernel raises (an overflow DuckDB may report, or may never reach because of
-its short-circuit evaluation), that batch runs on DuckDB, which then decides: the result,
-or the error the user sees, is always DuckDB's. ``tests/unit/engine/test_sql_arrow.py``
-checks the two engines against each other on generated queries and data.
+A batch holding a value the engines treat differently (a compared NaN, a zero divisor of
+``%``) or on which a kernel raises runs on DuckDB, so the result, or the error, is always
+DuckDB's. ``tests/unit/transforms/test_sql_arrow.py`` checks the two engines against each
+other on generated queries and data.
 """
 
 from __future__ import annotations
@@ -37,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from . import sql_tree
+from . import tree as sql_tree
 
 Data = Union[pa.RecordBatch, pa.Table]
 Value = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
@@ -112,7 +99,7 @@ class ArrowPlan:
 
 
 def compile_select(tree: exp.Expression, table: str, schema: pa.Schema, expected: pa.Schema) -> ArrowPlan | None:
-    """The plan for one parsed query (sqlglot's tree, :mod:`.sql_tree`) over input
+    """The plan for one parsed query (sqlglot's tree, :mod:`.tree`) over input
     ``schema`` (one that passes ``plain_schema``: the caller checks, before its plan
     cache), or None when the query must run on DuckDB. ``expected`` is DuckDB's result
     schema for the same input."""
@@ -148,7 +135,7 @@ def _kept_exactly(kind: pa.DataType) -> bool:
     """Whether DuckDB hands a column of this type back exactly as it received it, so a
     selected column may be taken from the batch as it is (an interval, say, would lose
     its nanoseconds in DuckDB). DuckDB returns no fixed-size binary: when the expected
-    result has one, the pass-through (sql_passthrough.py) took it from the batch too."""
+    result has one, the pass-through (passthrough.py) took it from the batch too."""
     return (kind in _UNCHANGED_BY_DUCKDB or pa.types.is_integer(kind) or pa.types.is_fixed_size_binary(kind)
             or pa.types.is_decimal128(kind) or (pa.types.is_timestamp(kind) and kind.tz is None))
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...connectors.java_text import float_json, java_decimal_text, java_float_text, json_string
+from ...connectors.seatunnel_types import type_name
 from ...errors import ConfigError
-from ..seatunnel_types import type_name
-from ..java_text import float_json, java_decimal_text, java_float_text, json_string
 
 
 def check_source(kind: pa.DataType, key: str, column: str, top: bool = True) -> None:

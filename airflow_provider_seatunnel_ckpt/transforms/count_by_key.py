@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..connectors.api import Transform
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .api import Transform
-from .options import Options, option_key
 
 
 class CountByKeyTransform(Transform):

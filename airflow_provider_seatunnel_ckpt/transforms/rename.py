@@ -6,9 +6,9 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
+from ..connectors.api import Transform
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .api import Transform
-from .options import Options, option_key
 
 
 class RenameTransform(Transform):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
+from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 INT64_MAX = 2**63 - 1
@@ -141,7 +141,7 @@ def test_simple_queries_compile(query: str) -> None:
 
 
 def test_filter_conditions_compile() -> None:
-    from airflow_provider_seatunnel_ckpt.connectors.filter import FilterTransform
+    from airflow_provider_seatunnel_ckpt.transforms.filter import FilterTransform
 
     schema = pa.schema([("id", pa.int64()), ("payload", pa.binary(4))])
     batch = pa.RecordBatch.from_pydict({"id": list(range(10)), "payload": [b"abcd"] * 10}, schema=schema)

@@ -1,24 +1,16 @@
 """SeaTunnel's SQL function names on DuckDB, as macros installed on each query connection.
 
 SeaTunnel's ``Sql`` transform has its own functions (H2's names and meanings:
-``docs/en/transform-v2/sql-functions.md`` and ``ZetaSQLFunction`` with
-``transform/sql/zeta/functions/*.java``). DuckDB has many of them under the same name
-with the same meaning (``upper``, ``left``, ``concat``, ``translate``, ``abs``, ``log``,
-``dayname``, ``coalesce``...): those need nothing. The others are defined here as DuckDB
-SQL macros (``CREATE TEMP MACRO``: expanded into the query when it is bound, so they run
-vectorised in DuckDB like the expressions they stand for), each with SeaTunnel's meaning,
-taken from its Java code where its documentation is silent.
+``transform-v2/sql-functions.md``, ``ZetaSQLFunction``). Those DuckDB has under the same
+name and meaning need nothing; the others are DuckDB SQL macros (``CREATE TEMP MACRO``,
+expanded when the query is bound, so they run vectorised), with SeaTunnel's meaning,
+taken from its Java code where its documentation is silent. A name DuckDB already has is
+*extended*, never changed: the macro forwards every call shape DuckDB accepts to
+``system.main.<name>`` and gives SeaTunnel's meaning only to the shapes DuckDB rejects.
+docs/seatunnel.md ("SQL functions") lists them and where the meanings differ.
 
-A few names DuckDB already has are *extended*, never changed: the macro forwards every
-call shape DuckDB accepts to DuckDB's own function (``system.main.<name>``) and gives
-SeaTunnel's meaning only to the shapes DuckDB rejects (``instr`` with a start position,
-``lpad`` without a padding text, ``datediff(a, b, 'DAY')``...). So a query written for
-DuckDB means what it meant. Where a name means something different in the two (DuckDB's
-``regexp_replace`` replaces the first match, ``week`` is ISO's...), DuckDB's meaning stays
-and ``docs/seatunnel.md`` ("SQL functions") says so.
-
-Helpers (``seatunnel_*``) are macros too; a format pattern given as a literal (the usual case)
-is converted once, when DuckDB folds constants, not per row.
+Helpers (``seatunnel_*``) are macros too; a format pattern given as a literal (the usual
+case) is converted once, when DuckDB folds constants, not per row.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ import re
 import string
 from typing import Any
 
-from . import sql_des
+from . import des as sql_des
 
 # --- helpers ------------------------------------------------------------------------------
 

@@ -1,20 +1,16 @@
 """Columns a query passes through unchanged skip DuckDB: they are taken from the batch.
 
-Profiling the ``Sql`` transform showed that most of its cost over pyarrow.compute is
-moving wide columns (a 100-byte payload, strings) into DuckDB and back, even when the
-query only selects them (``select id, payload, ... where ...``). So when a select-list
-item is just an input column of a wide type, the query is rewritten to select a row
-number in its place (``__st_row``, appended to the batch), and the column is taken from
-the input by those row numbers (``Array.take``: one copy, and the column keeps its exact
-Arrow type). Filters, ``order by`` and ``limit`` move the row numbers with the rows, so
-the result is the same.
+Moving wide columns (strings, payloads) into DuckDB and back is most of a plain query's
+cost. So when a select-list item is just an input column of a wide type, the query is
+rewritten to select a row number in its place (``__st_row``, appended to the batch), and
+the column is taken from the input by those row numbers (``Array.take``: one copy, the
+exact Arrow type kept). Filters and ``limit`` move the row numbers with the rows.
 
-The rewrite is only made when it cannot change the meaning: one base table, no
-``distinct``, ``group by``, ``having``, ``qualify`` or ``order by`` (``limit`` is fine), no
-``select *``, and only for items not renamed (so any other mention of the name still
-means the same input column). The query is read by sqlglot (:mod:`.sql_tree`) and
-only those items' text is replaced, by its positions: the rest of the query stays as
-written; if anything about the result fails in DuckDB, the original query runs.
+The rewrite is made only when it cannot change the meaning: one base table, no
+``distinct``, ``group by``, ``having``, ``qualify``, ``order by`` or ``select *``, and
+only for items not renamed. The query is read by sqlglot (:mod:`.tree`) and only those
+items' text is replaced, by its positions; if anything about the result fails in DuckDB,
+the original query runs.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
-from . import sql_tree
+from . import tree as sql_tree
 
 ROW = "__st_row"
 _PREFIX = "__st_pass_"

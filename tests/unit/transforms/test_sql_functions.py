@@ -1,4 +1,4 @@
-"""SeaTunnel's SQL function names on the ``Sql`` transform (connectors/sql_functions.py).
+"""SeaTunnel's SQL function names on the ``Sql`` transform (sql/functions.py).
 
 Each case runs through the real transform on a real Arrow batch. The inputs are the
 examples of SeaTunnel's docs/en/transform-v2/sql-functions.md and the rows of its e2e
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
-from airflow_provider_seatunnel_ckpt.connectors.batch_sql import BatchQuery
+from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 # func_string.conf's row, plus a boolean
@@ -430,8 +430,8 @@ def test_filter_conditions_have_the_functions_too():
 def test_every_macro_installs_alone_or_all_together():
     import duckdb
 
-    from airflow_provider_seatunnel_ckpt.connectors.batch_sql import _CONNECTION_CONFIG
-    from airflow_provider_seatunnel_ckpt.connectors.sql_functions import MACROS, install
+    from airflow_provider_seatunnel_ckpt.sql.batch_query import _CONNECTION_CONFIG
+    from airflow_provider_seatunnel_ckpt.sql.functions import MACROS, install
 
     install(duckdb.connect(config=_CONNECTION_CONFIG))
     for name, _ in MACROS:  # only what a query calls is installed: each with the helpers it needs

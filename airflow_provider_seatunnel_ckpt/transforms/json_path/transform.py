@@ -1,59 +1,16 @@
 """SeaTunnel's ``JsonPath`` transform under its name and options (SeaTunnel 2.3.x,
-``transform-v2/jsonpath.md``)::
-
-    JsonPath {
-      row_error_handle_way = FAIL          # or SKIP: drop a row whose path fails
-      columns = [
-        { src_field = data, path = "$.data.c_integer", dest_field = c1, dest_type = int,
-          column_error_handle_way = SKIP } # FAIL, SKIP (null) or SKIP_ROW
-      ]
-    }
+``transform-v2/jsonpath.md``): ``columns`` (``src_field``, ``path``, ``dest_field``,
+``dest_type``, ``column_error_handle_way``) and ``row_error_handle_way``.
 
 Each column reads ``path`` from the JSON in ``src_field`` and writes the result, converted
-to ``dest_type`` (default ``string``), to ``dest_field``: a new column at the end, or the
-input column of that name replaced in place (as SeaTunnel's MultipleFieldOutputTransform).
-The path is read by Jayway JsonPath's rules over json-smart's permissive parsing, as
-SeaTunnel reads it (the package's docstring says why that is ported rather than left to
-DuckDB's JSON functions).
-
-Per row, in column order, as SeaTunnel does:
-
-* a null ``src_field`` gives null (the path is not read);
-* a path that does not match or text that is not JSON even for json-smart: with the
-  column's ``column_error_handle_way`` SKIP the column is null; SKIP_ROW drops the row;
-  FAIL fails the job; without it ``row_error_handle_way`` decides (SKIP drops the row,
-  FAIL, the default, fails the job);
-* a result that does not convert to ``dest_type`` (``"abc"`` as int), an empty text or
-  the JSON ``null`` as the whole document fail the job whatever the options say
-  (SeaTunnel catches only JsonPath's own exceptions).
-
-A ``src_field`` of type ``row``, ``array`` or ``map`` is first written as JSON the way
-SeaTunnel's Jackson writes the Java values: a row as the array of its fields (so
-``$[0]`` is its first field), dates and times as arrays (``[2023,10,29]``), bytes in
-base64, floats as Java prints them.
+to ``dest_type``, to ``dest_field``: a new column at the end, or the input column of that
+name replaced in place. Per row, in column order, as SeaTunnel does; the rules, the
+error handling and where it differs from SeaTunnel are in docs/seatunnel.md ("JsonPath").
 
 Work is columnar where it can be: the source column is dictionary-encoded and each
 distinct text is parsed and read once; results and the per-row decisions are taken back
 to the rows with Arrow/numpy (``pc.take``), so a column of repeated documents costs one
 parse per distinct value.
-
-**Differs** from SeaTunnel (each is an error or a warning line, never silent):
-
-* filters ``[?(...)]`` and functions (``.length()``) are refused with one line, as is a
-  path that does not compile: when the job is checked (SeaTunnel: at the first row);
-* a ``src_field`` that is not string, bytes, row, array or map, or that holds a nested
-  row, or a map keyed by dates, times or bytes, is refused when the job is checked;
-* a decimal result that does not fit ``decimal(p, s)`` exactly fails the job (SeaTunnel
-  passes the unscaled value on to the sink);
-* ``time`` and ``timestamp`` keep microseconds: digits past the sixth are dropped with a
-  warning (SeaTunnel keeps nanoseconds);
-* each date and timestamp is matched to one of SeaTunnel's formats on its own (SeaTunnel
-  caches the first value's format for the transform's date and timestamp columns, so a
-  later value in another format fails there);
-* an unknown key in a column entry and a repeated ``dest_field`` are one-line errors
-  (SeaTunnel ignores the key; the last column wins), as is an empty ``columns`` list;
-* Java's ``Double.toString`` is reproduced with the shortest digits (Java 19+; older JVMs
-  print a few values with one digit more).
 """
 
 from __future__ import annotations
@@ -64,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...connectors.api import Transform
+from ...connectors.options import Options, option_key
+from ...connectors.seatunnel_types import seatunnel_type, type_name
 from ...errors import ConfigError, DataError
-from ..api import Transform
-from ..options import Options, option_key
-from ..seatunnel_types import seatunnel_type, type_name
 from .convert import Converters, result_node
 from .failures import HardError, PathError
 from .path_compiler import Unsupported, compile_path

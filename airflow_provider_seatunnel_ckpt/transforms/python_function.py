@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 
+from ..connectors.api import ReaderContext, Transform
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .api import ReaderContext, Transform
-from .options import Options, option_key
 
 _FUNCTION = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 

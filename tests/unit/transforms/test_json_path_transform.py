@@ -1,4 +1,4 @@
-"""SeaTunnel's JsonPath transform (connectors/json_path/): its four e2e job files with the
+"""SeaTunnel's JsonPath transform (transforms/json_path/): its four e2e job files with the
 values they produce, every dest_type conversion, Jayway's path rules (definite paths fail
 when they match nothing, indefinite ones give a list), json-smart's permissive reading, the
 error-handling options and one-line option errors. Real parts only: the transform is
@@ -17,16 +17,16 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.json_path.failures import PathError
-from airflow_provider_seatunnel_ckpt.connectors.json_path.path_compiler import compile_path
-from airflow_provider_seatunnel_ckpt.connectors.json_path.path_reader import read_path
-from airflow_provider_seatunnel_ckpt.connectors.json_path.permissive_json import parse_json
+from airflow_provider_seatunnel_ckpt.transforms.json_path.failures import PathError
+from airflow_provider_seatunnel_ckpt.transforms.json_path.path_compiler import compile_path
+from airflow_provider_seatunnel_ckpt.transforms.json_path.path_reader import read_path
+from airflow_provider_seatunnel_ckpt.transforms.json_path.permissive_json import parse_json
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
 from tests.seatunnel_jobs import run_in_process
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "seatunnel" / "seatunnel-transforms-v2-e2e-part-2" \
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel" / "seatunnel-transforms-v2-e2e-part-2" \
     / "json_path_transform"
 
 

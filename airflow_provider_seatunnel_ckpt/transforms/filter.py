@@ -5,20 +5,11 @@
 With ``fields`` (a list of column names) the batch keeps those columns, in that order, as
 SeaTunnel's Filter does; nothing else may be given with it.
 
-DuckDB evaluates the condition over the batch's columns and returns the numbers of the
-rows that hold; the rows are then taken from the batch (its columns never go through
-DuckDB and keep their exact types).
-
-``condition`` is any SQL boolean expression over the batch's columns, evaluated by
-DuckDB (:mod:`.batch_sql`): ``id % 2 = 0 and name like 'a%'``. Rows where it is null
-(a null column compared) are dropped, as in a SQL ``where``.
-
-The original one-comparison syntax keeps working and keeps its meaning:
-``<column> [% <divisor>] <op> <literal>`` with ``op`` one of ``== != < <= > >=``, the
-column in backticks when it is not an identifier and the literal a JSON number,
-``true``/``false`` or a string in single *or double* quotes. Such a condition is
-rewritten to SQL first, so ```user name` == "bob"`` compares the column with the text
-``bob`` (in plain SQL ``"bob"`` would name a column).
+``condition`` is any SQL boolean expression over the batch's columns, evaluated by the SQL
+engine (:mod:`..sql.batch_query`), which returns the numbers of the rows where it holds
+(null drops the row, as in a ``where``); the rows are then taken from the batch, whose
+columns never go through DuckDB and keep their exact types. The original one-comparison
+syntax (docs/jobs.md, "Transforms") is rewritten to SQL first and keeps its meaning.
 """
 
 from __future__ import annotations
@@ -30,11 +21,11 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow as pa
 
+from ..connectors.options import Options, option_key
 from ..errors import ConfigError
-from .batch_sql import QueryTransform
+from ..sql.passthrough import ROW
 from .select import SelectTransform
-from .options import Options, option_key
-from .sql_passthrough import ROW
+from .sql import QueryTransform
 
 _LEGACY_CONDITION = re.compile(
     r"^\s*(?P<column>`[^`]+`|[A-Za-z_][\w.]*)\s*(?:%\s*(?P<divisor>-?\d+)\s*)?"

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
-from airflow_provider_seatunnel_ckpt.connectors.filter import (
+from airflow_provider_seatunnel_ckpt.transforms.filter import (
     legacy_condition_as_sql,
 )
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job

@@ -1,9 +1,9 @@
 """A ``Sql`` query as a sqlglot tree: parsed, typed by the input's columns, and rendered
-back for DuckDB. What the SeaTunnel rewrites (:mod:`.sql_rewrites`), the pass-through
-(:mod:`.sql_passthrough`) and the Arrow plans (:mod:`.sql_arrow`) read.
+back for DuckDB. What the SeaTunnel rewrites (:mod:`.rewrites`), the pass-through
+(:mod:`.passthrough`) and the Arrow plans (:mod:`.arrow`) read.
 
 The dialect is DuckDB's with every function call kept as written: SeaTunnel's function
-names are DuckDB macros here (:mod:`.sql_functions`), and sqlglot's own reading of a
+names are DuckDB macros here (:mod:`.functions`), and sqlglot's own reading of a
 name (``insert``, ``to_char``, ``regexp_like``...) would turn it into another function. A
 rendered tree reads in DuckDB as the text it came from (test_sql_tree.py compares
 DuckDB's parse of the two on SeaTunnel's job files' queries and on DuckDB's syntax).
@@ -32,7 +32,7 @@ _SYNTAX = ("CAST", "TRY_CAST", "EXTRACT", "POSITION", "SUBSTRING", "TRIM")
 
 class _DuckDBAsWritten(DuckDB):
     class Tokenizer(DuckDB.Tokenizer):
-        # SeaTunnel's type name byte is a type of the query's connection (sql_functions.TYPES)
+        # SeaTunnel's type name byte is a type of the query's connection (functions.TYPES)
         KEYWORDS = {word: token for word, token in DuckDB.Tokenizer.KEYWORDS.items() if word != "BYTE"}
 
     class Parser(DuckDB.Parser):
