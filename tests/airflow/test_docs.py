@@ -1,6 +1,8 @@
 """docs/airflow.md: every connection example builds its storage configuration, and every
 Python example runs (the DAG examples build their DAGs; the hook example reads storage).
-The ``airflow dags test`` command it shows is what test_example_dags.py runs."""
+The ``airflow dags test`` command it shows is what test_example_dags.py runs. README.md's
+DAG builds, and by its trigger rules a run whose Spark job failed and was recovered ends
+in success."""
 
 from __future__ import annotations
 
@@ -58,3 +60,50 @@ def test_every_python_example_runs(monkeypatch, tmp_path):
     assert namespace["recover"].trigger_rule == "one_failed"
     assert namespace["done"].deferrable is True and namespace["progress"].newer_than == 10
     assert namespace["ok"] is True and namespace["hook"].describe("nightly").endswith("/checkpoints/nightly")
+
+
+README = DOC.parents[1] / "README.md"
+
+
+def readme_dag() -> dict:
+    """README's "In a DAG" example, run: its namespace."""
+    section = README.read_text().split("\n## In a DAG\n", 1)[1].split("\n## ", 1)[0]
+    (body,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    namespace: dict = {}
+    exec(compile(body, f"{README}:In a DAG", "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace
+
+
+def run_state(dag, failed: set[str]) -> str:
+    """The DAG run's end state by Airflow's trigger rules when the tasks in ``failed`` fail
+    and every task that runs otherwise succeeds (the rules the README's DAG uses)."""
+    states: dict[str, str] = {}
+    for task in dag.topological_sort():
+        upstream = [states[task_id] for task_id in task.upstream_task_ids]
+        broken = any(state in ("failed", "upstream_failed") for state in upstream)
+        rule = str(task.trigger_rule.value if hasattr(task.trigger_rule, "value") else task.trigger_rule)
+        if rule == "all_success":
+            runs, otherwise = all(state == "success" for state in upstream), "upstream_failed" if broken else "skipped"
+        elif rule == "one_failed":
+            runs, otherwise = broken, "skipped"
+        elif rule == "none_failed":
+            runs, otherwise = not broken, "upstream_failed"
+        else:
+            raise AssertionError(f"{task.task_id}: trigger rule {rule} not modelled here")
+        states[task.task_id] = ("failed" if task.task_id in failed else "success") if runs else otherwise
+    leaves = [states[task.task_id] for task in dag.tasks if not task.downstream_task_ids]
+    return "failed" if any(state in ("failed", "upstream_failed") for state in leaves) else "success"
+
+
+def test_readme_dag_ends_in_success_after_a_recovery(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    namespace = readme_dag()
+    dag = namespace["etl"].dag
+    # the run the example is about: etl fails, the recovery resumes it, the sensor sees the final checkpoint
+    assert run_state(dag, failed={"etl"}) == "success"
+    assert run_state(dag, failed=set()) == "success"
+    # and a failed recovery still fails the run
+    assert run_state(dag, failed={"etl", "recover"}) == "failed"
+    final = dag.get_task("final_checkpoint")
+    assert final.upstream_task_ids == {"recover"} and final.trigger_rule == "none_failed"
+    assert dag.get_task("recover").upstream_task_ids == {"etl"}
