@@ -83,7 +83,10 @@ def get_provider_info() -> dict:
                     "storage_type": {
                         "label": "Storage type",
                         "description": "plugin-config storage.type: where checkpoints are written",
-                        "schema": {"type": ["string", "null"], "enum": ["local", "hdfs", "s3", "oss", None]},
+                        # no None in the enum: the UI offers every enum value as a choice, None as a
+                        # literal "null"; an optional choice is declared so by Airflow's own providers
+                        # (smtp's auth_type), and the hook reads an unset field as no storage.type
+                        "schema": {"type": ["string", "null"], "enum": ["local", "hdfs", "s3", "oss"]},
                     },
                     "namespace": {
                         "label": "Namespace",

@@ -7,7 +7,8 @@ Its modules:
 
 * ``documents.py``: a document from a path or text (YAML, JSON; HOCON for job files),
   also seatunnel.yaml's (config.py);
-* ``hocon.py``: SeaTunnel's HOCON dialect;
+* ``hocon.py``: SeaTunnel's HOCON dialect; ``unrendered.py``: Jinja left in a document,
+  named when it breaks the parse;
 * ``variables.py``: ``${NAME}`` in values; ``variable_options.py``: their values from
   ``-i`` and ``--variables``;
 * ``env.py``: the ``env`` block; ``wiring.py``: which sources, transforms and sinks

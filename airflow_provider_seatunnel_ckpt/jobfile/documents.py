@@ -19,6 +19,7 @@ import yaml
 
 from ..errors import ConfigError
 from .hocon import parse_hocon
+from .unrendered import unrendered_jinja
 
 
 def load_document(source: str | os.PathLike | Mapping[str, Any]) -> tuple[Any, str, list[str]]:
@@ -61,10 +62,22 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys instead of keeping the last one."""
 
 
+class _KeyNotHashable(ConfigError):
+    """A mapping or a list as a key: YAML's reading of an unrendered ``{{ x }}``."""
+
+    def __init__(self, line: int):
+        super().__init__(f"line {line}", "a mapping or a list cannot be a key")
+        self.line = line
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise _KeyNotHashable(key_node.start_mark.line + 1) from None
         if key in seen:
             mark = key_node.start_mark
             raise ConfigError(f"line {mark.line + 1}", f"duplicate key {key!r}")
@@ -86,10 +99,15 @@ def _parse_yaml(text: str, origin: str, warnings: list[str]) -> Any:
         raise ConfigError(origin, "is empty")
     try:
         doc = yaml.load(cleaned, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except _KeyNotHashable as err:
+        raise unrendered_jinja(origin, cleaned, err.line) or ConfigError(origin, f"{err.key}: {err.problem}") from None
     except ConfigError as err:
         raise ConfigError(origin, f"{err.key}: {err.problem}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
+        # `{% ... %}` cannot start a YAML token
+        if mark and (jinja := unrendered_jinja(origin, cleaned, mark.line + 1)):
+            raise jinja from None
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = err.problem or err.context or "invalid YAML"
         raise ConfigError(origin, f"YAML syntax error at {where}{problem}") from None

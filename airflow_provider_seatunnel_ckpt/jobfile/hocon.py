@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from .unrendered import unrendered_jinja
 
 #: fields whose object value SeaTunnel turns into a list of plugin entries
 PLUGIN_SECTIONS = ("source", "transform", "sink")
@@ -55,7 +56,9 @@ class _Parser:
 
     # ---- errors and low-level scanning ----------------------------------------------------
     def error(self, problem: str, line: int | None = None) -> ConfigError:
-        return ConfigError(f"{self.origin}:{line or self.line}", f"{problem} (HOCON)")
+        line = line or self.line
+        # `{{ x }}` reads as an object where a key belongs: name the template, not that
+        return unrendered_jinja(self.origin, self.text, line) or ConfigError(f"{self.origin}:{line}", f"{problem} (HOCON)")
 
     def peek(self, n: int = 1) -> str:
         return self.text[self.pos:self.pos + n]

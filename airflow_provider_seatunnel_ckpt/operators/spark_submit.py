@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
+# the function, not the module: BaseOperator's metaclass swaps a module-level `warnings`
+# for one that adds 2 to every stacklevel, and _dag_file_level counts the frames itself
+from warnings import warn
 
 import jinja2
 import yaml
@@ -119,6 +122,47 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
+#: SparkSubmitOperator arguments that cannot work here, and why: passing one (other than
+#: None or False, which ask for nothing) is a TypeError, so a DAG that relies on one fails
+#: to import instead of running without it
+_REFUSED_ARGUMENTS = {
+    "java_class": "the application is the checkpoint engine (Python), not a JVM class",
+    # The parent injects these into conf in its execute(), which ours replaces; the
+    # operator reports lineage itself when the OpenLineage provider is installed.
+    "openlineage_inject_parent_job_info": "the engine's Spark job gets no OpenLineage injection; the operator "
+    "reports the job's datasets and checkpoint run to OpenLineage itself",
+    "openlineage_inject_transport_info": "the engine's Spark job gets no OpenLineage injection; the operator "
+    "reports the job's datasets and checkpoint run to OpenLineage itself",
+}
+#: arguments that change nothing here but harm nothing either (the parent ignores them in
+#: client mode too): a warning
+_INERT_ARGUMENTS = {
+    "status_poll_interval": "it only tracks a cluster-mode driver, and deploy_mode=cluster is refused",
+}
+
+
+def _check_spark_submit_arguments(operator: str, kwargs: Mapping[str, Any]) -> None:
+    if "application" in kwargs:
+        raise TypeError(f"{operator} runs the checkpoint engine; it takes no 'application'")
+    for name, reason in _REFUSED_ARGUMENTS.items():
+        if kwargs.get(name) not in (None, False):
+            raise TypeError(f"{operator} takes no {name!r}: {reason}")
+    for name, reason in _INERT_ARGUMENTS.items():
+        if name in kwargs:
+            warn(f"{operator}: {name} has no effect: {reason}", UserWarning, stacklevel=_dag_file_level())
+
+
+def _dag_file_level() -> int:
+    """The stacklevel of the first caller outside this package and Airflow: the DAG file's
+    line, however many __init__ wrappers (Airflow's default-args one, subclasses) lie between."""
+    frame, level = sys._getframe(1), 1  # the function that warns is level 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        ("airflow_provider_seatunnel_ckpt.", "airflow.")
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     """Submit a checkpointed PySpark job (SeaTunnel-style job file) with spark-submit.
 
@@ -158,7 +202,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         DAGs scheduled on the alias run after each finished job.
     :param spark_submit_kwargs: anything ``SparkSubmitOperator`` takes (``conf``,
         ``py_files`` for your own transforms, ``executor_memory``, ``env_vars``...),
-        except ``application``, which is the engine.
+        except ``application``, which is the engine, and ``java_class`` and
+        ``openlineage_inject_*=True``, which cannot work here (a ``TypeError``);
+        ``status_poll_interval`` has no effect (a warning).
 
     Pushes XCom ``job_id`` before submitting (for sensors and the recovery operator),
     then ``final_checkpoint_id`` and a return value with the final checkpoint's
@@ -190,8 +236,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         sink_asset: bool = True,
         **spark_submit_kwargs: Any,
     ) -> None:
-        if "application" in spark_submit_kwargs:
-            raise TypeError(f"{type(self).__name__} runs the checkpoint engine; it takes no 'application'")
+        _check_spark_submit_arguments(type(self).__name__, spark_submit_kwargs)
         spark_submit_kwargs.setdefault("name", f"seatunnel-ckpt-{spark_submit_kwargs.get('task_id', 'job')}")
         super().__init__(application=str(SPARK_APP), conn_id=conn_id, **spark_submit_kwargs)
         self.job_file = job_file
@@ -227,6 +272,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         """As BaseOperator's, with the sink alias among the outlets: ``expand()`` builds a
         MappedOperator from these kwargs without calling ``__init__``, so without this the
         alias would be missing from the serialized DAG (no lineage, no alias in the DB)."""
+        # expand() never calls __init__ while the DAG is parsed: check here too
+        _check_spark_submit_arguments(cls.__name__, kwargs)
         operator_partial = super().partial(**kwargs)
         partial_kwargs = operator_partial.kwargs
         if partial_kwargs.get("sink_asset", True) is not False:

@@ -35,6 +35,24 @@ def test_every_storage_connection_type_is_registered_for_the_ui_test_and_no_othe
             assert info is None or info.package_name != PACKAGE_NAME
 
 
+def test_the_storage_type_choice_offers_the_storage_types_and_no_null_and_the_provider_info_validates():
+    """The form field as the API server serves it to the UI: an enum of the four storage
+    types, without a literal null choice; the provider info as Airflow's schema checks it."""
+    import jsonschema
+    from airflow.providers_manager import ProvidersManager, _create_provider_info_schema_validator
+
+    from airflow_provider_seatunnel_ckpt import get_provider_info
+
+    _create_provider_info_schema_validator().validate(get_provider_info())
+    widgets = ProvidersManager().connection_form_widgets
+    schema = widgets["extra__seatunnel_checkpoint__storage_type"].field["schema"]
+    assert schema["enum"] == ["local", "hdfs", "s3", "oss"]
+    for name, widget in widgets.items():
+        if widget.package_name == PACKAGE_NAME:
+            jsonschema.Draft7Validator.check_schema(widget.field["schema"])
+            assert None not in widget.field["schema"].get("enum", []), name
+
+
 @pytest.fixture(scope="module")
 def api(airflow_db):
     """The API server app (core API) with connection testing enabled, as an admin."""

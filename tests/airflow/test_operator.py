@@ -34,6 +34,48 @@ def test_default_job_id_is_storage_safe_stable_and_distinct():
     assert len(default_job_id("d" * 150, "t" * 150, "r")) <= 200
 
 
+INERT_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG
+from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator
+
+with DAG("inert_argument", schedule=None, start_date=datetime(2026, 1, 1)):
+    CheckpointedSparkSubmitOperator(task_id="etl", job_file="j.yaml", {argument})
+"""
+
+
+@pytest.mark.parametrize("argument", ["java_class='org.example.Main'", "openlineage_inject_parent_job_info=True",
+                                      "openlineage_inject_transport_info=True"])
+def test_a_spark_submit_argument_that_cannot_work_is_a_dag_import_error_naming_it(argument, tmp_path):
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "inert.py").write_text(INERT_DAG.format(argument=argument))
+    bag = DagBag(dag_folder=str(tmp_path))
+    name = argument.split("=")[0]
+    (error,) = bag.import_errors.values()
+    assert f"takes no '{name}'" in error and "inert_argument" not in bag.dags, error
+    assert len(error.strip().splitlines()[-1]) < 300  # the reason, on the error's own line
+
+
+def test_arguments_that_cannot_work_are_refused_by_both_operators_and_by_partial():
+    from airflow_provider_seatunnel_ckpt.operators import CheckpointRecoveryOperator
+
+    for make in (CheckpointedSparkSubmitOperator, CheckpointRecoveryOperator, CheckpointedSparkSubmitOperator.partial):
+        with pytest.raises(TypeError, match="takes no 'java_class': the application is the checkpoint engine"):
+            make(task_id="t", job_file="j.yaml", job_id="j", java_class="org.example.Main")
+        with pytest.raises(TypeError, match="takes no 'openlineage_inject_transport_info'"):
+            make(task_id="t", job_file="j.yaml", job_id="j", openlineage_inject_transport_info=True)
+    # asking for nothing is fine: the parent's defaults come from [openlineage] spark_inject_*
+    CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", java_class=None,
+                                    openlineage_inject_parent_job_info=False)
+
+
+def test_status_poll_interval_has_no_effect_and_says_so():
+    with pytest.warns(UserWarning, match="status_poll_interval has no effect: it only tracks a cluster-mode driver") as caught:
+        CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", status_poll_interval=5)
+    assert caught[0].filename == __file__  # the line of the DAG file that passed it
+
+
 def test_arguments_are_checked_early():
     with pytest.raises(ValueError, match="restore must be one of auto, latest, none"):
         CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore="newest")
