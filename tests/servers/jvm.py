@@ -2,7 +2,7 @@
 
 ``scripts/jvm-servers`` resolves ``tests/servers/jvm/pom.xml`` into ``.cache/m2`` and
 builds the launcher jar into ``.cache/jvm-servers`` the first time a JVM server is wanted
-(about 45 s and 190 MB from an empty cache; afterwards a stamp check of a few ms).
+(30-45 s and 200 MB from an empty cache; afterwards a stamp check of a few ms).
 
 Every JVM is started with a pipe as its stdin that Python never writes to (except
 MiniClusters' commands): the launchers (``servers.Lifeline``, ``servers.MiniClusters``)
@@ -46,8 +46,10 @@ def build() -> dict[str, str]:
         if _built is None:
             done = subprocess.run(["bash", str(ROOT / "scripts" / "jvm-servers")], capture_output=True, text=True)
             if done.returncode != 0:
-                lines = [l for l in done.stderr.splitlines() if l.startswith("jvm-servers:")]
-                raise JvmServerError(lines[-1] if lines else done.stderr.strip()[-2000:])
+                lines = done.stderr.strip().splitlines()
+                if len(lines) == 1:  # a missing tool: the one line says what to install
+                    raise JvmServerError(lines[0])
+                raise JvmServerError("scripts/jvm-servers failed:\n" + "\n".join(lines[-40:]))
             _built = {"jar": str(CACHE / "jvm-test-servers.jar")}
             for profile in ("kafka", "hadoop"):
                 _built[profile] = (CACHE / f"{profile}.classpath").read_text().strip()
