@@ -70,6 +70,61 @@ def kafka_cluster() -> Iterator[Any]:
         yield cluster
 
 
+# --- real JVM servers (tests/servers/jvm, docs/testing.md#jvm-test-servers) ---------------
+# Built on first use (scripts/jvm-servers); each started once per session, on loopback.
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[Any]:
+    """A real Apache Kafka 4.1 broker: one KRaft node (broker and controller)."""
+    from tests.servers.kafka_broker import KafkaBroker
+
+    with KafkaBroker(nodes=1) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def kafka_brokers_3() -> Iterator[Any]:
+    """Three real KRaft nodes (replication factor 3), for tests that lose a broker:
+    ``kill_node(n)`` / ``start_node(n)`` + ``wait_ready([n])``; leave all three up."""
+    from tests.servers.kafka_broker import KafkaBroker
+
+    with KafkaBroker(nodes=3) as brokers:
+        yield brokers
+
+
+def _hadoop(mode: str) -> Iterator[Any]:
+    from tests.servers.hadoop import HadoopCluster
+
+    with HadoopCluster(mode) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster() -> Iterator[Any]:
+    """Hadoop 3.5's MiniDFSCluster: one NameNode (WebHDFS at ``webhdfs_url``), one DataNode."""
+    yield from _hadoop("hdfs")
+
+
+@pytest.fixture(scope="session")
+def hdfs_ha_cluster() -> Iterator[Any]:
+    """MiniDFSCluster with two NameNodes (nn1 active, nn2 standby); ``failover()`` swaps
+    them: a test that fails over leaves nn1 active again."""
+    yield from _hadoop("hdfs-ha")
+
+
+@pytest.fixture(scope="session")
+def hdfs_kerberos_cluster() -> Iterator[Any]:
+    """MiniDFSCluster secured by a MiniKdc (Kerberos RPC, SPNEGO on WebHDFS)."""
+    yield from _hadoop("hdfs-kerberos")
+
+
+@pytest.fixture(scope="session")
+def yarn_cluster() -> Iterator[Any]:
+    """MiniYARNCluster (ResourceManager, one NodeManager) over a MiniDFSCluster."""
+    yield from _hadoop("yarn")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The chaos report (tests/chaos/conftest.py), for the chaos and the cluster suites."""
     chaos = sys.modules.get("tests.chaos.conftest")
