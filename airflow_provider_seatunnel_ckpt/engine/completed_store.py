@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..storage import (
     CheckpointKind as StoredKind,
+)
+from ..storage import (
     CheckpointManifest,
     CheckpointNotFoundError,
     CheckpointStorage,
     CorruptCheckpointError,
+)
+from ..storage import (
     StateHandle as StoredHandle,
 )
 from .completed import CompletedCheckpoint, SubtaskSnapshot

@@ -18,12 +18,12 @@ and commit infos are what they always were, and so are their checkpoints.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..connectors.api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, close_all, table_of
-
 
 #: where one sink's part sits in a commit info: its index at each level of ``{"sinks": [...]}``
 Path = tuple[int, ...]

@@ -20,15 +20,30 @@ from dataclasses import dataclass
 
 from ..errors import CheckpointFailed, FailureReason, ProtocolError
 from .actions import (
-    Action, Broadcast, DeleteCheckpointState, FailJob, JobFinished, PersistCheckpoint,
-    ScheduleWakeup, SendToSubtask,
+    Action,
+    Broadcast,
+    DeleteCheckpointState,
+    FailJob,
+    JobFinished,
+    PersistCheckpoint,
+    ScheduleWakeup,
+    SendToSubtask,
 )
 from .completed import CompletedCheckpoint
 from .failure_manager import CheckpointFailureManager
 from .id_counter import FIRST_CHECKPOINT_ID, CheckpointIdCounter
 from .messages import (
-    AbortCheckpoint, Ack, CheckpointKind, Decline, EndOfInput, NotifyComplete, Register,
-    RestoreState, SubtaskMessage, TaskFailed, TriggerBarrier,
+    AbortCheckpoint,
+    Ack,
+    CheckpointKind,
+    Decline,
+    EndOfInput,
+    NotifyComplete,
+    Register,
+    RestoreState,
+    SubtaskMessage,
+    TaskFailed,
+    TriggerBarrier,
 )
 from .pending import AckResult, CheckpointState, PendingCheckpoint
 

@@ -21,9 +21,10 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import CheckpointError, ProtocolError
 from ..history import HistoryRecorder, completed_entry, failed_entry
@@ -41,9 +42,21 @@ from .actions import (
 from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
 from .coordinator import CheckpointCoordinator, Lifecycle
 from .fencing import Fenced, FenceLog
-from .messages import AddSplits, FinishJob, Register, RestoreState, SplitPlan, TaskFailed, TriggerBarrier, decode, encode
+from .messages import (
+    AddSplits,
+    FinishJob,
+    Register,
+    RestoreState,
+    SplitPlan,
+    TaskFailed,
+    TriggerBarrier,
+    decode,
+    encode,
+)
 from .split_discovery import SplitDiscovery, split_names
-from .split_plan import REF_KEY as PLAN_REF_KEY, SOURCE_KEY as PLAN_SOURCE_KEY, store_plan
+from .split_plan import REF_KEY as PLAN_REF_KEY
+from .split_plan import SOURCE_KEY as PLAN_SOURCE_KEY
+from .split_plan import store_plan
 
 log = logging.getLogger(__name__)
 

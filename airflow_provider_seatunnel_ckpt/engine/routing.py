@@ -15,17 +15,24 @@ The rules: docs/seatunnel.md, "Table wiring and common options" and "Change rows
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..connectors import (
-    SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
+    SourceUnion,
+    load_sink,
+    load_sink_of_table,
+    load_source,
+    load_table_sinks,
+    load_transform,
+    sink_writes_tables,
 )
 from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, with_kinds, without_kinds
 from ..errors import ConfigError, ConnectorError
-from .composite import SinkGroup, TableSinks
 from ..jobfile.wiring import Wiring
+from .composite import SinkGroup, TableSinks
 
 
 class Router:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..config import CheckpointConfig
 from ..errors import ConfigError

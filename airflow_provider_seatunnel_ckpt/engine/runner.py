@@ -14,7 +14,8 @@ engine/launch.py (the Spark job); engine/run_state.py holds what they share.
 from __future__ import annotations
 
 import secrets
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import DataError
 from .claim import ClaimDuty
@@ -25,7 +26,8 @@ from .launch import LaunchDuty
 from .liveness import LivenessDuty
 from .restore import RestoreDuty
 from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunRequest, parse_restore
-from .sink_identity import layout as sink_layout, restored as restored_for_sinks
+from .sink_identity import layout as sink_layout
+from .sink_identity import restored as restored_for_sinks
 from .spark_settings import check_spark_settings
 
 __all__ = ["DISCARDING", "JOB_DOCUMENT", "PIPELINE_ID", "JobRun", "RunRequest", "parse_restore"]

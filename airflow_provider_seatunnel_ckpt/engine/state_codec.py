@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..storage import CorruptCheckpointError
 from ..storage.filesystem import Bytes, join_pieces
@@ -50,7 +51,7 @@ class SplitState:
         return {"position": self.position, "finished": self.finished, "operators": self.operators}
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> "SplitState":
+    def from_json(cls, raw: Any, where: str) -> SplitState:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("finished", False), bool):
             raise CorruptCheckpointError(f"{where}: malformed split state")
         operators = raw.get("operators") or {}

@@ -17,16 +17,17 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from ..connectors.api import ReaderContext, Split
 from ..errors import DataError
+from ..jobfile.spec import JobSpec
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
-from ..connectors.api import ReaderContext, Split
-from ..jobfile.spec import JobSpec
 from .messages import (
     AbortCheckpoint,
     Ack,

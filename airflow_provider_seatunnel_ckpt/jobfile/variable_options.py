@@ -6,8 +6,9 @@ Airflow operator writes from connections. variables.py fills them in.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

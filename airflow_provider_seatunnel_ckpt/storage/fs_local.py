@@ -22,8 +22,9 @@ import shutil
 import stat
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import wait
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 from airflow_provider_seatunnel_ckpt.storage.filesystem import (
@@ -542,7 +543,7 @@ class _Reclaimer:
             self._queue.put(fd)
 
     @staticmethod
-    def _run(fds: "queue.Queue[int]") -> None:
+    def _run(fds: queue.Queue[int]) -> None:
         while True:
             fd = fds.get()
             try:

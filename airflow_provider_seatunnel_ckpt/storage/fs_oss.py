@@ -18,7 +18,8 @@ import logging
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from airflow_provider_seatunnel_ckpt.errors import BackendMissing, CheckpointStorageError, ConfigError
@@ -415,7 +416,7 @@ class OssFileSystem(FileSystem):
             where = "/" + batch[0]
             try:
                 if len(batch) == 1:
-                    self._call("delete", where, lambda: self._client().delete_object(batch[0]))
+                    self._call("delete", where, lambda: self._client().delete_object(batch[0]))  # noqa: B023 - called within this iteration
                 else:
                     self._call("delete", where, lambda b=batch: self._client().batch_delete_objects(b))
             except self._failures() as exc:
@@ -553,7 +554,7 @@ class OssFileSystem(FileSystem):
     def _abort(self, key: str, path: str, upload_id: str) -> None:
         try:
             self._call("write (abort multipart)", path, lambda: self._client().abort_multipart_upload(key, upload_id))
-        except Exception as exc:  # noqa: BLE001 - best effort; the original error matters more
+        except Exception as exc:  # best effort; the original error matters more
             log.warning(
                 "%s: could not abort multipart upload %s (%s); OSS lifecycle rules will have to clean it up",
                 self._where("write", path),

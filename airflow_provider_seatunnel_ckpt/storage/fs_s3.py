@@ -15,7 +15,6 @@ and S3-compatible stores".
 from __future__ import annotations
 
 import base64
-
 import errno
 import hashlib
 import io
@@ -23,8 +22,9 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError

@@ -8,7 +8,8 @@ same code on all of them, and one contract suite tests them all.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage

@@ -22,7 +22,8 @@ import posixpath
 import re
 import secrets
 import threading
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import BackendMissing, CheckpointStorageError, ConfigError
@@ -92,7 +93,7 @@ def _is_transient(exc: BaseException) -> bool:
     try:
         from hdfs.util import HdfsError
     except ImportError:  # pragma: no cover - hdfs is a hard dependency
-        HdfsError = ()  # type: ignore[assignment]  # noqa: N806
+        HdfsError = ()  # type: ignore[assignment]
     if isinstance(exc, HdfsError):  # raised by the client after trying every name node
         return getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS
     import requests

@@ -33,7 +33,13 @@ from typing import Any
 from ...errors import ProtocolError
 from ..messages import PROTOCOL_VERSION
 from .framing import (
-    DEFAULT_MAX_FRAME_BYTES, END_OF_STREAM, HANDSHAKE_MAX_FRAME_BYTES, NEED_DATA, FrameReader, Sentinel, check_limit,
+    DEFAULT_MAX_FRAME_BYTES,
+    END_OF_STREAM,
+    HANDSHAKE_MAX_FRAME_BYTES,
+    NEED_DATA,
+    FrameReader,
+    Sentinel,
+    check_limit,
     encode_frame,
 )
 
@@ -217,7 +223,7 @@ class ChannelConnection:
             if frame is END_OF_STREAM:
                 self._state = ChannelState.CLOSED
                 return PeerClosed()
-            event = self._guard(lambda: self._handle(frame))
+            event = self._guard(lambda: self._handle(frame))  # noqa: B023 - called within this iteration
             if event is not None:
                 return event
 
