@@ -38,10 +38,10 @@ from .messages import (
     CheckpointKind,
     Decline,
     EndOfInput,
+    Message,
     NotifyComplete,
     Register,
     RestoreState,
-    SubtaskMessage,
     TaskFailed,
     TriggerBarrier,
 )
@@ -221,7 +221,7 @@ class CheckpointCoordinator:
 
     # --- events from subtasks -----------------------------------------------------------
 
-    def on_message(self, message: SubtaskMessage) -> list[Action]:
+    def on_message(self, message: Message) -> list[Action]:
         """Dispatch a decoded subtask message (the ACK outcome is dropped; see on_ack)."""
         match message:
             case Register():

@@ -13,6 +13,7 @@ engine/launch.py (the Spark job); engine/run_state.py holds what they share.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -54,7 +55,7 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
         for sink, output in zip(sinks, outputs):
             preflight(sink)
             if output is not None:
-                preflight(sink, lambda sink=sink, output=output: sink.accepts(output))
+                preflight(sink, functools.partial(sink.accepts, output))
         sink = one_sink(sinks)
         committer = sink.create_committer(request.job_id)
         heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim

@@ -260,7 +260,7 @@ def encode_snapshot(snapshot: StateSnapshot) -> Bytes:
     return frame_snapshot(snapshot).to_bytes()
 
 
-def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> bytes | bytearray:
+def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> Bytes:
     """Snapshot and encode in one call (both parts on the calling thread)."""
     return encode_snapshot(snapshot_split_states(subtask, splits))
 

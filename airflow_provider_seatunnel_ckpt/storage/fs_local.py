@@ -214,7 +214,7 @@ class LocalFileSystem(FileSystem):
         if len(data) >= _HASH_IN_PARALLEL_FROM:  # hashlib releases the GIL: hash while writing
             hasher = in_background(lambda: digest.append(hashlib.sha256(data).hexdigest()))
         current = path
-        second = b""
+        second: Bytes = b""
         try:
             created = self._makedirs(parent)
             if then_parent != parent:
@@ -403,6 +403,8 @@ def _advise_dontneed(fd: int, offset: int, length: int) -> None:
 
 class _LocalNewFile(NewFile):
     """``NewFile`` on disk: see the module doc (``open_new``)."""
+
+    fs: LocalFileSystem
 
     def __init__(self, fs: LocalFileSystem, path: str):
         self.fs = fs

@@ -28,7 +28,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...errors import ProtocolError
 from ..messages import PROTOCOL_VERSION
@@ -127,7 +127,7 @@ def check_token(token: Any) -> str:
     return token
 
 
-def _is_label(label: Any) -> bool:
+def _is_label(label: Any) -> TypeGuard[str]:
     return isinstance(label, str) and 0 < len(label) <= MAX_LABEL_CHARS and label.isprintable()
 
 

@@ -131,7 +131,7 @@ class ControlServer:
         self._listener = socket.create_server((host, port), family=family, backlog=128)
         try:
             self._listener.setblocking(False)
-            self._address: tuple[str, int] = tuple(self._listener.getsockname()[:2])  # type: ignore[assignment]
+            self._address: tuple[str, int] = tuple(self._listener.getsockname()[:2])
             self._wake_r, self._wake_w = socket.socketpair()
             self._accept_thread = threading.Thread(
                 target=self._accept_loop, name=f"seatunnel-ckpt-control-accept-{self._address[1]}", daemon=True
