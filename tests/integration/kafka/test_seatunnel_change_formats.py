@@ -24,7 +24,7 @@ FILES = Path(__file__).parents[2] / "fixtures" / "seatunnel" / "connector-kafka-
 pytestmark = pytest.mark.timeout(180)
 
 
-def on_our_servers(name: str, kafka: Any, db: Database | None, directory: Path) -> Path:  # noqa: F811 - named as the db fixture
+def on_our_servers(name: str, kafka: Any, db: Database | None, directory: Path) -> Path:
     """The job file with SeaTunnel's container addresses replaced by ours (nothing else)."""
     text = (FILES / name).read_text()
     text = text.replace("kafka_e2e:9092", kafka.bootstrap_servers).replace("kafkaCluster:9092", kafka.bootstrap_servers)
@@ -61,11 +61,11 @@ def values_of(kafka: Any, topic: str) -> list[str]:
         consumer.close()
 
 
-def table(db: Database, name: str) -> list[list[Any]]:  # noqa: F811 - named as the db fixture
+def table(db: Database, name: str) -> list[list[Any]]:
     return [list(row) for row in db.sql(f"SELECT id, name, description, weight FROM {name} ORDER BY id")]
 
 
-def sink_table(db: Database) -> None:  # noqa: F811 - named as the db fixture
+def sink_table(db: Database) -> None:
     """SeaTunnel's KafkaFormatIT creates this table before its jobs run."""
     db.sql("CREATE TABLE sink (id INT NOT NULL PRIMARY KEY, name varchar(255), description varchar(255), "
            "weight varchar(255))")
@@ -109,7 +109,7 @@ CANAL_TABLE = [[1101, "scooter", "Small 2-wheel scooter", "4.56"], [1102, "car b
                        "test-maxwell-sink", "kafkasource_maxwell_cdc_to_pgsql.conf")),
 ])
 def test_canal_and_maxwell_changes_reach_kafka_as_seatunnel_writes_them_and_postgres_by_key(
-        kafka_cluster: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]) -> None:  # noqa: F811 - named as the db fixture
+        kafka_cluster: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]) -> None:
     data, source_topic, to_kafka, sink_topic, to_pg = files
     load_topic(kafka_cluster, source_topic, data)
     kafka_cluster.create_topic(sink_topic, 1)
@@ -138,7 +138,7 @@ def ogg_table() -> list[list[Any]]:
     return rows + [[110, "jacket", "new water resistent white wind breaker", "0.5"]]  # 111 deleted
 
 
-def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:  # noqa: F811 - named as the db fixture
+def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
     load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
     kafka_cluster.create_topic("test-ogg-sink", 1)
     assert run_in_process(on_our_servers("kafka_source_ogg_to_kafka.conf", kafka_cluster, None, tmp_path)) == 20
@@ -157,7 +157,7 @@ def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp
 
 
 def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
-        kafka_cluster: Any, db: Database, tmp_path: Path) -> None:  # noqa: F811 - named as the db fixture
+        kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
     load_topic(kafka_cluster, "dbserver1.debezium.products", "debezium_data.txt")
     kafka_cluster.create_topic("test-debezium-sink", 1)
     assert run_in_process(on_our_servers("kafkasource_debezium_to_kafka.conf", kafka_cluster, None, tmp_path)) == 3
@@ -176,14 +176,14 @@ def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
                              "2023-04-27 03:08:40", True, 0, "14:30:00", -128)
 
 
-def test_kafka_connect_json_records_are_inserts(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:  # noqa: F811 - named as the db fixture
+def test_kafka_connect_json_records_are_inserts(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
     load_topic(kafka_cluster, "jdbc_source_record", "compatible_data.txt")
     sink_table(db)
     assert run_in_process(on_our_servers("kafkasource_jdbc_record_to_pgsql.conf", kafka_cluster, db, tmp_path)) == 3
     assert table(db, "sink") == [[15, "test", "test", "20"], [16, "test-001", "test", "30"], [18, "sdc", "sdc", "sdc"]]
 
 
-def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Database, tmp_path: Path,  # noqa: F811 - named as the db fixture
+def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Database, tmp_path: Path,
                                                   workspace: Any) -> None:
     """The same file through ``seatunnel-ckpt run`` on local Spark: the change rows cross
     the engine (subtask, barriers, the driver's two-phase commit) with their kinds."""
@@ -196,7 +196,7 @@ def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Databa
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
 
-def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: Any, db: Database,  # noqa: F811 - named as the db fixture
+def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: Any, db: Database,
                                                                tmp_path: Path) -> None:
     """``table_list``: an ogg topic (by pattern) and a canal topic, each its own table and
     format, both applied to one PostgreSQL table (KafkaFormatIT.checkFormatCanalAndOgg)."""
