@@ -11,7 +11,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .cli_base import EXIT_FAILED, EXIT_OK, command_parser, run_command
 from .errors import ConfigError
@@ -110,8 +111,8 @@ def _sink_committer(args: argparse.Namespace) -> Any:
     pending work, such as the Jdbc sink's prepared transactions."""
     if not getattr(args, "job_file", None):
         return None
-    from .jobfile.job import load_job
     from .engine.routing import load_sinks, load_sources, one_sink
+    from .jobfile.job import load_job
     from .jobfile.variable_options import job_variables
 
     job = load_job(args.job_file, job_variables(args))

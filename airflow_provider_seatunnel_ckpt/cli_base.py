@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import CheckpointError, CheckpointStorageError, ConfigError
 

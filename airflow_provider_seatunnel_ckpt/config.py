@@ -20,7 +20,8 @@ import enum
 import logging
 import os
 import re
-from typing import Annotated, Any, Mapping
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -132,7 +133,7 @@ class CheckpointConfig(BaseModel):
         storage (docs/storage.md), so no reader finds it afterwards."""
         return self.externalized_retention is ExternalizedRetention.DELETE_ON_FINISH
 
-    def with_job_env(self, env: Mapping[str, Any]) -> "CheckpointConfig":
+    def with_job_env(self, env: Mapping[str, Any]) -> CheckpointConfig:
         """Apply a job file's ``env`` overrides (``checkpoint.interval`` / ``.timeout``)."""
         updates: dict[str, Any] = {}
         for env_key, field in _ENV_OVERRIDES.items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa

@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     warm = load_job({"env": {"job.name": "session", "parallelism": 2}, "source": [{"plugin_name": "Sequence", "rows": 1}],
                      "sink": [{"plugin_name": "Console"}]})

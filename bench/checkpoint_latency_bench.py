@@ -62,7 +62,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import PLOTS_DIR, REPO_ROOT, emit, freed_memory_held, machine_info, percentiles, progress, ratio, size_label, summary  # noqa: E402
+from bench.common import (
+    PLOTS_DIR,
+    REPO_ROOT,
+    emit,
+    freed_memory_held,
+    machine_info,
+    percentiles,
+    progress,
+    ratio,
+    size_label,
+    summary,
+)
 
 NAME = "checkpoint_latency"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -123,8 +134,8 @@ def child_main(spec_path: str) -> int:
 
     register()
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     lock = threading.Lock()
     events = open(spec["events_path"], "a", buffering=1)

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 #: (category, substrings of a frame "function (file:line)"), most specific first: a sample
 #: belongs to the first category any frame of its stack matches

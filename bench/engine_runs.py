@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from bench.common import progress, summary
 
@@ -55,8 +56,8 @@ def job_env(name: str, interval_ms: int = INTERVAL_MS) -> dict[str, Any]:
 def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
     """Run one engine job in ``spark``; seconds of the whole ``JobRun.run`` and its checkpoints."""
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     job = load_job(job_doc)
     config = load_config(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, summary  # noqa: E402
+from bench.common import emit, machine_info, progress, summary
 
 NAME = "history_view"
 GOAL_S = 1.0

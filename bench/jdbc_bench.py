@@ -52,14 +52,15 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, summary  # noqa: E402
-from bench.engine_runs import (  # noqa: E402
+from bench.common import emit, machine_info, progress, summary
+from bench.engine_runs import (
     INTERVAL_MS,
     MASTER,
     PARALLELISM,
@@ -72,7 +73,7 @@ from bench.engine_runs import (  # noqa: E402
     run_engine,
     spark_session,
 )
-from bench.workloads import (  # noqa: E402
+from bench.workloads import (
     TRANSFORM_FUNCTION,
     make_importable_on_executors,
     parquet_ids_once,

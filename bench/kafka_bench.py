@@ -31,10 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pyarrow.parquet as pq  # noqa: E402
+import pyarrow.parquet as pq
 
-from bench.common import emit, machine_info, summary  # noqa: E402
-from bench.engine_runs import (  # noqa: E402
+from bench.common import emit, machine_info, summary
+from bench.engine_runs import (
     INTERVAL_MS,
     MASTER,
     PARALLELISM,

@@ -26,16 +26,17 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa
 
-from bench.common import emit, machine_info, percentiles, progress, summary  # noqa: E402
-from bench.engine_runs import (  # noqa: E402
+from bench.common import emit, machine_info, percentiles, progress, summary
+from bench.engine_runs import (
     INTERVAL_MS,
     MASTER,
     PARALLELISM,
@@ -48,7 +49,7 @@ from bench.engine_runs import (  # noqa: E402
     run_engine,
     spark_session,
 )
-from bench.workloads import (  # noqa: E402
+from bench.workloads import (
     PAYLOAD_BYTES,
     TRANSFORM_FUNCTION,
     make_importable_on_executors,

@@ -44,9 +44,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, summary  # noqa: E402
-from bench._idlog import FUNCTION, read_batches, read_ids  # noqa: E402
-from bench._procs import VENV_BIN, Proc, pyspark_workers, spark_env  # noqa: E402
+from bench._idlog import FUNCTION, read_batches, read_ids
+from bench._procs import VENV_BIN, Proc, pyspark_workers, spark_env
+from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, summary
 
 NAME = "recovery"
 INTERVAL_MS = 1000
@@ -132,7 +132,7 @@ def failover_phase(work: Path, kills: int, rng: random.Random, name: str = "fail
             checkpoint = None
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and checkpoint is None:
-                for wall, cid, crows in completed_after(proc, first["wall_ms"] / 1000):
+                for wall, cid, _crows in completed_after(proc, first["wall_ms"] / 1000):
                     checkpoint = (wall, cid)
                     break
                 time.sleep(0.02)

@@ -11,12 +11,13 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import REPO_ROOT, RESULTS_DIR, machine_info  # noqa: E402
+from bench.common import REPO_ROOT, RESULTS_DIR, machine_info
 
 #: (script, result name, section title), in the order they run and appear in the docs
 SCRIPTS: list[tuple[str, str, str]] = [
@@ -116,7 +117,7 @@ REQUIRED_TOP = ("machine", "date")
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _is_number(value: Any) -> bool:
@@ -149,7 +150,7 @@ def result_date(doc: Mapping[str, Any]) -> str | None:
         return str(date)
     path = doc.get("_path")
     if path is not None:
-        with_mtime = _dt.datetime.fromtimestamp(Path(path).stat().st_mtime, _dt.timezone.utc)
+        with_mtime = _dt.datetime.fromtimestamp(Path(path).stat().st_mtime, _dt.UTC)
         return with_mtime.isoformat(timespec="seconds") + " (file time)"
     return None
 

@@ -37,8 +37,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PLOTS_DIR, REPO_ROOT, RESULTS_DIR  # noqa: E402
-from bench.report import SCRIPTS, build_summary, load_results, write_report  # noqa: E402
+from bench.common import PLOTS_DIR, REPO_ROOT, RESULTS_DIR
+from bench.report import SCRIPTS, build_summary, load_results, write_report
 
 BENCH_DIR = REPO_ROOT / "bench"
 QUICK_DIR = RESULTS_DIR / "quick"
@@ -153,7 +153,7 @@ class QuickIsolation:
             files += sorted(PLOTS_DIR.glob(f"bench_{self.name}*.png")) + sorted(PLOTS_DIR.glob(f"{self.name}*.png"))
         return [p for p in files if p.exists()]
 
-    def __enter__(self) -> "QuickIsolation":
+    def __enter__(self) -> QuickIsolation:
         for path in self._tracked():
             copy = self.backup / path.name
             shutil.copy2(path, copy)
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log(f"wrote {summary_path.relative_to(REPO_ROOT)} and {doc_path.relative_to(REPO_ROOT)} "
         f"in {summary['run_all_seconds']:.0f} s")
-    for name, run in runs.items():
+    for run in runs.values():
         log(f"  {run['script']}: {run['status']}" + (f" ({run.get('reason')})" if run.get("reason") else "")
             + f", {run['seconds']:.0f} s")
         if run["status"] != "ok" and run.get("stderr_tail"):

@@ -88,8 +88,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS_DIR, emit, machine_info, progress, save_figure, write_local_job  # noqa: E402
-from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
+from bench._procs import VENV_BIN, Proc, kill_tree, spark_env
+from bench.common import RESULTS_DIR, emit, machine_info, progress, save_figure, write_local_job
 
 NAME = "scale_splits"
 INTERVAL_MS = 1000  #: default; --interval-ms changes it (a control run without periodic checkpoints)
@@ -132,7 +132,7 @@ class LocalFiles:
     def __init__(self, work: Path, rows: int):
         self.work, self.rows = work, rows
 
-    def __enter__(self) -> "LocalFiles":
+    def __enter__(self) -> LocalFiles:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -223,7 +223,7 @@ class JdbcRanges:
         self.server: Any = None
         self.database = ""
 
-    def __enter__(self) -> "JdbcRanges":
+    def __enter__(self) -> JdbcRanges:
         from tests.servers.postgres import PostgresServer
 
         self.server = PostgresServer().start()
@@ -266,7 +266,7 @@ class KafkaPartitions:
         self.work, self.records = work, records
         self.cluster: Any = None
 
-    def __enter__(self) -> "KafkaPartitions":
+    def __enter__(self) -> KafkaPartitions:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -477,7 +477,7 @@ def summarize_profile(raw: str, top: int = 25) -> dict[str, Any]:
             items = sorted(table.items(), key=lambda kv: -kv[1])
             ours = [(f, c) for f, c in items if "airflow_provider_seatunnel_ckpt" in f or "pyarrow" in f
                     or "json" in f or "hashlib" in f]
-            return [[f, round(100 * c / total, 1)] for f, c in (ours[:top] if ours else items[:top])]
+            return [[f, round(100 * c / total, 1)] for f, c in (ours[:top] if ours else items[:top])]  # noqa: B023 - called within this iteration
 
         out[role] = {"samples": entry["samples"], "inclusive_percent": ranked(entry["inclusive"]),
                      "self_percent": [[f, round(100 * c / total, 1)]
@@ -924,7 +924,7 @@ def run_one(work: Path, data: Any, n: int, timeout_s: float, profile: bool,
         log(f"{what}: driver exited {code}:\n{proc.tail(15)}")
     try:
         result["checkpoints"] = checkpoint_figures(config_path, tag)
-    except Exception as err:  # noqa: BLE001 - the rest of the result still counts
+    except Exception as err:  # the rest of the result still counts
         result["checkpoints"] = {"error": f"{type(err).__name__}: {err}"}
     result["output"] = count_output(output_dir, rows_in(data, n))
     ck = result["checkpoints"]
@@ -960,7 +960,7 @@ def run_curve(name: str, counts: list[int], args: argparse.Namespace, work: Path
             try:
                 results[str(n)] = run_one(work, data, n, args.timeout, args.profile, args.interval_ms,
                                           args.discovery_only)
-            except Exception as err:  # noqa: BLE001 - report it, go on with the next N
+            except Exception as err:  # report it, go on with the next N
                 log(f"{name} N={n:,} failed: {type(err).__name__}: {err}")
                 results[str(n)] = {unit_key(name): n, "error": f"{type(err).__name__}: {err}"}
             finally:

@@ -64,7 +64,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import REPO_ROOT, emit, machine_info, percentiles, progress, save_figure  # noqa: E402
+from bench.common import REPO_ROOT, emit, machine_info, percentiles, progress, save_figure
 
 NAME = "scale_jobs"
 DAG_FILE = REPO_ROOT / "bench" / "dags" / "scale_jobs_dag.py"
@@ -750,7 +750,7 @@ def main() -> int:
         for n, tag in plan:
             try:
                 runs[tag] = run_n(deployment, work, n, tag, args)
-            except Exception as err:  # noqa: BLE001 - report it, go on with the next N
+            except Exception as err:  # report it, go on with the next N
                 log(f"{tag} failed: {type(err).__name__}: {str(err)[:3000]}")
                 runs[tag] = {"n": n, "tag": tag, "error": f"{type(err).__name__}: {str(err)[:3000]}"}
             shutil.rmtree(work / "output" / tag, ignore_errors=True)  # counted: the next N needs the disk

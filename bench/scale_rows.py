@@ -46,7 +46,6 @@ import argparse
 import contextlib
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -59,9 +58,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, save_figure, write_local_job  # noqa: E402
-from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
-from bench.scale_bench import COMPLETED, Profiler  # noqa: E402
+from bench._procs import VENV_BIN, Proc, kill_tree, spark_env
+from bench.common import emit, machine_info, progress, save_figure, write_local_job
+from bench.scale_bench import COMPLETED, Profiler
 
 NAME = "scale_rows"
 PARALLELISM = 2  #: the default; --parallelism 1 is the control run without a tail (one subtask)

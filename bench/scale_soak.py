@@ -79,8 +79,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, percentiles, progress, save_figure, write_local_job  # noqa: E402
-from bench._procs import VENV_BIN, Proc, kill_tree, spark_env  # noqa: E402
+from bench._procs import VENV_BIN, Proc, kill_tree, spark_env
+from bench.common import emit, machine_info, percentiles, progress, save_figure, write_local_job
 
 NAME = "scale_soak"
 JOB_ID = "soak"
@@ -136,7 +136,7 @@ class SteadyProducer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "SteadyProducer":
+    def start(self) -> SteadyProducer:
         self._thread.start()
         return self
 
@@ -249,7 +249,7 @@ class Sampler:
     """A thread sampling the current driver (``soak.driver`` changes at each restart) every
     SAMPLE_PERIOD_S and the storage namespace every OBJECTS_PERIOD_S."""
 
-    def __init__(self, soak: "Soak"):
+    def __init__(self, soak: Soak):
         self.soak = soak
         self.processes: list[tuple[float, dict[str, Any]]] = []
         self.objects: list[tuple[float, int, dict[str, int]]] = []

@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, machine_info, progress, save_figure, summary  # noqa: E402
-from bench.throughput_bench import run_engine  # noqa: E402
-from bench.workloads import make_importable_on_executors, throughput_job  # noqa: E402
+from bench.common import emit, machine_info, progress, save_figure, summary
+from bench.throughput_bench import run_engine
+from bench.workloads import make_importable_on_executors, throughput_job
 
 NAME = "scaling"
 INTERVAL_MS = 1000
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster = _start_cluster(workdir / "cluster")
         roots = [proc.pid for proc in cluster.processes]
         from airflow_provider_seatunnel_ckpt.config import load_config
-        from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
         from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
+        from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
         warm = load_job(throughput_job(1000, str(workdir / "w"), parallelism=max(parallelisms)))
         spark = build_spark(RunRequest(job=warm, config=load_config({}), job_id="warm", master=cluster.master_url,

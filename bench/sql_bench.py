@@ -23,10 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.common import emit, machine_info, summary  # noqa: E402
-from bench.engine_runs import (  # noqa: E402
+from bench.common import emit, machine_info, summary
+from bench.engine_runs import (
     INTERVAL_MS,
     MASTER,
     PARALLELISM,
@@ -39,7 +39,7 @@ from bench.engine_runs import (  # noqa: E402
     run_engine,
     spark_session,
 )
-from bench.workloads import (  # noqa: E402
+from bench.workloads import (
     PAYLOAD_BYTES,
     PROJECTION_FILTER_FUNCTION,
     PROJECTION_FILTER_SQL,

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

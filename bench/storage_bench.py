@@ -54,8 +54,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
@@ -619,7 +620,7 @@ def profile(runner: Runner, op: str, repeat: int, top: int = 12) -> dict[str, An
     stream = io.StringIO()
     stats = pstats.Stats(profiler, stream=stream)
     rows = []
-    for (filename, line, func), (cc, nc, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, line, func), (_cc, nc, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
         rows.append((tottime, cumtime, nc, _short(filename), line, func))
     rows.sort(reverse=True)
     total = sum(r[0] for r in rows)

@@ -49,9 +49,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, summary  # noqa: E402
-from bench._idlog import processed_rows, read_batches, read_ids  # noqa: E402
-from bench._procs import Proc, spark_env  # noqa: E402
+from bench._idlog import processed_rows, read_batches, read_ids
+from bench._procs import Proc, spark_env
+from bench.common import PLOTS_DIR, REPO_ROOT, emit, machine_info, percentiles, progress, ratio, summary
 
 NAME = "streaming_compare"
 INTERVAL_MS = 1000

@@ -39,13 +39,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import emit, freed_memory_held, machine_info, progress, ratio, save_figure, summary  # noqa: E402
-from bench.workloads import (  # noqa: E402
+from bench.common import emit, freed_memory_held, machine_info, progress, ratio, save_figure, summary
+from bench.workloads import (
     BATCH_SIZE,
     PAYLOAD_BYTES,
     TRANSFORM_FUNCTION,
@@ -163,8 +164,8 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, 
     """One job run of ``variant`` (or of ``spec``: parallelism, interval_ms) on ``spark``;
     CPU counted below this process and ``cpu_roots``."""
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     spec = spec or VARIANTS[variant]
     run_dir = workdir / tag
@@ -283,7 +284,7 @@ def profile_run(spark: Any, rows: int, workdir: Path) -> dict[str, Any]:
                         "columns": ["process", "CPU s per million rows"], "rows": totals}]}
 
 
-def run_loop(variant: str, rows: int, workdir: Path, tag: str, loops: "ParallelLoops") -> dict[str, Any]:
+def run_loop(variant: str, rows: int, workdir: Path, tag: str, loops: ParallelLoops) -> dict[str, Any]:
     """One run of a pyarrow loop variant (PYARROW_LOOP_SHAPES)."""
     like_sink, processes = PYARROW_LOOP_SHAPES[variant]
     if processes == 1:
@@ -386,7 +387,7 @@ def _loop_process(connection: Any, ready: Any) -> None:
             ready.wait(timeout=120)  # all loops start together
             answer = run_pyarrow(rows, Path(workdir), tag, like_sink, start=start)
             answer["ids"] = [start, start + rows]
-        except Exception as err:  # noqa: BLE001 - reported to the parent, which raises it
+        except Exception as err:  # reported to the parent, which raises it
             answer = {"error": f"{type(err).__name__}: {err}"}
         try:
             connection.send(answer)

@@ -18,8 +18,9 @@ Nothing here starts Spark or touches the engine; importing it is cheap.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

@@ -8,8 +8,9 @@ sink blocks and restore it with another, then finish it and count every id in ea
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -19,10 +20,10 @@ from airflow_provider_seatunnel_ckpt.engine.completed import CompletedCheckpoint
 from airflow_provider_seatunnel_ckpt.engine.completed_store import wall_ms
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.messages import AckStats, CheckpointKind, StateHandle
 from airflow_provider_seatunnel_ckpt.engine.routing import Router, load_sinks, load_sources, one_sink
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun, RunRequest
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 JOB_ID = "identity"
 

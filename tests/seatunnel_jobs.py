@@ -4,17 +4,22 @@ chaos suites run some of them under real Spark)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
 from airflow_provider_seatunnel_ckpt.engine.routing import (
-    Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
+    Router,
+    bind_schemas,
+    load_sinks,
+    load_sources,
+    load_transforms,
+    one_sink,
+    one_source,
 )
-
+from airflow_provider_seatunnel_ckpt.errors import ConnectorError, DataError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 #: SeaTunnel job files (by name) whose own test in SeaTunnel expects the job to fail, and the error it must fail with
 EXPECTED_FAILURES = {
@@ -52,7 +57,7 @@ def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, s
         for split in assign_splits(splits, job.parallelism, subtask):
             state: dict[str, dict] = {}
             for batch in iter_batches(source.create_reader(split, None, ReaderContext(subtask, job.parallelism))):
-                for index, out in router.route(batch, origin(split), lambda i: state.setdefault(str(i), {})):
+                for index, out in router.route(batch, origin(split), lambda i: state.setdefault(str(i), {})):  # noqa: B023 - called within this iteration
                     writer.write_to(index, out) if isinstance(sink, SinkGroup) else writer.write(out)
                     rows += out.num_rows
         infos.append(writer.prepare_commit(1))

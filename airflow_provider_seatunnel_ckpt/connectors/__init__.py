@@ -60,8 +60,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 

@@ -40,8 +40,9 @@ Division of work (SeaTunnel/Flink style):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import pyarrow as pa
 
@@ -64,8 +65,16 @@ def has_kinds(schema: pa.Schema | None) -> bool:
     return schema is not None and schema.get_field_index(ROW_KIND) >= 0
 
 
+@overload
+def without_kinds(schema: None) -> None: ...
+
+
+@overload
+def without_kinds(schema: pa.Schema) -> pa.Schema: ...
+
+
 def without_kinds(schema: pa.Schema | None) -> pa.Schema | None:
-    return schema.remove(schema.get_field_index(ROW_KIND)) if has_kinds(schema) else schema
+    return schema.remove(schema.get_field_index(ROW_KIND)) if schema is not None and has_kinds(schema) else schema
 
 
 def strip_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:

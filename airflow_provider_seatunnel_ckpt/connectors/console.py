@@ -25,7 +25,8 @@ the checkpoint the run restores from are printed again (their commit is replayed
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Mapping, TextIO
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 
 import pyarrow as pa
 

@@ -14,7 +14,7 @@ OpenLineage events use the same names (operators/datasets.py).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from .api import Dataset

@@ -36,14 +36,14 @@ import decimal
 import logging
 import math
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import ConfigError
-from .api import (INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split,
-                  kind_code)
+from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split, kind_code
 from .options import Options
 from .seatunnel_types import Column, convert_value, parse_columns
 from .table_metadata import attach, parse_table_metadata

@@ -34,7 +34,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 

@@ -11,7 +11,8 @@ Numbers may also arrive as strings (Airflow renders templated fields to text), s
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 

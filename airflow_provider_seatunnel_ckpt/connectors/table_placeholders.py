@@ -12,7 +12,8 @@ own directory. A table's name is ``table``, ``database.table`` or
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"\$\{(database_name|schema_name|table_name|schema_full_name|table_full_name)(:[^}]*)?\}")
 

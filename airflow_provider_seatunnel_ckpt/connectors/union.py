@@ -9,12 +9,14 @@ sink that writes several tables (``Assert`` with per-table rules) tells them apa
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..errors import ConfigError
 from .api import KINDS, TABLE_KEY, Dataset, JsonValue, ReaderContext, Source, SourceReader, Split, close_all
+
 
 class SourceUnion(Source):
     plugin_name = "sources"

@@ -7,7 +7,8 @@ outcome at the end (``_release``); with delete-on-finish, forget the finished jo
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .completed_store import wall_ms
 from .driver import Outcome, first_line
@@ -153,7 +154,7 @@ class ClaimDuty(RunState):
             self.fence.check("deleting the finished job")  # a run that claimed since owns what is there
             self.fence.erase()
             self.storage.delete_checkpoint(job_id)
-        except Exception as err:  # noqa: BLE001 - the job finished and its output is committed
+        except Exception as err:  # the job finished and its output is committed
             self.progress(f"job {job_id}: finished, but deleting it from {where} failed ({first_line(str(err))}); "
                           f"remove it with seatunnel-ckpt delete --yes --job-id {job_id}")
             return

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from typing import Any
+
 from ..jobfile.variable_options import add_variable_arguments
 
 log = logging.getLogger(__name__)

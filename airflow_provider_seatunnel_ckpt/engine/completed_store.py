@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..storage import (
     CheckpointKind as StoredKind,
+)
+from ..storage import (
     CheckpointManifest,
     CheckpointNotFoundError,
     CheckpointStorage,
     CorruptCheckpointError,
+)
+from ..storage import (
     StateHandle as StoredHandle,
 )
 from .completed import CompletedCheckpoint, SubtaskSnapshot
@@ -138,6 +143,7 @@ class CompletedCheckpointStore:
         entry = next((e for e in matching if e.completed), matching[0] if matching else None)
         if entry is None or not entry.completed:
             self.storage.require_checkpoint(self.job_id, self.pipeline_id, checkpoint_id)  # raises the clear error
+        assert entry is not None  # no entry: no completed checkpoint, and require_checkpoint raised
         manifest = self._valid_manifest(checkpoint_id, entry.savepoint, verify)
         if manifest is None:
             raise CorruptCheckpointError(

@@ -18,12 +18,12 @@ and commit infos are what they always were, and so are their checkpoints.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..connectors.api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter, close_all, table_of
-
 
 #: where one sink's part sits in a commit info: its index at each level of ``{"sinks": [...]}``
 Path = tuple[int, ...]
@@ -46,7 +46,7 @@ class _Sinks(Sink):
         super().__init__({})
         self.sinks = list(sinks)
 
-    @property  # type: ignore[override]
+    @property
     def run_attempt(self) -> int:
         return self.sinks[0].run_attempt
 
@@ -55,8 +55,8 @@ class _Sinks(Sink):
         for sink in self.sinks:
             sink.run_attempt = value
 
-    @property  # type: ignore[override]
-    def change_rows(self) -> str:
+    @property
+    def change_rows(self) -> str:  # type: ignore[override]  # read-only here: the group's is its sinks' mode
         modes = {sink.change_rows for sink in self.sinks}
         return modes.pop() if len(modes) == 1 else "refuse"
 
@@ -147,7 +147,7 @@ class GroupCommitter(SinkCommitter):
         for info in infos:
             if not info:
                 continue
-            for index, part in enumerate(info["sinks"]):  # type: ignore[index]
+            for index, part in enumerate(info["sinks"]):
                 if part is not None:
                     parts[index].append(part)
         return parts

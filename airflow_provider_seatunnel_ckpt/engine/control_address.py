@@ -16,8 +16,8 @@ one of the keys above says otherwise.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import ConfigError
 

@@ -20,15 +20,30 @@ from dataclasses import dataclass
 
 from ..errors import CheckpointFailed, FailureReason, ProtocolError
 from .actions import (
-    Action, Broadcast, DeleteCheckpointState, FailJob, JobFinished, PersistCheckpoint,
-    ScheduleWakeup, SendToSubtask,
+    Action,
+    Broadcast,
+    DeleteCheckpointState,
+    FailJob,
+    JobFinished,
+    PersistCheckpoint,
+    ScheduleWakeup,
+    SendToSubtask,
 )
 from .completed import CompletedCheckpoint
 from .failure_manager import CheckpointFailureManager
 from .id_counter import FIRST_CHECKPOINT_ID, CheckpointIdCounter
 from .messages import (
-    AbortCheckpoint, Ack, CheckpointKind, Decline, EndOfInput, NotifyComplete, Register,
-    RestoreState, SubtaskMessage, TaskFailed, TriggerBarrier,
+    AbortCheckpoint,
+    Ack,
+    CheckpointKind,
+    Decline,
+    EndOfInput,
+    Message,
+    NotifyComplete,
+    Register,
+    RestoreState,
+    TaskFailed,
+    TriggerBarrier,
 )
 from .pending import AckResult, CheckpointState, PendingCheckpoint
 
@@ -206,7 +221,7 @@ class CheckpointCoordinator:
 
     # --- events from subtasks -----------------------------------------------------------
 
-    def on_message(self, message: SubtaskMessage) -> list[Action]:
+    def on_message(self, message: Message) -> list[Action]:
         """Dispatch a decoded subtask message (the ACK outcome is dropped; see on_ack)."""
         match message:
             case Register():

@@ -21,9 +21,10 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import CheckpointError, ProtocolError
 from ..history import HistoryRecorder, completed_entry, failed_entry
@@ -41,9 +42,21 @@ from .actions import (
 from .completed_store import CompletedCheckpointStore, commit_infos_of, wall_ms
 from .coordinator import CheckpointCoordinator, Lifecycle
 from .fencing import Fenced, FenceLog
-from .messages import AddSplits, FinishJob, Register, RestoreState, SplitPlan, TaskFailed, TriggerBarrier, decode, encode
+from .messages import (
+    AddSplits,
+    FinishJob,
+    Register,
+    RestoreState,
+    SplitPlan,
+    TaskFailed,
+    TriggerBarrier,
+    decode,
+    encode,
+)
 from .split_discovery import SplitDiscovery, split_names
-from .split_plan import REF_KEY as PLAN_REF_KEY, SOURCE_KEY as PLAN_SOURCE_KEY, store_plan
+from .split_plan import REF_KEY as PLAN_REF_KEY
+from .split_plan import SOURCE_KEY as PLAN_SOURCE_KEY
+from .split_plan import store_plan
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +234,7 @@ class DriverLoop:
             _, connection_id, raw = event
             try:
                 message = decode(raw)
-                sender = (getattr(message, "subtask", None), getattr(message, "attempt", None))
+                sender: tuple[Any, Any] = (getattr(message, "subtask", None), getattr(message, "attempt", None))
                 if not isinstance(message, Register) and self._connections.get(sender, connection_id) != connection_id:
                     # Sent over a connection the subtask has since replaced (it reconnected
                     # and registered again, same attempt): it belongs to the registration
@@ -313,7 +326,7 @@ class DriverLoop:
                 # commit was queued before this action on the same ordered worker.
                 if action.stopped_with_savepoint:
                     self.outcome.stopped_savepoint_id = action.checkpoint_id
-                self._io.submit(lambda cid=action.checkpoint_id: self.events.put(("committed", cid, True)))
+                self._io.submit(self.events.put, ("committed", action.checkpoint_id, True))
             elif isinstance(action, ScheduleWakeup):
                 self._wakeup_at = action.at_ms
 
@@ -564,7 +577,9 @@ def completion_line(record: CheckpointRecord, rows_total: int, rate: float) -> s
             line += f", persisted in {record.persist_ms} ms"
         elif "persist_ms" in stats:
             line += f", persisted in {int(stats['persist_ms'])} ms"
-    subtasks = stats.get("subtasks") if isinstance(stats.get("subtasks"), dict) else {}
+    subtasks = stats.get("subtasks")
+    if not isinstance(subtasks, dict):
+        subtasks = {}
     for index in sorted(subtasks, key=lambda k: int(k) if str(k).isdigit() else 0):
         sub = subtasks[index] if isinstance(subtasks[index], dict) else {}
         line += (

@@ -22,9 +22,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 
@@ -108,7 +109,7 @@ class Beat:
         return ", ".join(p for p in parts if p) or "unknown host"
 
     @classmethod
-    def from_document(cls, doc: Mapping[str, Any] | None) -> "Beat | None":
+    def from_document(cls, doc: Mapping[str, Any] | None) -> Beat | None:
         """None for a missing or malformed record (never raises on content)."""
         if not isinstance(doc, Mapping):
             return None
@@ -233,7 +234,7 @@ class HeartbeatWriter:
         self._failing: str | None = None
         self._unhealthy: str | None = None
 
-    def start(self) -> "HeartbeatWriter":
+    def start(self) -> HeartbeatWriter:
         self.beat()  # the first record before anything slow (Spark's start) happens
         self._thread = threading.Thread(target=self._run, name="checkpoint-heartbeat", daemon=True)
         self._thread.start()
@@ -265,7 +266,7 @@ class HeartbeatWriter:
         }
         try:
             document.update(self.status())
-        except Exception as err:  # noqa: BLE001 - the fields are informative; the beat matters
+        except Exception as err:  # the fields are informative; the beat matters
             log.debug("heartbeat status unavailable: %s", err)
         document.update(fields)
         if error is not None:
@@ -308,7 +309,7 @@ class HeartbeatWriter:
     def _write(self, document: Mapping[str, Any]) -> bool:
         try:
             self.storage.write_document(self.job_id, record_path(self.attempt), document)
-        except Exception as err:  # noqa: BLE001 - a missed beat only makes a reader wait or take over
+        except Exception as err:  # a missed beat only makes a reader wait or take over
             if str(err) != self._failing:
                 self._failing = str(err)
                 log.warning("job %s: could not write the heartbeat: %s", self.job_id, err)

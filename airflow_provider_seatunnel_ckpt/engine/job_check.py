@@ -9,6 +9,7 @@ engine will run it, one line per source, transform and sink, with the tables bet
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ def check_job(job: JobSpec) -> list[str]:
     sink_schemas = bind_schemas(job.graph, sources, transforms, sinks)
     for sink, schema in zip(sinks, sink_schemas):
         if schema is not None:  # its errors name the sink's key, as a run's do
-            preflight(sink, lambda sink=sink, schema=schema: sink.accepts(schema))
+            preflight(sink, functools.partial(sink.accepts, schema))
     graph = job.graph
     named = job.wiring is not None  # a chain's table names are internal
     mode = str(job.env.get("job.mode", "BATCH")).upper()

@@ -18,7 +18,8 @@ from .preload import preload_settings
 from .run_state import PIPELINE_ID, RunRequest, RunState
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery
-from .split_plan import REF_KEY as PLAN_REF_KEY, plan_entries
+from .split_plan import REF_KEY as PLAN_REF_KEY
+from .split_plan import plan_entries
 from .subtask import SubtaskContext, run_subtask_partition
 
 #: after the final checkpoint, how long the subtasks' Spark tasks get to return

@@ -16,6 +16,8 @@ from .heartbeat import (
     HeartbeatWriter,
     job_fingerprint,
     parse_interval,
+)
+from .heartbeat import (
     record_path as heartbeat_record_path,
 )
 from .run_state import RunState
@@ -63,7 +65,7 @@ class LivenessDuty(RunState):
             return
         try:
             heartbeat.end(state, error, last_checkpoint_id=last)
-        except Exception as err:  # noqa: BLE001 - never hide the run's own outcome
+        except Exception as err:  # never hide the run's own outcome
             log.info("could not write the last heartbeat of attempt %d: %s", self.attempt_number, err)
 
     def _heartbeat_conf(self, configured: str | None) -> None:
@@ -91,7 +93,7 @@ class LivenessDuty(RunState):
         self._heartbeat.stop()
         try:
             self.storage.delete_document(self.request.job_id, heartbeat_record_path(self.attempt_number))
-        except Exception as err:  # noqa: BLE001 - a stray heartbeat costs storage only
+        except Exception as err:  # a stray heartbeat costs storage only
             log.info("could not delete the heartbeat of attempt %d: %s", self.attempt_number, err)
 
     def _close_history(self) -> None:

@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NoReturn, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias, cast
 
 from ..errors import ProtocolError
 
@@ -105,12 +105,12 @@ class StateHandle:
         _check_handle(self.size, self.sha256, self.path, self.inline, "state handle")
 
     @classmethod
-    def of_bytes(cls, data: bytes) -> StateHandle:
+    def of_bytes(cls, data: bytes | bytearray | memoryview) -> StateHandle:
         return cls(size=len(data), sha256=hashlib.sha256(data).hexdigest(), inline=bytes(data))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"size": self.size, "sha256": self.sha256}
-        if self.path is not None:
+        if self.inline is None:  # exactly one of the two is set (__post_init__)
             out["path"] = self.path
         else:
             out["inline"] = base64.b64encode(self.inline).decode("ascii")
@@ -304,15 +304,23 @@ _CODECS: dict[str, _Codec] = {
 }
 
 
+def _annotation(f: dataclasses.Field[Any]) -> str:
+    """A message field's annotation: its text, under ``from __future__ import annotations``
+    (typeshed types ``Field.type`` as the evaluated type)."""
+    return cast(str, f.type)
+
+
 class _Message:
     """Mixin: validate on construction, so no invalid message exists in memory."""
 
     __slots__ = ()
     TYPE: ClassVar[str]
+    # set by @dataclass on each message class: what makes one a dataclass to type checkers
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            _CODECS[f.type].check(getattr(self, f.name), f"{self.TYPE} message, field {f.name}")
+            _CODECS[_annotation(f)].check(getattr(self, f.name), f"{self.TYPE} message, field {f.name}")
 
 
 # --- subtask -> coordinator -----------------------------------------------------------------
@@ -417,7 +425,7 @@ SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed
 CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob | AddSplits
 Message: TypeAlias = SubtaskMessage | CoordinatorMessage
 
-MESSAGE_TYPES: Mapping[str, type[_Message]] = {
+MESSAGE_TYPES: Mapping[str, type[Message]] = {
     cls.TYPE: cls
     for cls in (
         Register, Ack, Decline, EndOfInput, TaskFailed,
@@ -430,7 +438,7 @@ def encode(message: Message) -> dict[str, Any]:
     """Turn a message into a JSON-safe dict (``json.dumps`` accepts it as is)."""
     out: dict[str, Any] = {"type": message.TYPE}
     for f in dataclasses.fields(message):
-        out[f.name] = _CODECS[f.type].encode(getattr(message, f.name))
+        out[f.name] = _CODECS[_annotation(f)].encode(getattr(message, f.name))
     return out
 
 
@@ -448,7 +456,7 @@ def decode(raw: Any) -> Message:
     optional = {f.name for f in all_fields} - required
     obj = _check_object(raw, where, required=required | {"type"}, optional=optional)
     kwargs = {
-        f.name: _CODECS[f.type].decode(obj[f.name], f"{where}, field {f.name}")
+        f.name: _CODECS[_annotation(f)].decode(obj[f.name], f"{where}, field {f.name}")
         for f in all_fields
         if f.name in obj
     }

@@ -5,17 +5,27 @@ part of the checkpoint (engine/split_plan.py; docs/storage.md)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..connectors.api import Split
 from ..errors import ConfigError
 from ..storage import CheckpointStorageError
+from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunState, parse_restore
 from .split_discovery import split_names
 from .split_plan import (
-    SOURCE_KEY, discard_plans, document_splits, load_plan, newest_earlier_plan, plan_entries, plan_path,
-    prune_plans, referenced_attempts, source_fingerprint, store_plan,
+    SOURCE_KEY,
+    discard_plans,
+    document_splits,
+    load_plan,
+    newest_earlier_plan,
+    plan_entries,
+    plan_path,
+    prune_plans,
+    referenced_attempts,
+    source_fingerprint,
+    store_plan,
 )
-from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunState, parse_restore
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +179,7 @@ class RestoreDuty(RunState):
         try:
             manifests = [self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
                          for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if e.completed]
-        except Exception as err:  # noqa: BLE001 - a leftover plan costs storage, not correctness
+        except Exception as err:  # a leftover plan costs storage, not correctness
             log.info("not pruning split plans of job %s: %s", job_id, err)
             return
         prune_plans(self.storage, job_id, referenced_attempts(manifests), self.attempt_number)

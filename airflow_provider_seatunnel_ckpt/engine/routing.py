@@ -15,17 +15,24 @@ The rules: docs/seatunnel.md, "Table wiring and common options" and "Change rows
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ..connectors import (
-    SourceUnion, load_sink, load_sink_of_table, load_source, load_table_sinks, load_transform, sink_writes_tables,
+    SourceUnion,
+    load_sink,
+    load_sink_of_table,
+    load_source,
+    load_table_sinks,
+    load_transform,
+    sink_writes_tables,
 )
 from ..connectors.api import KINDS, Sink, Source, Transform, has_kinds, strip_kinds, with_kinds, without_kinds
 from ..errors import ConfigError, ConnectorError
-from .composite import SinkGroup, TableSinks
 from ..jobfile.wiring import Wiring
+from .composite import SinkGroup, TableSinks
 
 
 class Router:
@@ -93,7 +100,8 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
             if kinds and sinks[k].change_rows not in ("ignore", "keep"):
                 _refuse(f"sink[{k}]", _plugin(sinks[k]), kinds, origins)
             if kinds and sinks[k].change_rows == "keep":  # also when no schema is known (tables_configs)
-                for part in sinks[k].sinks if isinstance(sinks[k], TableSinks) else [sinks[k]]:
+                target = sinks[k]
+                for part in target.sinks if isinstance(target, TableSinks) else [target]:
                     preflight(part, part.accepts_change_rows)
         if any(name in several for name in inputs):
             sink = sinks[k] if k < len(sinks) else None
@@ -140,8 +148,8 @@ def _plugin(sink: Sink) -> str:
 
 def _several_tables(wiring: Wiring, sources: Sequence[Source]) -> dict[str, list[str]]:
     """The tables of each source output that holds several (``tables_configs``)."""
-    return {name: list(s.table_names) for name, s in zip(wiring.source_outputs, sources)
-            if len(getattr(s, "table_names", None) or ()) > 1}
+    return {name: list(tables) for name, s in zip(wiring.source_outputs, sources)
+            if len(tables := getattr(s, "table_names", None) or ()) > 1}
 
 
 def _no_tables(several: dict[str, Any], inputs: Sequence[str], key: str, problem: str) -> None:

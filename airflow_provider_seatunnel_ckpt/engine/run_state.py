@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..config import CheckpointConfig
 from ..errors import ConfigError
@@ -19,6 +20,11 @@ from .completed_store import CompletedCheckpointStore
 from .driver import DriverLoop
 from .fencing import FenceLog
 from .heartbeat import HeartbeatWriter
+
+if TYPE_CHECKING:
+    from ..connectors.api import Split
+    from .coordinator import CheckpointCoordinator
+    from .driver import Outcome
 
 PIPELINE_ID = 1
 JOB_DOCUMENT = "job.json"
@@ -74,3 +80,15 @@ class RunState:
         #: the job's sink identities, recorded in every checkpoint (set by the claim)
         self.sink_layout: tuple[Any, ...] = ()
 
+    if TYPE_CHECKING:  # what one duty calls of another; JobRun (engine/runner.py) has them all
+        # engine/liveness.py
+        def _heartbeat_conf(self, configured: str | None) -> None: ...
+        def _end_heartbeat(self, state: str, error: str | None, last: int | None) -> None: ...
+        def _leave_no_records(self) -> None: ...
+
+        # engine/restore.py
+        def plan_splits(self, source: Any, manifest: Any) -> tuple[tuple[Split, ...], dict[str, Any]]: ...
+
+        # engine/runner.py
+        def coordinator(self, manifest: Any, highest_id: int) -> CheckpointCoordinator: ...
+        def end(self, outcome: Outcome, committer: Any, token: str) -> None: ...

@@ -13,8 +13,10 @@ engine/launch.py (the Spark job); engine/run_state.py holds what they share.
 
 from __future__ import annotations
 
+import functools
 import secrets
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import DataError
 from .claim import ClaimDuty
@@ -25,7 +27,8 @@ from .launch import LaunchDuty
 from .liveness import LivenessDuty
 from .restore import RestoreDuty
 from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunRequest, parse_restore
-from .sink_identity import layout as sink_layout, restored as restored_for_sinks
+from .sink_identity import layout as sink_layout
+from .sink_identity import restored as restored_for_sinks
 from .spark_settings import check_spark_settings
 
 __all__ = ["DISCARDING", "JOB_DOCUMENT", "PIPELINE_ID", "JobRun", "RunRequest", "parse_restore"]
@@ -52,7 +55,7 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
         for sink, output in zip(sinks, outputs):
             preflight(sink)
             if output is not None:
-                preflight(sink, lambda sink=sink, output=output: sink.accepts(output))
+                preflight(sink, functools.partial(sink.accepts, output))
         sink = one_sink(sinks)
         committer = sink.create_committer(request.job_id)
         heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim

@@ -19,8 +19,9 @@ infos are taken by place, as those releases took them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..connectors.api import Dataset, JsonValue, Sink
 from ..errors import ConfigError

@@ -13,7 +13,8 @@ room" (state scoped to splits).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..connectors.api import Split
 from ..storage import CorruptCheckpointError
@@ -80,7 +81,7 @@ class FinishedRuns:
             yield from range(start, start + step * count, step)
 
     @classmethod
-    def of_sorted(cls, indices: Iterable[int]) -> "FinishedRuns":
+    def of_sorted(cls, indices: Iterable[int]) -> FinishedRuns:
         runs = cls()
         for index in indices:
             runs._extend(index)
@@ -119,7 +120,7 @@ class SplitBook:
 
     @classmethod
     def restored(cls, share: Sequence[tuple[int, Split]], restored: SubtaskState, plan_size: int,
-                 where: str) -> "SplitBook":
+                 where: str) -> SplitBook:
         """This subtask's part of a restored state (all subtasks' states merged: after a
         rescale a split may have been finished by another subtask)."""
         finished_anywhere: set[int] = set()

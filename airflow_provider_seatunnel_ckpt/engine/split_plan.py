@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import CheckpointError
 from .heartbeat import job_fingerprint
@@ -134,12 +135,12 @@ def prune_plans(storage: Any, job_id: str, keep: set[int], current_attempt: int)
     costs storage, not correctness."""
     try:
         attempts = _earlier_attempts(storage, job_id, current_attempt)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         log.info("could not list split plans of job %s: %s", job_id, err)
         return
     for attempt in attempts:
         if attempt not in keep:
             try:
                 storage.delete_document(job_id, plan_path(attempt))
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 log.info("could not delete split plan %s of job %s: %s", plan_path(attempt), job_id, err)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..storage import CorruptCheckpointError
 from ..storage.filesystem import Bytes, join_pieces
@@ -50,7 +51,7 @@ class SplitState:
         return {"position": self.position, "finished": self.finished, "operators": self.operators}
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> "SplitState":
+    def from_json(cls, raw: Any, where: str) -> SplitState:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("finished", False), bool):
             raise CorruptCheckpointError(f"{where}: malformed split state")
         operators = raw.get("operators") or {}
@@ -259,7 +260,7 @@ def encode_snapshot(snapshot: StateSnapshot) -> Bytes:
     return frame_snapshot(snapshot).to_bytes()
 
 
-def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> bytes | bytearray:
+def encode_subtask_state(subtask: int, splits: Mapping[str, SplitState]) -> Bytes:
     """Snapshot and encode in one call (both parts on the calling thread)."""
     return encode_snapshot(snapshot_split_states(subtask, splits))
 

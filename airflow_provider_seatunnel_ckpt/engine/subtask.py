@@ -17,16 +17,17 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from ..connectors.api import ReaderContext, Sink, Split
 from ..errors import DataError
+from ..jobfile.spec import JobSpec
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
-from ..connectors.api import ReaderContext, Split
-from ..jobfile.spec import JobSpec
 from .messages import (
     AbortCheckpoint,
     Ack,
@@ -255,6 +256,7 @@ class SubtaskRuntime:
         if self._fatal is not None:
             raise self._fatal
         restore = self._restore
+        assert restore is not None  # set before _restore_event
         # A restart after a re-established channel: the epoch the previous run had
         # open is aborted (its rows are read again; a database sink's open transaction
         # would otherwise hold locks on the keys about to be written again).
@@ -269,17 +271,17 @@ class SubtaskRuntime:
         transforms = load_transforms(self.spec.transforms)
         sinks = load_sinks(self.spec, sources)
         self._router = Router(self.spec.graph, transforms, sinks, sources)
-        self._sink = one_sink(sinks)
+        self._sink: Sink | None = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
         context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         for transform in transforms:
             transform.open(context)
         share = self._my_splits()
-        self._book = SplitBook.restored(share, states, self._plan_seen, f"checkpoint {restore.checkpoint_id}")
+        self._book = book = SplitBook.restored(share, states, self._plan_seen, f"checkpoint {restore.checkpoint_id}")
         self._writer = self._new_writer(restore.checkpoint_id or 0)
 
-        if self._read_splits(source, self._book.unfinished(), context):
+        if self._read_splits(source, book.unfinished(), context):
             self._send(EndOfInput(self.subtask, self.attempt))
         while not self._idle_step():
             pass
@@ -325,6 +327,7 @@ class SubtaskRuntime:
         split the restored checkpoint has a position for is never new here: that
         checkpoint's plan, and so the RestoreState, already named it.)"""
         new = self._my_splits(after=self._plan_seen)
+        assert self._book is not None  # set by _run_attempt before the splits are read
         self._book.add(new)
         if new:
             log.info("subtask %d: reading %d discovered splits: %s", self.subtask, len(new),
@@ -344,13 +347,15 @@ class SubtaskRuntime:
         # which of the job's sources a split belongs to (a union's; composite.py)
         origin = source.origin if len(self.spec.sources) > 1 else (lambda split: 0)
         open_readers: list[_OpenSplit] = []
+        book = self._book
+        assert book is not None  # set by _run_attempt before the splits are read
         try:
             while pending or open_readers or live:
                 if self._splits_added:
                     pending.extend(self._take_added_splits())
                 while pending and (together or not open_readers):
                     index, split = pending.popleft()
-                    state = self._book.state_of(split)
+                    state = book.state_of(split)
                     reader = source.create_reader(split, state.position, context)
                     open_readers.append(_OpenSplit(reader, state, origin(split), index, split))
                 if not open_readers:
@@ -363,7 +368,7 @@ class SubtaskRuntime:
                         return False
                     if outcome is _SPLIT_ENDED:
                         open_readers.remove(entry)
-                        self._book.finish(entry.index, entry.split, entry.reader.position())
+                        book.finish(entry.index, entry.split, entry.reader.position())
                         entry.reader.close()
             return True
         finally:
@@ -426,6 +431,7 @@ class SubtaskRuntime:
             generation = self._generation
         for barrier in barriers:
             started = time.perf_counter()
+            assert self._book is not None  # set by _run_attempt before any barrier is taken
             snapshot = self._book.snapshot(self.subtask)  # no encoding here: see module doc
             positions = self._book.positions()
             with self._lock:
@@ -439,6 +445,7 @@ class SubtaskRuntime:
             self.barriers_handled += 1
 
     def _new_writer(self, after_checkpoint_id: int) -> Any:
+        assert self._sink is not None  # set by _run_attempt, released after the last writer
         writer = self._sink.create_writer(self.ctx.job_id, self.subtask, self.attempt)
         writer.open(after_checkpoint_id)
         return writer

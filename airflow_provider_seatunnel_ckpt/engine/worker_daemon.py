@@ -54,7 +54,7 @@ def preload(extra: str = "") -> list[str]:
         for name in (*BASE_MODULES, *(m.strip() for m in extra.split(",") if m.strip())):
             try:
                 importlib.import_module(name)
-            except (Exception, SystemExit):  # noqa: BLE001 - best effort, the task imports it again
+            except (Exception, SystemExit):  # best effort, the task imports it again
                 failed.append(name)
     finally:
         sys.stdout.flush()

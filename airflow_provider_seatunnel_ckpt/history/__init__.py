@@ -9,8 +9,14 @@ checkpoint's path); the CLI's ``history`` command and the Airflow view read
 """
 
 from .entries import (
-    HISTORY_DIR, SUBTASK_COLUMNS, CheckpointEntry, RestoreEntry, SubtaskDetail, completed_entry,
-    failed_entry, restore_entry,
+    HISTORY_DIR,
+    SUBTASK_COLUMNS,
+    CheckpointEntry,
+    RestoreEntry,
+    SubtaskDetail,
+    completed_entry,
+    failed_entry,
+    restore_entry,
 )
 from .reader import History, Summary, read_history, summarize
 from .recorder import HistoryRecorder

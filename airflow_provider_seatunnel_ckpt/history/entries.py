@@ -17,7 +17,8 @@ Keys are only ever added; a reader ignores keys it does not know.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Mapping, Union
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -147,6 +148,6 @@ class RestoreEntry(BaseModel):
     id: Count | None = None
 
 
-Entry = Annotated[Union[CheckpointEntry, RestoreEntry], Field(discriminator="type")]
+Entry = Annotated[CheckpointEntry | RestoreEntry, Field(discriminator="type")]
 ENTRY = TypeAdapter(Entry)
 ENTRIES = TypeAdapter(list[Entry])

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -157,7 +158,7 @@ def _read_segment(storage: Any, job_id: str, path: str) -> list[Any] | None:
         document = storage.read_document(job_id, path)
     except FileNotFoundError:  # pruned by the running driver between the listing and the read
         return []
-    except Exception as err:  # noqa: BLE001 - a damaged segment hides only its own entries
+    except Exception as err:  # a damaged segment hides only its own entries
         log.warning("job %s: skipping history segment %s: %s", job_id, path, err)
         return None
     if document is None:

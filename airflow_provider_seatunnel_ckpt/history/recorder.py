@@ -22,7 +22,8 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .entries import FORMAT, HISTORY_DIR, segment_name, segment_order
 
@@ -121,7 +122,7 @@ class HistoryRecorder:
                 self._segment += 1
             self._written = True
             self._prune()
-        except Exception as err:  # noqa: BLE001 - the history must never fail the job
+        except Exception as err:  # the history must never fail the job
             del self._open[: max(0, len(self._open) - self.max_entries)]  # storage stays away: oldest go
             if str(err) != self._failing:
                 self._failing = str(err)

@@ -4,7 +4,7 @@ Airflow view serves the same ``to_json`` data."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .entries import CheckpointEntry
@@ -22,7 +22,7 @@ def size_text(n: float) -> str:
 def time_text(epoch_ms: int | None) -> str:
     if not epoch_ms:
         return "-"
-    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _ms(value: int | None) -> str:

@@ -16,18 +16,20 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 
 from ..config import CheckpointConfig, load_config, read_checkpoint_block
 from ..errors import CheckpointError, ConfigError
-from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
 from ..history import History, read_history
-from ..history.reader import attempts as read_attempts, job_status as read_job_status
+from ..history.reader import attempts as read_attempts
+from ..history.reader import job_status as read_job_status
 from ..jobfile.secret_keys import is_secret_key
+from ..storage import CheckpointKind, CheckpointNotFoundError, create_storage
 from ..storage.plugins import hdfs_backend
 
 if TYPE_CHECKING:
@@ -254,7 +256,7 @@ class CheckpointStorageHook(BaseHook):
                 return self._test_local(storage, host)
             location = self._probe(storage, host)
             jobs = storage.list_jobs()
-        except Exception as err:  # noqa: BLE001 - any failure is the answer, not a crash of the test
+        except Exception as err:  # any failure is the answer, not a crash of the test
             return False, _scrub(f"{type(err).__name__}: {err} (checked from host {host})", secrets)
         return True, f"wrote, read and deleted a probe document in {location}; {len(jobs)} job(s) (checked from host {host})"
 
@@ -502,7 +504,7 @@ def connection_extra(conn: Connection) -> dict[str, Any]:
     not a JSON object)."""
     try:
         extra = conn.extra_dejson
-    except Exception:  # noqa: BLE001 - the SDK raises different types across versions
+    except Exception:  # the SDK raises different types across versions
         raise ConfigError(f"connection {conn.conn_id!r}.extra", "is not valid JSON") from None
     if not isinstance(extra, dict):
         raise ConfigError(f"connection {conn.conn_id!r}.extra", "must be a JSON object")

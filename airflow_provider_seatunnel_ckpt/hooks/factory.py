@@ -4,7 +4,8 @@ triggers get checkpoint storage from."""
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from airflow.sdk import BaseHook
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..storage.fs_s3 import S3FileSystem
@@ -165,7 +166,7 @@ class S3CheckpointHook(CheckpointStorageHook):
         try:
             credentials = self.aws_session.get_credentials()
             frozen = credentials.get_frozen_credentials() if credentials is not None else None
-        except Exception as err:  # noqa: BLE001 - botocore/STS raise many types; one line for the user
+        except Exception as err:  # botocore/STS raise many types; one line for the user
             raise ConfigError(where, f"the Amazon provider's session could not get credentials: {type(err).__name__}: {err}") from None
         if frozen is None or not frozen.access_key:
             raise ConfigError(where, "the Amazon provider's session found no credentials")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import CheckpointStorageHook, ConnectionStorage, connection_extra, mask_secret_values

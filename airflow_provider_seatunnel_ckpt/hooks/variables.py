@@ -13,7 +13,8 @@ never on a command line, in the task log, in XCom or in a rendered template fiel
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseHook

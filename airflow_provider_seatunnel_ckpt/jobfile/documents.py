@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -98,7 +99,7 @@ def _parse_yaml(text: str, origin: str, warnings: list[str]) -> Any:
     if not cleaned.strip():
         raise ConfigError(origin, "is empty")
     try:
-        doc = yaml.load(cleaned, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+        doc = yaml.load(cleaned, Loader=_StrictLoader)  # SafeLoader subclass
     except _KeyNotHashable as err:
         raise unrendered_jinja(origin, cleaned, err.line) or ConfigError(origin, f"{err.key}: {err.problem}") from None
     except ConfigError as err:

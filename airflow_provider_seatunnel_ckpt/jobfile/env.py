@@ -7,7 +7,8 @@ docs/seatunnel.md#env lists them with SeaTunnel's meanings.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConfigError
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from .unrendered import unrendered_jinja
@@ -200,7 +201,7 @@ class _Parser:
         return _typed(piece) if isinstance(piece, str) else piece  # unquoted text, or an object, list, ${}
 
     def array(self) -> list[Any]:
-        items = []
+        items: list[Any] = []
         start_line = self.line
         while True:
             self.skip_separators()
@@ -214,7 +215,7 @@ class _Parser:
     def quoted(self) -> str:
         line = self.line
         self.advance()
-        out = []
+        out: list[str] = []
         while True:
             char = self.advance()
             if not char or char == "\n":

@@ -8,7 +8,8 @@ and the Airflow connections the hooks read.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # Keys whose values are credentials. Matched case-insensitively anywhere in the key,
 # so ``fs.s3a.secret.key``, ``fs.oss.accessKeySecret``, ``password`` and

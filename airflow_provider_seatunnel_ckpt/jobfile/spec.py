@@ -7,8 +7,9 @@ first (``JobSpec.validate``), so a typo fails before Spark starts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .env import SPARK_PREFIX
 from .wiring import Wiring
@@ -60,7 +61,7 @@ class JobSpec:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "JobSpec":
+    def from_json(cls, data: Mapping[str, Any]) -> JobSpec:
         return cls(
             name=data["name"],
             parallelism=data["parallelism"],
@@ -74,7 +75,7 @@ class JobSpec:
             wiring=Wiring.from_json(data["wiring"]) if data.get("wiring") else None,
         )
 
-    def with_parallelism(self, parallelism: int) -> "JobSpec":
+    def with_parallelism(self, parallelism: int) -> JobSpec:
         return replace(self, parallelism=parallelism)
 
     def validate(self) -> None:

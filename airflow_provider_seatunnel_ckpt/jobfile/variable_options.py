@@ -6,8 +6,9 @@ Airflow operator writes from connections. variables.py fills them in.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -28,7 +29,8 @@ def parse_variable_options(values: list[str] | None) -> dict[str, str]:
 
 
 def _split_outside(text: str) -> list[str]:
-    pieces, depth, quoted, current = [], 0, False, []
+    pieces, depth, quoted = [], 0, False
+    current: list[str] = []
     for char in text:
         if char == '"':
             quoted = not quoted

@@ -14,8 +14,9 @@ docs/jobs.md, "A job file".
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 

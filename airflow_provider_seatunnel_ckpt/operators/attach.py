@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..engine.heartbeat import (
     FAILED,
@@ -222,7 +223,7 @@ class DriverTracker:
         try:
             entries = [e for e in self.storage.list_checkpoint_entries(self.job_id, PIPELINE_ID)
                        if e.completed and (since is None or e.checkpoint_id > since) and e.checkpoint_id <= newest]
-        except Exception as err:  # noqa: BLE001 - reporting only
+        except Exception as err:  # reporting only
             self.log.info("job %s: checkpoint %d completed by attempt %d's driver (could not list: %s)",
                           self.job_id, newest, beat.attempt, err)
             self.completed.append(newest)
@@ -236,7 +237,7 @@ class DriverTracker:
         text = f"{kind} {entry.checkpoint_id} completed by attempt {attempt}'s driver"
         try:
             manifest = self.storage.read_manifest(self.job_id, PIPELINE_ID, entry.checkpoint_id, entry.savepoint)
-        except Exception:  # noqa: BLE001 - retention may have removed it already
+        except Exception:  # retention may have removed it already
             return text
         stats: Mapping[str, Any] = manifest.statistics if isinstance(manifest.statistics, Mapping) else {}
         rows = stats.get("rows")
@@ -261,7 +262,7 @@ class DriverTracker:
 def attach_to_live_driver(
     operator: Any,
     context: Any,
-    hook: "CheckpointStorageHook",
+    hook: CheckpointStorageHook,
     job_id: str,
     job: Any = None,
     *,

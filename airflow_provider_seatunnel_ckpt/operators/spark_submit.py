@@ -8,10 +8,11 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+
 # the function, not the module: BaseOperator's metaclass swaps a module-level `warnings`
 # for one that adds 2 to every stacklevel, and _dag_file_level counts the frames itself
 from warnings import warn
@@ -23,12 +24,12 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from ..jobfile.documents import looks_like_hocon
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
+from ..jobfile.documents import looks_like_hocon
+from ..storage.layout import validate_job_id
 from ..ui import VIEW_XCOM_KEY
 from ..ui.link import CheckpointViewLink
-from ..storage.layout import validate_job_id
 from .assets import alias_name, sink_asset_uri
 from .engine_archive import engine_archive
 
@@ -409,8 +410,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         return result
 
     def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
-        from ..jobfile.job import load_job
         from ..hooks.variables import variables_for
+        from ..jobfile.job import load_job
 
         variables = variables_for(self.connections)
         return load_job(job_source, variables), variables
@@ -422,7 +423,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if self._lineage_entries is None:
             try:
                 job, _ = self._load_job(self._resolve_path(self.job_file))
-            except Exception as err:  # noqa: BLE001 - lineage must never fail the task
+            except Exception as err:  # lineage must never fail the task
                 self.log.debug("no OpenLineage datasets at start: %s", err)
             else:
                 self._lineage_entries = (job.sources, job.sinks)
@@ -535,7 +536,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         try:
             status = hook.get_job_status(job_id) or {}
             latest = hook.get_latest_checkpoint_id(job_id)
-        except Exception as err:  # noqa: BLE001 - the failure itself is what matters
+        except Exception as err:  # the failure itself is what matters
             status, latest = {}, None
             parts.append(f"(could not read the job's status: {err})")
         self._lineage_run = {"job_id": job_id, "status": status.get("status"), "attempt": status.get("attempt")}

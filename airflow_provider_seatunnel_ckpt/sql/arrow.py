@@ -17,8 +17,9 @@ other on generated queries and data.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,8 +27,8 @@ from sqlglot import exp
 
 from . import tree as sql_tree
 
-Data = Union[pa.RecordBatch, pa.Table]
-Value = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
+Data = pa.RecordBatch | pa.Table
+Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
 INT, FLOAT, BOOL, TEXT, OTHER = "BIGINT", "DOUBLE", "BOOLEAN", "VARCHAR", "other"
 _KINDS = {pa.int64(): INT, pa.float64(): FLOAT, pa.bool_(): BOOL, pa.string(): TEXT}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 

@@ -15,7 +15,7 @@ The query is rewritten once per input schema (:class:`.batch_query.BatchQuery`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
@@ -135,8 +135,10 @@ def _expression(name: str, *operands: exp.Expression) -> exp.Expression:
     if name not in _parsed:
         _parsed[name] = sql_tree.parse_expression(_TEMPLATES[name])
     values = dict(zip((_OPERAND, _SECOND), operands))
-    replace: Callable[[exp.Expression], exp.Expression] = (
-        lambda n: values[n.name].copy() if isinstance(n, exp.Column) and n.name in values else n)
+
+    def replace(n: exp.Expression) -> exp.Expression:
+        return values[n.name].copy() if isinstance(n, exp.Column) and n.name in values else n
+
     expression = _parsed[name].transform(replace)
     expression.type = _RESULT.get(name, "INT")
     return expression

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import CheckpointStorageError
 from .filesystem import Bytes, join_pieces, warn_once
@@ -81,7 +82,7 @@ class CheckpointStorage:
         raise NotImplementedError
 
     def write_state(
-        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: bytes, savepoint: bool = False
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: Bytes, savepoint: bool = False
     ) -> StateHandle:
         """Raw-bytes service (Flink's CheckpointStreamFactory): write one state file
         into a checkpoint directory, atomically; subtasks call this on executors."""
@@ -353,7 +354,7 @@ class CheckpointStorage:
         except CheckpointStorageError as err:
             raise _unverified(where, "its _metadata", err) from err
         problems = []
-        handles = dict(manifest.subtask_states)
+        handles: dict[int | str, StateHandle] = dict(manifest.subtask_states.items())
         if manifest.coordinator_state is not None:
             handles["coordinator"] = manifest.coordinator_state
         for owner, handle in handles.items():

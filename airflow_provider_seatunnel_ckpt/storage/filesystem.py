@@ -19,9 +19,10 @@ import logging
 import os
 import posixpath
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import retry
 
@@ -307,7 +308,7 @@ class FileSystem:
         if existing != (data if isinstance(data, (bytes, bytearray)) else bytes(data)):
             raise refused from None
 
-    def open_new(self, path: str) -> "NewFile":
+    def open_new(self, path: str) -> NewFile:
         """A new file at ``path`` (a name no one else uses), written piece by piece.
 
         For data that no reader trusts until something else names it (a table commit
@@ -396,7 +397,7 @@ class NewFile:
             self.fs.delete(self.path)
             self._synced = False
 
-    def __enter__(self) -> "NewFile":
+    def __enter__(self) -> NewFile:
         return self
 
     def __exit__(self, exc_type: object, *_: object) -> None:

@@ -22,8 +22,9 @@ import shutil
 import stat
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import wait
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 from airflow_provider_seatunnel_ckpt.storage.filesystem import (
@@ -213,7 +214,7 @@ class LocalFileSystem(FileSystem):
         if len(data) >= _HASH_IN_PARALLEL_FROM:  # hashlib releases the GIL: hash while writing
             hasher = in_background(lambda: digest.append(hashlib.sha256(data).hexdigest()))
         current = path
-        second = b""
+        second: Bytes = b""
         try:
             created = self._makedirs(parent)
             if then_parent != parent:
@@ -403,6 +404,8 @@ def _advise_dontneed(fd: int, offset: int, length: int) -> None:
 class _LocalNewFile(NewFile):
     """``NewFile`` on disk: see the module doc (``open_new``)."""
 
+    fs: LocalFileSystem
+
     def __init__(self, fs: LocalFileSystem, path: str):
         self.fs = fs
         self.path = path
@@ -542,7 +545,7 @@ class _Reclaimer:
             self._queue.put(fd)
 
     @staticmethod
-    def _run(fds: "queue.Queue[int]") -> None:
+    def _run(fds: queue.Queue[int]) -> None:
         while True:
             fd = fds.get()
             try:

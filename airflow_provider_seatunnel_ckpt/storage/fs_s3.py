@@ -15,16 +15,17 @@ and S3-compatible stores".
 from __future__ import annotations
 
 import base64
-
 import errno
+import functools
 import hashlib
 import io
 import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
@@ -131,7 +132,7 @@ class _ViewReader(io.RawIOBase):
         self._pos = max(0, base + offset)
         return self._pos
 
-    def read(self, size: int = -1) -> memoryview:  # type: ignore[override]
+    def read(self, size: int = -1) -> memoryview:
         end = len(self._view) if size is None or size < 0 else min(self._pos + size, len(self._view))
         chunk = self._view[self._pos : end]
         self._pos = max(self._pos, end)
@@ -527,7 +528,7 @@ class S3FileSystem(FileSystem):
         client = self._get_client()
         kwargs["Bucket"] = self.bucket
         while True:
-            page = self._call(op, path, lambda kw=dict(kwargs): client.list_objects_v2(**kw))
+            page = self._call(op, path, functools.partial(client.list_objects_v2, **kwargs))
             yield page
             if not page.get("IsTruncated"):
                 return

@@ -8,7 +8,8 @@ same code on all of them, and one contract suite tests them all.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import CheckpointStorageError
 from .api import DEFAULT_MAX_RETAINED, CheckpointEntry, CheckpointStorage
@@ -139,7 +140,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return manifest
 
     def write_state(
-        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: bytes, savepoint: bool = False
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: Bytes, savepoint: bool = False
     ) -> StateHandle:
         digest = self.fs.write_atomic_hashed(self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint), data)
         return StateHandle(size=len(data), sha256=digest, file=name)

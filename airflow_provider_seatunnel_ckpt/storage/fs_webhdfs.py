@@ -22,7 +22,8 @@ import posixpath
 import re
 import secrets
 import threading
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import BackendMissing, CheckpointStorageError, ConfigError
@@ -92,7 +93,7 @@ def _is_transient(exc: BaseException) -> bool:
     try:
         from hdfs.util import HdfsError
     except ImportError:  # pragma: no cover - hdfs is a hard dependency
-        HdfsError = ()  # type: ignore[assignment]  # noqa: N806
+        HdfsError = ()
     if isinstance(exc, HdfsError):  # raised by the client after trying every name node
         return getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS
     import requests
@@ -307,15 +308,15 @@ class WebHdfsFileSystem(FileSystem):
             if exc.status == 401:
                 what += ", authentication failed"
             reason = f"{what}: {exc.message}" if exc.message else what
-        elif getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS:
+        elif (remote := getattr(exc, "exception", None)) in TRANSIENT_REMOTE_EXCEPTIONS:
             tried = "the name node" if len(self.urls) == 1 else f"all {len(self.urls)} name nodes"
-            reason = f"{exc.exception} from {tried}: {getattr(exc, 'message', '')}"
+            reason = f"{remote} from {tried}: {getattr(exc, 'message', '')}"
         elif type(exc).__name__ == "HdfsError":
             message = str(exc)
             if message.startswith("Authentication failure"):  # the client's text for HTTP 401
                 reason = "authentication failed (HTTP 401); check the Kerberos ticket or the user"
             else:
-                reason = f"{exc.exception}: {message}" if getattr(exc, "exception", None) else message
+                reason = f"{remote}: {message}" if remote else message
         else:
             reason = f"{type(exc).__name__} talking to the name node"
         if retried:

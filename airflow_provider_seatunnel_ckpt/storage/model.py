@@ -13,8 +13,9 @@ import base64
 import enum
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import CheckpointStorageError
 
@@ -58,7 +59,7 @@ class StateHandle:
     inline: bytes | None = None
 
     @classmethod
-    def for_bytes(cls, data: bytes, file: str | None = None) -> "StateHandle":
+    def for_bytes(cls, data: bytes, file: str | None = None) -> StateHandle:
         if file is None:
             return cls(size=len(data), sha256=sha256_hex(data), inline=bytes(data))
         return cls(size=len(data), sha256=sha256_hex(data), file=file)
@@ -79,7 +80,7 @@ class StateHandle:
         return out
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> "StateHandle":
+    def from_json(cls, data: Any, where: str) -> StateHandle:
         if not isinstance(data, Mapping):
             raise CorruptCheckpointError(f"{where}: state handle is not an object")
         size, digest, file, inline = data.get("size"), data.get("sha256"), data.get("file"), data.get("inline")
@@ -137,7 +138,7 @@ class CheckpointManifest:
         size = sum(h.size for h in self.subtask_states.values())
         return size + (self.coordinator_state.size if self.coordinator_state else 0)
 
-    def with_updates(self, **changes: Any) -> "CheckpointManifest":
+    def with_updates(self, **changes: Any) -> CheckpointManifest:
         return replace(self, **changes)
 
     # ---- JSON ------------------------------------------------------------------
@@ -164,7 +165,7 @@ class CheckpointManifest:
         return json.dumps(body, sort_keys=True, indent=1).encode("utf-8")
 
     @classmethod
-    def from_bytes(cls, raw: bytes, where: str) -> "CheckpointManifest":
+    def from_bytes(cls, raw: bytes, where: str) -> CheckpointManifest:
         try:
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:

@@ -13,7 +13,8 @@ The file systems are imported only when used, so an S3 user never imports oss2.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from .api import DEFAULT_MAX_RETAINED, CheckpointStorageFactory

@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import CheckpointStorageError, ConfigError
 

@@ -9,7 +9,8 @@ pointless retries. Backends only decide *which* errors are transient.
 from __future__ import annotations
 
 import logging
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import tenacity
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import io
 import re
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError

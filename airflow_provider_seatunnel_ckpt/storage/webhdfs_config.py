@@ -7,7 +7,8 @@ rules, first match wins, are in docs/storage.md ("HDFS", "HDFS HA"). Errors are
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError

@@ -14,7 +14,8 @@ grows with the number of distinct keys in the split.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

@@ -8,7 +8,8 @@ SeaTunnel's (regular expressions are RE2's, Arrow's), are in docs/seatunnel.md
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

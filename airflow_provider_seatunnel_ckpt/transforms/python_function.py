@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 

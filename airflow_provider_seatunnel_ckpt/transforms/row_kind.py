@@ -17,13 +17,23 @@ every consumer that does not read it, so it never shows in a user's columns.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..connectors.api import (INSERT, KINDS, ROW_KIND, Transform, has_kinds, kind_code, kinds_of, strip_kinds,
-                              without_kinds)
+from ..connectors.api import (
+    INSERT,
+    KINDS,
+    ROW_KIND,
+    Transform,
+    has_kinds,
+    kind_code,
+    kinds_of,
+    strip_kinds,
+    without_kinds,
+)
 from ..connectors.options import Options, option_key
 from ..errors import ConfigError
 

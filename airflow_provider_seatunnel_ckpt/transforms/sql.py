@@ -10,7 +10,8 @@ an unknown column fails with ``transform[N].query: <DuckDB's message>``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 

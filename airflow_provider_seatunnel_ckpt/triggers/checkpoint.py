@@ -74,5 +74,5 @@ class CheckpointTrigger(BaseTrigger):
                 what = "the final checkpoint" if self.wait_for_final else f"a checkpoint newer than {self.newer_than}"
                 self.log.info("job %s: waiting for %s; next check in %ss", self.job_id, what, self.poke_interval)
                 await asyncio.sleep(self.poke_interval)
-        except Exception as err:  # noqa: BLE001 - reported to the task, which fails
+        except Exception as err:  # reported to the task, which fails
             yield TriggerEvent({"status": "error", "job_id": self.job_id, "message": f"{type(err).__name__}: {err}"})

@@ -29,7 +29,7 @@ def base_url() -> str:
         from airflow.configuration import conf
 
         return (conf.get("api", "base_url", fallback="") or "").rstrip("/")
-    except Exception:  # noqa: BLE001 - no configuration: served at the root
+    except Exception:  # no configuration: served at the root
         return ""
 
 

@@ -3,7 +3,8 @@ times these with the reader, as the api-server runs them)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..history import CheckpointEntry, History
 from ..history.text import entry_json, to_json

@@ -54,7 +54,7 @@ def test_every_python_example_runs(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for index, body in enumerate(blocks("python")):
-        exec(compile(body, f"{DOC}:python-block-{index}", "exec"), namespace)  # noqa: S102 - our own docs
+        exec(compile(body, f"{DOC}:python-block-{index}", "exec"), namespace)  # our own docs
     assert namespace["etl"].dag.dag_id == "nightly_etl_with_recovery"
     assert namespace["recover"].trigger_rule == "one_failed"
     assert namespace["done"].deferrable is True and namespace["progress"].newer_than == 10
@@ -69,7 +69,7 @@ def readme_dag() -> dict:
     section = README.read_text().split("\n## In a DAG\n", 1)[1].split("\n## ", 1)[0]
     (body,) = re.findall(r"```python\n(.*?)```", section, re.S)
     namespace: dict = {}
-    exec(compile(body, f"{README}:In a DAG", "exec"), namespace)  # noqa: S102 - our own docs
+    exec(compile(body, f"{README}:In a DAG", "exec"), namespace)  # our own docs
     return namespace
 
 

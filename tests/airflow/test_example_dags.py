@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
-
 from tests import example_runs
 from tests.example_runs import committed_ids
 

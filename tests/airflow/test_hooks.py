@@ -148,7 +148,7 @@ checkpoint:
 def test_aws_connection_tls_settings_the_spark_nodes_would_not_share_are_refused(monkeypatch):
     conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {"verify": False}})
     with pytest.raises(ConfigError, match=r"extra\.verify: is not supported .*AWS_CA_BUNDLE"):
-        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config
+        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config  # noqa: B018 - reading it raises
 
 
 def test_s3_connection_test_fails_on_a_missing_bucket_and_leaves_no_probe(monkeypatch, s3_server):
@@ -170,7 +170,7 @@ def test_without_the_amazon_provider_role_and_profile_name_the_pip_install(monke
         monkeypatch.setitem(sys.modules, module, None)
     conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {key: "arn:aws:iam::1:role/x" if key == "role_arn" else "p"}})
     with pytest.raises(ConfigError) as raised:
-        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config
+        get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config  # noqa: B018 - reading it raises
     message = str(raised.value)
     assert f"extra.{key}" in message and "pip install apache-airflow-providers-amazon" in message and "\n" not in message
 
@@ -219,7 +219,7 @@ def test_oss_connection_reads_the_alibaba_providers_fields(monkeypatch):
     assert get_checkpoint_hook(conn_id).config.storage.plugin_config["oss.bucket"] == "ckpt-from-schema"
     sts = connection(monkeypatch, {"conn_type": "oss", "extra": {"auth_type": "STS", "region": "cn-hangzhou"}})
     with pytest.raises(ConfigError, match=r"extra\.auth_type: 'STS' is not supported"):
-        get_checkpoint_hook(sts, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}).config
+        get_checkpoint_hook(sts, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}).config  # noqa: B018 - reading it raises
 
 
 def test_oss_endpoint_defaults_from_the_region(monkeypatch):
@@ -280,7 +280,7 @@ def test_webhdfs_connection_maps_kerberos_extras(monkeypatch, tmp_path):
 def test_webhdfs_settings_the_storage_client_cannot_honour_are_refused_by_name(monkeypatch, fields, key):
     conn_id = connection(monkeypatch, {"conn_type": "webhdfs", "host": "nn1.example", **fields})
     with pytest.raises(ConfigError) as raised:
-        get_checkpoint_hook(conn_id).config
+        get_checkpoint_hook(conn_id).config  # noqa: B018 - reading it raises
     assert f"{conn_id!r}.{key}: is not supported" in str(raised.value) and "pw-basic" not in str(raised.value)
 
 
@@ -340,7 +340,7 @@ def test_a_file_for_another_backend_is_refused(monkeypatch):
     conn_id = connection(monkeypatch, {"conn_type": "aws", "login": "a", "password": "secret-b"})
     file = "checkpoint:\n  storage:\n    plugin-config:\n      storage.type: oss\n      oss.bucket: b-1\n"
     with pytest.raises(ConfigError, match="selects 'oss' storage but connection .* is for 's3' storage"):
-        get_checkpoint_hook(conn_id, file).config
+        get_checkpoint_hook(conn_id, file).config  # noqa: B018 - reading it raises
 
 
 def test_unsupported_connection_type_is_a_config_error_naming_the_supported_ones(monkeypatch):
@@ -372,6 +372,6 @@ def test_our_connection_types_read_the_fields_of_the_standard_ones(monkeypatch, 
 def test_errors_name_the_key_and_the_sources(monkeypatch):
     conn_id = connection(monkeypatch, {"conn_type": "aws", "login": "a", "password": "secret-c"})
     with pytest.raises(ConfigError) as raised:
-        get_checkpoint_hook(conn_id, "checkpoint:\n  interval: 1000\n").config
+        get_checkpoint_hook(conn_id, "checkpoint:\n  interval: 1000\n").config  # noqa: B018 - reading it raises
     assert "s3.bucket" in str(raised.value) and f"connection {conn_id!r}" in str(raised.value)
     assert "secret-c" not in str(raised.value)

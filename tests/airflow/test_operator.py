@@ -14,13 +14,13 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from airflow_provider_seatunnel_ckpt.ui import VIEW_XCOM_KEY
-from airflow_provider_seatunnel_ckpt.ui.locate import TaskJob, storage_hook
 from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator, default_job_id
 from airflow_provider_seatunnel_ckpt.operators.assets import sink_asset_uri
 from airflow_provider_seatunnel_ckpt.operators.engine_archive import engine_archive
 from airflow_provider_seatunnel_ckpt.operators.spark_submit import _terminate_tree, spark_submit_environment
 from airflow_provider_seatunnel_ckpt.storage.layout import validate_job_id
+from airflow_provider_seatunnel_ckpt.ui import VIEW_XCOM_KEY
+from airflow_provider_seatunnel_ckpt.ui.locate import TaskJob, storage_hook
 
 
 def test_default_job_id_is_storage_safe_stable_and_distinct():
@@ -204,7 +204,7 @@ def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
     def run():
         try:
             op.execute(fake_context(pushed))
-        except BaseException as err:  # noqa: BLE001 - inspected below
+        except BaseException as err:  # inspected below
             failure.append(err)
 
     worker = threading.Thread(target=run)
@@ -268,6 +268,7 @@ def test_a_finished_job_is_not_run_again(tmp_path):
 
 def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_it(tmp_path):
     from airflow.sdk.exceptions import AirflowException
+
     from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
     from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
 
@@ -293,8 +294,9 @@ def test_a_job_that_deleted_itself_with_delete_on_finish_succeeds(tmp_path):
     and deleted it (issue 47, defect 6). That is the job's end, not a takeover; a sensor
     cannot wait for a final checkpoint that goes with the job, so it is refused."""
     from airflow.sdk.exceptions import AirflowException
-    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+
     from airflow_provider_seatunnel_ckpt.errors import ConfigError
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
 
     config = local_config(tmp_path) + "  externalized-retention: delete-on-finish\n"
     hook = get_checkpoint_hook(config_file=config)

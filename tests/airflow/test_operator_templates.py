@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -101,7 +101,7 @@ Path(os.environ["FAKE_SPARK_RECORDS"], name + ".json").write_text(json.dumps(rec
 sys.exit(1)
 """
 
-LOGICAL_DATE = datetime(2026, 3, 4, tzinfo=timezone.utc)
+LOGICAL_DATE = datetime(2026, 3, 4, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")

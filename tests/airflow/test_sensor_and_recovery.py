@@ -82,7 +82,6 @@ def test_deferrable_sensor_completes_through_its_trigger(airflow_db, tmp_path, m
 def test_sensor_in_reschedule_mode_waits_for_a_newer_checkpoint(airflow_db, tmp_path, monkeypatch):
     from airflow_provider_seatunnel_ckpt.sensors.checkpoint import CheckpointSensor
 
-    from .conftest import AIRFLOW_HOME
 
     namespace, job_id = f"{tmp_path}/ckpt/", "rescheduled-job"
     hook = local_hook(namespace)

@@ -21,8 +21,8 @@ import time
 
 def main(argv: list[str] | None = None) -> int:
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     parser = argparse.ArgumentParser()
     parser.add_argument("job")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tests.integration.engine.support import Driver, Workspace
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.conftest import s3_options, webhdfs_plugin_config
 from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
+from tests.integration.engine.conftest import s3_options, webhdfs_plugin_config
 from tests.integration.engine.support import (
     Driver,
     Workspace,

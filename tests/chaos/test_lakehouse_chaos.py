@@ -31,7 +31,7 @@ THROTTLE = {"plugin_name": "Python", "function": "tests.chaos.throttle:rows_30k"
 # simulation's (tests/simulation); the table commits on local disk and on S3 are each
 # covered by one format here and by both in tests/integration/lakehouse.
 @pytest.mark.parametrize(("table_format", "warehouse"), [("iceberg", "s3"), ("delta", "local")], indirect=["warehouse"])
-def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Warehouse, table_format: str,  # noqa: F811
+def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Warehouse, table_format: str,
                                          chaos: tuple[random.Random, ChaosRecord]) -> None:
     from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
@@ -72,7 +72,7 @@ def _completed_in(logs: list[str]) -> set[int]:
 
 
 @pytest.mark.parametrize("table_format", ["iceberg", "delta"])
-def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Workspace, local_warehouse: Warehouse,  # noqa: F811
+def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Workspace, local_warehouse: Warehouse,
                                                                    table_format: str) -> None:
     """SIGKILL the driver the moment a commit of the job appears in the table (before its
     next checkpoint can complete): the restored run replays that checkpoint's commit, finds
@@ -107,7 +107,7 @@ def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Wo
 
 
 @pytest.mark.parametrize("source_format, sink_kind", [("iceberg", "file"), ("delta", "iceberg")])
-def test_a_table_source_under_kills_reads_one_snapshot(workspace: Workspace, local_warehouse: Warehouse,  # noqa: F811
+def test_a_table_source_under_kills_reads_one_snapshot(workspace: Workspace, local_warehouse: Warehouse,
                                                        source_format: str, sink_kind: str,
                                                        chaos: tuple[random.Random, ChaosRecord]) -> None:
     """Iceberg -> File and Delta -> Iceberg under worker and driver kills; rows committed

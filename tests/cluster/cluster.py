@@ -22,11 +22,19 @@ import json
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tests.integration.engine.support import (
-    REPO, VENV_BIN, cmdline, is_daemon, kill_tree, master_is_idle, parent_pid, spark_environment,
+    REPO,
+    VENV_BIN,
+    cmdline,
+    is_daemon,
+    kill_tree,
+    master_is_idle,
+    parent_pid,
+    spark_environment,
 )
 
 from .netns import Hosts
@@ -72,7 +80,7 @@ class NetCluster:
         return {**self.base_env, "SPARK_LOCAL_IP": self.address(host), **extra}
 
     # ---- lifecycle -----------------------------------------------------------------------
-    def start(self) -> "NetCluster":
+    def start(self) -> NetCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         self.hosts.start()
         try:
@@ -92,7 +100,7 @@ class NetCluster:
                 kill_tree(proc.pid)
         self.hosts.stop()
 
-    def __enter__(self) -> "NetCluster":
+    def __enter__(self) -> NetCluster:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import atexit
 import signal
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -25,9 +25,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 SUBNET = "10.213.0"
 _instances = itertools.count()
@@ -93,7 +94,7 @@ class Hosts:
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
 
-    def start(self) -> "Hosts":
+    def start(self) -> Hosts:
         remove_stale_namespaces()
         try:
             self._add_namespace(self.switch)
@@ -167,7 +168,7 @@ class Hosts:
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
         self._created.clear()
 
-    def __enter__(self) -> "Hosts":
+    def __enter__(self) -> Hosts:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

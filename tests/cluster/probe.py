@@ -60,7 +60,7 @@ def intrude(args: argparse.Namespace) -> dict:
             while chunk := sock.recv(4096):
                 received += chunk
             outcome["garbage"] = "closed"
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             outcome["garbage"] = "still open"
         except ConnectionResetError:
             outcome["garbage"] = "closed"

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Iterator, Protocol
+from typing import Any, Protocol
 
 import pytest
 
@@ -49,7 +51,7 @@ class Backend:
     error_mentions: tuple[str, ...] = field(default_factory=tuple)
 
 
-Factory = Callable[[pytest.FixtureRequest], ContextManager[Backend]]
+Factory = Callable[[pytest.FixtureRequest], AbstractContextManager[Backend]]
 
 
 @dataclass(frozen=True)
@@ -297,7 +299,7 @@ def _names(kind: str) -> list[str]:
     return [name for name, f in BACKENDS.items() if getattr(f, kind) is not None]
 
 
-def _open(request: pytest.FixtureRequest, kind: str) -> ContextManager[Backend]:
+def _open(request: pytest.FixtureRequest, kind: str) -> AbstractContextManager[Backend]:
     factory = getattr(BACKENDS[request.param], kind)
     return factory(request)
 

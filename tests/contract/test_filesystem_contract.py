@@ -102,7 +102,7 @@ def test_write_is_atomic_for_concurrent_readers(fs: FileSystem, fs_root: str) ->
         while not stop.is_set():
             try:
                 data = fs.read(path)
-            except Exception as exc:  # noqa: BLE001 - reported below
+            except Exception as exc:  # reported below
                 seen["errors"].append(repr(exc))
                 return
             seen["reads"] += 1

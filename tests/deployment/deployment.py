@@ -18,8 +18,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import httpx
 
@@ -99,7 +100,7 @@ class AirflowDeployment:
         self._token: str | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def start(self, timeout: float = 300) -> "AirflowDeployment":
+    def start(self, timeout: float = 300) -> AirflowDeployment:
         migrated = subprocess.run([str(VENV_BIN / "airflow"), "db", "migrate"], env=self.env, capture_output=True,
                                   text=True, timeout=timeout)
         if migrated.returncode != 0:
@@ -135,7 +136,7 @@ class AirflowDeployment:
             process.wait()
         self.processes.clear()
 
-    def __enter__(self) -> "AirflowDeployment":
+    def __enter__(self) -> AirflowDeployment:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

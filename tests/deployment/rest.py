@@ -32,7 +32,7 @@ def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], lo
     deployment.wait_until(lambda: deployment.api("GET", f"/dags/{dag_id}").status_code == 200, 180,
                           f"DAG {dag_id} parsed")
     deployment.ok("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
-    when = (logical_date or dt.datetime.now(dt.timezone.utc)).isoformat()
+    when = (logical_date or dt.datetime.now(dt.UTC)).isoformat()
     run = deployment.ok("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": when, "conf": conf})
     return run["dag_run_id"]
 

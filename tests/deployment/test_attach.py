@@ -54,7 +54,7 @@ def test_a_retry_attaches_to_a_live_driver_and_takes_over_a_dead_one(
     import psutil
 
     started = time.monotonic()
-    day = dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc)
+    day = dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
     conf = {"workdir": str(tmp_path), "rows_per_second": RATE, "fail_after_rows": 10**12}
     runs = {
         "attached": trigger(deployment, DAG_ID, {**conf, "rows": ATTACHED_ROWS}, day),

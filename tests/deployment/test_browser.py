@@ -9,10 +9,11 @@ checkpoint storage, and its 401/403."""
 from __future__ import annotations
 
 import shutil
-from urllib.parse import quote_plus
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
+from urllib.parse import quote_plus
 
 import pytest
 

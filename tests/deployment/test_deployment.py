@@ -16,7 +16,16 @@ from tests.example_runs import attempts, check_resumed_exactly_once, committed_i
 
 from .deployment import AirflowDeployment, spark_submit_processes
 from .rest import (
-    clear, ensure_connection, start_slow_job, task_instances, trigger, view, wait_for_run, wait_for_runs, xcom, xcom_or_none,
+    clear,
+    ensure_connection,
+    start_slow_job,
+    task_instances,
+    trigger,
+    view,
+    wait_for_run,
+    wait_for_runs,
+    xcom,
+    xcom_or_none,
 )
 
 pytestmark = pytest.mark.slow
@@ -177,7 +186,7 @@ def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does
     or output; clearing the finished task of one run re-runs the task under the same job
     id, which finds the job finished and does nothing (no rows written twice)."""
     dag_id, rows = "example_checkpointed_etl_local", 100_000
-    first_day = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+    first_day = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
     runs = [trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows}, first_day + dt.timedelta(days=n))
             for n in range(2)]
     ended = wait_for_runs(deployment, *[(dag_id, run_id) for run_id in runs])

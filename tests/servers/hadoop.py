@@ -46,7 +46,7 @@ class HadoopCluster(JvmServer):
         self.process: JvmProcess | None = None
         self.start_seconds: float | None = None
 
-    def start(self) -> "HadoopCluster":
+    def start(self) -> HadoopCluster:
         started = time.monotonic()
         self.process = JvmProcess("hadoop", "servers.MiniClusters",
                                   ["--mode", self.mode, "--dir", str(self.workdir / "cluster")],

@@ -21,9 +21,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "jvm-servers"
@@ -94,7 +94,7 @@ class JvmProcess:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
-    def start(self) -> "JvmProcess":
+    def start(self) -> JvmProcess:
         java = shutil.which("java")
         if java is None:
             raise JvmServerError("Java 17 or newer is required for the JVM test servers "
@@ -170,7 +170,7 @@ class JvmServer:
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=prefix))
 
-    def start(self) -> "JvmServer":
+    def start(self) -> JvmServer:
         raise NotImplementedError
 
     def processes_to_stop(self) -> list[JvmProcess]:
@@ -218,7 +218,7 @@ def wait_until(check, timeout: float, what: str, process: JvmProcess | None = No
             result = check()
             if result:
                 return result
-        except Exception as exc:  # noqa: BLE001 - not ready yet
+        except Exception as exc:  # not ready yet
             last_error = exc
         time.sleep(interval)
     tail = process.log_tail() if process is not None else ""

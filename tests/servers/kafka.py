@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 _CHILD = r"""
 import ctypes, glob, os, sys
@@ -63,7 +64,7 @@ class KafkaMockCluster:
         self.bootstrap_servers = ""
         self._process: subprocess.Popen | None = None
 
-    def start(self) -> "KafkaMockCluster":
+    def start(self) -> KafkaMockCluster:
         self._process = subprocess.Popen([sys.executable, "-c", _CHILD, str(self.brokers)], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self._process.stdout.readline().strip()
@@ -83,7 +84,7 @@ class KafkaMockCluster:
                 self._process.wait()
             self._process = None
 
-    def __enter__(self) -> "KafkaMockCluster":
+    def __enter__(self) -> KafkaMockCluster:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

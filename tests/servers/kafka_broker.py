@@ -100,7 +100,7 @@ class KafkaBroker(JvmServer):
         """Stop one node cleanly (controlled shutdown)."""
         self.processes[node].stop()
 
-    def start(self) -> "KafkaBroker":
+    def start(self) -> KafkaBroker:
         started = time.monotonic()
         try:
             with ThreadPoolExecutor(self.nodes) as pool:  # a JVM each: format in parallel

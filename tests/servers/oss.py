@@ -50,10 +50,11 @@ import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote
 
 __all__ = ["OssServer", "OssState", "RequestRecord", "crc64_ecma"]
@@ -991,7 +992,7 @@ class _Handler(BaseHTTPRequestHandler):
     def version_string(self) -> str:
         return self.server_version
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: object) -> None:  # base signature
         pass  # quiet: tests read srv.requests instead
 
     def _read_body(self) -> bytes | None:

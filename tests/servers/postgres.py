@@ -83,7 +83,7 @@ class PostgresServer:
         assert self.root is not None
         return self.root / "server.log"
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         self.root = Path(tempfile.mkdtemp(prefix="seatunnel-ckpt-pg-"))
         password_file = self.root / "pw"
         password_file.write_text(self.password + "\n")
@@ -122,7 +122,7 @@ class PostgresServer:
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

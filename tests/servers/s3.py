@@ -31,9 +31,10 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 ACCESS_KEY_ID = "testing"
 SECRET_ACCESS_KEY = "testing"
@@ -180,7 +181,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     owner: FaultProxy
     _upstream: http.client.HTTPConnection | None = None
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
     def finish(self) -> None:

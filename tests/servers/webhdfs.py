@@ -50,9 +50,10 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 PREFIX = "/webhdfs/v1"
@@ -122,7 +123,7 @@ class _Node:
     permission: str
     file_id: int
     data: bytearray = field(default_factory=bytearray)
-    children: dict[str, "_Node"] = field(default_factory=dict)
+    children: dict[str, _Node] = field(default_factory=dict)
     replication: int = DEFAULT_REPLICATION
     block_size: int = DEFAULT_BLOCK_SIZE
     atime_ms: int = 0
@@ -451,7 +452,7 @@ class _Listener(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128  # the default 5 drops SYNs under 16 concurrent clients
 
-    def __init__(self, owner: "WebHdfsServer", role: str, host: str):
+    def __init__(self, owner: WebHdfsServer, role: str, host: str):
         self.owner = owner
         self.role = role
         self._conn_lock = threading.Lock()
@@ -518,7 +519,7 @@ class _Handler(BaseHTTPRequestHandler):
     _pending: dict[str, Any] | None = None
     _drop_answer = False
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:  # stdlib name
         pass
 
     def do_GET(self) -> None:
@@ -861,7 +862,7 @@ class WebHdfsServer:
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle --
-    def start(self) -> "WebHdfsServer":
+    def start(self) -> WebHdfsServer:
         if self._listeners:
             return self
         self._namenode = _Listener(self, "namenode", self.host)
@@ -886,7 +887,7 @@ class WebHdfsServer:
             t.join(5.0)
         self._threads = []
 
-    def __enter__(self) -> "WebHdfsServer":
+    def __enter__(self) -> WebHdfsServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -943,7 +944,7 @@ class WebHdfsServer:
             self._faults.clear()
             self.fail_rate = 0.0
 
-    def _take_fault(self, role: str, op: str) -> "_Fault | None":
+    def _take_fault(self, role: str, op: str) -> _Fault | None:
         with self._lock:
             for i, fault in enumerate(self._faults):
                 if fault.role in (None, role) and fault.op in (None, op):

@@ -15,14 +15,15 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 from unittest import mock
 
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine import coordinator as coordinator_module
 from airflow_provider_seatunnel_ckpt.engine import runner as runner_module
 from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
-from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSinkCommitter
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
@@ -48,7 +49,7 @@ def _zombie_deletes() -> contextlib.AbstractContextManager[Any]:
     def delete_aborted(self: DriverLoop, checkpoint_id: int, savepoint: bool = False) -> None:
         try:  # as before the fix: the whole directory, fenced or not
             self.store.storage.delete_checkpoint_dir(self.store.job_id, self.store.pipeline_id, checkpoint_id, savepoint)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     return mock.patch.object(DriverLoop, "_delete_aborted", delete_aborted)
@@ -233,7 +234,7 @@ def first_failing_seed(mutation: Mutation, seeds: range) -> tuple[int | None, st
                 simulate(seed)
             except Violation as err:
                 return seed, str(err).splitlines()[0]
-            except Exception as err:  # noqa: BLE001 - a crash is a finding too
+            except Exception as err:  # a crash is a finding too
                 return seed, f"{type(err).__name__}: {err}".splitlines()[0]
     return None, ""
 

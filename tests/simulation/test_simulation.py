@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -54,29 +54,36 @@ import json
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
 from airflow_provider_seatunnel_ckpt.config import load_config
-from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
-from airflow_provider_seatunnel_ckpt.engine.composite import GroupWriter, SinkGroup
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter, Source, Split
 from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
+from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
+from airflow_provider_seatunnel_ckpt.engine.composite import GroupWriter, SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    AbortCheckpoint, Decline, EndOfInput, Register, TaskFailed, decode,
+    AbortCheckpoint,
+    Decline,
+    EndOfInput,
+    Register,
+    TaskFailed,
+    decode,
 )
 from airflow_provider_seatunnel_ckpt.engine.runner import DISCARDING, JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_book import SplitBook, share_of
-from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY as PLAN_REF_KEY, plan_entries
+from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY as PLAN_REF_KEY
+from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import CheckpointError, CheckpointFailed, ConfigError, ConnectorError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
@@ -905,7 +912,7 @@ class InlineExecutor:
             future.set_result(fn(*args))
         except Violation:
             raise
-        except BaseException as err:  # noqa: BLE001 - handed to the caller as the future's
+        except BaseException as err:  # handed to the caller as the future's
             future.set_exception(err)
         return future
 
@@ -947,7 +954,7 @@ class StorageWorker:
             future.set_result(fn(*args))
         except Violation:
             raise
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:
             future.set_exception(err)
 
     def drain(self) -> None:
@@ -1124,7 +1131,7 @@ class DriverRun:
             self.splits, plan_ref = run.plan_splits(SimSource(world), manifest)
         except Violation:
             raise
-        except Exception as err:  # noqa: BLE001 - recorded as the real run() would
+        except Exception as err:  # recorded as the real run() would
             run._release_after_error(err, self.token)
             self.end_failed_start(err)
             return
@@ -1240,7 +1247,7 @@ class DriverRun:
             self.job_run.end(outcome, self.committer, self.token)
         except Violation:
             raise
-        except Exception as err:  # noqa: BLE001 - recorded as the real run() would
+        except Exception as err:  # recorded as the real run() would
             self.job_run._release_after_error(err, self.token)
         self.world.note(f"run {self.number} ended: finished={outcome.finished} error={outcome.error}")
         self.check_savepoints_deleted()
@@ -1375,7 +1382,7 @@ class SimSubtask:
             states = rt._load_states(rt._restore)
         except Violation:
             raise
-        except Exception as err:  # noqa: BLE001 - the task fails, as in SubtaskRuntime.run
+        except Exception as err:  # the task fails, as in SubtaskRuntime.run
             self.fail(f"restore failed: {err}")
             return
         # As SubtaskRuntime._run_attempt: the previous registration's sink goes first
@@ -1385,7 +1392,7 @@ class SimSubtask:
             rt._book = book = SplitBook.restored(self.mine, states, len(self.run.splits), "restore")
         except Violation:
             raise
-        except Exception as err:  # noqa: BLE001 - as in SubtaskRuntime.run
+        except Exception as err:  # as in SubtaskRuntime.run
             self.fail(f"restore failed: {err}")
             return
         self.world.note(f"{self!r} restored from {rt._restore.checkpoint_id}: "
@@ -1424,7 +1431,7 @@ class SimSubtask:
             return
         except Violation:
             raise
-        except Exception as err:  # noqa: BLE001 - the task fails, as run() reports it
+        except Exception as err:  # the task fails, as run() reports it
             self.fail(f"{type(err).__name__}: {err}")
             return
         if rt._finish_id is not None:

@@ -21,7 +21,12 @@ from airflow_provider_seatunnel_ckpt.cli import main
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from airflow_provider_seatunnel_ckpt.history import (
-    HISTORY_DIR, HistoryRecorder, completed_entry, failed_entry, read_history, restore_entry,
+    HISTORY_DIR,
+    HistoryRecorder,
+    completed_entry,
+    failed_entry,
+    read_history,
+    restore_entry,
 )
 from airflow_provider_seatunnel_ckpt.history.reader import Figures
 from airflow_provider_seatunnel_ckpt.storage import create_storage

@@ -18,8 +18,11 @@ import pytest
 
 pytest.importorskip("lzallright", reason="the lzo extra is not installed")
 
-from airflow_provider_seatunnel_ckpt.connectors.file.codecs import (  # noqa: E402
-    LZOP_MAGIC, WRITE_BLOCK_SIZE, LzopReader, LzopWriter,
+from airflow_provider_seatunnel_ckpt.connectors.file.codecs import (
+    LZOP_MAGIC,
+    WRITE_BLOCK_SIZE,
+    LzopReader,
+    LzopWriter,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "connector-file-local-e2e"

@@ -30,8 +30,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.file.formats.excel import xls_sheets
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests import seatunnel_jobs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "connector-file-local-e2e" / "excel"

@@ -14,9 +14,8 @@ directory before running it with ``tests/seatunnel_jobs.run_in_process``."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import dataclasses
+import importlib.util
 import io
 import re
 import shutil
@@ -24,8 +23,9 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -33,8 +33,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.file.codecs import LzopReader, LzopWriter
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests import seatunnel_jobs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "connector-file-local-e2e"

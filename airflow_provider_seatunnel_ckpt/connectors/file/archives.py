@@ -9,7 +9,8 @@ import logging
 import tarfile
 import zipfile
 import zlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 

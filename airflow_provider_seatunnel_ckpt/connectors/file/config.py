@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import codecs
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import ConfigError
 from ...extras import require

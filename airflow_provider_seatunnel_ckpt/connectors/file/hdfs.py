@@ -5,7 +5,8 @@ properties become ``seatunnel.hadoop.*`` (HA name services), ``remote_user`` and
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import ConfigError
 from .seatunnel_sink import SeaTunnelFileSink

@@ -3,7 +3,8 @@ disk, ``path = /abs/dir`` (or ``file:///abs/dir``)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import ConfigError
 from .seatunnel_sink import SeaTunnelFileSink

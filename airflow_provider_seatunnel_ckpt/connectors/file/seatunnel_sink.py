@@ -14,7 +14,8 @@ import logging
 import re
 import secrets
 import uuid
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -26,9 +27,25 @@ from ...storage.urls import is_storage_option
 from ..api import Sink
 from ..options import Options, option_key
 from .codecs import _encode, _LzopNewFile
-from .config import (CODEC_SUFFIX, DATE_FORMATS, DATETIME_FORMATS, DEFAULT_TEXT_DELIMITER, EXTENSIONS, FORMATS,
-                     SINK_CODECS, SINK_OPTIONS, TIME_FORMATS, _check_archive, _checked_encoding, _choice,
-                     _column_list, _delimiter, _format, _require_lzo, _warn)
+from .config import (
+    CODEC_SUFFIX,
+    DATE_FORMATS,
+    DATETIME_FORMATS,
+    DEFAULT_TEXT_DELIMITER,
+    EXTENSIONS,
+    FORMATS,
+    SINK_CODECS,
+    SINK_OPTIONS,
+    TIME_FORMATS,
+    _check_archive,
+    _checked_encoding,
+    _choice,
+    _column_list,
+    _delimiter,
+    _format,
+    _require_lzo,
+    _warn,
+)
 from .formats import binary, excel
 from .formats.text import TextFormats, _TextEncoder, to_text
 from .sink import DEFAULT_MAX_FILE_BYTES, FileSink, FileSinkCommitter, _FileEncoder, _json_default
@@ -59,10 +76,10 @@ class _SaveModeCommitter(FileSinkCommitter):
     durable checkpoint restores it, so whatever these modes delete was never committed by
     the job as it runs now."""
 
-    sink: "SeaTunnelFileSink"
+    sink: SeaTunnelFileSink
 
     @classmethod
-    def over(cls, committer: FileSinkCommitter, sink: "SeaTunnelFileSink") -> "_SaveModeCommitter":
+    def over(cls, committer: FileSinkCommitter, sink: SeaTunnelFileSink) -> _SaveModeCommitter:
         wrapped = cls.__new__(cls)
         wrapped.__dict__.update(committer.__dict__)
         wrapped.sink = sink

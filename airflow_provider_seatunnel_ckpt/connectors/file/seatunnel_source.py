@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import posixpath
 import re
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -20,9 +21,24 @@ from ..options import Options, option_key
 from ..seatunnel_types import Column, parse_columns
 from .archives import _ArchiveBatches
 from .codecs import _input, _Transcoded
-from .config import (CONTENT_COLUMN, DATE_FORMATS, DATETIME_FORMATS, DEFAULT_TEXT_DELIMITER, EXTENSIONS,
-                     SINK_ONLY_OPTIONS, SOURCE_OPTIONS, STREAM_CODECS, TIME_FORMATS, _archive, _checked_encoding,
-                     _choice, _delimiter, _format, _require_lzo, _warn)
+from .config import (
+    CONTENT_COLUMN,
+    DATE_FORMATS,
+    DATETIME_FORMATS,
+    DEFAULT_TEXT_DELIMITER,
+    EXTENSIONS,
+    SINK_ONLY_OPTIONS,
+    SOURCE_OPTIONS,
+    STREAM_CODECS,
+    TIME_FORMATS,
+    _archive,
+    _checked_encoding,
+    _choice,
+    _delimiter,
+    _format,
+    _require_lzo,
+    _warn,
+)
 from .formats import binary, excel, xml
 from .formats.convert import convert, plain_timestamps
 from .formats.json import _json_content, open_json

@@ -20,15 +20,16 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import hashlib
 import json
 import logging
-import hashlib
 import posixpath
 import re
 import secrets
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 

@@ -14,7 +14,8 @@ size recorded in its split fails: input files must not change while a job runs.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,7 +28,6 @@ from ..options import Options, option_key
 from .formats import FORMATS, check_format, format_from_name
 from .formats.parquet import ParquetReader
 from .storage import STORAGE_HINT, STREAM_BLOCK_SIZE, is_hidden, open_storage
-
 
 
 class FileSource(Source):

@@ -7,7 +7,8 @@ mapping its connection options onto a URL and storage options."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ...storage.filesystem import FileSystem

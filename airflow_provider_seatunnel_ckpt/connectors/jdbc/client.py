@@ -8,7 +8,8 @@ it into a message that names the target (never its password) and the option to f
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ...errors import ConfigError, ConnectorError
 from .target import PgTarget

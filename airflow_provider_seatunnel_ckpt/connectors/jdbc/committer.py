@@ -7,7 +7,8 @@ it finishes or is discarded. The protocol: docs/jdbc.md, "Exactly once"."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import tenacity
 

@@ -30,8 +30,9 @@ with a key *after* the split's position is read; one with a key at or before it 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,7 +49,7 @@ from .types import ReadPlan, read_plan
 DEFAULT_FETCH_SIZE = 100_000
 _ALIAS = "_st_rel"
 _EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)

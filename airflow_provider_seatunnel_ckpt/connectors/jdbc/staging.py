@@ -31,7 +31,8 @@ of a session's temporary stage in upsert mode (``is_exactly_once: false``), at e
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 

@@ -9,8 +9,9 @@ or an error message: errors name ``postgresql://user@host:port/db``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ...errors import ConfigError
@@ -63,7 +64,7 @@ class PgTarget:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"postgresql://{auth}{host}:{self.port}/{quote(self.database, safe='')}{query}"
 
-    def with_database(self, database: str) -> "PgTarget":
+    def with_database(self, database: str) -> PgTarget:
         return PgTarget(self.host, self.port, database, self.user, self.password, self.params, self.current_schema)
 
 

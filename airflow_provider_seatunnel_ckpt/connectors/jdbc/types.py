@@ -16,8 +16,8 @@ Writing: :func:`pg_type` gives the column type the sink creates a table with.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc

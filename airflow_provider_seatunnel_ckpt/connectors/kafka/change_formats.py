@@ -36,7 +36,8 @@ import base64
 import datetime as dt
 import decimal
 import json
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 

@@ -8,7 +8,8 @@ librdkafka's messages are passed on without the configuration.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import ConfigError, ConnectorError
 from ..options import Options

@@ -29,11 +29,10 @@ one), and a guess that turns out wrong costs one discarded producer.
 from __future__ import annotations
 
 import hashlib
-
 import json
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -95,7 +94,7 @@ class Transaction:
             try:
                 self.producing.producer.abort_transaction(self.producing.sink.target.connect_timeout_s)
                 audit("abort", self.name)
-            except Exception:  # noqa: BLE001 - the next producer of this id fences it anyway
+            except Exception:  # the next producer of this id fences it anyway
                 pass
 
 

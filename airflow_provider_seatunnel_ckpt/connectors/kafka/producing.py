@@ -15,7 +15,8 @@ writer starts producers, and neither imports back.
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import pyarrow as pa
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -34,7 +35,6 @@ from ...errors import ConfigError
 from ..seatunnel_types import convert_value, has_map
 from .avro_format import AvroCodec
 from .change_formats import SOURCE_FORMATS, ChangeDecoder
-
 
 FORMATS = ("json", "text", "raw", "avro", *SOURCE_FORMATS)
 ERROR_WAYS = ("fail", "skip")

@@ -30,20 +30,21 @@ checkpoints (``TransactionCommitter.check_rollback``).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from ...errors import ConfigError
+from ...extras import require
+from ...sql.batch_query import BatchQuery
 from ..api import ROW_KIND, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..datasets import kafka_datasets
-from ...sql.batch_query import BatchQuery
 from ..options import Options, option_key
-from ...extras import require
 from .avro_format import AvroCodec
 from .change_formats import SINK_FORMATS, encoding_sql
 from .client import KafkaTarget
-from .exactly_once import ProducerPipeline, TransactionCommitter, TransactionalWriter, id_prefix
+from .exactly_once import ProducerPipeline, TransactionalWriter, TransactionCommitter, id_prefix
 from .producing import Producing
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")

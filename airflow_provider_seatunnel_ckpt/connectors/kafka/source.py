@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -55,10 +56,10 @@ from ...extras import require
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import kafka_datasets
 from ..options import Options, option_key
-from .client import KafkaTarget, metadata, reason
 from ..seatunnel_types import parse_schema
 from ..table_metadata import attach, parse_table_metadata
 from .change_formats import LENIENT_FORMATS
+from .client import KafkaTarget, metadata, reason
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import tenacity
 

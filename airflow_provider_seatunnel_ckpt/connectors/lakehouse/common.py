@@ -4,8 +4,9 @@ translation for pyiceberg and delta-rs, table locations, commit infos."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -89,7 +90,7 @@ class TableLocation:
     root: str
 
     @classmethod
-    def of(cls, url: str, storage_options: Mapping[str, Any], key: str = "path") -> "TableLocation":
+    def of(cls, url: str, storage_options: Mapping[str, Any], key: str = "path") -> TableLocation:
         fs, root = filesystem_for_url(url, storage_options, key=key)
         return cls(url.rstrip("/"), fs, root.rstrip("/") or "/")
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -64,7 +65,7 @@ class DataFile:
         return asdict(self) | {"partition": dict(self.partition), "stats": dict(self.stats)}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "DataFile":
+    def from_json(cls, doc: Mapping[str, Any]) -> DataFile:
         if not isinstance(doc, Mapping) or not isinstance(doc.get("path"), str):
             raise ValueError(f"malformed data file entry {doc!r}")
         return cls(doc["path"], int(doc["rows"]), int(doc["size"]), dict(doc.get("partition") or {}),
@@ -172,7 +173,7 @@ class DataFileWriter:
             except Exception as err:
                 log.warning("could not delete the unused data file %s: %s", self.fs.describe(out.path), err)
 
-    def _new_file(self, values: tuple[Any, ...]) -> "_OpenFile":
+    def _new_file(self, values: tuple[Any, ...]) -> _OpenFile:
         directory = self.data_dir
         if self.partition_names:
             directory = f"{directory}/{partition_dir(self.partition_names, values)}"

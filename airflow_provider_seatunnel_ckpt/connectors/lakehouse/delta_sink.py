@@ -30,7 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -148,10 +149,10 @@ class DeltaSink(Sink):
     def accepts(self, schema: pa.Schema) -> None:
         check_table_accepts(self, schema, "path")
 
-    def create_writer(self, job_id: str, subtask: int, attempt: int) -> "DeltaWriter":
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> DeltaWriter:
         return DeltaWriter(self, job_id, subtask, attempt)
 
-    def create_committer(self, job_id: str) -> "DeltaCommitter":
+    def create_committer(self, job_id: str) -> DeltaCommitter:
         return DeltaCommitter(self, job_id)
 
 

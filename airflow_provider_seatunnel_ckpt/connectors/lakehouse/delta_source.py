@@ -21,7 +21,8 @@ position is the number of rows of its split already emitted.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,7 +115,7 @@ class DeltaSource(Source):
         table = self.table()
         if self.as_of_ms is not None:
             try:
-                table.load_as_version(datetime.datetime.fromtimestamp(self.as_of_ms / 1000, datetime.timezone.utc))
+                table.load_as_version(datetime.datetime.fromtimestamp(self.as_of_ms / 1000, datetime.UTC))
             except Exception as err:
                 raise ConfigError(option_key(self, "as_of_timestamp"), f"{self.describe()}: {reason(err)}") from None
         return table

@@ -11,7 +11,8 @@ commit info: bounds as base64, field ids as strings; nothing is pickled.
 from __future__ import annotations
 
 import base64
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -53,9 +53,11 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
+
 from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
@@ -203,10 +205,10 @@ class IcebergSink(IcebergTableAccess, Sink):
     def accepts(self, schema: pa.Schema) -> None:
         check_table_accepts(self, schema, "table")
 
-    def create_writer(self, job_id: str, subtask: int, attempt: int) -> "IcebergWriter":
+    def create_writer(self, job_id: str, subtask: int, attempt: int) -> IcebergWriter:
         return IcebergWriter(self, job_id, subtask, attempt)
 
-    def create_committer(self, job_id: str) -> "IcebergCommitter":
+    def create_committer(self, job_id: str) -> IcebergCommitter:
         return IcebergCommitter(self, job_id)
 
 

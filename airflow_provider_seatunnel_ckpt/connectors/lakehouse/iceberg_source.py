@@ -25,7 +25,8 @@ resumed reader reads the file again and drops them (the order inside a file is f
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 

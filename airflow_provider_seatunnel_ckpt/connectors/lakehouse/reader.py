@@ -3,7 +3,8 @@ number of rows already emitted; a resumed reader opens the split again and drops
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 

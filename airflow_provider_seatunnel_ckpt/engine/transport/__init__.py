@@ -20,12 +20,25 @@ from __future__ import annotations
 
 from ...errors import ProtocolError
 from .channel import (
-    MAX_LABEL_CHARS, MIN_TOKEN_CHARS, TRANSITIONS, Authenticated, ChannelConnection, ChannelState, Event,
-    MessageReceived, PeerClosed, Role,
+    MAX_LABEL_CHARS,
+    MIN_TOKEN_CHARS,
+    TRANSITIONS,
+    Authenticated,
+    ChannelConnection,
+    ChannelState,
+    Event,
+    MessageReceived,
+    PeerClosed,
+    Role,
 )
 from .client import DEFAULT_CONNECT_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT_S, ControlClient
 from .framing import (
-    DEFAULT_MAX_FRAME_BYTES, END_OF_STREAM, HANDSHAKE_MAX_FRAME_BYTES, MAX_FRAME_BYTES_LIMIT, NEED_DATA, FrameReader,
+    DEFAULT_MAX_FRAME_BYTES,
+    END_OF_STREAM,
+    HANDSHAKE_MAX_FRAME_BYTES,
+    MAX_FRAME_BYTES_LIMIT,
+    NEED_DATA,
+    FrameReader,
     encode_frame,
 )
 from .server import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, ControlServer, PeerInfo

@@ -28,12 +28,18 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...errors import ProtocolError
 from ..messages import PROTOCOL_VERSION
 from .framing import (
-    DEFAULT_MAX_FRAME_BYTES, END_OF_STREAM, HANDSHAKE_MAX_FRAME_BYTES, NEED_DATA, FrameReader, Sentinel, check_limit,
+    DEFAULT_MAX_FRAME_BYTES,
+    END_OF_STREAM,
+    HANDSHAKE_MAX_FRAME_BYTES,
+    NEED_DATA,
+    FrameReader,
+    Sentinel,
+    check_limit,
     encode_frame,
 )
 
@@ -121,7 +127,7 @@ def check_token(token: Any) -> str:
     return token
 
 
-def _is_label(label: Any) -> bool:
+def _is_label(label: Any) -> TypeGuard[str]:
     return isinstance(label, str) and 0 < len(label) <= MAX_LABEL_CHARS and label.isprintable()
 
 
@@ -217,7 +223,7 @@ class ChannelConnection:
             if frame is END_OF_STREAM:
                 self._state = ChannelState.CLOSED
                 return PeerClosed()
-            event = self._guard(lambda: self._handle(frame))
+            event = self._guard(lambda: self._handle(frame))  # noqa: B023 - called within this iteration
             if event is not None:
                 return event
 

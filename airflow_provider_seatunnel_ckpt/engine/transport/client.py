@@ -28,8 +28,16 @@ from ...errors import ProtocolError
 from .channel import ChannelConnection, Role, check_label, check_token
 from .framing import DEFAULT_MAX_FRAME_BYTES, check_limit, encode_frame
 from .sockets import (
-    DEFAULT_SEND_TIMEOUT_S, Codec, configure_socket, describe_error, flush_quietly, format_address, handshake, pump,
-    run_callback, shutdown,
+    DEFAULT_SEND_TIMEOUT_S,
+    Codec,
+    configure_socket,
+    describe_error,
+    flush_quietly,
+    format_address,
+    handshake,
+    pump,
+    run_callback,
+    shutdown,
 )
 
 log = logging.getLogger(__package__)  # the channel's one logger (sockets.py)

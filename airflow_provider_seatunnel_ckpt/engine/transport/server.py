@@ -30,8 +30,16 @@ from ...errors import ProtocolError
 from .channel import ChannelConnection, Role, check_token
 from .framing import DEFAULT_MAX_FRAME_BYTES, check_limit, encode_frame
 from .sockets import (
-    DEFAULT_SEND_TIMEOUT_S, Codec, configure_socket, describe_error, flush_quietly, format_address, handshake, pump,
-    run_callback, shutdown,
+    DEFAULT_SEND_TIMEOUT_S,
+    Codec,
+    configure_socket,
+    describe_error,
+    flush_quietly,
+    format_address,
+    handshake,
+    pump,
+    run_callback,
+    shutdown,
 )
 
 log = logging.getLogger(__package__)  # the channel's one logger (sockets.py)
@@ -123,7 +131,7 @@ class ControlServer:
         self._listener = socket.create_server((host, port), family=family, backlog=128)
         try:
             self._listener.setblocking(False)
-            self._address: tuple[str, int] = tuple(self._listener.getsockname()[:2])  # type: ignore[assignment]
+            self._address: tuple[str, int] = tuple(self._listener.getsockname()[:2])
             self._wake_r, self._wake_w = socket.socketpair()
             self._accept_thread = threading.Thread(
                 target=self._accept_loop, name=f"seatunnel-ckpt-control-accept-{self._address[1]}", daemon=True

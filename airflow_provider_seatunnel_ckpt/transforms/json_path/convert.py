@@ -11,7 +11,8 @@ import decimal
 import logging
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -174,7 +175,7 @@ def _to_decimal(node: Any, kind: pa.Decimal128Type) -> decimal.Decimal:
     else:
         text = node_text(node)  # new BigDecimal(text): no trim
         if not _JAVA_DECIMAL.fullmatch(text):
-            raise HardError(f"NumberFormatException: Character array is missing \"exponent\" mark 'e' or 'E'."
+            raise HardError("NumberFormatException: Character array is missing \"exponent\" mark 'e' or 'E'."
                             if text else "NumberFormatException: empty String")
         value = decimal.Decimal(text)
     fitted = value.quantize(decimal.Decimal(1).scaleb(-kind.scale), context=_DEC)

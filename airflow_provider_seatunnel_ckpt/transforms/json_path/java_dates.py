@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from calendar import monthrange
-from typing import Callable
+from collections.abc import Callable
 
 from .failures import HardError
 
@@ -24,7 +24,7 @@ def parse_time(text: str, lost_digits: Callable[[str], None]) -> dt.time:
 
 def parse_timestamp(text: str, lost_digits: Callable[[str], None]) -> dt.datetime:
     """DateTimeUtils: the formatter is picked by the text's length and shape, then parses it."""
-    for pattern, date_sep, strict in _TIMESTAMP_FORMATS.get(min(len(text), 20), ()):
+    for pattern, date_sep, strict in _TIMESTAMP_FORMATS.get(min(len(text), 20), ()):  # noqa: B007 - read after the loop breaks
         if pattern.fullmatch(text):
             break
     else:

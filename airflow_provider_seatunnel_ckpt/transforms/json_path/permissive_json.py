@@ -10,7 +10,8 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .failures import HardError, PathError
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,8 +27,8 @@ from .workspace import ContractWorkspace
 
 REPO = Path(__file__).resolve().parents[3]
 
-SinkFactory = Callable[[pytest.FixtureRequest], ContextManager[SinkUnderTest]]
-SourceFactory = Callable[[pytest.FixtureRequest], ContextManager[SourceUnderTest]]
+SinkFactory = Callable[[pytest.FixtureRequest], AbstractContextManager[SinkUnderTest]]
+SourceFactory = Callable[[pytest.FixtureRequest], AbstractContextManager[SourceUnderTest]]
 
 SINKS: dict[str, SinkFactory] = {
     "File-local": files.local_file_sink,

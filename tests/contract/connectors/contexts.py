@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: the sink cases, in the table's order: name -> what it proves
 SINK_CASES: dict[str, str] = {

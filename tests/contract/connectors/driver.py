@@ -159,9 +159,8 @@ def main(argv: list[str]) -> int:
     from airflow_provider_seatunnel_ckpt import cli
     from airflow_provider_seatunnel_ckpt.engine import launch
 
-    from .thread_spark import ThreadSpark, install_task_context
-
     from .mutations import in_place_from_environment
+    from .thread_spark import ThreadSpark, install_task_context
 
     install_task_context()
     install_faults(json.loads(os.environ.get(FAULTS_ENV) or "{}"))

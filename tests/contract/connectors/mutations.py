@@ -19,9 +19,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from unittest import mock
 
 MUTATION_ENV = "CONTRACT_MUTATION"

@@ -13,8 +13,9 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tests.integration.engine.support import RunResult
 

@@ -37,8 +37,8 @@ def applies(ctx: SinkUnderTest, case: str) -> None:
 
 def committer_for(job: Path, attempt: int) -> Any:
     """The committer a driver of run attempt ``attempt`` makes for ``job``."""
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.routing import load_sinks, load_sources, one_sink
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     spec = load_job(str(job), {})
     sink = one_sink(load_sinks(spec, load_sources(spec.sources)))
@@ -83,7 +83,7 @@ def test_replay_committed_epoch(sink_context: SinkUnderTest, ws: ContractWorkspa
     def commit_latest(attempt: int) -> None:
         try:
             committer_for(job, attempt).commit(checkpoints[-1][1])
-        except BaseException as err:  # noqa: BLE001 - reported below
+        except BaseException as err:  # reported below
             errors.append(err)
 
     threads = [threading.Thread(target=commit_latest, args=(attempt,)) for attempt in (3, 4)]

@@ -4,8 +4,9 @@ with drivers killed at chosen points. Rows carry an ``id``; every committed one 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 MAX_FAILURES = 4
 
@@ -33,10 +34,10 @@ class _TaskContext:
     def __init__(self, partition: int, attempt: int):
         self._partition, self._attempt = partition, attempt
 
-    def attemptNumber(self) -> int:  # noqa: N802 - PySpark's name
+    def attemptNumber(self) -> int:  # PySpark's name
         return self._attempt
 
-    def partitionId(self) -> int:  # noqa: N802 - PySpark's name
+    def partitionId(self) -> int:  # PySpark's name
         return self._partition
 
 
@@ -57,7 +58,7 @@ class _Conf:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self._values.get(key, default)
 
-    def getAll(self) -> list[tuple[str, str]]:  # noqa: N802 - PySpark's name
+    def getAll(self) -> list[tuple[str, str]]:  # PySpark's name
         return list(self._values.items())
 
 
@@ -65,7 +66,7 @@ class _Partitions:
     def __init__(self, context: ThreadContext, items: list[Any], function: Callable[[int, Any], Iterable[Any]] | None = None):
         self._context, self._items, self._function = context, items, function
 
-    def mapPartitionsWithIndex(self, function: Callable[[int, Any], Iterable[Any]]) -> _Partitions:  # noqa: N802
+    def mapPartitionsWithIndex(self, function: Callable[[int, Any], Iterable[Any]]) -> _Partitions:
         return _Partitions(self._context, self._items, function)
 
     def collect(self) -> list[Any]:
@@ -103,20 +104,20 @@ class _Partitions:
 
 class ThreadContext:
     master = "local[threads]"
-    applicationId = "local-threads"  # noqa: N815 - PySpark's name
-    defaultParallelism = 16  # noqa: N815 - PySpark's name
+    applicationId = "local-threads"  # PySpark's name
+    defaultParallelism = 16  # PySpark's name
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
         self.threads: list[threading.Thread] = []
 
-    def getConf(self) -> _Conf:  # noqa: N802 - PySpark's name
+    def getConf(self) -> _Conf:  # PySpark's name
         return _Conf({"spark.task.maxFailures": str(MAX_FAILURES)})
 
-    def setJobGroup(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802 - PySpark's name
+    def setJobGroup(self, *args: Any, **kwargs: Any) -> None:  # PySpark's name
         pass
 
-    def cancelJobGroup(self, group: str) -> None:  # noqa: N802 - PySpark's name
+    def cancelJobGroup(self, group: str) -> None:  # PySpark's name
         # No retry after this, and each running subtask gets an exception the next time
         # its thread runs Python code (a thread cannot be stopped otherwise).
         self.cancelled.set()

@@ -1,6 +1,7 @@
 """A Python transform whose first attempt of subtask 0 fails on its first batch (a task retry under spark-submit)."""
 import pyarrow as pa
 
+
 def fail_once(batch: pa.RecordBatch) -> pa.RecordBatch:
     from pyspark import TaskContext
     task = TaskContext.get()

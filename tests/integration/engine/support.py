@@ -23,9 +23,10 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -226,11 +227,11 @@ class Driver:
     def wait(self, timeout: float = 600) -> RunResult:
         try:
             code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as err:
             kill_tree(self.proc.pid)
             self.proc.wait(timeout=30)
             self._close()
-            raise AssertionError(f"{' '.join(self.args)} still running after {timeout} s\n{self.stderr()[-8000:]}")
+            raise AssertionError(f"{' '.join(self.args)} still running after {timeout} s\n{self.stderr()[-8000:]}") from err
         self._close()
         # whatever the driver left behind (it should leave nothing) goes too
         kill_tree(self.proc.pid)
@@ -241,7 +242,7 @@ class Driver:
             with contextlib.suppress(OSError):
                 f.close()
 
-    def __enter__(self) -> "Driver":
+    def __enter__(self) -> Driver:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -116,11 +116,11 @@ def test_file_source_resumes_inside_files(workspace: Workspace, fmt: str) -> Non
         first.kill()
     latest = max(completed_ids(config, f"resume-{fmt}"))
     # The restored positions are inside the first files of each subtask.
-    from .support import open_storage
-
     import json
 
     from airflow_provider_seatunnel_ckpt.engine.split_plan import load_plan
+
+    from .support import open_storage
 
     storage = open_storage(config)
     manifest = storage.read_manifest(f"resume-{fmt}", 1, latest)

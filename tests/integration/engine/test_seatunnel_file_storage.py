@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import decimal
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest

@@ -4,10 +4,9 @@ spark-submit brings them; a spark-submit local master retries tasks as asked."""
 
 from __future__ import annotations
 
-
 import pytest
 
-from .support import Driver, VENV_BIN, Workspace, assert_exactly_once, read_output
+from .support import VENV_BIN, Driver, Workspace, assert_exactly_once, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 KILL = {"spark.python.worker.killOnIdleTimeout": "true", "spark.python.worker.idleTimeoutSeconds": "1"}
@@ -18,7 +17,7 @@ def test_a_job_file_setting_is_refused_before_anything(workspace: Workspace) -> 
     job = workspace.write_job({"plugin_name": "Sequence", "rows": 100}, env={"spark.speculation": True})
     result = workspace.run(job, config, "refused")
     assert result.returncode == 2, result.explain()
-    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == ["error: spark.speculation: True would let Spark start a second copy of a running subtask "
                      "(each subtask is one Spark task that runs for the whole job): two attempts of one subtask at "
                      "once, reading the same splits and staging the same rows; remove it or set it to false"], result.explain()

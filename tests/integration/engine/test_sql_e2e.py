@@ -30,8 +30,8 @@ SEQUENCE = {"plugin_name": "Sequence", "rows": 300_000, "batch_size": 20_000, "r
 
 @pytest.mark.parametrize("query, on_arrow", [(QUERY, False), (COMPILED_QUERY, True)], ids=["duckdb", "arrow"])
 def test_sequence_sql_file_equals_duckdb_over_the_whole_input(workspace: Workspace, query: str, on_arrow: bool) -> None:
-    from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
     from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
+    from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 
     schema = SequenceSource({k: v for k, v in SEQUENCE.items() if k != "plugin_name"}).produced_schema()
     assert (BatchQuery(query, "query").arrow_plan(schema) is not None) == on_arrow

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -15,11 +16,17 @@ import pytest
 from airflow_provider_seatunnel_ckpt import connectors
 from airflow_provider_seatunnel_ckpt.connectors import register_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, Source, SourceReader, Split
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    Ack, AddSplits, CheckpointKind, EndOfInput, FinishJob, RestoreState, TriggerBarrier,
+    Ack,
+    AddSplits,
+    CheckpointKind,
+    EndOfInput,
+    FinishJob,
+    RestoreState,
+    TriggerBarrier,
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 
 from .test_subtask_reconnect import FakeChannel, HeldSink, start_subtask
 

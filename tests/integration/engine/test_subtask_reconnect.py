@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -28,7 +29,6 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import register_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink, SinkCommitter, SinkWriter
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
     CheckpointKind,
@@ -37,6 +37,8 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     TriggerBarrier,
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
+
 from .support import FakeChannel
 
 pytestmark = pytest.mark.timeout(60)

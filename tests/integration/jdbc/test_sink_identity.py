@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
-
 from tests.claimed_runs import ClaimedRun
 
 from .conftest import Database, prepared_gids

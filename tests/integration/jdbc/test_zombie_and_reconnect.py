@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.jdbc import client, transactions
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     Ack,
     CheckpointKind,
@@ -32,6 +32,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import ConnectorError
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from tests.integration.engine.support import FakeChannel
 
 from .conftest import Database, prepared_gids

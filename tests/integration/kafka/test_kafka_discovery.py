@@ -6,9 +6,9 @@ killed, and by a run restored after the driver was killed; every id exactly once
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import re
-import os
 import signal
 import time
 from typing import Any

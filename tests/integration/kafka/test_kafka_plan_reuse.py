@@ -15,7 +15,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST
 from tests.integration.engine.support import Workspace, open_storage, read_output, tally
 
-from .test_kafka_discovery import PARTITIONS, SCHEMA, _produce as produce
+from .test_kafka_discovery import PARTITIONS, SCHEMA
+from .test_kafka_discovery import _produce as produce
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

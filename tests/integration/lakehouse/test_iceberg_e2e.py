@@ -21,7 +21,7 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error: ")]
 
 
-def test_copy_then_restore_older_is_refused(workspace: Workspace, local_warehouse: Warehouse) -> None:  # noqa: F811
+def test_copy_then_restore_older_is_refused(workspace: Workspace, local_warehouse: Warehouse) -> None:
     rows = 200_000
     sink = local_warehouse.iceberg(table="events", partition_by=["bucket(4, id)"])
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000}, sink)
@@ -47,7 +47,7 @@ def test_copy_then_restore_older_is_refused(workspace: Workspace, local_warehous
     assert load_sink(sink).load_table().metadata_location == before
 
 
-def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse) -> None:  # noqa: F811
+def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse) -> None:
     config = workspace.write_config()
     source = {"plugin_name": "Sequence", "rows": 1000}
     cases = [
@@ -83,7 +83,7 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
     assert not data.fs.exists(f"{data.root}/data") or not list(data.fs.walk_files(f"{data.root}/data"))
 
 
-def test_delta_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse) -> None:  # noqa: F811
+def test_delta_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse) -> None:
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 

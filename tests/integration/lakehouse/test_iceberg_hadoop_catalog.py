@@ -19,9 +19,9 @@ from pyiceberg.exceptions import CommitFailedException
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.lakehouse.iceberg_hadoop_catalog import HadoopCatalog
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sources
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests.seatunnel_jobs import run_in_process
 
 from .conftest import duckdb_lake
@@ -197,7 +197,7 @@ def _race(first: HadoopCatalog, second: HadoopCatalog, tables: list[Any],
         try:
             tables[index].append(_ids(*ranges[index]))
             outcomes[index] = "ok"
-        except Exception as err:  # noqa: BLE001 - the test inspects it
+        except Exception as err:  # the test inspects it
             outcomes[index] = err
 
     threads = [threading.Thread(target=commit, args=(i,)) for i in range(2)]
@@ -226,7 +226,7 @@ def _source_table(warehouse: str) -> None:
     ts = datetime.datetime(2024, 1, 2, 3, 4, 5)
     table.append(pa.Table.from_pylist([
         {"f1": i, "f2": i % 2 == 0, "f3": i, "f4": i * 10, "f5": i / 2, "f6": i / 4, "f7": datetime.date(2024, 1, 1),
-         "f9": ts.replace(tzinfo=datetime.timezone.utc), "f10": ts, "f11": f"s{i}", "f12": b"0123456789",
+         "f9": ts.replace(tzinfo=datetime.UTC), "f10": ts, "f11": f"s{i}", "f12": b"0123456789",
          "f13": bytes([i]), "f14": decimal.Decimal(i) / 8, "f15": [i, i + 1], "f16": [("k", i)]}
         for i in range(100)], schema=SOURCE_SCHEMA))
 

@@ -134,7 +134,7 @@ def test_a_discarded_job_restarts_its_checkpoint_ids_on_the_branch_too(warehouse
     """After delete-on-finish (discard_job) the same job id starts again at checkpoint 1; its
     first commit must not be taken for the old run's checkpoint 1, on a branch as on main."""
     sink = load_sink(warehouse.iceberg(**{"iceberg.table.commit-branch": "audit"}))
-    for run, (start, stop) in enumerate([(0, 10), (10, 20)]):
+    for start, stop in [(0, 10), (10, 20)]:
         committer = sink.create_committer("job-again")
         writer = sink.create_writer("job-again", 0, 0)
         writer.write(ids_batch(start, stop))

@@ -24,7 +24,7 @@ OTHER = list(range(10_000_000, 10_000_040))
 
 
 @pytest.mark.parametrize("name", ["iceberg", "delta"])
-def test_a_second_writer_during_the_job(workspace: Workspace, local_warehouse: Warehouse, name: str) -> None:  # noqa: F811
+def test_a_second_writer_during_the_job(workspace: Workspace, local_warehouse: Warehouse, name: str) -> None:
     table_format = FORMATS[name]
     options = table_format.options(local_warehouse)
     load_sink(options).create_table(pa.schema([("id", pa.int64())]))  # both writers append to it

@@ -160,11 +160,11 @@ def test_every_subtask_may_create_the_table_at_once(table_format: Any, local_war
         errors: list[BaseException] = []
 
         def first_batch(subtask: int) -> None:
-            start.wait()
+            start.wait()  # noqa: B023 - its threads end within this iteration
             try:
-                writers[subtask].write(ids_batch(subtask * 100, subtask * 100 + 100))
+                writers[subtask].write(ids_batch(subtask * 100, subtask * 100 + 100))  # noqa: B023 - its threads end within this iteration
             except BaseException as err:  # reported below
-                errors.append(err)
+                errors.append(err)  # noqa: B023 - its threads end within this iteration
 
         threads = [threading.Thread(target=first_batch, args=(i,)) for i in range(len(writers))]
         for thread in threads:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import load_sinks, load_sources, one_sink
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 ICEBERG = {"iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}}
 S3_KEYS = {"fs.s3a.access.key": "AKIA-SECRET", "fs.s3a.secret.key": "S3-SECRET"}

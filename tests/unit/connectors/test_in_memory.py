@@ -4,7 +4,6 @@ in tests/unit/test_seatunnel_jobs.py)."""
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pytest
 

@@ -117,8 +117,8 @@ def test_enable_upsert_is_seatunnels_option_true_by_default() -> None:
 def test_plain_rows_whose_keys_are_not_among_their_columns_fail_the_check() -> None:
     """Upserting plain rows by key needs the keys among the rows' columns: refused by
     ``--check`` (no server contacted), naming the key; appending them does not."""
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t", "primary_keys": ["idd"]}
     job = {"env": {"parallelism": 1}, "source": [{"plugin_name": "Sequence", "rows": 10}], "sink": [jdbc]}

@@ -18,9 +18,9 @@ from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import KINDS, ROW_KIND
 from airflow_provider_seatunnel_ckpt.connectors.kafka.records import DecodeError, RecordDecoder
 from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import bind_schemas, load_sinks, load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 SCHEMA = parse_schema({"fields": {"id": "int", "name": "string", "weight": "string"}})
 KAFKA = {"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:9", "topic": "t"}

@@ -20,11 +20,11 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.file.sink import job_tag
 from airflow_provider_seatunnel_ckpt.connectors.file.hdfs import HdfsFileSource
 from airflow_provider_seatunnel_ckpt.connectors.file.local import LocalFileSink, LocalFileSource
 from airflow_provider_seatunnel_ckpt.connectors.file.oss import OssFileSink
 from airflow_provider_seatunnel_ckpt.connectors.file.s3 import S3FileSource
+from airflow_provider_seatunnel_ckpt.connectors.file.sink import job_tag
 from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.seatunnel_jobs import run_in_process
@@ -162,9 +162,9 @@ def test_seatunnel_written_text_is_read_with_nested_separators_and_any_date_form
     """Lines as SeaTunnel's own e2e text fixtures have them (\\u0001 fields, nested by
     \\u0002..\\u0004), dates and timestamps in SeaTunnel's other formats, \\r\\n line ends."""
     (tmp_path / "a.txt").write_bytes(
-        "k1\x03v1\x02k2\x03v2\x01545\x02157\x01MTDna\x01false\x012023/06/07\x012023-05-08T16:08:51\x01"
-        "Abc\x04x\x03y\x04z\x0277\r\n"
-        "\x01\x01 \x01TRUE\x0120230102\x0120230102030405\x01\r\n".encode()
+        b"k1\x03v1\x02k2\x03v2\x01545\x02157\x01MTDna\x01false\x012023/06/07\x012023-05-08T16:08:51\x01"
+        b"Abc\x04x\x03y\x04z\x0277\r\n"
+        b"\x01\x01 \x01TRUE\x0120230102\x0120230102030405\x01\r\n"
     )
     schema = {"fields": {"m": "map<string, string>", "arr": "array<int>", "s": "string", "b": "boolean",
                          "d": "date", "ts": "timestamp", "r": {"m": "map<string, string>", "i": "int"}}}

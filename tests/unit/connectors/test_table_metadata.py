@@ -10,7 +10,10 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema
 from airflow_provider_seatunnel_ckpt.connectors.table_metadata import (
-    attach, parse_catalog_table_rule, parse_table_metadata, read,
+    attach,
+    parse_catalog_table_rule,
+    parse_table_metadata,
+    read,
 )
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
@@ -100,8 +103,8 @@ def _job(rule: dict[str, Any], transform: list[dict[str, Any]] | None = None) ->
 
 
 def test_assert_checks_the_fake_sources_table_before_the_job_starts() -> None:
-    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
     from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     check_job(load_job(_job(RULE)))
     with pytest.raises(ConfigError) as err:

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import SourceUnion, load_sink, load_source
-from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.api import table_of
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches, table_of
 from airflow_provider_seatunnel_ckpt.engine.routing import bind_schemas, load_sinks, load_sources, load_transforms
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests.seatunnel_jobs import run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"

@@ -13,16 +13,33 @@ import dataclasses
 from dataclasses import dataclass
 
 from airflow_provider_seatunnel_ckpt.engine.actions import (
-    Action, Broadcast, DeleteCheckpointState, FailJob, JobFinished, PersistCheckpoint,
-    ScheduleWakeup, SendToSubtask,
+    Action,
+    Broadcast,
+    DeleteCheckpointState,
+    FailJob,
+    JobFinished,
+    PersistCheckpoint,
+    ScheduleWakeup,
+    SendToSubtask,
 )
 from airflow_provider_seatunnel_ckpt.engine.completed import CompletedCheckpoint, SubtaskSnapshot
 from airflow_provider_seatunnel_ckpt.engine.coordinator import (
-    DEFAULT_FAILOVER_TIMEOUT_MS, RECENT_IDS_KEPT, CheckpointCoordinator, CoordinatorSettings,
+    DEFAULT_FAILOVER_TIMEOUT_MS,
+    RECENT_IDS_KEPT,
+    CheckpointCoordinator,
+    CoordinatorSettings,
 )
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    Ack, AckStats, CheckpointKind, CoordinatorMessage, Decline, NotifyComplete, RestoreState,
-    StateHandle, TaskFailed, TriggerBarrier,
+    Ack,
+    AckStats,
+    CheckpointKind,
+    CoordinatorMessage,
+    Decline,
+    NotifyComplete,
+    RestoreState,
+    StateHandle,
+    TaskFailed,
+    TriggerBarrier,
 )
 from airflow_provider_seatunnel_ckpt.engine.pending import AckResult
 from airflow_provider_seatunnel_ckpt.errors import FailureReason

@@ -19,11 +19,10 @@ from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop, Outcome
 from airflow_provider_seatunnel_ckpt.engine.fencing import Fenced
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY, SOURCE_KEY, plan_entries, plan_path, store_plan
 from airflow_provider_seatunnel_ckpt.history import HISTORY_DIR, failed_entry
-
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 JOB_ID = "reuse"
 

@@ -6,7 +6,13 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.actions import PersistCheckpoint
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    AbortCheckpoint, Ack, AckStats, CheckpointKind, NotifyComplete, StateHandle, TriggerBarrier,
+    AbortCheckpoint,
+    Ack,
+    AckStats,
+    CheckpointKind,
+    NotifyComplete,
+    StateHandle,
+    TriggerBarrier,
 )
 from airflow_provider_seatunnel_ckpt.engine.pending import AckResult, CheckpointState
 from airflow_provider_seatunnel_ckpt.errors import FailureReason, ProtocolError

@@ -7,7 +7,11 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine.actions import DeleteCheckpointState, JobFinished, SendToSubtask
 from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle, SubtaskStatus
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    CheckpointKind, NotifyComplete, RestoreState, StateHandle, TriggerBarrier,
+    CheckpointKind,
+    NotifyComplete,
+    RestoreState,
+    StateHandle,
+    TriggerBarrier,
 )
 from airflow_provider_seatunnel_ckpt.engine.pending import AckResult, CheckpointState
 from airflow_provider_seatunnel_ckpt.errors import CheckpointFailed, FailureReason, ProtocolError

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished
+from airflow_provider_seatunnel_ckpt.engine.actions import JobFinished, ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle
-from .harness import Unfenced, of_type
-from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST, DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
+
+from .harness import Unfenced, of_type
 
 
 @pytest.mark.parametrize(
@@ -131,8 +131,8 @@ def test_a_restarted_subtask_has_its_stale_sink_work_discarded(builder):
 
 
 def _local_storage(tmp_path):
-    from airflow_provider_seatunnel_ckpt.storage import create_storage
     from airflow_provider_seatunnel_ckpt.config import load_config
+    from airflow_provider_seatunnel_ckpt.storage import create_storage
 
     config = load_config({"seatunnel": {"engine": {"checkpoint": {"storage": {"type": "hdfs", "plugin-config": {
         "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}}}})

@@ -7,7 +7,8 @@ from __future__ import annotations
 import heapq
 import logging
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ class FakeDriver:
         self.beating = True
         storage.write_document(JOB, "job.json", {"status": "running", "attempt": attempt})
 
-    def start(self, at: float = 0.0) -> "FakeDriver":
+    def start(self, at: float = 0.0) -> FakeDriver:
         self.time.at(at, self._beat)
         return self
 

@@ -10,9 +10,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_seatunnel_ckpt.engine.messages import (
-    MESSAGE_TYPES, AbortCheckpoint, Ack, AddSplits, AckStats, CheckpointKind, Decline, EndOfInput,
-    FinishJob, NotifyComplete, Register, RestoreState, StateHandle, TaskFailed, TriggerBarrier, decode,
-    decode_json, encode, encode_json,
+    MESSAGE_TYPES,
+    AbortCheckpoint,
+    Ack,
+    AckStats,
+    AddSplits,
+    CheckpointKind,
+    Decline,
+    EndOfInput,
+    FinishJob,
+    NotifyComplete,
+    Register,
+    RestoreState,
+    StateHandle,
+    TaskFailed,
+    TriggerBarrier,
+    decode,
+    decode_json,
+    encode,
+    encode_json,
 )
 from airflow_provider_seatunnel_ckpt.errors import ProtocolError
 

@@ -4,7 +4,11 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind
 from airflow_provider_seatunnel_ckpt.engine.pending import (
-    TRANSITIONS, AckResult, CheckpointEvent, CheckpointState, PendingCheckpoint,
+    TRANSITIONS,
+    AckResult,
+    CheckpointEvent,
+    CheckpointState,
+    PendingCheckpoint,
 )
 from airflow_provider_seatunnel_ckpt.errors import FailureReason, ProtocolError
 

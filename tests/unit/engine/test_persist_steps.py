@@ -14,9 +14,9 @@ import time
 
 import pytest
 
+from airflow_provider_seatunnel_ckpt.engine.actions import Broadcast, PersistCheckpoint
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore, wall_ms
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
-from airflow_provider_seatunnel_ckpt.engine.actions import Broadcast, PersistCheckpoint
 from airflow_provider_seatunnel_ckpt.engine.fencing import Fenced
 from airflow_provider_seatunnel_ckpt.engine.messages import CheckpointKind, StateHandle, TriggerBarrier
 

@@ -9,10 +9,10 @@ import zipfile
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE, preload_settings
 from airflow_provider_seatunnel_ckpt.engine.worker_daemon import preload
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 
 JOB = JobSpec(name="j", parallelism=2, source={"plugin_name": "Sequence", "rows": 10},
               sink={"plugin_name": "file", "path": "/tmp/x"}, transforms=({"plugin_name": "Sql", "query": "select 1"},))

@@ -12,9 +12,9 @@ from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink
 from airflow_provider_seatunnel_ckpt.engine import launch, runner
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 JOB_ID = "attempts"
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
-
 from tests.claimed_runs import JOB_ID, ClaimedRun
 
 ROWS = 30

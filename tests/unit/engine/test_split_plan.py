@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.split_plan import (
-    INLINE_KEY, REF_KEY, load_plan, plan_path, prune_plans, referenced_attempts, store_plan,
-)
 from airflow_provider_seatunnel_ckpt.config import load_config
+from airflow_provider_seatunnel_ckpt.engine.split_plan import (
+    INLINE_KEY,
+    REF_KEY,
+    load_plan,
+    plan_path,
+    prune_plans,
+    referenced_attempts,
+    store_plan,
+)
 from airflow_provider_seatunnel_ckpt.errors import CheckpointError
 from airflow_provider_seatunnel_ckpt.storage import create_storage
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import time
 
-from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore, checkpoint_statistics, wall_ms
+from airflow_provider_seatunnel_ckpt.engine.completed_store import (
+    CompletedCheckpointStore,
+    checkpoint_statistics,
+    wall_ms,
+)
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, DriverLoop, completion_line
 from airflow_provider_seatunnel_ckpt.engine.messages import CheckpointKind
 
-from .harness import state_of, Unfenced
+from .harness import Unfenced, state_of
 
 #: the keys bench/ and sensors already read; they must stay
 LEGACY_KEYS = {"trigger_ms", "complete_ms", "duration_ms", "ack_duration_ms", "state_bytes", "rows", "subtasks"}

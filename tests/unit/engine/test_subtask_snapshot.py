@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine import subtask as subtask_module
 from airflow_provider_seatunnel_ckpt.connectors.api import SinkWriter
 from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
-from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
+from airflow_provider_seatunnel_ckpt.engine import subtask as subtask_module
 from airflow_provider_seatunnel_ckpt.engine.messages import Ack, CheckpointKind, TriggerBarrier, decode
 from airflow_provider_seatunnel_ckpt.engine.split_book import FinishedRuns, SplitBook, share_of
 from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, decode_subtask_state
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
+from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
 from airflow_provider_seatunnel_ckpt.storage import StateHandle as StoredHandle
 
 pytestmark = pytest.mark.timeout(60)

@@ -23,8 +23,19 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine import messages, transport
 from airflow_provider_seatunnel_ckpt.engine.messages import PROTOCOL_VERSION
 from airflow_provider_seatunnel_ckpt.engine.transport import (
-    END_OF_STREAM, HANDSHAKE_MAX_FRAME_BYTES, NEED_DATA, Authenticated, ChannelConnection, ChannelState,
-    ControlClient, ControlServer, FrameReader, MessageReceived, PeerClosed, Role, encode_frame,
+    END_OF_STREAM,
+    HANDSHAKE_MAX_FRAME_BYTES,
+    NEED_DATA,
+    Authenticated,
+    ChannelConnection,
+    ChannelState,
+    ControlClient,
+    ControlServer,
+    FrameReader,
+    MessageReceived,
+    PeerClosed,
+    Role,
+    encode_frame,
 )
 from airflow_provider_seatunnel_ckpt.errors import ProtocolError
 
@@ -632,7 +643,7 @@ def test_50_clients_100_messages_each_exactly_once_and_in_order(make_server, mak
         received = inbox.by_connection[inbox.connection_of(f"subtask-{i}/attempt-0")]
         assert received == [{"type": "data", "client": i, "seq": seq} for seq in range(100)]
     for _, client_inbox in clients:
-        assert wait_until(lambda: len(client_inbox.messages) == 100, timeout=10)
+        assert wait_until(lambda: len(client_inbox.messages) == 100, timeout=10)  # noqa: B023 - called within this iteration
         assert [m["seq"] for m in client_inbox.messages] == list(range(100))
 
 

@@ -11,15 +11,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors import SourceUnion
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.engine.routing import (
-    Router, bind_schemas, load_sinks, load_sources, load_transforms, one_sink, one_source,
+    Router,
+    bind_schemas,
+    load_sinks,
+    load_sources,
+    load_transforms,
+    one_sink,
+    one_source,
 )
-from airflow_provider_seatunnel_ckpt.jobfile.wiring import Wiring, wire
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.jobfile.wiring import Wiring, wire
 
 
 def _job(sources: list[dict], sinks: list[dict], transforms: list[dict] | None = None) -> dict:

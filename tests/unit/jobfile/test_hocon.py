@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from airflow_provider_seatunnel_ckpt.jobfile.hocon import parse_hocon
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB = '''
 # a comment

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.jobfile.variable_options import load_variables, parse_variable_options
 from airflow_provider_seatunnel_ckpt.jobfile.variables import substitute
-from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 JOB = """
 env: {parallelism: 1}

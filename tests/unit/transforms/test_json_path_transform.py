@@ -17,13 +17,13 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.engine.routing import load_sources, load_transforms
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.transforms.json_path.failures import PathError
 from airflow_provider_seatunnel_ckpt.transforms.json_path.path_compiler import compile_path
 from airflow_provider_seatunnel_ckpt.transforms.json_path.path_reader import read_path
 from airflow_provider_seatunnel_ckpt.transforms.json_path.permissive_json import parse_json
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from airflow_provider_seatunnel_ckpt.engine.routing import load_sources, load_transforms
-from airflow_provider_seatunnel_ckpt.errors import ConfigError, DataError
 from tests.seatunnel_jobs import run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel" / "seatunnel-transforms-v2-e2e-part-2" \

@@ -12,14 +12,17 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_source, load_transform
-from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
-from airflow_provider_seatunnel_ckpt.connectors.api import KINDS, ROW_KIND
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+from airflow_provider_seatunnel_ckpt.connectors.api import KINDS, ROW_KIND, ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
 from airflow_provider_seatunnel_ckpt.engine.routing import (
-    Router, bind_schemas, load_sinks, load_sources, load_transforms,
+    Router,
+    bind_schemas,
+    load_sinks,
+    load_sources,
+    load_transforms,
 )
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from tests.seatunnel_jobs import run_in_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 
 INT64_MAX = 2**63 - 1
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("x", pa.float64()), ("y", pa.float64()),

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
-from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
 
 # func_string.conf's row, plus a boolean
 STRINGS = pa.record_batch({

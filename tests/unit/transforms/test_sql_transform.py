@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.transforms.filter import (
     legacy_condition_as_sql,
 )
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 
 def people(n: int = 6) -> pa.RecordBatch:

@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 import pytest
 
+from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.sql import tree as sql_tree
 from airflow_provider_seatunnel_ckpt.sql.syntax import duckdb_syntax
-from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"
 

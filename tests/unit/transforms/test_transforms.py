@@ -10,12 +10,12 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_transform
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext
+from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from airflow_provider_seatunnel_ckpt.transforms.count_by_key import CountByKeyTransform
 from airflow_provider_seatunnel_ckpt.transforms.filter import FilterTransform
 from airflow_provider_seatunnel_ckpt.transforms.python_function import PythonTransform
 from airflow_provider_seatunnel_ckpt.transforms.rename import RenameTransform
 from airflow_provider_seatunnel_ckpt.transforms.select import SelectTransform
-from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 
 # functions for the Python transform (imported by name)

@@ -16,7 +16,8 @@ import os
 import random
 import re
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -333,7 +334,7 @@ class ExcelBatches:
     def read_next_batch(self) -> pa.RecordBatch:
         columns: list[list[Any]] = [[] for _ in self._fields]
         count = 0
-        for self._row_number, cells in self._rows:
+        for self._row_number, cells in self._rows:  # noqa: B020 - assigns self._row_number, not self
             if self._book is not None:  # openpyxl's cells; error cells are null, as SeaTunnel reads them
                 cells = [None if cell.data_type == "e" else cell.value for cell in cells]
             values = [ooxml_unescape(v) if isinstance(v, str) else v for v in cells]

@@ -12,7 +12,8 @@ import datetime as dt
 import decimal
 import json
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from xml.parsers import expat
 
 import numpy as np
@@ -182,7 +183,7 @@ def _strict(text: str, pattern: str, digits: int, kind: str, name: str, java: st
     return stamp
 
 
-def _value(text: str | None, target: pa.DataType, name: str, formats: "XmlFormats") -> Any:
+def _value(text: str | None, target: pa.DataType, name: str, formats: XmlFormats) -> Any:
     if text is None:
         return None
     if _BLANK.match(text):
@@ -239,7 +240,7 @@ def _value(text: str | None, target: pa.DataType, name: str, formats: "XmlFormat
     raise ValueError(f"column {name}: {type_name(target)} cannot be read from xml")
 
 
-def _json_value(value: Any, target: pa.DataType, name: str, formats: "XmlFormats") -> Any:
+def _json_value(value: Any, target: pa.DataType, name: str, formats: XmlFormats) -> Any:
     """A json value as ``target``, as Jackson coerces it into SeaTunnel's type class."""
     if value is None:
         return None

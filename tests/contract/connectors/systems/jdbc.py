@@ -4,7 +4,8 @@ and without primary keys (an upsert by ``id``)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

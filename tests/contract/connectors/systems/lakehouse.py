@@ -4,8 +4,9 @@ and Delta (delta-rs) tables on local disk, read back with each format's own libr
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest

@@ -7,7 +7,8 @@ storage left clean, wiring refused or run, never a hang."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
