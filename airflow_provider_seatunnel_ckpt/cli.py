@@ -96,7 +96,8 @@ def _selected_checkpoints(storage: Any, args: argparse.Namespace) -> list[tuple[
             entries = [e for e in entries if e.checkpoint_id == args.checkpoint]
             if not entries:
                 raise ConfigError(
-                    "--checkpoint", f"no completed checkpoint {args.checkpoint} for job {args.job_id} pipeline {pipeline_id}"
+                    "--checkpoint",
+                    f"no completed checkpoint {args.checkpoint} for job {args.job_id} pipeline {pipeline_id}",
                 )
         elif not getattr(args, "all", False):
             entries = [e for e in entries if not e.savepoint][-1:]
@@ -174,7 +175,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
         raise ConfigError("--checkpoint", "needs --pipeline")
     entries = storage.list_checkpoint_entries(args.job_id, args.pipeline)
     if args.checkpoint is not None and all(e.checkpoint_id != args.checkpoint for e in entries):
-        raise ConfigError("--checkpoint", f"job {args.job_id} pipeline {args.pipeline} has no checkpoint {args.checkpoint}")
+        raise ConfigError(
+            "--checkpoint", f"job {args.job_id} pipeline {args.pipeline} has no checkpoint {args.checkpoint}"
+        )
     if not entries:
         raise ConfigError("--pipeline", f"job {args.job_id} has no checkpoints in pipeline {args.pipeline}")
     storage.delete_checkpoint(args.job_id, args.pipeline, args.checkpoint)
@@ -194,7 +197,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         entry = history.checkpoint(args.checkpoint)
         if entry is None:
-            raise ConfigError("--checkpoint", f"checkpoint {args.checkpoint} is not in the history of job {args.job_id}")
+            raise ConfigError(
+                "--checkpoint", f"checkpoint {args.checkpoint} is not in the history of job {args.job_id}"
+            )
         if args.json:
             _print_json(entry_json(entry))
         else:
@@ -242,15 +247,21 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = storage_command("inspect", "print a checkpoint's manifest (default: the latest)", cmd_inspect)
     inspect.add_argument("--job-file", help="the job's file: also list its sink's pending work (prepared transactions)")
     add_variable_arguments(inspect)
-    history = storage_command("history", "a job's attempts and checkpoint history, newest first; "
-                              "--checkpoint ID: one checkpoint per subtask", cmd_history)
+    history = storage_command(
+        "history",
+        "a job's attempts and checkpoint history, newest first; --checkpoint ID: one checkpoint per subtask",
+        cmd_history,
+    )
     history.add_argument("--limit", type=_non_negative, default=20, help="newest N checkpoints (default 20; 0: all)")
     verify = storage_command("verify", "re-check every checksum; exit 1 on damage", cmd_verify)
     verify.add_argument("--all", action="store_true", help="every completed checkpoint, not just the latest")
     delete = storage_command("delete", "delete a checkpoint, a pipeline's or a whole job's", cmd_delete)
     delete.add_argument("--yes", action="store_true", help="confirm deleting a whole job")
-    delete.add_argument("--job-file", help="the job's file: with a whole job, also roll back its sink's prepared "
-                        "transactions and drop its commit log rows")
+    delete.add_argument(
+        "--job-file",
+        help="the job's file: with a whole job, also roll back its sink's prepared "
+        "transactions and drop its commit log rows",
+    )
     add_variable_arguments(delete)
 
     _add_engine_commands(sub)

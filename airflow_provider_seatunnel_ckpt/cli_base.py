@@ -32,7 +32,9 @@ class OneLineFormatter(logging.Formatter):
 
 def setup_logging(verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter() if not verbose else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        OneLineFormatter() if not verbose else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
     root = logging.getLogger("airflow_provider_seatunnel_ckpt")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

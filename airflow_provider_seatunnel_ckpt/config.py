@@ -298,7 +298,7 @@ def _clean_plugin_config(plugin_config: Mapping[str, Any], prefix: str, warnings
             if value.endswith('"') and not value.startswith('"'):
                 warnings.append(f"{key_path}: value ends with a stray '\"' (kept as written: {value!r})")
             if value.endswith("'") and not value.startswith("'") and value.count("'") % 2:
-                warnings.append(f"{key_path}: value ends with a stray \"'\" (kept as written: {value!r})")
+                warnings.append(f'{key_path}: value ends with a stray "\'" (kept as written: {value!r})')
         cleaned[key] = value
 
     namespace = cleaned.get("namespace")
@@ -337,6 +337,11 @@ def _validated(model: type[BaseModel], data: Mapping[str, Any], prefix: str, **e
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
-        type(value), "a mapping" if isinstance(value, Mapping) else type(value).__name__
-    )
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+    }.get(type(value), "a mapping" if isinstance(value, Mapping) else type(value).__name__)

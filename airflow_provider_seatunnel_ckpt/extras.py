@@ -75,7 +75,7 @@ def check_pyspark_client() -> None:
             "",
             f"pyspark {spark} and pyspark-client {client} are installed side by side and share the pyspark "
             f"package, so one has overwritten the other's files; install the same release of both: "
-            f"pip install 'pyspark=={spark}' 'pyspark-client=={spark}' --force-reinstall"
+            f"pip install 'pyspark=={spark}' 'pyspark-client=={spark}' --force-reinstall",
         )
 
 

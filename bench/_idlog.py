@@ -110,6 +110,14 @@ def read_batches(directory: str) -> list[dict[str, int]]:
             if len(parts) != 5:
                 continue  # cut by a SIGKILL
             wall_ms, partition, attempt, rows, first = (int(p) for p in parts)
-            out.append({"wall_ms": wall_ms, "partition": partition, "attempt": attempt, "rows": rows,
-                        "first_id": first, "pid": pid})
+            out.append(
+                {
+                    "wall_ms": wall_ms,
+                    "partition": partition,
+                    "attempt": attempt,
+                    "rows": rows,
+                    "first_id": first,
+                    "pid": pid,
+                }
+            )
     return sorted(out, key=lambda b: b["wall_ms"])

@@ -30,8 +30,16 @@ def spark_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment of a driver subprocess: loopback Spark, the venv's Python for the
     executors, the repository root importable (bench.workloads, bench._idlog)."""
     env = dict(os.environ)
-    for key in ("SEATUNNEL_CKPT_CONFIG", "SEATUNNEL_CKPT_MASTER", "SPARK_HOME", "PYSPARK_PYTHON",
-                "PYSPARK_DRIVER_PYTHON", "SPARK_CONF_DIR", "SPARK_ENV_LOADED", "BENCH_IDLOG_DIR"):
+    for key in (
+        "SEATUNNEL_CKPT_CONFIG",
+        "SEATUNNEL_CKPT_MASTER",
+        "SPARK_HOME",
+        "PYSPARK_PYTHON",
+        "PYSPARK_DRIVER_PYTHON",
+        "SPARK_CONF_DIR",
+        "SPARK_ENV_LOADED",
+        "BENCH_IDLOG_DIR",
+    ):
         env.pop(key, None)
     env.update(
         PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
@@ -104,8 +112,13 @@ class Proc:
         self._lock = threading.Lock()
         self.started_wall = time.time()
         self.proc = subprocess.Popen(
-            self.args, env=dict(env), cwd=str(cwd or log_path.parent), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            self.args,
+            env=dict(env),
+            cwd=str(cwd or log_path.parent),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

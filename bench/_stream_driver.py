@@ -86,33 +86,61 @@ def _iso_ms(text: str) -> float:
 CURRENT: dict[str, Any] = {"run": None, "progress": []}
 
 
-def build_job(args: argparse.Namespace, run: str, output: str, checkpoint: str,
-              max_file_bytes: int = 0) -> tuple[Any, Any]:
+def build_job(
+    args: argparse.Namespace, run: str, output: str, checkpoint: str, max_file_bytes: int = 0
+) -> tuple[Any, Any]:
     from airflow_provider_seatunnel_ckpt.config import load_config
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     function = "bench._idlog:transform" if args.transform == "logged" else "bench.workloads:transform"
-    job = load_job({
-        "env": {"job.name": run, "parallelism": 2, "checkpoint.interval": args.interval_ms,
-                "checkpoint.timeout": 120_000},
-        "source": [{"plugin_name": "File", "path": f"file://{args.input}/", "format": "parquet"}],
-        "transform": [{"plugin_name": "Python", "function": function}],
-        "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet",
-                  **({"max_file_bytes": max_file_bytes} if max_file_bytes else {})}],
-    })
+    job = load_job(
+        {
+            "env": {
+                "job.name": run,
+                "parallelism": 2,
+                "checkpoint.interval": args.interval_ms,
+                "checkpoint.timeout": 120_000,
+            },
+            "source": [{"plugin_name": "File", "path": f"file://{args.input}/", "format": "parquet"}],
+            "transform": [{"plugin_name": "Python", "function": function}],
+            "sink": [
+                {
+                    "plugin_name": "File",
+                    "path": f"file://{output}/",
+                    "format": "parquet",
+                    **({"max_file_bytes": max_file_bytes} if max_file_bytes else {}),
+                }
+            ],
+        }
+    )
     config = load_config(
-        {"seatunnel": {"engine": {"checkpoint": {
-            "interval": args.interval_ms, "timeout": 120_000,
-            "storage": {"type": "hdfs", "max-retained": 3,
-                        "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                          "namespace": f"{checkpoint}/"}}}}}},
+        {
+            "seatunnel": {
+                "engine": {
+                    "checkpoint": {
+                        "interval": args.interval_ms,
+                        "timeout": 120_000,
+                        "storage": {
+                            "type": "hdfs",
+                            "max-retained": 3,
+                            "plugin-config": {
+                                "storage.type": "hdfs",
+                                "fs.defaultFS": "file:///",
+                                "namespace": f"{checkpoint}/",
+                            },
+                        },
+                    }
+                }
+            }
+        },
         job_env=job.env,
     )
     return job, config
 
 
-def run_ours(spark: Any, args: argparse.Namespace, run: str, output: str, checkpoint: str,
-             max_file_bytes: int = 0) -> bool:
+def run_ours(
+    spark: Any, args: argparse.Namespace, run: str, output: str, checkpoint: str, max_file_bytes: int = 0
+) -> bool:
     from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 
     job, config = build_job(args, run, output, checkpoint, max_file_bytes)
@@ -127,15 +155,23 @@ def run_ours(spark: Any, args: argparse.Namespace, run: str, output: str, checkp
     event("t0", run=run)
     outcome = job_run.run(spark)
     end = time.time()
-    records = [{"id": r.checkpoint_id, "kind": r.kind, "duration_ms": r.duration_ms, "rows": r.rows}
-               for r in outcome.completed]
-    event("done", run=run, wall=end, end=end, finished=bool(outcome.finished), error=outcome.error,
-          checkpoints=records, restored_from=job_run.restored_id)
+    records = [
+        {"id": r.checkpoint_id, "kind": r.kind, "duration_ms": r.duration_ms, "rows": r.rows} for r in outcome.completed
+    ]
+    event(
+        "done",
+        run=run,
+        wall=end,
+        end=end,
+        finished=bool(outcome.finished),
+        error=outcome.error,
+        checkpoints=records,
+        restored_from=job_run.restored_id,
+    )
     return bool(outcome.finished)
 
 
-def run_theirs(spark: Any, args: argparse.Namespace, run: str, output: str, checkpoint: str,
-               max_files: int) -> bool:
+def run_theirs(spark: Any, args: argparse.Namespace, run: str, output: str, checkpoint: str, max_files: int) -> bool:
     from bench import _idlog, workloads
 
     batch_fn = _idlog.transform_batches if args.transform == "logged" else workloads.transform_batches
@@ -148,9 +184,13 @@ def run_theirs(spark: Any, args: argparse.Namespace, run: str, output: str, chec
     if max_files:
         reader = reader.option("maxFilesPerTrigger", max_files)
     frame = reader.parquet(args.input).mapInArrow(batch_fn, workloads.SPARK_OUTPUT_DDL)
-    query = (frame.writeStream.format("parquet").option("path", output)
-             .option("checkpointLocation", checkpoint)
-             .trigger(processingTime=f"{args.interval_ms} milliseconds").start())
+    query = (
+        frame.writeStream.format("parquet")
+        .option("path", output)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{args.interval_ms} milliseconds")
+        .start()
+    )
     rows = before
     while True:
         if query.exception() is not None:
@@ -180,9 +220,12 @@ def run_theirs(spark: Any, args: argparse.Namespace, run: str, output: str, chec
 def main(argv: list[str] | None = None) -> int:
     event("process_start")
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", required=True,
-                        help="comma-separated RUN=SIDE[:N] items (theirs:N = maxFilesPerTrigger, ours:N = the File sink's max_file_bytes), run in order in one SparkSession; "
-                             "each writes OUTPUT_ROOT/RUN/out and OUTPUT_ROOT/RUN/ckpt")
+    parser.add_argument(
+        "--runs",
+        required=True,
+        help="comma-separated RUN=SIDE[:N] items (theirs:N = maxFilesPerTrigger, ours:N = the File sink's max_file_bytes), run in order in one SparkSession; "
+        "each writes OUTPUT_ROOT/RUN/out and OUTPUT_ROOT/RUN/ckpt",
+    )
     parser.add_argument("--input", required=True)
     parser.add_argument("--output-root", required=True)
     parser.add_argument("--rows", type=int, required=True)
@@ -195,8 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
-    warm = load_job({"env": {"job.name": "session", "parallelism": 2}, "source": [{"plugin_name": "Sequence", "rows": 1}],
-                     "sink": [{"plugin_name": "Console"}]})
+    warm = load_job(
+        {
+            "env": {"job.name": "session", "parallelism": 2},
+            "source": [{"plugin_name": "Sequence", "rows": 1}],
+            "sink": [{"plugin_name": "Console"}],
+        }
+    )
     spark = build_spark(RunRequest(job=warm, config=load_config({}), job_id="session", master="local[2]"))
     event("session_ready")
 
@@ -208,8 +256,12 @@ def main(argv: list[str] | None = None) -> int:
 
         def onQueryProgress(self, e: Any) -> None:
             p = e.progress
-            record = {"batch": p.batchId, "rows": p.numInputRows, "duration_ms": dict(p.durationMs or {}),
-                      "trigger_start": _iso_ms(p.timestamp)}
+            record = {
+                "batch": p.batchId,
+                "rows": p.numInputRows,
+                "duration_ms": dict(p.durationMs or {}),
+                "trigger_start": _iso_ms(p.timestamp),
+            }
             if CURRENT["run"] is not None:
                 CURRENT["progress"].append(record)
             event("progress", run=CURRENT["run"], **record)

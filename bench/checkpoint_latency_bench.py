@@ -188,8 +188,14 @@ def child_main(spec_path: str) -> int:
         if not match:
             return
         checkpoint_id, kind = int(match.group(1)), match.group(2)
-        record("completed", t=t, id=checkpoint_id, ckind=kind, duration_ms=int(match.group(3)),
-               statistics=line_statistics(line))
+        record(
+            "completed",
+            t=t,
+            id=checkpoint_id,
+            ckind=kind,
+            duration_ms=int(match.group(3)),
+            statistics=line_statistics(line),
+        )
         if kind != "checkpoint" or counters["stop_sent"]:
             return
         counters["completed"] += 1
@@ -339,11 +345,7 @@ def plan_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.s3_1gib:
             runs.append(("s3", 512 * MiB, big, 1))
     wanted = {b.strip() for b in args.backends.split(",") if b.strip()}
-    planned = [
-        {"backend": b, "state_bytes": s, "checkpoints": n, "warmup": w}
-        for b, s, n, w in runs
-        if b in wanted
-    ]
+    planned = [{"backend": b, "state_bytes": s, "checkpoints": n, "warmup": w} for b, s, n, w in runs if b in wanted]
     local = [r for r in planned if r["backend"] == "local"]
     if local:  # --profile: the local run with the largest state
         max(local, key=lambda r: r["state_bytes"])["profile_this"] = True
@@ -394,7 +396,11 @@ def run_child(run: dict[str, Any], target: Any, args: argparse.Namespace, scratc
     with open(stderr_path, "w") as err, open(os.devnull, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--child", spec_path],
-            cwd=str(REPO_ROOT), env=env, stdout=out, stderr=err, start_new_session=True,
+            cwd=str(REPO_ROOT),
+            env=env,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
         run["driver_pid"] = proc.pid
         profiler = None
@@ -429,8 +435,15 @@ def run_child(run: dict[str, Any], target: Any, args: argparse.Namespace, scratc
     with contextlib.suppress(FileNotFoundError):
         events = [json.loads(line) for line in Path(spec["events_path"]).read_text().splitlines() if line.strip()]
     tail = Path(stderr_path).read_text(errors="replace").splitlines()[-15:]
-    return {"label": label, "job_id": job_id, "exit_code": proc.returncode, "elapsed_s": round(elapsed, 1),
-            "ended": ended_by, "events": events, "log_tail": tail}
+    return {
+        "label": label,
+        "job_id": job_id,
+        "exit_code": proc.returncode,
+        "elapsed_s": round(elapsed, 1),
+        "ended": ended_by,
+        "events": events,
+        "log_tail": tail,
+    }
 
 
 def _has_event(path: str, kind: str) -> bool:
@@ -472,8 +485,23 @@ def profile_run(proc: subprocess.Popen, workdir: str, run: dict[str, Any]) -> No
         out = os.path.join(workdir, f"py-spy-{pid}.txt")
         with open(out + ".err", "w") as err:
             rec = subprocess.Popen(
-                [py_spy, "record", "--pid", str(pid), "--rate", "50", "--nonblocking", "--format", "raw", "-o", out, *extra],
-                stdout=subprocess.DEVNULL, stderr=err)
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--rate",
+                    "50",
+                    "--nonblocking",
+                    "--format",
+                    "raw",
+                    "-o",
+                    out,
+                    *extra,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         recorders.append((who, out, rec))
     summary_: dict[str, Any] = {}
     for who, out, rec in recorders:
@@ -494,10 +522,25 @@ def profile_run(proc: subprocess.Popen, workdir: str, run: dict[str, Any]) -> No
 
 #: checkpoint work worth naming in a profile summary (function names as py-spy prints them)
 PROFILE_FOCUS = (
-    "encode_subtask_state", "encode_snapshot", "snapshot_split_states", "SubtaskRuntime._take_barriers", "SubtaskRuntime._complete_barrier",
-    "SubtaskRuntime._store_state", "write_state", "write_atomic", "_sha256_hex", "write_manifest",
-    "complete_checkpoint", "apply_retention", "DriverLoop._persist", "FenceLog.reserve",
-    "RateLimiter.acquire", "random_text", "RawWriter.write", "prepare_commit", "iterencode",
+    "encode_subtask_state",
+    "encode_snapshot",
+    "snapshot_split_states",
+    "SubtaskRuntime._take_barriers",
+    "SubtaskRuntime._complete_barrier",
+    "SubtaskRuntime._store_state",
+    "write_state",
+    "write_atomic",
+    "_sha256_hex",
+    "write_manifest",
+    "complete_checkpoint",
+    "apply_retention",
+    "DriverLoop._persist",
+    "FenceLog.reserve",
+    "RateLimiter.acquire",
+    "random_text",
+    "RawWriter.write",
+    "prepare_commit",
+    "iterencode",
 )
 
 
@@ -555,7 +598,9 @@ def _python_descendants(root: int) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(entry))
-            names[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            names[int(entry)] = (
+                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
     found, stack = [], [root]
     while stack:
         for child in children.get(stack.pop(), []):
@@ -578,7 +623,9 @@ def analyse(run: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     meta_stats: dict[int, Any] = {}
     for c in (outcome or {}).get("completed", []):  # the full _metadata statistics, when the run ended cleanly
         if c.get("statistics"):
-            stats[c["id"]] = meta_stats[c["id"]] = c["statistics"]  # its persist_ms is last ACK -> manifest built, not the write
+            stats[c["id"]] = meta_stats[c["id"]] = c[
+                "statistics"
+            ]  # its persist_ms is last ACK -> manifest built, not the write
         if c.get("persisted_ms") is not None:
             persisted[c["id"]] = c["persisted_ms"]
     periodic = [c for c in completions if c["ckind"] == "checkpoint" and c["id"] in triggers]
@@ -636,8 +683,16 @@ def analyse(run: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     out["latency_ms"]["median"] = round(statistics.median(latencies), 1)
     out["latency_ms"]["min"] = round(min(latencies), 1)
     breakdown = {}
-    for key in ("ack_duration_ms", "max_ack_latency_ms", "min_ack_latency_ms", "max_sync_ms", "max_async_ms",
-                "persist_ms", "persisted_ms", "after_durable_ms"):
+    for key in (
+        "ack_duration_ms",
+        "max_ack_latency_ms",
+        "min_ack_latency_ms",
+        "max_sync_ms",
+        "max_async_ms",
+        "persist_ms",
+        "persisted_ms",
+        "after_durable_ms",
+    ):
         values = [r[key] for r in rows if r.get(key) is not None]
         if values:
             breakdown[key] = summary(values, 1)
@@ -688,14 +743,31 @@ def make_plots(results: list[dict[str, Any]]) -> list[str]:
             values = sorted(p["latency_ms"] for p in r["per_checkpoint"])
             ys = [(i + 1) / len(values) for i in range(len(values))]
             lat = r["latency_ms"]
-            ax.step(values, ys, where="post", marker="." if len(values) < 30 else None,
-                    label=f"{r['size']}/subtask: p50 {lat['p50']:g}, p99 {lat['p99']:g}, max {lat['max']:g} ms (n={lat['n']})")
+            ax.step(
+                values,
+                ys,
+                where="post",
+                marker="." if len(values) < 30 else None,
+                label=f"{r['size']}/subtask: p50 {lat['p50']:g}, p99 {lat['p99']:g}, max {lat['max']:g} ms (n={lat['n']})",
+            )
         if backend == "local":
-            ax.axvline(TARGET_P50_MS, color="grey", ls="--", lw=0.8, label=f"targets at 1 MiB: p50 {TARGET_P50_MS:g} ms")
+            ax.axvline(
+                TARGET_P50_MS, color="grey", ls="--", lw=0.8, label=f"targets at 1 MiB: p50 {TARGET_P50_MS:g} ms"
+            )
             ax.axvline(TARGET_P99_MS, color="grey", ls=":", lw=0.8, label=f"p99 {TARGET_P99_MS:g} ms")
         ax.set_xscale("log")
-        lo = min(p["latency_ms"] for r in results if r["backend"] == backend and r.get("per_checkpoint") for p in r["per_checkpoint"])
-        hi = max(p["latency_ms"] for r in results if r["backend"] == backend and r.get("per_checkpoint") for p in r["per_checkpoint"])
+        lo = min(
+            p["latency_ms"]
+            for r in results
+            if r["backend"] == backend and r.get("per_checkpoint")
+            for p in r["per_checkpoint"]
+        )
+        hi = max(
+            p["latency_ms"]
+            for r in results
+            if r["backend"] == backend and r.get("per_checkpoint")
+            for p in r["per_checkpoint"]
+        )
         lo, hi = lo / 1.5, max(hi, TARGET_P99_MS if backend == "local" else hi) * 1.5
         ax.set_xticks([t for t in ms_ticks if lo <= t <= hi])
         ms_axis(ax.xaxis)
@@ -722,21 +794,45 @@ def make_plots(results: list[dict[str, Any]]) -> list[str]:
             continue
         xs = [r["state_bytes_per_subtask"] * PARALLELISM for r in pts]
         all_x += xs
-        for key, style, what in (("checkpoint_ms_paired", "-o", "checkpoint (trigger -> completed)"),
-                                 ("raw_write_ms", "--s", "raw write of the same files")):
+        for key, style, what in (
+            ("checkpoint_ms_paired", "-o", "checkpoint (trigger -> completed)"),
+            ("raw_write_ms", "--s", "raw write of the same files"),
+        ):
             med = [r[key]["median"] for r in pts]
             lo = [r[key]["median"] - r[key]["min"] for r in pts]
             hi = [r[key]["max"] - r[key]["median"] for r in pts]
-            ax.errorbar(xs, med, yerr=[lo, hi], fmt=style, color=color, capsize=3, label=f"{backend}: {what}",
-                        alpha=1.0 if what.startswith("checkpoint") else 0.65)
+            ax.errorbar(
+                xs,
+                med,
+                yerr=[lo, hi],
+                fmt=style,
+                color=color,
+                capsize=3,
+                label=f"{backend}: {what}",
+                alpha=1.0 if what.startswith("checkpoint") else 0.65,
+            )
         ratios = [r["paired_ratio"] for r in pts]
-        ax2.errorbar(xs, [r["ratio_vs_raw"] for r in pts],
-                     yerr=[[max(0.0, r["ratio_vs_raw"] - q["min"]) for r, q in zip(pts, ratios)],
-                           [max(0.0, q["max"] - r["ratio_vs_raw"]) for r, q in zip(pts, ratios)]],
-                     fmt="-o", color=color, capsize=3, label=f"{backend}")
+        ax2.errorbar(
+            xs,
+            [r["ratio_vs_raw"] for r in pts],
+            yerr=[
+                [max(0.0, r["ratio_vs_raw"] - q["min"]) for r, q in zip(pts, ratios)],
+                [max(0.0, q["max"] - r["ratio_vs_raw"]) for r, q in zip(pts, ratios)],
+            ],
+            fmt="-o",
+            color=color,
+            capsize=3,
+            label=f"{backend}",
+        )
         for x, r in zip(xs, pts):
-            ax2.annotate(f"{r['ratio_vs_raw']:.2f}", (x, r["ratio_vs_raw"]), textcoords="offset points",
-                         xytext=(5, 4), fontsize=7, color=color)
+            ax2.annotate(
+                f"{r['ratio_vs_raw']:.2f}",
+                (x, r["ratio_vs_raw"]),
+                textcoords="offset points",
+                xytext=(5, 4),
+                fontsize=7,
+                color=color,
+            )
     for a in (ax, ax2):
         a.set_xscale("log", base=2)
         a.set_xticks(sorted(set(all_x)))
@@ -793,7 +889,9 @@ def encode_cost(state_bytes: int, reps: int = 3) -> dict[str, Any]:
     from airflow_provider_seatunnel_ckpt.engine.state_codec import SplitState, encode_subtask_state
     from bench.state_workloads import random_text
 
-    states = {"range-00000": SplitState(position=1, operators={"0": {"blob": random_text(state_bytes, 1), "batches": 1}})}
+    states = {
+        "range-00000": SplitState(position=1, operators={"0": {"blob": random_text(state_bytes, 1), "batches": 1}})
+    }
     wall, cpu, sha = [], [], []
     for _ in range(reps):
         gc.collect()
@@ -806,8 +904,12 @@ def encode_cost(state_bytes: int, reps: int = 3) -> dict[str, Any]:
         cpu.append((c1 - c0) * 1000)
         sha.append((t2 - t1) * 1000)
         del data
-    return {"encode_wall_ms": summary(wall, 1), "encode_cpu_ms": summary(cpu, 1), "sha256_ms": summary(sha, 1),
-            "measured": "in the benchmark process between runs (no job running), one subtask's state"}
+    return {
+        "encode_wall_ms": summary(wall, 1),
+        "encode_cpu_ms": summary(cpu, 1),
+        "sha256_ms": summary(sha, 1),
+        "measured": "in the benchmark process between runs (no job running), one subtask's state",
+    }
 
 
 @contextlib.contextmanager
@@ -825,26 +927,46 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", action="store_true", help="write bench/results/checkpoint_latency.json and the plots")
     p.add_argument("--repeat", type=int, default=5, help="measured checkpoints at 512 MiB/subtask (1 GiB total); >= 5")
     p.add_argument("--checkpoints", type=int, default=200, help="measured checkpoints at 1 KiB and 1 MiB per subtask")
-    p.add_argument("--checkpoints-100mib", type=int, default=10, help="measured checkpoints at 100 MiB per subtask (local)")
+    p.add_argument(
+        "--checkpoints-100mib", type=int, default=10, help="measured checkpoints at 100 MiB per subtask (local)"
+    )
     p.add_argument("--s3-1gib", action="store_true", help="also run the 1 GiB point on S3 (moto; slow)")
-    p.add_argument("--let-host-reclaim", dest="hold_memory", action="store_false",
-                   help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
-                        "while the benchmark runs: bench/common.py freed_memory_held)")
+    p.add_argument(
+        "--let-host-reclaim",
+        dest="hold_memory",
+        action="store_false",
+        help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
+        "while the benchmark runs: bench/common.py freed_memory_held)",
+    )
     p.add_argument("--backends", default="local,s3")
     p.add_argument("--interval", type=int, default=100, help="checkpoint.interval in ms (default 100)")
     p.add_argument("--max-retained", type=int, default=3, help="storage max-retained (default 3, the engine default)")
     p.add_argument("--rows-per-second", type=int, default=100_000, help="Sequence rate, whole job")
-    p.add_argument("--batch-size", type=int, default=500, help="rows per batch (500 at 50k rows/s/subtask = 10 ms batches)")
+    p.add_argument(
+        "--batch-size", type=int, default=500, help="rows per batch (500 at 50k rows/s/subtask = 10 ms batches)"
+    )
     p.add_argument("--run-timeout", type=int, default=300, help="seconds before one job run is stopped")
-    p.add_argument("--stop-grace", type=int, default=6,
-                   help="seconds a run gets to stop with a savepoint once its checkpoints are measured, then it is ended")
-    p.add_argument("--profile", action="store_true",
-                   help="py-spy record (nonblocking) of driver and executor workers during the largest local run")
-    p.add_argument("--runs", help="explicit runs instead of the default plan: backend:size:checkpoints:warmup,... "
-                   "(e.g. local:100MiB:3:1)")
-    p.add_argument("--report-only", action="store_true",
-                   help="measure nothing: rebuild summary, targets, table, notes and plots of "
-                        "bench/results/checkpoint_latency.json from its saved results, and rewrite it")
+    p.add_argument(
+        "--stop-grace",
+        type=int,
+        default=6,
+        help="seconds a run gets to stop with a savepoint once its checkpoints are measured, then it is ended",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="py-spy record (nonblocking) of driver and executor workers during the largest local run",
+    )
+    p.add_argument(
+        "--runs",
+        help="explicit runs instead of the default plan: backend:size:checkpoints:warmup,... (e.g. local:100MiB:3:1)",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: rebuild summary, targets, table, notes and plots of "
+        "bench/results/checkpoint_latency.json from its saved results, and rewrite it",
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -859,8 +981,13 @@ def report_only(args: argparse.Namespace) -> int:
     saved = json.loads(path.read_text())
     results = saved.get("results") or []
     settings = saved.get("settings") or {}
-    for attr, key in (("quick", "quick"), ("interval", "checkpoint_interval_ms"), ("max_retained", "max_retained"),
-                      ("rows_per_second", "rows_per_second"), ("batch_size", "batch_size")):
+    for attr, key in (
+        ("quick", "quick"),
+        ("interval", "checkpoint_interval_ms"),
+        ("max_retained", "max_retained"),
+        ("rows_per_second", "rows_per_second"),
+        ("batch_size", "batch_size"),
+    ):
         if key in settings:
             setattr(args, attr, settings[key])
     rebuilt = build_report(args, results, float(saved.get("elapsed_s") or 0.0))
@@ -873,7 +1000,7 @@ def report_only(args: argparse.Namespace) -> int:
         report["plots"] = make_plots(results)
     report["report_rebuilt"] = {
         "how": "checkpoint_latency_bench.py --report-only: summary, targets, table, notes and plots rebuilt from the "
-               "saved results (nothing measured; machine, settings, results as measured)",
+        "saved results (nothing measured; machine, settings, results as measured)",
         "date_utc": machine_info().get("date_utc"),
         "git_commit": machine_info().get("git_commit"),
     }
@@ -934,7 +1061,10 @@ def main(argv: list[str] | None = None) -> int:
                             f"{result['elapsed_s']} s"
                         )
                     else:
-                        log(f"{label}: no checkpoints measured (exit {result['exit_code']}): " + " | ".join(result["log_tail"][-5:]))
+                        log(
+                            f"{label}: no checkpoints measured (exit {result['exit_code']}): "
+                            + " | ".join(result["log_tail"][-5:])
+                        )
     finally:
         try:
             host.close()
@@ -953,8 +1083,12 @@ def main(argv: list[str] | None = None) -> int:
 def freed_pages_note(host_memory: dict[str, Any]) -> str:
     held = host_memory.get("held")
     return (
-        "Freed pages: " + (f"held in the guest while this run measured ({held}; restored afterwards)" if held
-                           else f"not held ({host_memory.get('note') or 'asked not to'})")
+        "Freed pages: "
+        + (
+            f"held in the guest while this run measured ({held}; restored afterwards)"
+            if held
+            else f"not held ({host_memory.get('note') or 'asked not to'})"
+        )
         + ". On a VM with free page reporting every page the guest frees goes back to the host, and touching it "
         "again is a fault the host serves, charged as CPU time: a 512 MiB state and its raw write both fill "
         "fresh pages, so the 1 GiB ratio swung with the host (0.88-1.58x in trial runs before 2026-11-27, when "
@@ -978,30 +1112,61 @@ def build_report(args: argparse.Namespace, results: list[dict[str, Any]], elapse
         b = r.get("breakdown_ms", {})
         table_rows.append(
             [
-                r["backend"], r["size"], r["total_state"], r["latency_ms"]["n"], r["latency_ms"]["p50"], r["latency_ms"]["p99"],
-                r["latency_ms"]["max"], b.get("max_ack_latency_ms", b.get("ack_duration_ms", {})).get("median"),
-                _persisted_median(r), r.get("raw_write_ms", {}).get("median"), r.get("ratio_vs_raw"),
+                r["backend"],
+                r["size"],
+                r["total_state"],
+                r["latency_ms"]["n"],
+                r["latency_ms"]["p50"],
+                r["latency_ms"]["p99"],
+                r["latency_ms"]["max"],
+                b.get("max_ack_latency_ms", b.get("ack_duration_ms", {})).get("median"),
+                _persisted_median(r),
+                r.get("raw_write_ms", {}).get("median"),
+                r.get("ratio_vs_raw"),
             ]
         )
-    local_1gib = next((r for r in results if r["backend"] == "local" and r["total_state"] == "1GiB" and r.get("ratio_vs_raw")), None)
+    local_1gib = next(
+        (r for r in results if r["backend"] == "local" and r["total_state"] == "1GiB" and r.get("ratio_vs_raw")), None
+    )
     if local_1gib:
         summary_["checkpoint_time_ratio_vs_raw_write_1GiB"] = local_1gib["ratio_vs_raw"]
     if "checkpoint_latency_ms_p50_1MiB_local" in summary_:
-        targets.append({"figure": "checkpoint_latency_ms_p50_1MiB_local", "target": f"<= {TARGET_P50_MS:.0f} ms",
-                        "value": summary_["checkpoint_latency_ms_p50_1MiB_local"],
-                        "met": summary_["checkpoint_latency_ms_p50_1MiB_local"] <= TARGET_P50_MS})
-        targets.append({"figure": "checkpoint_latency_ms_p99_1MiB_local", "target": f"<= {TARGET_P99_MS:.0f} ms",
-                        "value": summary_["checkpoint_latency_ms_p99_1MiB_local"],
-                        "met": summary_["checkpoint_latency_ms_p99_1MiB_local"] <= TARGET_P99_MS})
+        targets.append(
+            {
+                "figure": "checkpoint_latency_ms_p50_1MiB_local",
+                "target": f"<= {TARGET_P50_MS:.0f} ms",
+                "value": summary_["checkpoint_latency_ms_p50_1MiB_local"],
+                "met": summary_["checkpoint_latency_ms_p50_1MiB_local"] <= TARGET_P50_MS,
+            }
+        )
+        targets.append(
+            {
+                "figure": "checkpoint_latency_ms_p99_1MiB_local",
+                "target": f"<= {TARGET_P99_MS:.0f} ms",
+                "value": summary_["checkpoint_latency_ms_p99_1MiB_local"],
+                "met": summary_["checkpoint_latency_ms_p99_1MiB_local"] <= TARGET_P99_MS,
+            }
+        )
     if "checkpoint_latency_ms_p50_1MiB_s3" in summary_:  # issue #15: what our protocol adds on moto
-        targets.append({"figure": "checkpoint_latency_ms_p50_1MiB_s3", "target": f"<= {TARGET_P50_S3_MS:.0f} ms",
-                        "value": summary_["checkpoint_latency_ms_p50_1MiB_s3"],
-                        "met": summary_["checkpoint_latency_ms_p50_1MiB_s3"] <= TARGET_P50_S3_MS})
+        targets.append(
+            {
+                "figure": "checkpoint_latency_ms_p50_1MiB_s3",
+                "target": f"<= {TARGET_P50_S3_MS:.0f} ms",
+                "value": summary_["checkpoint_latency_ms_p50_1MiB_s3"],
+                "met": summary_["checkpoint_latency_ms_p50_1MiB_s3"] <= TARGET_P50_S3_MS,
+            }
+        )
     for r in results:
         if r["total_state"] == "1GiB" and r.get("ratio_vs_raw") is not None:
             figure = "checkpoint_time_ratio_vs_raw_write_1GiB" + ("" if r["backend"] == "local" else f"_{r['backend']}")
-            targets.append({"figure": figure, "target": f"<= {TARGET_RATIO}", "value": r["ratio_vs_raw"],
-                            "met": r["ratio_vs_raw"] <= TARGET_RATIO})
+            targets.append(
+                {
+                    "figure": figure,
+                    "target": f"<= {TARGET_RATIO}",
+                    "value": r["ratio_vs_raw"],
+                    "met": r["ratio_vs_raw"] <= TARGET_RATIO,
+                }
+            )
     return {
         "benchmark": "checkpoint latency (trigger -> completed) per state size and backend, and checkpoint time vs raw write of the same bytes",
         "machine": machine_info(),
@@ -1010,9 +1175,14 @@ def build_report(args: argparse.Namespace, results: list[dict[str, Any]], elapse
             "master": MASTER,
             "parallelism": PARALLELISM,
             "runs": [
-                {"backend": r["backend"], "state_per_subtask": r["size"], "total_state": r["total_state"],
-                 "checkpoints_measured": r["checkpoints_measured"], "checkpoints_planned": r["checkpoints_planned"],
-                 "warmup_checkpoints": len(r["warmup_latency_ms"])}
+                {
+                    "backend": r["backend"],
+                    "state_per_subtask": r["size"],
+                    "total_state": r["total_state"],
+                    "checkpoints_measured": r["checkpoints_measured"],
+                    "checkpoints_planned": r["checkpoints_planned"],
+                    "warmup_checkpoints": len(r["warmup_latency_ms"]),
+                }
                 for r in results
             ],
             "checkpoint_interval_ms": args.interval,
@@ -1024,20 +1194,31 @@ def build_report(args: argparse.Namespace, results: list[dict[str, Any]], elapse
             "batch_size": args.batch_size,
             "batch_duration_ms": round(args.batch_size / (args.rows_per_second / PARALLELISM) * 1000, 1),
             "latency": "driver wall clock: 'triggering checkpoint N' log record -> 'checkpoint N completed' progress line "
-                       "(after _metadata is durable); warm-up checkpoints excluded",
+            "(after _metadata is durable); warm-up checkpoints excluded",
             "raw_write": "same file names/sizes as the run's checkpoint directory; local: write+fsync+os.replace, "
-                         "s3: boto3 put_object; subtask files concurrently (2 threads), then _metadata; right after "
-                         "each measured checkpoint, in the driver process, before the next trigger",
+            "s3: boto3 put_object; subtask files concurrently (2 threads), then _metadata; right after "
+            "each measured checkpoint, in the driver process, before the next trigger",
             "s3": "moto ThreadedMotoServer in a child process (bench/storage_bench.py), storage configured as there",
         },
         "results": results,
         "summary": summary_,
         "targets": targets,
         "table": {
-            "columns": ["backend", "state/subtask", "total", "n", "p50 ms", "p99 ms", "max ms", "ACKs ms (median)",
-                        "persist ms: check + fence, _metadata write (median)" if persisted_source == {"line"} else
-                        "persist ms (median; completed-in minus _metadata duration_ms, see notes)",
-                        "raw write ms (median)", "checkpoint/raw"],
+            "columns": [
+                "backend",
+                "state/subtask",
+                "total",
+                "n",
+                "p50 ms",
+                "p99 ms",
+                "max ms",
+                "ACKs ms (median)",
+                "persist ms: check + fence, _metadata write (median)"
+                if persisted_source == {"line"}
+                else "persist ms (median; completed-in minus _metadata duration_ms, see notes)",
+                "raw write ms (median)",
+                "checkpoint/raw",
+            ],
             "rows": table_rows,
         },
         "plots": [],
@@ -1100,7 +1281,9 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
         f"{args.rows_per_second // PARALLELISM:,} rows/s per subtask = {batch_ms:.0f} ms, {batch_ms / 2:.0f} ms on "
         "average) before the subtask snapshots. Larger batches add half a batch to the median directly."
     )
-    local_1m = next((r for r in results if r["backend"] == "local" and r["size"] == "1MiB" and r.get("latency_ms")), None)
+    local_1m = next(
+        (r for r in results if r["backend"] == "local" and r["size"] == "1MiB" and r.get("latency_ms")), None
+    )
     sources = {_persisted_values(r)[1] for r in results if r.get("latency_ms")}
     if "derived" in sources:
         notes.append(
@@ -1133,18 +1316,31 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
         asyn = [x.get("max_async_ms", 0) or 0 for x in slow]
         notes.append(
             f"Tail of {r['backend']} {r['size']}/subtask (slowest {len(slow)} of {len(rows)}: "
-            + ", ".join(f"{x['latency_ms']:.0f}" for x in slow) + " ms): slowest ACK "
-            + ", ".join(f"{a:.0f}" for a in ack) + " ms (async pre-commit+encode+upload "
+            + ", ".join(f"{x['latency_ms']:.0f}" for x in slow)
+            + " ms): slowest ACK "
+            + ", ".join(f"{a:.0f}" for a in ack)
+            + " ms (async pre-commit+encode+upload "
             + ", ".join(f"{a:.0f}" for a in asyn)
-            + " ms), persist step " + ", ".join(f"{m:.0f}" for m in meta_) + " ms. "
-            + (("Mostly the driver's persist step (" + ("requests to moto" if r["backend"] == "s3"
-                else "fsyncs of the file and directories") + "), ") if sum(meta_) > sum(ack) else
-               "Mostly late ACKs (upload stalls and/or a subtask that got no CPU in time), ")
+            + " ms), persist step "
+            + ", ".join(f"{m:.0f}" for m in meta_)
+            + " ms. "
+            + (
+                (
+                    "Mostly the driver's persist step ("
+                    + ("requests to moto" if r["backend"] == "s3" else "fsyncs of the file and directories")
+                    + "), "
+                )
+                if sum(meta_) > sum(ack)
+                else "Mostly late ACKs (upload stalls and/or a subtask that got no CPU in time), "
+            )
             + "i.e. stalls on this shared, loaded 2-core machine rather than a fixed cost: the medians stay low."
         )
     measured = [r for r in results if r.get("per_checkpoint") and r.get("latency_ms")]
-    lags = {f"{r['backend']} {r['size']}": round(statistics.median(v), 1) for r in measured
-            if (v := [a for a in (_after_durable(x) for x in r["per_checkpoint"]) if a is not None])}
+    lags = {
+        f"{r['backend']} {r['size']}": round(statistics.median(v), 1)
+        for r in measured
+        if (v := [a for a in (_after_durable(x) for x in r["per_checkpoint"]) if a is not None])
+    }
     if measured:
         notes.append(
             "What the engine's figures are (engine/driver.py, engine/completed_store.py): the progress line's "
@@ -1159,7 +1355,8 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
             "stopped there (this bench then read latency minus 'completed in' as the _metadata write); now this "
             "benchmark's latency (trigger log record -> progress callback) and 'completed in' differ only by the "
             "callback lag, the log record's offset from the engine's trigger timestamp and ms truncation: "
-            + ", ".join(f"{k}: {v} ms" for k, v in lags.items()) + " (median of latency - 'completed in')."
+            + ", ".join(f"{k}: {v} ms" for k, v in lags.items())
+            + " (median of latency - 'completed in')."
         )
     l1k = next((r for r in results if r["backend"] == "local" and r["size"] == "1KiB" and r.get("latency_ms")), None)
     l1k_p, l1m_p = (_persisted_median(l1k) if l1k else None), (_persisted_median(local_1m) if local_1m else None)
@@ -1220,20 +1417,25 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
     if s3_small:
         notes.append(
             "S3 is moto's ThreadedMotoServer (pure Python, in a child process) on loopback: every request costs a few "
-            "ms of Python on a busy 2-core machine. After the ACKs (ACKs -> manifest: " + ", ".join(
-                f"{r['size']}: {_med(r, 'persist_ms')} ms" for r in s3_small) + " median) the persist step is "
+            "ms of Python on a busy 2-core machine. After the ACKs (ACKs -> manifest: "
+            + ", ".join(f"{r['size']}: {_med(r, 'persist_ms')} ms" for r in s3_small)
+            + " median) the persist step is "
             "the conditional PUT of _metadata: the conditional PUT reserving the id in the fence log was made at the "
             "trigger, while the subtasks uploaded, and the LIST checking the state files runs at a subtask attempt's "
-            "first checkpoint only (before 2026-11-27 both came after the last ACK: 13 ms at 1 MiB). Persist step: " + ", ".join(
-                f"{r['size']}: {_persisted_median(r)} ms" for r in s3_small) + " (median). Retention (LIST, GETs, "
+            "first checkpoint only (before 2026-11-27 both came after the last ACK: 13 ms at 1 MiB). Persist step: "
+            + ", ".join(f"{r['size']}: {_persisted_median(r)} ms" for r in s3_small)
+            + " (median). Retention (LIST, GETs, "
             "DELETEs) follows after the checkpoint is reported complete. A real S3 adds "
             "tens of ms per request. Absolute S3 numbers say little about real S3; the ratio says what our protocol costs "
             "on top of the same client."
         )
-    big_s3 = [r for r in results if r["backend"] == "s3" and r["state_bytes_per_subtask"] > S3_DEFAULT_MULTIPART_THRESHOLD]
+    big_s3 = [
+        r for r in results if r["backend"] == "s3" and r["state_bytes_per_subtask"] > S3_DEFAULT_MULTIPART_THRESHOLD
+    ]
     if big_s3:
         notes.append(
-            "S3 states above 128 MiB per subtask (" + ", ".join(f"{r['size']}: ratio {r.get('ratio_vs_raw')}" for r in big_s3)
+            "S3 states above 128 MiB per subtask ("
+            + ", ".join(f"{r['size']}: ratio {r.get('ratio_vs_raw')}" for r in big_s3)
             + ") are uploaded with fs.s3a.multipart.threshold 2G, i.e. as one PutObject each, like the raw "
             "baseline's put_object. With the default threshold (128M, Hadoop S3A's) they go up as multipart "
             "uploads (16 MiB parts, 4 threads), which moto completes far slower than a single PUT: on this machine "
@@ -1263,14 +1465,18 @@ def build_notes(args: argparse.Namespace, results: list[dict[str, Any]], targets
         "NotifyComplete of that checkpoint goes out after the raw write; it is not part of any measured latency."
     )
     if any(r.get("profile") for r in results):
-        notes.append("--profile was on: py-spy (nonblocking, 50 Hz) sampled the driver and the executor workers during "
-                     "the profiled run, costing a little CPU there.")
+        notes.append(
+            "--profile was on: py-spy (nonblocking, 50 Hz) sampled the driver and the executor workers during "
+            "the profiled run, costing a little CPU there."
+        )
     ended = [f"{r['backend']} {r['size']}" for r in results if str(r.get("ended", "clean")).startswith("terminated")]
     if ended:
         notes.append(
-            "Runs ended by terminating the driver " f"{args.stop_grace} s after the stop-with-savepoint request "
+            "Runs ended by terminating the driver "
+            f"{args.stop_grace} s after the stop-with-savepoint request "
             f"(their checkpoints were all measured; waiting for the savepoint of a big state would cost minutes): "
-            + ", ".join(ended) + "."
+            + ", ".join(ended)
+            + "."
         )
     notes.append(
         "The machine is shared with other engineers' benchmarks and tests (machine.loadavg_at_start/at_end; load "

@@ -212,8 +212,14 @@ def emit(result: dict[str, Any], name: str, write: bool, rebuilt: bool = False) 
         (RESULTS_DIR / f"{name}.json").write_text(text + "\n")
 
 
-def write_local_job(work: Path, job: dict[str, Any], checkpoint: dict[str, Any], namespace: str,
-                    job_name: str = "job.yaml", config_name: str = "seatunnel.yaml") -> tuple[Path, Path]:
+def write_local_job(
+    work: Path,
+    job: dict[str, Any],
+    checkpoint: dict[str, Any],
+    namespace: str,
+    job_name: str = "job.yaml",
+    config_name: str = "seatunnel.yaml",
+) -> tuple[Path, Path]:
     """Write a job file and a seatunnel.yaml whose checkpoint storage is the local disk
     (``hdfs`` with ``file:///``) under ``namespace``; ``checkpoint``: the other
     ``seatunnel.engine.checkpoint`` keys (interval, timeout, max-retained, ...)."""
@@ -221,10 +227,20 @@ def write_local_job(work: Path, job: dict[str, Any], checkpoint: dict[str, Any],
 
     settings = dict(checkpoint)
     max_retained = settings.pop("max-retained", 3)
-    config = {"seatunnel": {"engine": {"checkpoint": {
-        **settings,
-        "storage": {"type": "hdfs", "max-retained": max_retained,
-                    "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": namespace}}}}}}
+    config = {
+        "seatunnel": {
+            "engine": {
+                "checkpoint": {
+                    **settings,
+                    "storage": {
+                        "type": "hdfs",
+                        "max-retained": max_retained,
+                        "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": namespace},
+                    },
+                }
+            }
+        }
+    }
     job_path, config_path = work / job_name, work / config_name
     job_path.write_text(yaml.safe_dump(job, sort_keys=False))
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -27,13 +27,18 @@ CATEGORY_SOURCE = "source: Sequence generating batches"
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     (CATEGORY_TRANSFORM, ("bench/workloads.py", "transforms/python_function.py")),
     (CATEGORY_SOURCE, ("connectors/sequence.py",)),
-    ("checkpoint: state snapshot, encoding and upload", (
-        "engine/state_codec.py", "_store_state", "snapshot_split_states", "write_state")),
+    (
+        "checkpoint: state snapshot, encoding and upload",
+        ("engine/state_codec.py", "_store_state", "snapshot_split_states", "write_state"),
+    ),
     ("sink: writing the files (write, fsync, rename)", ("storage/",)),
     ("sink: parquet encoding", ("pyarrow/parquet", "connectors/file/sink.py", "connectors/file/formats/")),
     ("checkpoint: barrier handling and ACK", ("_take_barriers", "_complete_barrier")),
     ("control channel (barriers, ACKs, heartbeats)", ("engine/transport/", "engine/messages.py")),
-    ("engine: the subtask's read/process loop", ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py", "engine/launch.py")),
+    (
+        "engine: the subtask's read/process loop",
+        ("engine/subtask.py", "engine/spark_app.py", "engine/runner.py", "engine/launch.py"),
+    ),
     ("PySpark: worker start, task (de)serialisation, result", ("pyspark/", "daemon.py", "worker_util.py")),
 ]
 OTHER = "other (interpreter, imports, libraries called from elsewhere)"
@@ -49,8 +54,23 @@ def record(pid: int, rate: int = 100) -> Iterator[dict[str, str]]:
         out, err_path = os.path.join(tmp, "raw.txt"), os.path.join(tmp, "err.txt")
         with open(err_path, "w") as err:
             recorder = subprocess.Popen(
-                [py_spy, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--rate", str(rate),
-                 "--format", "raw", "-o", out], stdout=subprocess.DEVNULL, stderr=err)
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--subprocesses",
+                    "--nonblocking",
+                    "--rate",
+                    str(rate),
+                    "--format",
+                    "raw",
+                    "-o",
+                    out,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         time.sleep(1.0)  # py-spy attaches before the measured work starts
         try:
             yield found
@@ -91,9 +111,11 @@ def breakdown(raw: str, categories: list[tuple[str, tuple[str, ...]]] = CATEGORI
         ranked = sorted(leaves[name].items(), key=lambda item: -item[1])[:5]
         return [[frame, round(100 * n / total, 1)] for frame, n in ranked]
 
-    return {"samples": total,
-            "percent": {name: round(100 * n / total, 1) if total else 0.0 for name, n in counts.items()},
-            "top_leaf_frames": {name: top(name) for name in counts if counts[name]}}
+    return {
+        "samples": total,
+        "percent": {name: round(100 * n / total, 1) if total else 0.0 for name, n in counts.items()},
+        "top_leaf_frames": {name: top(name) for name in counts if counts[name]},
+    }
 
 
 def _category(frames: list[str], categories: list[tuple[str, tuple[str, ...]]]) -> str:

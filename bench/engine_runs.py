@@ -39,8 +39,13 @@ def bench_arguments(doc: str, name: str, rows_help: str) -> argparse.ArgumentPar
 def spark_session(name: str, jars: Sequence[str] = ()) -> Any:
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(MASTER).appName(name).config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2"))
+    builder = (
+        SparkSession.builder.master(MASTER)
+        .appName(name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
     spark = builder.getOrCreate()
@@ -49,8 +54,12 @@ def spark_session(name: str, jars: Sequence[str] = ()) -> Any:
 
 
 def job_env(name: str, interval_ms: int = INTERVAL_MS) -> dict[str, Any]:
-    return {"job.name": name, "parallelism": PARALLELISM, "checkpoint.interval": interval_ms,
-            "checkpoint.timeout": 120_000}
+    return {
+        "job.name": name,
+        "parallelism": PARALLELISM,
+        "checkpoint.interval": interval_ms,
+        "checkpoint.timeout": 120_000,
+    }
 
 
 def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> dict[str, Any]:
@@ -61,8 +70,15 @@ def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> 
 
     job = load_job(job_doc)
     config = load_config(
-        {"checkpoint": {"storage": {"type": "hdfs", "max-retained": 3,
-                                    "plugin-config": {"storage.type": "local", "namespace": f"{workdir}/ckpt-{tag}/"}}}},
+        {
+            "checkpoint": {
+                "storage": {
+                    "type": "hdfs",
+                    "max-retained": 3,
+                    "plugin-config": {"storage.type": "local", "namespace": f"{workdir}/ckpt-{tag}/"},
+                }
+            }
+        },
         job_env=job.env,
     )
     lines: list[str] = []
@@ -73,13 +89,16 @@ def run_engine(spark: Any, job_doc: dict[str, Any], workdir: Path, tag: str) -> 
     seconds = time.perf_counter() - started
     if not outcome.finished:
         raise RuntimeError(f"{tag}: job failed: {outcome.error}\n" + "\n".join(lines[-5:]))
-    return {"seconds": round(seconds, 4),
-            "checkpoints_completed": len(outcome.completed),
-            "periodic_checkpoints": sum(1 for c in outcome.completed if c.kind == "checkpoint")}
+    return {
+        "seconds": round(seconds, 4),
+        "checkpoints_completed": len(outcome.completed),
+        "periodic_checkpoints": sum(1 for c in outcome.completed if c.kind == "checkpoint"),
+    }
 
 
-def run_abba(bench: str, variants: dict[str, Variant], rows: int, repeat: int,
-             label: str) -> dict[str, list[dict[str, Any]]]:
+def run_abba(
+    bench: str, variants: dict[str, Variant], rows: int, repeat: int, label: str
+) -> dict[str, list[dict[str, Any]]]:
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     names = list(variants)
     for rep in range(repeat):
@@ -99,7 +118,9 @@ def paired(results: dict[str, list[dict[str, Any]]], numerator: str, denominator
 
 
 def described(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    return {name: {"rows_per_s": summary(r["rows_per_s"] for r in runs), "runs": runs} for name, runs in results.items()}
+    return {
+        name: {"rows_per_s": summary(r["rows_per_s"] for r in runs), "runs": runs} for name, runs in results.items()
+    }
 
 
 def ratio_figures(ratios: dict[str, list[float]]) -> tuple[dict[str, Any], dict[str, float]]:

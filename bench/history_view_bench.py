@@ -49,14 +49,35 @@ def fill(storage: Any, entries: int) -> None:
             checkpoint_id += 1
             trigger = start + checkpoint_id * 1000
             if checkpoint_id % 97 == 0:
-                recorder.record(failed_entry(attempt, checkpoint_id, "checkpoint", trigger, trigger + 60_000,
-                                             "checkpoint expired before all subtasks acknowledged", True))
+                recorder.record(
+                    failed_entry(
+                        attempt,
+                        checkpoint_id,
+                        "checkpoint",
+                        trigger,
+                        trigger + 60_000,
+                        "checkpoint expired before all subtasks acknowledged",
+                        True,
+                    )
+                )
                 continue
-            stats = {"trigger_ms": trigger, "state_bytes": 4096 * SUBTASKS, "rows": 25_000 * SUBTASKS,
-                     "ack_duration_ms": 80 + checkpoint_id % 50,
-                     "subtasks": {str(i): {"attempt": attempt, "sync_ms": 1, "async_ms": 12 + i, "state_bytes": 4096,
-                                           "rows_since_last": 25_000, "ack_latency_ms": 40 + (checkpoint_id + i) % 50}
-                                  for i in range(SUBTASKS)}}
+            stats = {
+                "trigger_ms": trigger,
+                "state_bytes": 4096 * SUBTASKS,
+                "rows": 25_000 * SUBTASKS,
+                "ack_duration_ms": 80 + checkpoint_id % 50,
+                "subtasks": {
+                    str(i): {
+                        "attempt": attempt,
+                        "sync_ms": 1,
+                        "async_ms": 12 + i,
+                        "state_bytes": 4096,
+                        "rows_since_last": 25_000,
+                        "ack_latency_ms": 40 + (checkpoint_id + i) % 50,
+                    }
+                    for i in range(SUBTASKS)
+                },
+            }
             recorder.record(completed_entry(attempt, checkpoint_id, "checkpoint", stats, 95 + checkpoint_id % 40, 3))
         recorder.close()
 
@@ -108,18 +129,27 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"local: first page in {results['local']['first_page_s']['median'] * 1000:.0f} ms")
         with S3Server() as server:
             server.create_bucket("history")
-            s3 = get_factory("hdfs").create({
-                "storage.type": "s3", "s3.bucket": "s3a://history", "namespace": "/ns/",
-                "fs.s3a.endpoint": server.direct_url, "fs.s3a.endpoint.region": server.region,
-                "fs.s3a.access.key": "bench", "fs.s3a.secret.key": "bench-secret",
-                "fs.s3a.path.style.access": "true"})
+            s3 = get_factory("hdfs").create(
+                {
+                    "storage.type": "s3",
+                    "s3.bucket": "s3a://history",
+                    "namespace": "/ns/",
+                    "fs.s3a.endpoint": server.direct_url,
+                    "fs.s3a.endpoint.region": server.region,
+                    "fs.s3a.access.key": "bench",
+                    "fs.s3a.secret.key": "bench-secret",
+                    "fs.s3a.path.style.access": "true",
+                }
+            )
             _log(f"writing {entries:,} entries to S3 (moto on loopback)")
             fill(s3, entries)
             results["s3"] = measure(s3, repeat)
             _log(f"s3: first page in {results['s3']['first_page_s']['median'] * 1000:.0f} ms")
 
-    headline = {f"history_view_first_page_s_{entries // 1000}k_{where}": r["first_page_s"]["median"]
-                for where, r in results.items()}
+    headline = {
+        f"history_view_first_page_s_{entries // 1000}k_{where}": r["first_page_s"]["median"]
+        for where, r in results.items()
+    }
     result = {
         "benchmark": NAME,
         "description": __doc__.split("\n\n")[0],
@@ -127,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"entries": entries, "subtasks": SUBTASKS, "repeat": repeat, "quick": args.quick},
         "results": results,
         "summary": headline,
-        "targets": [{"figure": key, "goal": f"<= {GOAL_S}", "value": value, "met": value <= GOAL_S}
-                    for key, value in headline.items()],
+        "targets": [
+            {"figure": key, "goal": f"<= {GOAL_S}", "value": value, "met": value <= GOAL_S}
+            for key, value in headline.items()
+        ],
         "notes": [
             "Timed: the /api/history route's work after the auth check (read and validate every entry, "
             "build the summary, figures, chart series and one page of 20, encode the JSON); median of "

@@ -109,17 +109,24 @@ class Database:
 
     def check_ids(self, table: str, rows: int) -> None:
         count, distinct, low, high = self.execute(
-            f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {table}")[0]
+            f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {table}"
+        )[0]
         if (count, distinct, low, high) != (rows, rows, 0, rows - 1):
-            raise RuntimeError(f"{table}: {count} rows, {distinct} distinct ids in [{low}, {high}]; expected every id "
-                               f"of 0..{rows - 1} once")
+            raise RuntimeError(
+                f"{table}: {count} rows, {distinct} distinct ids in [{low}, {high}]; expected every id "
+                f"of 0..{rows - 1} once"
+            )
 
 
 def fill_source(db: Database, rows: int) -> None:
-    db.execute(f"CREATE TABLE {SOURCE_TABLE} (id bigint PRIMARY KEY, k integer NOT NULL, score double precision, "
-               "name text, created timestamp)")
-    db.execute(f"INSERT INTO {SOURCE_TABLE} SELECT g, g % 1000, g * 0.5, md5(g::text), "
-               f"timestamp '2024-01-01' + g * interval '1 second' FROM generate_series(0, {rows - 1}) g")
+    db.execute(
+        f"CREATE TABLE {SOURCE_TABLE} (id bigint PRIMARY KEY, k integer NOT NULL, score double precision, "
+        "name text, created timestamp)"
+    )
+    db.execute(
+        f"INSERT INTO {SOURCE_TABLE} SELECT g, g % 1000, g * 0.5, md5(g::text), "
+        f"timestamp '2024-01-01' + g * interval '1 second' FROM generate_series(0, {rows - 1}) g"
+    )
     db.execute(f"VACUUM ANALYZE {SOURCE_TABLE}")
 
 
@@ -132,8 +139,16 @@ def read_ours(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> d
     output = workdir / tag
     job = {
         "env": job_env(f"bench-{tag}"),
-        "source": [{"plugin_name": "Jdbc", **_connection(db), "table": SOURCE_TABLE, "partition_column": "id",
-                    "partition_num": SPLITS, "fetch_size": FETCH_SIZE}],
+        "source": [
+            {
+                "plugin_name": "Jdbc",
+                **_connection(db),
+                "table": SOURCE_TABLE,
+                "partition_column": "id",
+                "partition_num": SPLITS,
+                "fetch_size": FETCH_SIZE,
+            }
+        ],
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
     result = run_engine(spark, job, workdir, tag)
@@ -147,9 +162,18 @@ def read_spark(spark: Any, db: Database, workdir: Path, rows: int, tag: str) -> 
     gc.collect()
     started = time.perf_counter()
     frame = spark.read.jdbc(
-        db.jdbc_url, SOURCE_TABLE, column="id", lowerBound=0, upperBound=rows, numPartitions=SPLITS,
-        properties={"user": "postgres", "password": db.server.password, "driver": "org.postgresql.Driver",
-                    "fetchsize": str(FETCH_SIZE)},
+        db.jdbc_url,
+        SOURCE_TABLE,
+        column="id",
+        lowerBound=0,
+        upperBound=rows,
+        numPartitions=SPLITS,
+        properties={
+            "user": "postgres",
+            "password": db.server.password,
+            "driver": "org.postgresql.Driver",
+            "fetchsize": str(FETCH_SIZE),
+        },
     )
     frame.write.mode("overwrite").parquet(str(output))
     seconds = time.perf_counter() - started
@@ -229,8 +253,11 @@ def _chain(first: Any, rest: Any) -> Any:
 READ = {"ours": read_ours, "spark": read_spark}
 WRITE = {"ours": write_ours, "copy": write_copy, "adbc": write_adbc}
 #: ``--keys``: the sink with primary_keys, upserting (the default) or appending
-WRITE_BY_KEY = {"upsert": partial(write_ours, primary_keys=["id"]),
-                "append": partial(write_ours, primary_keys=["id"], enable_upsert=False), "copy": write_copy}
+WRITE_BY_KEY = {
+    "upsert": partial(write_ours, primary_keys=["id"]),
+    "append": partial(write_ours, primary_keys=["id"], enable_upsert=False),
+    "copy": write_copy,
+}
 
 
 @contextlib.contextmanager
@@ -256,8 +283,11 @@ def postgres_and_spark(prefix: str, jars: tuple[str, ...] = ()) -> Iterator[tupl
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__, NAME, "rows of the read table (default 2,000,000)")
     parser.add_argument("--write-rows", type=int, help="rows of the write (default 10,000,000; --keys 2,000,000)")
-    parser.add_argument("--keys", action="store_true",
-                        help="only the write, with primary_keys: upserting by key vs appending (bench/results/jdbc_keys.json)")
+    parser.add_argument(
+        "--keys",
+        action="store_true",
+        help="only the write, with primary_keys: upserting by key vs appending (bench/results/jdbc_keys.json)",
+    )
     args = parser.parse_args(argv)
     if args.keys:
         return main_by_key(args)
@@ -265,8 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     write_rows = args.write_rows or (100_000 if args.quick else 10_000_000)
     repeat = args.repeat or (1 if args.quick else 4)
     if not JDBC_JAR.exists():
-        parser.error(f"{JDBC_JAR} is missing: the Spark JDBC baseline needs Debian's libpostgresql-jdbc-java "
-                     "(scripts/bench installs it)")
+        parser.error(
+            f"{JDBC_JAR} is missing: the Spark JDBC baseline needs Debian's libpostgresql-jdbc-java "
+            "(scripts/bench installs it)"
+        )
 
     machine = machine_info(extra_libraries=("adbc-driver-postgresql", "psycopg"))
     with postgres_and_spark("bench-jdbc", jars=(str(JDBC_JAR),)) as (db, version, spark, workdir):
@@ -282,36 +314,65 @@ def main(argv: list[str] | None = None) -> int:
     read_ratios = paired(read, "ours", "spark")
     copy_ratios = paired(write, "ours", "copy")
     adbc_ratios = paired(write, "ours", "adbc")
-    ratios, figures = ratio_figures({"jdbc_read_ratio_vs_spark_jdbc": read_ratios,
-                                     "jdbc_sink_ratio_vs_copy_limit": copy_ratios,
-                                     "jdbc_sink_ratio_vs_adbc_ingest": adbc_ratios})
+    ratios, figures = ratio_figures(
+        {
+            "jdbc_read_ratio_vs_spark_jdbc": read_ratios,
+            "jdbc_sink_ratio_vs_copy_limit": copy_ratios,
+            "jdbc_sink_ratio_vs_adbc_ingest": adbc_ratios,
+        }
+    )
     figures["jdbc_read_rows_per_s"] = summary(r["rows_per_s"] for r in read["ours"])["median"]
     figures["jdbc_sink_rows_per_s"] = summary(r["rows_per_s"] for r in write["ours"])["median"]
     goals = {"jdbc_read_ratio_vs_spark_jdbc": READ_GOAL, "jdbc_sink_ratio_vs_copy_limit": WRITE_GOAL}
-    labels = {("read", "ours"): "ours: Jdbc -> File parquet, 1 s checkpoints", ("read", "spark"): "spark.read.jdbc -> parquet",
-              ("write", "ours"): "ours: Sequence -> Jdbc, exactly-once, 1 s checkpoints",
-              ("write", "copy"): "one psycopg COPY (CSV by pyarrow), no engine",
-              ("write", "adbc"): "one ADBC bulk ingest (binary COPY), no engine"}
+    labels = {
+        ("read", "ours"): "ours: Jdbc -> File parquet, 1 s checkpoints",
+        ("read", "spark"): "spark.read.jdbc -> parquet",
+        ("write", "ours"): "ours: Sequence -> Jdbc, exactly-once, 1 s checkpoints",
+        ("write", "copy"): "one psycopg COPY (CSV by pyarrow), no engine",
+        ("write", "adbc"): "one ADBC bulk ingest (binary COPY), no engine",
+    }
     table_rows = []
     for phase, results in (("read", read), ("write", write)):
         for variant, runs in results.items():
             speeds = summary(r["rows_per_s"] for r in runs)
-            table_rows.append([phase, labels[(phase, variant)], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}",
-                               summary(r["seconds"] for r in runs)["median"]])
+            table_rows.append(
+                [
+                    phase,
+                    labels[(phase, variant)],
+                    speeds["median"],
+                    f"{speeds['min']:,.0f} - {speeds['max']:,.0f}",
+                    summary(r["seconds"] for r in runs)["median"],
+                ]
+            )
     result = {
         "benchmark": NAME,
-        "description": (f"read {rows:,} rows, write {write_rows:,} rows, local[2], parallelism {PARALLELISM}, {SPLITS} splits; a real PostgreSQL "
-                        f"{version.split()[0]} on loopback; {repeat} ABBA repetitions; every output counted id by id."),
+        "description": (
+            f"read {rows:,} rows, write {write_rows:,} rows, local[2], parallelism {PARALLELISM}, {SPLITS} splits; a real PostgreSQL "
+            f"{version.split()[0]} on loopback; {repeat} ABBA repetitions; every output counted id by id."
+        ),
         "machine": {**machine, "postgresql": version},
-        "settings": {"quick": args.quick, "rows": rows, "write_rows": write_rows, "repeat": repeat, "master": MASTER, "parallelism": PARALLELISM,
-                     "splits": SPLITS, "checkpoint_interval_ms": INTERVAL_MS, "fetch_size": FETCH_SIZE,
-                     "jdbc_driver": JDBC_JAR.resolve().name},
+        "settings": {
+            "quick": args.quick,
+            "rows": rows,
+            "write_rows": write_rows,
+            "repeat": repeat,
+            "master": MASTER,
+            "parallelism": PARALLELISM,
+            "splits": SPLITS,
+            "checkpoint_interval_ms": INTERVAL_MS,
+            "fetch_size": FETCH_SIZE,
+            "jdbc_driver": JDBC_JAR.resolve().name,
+        },
         "summary": figures,
         "ratios": ratios,
-        "table": {"columns": ["phase", "variant", "rows/s (median)", "rows/s min - max", "seconds (median)"],
-                  "rows": table_rows},
-        "targets": [{"figure": key, "target": f">= {goal}", "value": figures[key], "met": figures[key] >= goal}
-                    for key, goal in goals.items()],
+        "table": {
+            "columns": ["phase", "variant", "rows/s (median)", "rows/s min - max", "seconds (median)"],
+            "rows": table_rows,
+        },
+        "targets": [
+            {"figure": key, "target": f">= {goal}", "value": figures[key], "met": figures[key] >= goal}
+            for key, goal in goals.items()
+        ],
         "notes": [
             "Spark's JDBC reader gets the same fetch size as ours and the same 4 key ranges; it writes no checkpoint "
             "and gives no resume. Ours reads Arrow batches through ADBC with keyset pagination and checkpoints "
@@ -338,28 +399,51 @@ def main_by_key(args: Any) -> int:
         _log("warm-up: one run of each variant, not counted")
         run_abba(NAME, variants, max(rows // 10, 1000), 1, "warm_keys")
         write = run_abba(NAME, variants, rows, repeat, "keys")
-    ratios, figures = ratio_figures({"jdbc_sink_upsert_ratio_vs_append": paired(write, "upsert", "append"),
-                                     "jdbc_sink_upsert_ratio_vs_copy_limit": paired(write, "upsert", "copy"),
-                                     "jdbc_sink_append_ratio_vs_copy_limit": paired(write, "append", "copy")})
-    labels = {"upsert": "ours, primary_keys, enable_upsert true (default): staged, upserted by the driver",
-              "append": "ours, primary_keys, enable_upsert false: appended (COPY)",
-              "copy": "one psycopg COPY (CSV by pyarrow), no engine"}
+    ratios, figures = ratio_figures(
+        {
+            "jdbc_sink_upsert_ratio_vs_append": paired(write, "upsert", "append"),
+            "jdbc_sink_upsert_ratio_vs_copy_limit": paired(write, "upsert", "copy"),
+            "jdbc_sink_append_ratio_vs_copy_limit": paired(write, "append", "copy"),
+        }
+    )
+    labels = {
+        "upsert": "ours, primary_keys, enable_upsert true (default): staged, upserted by the driver",
+        "append": "ours, primary_keys, enable_upsert false: appended (COPY)",
+        "copy": "one psycopg COPY (CSV by pyarrow), no engine",
+    }
     table_rows = []
     for variant, runs in write.items():
         speeds = summary(r["rows_per_s"] for r in runs)
-        table_rows.append([labels[variant], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}",
-                           summary(r["seconds"] for r in runs)["median"]])
+        table_rows.append(
+            [
+                labels[variant],
+                speeds["median"],
+                f"{speeds['min']:,.0f} - {speeds['max']:,.0f}",
+                summary(r["seconds"] for r in runs)["median"],
+            ]
+        )
     result = {
         "benchmark": f"{NAME}_keys",
-        "description": (f"write {rows:,} rows into a table with a primary key, the sink given primary_keys; local[2], "
-                        f"parallelism {PARALLELISM}, checkpoints every {INTERVAL_MS} ms; a real PostgreSQL "
-                        f"{version.split()[0]} on loopback; {repeat} ABBA repetitions; every output counted id by id."),
+        "description": (
+            f"write {rows:,} rows into a table with a primary key, the sink given primary_keys; local[2], "
+            f"parallelism {PARALLELISM}, checkpoints every {INTERVAL_MS} ms; a real PostgreSQL "
+            f"{version.split()[0]} on loopback; {repeat} ABBA repetitions; every output counted id by id."
+        ),
         "machine": {**machine, "postgresql": version},
-        "settings": {"quick": args.quick, "write_rows": rows, "repeat": repeat, "master": MASTER,
-                     "parallelism": PARALLELISM, "checkpoint_interval_ms": INTERVAL_MS},
+        "settings": {
+            "quick": args.quick,
+            "write_rows": rows,
+            "repeat": repeat,
+            "master": MASTER,
+            "parallelism": PARALLELISM,
+            "checkpoint_interval_ms": INTERVAL_MS,
+        },
         "summary": figures,
         "ratios": ratios,
-        "table": {"columns": ["variant", "rows/s (median)", "rows/s min - max", "seconds (median)"], "rows": table_rows},
+        "table": {
+            "columns": ["variant", "rows/s (median)", "rows/s min - max", "seconds (median)"],
+            "rows": table_rows,
+        },
         "write": described(write),
     }
     emit(result, f"{NAME}_keys", args.out)

@@ -57,12 +57,23 @@ POLL = 65_536
 
 
 def ours(spark: Any, cluster: Any, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
-    job = {"env": job_env(f"bench-{tag}"),
-           "source": [{"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": TOPIC,
-                       "consumer.group": f"bench-{tag}", "start_mode": "earliest",
-                       "stop_mode": "end_offsets_at_start", "format": "json", "schema": SCHEMA,
-                       "commit_on_checkpoint": False}],
-           "sink": [{"plugin_name": "File", "path": f"file://{workdir}/{tag}/", "format": "parquet"}]}
+    job = {
+        "env": job_env(f"bench-{tag}"),
+        "source": [
+            {
+                "plugin_name": "Kafka",
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "topic": TOPIC,
+                "consumer.group": f"bench-{tag}",
+                "start_mode": "earliest",
+                "stop_mode": "end_offsets_at_start",
+                "format": "json",
+                "schema": SCHEMA,
+                "commit_on_checkpoint": False,
+            }
+        ],
+        "sink": [{"plugin_name": "File", "path": f"file://{workdir}/{tag}/", "format": "parquet"}],
+    }
     result = run_engine(spark, job, workdir, tag)
     written = sum(pq.read_metadata(path).num_rows for path in (workdir / tag).glob("*.parquet"))
     if written != rows:
@@ -91,8 +102,11 @@ def bare(spark: Any, cluster: Any, workdir: Path, rows: int, tag: str) -> dict[s
             if not messages:
                 continue
             buffer = b"\n".join([m.value() for m in messages])
-            table = pajson.read_json(io.BytesIO(buffer), read_options=pajson.ReadOptions(block_size=len(buffer) + 1),
-                                     parse_options=pajson.ParseOptions(explicit_schema=schema))
+            table = pajson.read_json(
+                io.BytesIO(buffer),
+                read_options=pajson.ReadOptions(block_size=len(buffer) + 1),
+                parse_options=pajson.ParseOptions(explicit_schema=schema),
+            )
             count += table.num_rows
     for consumer in consumers:
         consumer.close()
@@ -103,7 +117,9 @@ def bare(spark: Any, cluster: Any, workdir: Path, rows: int, tag: str) -> dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_arguments(__doc__, NAME, "records in the topic (default 1,000,000: the mock keeps ~5 MB a partition)")
+    parser = bench_arguments(
+        __doc__, NAME, "records in the topic (default 1,000,000: the mock keeps ~5 MB a partition)"
+    )
     args = parser.parse_args(argv)
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     repeat = args.repeat or (1 if args.quick else 4)
@@ -120,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise RuntimeError("the mock dropped records (it keeps ~5 MB a partition): use fewer --rows")
             spark = spark_session("bench-kafka")
             try:
-                variants = {"ours": partial(ours, spark, cluster, workdir), "bare": partial(bare, spark, cluster, workdir)}
+                variants = {
+                    "ours": partial(ours, spark, cluster, workdir),
+                    "bare": partial(bare, spark, cluster, workdir),
+                }
                 run_abba(NAME, variants, rows, 1, "warm")
                 runs = run_abba(NAME, variants, rows, repeat, "run")
             finally:
@@ -130,26 +149,39 @@ def main(argv: list[str] | None = None) -> int:
 
     ratios, figures = ratio_figures({"kafka_source_ratio_vs_bare_consumer": paired(runs, "ours", "bare")})
     figures["kafka_source_rows_per_s"] = summary(r["rows_per_s"] for r in runs["ours"])["median"]
-    labels = {"ours": "Kafka source -> File parquet, exactly-once, checkpoints every 1 s, p=2",
-              "bare": "bare confluent-kafka consumer loop + Arrow JSON decoding, one process"}
+    labels = {
+        "ours": "Kafka source -> File parquet, exactly-once, checkpoints every 1 s, p=2",
+        "bare": "bare confluent-kafka consumer loop + Arrow JSON decoding, one process",
+    }
     table_rows = []
     for variant, entries in runs.items():
         speeds = summary(r["rows_per_s"] for r in entries)
         table_rows.append([labels[variant], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}"])
     result = {
         "benchmark": NAME,
-        "description": (f"{rows:,} JSON records on {PARTITIONS} partitions of librdkafka's mock cluster, {MASTER}, "
-                        f"parallelism {PARALLELISM}, checkpoint every {INTERVAL_MS} ms, {repeat} ABBA repetitions."),
+        "description": (
+            f"{rows:,} JSON records on {PARTITIONS} partitions of librdkafka's mock cluster, {MASTER}, "
+            f"parallelism {PARALLELISM}, checkpoint every {INTERVAL_MS} ms, {repeat} ABBA repetitions."
+        ),
         "machine": machine,
-        "settings": {"quick": args.quick, "rows": rows, "repeat": repeat, "partitions": PARTITIONS,
-                     "checkpoint_interval_ms": INTERVAL_MS},
+        "settings": {
+            "quick": args.quick,
+            "rows": rows,
+            "repeat": repeat,
+            "partitions": PARTITIONS,
+            "checkpoint_interval_ms": INTERVAL_MS,
+        },
         "summary": figures,
         "ratios": ratios,
         "table": {"columns": ["variant", "rows/s (median)", "range"], "rows": table_rows},
-        "targets": [{"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
-                    for key in ratios],
-        "notes": ["The broker is librdkafka's in-process mock (in its own process here), not a Kafka server: "
-                  "absolute rates say little about a real cluster; the ratio compares like with like."],
+        "targets": [
+            {"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
+            for key in ratios
+        ],
+        "notes": [
+            "The broker is librdkafka's in-process mock (in its own process here), not a Kafka server: "
+            "absolute rates say little about a real cluster; the ratio compares like with like."
+        ],
         "runs": described(runs),
     }
     emit(result, NAME, args.out)

@@ -76,9 +76,18 @@ class Lake:
         self.storage = storage or {}
 
     def iceberg(self, table: str) -> dict[str, Any]:
-        return {"plugin_name": "Iceberg", "catalog_name": "bench", "namespace": "bench", "table": table,
-                "iceberg.catalog.config": {"type": "sql", "uri": f"sqlite:///{self.root}/catalog.db",
-                                           "warehouse": self.warehouse}, **self.storage}
+        return {
+            "plugin_name": "Iceberg",
+            "catalog_name": "bench",
+            "namespace": "bench",
+            "table": table,
+            "iceberg.catalog.config": {
+                "type": "sql",
+                "uri": f"sqlite:///{self.root}/catalog.db",
+                "warehouse": self.warehouse,
+            },
+            **self.storage,
+        }
 
     def delta(self, table: str) -> dict[str, Any]:
         return {"plugin_name": "Delta", "path": f"{self.warehouse}/delta/{table}", **self.storage}
@@ -102,16 +111,20 @@ def _count(kind: str, options: dict[str, Any], rows: int) -> None:
     if len(ids) == rows and ids.min() >= 0 and ids.max() < rows:
         seen[ids] = True
     if not seen.all():
-        raise RuntimeError(f"{options.get('table') or options.get('path')}: not every id exactly once ({len(ids)} rows)")
+        raise RuntimeError(
+            f"{options.get('table') or options.get('path')}: not every id exactly once ({len(ids)} rows)"
+        )
 
 
 # ---- throughput variants --------------------------------------------------------------------
 def ours(kind: str, spark: Any, lake: Lake, rows: int, tag: str) -> dict[str, Any]:
     options = lake.iceberg(tag) if kind == "iceberg" else lake.delta(tag)
-    job = {"env": job_env(f"bench-{tag}"),
-           "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": PAYLOAD_BYTES}],
-           "transform": [{"plugin_name": "Python", "function": TRANSFORM_FUNCTION}],
-           "sink": [options]}
+    job = {
+        "env": job_env(f"bench-{tag}"),
+        "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": PAYLOAD_BYTES}],
+        "transform": [{"plugin_name": "Python", "function": TRANSFORM_FUNCTION}],
+        "sink": [options],
+    }
     result = run_engine(spark, job, lake.root, tag)
     _count(kind, options, rows)
     return result
@@ -188,9 +201,13 @@ def _s3_lake(root: Path) -> tuple[Any, Lake]:
 
     server = S3Server(own_process=True).start()
     bucket = server.create_bucket("bench-lake")
-    storage = {"fs.s3a.endpoint": server.endpoint_url, "fs.s3a.endpoint.region": server.region,
-               "fs.s3a.access.key": server.access_key_id, "fs.s3a.secret.key": server.secret_access_key,
-               "fs.s3a.path.style.access": "true"}
+    storage = {
+        "fs.s3a.endpoint": server.endpoint_url,
+        "fs.s3a.endpoint.region": server.region,
+        "fs.s3a.access.key": server.access_key_id,
+        "fs.s3a.secret.key": server.secret_access_key,
+        "fs.s3a.path.style.access": "true",
+    }
     return server, Lake(root, f"s3://{bucket}/warehouse", storage)
 
 
@@ -213,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             lake = Lake(workdir)
             for kind in ("iceberg", "delta"):
                 variants: dict[str, Callable[[int, str], dict[str, Any]]] = {
-                    "ours": partial(ours, kind, spark, lake), "library": partial(library, kind, spark, lake)}
+                    "ours": partial(ours, kind, spark, lake),
+                    "library": partial(library, kind, spark, lake),
+                }
                 run_abba(NAME, variants, max(rows // 10, 10_000), 1, f"warm_{kind}")
                 runs[kind] = run_abba(NAME, variants, rows, repeat, kind)
         finally:
@@ -231,41 +250,65 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    ratios, figures = ratio_figures({"iceberg_sink_ratio_vs_pyiceberg_append": paired(runs["iceberg"], "ours", "library"),
-                                     "delta_sink_ratio_vs_write_deltalake": paired(runs["delta"], "ours", "library")})
+    ratios, figures = ratio_figures(
+        {
+            "iceberg_sink_ratio_vs_pyiceberg_append": paired(runs["iceberg"], "ours", "library"),
+            "delta_sink_ratio_vs_write_deltalake": paired(runs["delta"], "ours", "library"),
+        }
+    )
     for key, value in latency.items():
         figures[f"{key.split('_')[0]}_commit_latency_ms_p50_{key.split('_')[1]}"] = value["p50"]
         figures[f"{key.split('_')[0]}_commit_latency_ms_p99_{key.split('_')[1]}"] = value["p99"]
-    labels = {"ours": "ours: Sequence -> transform -> sink, exactly-once, 1 s checkpoints, p=2",
-              "library": "the library alone, one process, one commit per second"}
+    labels = {
+        "ours": "ours: Sequence -> transform -> sink, exactly-once, 1 s checkpoints, p=2",
+        "library": "the library alone, one process, one commit per second",
+    }
     table_rows = []
     for kind, results in runs.items():
         for variant, entries in results.items():
             speeds = summary(r["rows_per_s"] for r in entries)
             table_rows.append([kind, labels[variant], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}"])
     for key, value in latency.items():
-        table_rows.append([key.replace("_", " on "), "commit latency of one checkpoint, ms p50 / p99",
-                           value["p50"], f"p99 {value['p99']}"])
+        table_rows.append(
+            [
+                key.replace("_", " on "),
+                "commit latency of one checkpoint, ms p50 / p99",
+                value["p50"],
+                f"p99 {value['p99']}",
+            ]
+        )
     result = {
         "benchmark": NAME,
-        "description": (f"{rows:,} rows per throughput run, {MASTER}, parallelism {PARALLELISM}, {repeat} ABBA "
-                        f"repetitions; commit latency over {checkpoints} checkpoints of {PARALLELISM} x {COMMIT_ROWS:,} rows; "
-                        "every table counted id by id."),
+        "description": (
+            f"{rows:,} rows per throughput run, {MASTER}, parallelism {PARALLELISM}, {repeat} ABBA "
+            f"repetitions; commit latency over {checkpoints} checkpoints of {PARALLELISM} x {COMMIT_ROWS:,} rows; "
+            "every table counted id by id."
+        ),
         "machine": machine,
-        "settings": {"quick": args.quick, "rows": rows, "repeat": repeat, "checkpoint_interval_ms": INTERVAL_MS,
-                     "latency_checkpoints": checkpoints, "latency_rows_per_subtask": COMMIT_ROWS},
+        "settings": {
+            "quick": args.quick,
+            "rows": rows,
+            "repeat": repeat,
+            "checkpoint_interval_ms": INTERVAL_MS,
+            "latency_checkpoints": checkpoints,
+            "latency_rows_per_subtask": COMMIT_ROWS,
+        },
         "summary": figures,
         "ratios": ratios,
         "table": {"columns": ["format", "variant", "rows/s (median) or ms p50", "range"], "rows": table_rows},
-        "targets": [{"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
-                    for key in ratios],
+        "targets": [
+            {"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
+            for key in ratios
+        ],
         "notes": [
             "The library baselines gather the batches produced in each second into one commit, with one process "
             "and no recovery: a crash loses the rows since the last commit and a rerun appends everything again. "
             "Producing is faster than writing, so they made "
             + ", ".join(f"{kind} {_median_of(results['library'], 'commits')}" for kind, results in runs.items())
             + " commit(s) per run (median), where ours made "
-            + ", ".join(f"{kind} {_median_of(results['ours'], 'checkpoints_completed')}" for kind, results in runs.items())
+            + ", ".join(
+                f"{kind} {_median_of(results['ours'], 'checkpoints_completed')}" for kind, results in runs.items()
+            )
             + " checkpoints, each a commit: a baseline that commits less often than the issue's once a second.",
             "Ours fsyncs every data file before a subtask acknowledges a checkpoint (a completed checkpoint must "
             "survive a power loss); the libraries leave their data files in the page cache. On local disk our "

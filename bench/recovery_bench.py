@@ -66,11 +66,26 @@ def write_files(work: Path, name: str, rows: int) -> tuple[Path, Path]:
         "transform": [{"plugin_name": "Python", "function": FUNCTION}],
         "sink": [{"plugin_name": "File", "path": f"file://{work}/output-{name}/", "format": "parquet"}],
     }
-    config = {"seatunnel": {"engine": {"checkpoint": {
-        "interval": INTERVAL_MS, "timeout": 60_000, "tolerable-failure": 5,
-        "storage": {"type": "hdfs", "max-retained": 3,
-                    "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                      "namespace": f"{work}/checkpoints/"}}}}}}
+    config = {
+        "seatunnel": {
+            "engine": {
+                "checkpoint": {
+                    "interval": INTERVAL_MS,
+                    "timeout": 60_000,
+                    "tolerable-failure": 5,
+                    "storage": {
+                        "type": "hdfs",
+                        "max-retained": 3,
+                        "plugin-config": {
+                            "storage.type": "hdfs",
+                            "fs.defaultFS": "file:///",
+                            "namespace": f"{work}/checkpoints/",
+                        },
+                    },
+                }
+            }
+        }
+    }
     job_path, config_path = work / f"{name}.yaml", work / "seatunnel.yaml"
     job_path.write_text(yaml.safe_dump(job, sort_keys=False))
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -79,19 +94,34 @@ def write_files(work: Path, name: str, rows: int) -> tuple[Path, Path]:
 
 def start_driver(work: Path, job: Path, config: Path, job_id: str, idlog: Path, label: str, *extra: str) -> Proc:
     idlog.mkdir(parents=True, exist_ok=True)
-    command = [str(VENV_BIN / "seatunnel-ckpt"), "run", str(job), "--config", str(config), "--job-id", job_id,
-               "--master", "local[2]", "--conf", "spark.task.maxFailures=40", *extra]
+    command = [
+        str(VENV_BIN / "seatunnel-ckpt"),
+        "run",
+        str(job),
+        "--config",
+        str(config),
+        "--job-id",
+        job_id,
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.task.maxFailures=40",
+        *extra,
+    ]
     return Proc(command, spark_env({"BENCH_IDLOG_DIR": str(idlog)}), work / "logs" / f"{label}.log")
 
 
 def completed_after(proc: Proc, after: float) -> list[tuple[float, int, int]]:
     """(wall, checkpoint id, rows) of every checkpoint completed after ``after``."""
-    return [(wall, int(m.group(1)), int(m.group(3).replace(",", ""))) for wall, m in proc.all(COMPLETED) if wall > after]
+    return [
+        (wall, int(m.group(1)), int(m.group(3).replace(",", ""))) for wall, m in proc.all(COMPLETED) if wall > after
+    ]
 
 
 # ---- 1. region failover ------------------------------------------------------------------------
-def failover_phase(work: Path, kills: int, rng: random.Random, name: str = "failover",
-                   extra: tuple[str, ...] = ()) -> dict[str, Any]:
+def failover_phase(
+    work: Path, kills: int, rng: random.Random, name: str = "failover", extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     rows = RATE * 600  # never reached: the run is stopped after the kills
     job, config = write_files(work, name, rows)
     idlog = work / f"idlog-{name}"
@@ -137,17 +167,23 @@ def failover_phase(work: Path, kills: int, rng: random.Random, name: str = "fail
                     break
                 time.sleep(0.02)
             record = {
-                "kill": k, "subtask": target, "victim_pid": victim["pid"], "victim_attempt": victim["attempt"],
-                "new_attempt": first["attempt"], "failover_s": round(first["wall_ms"] / 1000 - killed, 3),
+                "kill": k,
+                "subtask": target,
+                "victim_pid": victim["pid"],
+                "victim_attempt": victim["attempt"],
+                "new_attempt": first["attempt"],
+                "failover_s": round(first["wall_ms"] / 1000 - killed, 3),
                 "first_resumed_id": first["first_id"],
                 "kill_to_next_checkpoint_s": round(checkpoint[0] - killed, 3) if checkpoint else None,
                 "next_checkpoint_id": checkpoint[1] if checkpoint else None,
                 "since_previous_failover_s": round(killed - last_settled, 3),
             }
             records.append(record)
-            log(f"kill {k}: subtask {target} worker {victim['pid']} (attempt {victim['attempt']}) -> attempt "
+            log(
+                f"kill {k}: subtask {target} worker {victim['pid']} (attempt {victim['attempt']}) -> attempt "
                 f"{first['attempt']} processed its first batch after {record['failover_s']:.2f} s; next checkpoint "
-                f"after {record['kill_to_next_checkpoint_s']} s")
+                f"after {record['kill_to_next_checkpoint_s']} s"
+            )
             last_settled = checkpoint[0] if checkpoint else time.time()
         retries = len(proc.all(r"\(subtask-\d+/attempt-[1-9]\d* at [^)]*\) connected"))
     finally:
@@ -158,13 +194,25 @@ def failover_phase(work: Path, kills: int, rng: random.Random, name: str = "fail
     import pyarrow.parquet as pq
 
     out = work / f"output-{name}"
-    parts = [pq.read_table(p, columns=["id"]).column("id").to_numpy()
-             for p in sorted(out.iterdir()) if not p.name.startswith(("_", "."))] if out.exists() else []
+    parts = (
+        [
+            pq.read_table(p, columns=["id"]).column("id").to_numpy()
+            for p in sorted(out.iterdir())
+            if not p.name.startswith(("_", "."))
+        ]
+        if out.exists()
+        else []
+    )
     ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     duplicated = int(len(ids) - len(np.unique(ids)))
     processed = read_ids(str(idlog))
-    return {"kills": records, "committed_rows": int(len(ids)), "committed_duplicates": duplicated,
-            "rows_through_transform": int(len(processed)), "reconnect_lines": retries}
+    return {
+        "kills": records,
+        "committed_rows": int(len(ids)),
+        "committed_duplicates": duplicated,
+        "rows_through_transform": int(len(processed)),
+        "reconnect_lines": retries,
+    }
 
 
 # ---- 2. resume vs fresh ----------------------------------------------------------------------------
@@ -186,8 +234,9 @@ def timed_start(work: Path, job: Path, config: Path, job_id: str, label: str) ->
         if first is None:
             raise RuntimeError(f"{label}: no row within 240 s:\n{proc.tail(40)}")
         # let a checkpoint of this run complete (the next resume starts from it)
-        proc.wait_for(r"checkpoint \d+ \(checkpoint\) completed in \d+ ms, [^,]+ state, [1-9]", 60,
-                      after=first["wall_ms"] / 1000)
+        proc.wait_for(
+            r"checkpoint \d+ \(checkpoint\) completed in \d+ ms, [^,]+ state, [1-9]", 60, after=first["wall_ms"] / 1000
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -196,7 +245,9 @@ def timed_start(work: Path, job: Path, config: Path, job_id: str, label: str) ->
     return {
         "label": label,
         "first_row_s": round(first["wall_ms"] / 1000 - start, 3),
-        "driver_ready_s": round(attempt_line[0] - start, 3) if attempt_line else None,  # Spark up, restore + repair done
+        "driver_ready_s": round(attempt_line[0] - start, 3)
+        if attempt_line
+        else None,  # Spark up, restore + repair done
         "restored_from": restored,
         "first_id": first["first_id"],
     }
@@ -221,8 +272,10 @@ def resume_phase(work: Path, repeat: int) -> dict[str, Any]:
             else:
                 result = timed_start(work, job, config, "resume", f"resume-{rep}")
             runs[kind].append(result)
-            log(f"{kind} {rep}: driver start -> first row {result['first_row_s']:.2f} s "
-                f"(driver ready after {result['driver_ready_s']} s, from {result['restored_from']})")
+            log(
+                f"{kind} {rep}: driver start -> first row {result['first_row_s']:.2f} s "
+                f"(driver ready after {result['driver_ready_s']} s, from {result['restored_from']})"
+            )
     return runs
 
 
@@ -251,11 +304,25 @@ def plot(failover: dict[str, Any], resume: dict[str, Any], stock: dict[str, Any]
     meds = [statistics.median([r["first_row_s"] for r in resume[k]]) for k in kinds]
     lo = [m - min(r["first_row_s"] for r in resume[k]) for m, k in zip(meds, kinds)]
     hi = [max(r["first_row_s"] for r in resume[k]) - m for m, k in zip(meds, kinds)]
-    ready = [statistics.median([r["driver_ready_s"] for r in resume[k] if r["driver_ready_s"] is not None]) for k in kinds]
-    ax.bar(["start fresh", "resume from checkpoint"], meds, yerr=[lo, hi], capsize=6, color=["#999999", "#2a7ab0"],
-           label="driver start -> first row")
-    ax.bar(["start fresh", "resume from checkpoint"], ready, color="none", edgecolor="black", hatch="//",
-           label="of which: driver ready (Spark up, restore + sink repair)")
+    ready = [
+        statistics.median([r["driver_ready_s"] for r in resume[k] if r["driver_ready_s"] is not None]) for k in kinds
+    ]
+    ax.bar(
+        ["start fresh", "resume from checkpoint"],
+        meds,
+        yerr=[lo, hi],
+        capsize=6,
+        color=["#999999", "#2a7ab0"],
+        label="driver start -> first row",
+    )
+    ax.bar(
+        ["start fresh", "resume from checkpoint"],
+        ready,
+        color="none",
+        edgecolor="black",
+        hatch="//",
+        label="of which: driver ready (Spark up, restore + sink repair)",
+    )
     ax.set_ylabel("seconds")
     ax.set_title("driver start -> first row processed")
     ax.legend(fontsize=8, loc="lower right")
@@ -273,8 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", action="store_true")
     parser.add_argument("--repeat", type=int, default=None, help="resume/fresh repetitions (default 5)")
     parser.add_argument("--kills", type=int, default=None, help="subtask kills (default 7)")
-    parser.add_argument("--no-stock-daemon", action="store_true",
-                        help="skip the side-by-side failover phase with PySpark's stock daemon")
+    parser.add_argument(
+        "--no-stock-daemon",
+        action="store_true",
+        help="skip the side-by-side failover phase with PySpark's stock daemon",
+    )
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 5)
     kills = args.kills or (3 if args.quick else 7)
@@ -290,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         stock = None
         if not args.no_stock_daemon:
             log(f"phase 3: region failover again, {kills} kills, with PySpark's stock daemon")
-            stock = failover_phase(work, kills, random.Random(SEED), "failover-stock",
-                                   ("--conf", "spark.seatunnel.preloadDaemon=false"))
+            stock = failover_phase(
+                work, kills, random.Random(SEED), "failover-stock", ("--conf", "spark.seatunnel.preloadDaemon=false")
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
@@ -325,14 +396,27 @@ def main(argv: list[str] | None = None) -> int:
         figures["region_failover_seconds_p50_stock_daemon"] = pre["median"]
         figures["region_failover_ratio_vs_stock_daemon"] = ratio(fo_s["median"], pre["median"])
     targets = [
-        {"figure": "region_failover_seconds_p50", "target": "<= 0.4 (median of >= 5 kills, with min/max)",
-         "value": figures["region_failover_seconds_p50"],
-         "met": bool(len(fo) >= 5 and fo_s["median"] is not None and fo_s["median"] <= 0.4)},
-        {"figure": "resume_vs_fresh_first_row_ratio", "target": "<= 1.1 (resuming costs about nothing over a fresh start)",
-         "value": figures["resume_vs_fresh_first_row_ratio"],
-         "met": bool(figures["resume_vs_fresh_first_row_ratio"] is not None and figures["resume_vs_fresh_first_row_ratio"] <= 1.1)},
-        {"figure": "committed_duplicates_after_failovers", "target": "0", "value": failover["committed_duplicates"],
-         "met": failover["committed_duplicates"] == 0},
+        {
+            "figure": "region_failover_seconds_p50",
+            "target": "<= 0.4 (median of >= 5 kills, with min/max)",
+            "value": figures["region_failover_seconds_p50"],
+            "met": bool(len(fo) >= 5 and fo_s["median"] is not None and fo_s["median"] <= 0.4),
+        },
+        {
+            "figure": "resume_vs_fresh_first_row_ratio",
+            "target": "<= 1.1 (resuming costs about nothing over a fresh start)",
+            "value": figures["resume_vs_fresh_first_row_ratio"],
+            "met": bool(
+                figures["resume_vs_fresh_first_row_ratio"] is not None
+                and figures["resume_vs_fresh_first_row_ratio"] <= 1.1
+            ),
+        },
+        {
+            "figure": "committed_duplicates_after_failovers",
+            "target": "0",
+            "value": failover["committed_duplicates"],
+            "met": failover["committed_duplicates"] == 0,
+        },
     ]
 
     def fmt(s: dict[str, float]) -> str:
@@ -349,30 +433,51 @@ def main(argv: list[str] | None = None) -> int:
     ]
     plots = plot(failover, resume, stock) if args.out else []
     if stock is not None:
-        table_rows.insert(2, ["region failover with PySpark's stock daemon, s",
-                              fmt(summary([k["failover_s"] for k in stock["kills"]]))])
+        table_rows.insert(
+            2,
+            ["region failover with PySpark's stock daemon, s", fmt(summary([k["failover_s"] for k in stock["kills"]]))],
+        )
     ready_to_row_fresh = [r["first_row_s"] - r["driver_ready_s"] for r in resume["fresh"] if r["driver_ready_s"]]
     ready_to_row_resume = [r["first_row_s"] - r["driver_ready_s"] for r in resume["resume"] if r["driver_ready_s"]]
     result = {
         "benchmark": "recovery: region failover after a killed subtask (python worker SIGKILL), and driver start -> "
-                     "first row when resuming from a checkpoint vs starting fresh",
+        "first row when resuming from a checkpoint vs starting fresh",
         "machine": info,
         "settings": {
-            "master": "local[2]", "parallelism": 2, "interval_ms": INTERVAL_MS, "source": "Sequence, payload 100 B",
-            "rows_per_second": RATE, "kills": kills, "repeat": repeat, "seed": SEED, "quick": args.quick,
-            "spark.task.maxFailures": 40, "checkpoint_storage": "local disk, max-retained 3",
+            "master": "local[2]",
+            "parallelism": 2,
+            "interval_ms": INTERVAL_MS,
+            "source": "Sequence, payload 100 B",
+            "rows_per_second": RATE,
+            "kills": kills,
+            "repeat": repeat,
+            "seed": SEED,
+            "quick": args.quick,
+            "spark.task.maxFailures": 40,
+            "checkpoint_storage": "local disk, max-retained 3",
             "transform": "bench._idlog:transform (bench.workloads.transform + a per-batch log)",
             "elapsed_s": round(elapsed, 1),
         },
         "results": {
-            "failover": {**failover, "failover_s": fo_s, "failover_percentiles": percentiles(fo),
-                         "kill_to_next_checkpoint_s": summary(fo_next) if fo_next else None},
-            "failover_stock_daemon": None if stock is None else {
-                **stock, "failover_s": summary([k["failover_s"] for k in stock["kills"]]),
-                "conf": "spark.seatunnel.preloadDaemon=false"},
+            "failover": {
+                **failover,
+                "failover_s": fo_s,
+                "failover_percentiles": percentiles(fo),
+                "kill_to_next_checkpoint_s": summary(fo_next) if fo_next else None,
+            },
+            "failover_stock_daemon": None
+            if stock is None
+            else {
+                **stock,
+                "failover_s": summary([k["failover_s"] for k in stock["kills"]]),
+                "conf": "spark.seatunnel.preloadDaemon=false",
+            },
             "resume_vs_fresh": {
-                "runs": resume, "fresh_first_row_s": summary(fresh), "resume_first_row_s": summary(resumed),
-                "fresh_driver_ready_s": summary(fresh_ready), "resume_driver_ready_s": summary(resume_ready),
+                "runs": resume,
+                "fresh_first_row_s": summary(fresh),
+                "resume_first_row_s": summary(resumed),
+                "fresh_driver_ready_s": summary(fresh_ready),
+                "resume_driver_ready_s": summary(resume_ready),
                 "fresh_ready_to_first_row_s": summary(ready_to_row_fresh) if ready_to_row_fresh else None,
                 "resume_ready_to_first_row_s": summary(ready_to_row_resume) if ready_to_row_resume else None,
                 "paired_ratio": summary(paired),
@@ -418,7 +523,8 @@ def main(argv: list[str] | None = None) -> int:
             f"Same run, same kill schedule, measured after the engine's phases (not interleaved: the machine's load "
             f"may differ between the two): region failover p50 {fo_s['median']} s [{fo_s['min']} .. {fo_s['max']}] "
             f"with the engine's preloading daemon vs {pre['median']} s [{pre['min']} .. {pre['max']}] with PySpark's "
-            f"stock daemon (spark.seatunnel.preloadDaemon=false); ratio {figures['region_failover_ratio_vs_stock_daemon']}.")
+            f"stock daemon (spark.seatunnel.preloadDaemon=false); ratio {figures['region_failover_ratio_vs_stock_daemon']}."
+        )
     ratio_rf = figures["resume_vs_fresh_first_row_ratio"]
     fresh_after = summary(ready_to_row_fresh)["median"] if ready_to_row_fresh else None
     resume_after = summary(ready_to_row_resume)["median"] if ready_to_row_resume else None
@@ -431,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary(fresh_ready)['median']} s, resume {summary(resume_ready)['median']} s) and the first task launch "
         f"(driver ready -> first row median fresh {fresh_after} s, resume {resume_after} s). Differences of a few "
         f"seconds between the two are within the spread the machine's load causes (loadavg above); no restore step "
-        f"was found to cost seconds, and why fresh runs were not faster was not investigated further.")
+        f"was found to cost seconds, and why fresh runs were not faster was not investigated further."
+    )
     emit(result, NAME, args.out)
     log(f"done in {elapsed:.0f} s")
     return 0

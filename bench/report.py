@@ -41,77 +41,158 @@ SCRIPTS: list[tuple[str, str, str]] = [
 #: the keys summary.json must hold: key -> (result name, what it means, better)
 REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "overhead_ratio_interval_1s": (
-        "throughput", "rows/s with a checkpoint every 1 s / rows/s with checkpointing off (final checkpoint only)", "higher"),
+        "throughput",
+        "rows/s with a checkpoint every 1 s / rows/s with checkpointing off (final checkpoint only)",
+        "higher",
+    ),
     "overhead_ratio_interval_100ms": (
-        "throughput", "rows/s with a checkpoint every 100 ms / rows/s with checkpointing off", "higher"),
+        "throughput",
+        "rows/s with a checkpoint every 100 ms / rows/s with checkpointing off",
+        "higher",
+    ),
     "ratio_vs_pyarrow_limit": (
-        "throughput", "our rows/s (2 subtasks on 2 cores, 1 s interval) / a plain single-process pyarrow loop "
-                      "doing the same transform and parquet write", "higher"),
+        "throughput",
+        "our rows/s (2 subtasks on 2 cores, 1 s interval) / a plain single-process pyarrow loop "
+        "doing the same transform and parquet write",
+        "higher",
+    ),
     "cpu_efficiency_ratio_vs_pyarrow_limit": (
-        "throughput", "rows per CPU-second: ours (2 subtasks, 1 s interval, every process of the run counted) / the "
-                      "plain pyarrow loop", "higher"),
+        "throughput",
+        "rows per CPU-second: ours (2 subtasks, 1 s interval, every process of the run counted) / the "
+        "plain pyarrow loop",
+        "higher",
+    ),
     "cpu_efficiency_ratio_vs_pyarrow_like_sink": (
-        "throughput", "rows per CPU-second: ours / the pyarrow loop writing as the File sink does (16 MiB files, "
-                      "fsynced, pages dropped): what the engine costs beyond the writing", "higher"),
+        "throughput",
+        "rows per CPU-second: ours / the pyarrow loop writing as the File sink does (16 MiB files, "
+        "fsynced, pages dropped): what the engine costs beyond the writing",
+        "higher",
+    ),
     "throughput_ratio_vs_structured_streaming": (
-        "streaming_compare", "our rows/s / Spark Structured Streaming's rows/s on the same workload", "higher"),
+        "streaming_compare",
+        "our rows/s / Spark Structured Streaming's rows/s on the same workload",
+        "higher",
+    ),
     "resume_time_ratio_vs_structured_streaming": (
-        "streaming_compare", "our time to resume after a failure / Structured Streaming's", "lower"),
+        "streaming_compare",
+        "our time to resume after a failure / Structured Streaming's",
+        "lower",
+    ),
     "checkpoint_latency_ms_p50_1MiB_local": (
-        "checkpoint_latency", "checkpoint latency (trigger to completed), 1 MiB of state, local disk: p50 ms", "lower"),
+        "checkpoint_latency",
+        "checkpoint latency (trigger to completed), 1 MiB of state, local disk: p50 ms",
+        "lower",
+    ),
     "checkpoint_latency_ms_p99_1MiB_local": (
-        "checkpoint_latency", "checkpoint latency, 1 MiB of state, local disk: p99 ms", "lower"),
+        "checkpoint_latency",
+        "checkpoint latency, 1 MiB of state, local disk: p99 ms",
+        "lower",
+    ),
     "checkpoint_time_ratio_vs_raw_write_1GiB": (
-        "checkpoint_latency", "time to checkpoint 1 GiB of state / time to write the same bytes raw", "lower"),
+        "checkpoint_latency",
+        "time to checkpoint 1 GiB of state / time to write the same bytes raw",
+        "lower",
+    ),
     "checkpoint_latency_ms_p50_1MiB_s3": (
-        "checkpoint_latency", "checkpoint latency, 1 MiB of state, S3 (moto on loopback): p50 ms", "lower"),
+        "checkpoint_latency",
+        "checkpoint latency, 1 MiB of state, S3 (moto on loopback): p50 ms",
+        "lower",
+    ),
     "checkpoint_time_ratio_vs_raw_write_1GiB_s3": (
-        "checkpoint_latency", "time to checkpoint 1 GiB of state on S3 (moto) / time to PUT the same bytes raw", "lower"),
+        "checkpoint_latency",
+        "time to checkpoint 1 GiB of state on S3 (moto) / time to PUT the same bytes raw",
+        "lower",
+    ),
     "region_failover_seconds_p50": (
-        "recovery", "seconds until a killed subtask runs again (region failover), p50", "lower"),
+        "recovery",
+        "seconds until a killed subtask runs again (region failover), p50",
+        "lower",
+    ),
     "region_failover_ratio_vs_stock_daemon": (
-        "recovery", "region failover p50 with the engine's preloading Python daemon / with PySpark's stock daemon, "
-                    "same kill schedule, same run", "lower"),
+        "recovery",
+        "region failover p50 with the engine's preloading Python daemon / with PySpark's stock daemon, "
+        "same kill schedule, same run",
+        "lower",
+    ),
     "jdbc_read_ratio_vs_spark_jdbc": (
-        "jdbc", "rows/s copying a PostgreSQL table to parquet, ours (1 s checkpoints) / spark.read.jdbc, "
-                "same parallelism and splits", "higher"),
+        "jdbc",
+        "rows/s copying a PostgreSQL table to parquet, ours (1 s checkpoints) / spark.read.jdbc, "
+        "same parallelism and splits",
+        "higher",
+    ),
     "jdbc_sink_ratio_vs_copy_limit": (
-        "jdbc", "rows/s writing into PostgreSQL, ours exactly-once / one plain psycopg COPY of the same Arrow data",
-                "higher"),
+        "jdbc",
+        "rows/s writing into PostgreSQL, ours exactly-once / one plain psycopg COPY of the same Arrow data",
+        "higher",
+    ),
     "iceberg_sink_ratio_vs_pyiceberg_append": (
-        "lakehouse", "rows/s into an Iceberg table, ours (1 s checkpoints, one snapshot each) / pyiceberg's append "
-                     "of the same batches once a second in one process", "higher"),
+        "lakehouse",
+        "rows/s into an Iceberg table, ours (1 s checkpoints, one snapshot each) / pyiceberg's append "
+        "of the same batches once a second in one process",
+        "higher",
+    ),
     "delta_sink_ratio_vs_write_deltalake": (
-        "lakehouse", "rows/s into a Delta table, ours (1 s checkpoints, one version each) / write_deltalake of the "
-                     "same batches once a second in one process", "higher"),
+        "lakehouse",
+        "rows/s into a Delta table, ours (1 s checkpoints, one version each) / write_deltalake of the "
+        "same batches once a second in one process",
+        "higher",
+    ),
     "iceberg_commit_latency_ms_p50_s3": (
-        "lakehouse", "driver-side commit of one checkpoint's files as an Iceberg snapshot, moto S3: p50 ms", "lower"),
+        "lakehouse",
+        "driver-side commit of one checkpoint's files as an Iceberg snapshot, moto S3: p50 ms",
+        "lower",
+    ),
     "delta_commit_latency_ms_p50_s3": (
-        "lakehouse", "driver-side commit of one checkpoint's files as a Delta version, moto S3: p50 ms", "lower"),
+        "lakehouse",
+        "driver-side commit of one checkpoint's files as a Delta version, moto S3: p50 ms",
+        "lower",
+    ),
     "sql_transform_ratio_vs_python_transform": (
-        "sql", "rows/s with a projection/filter as a Sql transform / the same as a pyarrow.compute Python transform, "
-               "Sequence -> transform -> parquet, 1 s checkpoints", "higher"),
+        "sql",
+        "rows/s with a projection/filter as a Sql transform / the same as a pyarrow.compute Python transform, "
+        "Sequence -> transform -> parquet, 1 s checkpoints",
+        "higher",
+    ),
     "kafka_source_rows_per_s": (
-        "kafka", "rows/s the Kafka source reads from librdkafka's mock cluster (JSON into Arrow, p=2, 1 s checkpoints)",
-        "higher"),
+        "kafka",
+        "rows/s the Kafka source reads from librdkafka's mock cluster (JSON into Arrow, p=2, 1 s checkpoints)",
+        "higher",
+    ),
     "kafka_source_ratio_vs_bare_consumer": (
-        "kafka", "Kafka source rows/s / a bare confluent-kafka consumer loop doing the same reading and JSON decoding "
-                 "in one process", "higher"),
+        "kafka",
+        "Kafka source rows/s / a bare confluent-kafka consumer loop doing the same reading and JSON decoding "
+        "in one process",
+        "higher",
+    ),
     "scale_start_seconds_100k_files": (
-        "scale_splits", "seconds from the driver's start to the first completed checkpoint, LocalFile over 100,000 "
-                        "files (goal <= 30)", "lower"),
+        "scale_splits",
+        "seconds from the driver's start to the first completed checkpoint, LocalFile over 100,000 files (goal <= 30)",
+        "lower",
+    ),
     "scale_ckpt_time_ratio_100k_vs_1k_files": (
-        "scale_splits", "checkpoint duration p50 over 100,000 files / over 1,000 files (finished splits should cost "
-                        "nothing: goal <= 2)", "lower"),
+        "scale_splits",
+        "checkpoint duration p50 over 100,000 files / over 1,000 files (finished splits should cost "
+        "nothing: goal <= 2)",
+        "lower",
+    ),
     "rows_500m_last_vs_first_tenth": (
-        "scale_rows", "rows/s over the last tenth of 500 million rows / over the first tenth, Sequence -> File, "
-                      "1 s checkpoints (goal >= 0.95)", "higher"),
+        "scale_rows",
+        "rows/s over the last tenth of 500 million rows / over the first tenth, Sequence -> File, "
+        "1 s checkpoints (goal >= 0.95)",
+        "higher",
+    ),
     "jobs_at_once_8_throughput_ratio": (
-        "scale_jobs", "total rows/s of 8 checkpointed jobs started at once by one Airflow worker (LocalExecutor) / "
-                      "rows/s of one job alone (goal >= 0.9)", "higher"),
+        "scale_jobs",
+        "total rows/s of 8 checkpointed jobs started at once by one Airflow worker (LocalExecutor) / "
+        "rows/s of one job alone (goal >= 0.9)",
+        "higher",
+    ),
     "soak_last_vs_first_window_max": (
-        "scale_soak", "the worst last-window / first-window ratio over RSS, open files, threads, checkpoint p50/p99 "
-                      "and storage objects, a 60-minute Kafka -> Sql -> File soak (goal <= 1.10)", "lower"),
+        "scale_soak",
+        "the worst last-window / first-window ratio over RSS, open files, threads, checkpoint p50/p99 "
+        "and storage objects, a 60-minute Kafka -> Sql -> File soak (goal <= 1.10)",
+        "lower",
+    ),
 }
 REQUIRED_TOP = ("machine", "date")
 
@@ -160,8 +241,12 @@ def _is_quick(doc: Mapping[str, Any]) -> bool:
     return bool(settings.get("quick")) if isinstance(settings, Mapping) else False
 
 
-def build_summary(results: Mapping[str, Mapping[str, Any]], runs: Mapping[str, Mapping[str, Any]] | None = None,
-                  *, quick: bool = False) -> dict[str, Any]:
+def build_summary(
+    results: Mapping[str, Mapping[str, Any]],
+    runs: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    quick: bool = False,
+) -> dict[str, Any]:
     """Merge every result's flat ``summary`` with machine, date, sources, missing, failed."""
     runs = runs or {}
     merged: dict[str, Any] = {}
@@ -187,17 +272,34 @@ def build_summary(results: Mapping[str, Mapping[str, Any]], runs: Mapping[str, M
             sources[key] = source
     machine = machine_info()
     summary: dict[str, Any] = dict(merged)
-    summary["machine"] = {k: machine.get(k) for k in (
-        "cores", "cpus_usable", "memory_total_mib", "cpu_model", "python", "platform", "git_commit", "libraries",
-        "loadavg_at_start")}
+    summary["machine"] = {
+        k: machine.get(k)
+        for k in (
+            "cores",
+            "cpus_usable",
+            "memory_total_mib",
+            "cpu_model",
+            "python",
+            "platform",
+            "git_commit",
+            "libraries",
+            "loadavg_at_start",
+        )
+    }
     summary["date"] = _now()
     summary["quick"] = quick
     summary["sources"] = sources
     summary["missing"] = [k for k in REQUIRED_KEYS if not _is_number(summary.get(k))]
     failed = [
-        {"script": r.get("script"), "result": name, "status": r.get("status"), "reason": r.get("reason"),
-         "stderr_tail": r.get("stderr_tail")}
-        for name, r in runs.items() if r.get("status") != "ok"
+        {
+            "script": r.get("script"),
+            "result": name,
+            "status": r.get("status"),
+            "reason": r.get("reason"),
+            "stderr_tail": r.get("stderr_tail"),
+        }
+        for name, r in runs.items()
+        if r.get("status") != "ok"
     ]
     summary["failed"] = failed
     summary["runs"] = {name: {k: v for k, v in r.items() if k != "stderr_tail"} for name, r in runs.items()}
@@ -285,8 +387,14 @@ def _spread_cell(summary: Mapping[str, Any], key: str) -> str:
     return f"{value:.2f}" if value <= MAX_SPREAD else f"**{value:.2f}: too wide to judge**"
 
 
-def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]], *,
-                    doc_path: Path, plot_map: Mapping[str, str] | None = None, command: str = "scripts/bench") -> str:
+def render_markdown(
+    summary: Mapping[str, Any],
+    results: Mapping[str, Mapping[str, Any]],
+    *,
+    doc_path: Path,
+    plot_map: Mapping[str, str] | None = None,
+    command: str = "scripts/bench",
+) -> str:
     """The whole benchmarks page. ``plot_map`` rewrites plot paths (quick runs keep theirs apart)."""
     plot_map = plot_map or {}
     base = doc_path.parent
@@ -304,8 +412,10 @@ def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[st
         "",
     ]
     if quick:
-        lines += ["> **Quick smoke run**: tiny sizes, only a check that every script works. Do not quote these "
-                  "figures.", ""]
+        lines += [
+            "> **Quick smoke run**: tiny sizes, only a check that every script works. Do not quote these figures.",
+            "",
+        ]
     lines += [
         "Every figure is a ratio of two things measured side by side in one run, interleaved (ABBA order), as "
         "the median of at least 5 repetitions with the minimum and maximum, or a latency percentile. They were "
@@ -333,27 +443,49 @@ def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[st
             flags.append("quick run")
         if source.get("stale"):
             flags.append("stale: last run failed")
-        rows.append([
-            f"`{key}`", meaning, (_cell(value) if _is_number(value) else "**missing**"), _range(summary, key),
-            _spread_cell(summary, key), better, target.get("target", ""), _met(target.get("met")),
-            f"`{name}`" + (f" ({', '.join(flags)})" if flags else ""),
-        ])
-    lines.append(md_table(["figure", "what it is", "value", "min - max", "spread (max/min)", "better", "target",
-                           "status", "from"], rows))
-    lines += ["", f"*spread*: the largest repetition's figure over the smallest. Above {MAX_SPREAD:.2f} the "
-              "repetitions disagree by more than a small regression would move the median, so such a figure is "
-              "flagged: it says which side of its target it is on only when the whole range is.*"]
+        rows.append(
+            [
+                f"`{key}`",
+                meaning,
+                (_cell(value) if _is_number(value) else "**missing**"),
+                _range(summary, key),
+                _spread_cell(summary, key),
+                better,
+                target.get("target", ""),
+                _met(target.get("met")),
+                f"`{name}`" + (f" ({', '.join(flags)})" if flags else ""),
+            ]
+        )
+    lines.append(
+        md_table(
+            ["figure", "what it is", "value", "min - max", "spread (max/min)", "better", "target", "status", "from"],
+            rows,
+        )
+    )
+    lines += [
+        "",
+        f"*spread*: the largest repetition's figure over the smallest. Above {MAX_SPREAD:.2f} the "
+        "repetitions disagree by more than a small regression would move the median, so such a figure is "
+        "flagged: it says which side of its target it is on only when the whole range is.*",
+    ]
     lines.append("")
     other_targets = [t for k, t in targets_by_key.items() if k not in REQUIRED_KEYS]
     if other_targets:
         lines += ["Other targets:", ""]
-        lines.append(md_table(["figure", "target", "value", "status"],
-                              [[t.get("figure"), t.get("target"), t.get("value"), _met(t.get("met"))] for t in other_targets]))
+        lines.append(
+            md_table(
+                ["figure", "target", "value", "status"],
+                [[t.get("figure"), t.get("target"), t.get("value"), _met(t.get("met"))] for t in other_targets],
+            )
+        )
         lines.append("")
     missing = summary.get("missing") or []
     if missing:
-        lines += [f"**Missing figures**: {', '.join(f'`{k}`' for k in missing)} (their benchmark has not produced "
-                  "them; see the failures below).", ""]
+        lines += [
+            f"**Missing figures**: {', '.join(f'`{k}`' for k in missing)} (their benchmark has not produced "
+            "them; see the failures below).",
+            "",
+        ]
     failed = summary.get("failed") or []
     if failed:
         older = "" if quick else " (their older results, if any, are still shown below, marked stale)"
@@ -363,42 +495,68 @@ def render_markdown(summary: Mapping[str, Any], results: Mapping[str, Mapping[st
         lines.append("")
         for f in failed:
             if f.get("stderr_tail"):
-                lines += [f"<details><summary>stderr tail of {f.get('script')}</summary>", "", "```",
-                          str(f["stderr_tail"]), "```", "", "</details>", ""]
+                lines += [
+                    f"<details><summary>stderr tail of {f.get('script')}</summary>",
+                    "",
+                    "```",
+                    str(f["stderr_tail"]),
+                    "```",
+                    "",
+                    "</details>",
+                    "",
+                ]
 
     lines += ["## Machine", ""]
     libs = machine.get("libraries") or {}
-    lines.append(md_table(["", ""], [
-        ["CPU", f"{machine.get('cores')} cores ({machine.get('cpus_usable')} usable), {machine.get('cpu_model', '')}"],
-        ["memory", f"{machine.get('memory_total_mib')} MiB"],
-        ["OS", machine.get("platform")],
-        ["Python", machine.get("python")],
-        ["libraries", ", ".join(f"{k} {v}" for k, v in libs.items())],
-        ["commit", machine.get("git_commit")],
-        ["load average when the report was written", machine.get("loadavg_at_start")],
-    ]))
-    lines += ["", "The machine is shared with other work: each result section records the load average at its "
-              "start and end; wide min-max ranges mostly mean a busy machine.", ""]
+    lines.append(
+        md_table(
+            ["", ""],
+            [
+                [
+                    "CPU",
+                    f"{machine.get('cores')} cores ({machine.get('cpus_usable')} usable), {machine.get('cpu_model', '')}",
+                ],
+                ["memory", f"{machine.get('memory_total_mib')} MiB"],
+                ["OS", machine.get("platform")],
+                ["Python", machine.get("python")],
+                ["libraries", ", ".join(f"{k} {v}" for k, v in libs.items())],
+                ["commit", machine.get("git_commit")],
+                ["load average when the report was written", machine.get("loadavg_at_start")],
+            ],
+        )
+    )
+    lines += [
+        "",
+        "The machine is shared with other work: each result section records the load average at its "
+        "start and end; wide min-max ranges mostly mean a busy machine.",
+        "",
+    ]
 
     titles = {name: title for _, name, title in SCRIPTS}
     for name, doc in results.items():
         lines += _section(name, titles.get(name, name), doc, base, plot_map, summary)
-    lines += ["## Running the benchmarks", "",
-              "```bash",
-              "scripts/bench                   # every script in bench/ in full, then summary.json and this page",
-              "scripts/bench --quick           # smoke run (tiny sizes) into bench/results/quick/",
-              "scripts/bench --only throughput # one script (the others' latest results are kept)",
-              "scripts/bench --report-only     # regenerate summary.json and this page only",
-              ".venv/bin/python bench/throughput_bench.py --quick   # one script, JSON on stdout",
-              "```", "",
-              "Each script is a separate process (`.venv/bin/python bench/<script>.py --out`); a script that is "
-              "missing or fails is listed as failed with the tail of its stderr and the others still run. See "
-              "`bench/README.md` for what each script does and its options.", ""]
+    lines += [
+        "## Running the benchmarks",
+        "",
+        "```bash",
+        "scripts/bench                   # every script in bench/ in full, then summary.json and this page",
+        "scripts/bench --quick           # smoke run (tiny sizes) into bench/results/quick/",
+        "scripts/bench --only throughput # one script (the others' latest results are kept)",
+        "scripts/bench --report-only     # regenerate summary.json and this page only",
+        ".venv/bin/python bench/throughput_bench.py --quick   # one script, JSON on stdout",
+        "```",
+        "",
+        "Each script is a separate process (`.venv/bin/python bench/<script>.py --out`); a script that is "
+        "missing or fails is listed as failed with the tail of its stderr and the others still run. See "
+        "`bench/README.md` for what each script does and its options.",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def _section(name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map: Mapping[str, str],
-             summary: Mapping[str, Any]) -> list[str]:
+def _section(
+    name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map: Mapping[str, str], summary: Mapping[str, Any]
+) -> list[str]:
     path = doc.get("_path")
     rel = os.path.relpath(path, REPO_ROOT) if path is not None else f"bench/results/{name}.json"
     lines = [f"## {title}", ""]
@@ -429,8 +587,10 @@ def _section(name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map
         lines += ["Targets:", ""]
         for t in targets:
             value = t.get("value")
-            lines.append(f"* `{t.get('figure')}` {t.get('target', '')}: "
-                         f"{_cell(value) if value is not None else ''} -> {_met(t.get('met'))}")
+            lines.append(
+                f"* `{t.get('figure')}` {t.get('target', '')}: "
+                f"{_cell(value) if value is not None else ''} -> {_met(t.get('met'))}"
+            )
         lines.append("")
     for plot in doc.get("plots") or []:
         target = plot_map.get(plot, plot)
@@ -451,8 +611,14 @@ def _section(name: str, title: str, doc: Mapping[str, Any], base: Path, plot_map
     return lines
 
 
-def write_report(results: Mapping[str, Mapping[str, Any]], summary: Mapping[str, Any], *, summary_path: Path,
-                 doc_path: Path, plot_map: Mapping[str, str] | None = None) -> None:
+def write_report(
+    results: Mapping[str, Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    *,
+    summary_path: Path,
+    doc_path: Path,
+    plot_map: Mapping[str, str] | None = None,
+) -> None:
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(summary, indent=2) + "\n")
     doc_path.parent.mkdir(parents=True, exist_ok=True)
@@ -462,7 +628,9 @@ def write_report(results: Mapping[str, Mapping[str, Any]], summary: Mapping[str,
 def main() -> int:
     results = load_results()
     summary = build_summary(results)
-    write_report(results, summary, summary_path=RESULTS_DIR / "summary.json", doc_path=REPO_ROOT / "docs" / "benchmarks.md")
+    write_report(
+        results, summary, summary_path=RESULTS_DIR / "summary.json", doc_path=REPO_ROOT / "docs" / "benchmarks.md"
+    )
     print(json.dumps({"missing": summary["missing"], "sources": summary["sources"]}, indent=2))
     return 1 if summary["missing"] else 0
 

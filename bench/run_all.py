@@ -74,8 +74,16 @@ def run_script(script: str, name: str, quick: bool, timeout_s: float) -> dict[st
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     error_lines: list[str] = []
     stdout_chunks: list[str] = []
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, errors="replace", start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
 
     def pump_err() -> None:
         assert process.stderr is not None
@@ -113,7 +121,10 @@ def run_script(script: str, name: str, quick: bool, timeout_s: float) -> dict[st
             json.loads("".join(stdout_chunks))
         except ValueError:
             record.update(status="failed", reason="exit code 0 but stdout is not one JSON document")
-    log(f"{script}: {record['status']} in {record['seconds']:.0f} s" + (f" ({record['reason']})" if record.get("reason") else ""))
+    log(
+        f"{script}: {record['status']} in {record['seconds']:.0f} s"
+        + (f" ({record['reason']})" if record.get("reason") else "")
+    )
     return record
 
 
@@ -182,20 +193,28 @@ class QuickIsolation:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script (smoke run, few minutes)")
-    parser.add_argument("--only", help="comma-separated result names or scripts to run (the others' results are kept): "
-                        + ", ".join(name for _, name, _ in SCRIPTS))
+    parser.add_argument(
+        "--only",
+        help="comma-separated result names or scripts to run (the others' results are kept): "
+        + ", ".join(name for _, name, _ in SCRIPTS),
+    )
     parser.add_argument("--report-only", action="store_true", help="run nothing; regenerate summary.json and the docs")
-    parser.add_argument("--timeout", type=float, help=f"seconds per script (default {TIMEOUT_FULL_S}, quick {TIMEOUT_QUICK_S})")
+    parser.add_argument(
+        "--timeout", type=float, help=f"seconds per script (default {TIMEOUT_FULL_S}, quick {TIMEOUT_QUICK_S})"
+    )
     args = parser.parse_args(argv)
 
     selected = SCRIPTS
     if args.only:
         wanted = {w.strip().removesuffix(".py").removesuffix("_bench") for w in args.only.split(",") if w.strip()}
         selected = [s for s in SCRIPTS if s[1] in wanted or s[0].removesuffix(".py").removesuffix("_bench") in wanted]
-        unknown = wanted - {s[1] for s in selected} - {s[0].removesuffix(".py").removesuffix("_bench") for s in selected}
+        unknown = (
+            wanted - {s[1] for s in selected} - {s[0].removesuffix(".py").removesuffix("_bench") for s in selected}
+        )
         if unknown:
             parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     timeout_s = args.timeout or (TIMEOUT_QUICK_S if args.quick else TIMEOUT_FULL_S)
@@ -225,11 +244,16 @@ def main(argv: list[str] | None = None) -> int:
         summary_path, doc_path = RESULTS_DIR / "summary.json", REPO_ROOT / "docs" / "benchmarks.md"
     write_report(results, summary, summary_path=summary_path, doc_path=doc_path, plot_map=plot_map)
 
-    log(f"wrote {summary_path.relative_to(REPO_ROOT)} and {doc_path.relative_to(REPO_ROOT)} "
-        f"in {summary['run_all_seconds']:.0f} s")
+    log(
+        f"wrote {summary_path.relative_to(REPO_ROOT)} and {doc_path.relative_to(REPO_ROOT)} "
+        f"in {summary['run_all_seconds']:.0f} s"
+    )
     for run in runs.values():
-        log(f"  {run['script']}: {run['status']}" + (f" ({run.get('reason')})" if run.get("reason") else "")
-            + f", {run['seconds']:.0f} s")
+        log(
+            f"  {run['script']}: {run['status']}"
+            + (f" ({run.get('reason')})" if run.get("reason") else "")
+            + f", {run['seconds']:.0f} s"
+        )
         if run["status"] != "ok" and run.get("stderr_tail"):
             for line in run["stderr_tail"].splitlines()[-8:]:
                 log(f"      {line}")

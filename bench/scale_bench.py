@@ -97,7 +97,8 @@ PARALLELISM = 2
 SOURCES = ("local", "s3", "jdbc", "kafka")
 COMPLETED = re.compile(
     r"checkpoint (\d+) \((checkpoint|final|savepoint)\) completed in (\d+) ms, ([^,]+) state, ([\d,]+) rows"
-    r"(?:.*?acks in (\d+) ms)?(?:, persisted in (\d+) ms)?")
+    r"(?:.*?acks in (\d+) ms)?(?:, persisted in (\d+) ms)?"
+)
 ATTEMPT = r"attempt (\d+): (\d+) subtasks, (\d+) splits, from"
 NO_CHECKPOINT = r"no completed checkpoint in .*starting from the beginning"
 FINISHED = r"job \S+ finished: final checkpoint (\d+), (\d+) checkpoints completed"
@@ -112,8 +113,12 @@ def log(message: str) -> None:
 def stats(values: list[float], digits: int = 1) -> dict[str, Any] | None:
     if not values:
         return None
-    return {"median": round(statistics.median(values), digits), "max": round(max(values), digits),
-            "min": round(min(values), digits), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), digits),
+        "max": round(max(values), digits),
+        "min": round(min(values), digits),
+        "n": len(values),
+    }
 
 
 # ---- the curves' sources: their data, servers and source options ------------------------------
@@ -150,8 +155,12 @@ class LocalFiles:
             finally:
                 os.close(fd)
         made = {"rows_per_file": self.rows, "generate_s": round(time.perf_counter() - started, 2)}
-        return {"plugin_name": self.plugin, "path": str(directory), "file_format_type": "csv",
-                "schema": CSV_SCHEMA}, made
+        return {
+            "plugin_name": self.plugin,
+            "path": str(directory),
+            "file_format_type": "csv",
+            "schema": CSV_SCHEMA,
+        }, made
 
     def release(self, n: int) -> None:
         shutil.rmtree(self.work / f"input-{n}", ignore_errors=True)
@@ -176,8 +185,9 @@ class S3Files(LocalFiles):
 
         self.server = S3Server(own_process=True).start()
         self.server.create_bucket(self.bucket)
-        client = self.server.client("s3", max_pool_connections=self.threads,
-                                    retries={"max_attempts": 10, "mode": "standard"})
+        client = self.server.client(
+            "s3", max_pool_connections=self.threads, retries={"max_attempts": 10, "mode": "standard"}
+        )
 
         def put(i: int) -> None:
             client.put_object(Bucket=self.bucket, Key=f"input/f{i:07d}.csv", Body=csv_body(i * self.rows, self.rows))
@@ -189,19 +199,34 @@ class S3Files(LocalFiles):
         seconds = time.perf_counter() - started
         # what listing the objects costs with boto3 alone (moto's share of split discovery)
         started = time.perf_counter()
-        listed = sum(page.get("KeyCount", 0) for page in client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix="input/"))
+        listed = sum(
+            page.get("KeyCount", 0)
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix="input/")
+        )
         list_s = time.perf_counter() - started
         if listed != n:
             raise RuntimeError(f"moto lists {listed:,} objects, {n:,} were uploaded")
-        made = {"rows_per_file": self.rows, "upload_s": round(seconds, 2),
-                "upload_objects_per_s": round(n / seconds, 1), "upload_threads": self.threads,
-                "boto3_list_s": round(list_s, 3), "endpoint": "moto (tests/servers/s3.py, own process)"}
+        made = {
+            "rows_per_file": self.rows,
+            "upload_s": round(seconds, 2),
+            "upload_objects_per_s": round(n / seconds, 1),
+            "upload_threads": self.threads,
+            "boto3_list_s": round(list_s, 3),
+            "endpoint": "moto (tests/servers/s3.py, own process)",
+        }
         server = self.server
-        return {"plugin_name": self.plugin, "bucket": f"s3a://{self.bucket}", "path": "/input",
-                "fs.s3a.endpoint": server.endpoint_url, "fs.s3a.endpoint.region": server.region,
-                "fs.s3a.path.style.access": "true", "access_key": server.access_key_id,
-                "secret_key": server.secret_access_key, "file_format_type": "csv", "schema": CSV_SCHEMA}, made
+        return {
+            "plugin_name": self.plugin,
+            "bucket": f"s3a://{self.bucket}",
+            "path": "/input",
+            "fs.s3a.endpoint": server.endpoint_url,
+            "fs.s3a.endpoint.region": server.region,
+            "fs.s3a.path.style.access": "true",
+            "access_key": server.access_key_id,
+            "secret_key": server.secret_access_key,
+            "file_format_type": "csv",
+            "schema": CSV_SCHEMA,
+        }, made
 
     def release(self, n: int) -> None:
         if self.server is not None:
@@ -242,11 +267,20 @@ class JdbcRanges:
         execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, payload text NOT NULL)")
         execute(f"INSERT INTO {table} SELECT g, '{PAYLOAD}' FROM generate_series(0, {n * self.rows - 1}) g")
         execute(f"VACUUM ANALYZE {table}")
-        made = {"rows_per_range": self.rows, "fill_s": round(time.perf_counter() - started, 2),
-                "postgresql": execute("SHOW server_version")[0][0]}
-        return {"plugin_name": self.plugin, "url": self.server.jdbc_url(self.database), "user": "postgres",
-                "password": self.server.password, "table": table, "partition_column": "id",
-                "partition_num": n}, made
+        made = {
+            "rows_per_range": self.rows,
+            "fill_s": round(time.perf_counter() - started, 2),
+            "postgresql": execute("SHOW server_version")[0][0],
+        }
+        return {
+            "plugin_name": self.plugin,
+            "url": self.server.jdbc_url(self.database),
+            "user": "postgres",
+            "password": self.server.password,
+            "table": table,
+            "partition_column": "id",
+            "partition_num": n,
+        }, made
 
     def release(self, n: int) -> None:
         if self.server is not None:
@@ -282,12 +316,22 @@ class KafkaPartitions:
         seconds = time.perf_counter() - started
         if any(self.cluster.low_watermarks(self.topic, n)):
             raise RuntimeError("the mock dropped records (it keeps ~5 MB a partition): use fewer --kafka-records")
-        made = {"records": self.records, "records_per_partition": round(self.records / n, 1),
-                "produce_s": round(seconds, 2)}
-        return {"plugin_name": self.plugin, "bootstrap.servers": self.cluster.bootstrap_servers,
-                "topic": self.topic, "consumer.group": f"scale-{n}", "start_mode": "earliest",
-                "stop_mode": "end_offsets_at_start", "format": "json", "schema": CSV_SCHEMA,
-                "commit_on_checkpoint": False}, made
+        made = {
+            "records": self.records,
+            "records_per_partition": round(self.records / n, 1),
+            "produce_s": round(seconds, 2),
+        }
+        return {
+            "plugin_name": self.plugin,
+            "bootstrap.servers": self.cluster.bootstrap_servers,
+            "topic": self.topic,
+            "consumer.group": f"scale-{n}",
+            "start_mode": "earliest",
+            "stop_mode": "end_offsets_at_start",
+            "format": "json",
+            "schema": CSV_SCHEMA,
+            "commit_on_checkpoint": False,
+        }, made
 
     def rows_in(self, n: int) -> int:
         return self.records
@@ -327,14 +371,19 @@ def time_discovery(options: dict[str, Any], repeat: int = 3, budget_s: float = 1
 
 def write_job(work: Path, tag: str, source: dict[str, Any], output_dir: Path, interval_ms: int) -> tuple[Path, Path]:
     job = {
-        "env": {"job.name": tag, "parallelism": PARALLELISM, "checkpoint.interval": interval_ms,
-                "checkpoint.timeout": 600_000},
+        "env": {
+            "job.name": tag,
+            "parallelism": PARALLELISM,
+            "checkpoint.interval": interval_ms,
+            "checkpoint.timeout": 600_000,
+        },
         "source": [source],
         "sink": [{"plugin_name": "LocalFile", "path": str(output_dir), "file_format_type": "parquet"}],
     }
     checkpoint = {"interval": interval_ms, "timeout": 600_000, "tolerable-failure": 3, "history-size": 100_000}
-    return write_local_job(work, job, checkpoint, f"{work}/checkpoints-{tag}/",
-                           f"job-{tag}.yaml", f"seatunnel-{tag}.yaml")
+    return write_local_job(
+        work, job, checkpoint, f"{work}/checkpoints-{tag}/", f"job-{tag}.yaml", f"seatunnel-{tag}.yaml"
+    )
 
 
 # ---- process sampling --------------------------------------------------------------------------
@@ -405,7 +454,9 @@ class Sampler:
             "driver_cpu_s": round(self.driver_cpu_s, 2),
             "jvm_cpu_s": round(self.jvm_cpu_s, 2),
             "pyspark_workers_cpu_s_last_seen": round(sum(self.worker_cpu_s.values()), 2),
-            "driver_rss_timeline_mib": [[t, round(k / 1024, 1)] for t, k in self.timeline[:: max(1, len(self.timeline) // 40)]],
+            "driver_rss_timeline_mib": [
+                [t, round(k / 1024, 1)] for t, k in self.timeline[:: max(1, len(self.timeline) // 40)]
+            ],
         }
 
 
@@ -418,9 +469,23 @@ class Profiler:
         self.err = out.with_suffix(".err")
         with open(self.err, "w") as err:
             self.proc = subprocess.Popen(
-                [str(VENV_BIN / "py-spy"), "record", "--pid", str(pid), "--subprocesses", "--nonblocking",
-                 "--rate", str(rate), "--format", "raw", "-o", str(out)],
-                stdout=subprocess.DEVNULL, stderr=err)
+                [
+                    str(VENV_BIN / "py-spy"),
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--subprocesses",
+                    "--nonblocking",
+                    "--rate",
+                    str(rate),
+                    "--format",
+                    "raw",
+                    "-o",
+                    str(out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
 
     def stop(self) -> dict[str, Any]:
         import subprocess
@@ -475,13 +540,20 @@ def summarize_profile(raw: str, top: int = 25) -> dict[str, Any]:
 
         def ranked(table: dict[str, int]) -> list[list[Any]]:
             items = sorted(table.items(), key=lambda kv: -kv[1])
-            ours = [(f, c) for f, c in items if "airflow_provider_seatunnel_ckpt" in f or "pyarrow" in f
-                    or "json" in f or "hashlib" in f]
+            ours = [
+                (f, c)
+                for f, c in items
+                if "airflow_provider_seatunnel_ckpt" in f or "pyarrow" in f or "json" in f or "hashlib" in f
+            ]
             return [[f, round(100 * c / total, 1)] for f, c in (ours[:top] if ours else items[:top])]  # noqa: B023 - called within this iteration
 
-        out[role] = {"samples": entry["samples"], "inclusive_percent": ranked(entry["inclusive"]),
-                     "self_percent": [[f, round(100 * c / total, 1)]
-                                      for f, c in sorted(entry["self"].items(), key=lambda kv: -kv[1])[:top]]}
+        out[role] = {
+            "samples": entry["samples"],
+            "inclusive_percent": ranked(entry["inclusive"]),
+            "self_percent": [
+                [f, round(100 * c / total, 1)] for f, c in sorted(entry["self"].items(), key=lambda kv: -kv[1])[:top]
+            ],
+        }
     return out
 
 
@@ -499,20 +571,30 @@ def checkpoint_figures(config_path: Path, job_id: str) -> dict[str, Any]:
 
     def per(c: Any) -> dict[str, Any]:
         subs = c.subtask_details
-        return {"id": c.id, "kind": c.kind, "duration_ms": c.duration_ms, "state_bytes": c.state_bytes,
-                "rows": c.rows, "ack_duration_ms": c.ack_duration_ms, "persist_ms": c.persist_ms,
-                "sync_ms_max": max((s.sync_ms for s in subs), default=None),
-                "async_ms_max": max((s.async_ms for s in subs), default=None)}
+        return {
+            "id": c.id,
+            "kind": c.kind,
+            "duration_ms": c.duration_ms,
+            "state_bytes": c.state_bytes,
+            "rows": c.rows,
+            "ack_duration_ms": c.ack_duration_ms,
+            "persist_ms": c.persist_ms,
+            "sync_ms_max": max((s.sync_ms for s in subs), default=None),
+            "async_ms_max": max((s.async_ms for s in subs), default=None),
+        }
 
     series = [per(c) for c in completed]
     pick = periodic or completed
     figures: dict[str, Any] = {
-        "completed": len(completed), "periodic": len(periodic),
+        "completed": len(completed),
+        "periodic": len(periodic),
         "failed_or_aborted": sum(1 for c in history.checkpoints if c.status != "completed"),
         "duration_ms": stats([c.duration_ms for c in pick if c.duration_ms is not None], 0),
         "state_bytes": stats([c.state_bytes for c in pick], 0),
         "sync_ms_max_of_subtasks": stats([s["sync_ms_max"] for s in map(per, pick) if s["sync_ms_max"] is not None], 0),
-        "async_ms_max_of_subtasks": stats([s["async_ms_max"] for s in map(per, pick) if s["async_ms_max"] is not None], 0),
+        "async_ms_max_of_subtasks": stats(
+            [s["async_ms_max"] for s in map(per, pick) if s["async_ms_max"] is not None], 0
+        ),
         "persist_ms": stats([c.persist_ms for c in pick if c.persist_ms is not None], 0),
         "first": per(pick[0]) if pick else None,
         "last_periodic": per(periodic[-1]) if periodic else None,
@@ -538,8 +620,13 @@ def retained_checkpoints(storage: Any, job_id: str) -> list[dict[str, Any]]:
         manifest = storage.read_manifest(job_id, 1, entry.checkpoint_id, entry.savepoint)
         metadata_bytes = len(manifest.to_bytes()) if hasattr(manifest, "to_bytes") else None
         plan = load_plan(storage, job_id, manifest.properties) or []
-        record: dict[str, Any] = {"id": entry.checkpoint_id, "kind": manifest.kind.value,
-                                  "metadata_bytes": metadata_bytes, "plan_splits": len(plan), "subtasks": {}}
+        record: dict[str, Any] = {
+            "id": entry.checkpoint_id,
+            "kind": manifest.kind.value,
+            "metadata_bytes": metadata_bytes,
+            "plan_splits": len(plan),
+            "subtasks": {},
+        }
         for subtask, handle in sorted(manifest.subtask_states.items()):
             data = storage.read_state(job_id, 1, entry.checkpoint_id, handle, entry.savepoint)
             decoded = decode_subtask_state(data, f"checkpoint {entry.checkpoint_id} subtask {subtask}")
@@ -550,10 +637,16 @@ def retained_checkpoints(storage: Any, job_id: str) -> list[dict[str, Any]]:
             finished = sum(1 for s in splits.values() if s.finished)
             unstarted = sum(1 for s in splits.values() if not s.finished and s.position is None)
             record["subtasks"][str(subtask)] = {
-                "state_bytes": len(data), "inline": handle.inline is not None, "split_entries": len(splits),
-                "finished": finished, "not_started": unstarted, "in_progress": len(splits) - finished - unstarted,
-                "finished_runs": len(runs), "finished_in_runs": sum(int(run[2]) for run in runs),
-                "bytes_per_entry": round(len(data) / len(splits), 1) if splits else None}
+                "state_bytes": len(data),
+                "inline": handle.inline is not None,
+                "split_entries": len(splits),
+                "finished": finished,
+                "not_started": unstarted,
+                "in_progress": len(splits) - finished - unstarted,
+                "finished_runs": len(runs),
+                "finished_in_runs": sum(int(run[2]) for run in runs),
+                "bytes_per_entry": round(len(data) / len(splits), 1) if splits else None,
+            }
         out.append(record)
     return out
 
@@ -562,28 +655,57 @@ def count_output(output_dir: Path, expected_ids: int) -> dict[str, Any]:
     import numpy as np
     import pyarrow.parquet as pq
 
-    files = [p for p in output_dir.rglob("*.parquet")
-             if not any(part.startswith(("_", ".")) for part in p.relative_to(output_dir).parts)]
+    files = [
+        p
+        for p in output_dir.rglob("*.parquet")
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(output_dir).parts)
+    ]
     parts = [pq.read_table(p, columns=["id"]).column("id").to_numpy() for p in files]
     # the sink writes each batch it is given as a row group: one per small input file
     row_groups = sum(pq.ParquetFile(p).metadata.num_row_groups for p in files)
     ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     unique = np.unique(ids)
     in_range = unique[(unique >= 0) & (unique < expected_ids)]
-    return {"rows_in": expected_ids, "rows_out": int(len(ids)), "distinct_ids_out": int(len(unique)),
-            "lost": int(expected_ids - len(in_range)), "duplicated": int(len(ids) - len(unique)),
-            "unexpected_ids": int(len(unique) - len(in_range)), "output_files": len(files),
-            "output_row_groups": row_groups,
-            "exactly_once": bool(len(ids) == expected_ids and len(unique) == expected_ids == len(in_range))}
+    return {
+        "rows_in": expected_ids,
+        "rows_out": int(len(ids)),
+        "distinct_ids_out": int(len(unique)),
+        "lost": int(expected_ids - len(in_range)),
+        "duplicated": int(len(ids) - len(unique)),
+        "unexpected_ids": int(len(unique) - len(in_range)),
+        "output_files": len(files),
+        "output_row_groups": row_groups,
+        "exactly_once": bool(len(ids) == expected_ids and len(unique) == expected_ids == len(in_range)),
+    }
 
 
 # ---- a curve's table, ratios, summary and targets (bench/README.md's contract) ------------------
-COLUMNS = ["files", "wall s", "job start s", "split discovery s", "checkpoints", "ckpt duration ms p50",
-           "ckpt duration ms max", "state bytes p50", "state bytes max", "state bytes first", "state bytes last",
-           "state bytes final", "_metadata bytes", "driver peak RSS MiB", "rows in", "rows out", "exactly once"]
+COLUMNS = [
+    "files",
+    "wall s",
+    "job start s",
+    "split discovery s",
+    "checkpoints",
+    "ckpt duration ms p50",
+    "ckpt duration ms max",
+    "state bytes p50",
+    "state bytes max",
+    "state bytes first",
+    "state bytes last",
+    "state bytes final",
+    "_metadata bytes",
+    "driver peak RSS MiB",
+    "rows in",
+    "rows out",
+    "exactly once",
+]
 #: the summary's and the targets' names for each curve: (suffix of the headline keys, N as "100k"?)
-HEADLINE = {"local": ("files", True), "s3": ("files_s3", True), "jdbc": ("jdbc_ranges", True),
-            "kafka": ("kafka_partitions", False)}
+HEADLINE = {
+    "local": ("files", True),
+    "s3": ("files_s3", True),
+    "jdbc": ("jdbc_ranges", True),
+    "kafka": ("kafka_partitions", False),
+}
 
 
 def _get(doc: Any, *keys: str) -> Any:
@@ -609,15 +731,25 @@ def done(results: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
 
 def row_of(n: int, r: dict[str, Any]) -> list[Any]:
     retained = _get(r, "checkpoints", "retained") or []
-    return [n, r.get("wall_s"), _get(r, "timings", "job_start_s"),
-            _get(r, "split_discovery_in_process", "seconds", "median"), _get(r, "checkpoints", "completed"),
-            _get(r, "checkpoints", "duration_ms", "median"), _get(r, "checkpoints", "duration_ms", "max"),
-            _get(r, "checkpoints", "state_bytes", "median"), _get(r, "checkpoints", "state_bytes", "max"),
-            _get(r, "checkpoints", "first", "state_bytes"), _get(r, "checkpoints", "last_periodic", "state_bytes"),
-            _get(r, "checkpoints", "final", "state_bytes"),
-            retained[-1].get("metadata_bytes") if retained else None,
-            _get(r, "process", "driver_peak_rss_mib"), _get(r, "output", "rows_in"), _get(r, "output", "rows_out"),
-            _get(r, "output", "exactly_once")]
+    return [
+        n,
+        r.get("wall_s"),
+        _get(r, "timings", "job_start_s"),
+        _get(r, "split_discovery_in_process", "seconds", "median"),
+        _get(r, "checkpoints", "completed"),
+        _get(r, "checkpoints", "duration_ms", "median"),
+        _get(r, "checkpoints", "duration_ms", "max"),
+        _get(r, "checkpoints", "state_bytes", "median"),
+        _get(r, "checkpoints", "state_bytes", "max"),
+        _get(r, "checkpoints", "first", "state_bytes"),
+        _get(r, "checkpoints", "last_periodic", "state_bytes"),
+        _get(r, "checkpoints", "final", "state_bytes"),
+        retained[-1].get("metadata_bytes") if retained else None,
+        _get(r, "process", "driver_peak_rss_mib"),
+        _get(r, "output", "rows_in"),
+        _get(r, "output", "rows_out"),
+        _get(r, "output", "exactly_once"),
+    ]
 
 
 def table_of(curve: str, results: dict[str, Any]) -> dict[str, Any]:
@@ -625,11 +757,13 @@ def table_of(curve: str, results: dict[str, Any]) -> dict[str, Any]:
     return {"columns": columns, "rows": [row_of(n, r) for n, r in done(results)]}
 
 
-FIGURES = {"checkpoint_ms_p50": ("checkpoints", "duration_ms", "median"),
-           "state_bytes_p50": ("checkpoints", "state_bytes", "median"),
-           "state_bytes_final": ("checkpoints", "final", "state_bytes"),
-           "driver_peak_rss_mib": ("process", "driver_peak_rss_mib"),
-           "job_start_s": ("timings", "job_start_s")}
+FIGURES = {
+    "checkpoint_ms_p50": ("checkpoints", "duration_ms", "median"),
+    "state_bytes_p50": ("checkpoints", "state_bytes", "median"),
+    "state_bytes_final": ("checkpoints", "final", "state_bytes"),
+    "driver_peak_rss_mib": ("process", "driver_peak_rss_mib"),
+    "job_start_s": ("timings", "job_start_s"),
+}
 
 
 def ratios_of(results: dict[str, Any]) -> dict[str, Any] | None:
@@ -650,8 +784,11 @@ def late_vs_early(result: dict[str, Any]) -> float | None:
     """Within one run: checkpoint duration p50 of the second half of its periodic
     checkpoints over the first half's (the very first, at the job's start, left out).
     Finished splits pile up as the run goes on: if they cost something, this grows."""
-    durations = [s["duration_ms"] for s in _get(result, "checkpoints", "series") or []
-                 if s.get("kind") == "checkpoint" and s.get("duration_ms") is not None][1:]
+    durations = [
+        s["duration_ms"]
+        for s in _get(result, "checkpoints", "series") or []
+        if s.get("kind") == "checkpoint" and s.get("duration_ms") is not None
+    ][1:]
     if len(durations) < 4:
         return None
     half = len(durations) // 2
@@ -665,18 +802,27 @@ def summary_and_targets(curve: str, results: dict[str, Any]) -> tuple[dict[str, 
     prefix = "scale_splits" if curve == "local" else f"scale_splits_{curve}"
     summary: dict[str, Any] = {}
     for n, r in done(results):
-        for key, value in (("wall_s", r.get("wall_s")), ("job_start_s", _get(r, "timings", "job_start_s")),
-                           ("checkpoint_ms_p50", _get(r, "checkpoints", "duration_ms", "median")),
-                           ("checkpoint_ms_max", _get(r, "checkpoints", "duration_ms", "max")),
-                           ("state_bytes_p50", _get(r, "checkpoints", "state_bytes", "median")),
-                           ("state_bytes_final", _get(r, "checkpoints", "final", "state_bytes")),
-                           ("driver_peak_rss_mib", _get(r, "process", "driver_peak_rss_mib"))):
+        for key, value in (
+            ("wall_s", r.get("wall_s")),
+            ("job_start_s", _get(r, "timings", "job_start_s")),
+            ("checkpoint_ms_p50", _get(r, "checkpoints", "duration_ms", "median")),
+            ("checkpoint_ms_max", _get(r, "checkpoints", "duration_ms", "max")),
+            ("state_bytes_p50", _get(r, "checkpoints", "state_bytes", "median")),
+            ("state_bytes_final", _get(r, "checkpoints", "final", "state_bytes")),
+            ("driver_peak_rss_mib", _get(r, "process", "driver_peak_rss_mib")),
+        ):
             if value is not None:
                 summary[f"{prefix}_{key}_{n}"] = value
     label = "scale_splits" if curve == "local" else f"scale_splits {curve}"
-    targets = [{"figure": f"{label} rows out = rows in ({n} {unit})", "target": "every id once",
-                "value": _get(r, "output", "rows_out"), "met": _get(r, "output", "exactly_once")}
-               for n, r in done(results)]
+    targets = [
+        {
+            "figure": f"{label} rows out = rows in ({n} {unit})",
+            "target": "every id once",
+            "value": _get(r, "output", "rows_out"),
+            "met": _get(r, "output", "exactly_once"),
+        }
+        for n, r in done(results)
+    ]
     ratios = ratios_of(results)
     if ratios is None:
         return summary, targets
@@ -694,19 +840,36 @@ def summary_and_targets(curve: str, results: dict[str, Any]) -> tuple[dict[str, 
     if start is not None and vs is not None:
         summary[f"scale_start_seconds_{short(high, thousands)}_{suffix}"] = start
         if curve in ("local", "s3") and high >= 100_000:
-            targets.append({"figure": f"{label} job start (driver start -> first completed checkpoint), "
-                                      f"{high:,} {unit}", "target": "<= 30 s", "value": start, "met": start <= 30})
+            targets.append(
+                {
+                    "figure": f"{label} job start (driver start -> first completed checkpoint), {high:,} {unit}",
+                    "target": "<= 30 s",
+                    "value": start,
+                    "met": start <= 30,
+                }
+            )
     for key, figure, ratio, target in (
-            ("scale_ckpt_time_ratio", "checkpoint duration p50", ratios["checkpoint_ms_p50"], bound),
-            ("scale_state_ratio", "state bytes p50", ratios["state_bytes_p50"], bound),
-            ("scale_final_state_ratio", "state bytes at the final checkpoint (every split finished)",
-             ratios["state_bytes_final"], 2)):
+        ("scale_ckpt_time_ratio", "checkpoint duration p50", ratios["checkpoint_ms_p50"], bound),
+        ("scale_state_ratio", "state bytes p50", ratios["state_bytes_p50"], bound),
+        (
+            "scale_final_state_ratio",
+            "state bytes at the final checkpoint (every split finished)",
+            ratios["state_bytes_final"],
+            2,
+        ),
+    ):
         if ratio is None or vs is None:
             continue
         summary[f"{key}_{vs}_{suffix}"] = ratio
         reason = "finished splits cost nothing" if target == 2 and key == "scale_final_state_ratio" else why
-        targets.append({"figure": f"{label} {figure}, {high:,} {unit} / {low:,} {unit} ({reason})",
-                        "target": f"<= {target:g}", "value": ratio, "met": ratio <= target})
+        targets.append(
+            {
+                "figure": f"{label} {figure}, {high:,} {unit} / {low:,} {unit} ({reason})",
+                "target": f"<= {target:g}",
+                "value": ratio,
+                "met": ratio <= target,
+            }
+        )
     return summary, targets
 
 
@@ -759,16 +922,20 @@ NOTES = [
 
 def describe(curve: str, settings: dict[str, Any]) -> str:
     interval = settings["interval_ms"]
-    tail = (f"-> LocalFile parquet sink, parallelism {PARALLELISM}, checkpoints every {interval} ms on local "
-            "disk, one seatunnel-ckpt run per N")
+    tail = (
+        f"-> LocalFile parquet sink, parallelism {PARALLELISM}, checkpoints every {interval} ms on local "
+        "disk, one seatunnel-ckpt run per N"
+    )
     if curve == "local":
         return f"LocalFile source over N small csv files {tail}"
     if curve == "s3":
         return f"S3File source over N small csv objects on moto (own process, fresh per N) {tail}"
     if curve == "jdbc":
         return f"Jdbc source over a PostgreSQL table read in N key ranges of {settings['rows_per_range']} rows {tail}"
-    return (f"Kafka source over a topic of N partitions on librdkafka's mock cluster, {settings['records']:,} "
-            f"records in all, bounded (end offsets at start) {tail}")
+    return (
+        f"Kafka source over a topic of N partitions on librdkafka's mock cluster, {settings['records']:,} "
+        f"records in all, bounded (end offsets at start) {tail}"
+    )
 
 
 def previous_curves() -> dict[str, dict[str, Any]]:
@@ -787,9 +954,13 @@ def document(curves: dict[str, dict[str, Any]], plots: bool) -> dict[str, Any]:
     """One result document of every curve (LocalFile's at the top level, as before), with
     ``table``, ``extra_tables``, ``ratios``, ``summary``, ``targets``, ``plots`` and ``notes``."""
     local = curves.get("local") or {}
-    doc: dict[str, Any] = {"benchmark": NAME, "description": local.get("description"),
-                           "machine": local.get("machine"), "settings": local.get("settings"),
-                           "results": local.get("results") or {}}
+    doc: dict[str, Any] = {
+        "benchmark": NAME,
+        "description": local.get("description"),
+        "machine": local.get("machine"),
+        "settings": local.get("settings"),
+        "results": local.get("results") or {},
+    }
     doc["table"] = table_of("local", doc["results"])
     doc["curves"], doc["ratios"], doc["extra_tables"] = {}, {}, []
     summary: dict[str, Any] = {}
@@ -811,16 +982,41 @@ def document(curves: dict[str, dict[str, Any]], plots: bool) -> dict[str, Any]:
             doc["extra_tables"].append({"title": f"{CURVES[name].title} ({curve['description']}; {commit})", **table})
         if plots:
             figures += make_plot(name, results, curve["settings"]["interval_ms"])
-    ratio_rows = [[name, r["n_min"], r["n_max"], r["splits"], r["checkpoint_ms_p50"], r["state_bytes_p50"],
-                   r["state_bytes_final"], r["driver_peak_rss_mib"], r["job_start_s"],
-                   r.get("checkpoint_ms_late_vs_early")]
-                  for name, r in doc["ratios"].items() if r]
-    doc["extra_tables"].append({"title": "per curve: the largest N's figure / the smallest N's (last column: within "
-                                         "the largest N's run, checkpoint p50 of its second half / its first half)",
-                                "columns": ["curve", "N min", "N max", "splits", "ckpt ms p50", "state bytes p50",
-                                            "state bytes final", "driver peak RSS", "job start",
-                                            "ckpt ms late / early"],
-                                "rows": ratio_rows})
+    ratio_rows = [
+        [
+            name,
+            r["n_min"],
+            r["n_max"],
+            r["splits"],
+            r["checkpoint_ms_p50"],
+            r["state_bytes_p50"],
+            r["state_bytes_final"],
+            r["driver_peak_rss_mib"],
+            r["job_start_s"],
+            r.get("checkpoint_ms_late_vs_early"),
+        ]
+        for name, r in doc["ratios"].items()
+        if r
+    ]
+    doc["extra_tables"].append(
+        {
+            "title": "per curve: the largest N's figure / the smallest N's (last column: within "
+            "the largest N's run, checkpoint p50 of its second half / its first half)",
+            "columns": [
+                "curve",
+                "N min",
+                "N max",
+                "splits",
+                "ckpt ms p50",
+                "state bytes p50",
+                "state bytes final",
+                "driver peak RSS",
+                "job start",
+                "ckpt ms late / early",
+            ],
+            "rows": ratio_rows,
+        }
+    )
     doc["summary"], doc["targets"], doc["plots"], doc["notes"] = summary, targets, figures, NOTES
     return doc
 
@@ -837,12 +1033,21 @@ def make_plot(curve: str, results: dict[str, Any], interval_ms: int) -> list[str
         return []
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     series = [
-        (axes[0], "checkpoint duration (ms)", [("p50", ("checkpoints", "duration_ms", "median")),
-                                               ("max", ("checkpoints", "duration_ms", "max"))]),
-        (axes[1], "subtask state per checkpoint (bytes)", [("p50", ("checkpoints", "state_bytes", "median")),
-                                                           ("final", ("checkpoints", "final", "state_bytes"))]),
-        (axes[2], "driver", [("peak RSS (MiB)", ("process", "driver_peak_rss_mib")),
-                             ("job start (s)", ("timings", "job_start_s"))]),
+        (
+            axes[0],
+            "checkpoint duration (ms)",
+            [("p50", ("checkpoints", "duration_ms", "median")), ("max", ("checkpoints", "duration_ms", "max"))],
+        ),
+        (
+            axes[1],
+            "subtask state per checkpoint (bytes)",
+            [("p50", ("checkpoints", "state_bytes", "median")), ("final", ("checkpoints", "final", "state_bytes"))],
+        ),
+        (
+            axes[2],
+            "driver",
+            [("peak RSS (MiB)", ("process", "driver_peak_rss_mib")), ("job start (s)", ("timings", "job_start_s"))],
+        ),
     ]
     for ax, title, lines in series:
         for label, keys in lines:
@@ -859,8 +1064,15 @@ def make_plot(curve: str, results: dict[str, Any], interval_ms: int) -> list[str
 
 
 # ---- one N ----------------------------------------------------------------------------------------
-def run_one(work: Path, data: Any, n: int, timeout_s: float, profile: bool,
-            interval_ms: int = INTERVAL_MS, discovery_only: bool = False) -> dict[str, Any]:
+def run_one(
+    work: Path,
+    data: Any,
+    n: int,
+    timeout_s: float,
+    profile: bool,
+    interval_ms: int = INTERVAL_MS,
+    discovery_only: bool = False,
+) -> dict[str, Any]:
     tag = f"scale-{n}" if data.name == "local" else f"scale-{data.name}-{n}"
     output_dir = work / f"output-{tag}"
     what = f"{data.name} N={n:,}"
@@ -868,18 +1080,33 @@ def run_one(work: Path, data: Any, n: int, timeout_s: float, profile: bool,
     source, made = data.prepare(n)
     log(f"{what}: prepared {made}; timing split discovery")
     discovery = time_discovery(source)
-    log(f"{what}: discovery {discovery['seconds']['median']} s, {discovery['splits']:,} splits, "
-        f"plan {discovery['plan_json_bytes'] / 1e6:.2f} MB (stored once per attempt)")
+    log(
+        f"{what}: discovery {discovery['seconds']['median']} s, {discovery['splits']:,} splits, "
+        f"plan {discovery['plan_json_bytes'] / 1e6:.2f} MB (stored once per attempt)"
+    )
     if discovery_only:  # the data and the split plan only, no job
         return {unit_key(data.name): n, **made, "split_discovery_in_process": discovery}
     job_path, config_path = write_job(work, tag, source, output_dir, interval_ms)
-    command = [str(VENV_BIN / "seatunnel-ckpt"), "run", str(job_path), "--config", str(config_path),
-               "--job-id", tag, "--master", f"local[{PARALLELISM}]"]
+    command = [
+        str(VENV_BIN / "seatunnel-ckpt"),
+        "run",
+        str(job_path),
+        "--config",
+        str(config_path),
+        "--job-id",
+        tag,
+        "--master",
+        f"local[{PARALLELISM}]",
+    ]
     proc = Proc(command, spark_env(), work / "logs" / f"{tag}.log")
     sampler = Sampler(proc.pid)
     profiler = Profiler(proc.pid, work / f"pyspy-{tag}.txt") if profile else None
-    result: dict[str, Any] = {unit_key(data.name): n, **made, "split_discovery_in_process": discovery,
-                              "profiled": profile}
+    result: dict[str, Any] = {
+        unit_key(data.name): n,
+        **made,
+        "split_discovery_in_process": discovery,
+        "profiled": profile,
+    }
     code = None
     try:
         code = proc.wait(timeout_s)
@@ -928,10 +1155,12 @@ def run_one(work: Path, data: Any, n: int, timeout_s: float, profile: bool,
         result["checkpoints"] = {"error": f"{type(err).__name__}: {err}"}
     result["output"] = count_output(output_dir, rows_in(data, n))
     ck = result["checkpoints"]
-    log(f"{what}: exit {code}, wall {result['wall_s']} s, job start {timings['job_start_s']} s, "
+    log(
+        f"{what}: exit {code}, wall {result['wall_s']} s, job start {timings['job_start_s']} s, "
         f"{ck.get('completed')} checkpoints, duration {ck.get('duration_ms')}, state {ck.get('state_bytes')}, "
         f"final state {_get(ck, 'final', 'state_bytes')}, driver peak RSS {result['process']['driver_peak_rss_mib']} "
-        f"MiB, output {result['output']}")
+        f"MiB, output {result['output']}"
+    )
     return result
 
 
@@ -950,24 +1179,29 @@ def run_curve(name: str, counts: list[int], args: argparse.Namespace, work: Path
     else:
         settings.update(records=args.kafka_records)
         data = KafkaPartitions(work, args.kafka_records)
-    settings.update(parallelism=PARALLELISM, interval_ms=args.interval_ms, master=f"local[{PARALLELISM}]",
-                    profile=args.profile)
-    machine = machine_info(extra_libraries={"jdbc": ("psycopg", "adbc-driver-postgresql"),
-                                            "kafka": ("confluent_kafka",)}.get(name, ()))
+    settings.update(
+        parallelism=PARALLELISM, interval_ms=args.interval_ms, master=f"local[{PARALLELISM}]", profile=args.profile
+    )
+    machine = machine_info(
+        extra_libraries={"jdbc": ("psycopg", "adbc-driver-postgresql"), "kafka": ("confluent_kafka",)}.get(name, ())
+    )
     results: dict[str, Any] = {}
     with data:
         for n in counts:
             try:
-                results[str(n)] = run_one(work, data, n, args.timeout, args.profile, args.interval_ms,
-                                          args.discovery_only)
+                results[str(n)] = run_one(
+                    work, data, n, args.timeout, args.profile, args.interval_ms, args.discovery_only
+                )
             except Exception as err:  # report it, go on with the next N
                 log(f"{name} N={n:,} failed: {type(err).__name__}: {err}")
                 results[str(n)] = {unit_key(name): n, "error": f"{type(err).__name__}: {err}"}
             finally:
                 data.release(n)  # the input and output of one N are not needed by the next
                 if not args.keep:
-                    shutil.rmtree(work / f"output-scale-{n}" if name == "local" else work / f"output-scale-{name}-{n}",
-                                  ignore_errors=True)
+                    shutil.rmtree(
+                        work / f"output-scale-{n}" if name == "local" else work / f"output-scale-{name}-{n}",
+                        ignore_errors=True,
+                    )
     with contextlib.suppress(OSError):
         machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     return {"description": describe(name, settings), "machine": machine, "settings": settings, "results": results}
@@ -976,31 +1210,51 @@ def run_curve(name: str, counts: list[int], args: argparse.Namespace, work: Path
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--axis", default="splits", choices=["splits"], help="what grows (only splits so far)")
-    parser.add_argument("--source", default="local", choices=[*SOURCES, "all"],
-                        help="which curve (default local: LocalFile); all: every one")
-    parser.add_argument("--files",
-                        help=f"comma-separated file counts, local and s3 (default {LocalFiles.default_counts})")
+    parser.add_argument(
+        "--source",
+        default="local",
+        choices=[*SOURCES, "all"],
+        help="which curve (default local: LocalFile); all: every one",
+    )
+    parser.add_argument(
+        "--files", help=f"comma-separated file counts, local and s3 (default {LocalFiles.default_counts})"
+    )
     parser.add_argument("--ranges", help=f"comma-separated Jdbc key range counts (default {JdbcRanges.default_counts})")
-    parser.add_argument("--partitions",
-                        help=f"comma-separated Kafka partition counts (default {KafkaPartitions.default_counts})")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: small N of each curve (bench/run_all.py --quick)")
-    parser.add_argument("--out", action="store_true", help="write the result file (the default; bench/run_all.py passes it)")
+    parser.add_argument(
+        "--partitions", help=f"comma-separated Kafka partition counts (default {KafkaPartitions.default_counts})"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: small N of each curve (bench/run_all.py --quick)"
+    )
+    parser.add_argument(
+        "--out", action="store_true", help="write the result file (the default; bench/run_all.py passes it)"
+    )
     parser.add_argument("--rows-per-file", type=int, default=4)
     parser.add_argument("--rows-per-range", type=int, default=4)
     parser.add_argument("--kafka-records", type=int, default=200_000, help="records in the topic, whatever N")
     parser.add_argument("--upload-threads", type=int, default=16, help="boto3 threads uploading the S3 objects")
-    parser.add_argument("--interval-ms", type=int, default=INTERVAL_MS,
-                        help="checkpoint interval (default 1000; 1000000000 = no periodic checkpoint, a control run)")
+    parser.add_argument(
+        "--interval-ms",
+        type=int,
+        default=INTERVAL_MS,
+        help="checkpoint interval (default 1000; 1000000000 = no periodic checkpoint, a control run)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one job may take (then killed)")
     parser.add_argument("--profile", action="store_true", help="py-spy the driver and the PySpark workers")
-    parser.add_argument("--discovery-only", action="store_true",
-                        help="make the data and time split discovery, run no job (implies --no-out)")
+    parser.add_argument(
+        "--discovery-only",
+        action="store_true",
+        help="make the data and time split discovery, run no job (implies --no-out)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated data, checkpoints and logs")
-    parser.add_argument("--no-out", action="store_true",
-                        help="write neither bench/results/scale_splits.json nor the plots")
-    parser.add_argument("--report-only", action="store_true",
-                        help="run nothing: rebuild the result file's table, summary, targets and plots from its curves")
+    parser.add_argument(
+        "--no-out", action="store_true", help="write neither bench/results/scale_splits.json nor the plots"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild the result file's table, summary, targets and plots from its curves",
+    )
     args = parser.parse_args()
     if args.report_only:
         emit(document(previous_curves(), plots=True), NAME, True, rebuilt=True)
@@ -1013,8 +1267,9 @@ def main() -> int:
     try:
         for name in names:
             counts = CURVES[name].quick_counts if args.quick else (given[name] or CURVES[name].default_counts)
-            measured[name] = run_curve(name, [int(x.replace("_", "")) for x in counts.split(",") if x.strip()],
-                                       args, work)
+            measured[name] = run_curve(
+                name, [int(x.replace("_", "")) for x in counts.split(",") if x.strip()], args, work
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -1025,8 +1280,12 @@ def main() -> int:
     curves = {**(previous_curves() if write else {}), **measured}
     result = document(curves, plots=write)
     emit(result, NAME, write, rebuilt=True)  # each curve's machine has its own loadavg_at_end
-    failed = [r for c in measured.values() for r in c["results"].values()
-              if "error" in r or (r.get("exit_code") != 0 and not args.discovery_only)]
+    failed = [
+        r
+        for c in measured.values()
+        for r in c["results"].values()
+        if "error" in r or (r.get("exit_code") != 0 and not args.discovery_only)
+    ]
     return 1 if failed else 0
 
 

@@ -208,8 +208,9 @@ class Sampler:
             entry[0], entry[2] = label, cpu
         self.samples += 1
 
-    def _sample_job(self, job: JobProcesses, pids: list[int], table: dict[int, Any], now_ms: int,
-                    listening: dict[int, set[int]]) -> None:
+    def _sample_job(
+        self, job: JobProcesses, pids: list[int], table: dict[int, Any], now_ms: int, listening: dict[int, set[int]]
+    ) -> None:
         rss = 0
         for pid in pids:
             process = table.get(pid)
@@ -238,8 +239,12 @@ class Sampler:
         total = sum(b) - sum(a)
         idle = b.idle - a.idle
         iowait = getattr(b, "iowait", 0.0) - getattr(a, "iowait", 0.0)
-        return {"total_s": round(total, 1), "busy_s": round(total - idle - iowait, 1), "idle_s": round(idle, 1),
-                "iowait_s": round(iowait, 1)}
+        return {
+            "total_s": round(total, 1),
+            "busy_s": round(total - idle - iowait, 1),
+            "idle_s": round(idle, 1),
+            "iowait_s": round(iowait, 1),
+        }
 
     def cpu_by_label(self) -> dict[str, float]:
         """CPU seconds used while sampling, per label, largest first."""
@@ -266,13 +271,18 @@ class Deployment:
         self.postgres.start()
         database = self.postgres.create_database("airflow_metadata")
         slots = max(16, 2 * max(counts))
-        self.airflow = AirflowDeployment(home, self.postgres.uri(database), dags, env={
-            "SEATUNNEL_CKPT_CACHE_DIR": str(home / "cache"),
-            "SCALE_JOBS_COUNTS": ",".join(map(str, counts)),
-            # LocalExecutor's worker processes, and tasks of one DAG at once: above the largest N
-            "AIRFLOW__CORE__PARALLELISM": str(slots),
-            "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": str(slots),
-        })
+        self.airflow = AirflowDeployment(
+            home,
+            self.postgres.uri(database),
+            dags,
+            env={
+                "SEATUNNEL_CKPT_CACHE_DIR": str(home / "cache"),
+                "SCALE_JOBS_COUNTS": ",".join(map(str, counts)),
+                # LocalExecutor's worker processes, and tasks of one DAG at once: above the largest N
+                "AIRFLOW__CORE__PARALLELISM": str(slots),
+                "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": str(slots),
+            },
+        )
         self.spark_parallelism = parallelism
 
     def start(self) -> None:
@@ -280,8 +290,10 @@ class Deployment:
 
         started = time.perf_counter()
         self.airflow.start()
-        ensure_connection(self.airflow, {"connection_id": "spark_default", "conn_type": "spark",
-                                         "host": f"local[{self.spark_parallelism}]"})
+        ensure_connection(
+            self.airflow,
+            {"connection_id": "spark_default", "conn_type": "spark", "host": f"local[{self.spark_parallelism}]"},
+        )
         log(f"deployment healthy in {time.perf_counter() - started:.0f} s at {self.airflow.base_url}")
 
     def groups(self) -> dict[str, int]:
@@ -313,28 +325,47 @@ def run_n(deployment: Deployment, work: Path, n: int, tag: str, args: argparse.N
 
     airflow = deployment.airflow
     dag_id = f"scale_jobs_{n}"
-    conf = {"workdir": str(work), "rows": args.rows, "batch_size": args.batch_size,
-            "parallelism": args.parallelism, "query": args.query, "tag": tag}
+    conf = {
+        "workdir": str(work),
+        "rows": args.rows,
+        "batch_size": args.batch_size,
+        "parallelism": args.parallelism,
+        "query": args.query,
+        "tag": tag,
+    }
     # parsed and unpaused before the sampler starts: the window holds the run only
     airflow.wait_until(lambda: airflow.api("GET", f"/dags/{dag_id}").status_code == 200, 180, f"DAG {dag_id} parsed")
     sampler = Sampler(deployment.groups())
     try:
         run_id = trigger(airflow, dag_id, conf)
         log(f"{tag}: triggered {dag_id} run {run_id}")
-        state = airflow.wait_until(lambda: _run_state(airflow, dag_id, run_id), args.timeout,
-                                   f"end of {dag_id}", every=2.0)
+        state = airflow.wait_until(
+            lambda: _run_state(airflow, dag_id, run_id), args.timeout, f"end of {dag_id}", every=2.0
+        )
     finally:
         sampler.stop()
     tis = airflow.ok("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
-    jobs = [measure_job(airflow, work, dag_id, run_id, ti, tag, args.rows, sampler)
-            for ti in sorted(tis, key=lambda t: t["task_id"])]
-    result = {"n": n, "tag": tag, "dag_id": dag_id, "run_id": run_id, "run_state": state, "jobs": jobs,
-              "cpu": cpu_split(jobs, sampler), "samples": sampler.samples}
+    jobs = [
+        measure_job(airflow, work, dag_id, run_id, ti, tag, args.rows, sampler)
+        for ti in sorted(tis, key=lambda t: t["task_id"])
+    ]
+    result = {
+        "n": n,
+        "tag": tag,
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "run_state": state,
+        "jobs": jobs,
+        "cpu": cpu_split(jobs, sampler),
+        "samples": sampler.samples,
+    }
     result.update(totals(jobs))
-    log(f"{tag}: run {state}; {result['total_rows']:,} rows, Spark-job span {result['span_s']} s "
+    log(
+        f"{tag}: run {state}; {result['total_rows']:,} rows, Spark-job span {result['span_s']} s "
         f"({result['rows_per_s']:,} rows/s), task span {result['task_span_s']} s; "
         f"p99 per job {[j['checkpoints'].get('p99_ms') for j in jobs]} ms; "
-        f"every id once: {all(j['output'].get('exactly_once') for j in jobs)}")
+        f"every id once: {all(j['output'].get('exactly_once') for j in jobs)}"
+    )
     return result
 
 
@@ -343,14 +374,20 @@ def _run_state(airflow: Any, dag_id: str, run_id: str) -> str | None:
     return state if state in ("success", "failed") else None
 
 
-def measure_job(airflow: Any, work: Path, dag_id: str, run_id: str, ti: dict[str, Any], tag: str, rows: int,
-                sampler: Sampler) -> dict[str, Any]:
+def measure_job(
+    airflow: Any, work: Path, dag_id: str, run_id: str, ti: dict[str, Any], tag: str, rows: int, sampler: Sampler
+) -> dict[str, Any]:
     from tests.deployment.rest import xcom_or_none
 
     task_id = ti["task_id"]
     job_id = xcom_or_none(airflow, dag_id, run_id, task_id, "job_id")
-    job: dict[str, Any] = {"task_id": task_id, "job_id": job_id, "task_state": ti["state"],
-                           "task_start_ms": _ms(ti.get("start_date")), "task_end_ms": _ms(ti.get("end_date"))}
+    job: dict[str, Any] = {
+        "task_id": task_id,
+        "job_id": job_id,
+        "task_state": ti["state"],
+        "task_start_ms": _ms(ti.get("start_date")),
+        "task_end_ms": _ms(ti.get("end_date")),
+    }
     if job_id:
         job.update(storage_figures(storage_of(work), job_id))
     job["output"] = count_output(work / "output" / tag / task_id, rows)
@@ -372,7 +409,8 @@ def storage_figures(storage: Any, job_id: str) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "status": (history.job or {}).get("status"),
         "attempts": [a.get("attempt") for a in history.attempts],
-        "start_ms": attempt.get("start_ms"), "end_ms": attempt.get("end_ms"),
+        "start_ms": attempt.get("start_ms"),
+        "end_ms": attempt.get("end_ms"),
         "checkpoints": {
             "completed": len(completed),
             "failed_or_aborted": sum(1 for c in history.checkpoints if c.status != "completed"),
@@ -390,8 +428,11 @@ def storage_figures(storage: Any, job_id: str) -> dict[str, Any]:
         figures["checkpoints"].update(checkpoint_parts(completed))
         # rows/s once running: past the first checkpoint (SparkContext and workers started)
         running_ms = last.end_ms - first.end_ms
-        figures["running_rows_per_s"] = round(
-            (figures["checkpoints"]["rows_in_history"] - first.rows) * 1000 / running_ms) if running_ms > 0 else None
+        figures["running_rows_per_s"] = (
+            round((figures["checkpoints"]["rows_in_history"] - first.rows) * 1000 / running_ms)
+            if running_ms > 0
+            else None
+        )
     return figures
 
 
@@ -403,15 +444,19 @@ def checkpoint_parts(completed: list[Any]) -> dict[str, Any]:
     import statistics
 
     rows_column = 6  # history.entries.SUBTASK_COLUMNS: subtask, attempt, ack_ms, sync_ms, async_ms, state_bytes, rows
-    running = next((i for i, c in enumerate(completed)
-                    if c.subtasks and all(row[rows_column] > 0 for row in c.subtasks)), None)
-    after = completed[running + 1:] if running is not None else []
+    running = next(
+        (i for i, c in enumerate(completed) if c.subtasks and all(row[rows_column] > 0 for row in c.subtasks)), None
+    )
+    after = completed[running + 1 :] if running is not None else []
     steady = [c.duration_ms for c in after if c.duration_ms is not None]
     acks = [c.ack_duration_ms for c in completed if c.ack_duration_ms is not None]
     persists = [c.persist_ms for c in completed if c.persist_ms is not None]
-    return {"ack_median_ms": round(statistics.median(acks)) if acks else None,
-            "persist_median_ms": round(statistics.median(persists)) if persists else None,
-            "steady_p99_ms": percentiles(steady, 0)["p99"] if steady else None, "steady_count": len(steady)}
+    return {
+        "ack_median_ms": round(statistics.median(acks)) if acks else None,
+        "persist_median_ms": round(statistics.median(persists)) if persists else None,
+        "steady_p99_ms": percentiles(steady, 0)["p99"] if steady else None,
+        "steady_count": len(steady),
+    }
 
 
 def count_output(directory: Path, rows: int) -> dict[str, Any]:
@@ -424,9 +469,15 @@ def count_output(directory: Path, rows: int) -> dict[str, Any]:
     table = read_output(f"file://{directory}/", columns=["id"])
     counted = tally(table.column("id").combine_chunks(), rows)
     del table
-    return {"rows_out": counted.rows, "lost": counted.lost, "duplicated": counted.duplicated,
-            "unexpected": counted.unexpected, "exactly_once": counted.exactly_once, "file_tags": tags,
-            "files": sum(1 for name in os.listdir(directory) if name.endswith(".parquet"))}
+    return {
+        "rows_out": counted.rows,
+        "lost": counted.lost,
+        "duplicated": counted.duplicated,
+        "unexpected": counted.unexpected,
+        "exactly_once": counted.exactly_once,
+        "file_tags": tags,
+        "files": sum(1 for name in os.listdir(directory) if name.endswith(".parquet")),
+    }
 
 
 def process_figures(seen: JobProcesses, claim_ms: int | None, first_trigger_ms: int | None) -> dict[str, Any]:
@@ -439,11 +490,15 @@ def process_figures(seen: JobProcesses, claim_ms: int | None, first_trigger_ms: 
     startup = seen.cpu_at(claim_ms) if claim_ms else None
     before_first = seen.cpu_at(first_trigger_ms) if first_trigger_ms else None
     total = sum(seen.cpu.values())
-    return {"submit_ms": seen.first_seen_ms, "cpu_s": round(total, 1),
-            "cpu_s_before_claim": round(startup, 1) if startup is not None else None,
-            "cpu_s_before_first_checkpoint": round(before_first, 1) if before_first is not None else None,
-            "cpu_s_by_role": {k: round(v, 1) for k, v in sorted(by_role.items())},
-            "peak_rss_mib": round(seen.peak_rss_mib), "listening_ports": sorted(seen.ports)}
+    return {
+        "submit_ms": seen.first_seen_ms,
+        "cpu_s": round(total, 1),
+        "cpu_s_before_claim": round(startup, 1) if startup is not None else None,
+        "cpu_s_before_first_checkpoint": round(before_first, 1) if before_first is not None else None,
+        "cpu_s_by_role": {k: round(v, 1) for k, v in sorted(by_role.items())},
+        "peak_rss_mib": round(seen.peak_rss_mib),
+        "listening_ports": sorted(seen.ports),
+    }
 
 
 def phases(job: dict[str, Any], seen: JobProcesses) -> dict[str, float | None]:
@@ -451,17 +506,30 @@ def phases(job: dict[str, Any], seen: JobProcesses) -> dict[str, float | None]:
     -> claim (JVM + Python driver), -> first checkpoint triggered (SparkContext, split
     plan, PySpark workers started and connected), -> end (rows), -> task end (result read,
     task exit)."""
-    points = [job.get("task_start_ms"), seen.first_seen_ms, job.get("start_ms"), job.get("first_checkpoint_trigger_ms"),
-              job.get("end_ms"), job.get("task_end_ms")]
-    names = ["airflow_task_to_submit", "submit_to_claim", "claim_to_first_checkpoint", "first_checkpoint_to_end",
-             "end_to_task_end"]
+    points = [
+        job.get("task_start_ms"),
+        seen.first_seen_ms,
+        job.get("start_ms"),
+        job.get("first_checkpoint_trigger_ms"),
+        job.get("end_ms"),
+        job.get("task_end_ms"),
+    ]
+    names = [
+        "airflow_task_to_submit",
+        "submit_to_claim",
+        "claim_to_first_checkpoint",
+        "first_checkpoint_to_end",
+        "end_to_task_end",
+    ]
     return {name: round((b - a) / 1000, 2) if a and b else None for name, a, b in zip(names, points, points[1:])}
 
 
 def totals(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     """Total rows and the two spans: Spark jobs (first claim -> last end) and tasks."""
-    rows = sum(j["output"].get("rows_out", 0) - j["output"].get("duplicated", 0) - j["output"].get("unexpected", 0)
-               for j in jobs)
+    rows = sum(
+        j["output"].get("rows_out", 0) - j["output"].get("duplicated", 0) - j["output"].get("unexpected", 0)
+        for j in jobs
+    )
     starts = [j.get("start_ms") for j in jobs]
     ends = [j.get("end_ms") for j in jobs]
     task_starts = [j.get("task_start_ms") for j in jobs]
@@ -483,22 +551,27 @@ def cpu_split(jobs: list[dict[str, Any]], sampler: Sampler) -> dict[str, Any]:
     by_label = sampler.cpu_by_label()
     startup = sum(j["processes"].get("cpu_s_before_first_checkpoint") or 0 for j in jobs)
     jobs_total = sum(v for k, v in by_label.items() if k.startswith("job "))
-    others = {k[len("other: "):]: v for k, v in by_label.items() if k.startswith("other: ")}
+    others = {k[len("other: ") :]: v for k, v in by_label.items() if k.startswith("other: ")}
     rows = sum(j["output"].get("rows_out", 0) for j in jobs)
     window_s = (sampler.stopped_ms - sampler.started_ms) / 1000
     ours = jobs_total + sum(v for k, v in by_label.items() if k.startswith("airflow ") or k == "postgres")
-    return {"window_s": round(window_s, 1), "machine": sampler.machine_cpu(),
-            # cores the rest of the machine (other people's work) kept busy on average
-            "other_cores_busy": round(sum(others.values()) / window_s, 2) if window_s else None,
-            # rows per CPU second of the jobs, Airflow and PostgreSQL: independent of others' load
-            "rows_per_cpu_s": round(rows / ours) if ours else None,
-            "jobs_s": round(jobs_total, 1), "jobs_startup_s": round(startup, 1),
-            "jobs_running_s": round(jobs_total - startup, 1),
-            "airflow_s": {k: v for k, v in by_label.items() if k.startswith("airflow ")},
-            "postgres_s": by_label.get("postgres", 0.0), "bench_process_s": by_label.get("bench process", 0.0),
-            "rest_of_machine_s": round(sum(others.values()), 1),
-            "rest_of_machine_top": dict(list(others.items())[:6]),
-            "job_cpu_s_per_million_rows_running": round((jobs_total - startup) / max(1, rows) * 1e6, 3)}
+    return {
+        "window_s": round(window_s, 1),
+        "machine": sampler.machine_cpu(),
+        # cores the rest of the machine (other people's work) kept busy on average
+        "other_cores_busy": round(sum(others.values()) / window_s, 2) if window_s else None,
+        # rows per CPU second of the jobs, Airflow and PostgreSQL: independent of others' load
+        "rows_per_cpu_s": round(rows / ours) if ours else None,
+        "jobs_s": round(jobs_total, 1),
+        "jobs_startup_s": round(startup, 1),
+        "jobs_running_s": round(jobs_total - startup, 1),
+        "airflow_s": {k: v for k, v in by_label.items() if k.startswith("airflow ")},
+        "postgres_s": by_label.get("postgres", 0.0),
+        "bench_process_s": by_label.get("bench process", 0.0),
+        "rest_of_machine_s": round(sum(others.values()), 1),
+        "rest_of_machine_top": dict(list(others.items())[:6]),
+        "job_cpu_s_per_million_rows_running": round((jobs_total - startup) / max(1, rows) * 1e6, 3),
+    }
 
 
 # ---- checks ------------------------------------------------------------------------------------------
@@ -524,27 +597,53 @@ def collisions(runs: dict[str, dict[str, Any]], storage_jobs: list[str]) -> dict
                     shared.append([port, seen[port], job["task_id"]])
                 seen[port] = job["task_id"]
         out["shared_ports_within_a_run"][tag] = shared
-    out["no_collision"] = bool(out["job_ids_distinct"] and out["storage_jobs_equal_jobs_run"]
-                               and out["one_file_tag_per_job"] and out["file_tags_distinct"]
-                               and not any(out["shared_ports_within_a_run"].values()))
+    out["no_collision"] = bool(
+        out["job_ids_distinct"]
+        and out["storage_jobs_equal_jobs_run"]
+        and out["one_file_tag_per_job"]
+        and out["file_tags_distinct"]
+        and not any(out["shared_ports_within_a_run"].values())
+    )
     return out
 
 
 def job_ok(job: dict[str, Any], rows: int) -> bool:
     """Finished, every id once, a complete history of one attempt."""
     ck = job.get("checkpoints", {})
-    return bool(job["task_state"] == "success" and job.get("status") == "finished" and job.get("attempts") == [1]
-                and job["output"].get("exactly_once") and ck.get("ids_contiguous") and ck.get("all_of_attempt_1")
-                and ck.get("rows_in_history") == rows)
+    return bool(
+        job["task_state"] == "success"
+        and job.get("status") == "finished"
+        and job.get("attempts") == [1]
+        and job["output"].get("exactly_once")
+        and ck.get("ids_contiguous")
+        and ck.get("all_of_attempt_1")
+        and ck.get("rows_in_history") == rows
+    )
 
 
 # ---- result ------------------------------------------------------------------------------------------
-COLUMNS = ["N", "all finished", "every id once per job", "history complete", "rows total", "Spark-job span s",
-           "rows/s", "throughput ratio", "task span s", "task throughput ratio", "task start skew s",
-           "ckpt p99 ms (max job)", "p99 ratio (max job)", "running rows/s per job (median)",
-           "start-up CPU s per job (median, to the first checkpoint)", "steady p99 ratio (max job)",
-           "ckpt ack median ms (max job)", "ckpt persist median ms (max job)",
-           "rows per CPU s vs solo", "cores busy with others' work"]
+COLUMNS = [
+    "N",
+    "all finished",
+    "every id once per job",
+    "history complete",
+    "rows total",
+    "Spark-job span s",
+    "rows/s",
+    "throughput ratio",
+    "task span s",
+    "task throughput ratio",
+    "task start skew s",
+    "ckpt p99 ms (max job)",
+    "p99 ratio (max job)",
+    "running rows/s per job (median)",
+    "start-up CPU s per job (median, to the first checkpoint)",
+    "steady p99 ratio (max job)",
+    "ckpt ack median ms (max job)",
+    "ckpt persist median ms (max job)",
+    "rows per CPU s vs solo",
+    "cores busy with others' work",
+]
 
 
 def finish(result: dict[str, Any], rows: int) -> None:
@@ -559,8 +658,14 @@ def finish(result: dict[str, Any], rows: int) -> None:
     rows_table, summary, targets = [], {}, []
     for tag, run in runs.items():
         if "error" in run:
-            targets.append({"figure": f"{run['n']} jobs at once ({tag}): the run", "target": "completes",
-                            "value": run["error"][:200], "met": False})
+            targets.append(
+                {
+                    "figure": f"{run['n']} jobs at once ({tag}): the run",
+                    "target": "completes",
+                    "value": run["error"][:200],
+                    "met": False,
+                }
+            )
             continue
         jobs = run["jobs"]
         p99s = [j.get("checkpoints", {}).get("p99_ms") for j in jobs]
@@ -568,51 +673,99 @@ def finish(result: dict[str, Any], rows: int) -> None:
         run["every_id_once"] = all(j["output"].get("exactly_once") for j in jobs)
         run["history_complete"] = all(job_ok(j, rows) for j in jobs)
         run["throughput_ratio"] = round(run["rows_per_s"] / solo_rate, 3) if solo_rate and run["rows_per_s"] else None
-        run["task_throughput_ratio"] = (round(run["task_rows_per_s"] / solo_task_rate, 3)
-                                        if solo_task_rate and run["task_rows_per_s"] else None)
-        run["p99_ratio_max"] = (round(max(p99s) / solo_p99, 2) if solo_p99 and p99s and None not in p99s else None)
+        run["task_throughput_ratio"] = (
+            round(run["task_rows_per_s"] / solo_task_rate, 3) if solo_task_rate and run["task_rows_per_s"] else None
+        )
+        run["p99_ratio_max"] = round(max(p99s) / solo_p99, 2) if solo_p99 and p99s and None not in p99s else None
         run["p99_ms_max"] = max((p for p in p99s if p is not None), default=None)
         solo_efficiency = solo["cpu"].get("rows_per_cpu_s") if solo else None
-        run["cpu_efficiency_ratio"] = (round(run["cpu"]["rows_per_cpu_s"] / solo_efficiency, 3)
-                                       if solo_efficiency and run["cpu"].get("rows_per_cpu_s") else None)
+        run["cpu_efficiency_ratio"] = (
+            round(run["cpu"]["rows_per_cpu_s"] / solo_efficiency, 3)
+            if solo_efficiency and run["cpu"].get("rows_per_cpu_s")
+            else None
+        )
         running = [j.get("running_rows_per_s") for j in jobs if j.get("running_rows_per_s")]
-        startup = [j["processes"].get("cpu_s_before_first_checkpoint") for j in jobs
-                   if j["processes"].get("cpu_s_before_first_checkpoint")]
+        startup = [
+            j["processes"].get("cpu_s_before_first_checkpoint")
+            for j in jobs
+            if j["processes"].get("cpu_s_before_first_checkpoint")
+        ]
         steady = [j["checkpoints"].get("steady_p99_ms") for j in jobs]
         solo_steady = solo["jobs"][0]["checkpoints"].get("steady_p99_ms") if solo and solo["jobs"] else None
-        run["steady_p99_ratio_max"] = (round(max(steady) / solo_steady, 2)
-                                       if solo_steady and steady and None not in steady else None)
-        rows_table.append([run["n"], run["all_finished"], run["every_id_once"], run["history_complete"],
-                           run["total_rows"], run["span_s"], run["rows_per_s"], run["throughput_ratio"],
-                           run["task_span_s"], run["task_throughput_ratio"], run["task_start_skew_s"],
-                           run["p99_ms_max"], run["p99_ratio_max"],
-                           round(statistics.median(running)) if running else None,
-                           round(statistics.median(startup), 1) if startup else None,
-                           run["steady_p99_ratio_max"], _max_of(jobs, "ack_median_ms"), _max_of(jobs, "persist_median_ms"),
-                           run["cpu_efficiency_ratio"], run["cpu"].get("other_cores_busy")])
+        run["steady_p99_ratio_max"] = (
+            round(max(steady) / solo_steady, 2) if solo_steady and steady and None not in steady else None
+        )
+        rows_table.append(
+            [
+                run["n"],
+                run["all_finished"],
+                run["every_id_once"],
+                run["history_complete"],
+                run["total_rows"],
+                run["span_s"],
+                run["rows_per_s"],
+                run["throughput_ratio"],
+                run["task_span_s"],
+                run["task_throughput_ratio"],
+                run["task_start_skew_s"],
+                run["p99_ms_max"],
+                run["p99_ratio_max"],
+                round(statistics.median(running)) if running else None,
+                round(statistics.median(startup), 1) if startup else None,
+                run["steady_p99_ratio_max"],
+                _max_of(jobs, "ack_median_ms"),
+                _max_of(jobs, "persist_median_ms"),
+                run["cpu_efficiency_ratio"],
+                run["cpu"].get("other_cores_busy"),
+            ]
+        )
         key = tag.replace("n", "", 1)
-        for name, value in (("throughput_ratio", run["throughput_ratio"]),
-                            ("task_throughput_ratio", run["task_throughput_ratio"]),
-                            ("p99_ratio", run["p99_ratio_max"]), ("steady_p99_ratio", run["steady_p99_ratio_max"]),
-                            ("cpu_efficiency_ratio", run["cpu_efficiency_ratio"]),
-                            ("all_finished", run["all_finished"]),
-                            ("every_id_once", run["every_id_once"])):
+        for name, value in (
+            ("throughput_ratio", run["throughput_ratio"]),
+            ("task_throughput_ratio", run["task_throughput_ratio"]),
+            ("p99_ratio", run["p99_ratio_max"]),
+            ("steady_p99_ratio", run["steady_p99_ratio_max"]),
+            ("cpu_efficiency_ratio", run["cpu_efficiency_ratio"]),
+            ("all_finished", run["all_finished"]),
+            ("every_id_once", run["every_id_once"]),
+        ):
             summary[f"jobs_at_once_{key}_{name}"] = value
         if run["n"] > 1 and tag.startswith("n") and tag[1:].isdigit():
-            targets.append({"figure": f"{run['n']} jobs at once: total rows/s / one job's (Spark-job span)",
-                            "target": f">= {GOAL_THROUGHPUT_RATIO}", "value": run["throughput_ratio"],
-                            "met": run["throughput_ratio"] is not None and run["throughput_ratio"] >= GOAL_THROUGHPUT_RATIO})
-            targets.append({"figure": f"{run['n']} jobs at once: max over jobs of checkpoint p99 / solo p99",
-                            "target": f"<= {GOAL_P99_RATIO}", "value": run["p99_ratio_max"],
-                            "met": run["p99_ratio_max"] is not None and run["p99_ratio_max"] <= GOAL_P99_RATIO})
-        targets.append({"figure": f"{run['n']} jobs at once ({tag}): all finished, every id once per job, history "
-                                  "complete", "target": "true", "value": run["history_complete"],
-                        "met": run["history_complete"]})
+            targets.append(
+                {
+                    "figure": f"{run['n']} jobs at once: total rows/s / one job's (Spark-job span)",
+                    "target": f">= {GOAL_THROUGHPUT_RATIO}",
+                    "value": run["throughput_ratio"],
+                    "met": run["throughput_ratio"] is not None and run["throughput_ratio"] >= GOAL_THROUGHPUT_RATIO,
+                }
+            )
+            targets.append(
+                {
+                    "figure": f"{run['n']} jobs at once: max over jobs of checkpoint p99 / solo p99",
+                    "target": f"<= {GOAL_P99_RATIO}",
+                    "value": run["p99_ratio_max"],
+                    "met": run["p99_ratio_max"] is not None and run["p99_ratio_max"] <= GOAL_P99_RATIO,
+                }
+            )
+        targets.append(
+            {
+                "figure": f"{run['n']} jobs at once ({tag}): all finished, every id once per job, history complete",
+                "target": "true",
+                "value": run["history_complete"],
+                "met": run["history_complete"],
+            }
+        )
     if "n8" in runs and "error" not in runs["n8"]:
         summary["jobs_at_once_8_throughput_ratio"] = runs["n8"]["throughput_ratio"]
     checks = result["collisions"]
-    targets.append({"figure": "no port or file collision (job ids, output tags, storage job list, listening ports)",
-                    "target": "true", "value": checks["no_collision"], "met": checks["no_collision"]})
+    targets.append(
+        {
+            "figure": "no port or file collision (job ids, output tags, storage job list, listening ports)",
+            "target": "true",
+            "value": checks["no_collision"],
+            "met": checks["no_collision"],
+        }
+    )
     summary["jobs_at_once_no_collision"] = checks["no_collision"]
     result["table"] = {"columns": COLUMNS, "rows": rows_table}
     result["summary"] = summary
@@ -650,8 +803,9 @@ def make_plot(runs: dict[str, dict[str, Any]]) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curve = sorted(((r["n"], r) for tag, r in runs.items() if tag == f"n{r['n']}" and "error" not in r),
-                   key=lambda item: item[0])
+    curve = sorted(
+        ((r["n"], r) for tag, r in runs.items() if tag == f"n{r['n']}" and "error" not in r), key=lambda item: item[0]
+    )
     if not curve:
         return []
     ns = [n for n, _ in curve]
@@ -660,30 +814,54 @@ def make_plot(runs: dict[str, dict[str, Any]]) -> list[str]:
     ax.plot(ns, [r.get("throughput_ratio") for _, r in curve], marker="o", label="Spark-job span")
     ax.plot(ns, [r.get("task_throughput_ratio") for _, r in curve], marker="s", label="task span (incl. start-up)")
     ax.axhline(GOAL_THROUGHPUT_RATIO, color="red", ls="--", lw=1, label=f"goal >= {GOAL_THROUGHPUT_RATIO}")
-    ax.set(xscale="log", xticks=ns, xticklabels=ns, xlabel="jobs at once", ylabel="total rows/s / solo rows/s",
-           title="total throughput vs one job alone", ylim=(0, 1.3))
+    ax.set(
+        xscale="log",
+        xticks=ns,
+        xticklabels=ns,
+        xlabel="jobs at once",
+        ylabel="total rows/s / solo rows/s",
+        title="total throughput vs one job alone",
+        ylim=(0, 1.3),
+    )
     ax.legend(fontsize=8)
     ax = axes[1]
     ax.plot(ns, [r.get("p99_ratio_max") for _, r in curve], marker="o", label="p99, max over jobs")
-    ax.plot(ns, [r.get("steady_p99_ratio_max") for _, r in curve], marker="s",
-            label="p99 once running (after the start-up checkpoints)")
+    ax.plot(
+        ns,
+        [r.get("steady_p99_ratio_max") for _, r in curve],
+        marker="s",
+        label="p99 once running (after the start-up checkpoints)",
+    )
     ax.axhline(GOAL_P99_RATIO, color="red", ls="--", lw=1, label=f"goal <= {GOAL_P99_RATIO}")
-    ax.set(xscale="log", yscale="log", xticks=ns, xticklabels=ns, xlabel="jobs at once",
-           ylabel="checkpoint p99 / solo p99", title="checkpoint p99 vs the solo job's")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xticks=ns,
+        xticklabels=ns,
+        xlabel="jobs at once",
+        ylabel="checkpoint p99 / solo p99",
+        title="checkpoint p99 vs the solo job's",
+    )
     ax.legend(fontsize=8)
     gantt(axes[2], curve[-1][1])
     for a in axes[:2]:
         a.grid(True, lw=0.3)
         a.minorticks_off()  # the log x axis: N only
-    fig.suptitle("Jobs at once on one Airflow deployment (LocalExecutor), Sequence -> Sql -> File, p=2 each, "
-                 "1 s checkpoints, shared checkpoint storage, 2 cores")
+    fig.suptitle(
+        "Jobs at once on one Airflow deployment (LocalExecutor), Sequence -> Sql -> File, p=2 each, "
+        "1 s checkpoints, shared checkpoint storage, 2 cores"
+    )
     return save_figure(fig, "scale_jobs.png")
 
 
 def gantt(ax: Any, run: dict[str, Any]) -> None:
-    colors = {"airflow_task_to_submit": "tab:gray", "submit_to_claim": "tab:orange",
-              "claim_to_first_checkpoint": "tab:purple", "first_checkpoint_to_end": "tab:green",
-              "end_to_task_end": "tab:gray"}
+    colors = {
+        "airflow_task_to_submit": "tab:gray",
+        "submit_to_claim": "tab:orange",
+        "claim_to_first_checkpoint": "tab:purple",
+        "first_checkpoint_to_end": "tab:green",
+        "end_to_task_end": "tab:gray",
+    }
     origin = min(j["task_start_ms"] for j in run["jobs"] if j.get("task_start_ms"))
     for row, job in enumerate(run["jobs"]):
         left = (job["task_start_ms"] - origin) / 1000 if job.get("task_start_ms") else 0
@@ -693,8 +871,12 @@ def gantt(ax: Any, run: dict[str, Any]) -> None:
                 continue
             ax.barh(row, seconds, left=left, color=colors[stage], label=stage if row == 0 else None)
             left += seconds
-    ax.set(xlabel="s since the first task started", yticks=range(len(run["jobs"])),
-           yticklabels=[j["task_id"] for j in run["jobs"]], title=f"{run['n']} jobs: stages of each")
+    ax.set(
+        xlabel="s since the first task started",
+        yticks=range(len(run["jobs"])),
+        yticklabels=[j["task_id"] for j in run["jobs"]],
+        title=f"{run['n']} jobs: stages of each",
+    )
     ax.legend(fontsize=7, loc="lower right")
 
 
@@ -721,14 +903,20 @@ def main() -> int:
     parser.add_argument("--parallelism", type=int, default=PARALLELISM, help="subtasks per job (local[P])")
     parser.add_argument("--query", default=QUERY, help="the Sql transform's query ('': Sequence -> File alone)")
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_JOBS} jobs, {QUICK_ROWS:,} rows")
-    parser.add_argument("--solo-again", action="store_true",
-                        help="run the solo job again at the end (a control for drift of the machine's load)")
+    parser.add_argument(
+        "--solo-again",
+        action="store_true",
+        help="run the solo job again at the end (a control for drift of the machine's load)",
+    )
     parser.add_argument("--timeout", type=float, default=1500.0, help="seconds one DAG run may take")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, checkpoints)")
     parser.add_argument("--out", action="store_true", help="write the result (the default)")
     parser.add_argument("--no-out", action="store_true", help="do not write bench/results/scale_jobs.json")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rebuild the table, summary, targets and plot of bench/results/scale_jobs.json")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild the table, summary, targets and plot of bench/results/scale_jobs.json",
+    )
     args = parser.parse_args()
     if args.report_only:
         return report_only(not args.no_out)
@@ -764,26 +952,34 @@ def main() -> int:
     result: dict[str, Any] = {
         "benchmark": NAME,
         "description": "N checkpointed jobs submitted at once by one Airflow deployment (PostgreSQL, api-server, "
-                       "scheduler with LocalExecutor, dag-processor, triggerer; tests/deployment) as the N tasks "
-                       "of one DAG run: Sequence -> Sql (a sha256 of every id, every row kept) -> File "
-                       "parquet, parallelism "
-                       f"{args.parallelism} on local[{args.parallelism}], 1 s checkpoints, every job on the same "
-                       "local checkpoint storage namespace, each with its own output directory and job id.",
+        "scheduler with LocalExecutor, dag-processor, triggerer; tests/deployment) as the N tasks "
+        "of one DAG run: Sequence -> Sql (a sha256 of every id, every row kept) -> File "
+        "parquet, parallelism "
+        f"{args.parallelism} on local[{args.parallelism}], 1 s checkpoints, every job on the same "
+        "local checkpoint storage namespace, each with its own output directory and job id.",
         "machine": machine,
-        "settings": {"jobs": counts, "rows_per_job": args.rows, "batch_size": args.batch_size, "query": args.query,
-                     "parallelism": args.parallelism, "interval_ms": 1000, "solo_again": args.solo_again,
-                     "throughput": "total rows (distinct ids counted in the output) / (last job's end - first "
-                                   "job's start); Spark-job span from the attempt records in checkpoint storage "
-                                   "(claim -> outcome recorded), task span from Airflow's task instances",
-                     "p99": "nearest-rank p99 of the durations (trigger -> durable) of every completed "
-                            "checkpoint of a job (periodic and final), from its checkpoint history"},
+        "settings": {
+            "jobs": counts,
+            "rows_per_job": args.rows,
+            "batch_size": args.batch_size,
+            "query": args.query,
+            "parallelism": args.parallelism,
+            "interval_ms": 1000,
+            "solo_again": args.solo_again,
+            "throughput": "total rows (distinct ids counted in the output) / (last job's end - first "
+            "job's start); Spark-job span from the attempt records in checkpoint storage "
+            "(claim -> outcome recorded), task span from Airflow's task instances",
+            "p99": "nearest-rank p99 of the durations (trigger -> durable) of every completed "
+            "checkpoint of a job (periodic and final), from its checkpoint history",
+        },
         "results": runs,
     }
     result["collisions"] = collisions(runs, storage_jobs)
     finish(result, args.rows)
     emit(result, NAME, not args.no_out)
-    return 0 if all(t["met"] for t in result["targets"] if "every id" in t["figure"] or "collision" in t["figure"]) \
-        else 1
+    return (
+        0 if all(t["met"] for t in result["targets"] if "every id" in t["figure"] or "collision" in t["figure"]) else 1
+    )
 
 
 if __name__ == "__main__":

@@ -87,14 +87,23 @@ def write_job(work: Path, tag: str, rows: int, output: Path, parallelism: int) -
     """Job and seatunnel.yaml files; returns them and the checkpoint namespace."""
     namespace = work / "checkpoints"
     job = {
-        "env": {"job.name": tag, "parallelism": parallelism, "checkpoint.interval": INTERVAL_MS,
-                "checkpoint.timeout": 600_000},
+        "env": {
+            "job.name": tag,
+            "parallelism": parallelism,
+            "checkpoint.interval": INTERVAL_MS,
+            "checkpoint.timeout": 600_000,
+        },
         "source": [{"plugin_name": "Sequence", "rows": rows}],  # id only: 8 bytes a row
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
     # the whole history is kept (a 500M-row run makes a few hundred checkpoints at most)
-    checkpoint = {"interval": INTERVAL_MS, "timeout": 600_000, "tolerable-failure": 3, "history-size": 100_000,
-                  "max-retained": MAX_RETAINED}
+    checkpoint = {
+        "interval": INTERVAL_MS,
+        "timeout": 600_000,
+        "tolerable-failure": 3,
+        "history-size": 100_000,
+        "max-retained": MAX_RETAINED,
+    }
     job_path, config_path = write_local_job(work, job, checkpoint, f"{namespace}/")
     return job_path, config_path, namespace
 
@@ -173,9 +182,17 @@ def history_points(config_path: Path, job_id: str) -> tuple[list[dict[str, Any]]
         total += c.rows  # rows since the previous checkpoint
         for sub in c.subtask_details:
             per_subtask[sub.subtask] = per_subtask.get(sub.subtask, 0) + sub.rows
-        points.append({"id": c.id, "kind": c.kind, "t": c.trigger_ms / 1000, "rows": total,
-                       "duration_ms": c.duration_ms, "state_bytes": c.state_bytes,
-                       "subtask_rows": dict(per_subtask)})
+        points.append(
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "t": c.trigger_ms / 1000,
+                "rows": total,
+                "duration_ms": c.duration_ms,
+                "state_bytes": c.state_bytes,
+                "subtask_rows": dict(per_subtask),
+            }
+        )
     return points, len(history.checkpoints) - len(completed)
 
 
@@ -203,10 +220,12 @@ def tail_skew(points: list[dict[str, Any]], last_tenth: dict[str, Any]) -> dict[
         return None
     skew = max(ends.values()) - min(ends.values())
     corrected = last_tenth["rows"] / max(1e-3, last_tenth["seconds"] - skew / 2)
-    return {"rows_left_at_last_checkpoint": {str(k): final["subtask_rows"][k] - v
-                                             for k, v in last["subtask_rows"].items()},
-            "projected_end_s_after_last_checkpoint": {str(k): round(v - last["t"], 3) for k, v in ends.items()},
-            "skew_s": round(skew, 3), "last_tenth_rows_per_s_without_skew": round(corrected)}
+    return {
+        "rows_left_at_last_checkpoint": {str(k): final["subtask_rows"][k] - v for k, v in last["subtask_rows"].items()},
+        "projected_end_s_after_last_checkpoint": {str(k): round(v - last["t"], 3) for k, v in ends.items()},
+        "skew_s": round(skew, 3),
+        "last_tenth_rows_per_s_without_skew": round(corrected),
+    }
 
 
 def progress_points(proc: Proc) -> list[dict[str, Any]]:
@@ -218,8 +237,9 @@ def progress_points(proc: Proc) -> list[dict[str, Any]]:
     for wall, m in proc.all(COMPLETED.pattern):
         rows = total.search(m.string)
         if rows:
-            out.append({"id": int(m.group(1)), "t": wall - int(m.group(3)) / 1000,
-                        "rows": int(rows.group(1).replace(",", ""))})
+            out.append(
+                {"id": int(m.group(1)), "t": wall - int(m.group(3)) / 1000, "rows": int(rows.group(1).replace(",", ""))}
+            )
     return out
 
 
@@ -255,9 +275,16 @@ def tenth_rates(points: list[dict[str, Any]], rows: int) -> list[dict[str, Any]]
         if lo_t is None and points and lo_rows < points[0]["rows"] < hi_rows:
             lo_rows, lo_t = points[0]["rows"], points[0]["t"]
         seconds = hi_t - lo_t if lo_t is not None and hi_t is not None else None
-        tenths.append({"tenth": k + 1, "start_t": lo_t, "end_t": hi_t, "rows": int(hi_rows - lo_rows),
-                       "seconds": round(seconds, 3) if seconds is not None else None,
-                       "rows_per_s": round((hi_rows - lo_rows) / seconds) if seconds else None})
+        tenths.append(
+            {
+                "tenth": k + 1,
+                "start_t": lo_t,
+                "end_t": hi_t,
+                "rows": int(hi_rows - lo_rows),
+                "seconds": round(seconds, 3) if seconds is not None else None,
+                "rows_per_s": round((hi_rows - lo_rows) / seconds) if seconds else None,
+            }
+        )
     return tenths
 
 
@@ -274,20 +301,26 @@ def per_tenth(tenths: list[dict[str, Any]], points: list[dict[str, Any]], sample
         start, end = tenth["start_t"], tenth["end_t"]
         if tenth["tenth"] == TENTHS and end is not None:
             end += 1e-3  # the final checkpoint triggers at the last boundary: it belongs to the last tenth
-        durations = [p["duration_ms"] for p in points if p["duration_ms"] is not None
-                     and start is not None and end is not None and start <= p["t"] < end]
+        durations = [
+            p["duration_ms"]
+            for p in points
+            if p["duration_ms"] is not None and start is not None and end is not None and start <= p["t"] < end
+        ]
         rss = in_window(sampler.rss, start, end)
         storage = in_window(sampler.storage, start, end)
-        tenth.update({
-            "checkpoints": len(durations),
-            "checkpoint_ms_p50": percentile(durations, 50), "checkpoint_ms_p99": percentile(durations, 99),
-            "driver_rss_mib_max": round(max(r[1] for r in rss) / 1024, 1) if rss else None,
-            "jvm_rss_mib_max": round(max(r[2] for r in rss) / 1024, 1) if rss else None,
-            "workers_rss_mib_max": round(max(r[3] for r in rss) / 1024, 1) if rss else None,
-            "storage_objects_max": max(s[1] for s in storage) if storage else None,
-            "storage_bytes_max": max(s[2] for s in storage) if storage else None,
-            **cores_used(sampler.cpu, start, end),
-        })
+        tenth.update(
+            {
+                "checkpoints": len(durations),
+                "checkpoint_ms_p50": percentile(durations, 50),
+                "checkpoint_ms_p99": percentile(durations, 99),
+                "driver_rss_mib_max": round(max(r[1] for r in rss) / 1024, 1) if rss else None,
+                "jvm_rss_mib_max": round(max(r[2] for r in rss) / 1024, 1) if rss else None,
+                "workers_rss_mib_max": round(max(r[3] for r in rss) / 1024, 1) if rss else None,
+                "storage_objects_max": max(s[1] for s in storage) if storage else None,
+                "storage_bytes_max": max(s[2] for s in storage) if storage else None,
+                **cores_used(sampler.cpu, start, end),
+            }
+        )
 
 
 def cores_used(cpu: list[tuple[float, float, float]], start: float | None, end: float | None) -> dict[str, Any]:
@@ -316,8 +349,11 @@ def count_ids(output: Path, rows: int) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     bitmap = np.zeros((rows + 7) // 8, dtype=np.uint8)
-    files = sorted(p for p in output.rglob("*.parquet")
-                   if not any(part.startswith(("_", ".")) for part in p.relative_to(output).parts))
+    files = sorted(
+        p
+        for p in output.rglob("*.parquet")
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(output).parts)
+    )
     rows_out = duplicated = unexpected = output_bytes = 0
     for path in files:
         output_bytes += path.stat().st_size
@@ -340,9 +376,17 @@ def count_ids(output: Path, rows: int) -> dict[str, Any]:
         duplicated += int(np.bitwise_count(bitmap[where] & merged).sum())
         bitmap[where] |= merged
     seen = int(np.bitwise_count(bitmap).sum())
-    return {"rows_in": rows, "rows_out": rows_out, "distinct_ids_out": seen, "lost": rows - seen,
-            "duplicated": duplicated, "unexpected_ids": unexpected, "output_files": len(files),
-            "output_bytes": output_bytes, "exactly_once": rows_out == rows == seen and not unexpected}
+    return {
+        "rows_in": rows,
+        "rows_out": rows_out,
+        "distinct_ids_out": seen,
+        "lost": rows - seen,
+        "duplicated": duplicated,
+        "unexpected_ids": unexpected,
+        "output_files": len(files),
+        "output_bytes": output_bytes,
+        "exactly_once": rows_out == rows == seen and not unexpected,
+    }
 
 
 # ---- one run ------------------------------------------------------------------------------------------
@@ -350,8 +394,17 @@ def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool
     tag = f"scale-rows-{rows}"
     output = work / "output"
     job_path, config_path, namespace = write_job(work, tag, rows, output, parallelism)
-    command = [str(VENV_BIN / "seatunnel-ckpt"), "run", str(job_path), "--config", str(config_path),
-               "--job-id", tag, "--master", MASTER]
+    command = [
+        str(VENV_BIN / "seatunnel-ckpt"),
+        "run",
+        str(job_path),
+        "--config",
+        str(config_path),
+        "--job-id",
+        tag,
+        "--master",
+        MASTER,
+    ]
     log(f"{rows:,} rows: starting the driver")
     proc = Proc(command, spark_env(), work / "logs" / f"{tag}.log")
     sampler = Sampler(proc.pid, namespace)
@@ -381,17 +434,22 @@ def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool
     first = result["tenths"][0]["rows_per_s"]
     if result["tail"] and first:
         result["tail"]["last_vs_first_tenth_without_skew"] = round(
-            result["tail"]["last_tenth_rows_per_s_without_skew"] / first, 3)
+            result["tail"]["last_tenth_rows_per_s_without_skew"] / first, 3
+        )
     cross = tenth_rates(progress_points(proc), rows)
-    result["progress_lines_cross_check"] = {"rows_per_s": [t["rows_per_s"] for t in cross],
-                                            "last_vs_first_tenth": ratio_last_first(cross)}
+    result["progress_lines_cross_check"] = {
+        "rows_per_s": [t["rows_per_s"] for t in cross],
+        "last_vs_first_tenth": ratio_last_first(cross),
+    }
     result["storage"] = storage_figures(sampler)
     result["process"] = process_figures(sampler)
     start = points[0]["t"] if points else proc.started_wall
     result["rows_vs_time"] = [[round(p["t"] - proc.started_wall, 2), p["rows"]] for p in points]
     result["job_start_s"] = round(start - proc.started_wall, 2)
-    log(f"driver exit {code}, wall {result['wall_s']} s, {result['checkpoints']['completed']} checkpoints; "
-        f"counting the output")
+    log(
+        f"driver exit {code}, wall {result['wall_s']} s, {result['checkpoints']['completed']} checkpoints; "
+        f"counting the output"
+    )
     started = time.perf_counter()
     result["output"] = count_ids(output, rows)
     result["output"]["count_s"] = round(time.perf_counter() - started, 1)
@@ -401,11 +459,15 @@ def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool
 
 def checkpoint_figures(points: list[dict[str, Any]], not_completed: int) -> dict[str, Any]:
     periodic = [p["duration_ms"] for p in points if p["kind"] == "checkpoint" and p["duration_ms"] is not None]
-    return {"completed": len(points), "periodic": sum(1 for p in points if p["kind"] == "checkpoint"),
-            "not_completed": not_completed,
-            "duration_ms_p50": percentile(periodic, 50), "duration_ms_p99": percentile(periodic, 99),
-            "duration_ms_max": max(periodic) if periodic else None,
-            "state_bytes_max": max((p["state_bytes"] for p in points), default=None)}
+    return {
+        "completed": len(points),
+        "periodic": sum(1 for p in points if p["kind"] == "checkpoint"),
+        "not_completed": not_completed,
+        "duration_ms_p50": percentile(periodic, 50),
+        "duration_ms_p99": percentile(periodic, 99),
+        "duration_ms_max": max(periodic) if periodic else None,
+        "state_bytes_max": max((p["state_bytes"] for p in points), default=None),
+    }
 
 
 def storage_figures(sampler: Sampler) -> dict[str, Any]:
@@ -414,30 +476,64 @@ def storage_figures(sampler: Sampler) -> dict[str, Any]:
         return {}
     t0 = series[0][0]
     step = max(1, len(series) // 60)
-    return {"samples": len(series), "objects_max": max(s[1] for s in series), "objects_last": series[-1][1],
-            "bytes_max": max(s[2] for s in series), "bytes_last": series[-1][2],
-            "timeline": [[round(t - t0, 1), o, b] for t, o, b in series[::step]]}
+    return {
+        "samples": len(series),
+        "objects_max": max(s[1] for s in series),
+        "objects_last": series[-1][1],
+        "bytes_max": max(s[2] for s in series),
+        "bytes_last": series[-1][2],
+        "timeline": [[round(t - t0, 1), o, b] for t, o, b in series[::step]],
+    }
 
 
 def process_figures(sampler: Sampler) -> dict[str, Any]:
     rss = sampler.rss
     if not rss:
         return {}
-    return {"samples": len(rss), "driver_rss_mib_max": round(max(r[1] for r in rss) / 1024, 1),
-            "jvm_rss_mib_max": round(max(r[2] for r in rss) / 1024, 1),
-            "workers_rss_mib_max": round(max(r[3] for r in rss) / 1024, 1)}
+    return {
+        "samples": len(rss),
+        "driver_rss_mib_max": round(max(r[1] for r in rss) / 1024, 1),
+        "jvm_rss_mib_max": round(max(r[2] for r in rss) / 1024, 1),
+        "workers_rss_mib_max": round(max(r[3] for r in rss) / 1024, 1),
+    }
 
 
 # ---- the result document ---------------------------------------------------------------------------
-COLUMNS = ["tenth", "rows", "seconds", "rows/s", "checkpoints", "ckpt ms p50", "ckpt ms p99",
-           "driver RSS MiB max", "JVM RSS MiB max", "workers RSS MiB max", "storage objects max",
-           "storage bytes max", "job cores", "other processes' cores"]
+COLUMNS = [
+    "tenth",
+    "rows",
+    "seconds",
+    "rows/s",
+    "checkpoints",
+    "ckpt ms p50",
+    "ckpt ms p99",
+    "driver RSS MiB max",
+    "JVM RSS MiB max",
+    "workers RSS MiB max",
+    "storage objects max",
+    "storage bytes max",
+    "job cores",
+    "other processes' cores",
+]
 
 
 def table_of(tenths: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ["tenth", "rows", "seconds", "rows_per_s", "checkpoints", "checkpoint_ms_p50", "checkpoint_ms_p99",
-            "driver_rss_mib_max", "jvm_rss_mib_max", "workers_rss_mib_max", "storage_objects_max",
-            "storage_bytes_max", "job_cores", "other_cores"]
+    keys = [
+        "tenth",
+        "rows",
+        "seconds",
+        "rows_per_s",
+        "checkpoints",
+        "checkpoint_ms_p50",
+        "checkpoint_ms_p99",
+        "driver_rss_mib_max",
+        "jvm_rss_mib_max",
+        "workers_rss_mib_max",
+        "storage_objects_max",
+        "storage_bytes_max",
+        "job_cores",
+        "other_cores",
+    ]
     return {"columns": COLUMNS, "rows": [[t.get(k) for k in keys] for t in tenths]}
 
 
@@ -463,25 +559,45 @@ def summary_and_targets(r: dict[str, Any]) -> tuple[dict[str, Any], list[dict[st
         headline_key(rows): ratio,
         "scale_rows_first_tenth_rows_per_s": r["tenths"][0]["rows_per_s"],
         "scale_rows_last_tenth_rows_per_s": r["tenths"][-1]["rows_per_s"],
-        "scale_rows_last_vs_first_tenth_without_tail_skew": (r.get("tail") or {}).get("last_vs_first_tenth_without_skew"),
+        "scale_rows_last_vs_first_tenth_without_tail_skew": (r.get("tail") or {}).get(
+            "last_vs_first_tenth_without_skew"
+        ),
         "scale_rows_tail_skew_s": (r.get("tail") or {}).get("skew_s"),
         "scale_rows_checkpoints_completed": ck["completed"],
-        "scale_rows_checkpoint_ms_p50": ck["duration_ms_p50"], "scale_rows_checkpoint_ms_p99": ck["duration_ms_p99"],
-        "scale_rows_storage_objects_max": st.get("objects_max"), "scale_rows_storage_objects_last": st.get("objects_last"),
+        "scale_rows_checkpoint_ms_p50": ck["duration_ms_p50"],
+        "scale_rows_checkpoint_ms_p99": ck["duration_ms_p99"],
+        "scale_rows_storage_objects_max": st.get("objects_max"),
+        "scale_rows_storage_objects_last": st.get("objects_last"),
         "scale_rows_driver_rss_mib_max": r["process"].get("driver_rss_mib_max"),
-        "scale_rows_output_files": out["output_files"], "scale_rows_wall_s": r["wall_s"],
+        "scale_rows_output_files": out["output_files"],
+        "scale_rows_wall_s": r["wall_s"],
     }
     targets = [
-        {"figure": f"rows/s of the last tenth / of the first, {rows:,} rows Sequence -> File, 1 s checkpoints",
-         "target": f">= {GOAL_RATIO}", "value": ratio, "met": ratio is not None and ratio >= GOAL_RATIO},
-        {"figure": "checkpoints completed (about one per interval of the run)", "target": f"<= {ckpt_bound}",
-         "value": ck["completed"], "met": ck["completed"] <= ckpt_bound and ck["not_completed"] == 0},
-        {"figure": f"objects in checkpoint storage at most (max-retained {MAX_RETAINED}, fence log pruned "
-                   f"every {PRUNE_EVERY} reservations)",
-         "target": f"<= {objects_bound}", "value": st.get("objects_max"),
-         "met": st.get("objects_max") is not None and st["objects_max"] <= objects_bound},
-        {"figure": f"rows out = rows in ({rows:,} ids)", "target": "every id once", "value": out["rows_out"],
-         "met": out["exactly_once"]},
+        {
+            "figure": f"rows/s of the last tenth / of the first, {rows:,} rows Sequence -> File, 1 s checkpoints",
+            "target": f">= {GOAL_RATIO}",
+            "value": ratio,
+            "met": ratio is not None and ratio >= GOAL_RATIO,
+        },
+        {
+            "figure": "checkpoints completed (about one per interval of the run)",
+            "target": f"<= {ckpt_bound}",
+            "value": ck["completed"],
+            "met": ck["completed"] <= ckpt_bound and ck["not_completed"] == 0,
+        },
+        {
+            "figure": f"objects in checkpoint storage at most (max-retained {MAX_RETAINED}, fence log pruned "
+            f"every {PRUNE_EVERY} reservations)",
+            "target": f"<= {objects_bound}",
+            "value": st.get("objects_max"),
+            "met": st.get("objects_max") is not None and st["objects_max"] <= objects_bound,
+        },
+        {
+            "figure": f"rows out = rows in ({rows:,} ids)",
+            "target": "every id once",
+            "value": out["rows_out"],
+            "met": out["exactly_once"],
+        },
     ]
     return summary, targets
 
@@ -499,8 +615,14 @@ def make_plot(r: dict[str, Any]) -> list[str]:
     axes[0].bar(x, rates, color="tab:blue", label="rows/s")
     corrected = (r.get("tail") or {}).get("last_tenth_rows_per_s_without_skew")
     if corrected:  # the last tenth had the subtasks' end skew not cost half the job
-        axes[0].bar([x[-1]], [corrected / 1e6], fill=False, edgecolor="tab:green", hatch="//",
-                    label=f"last tenth without the tail skew ({r['tail']['skew_s']} s)")
+        axes[0].bar(
+            [x[-1]],
+            [corrected / 1e6],
+            fill=False,
+            edgecolor="tab:green",
+            hatch="//",
+            label=f"last tenth without the tail skew ({r['tail']['skew_s']} s)",
+        )
     if tenths[0]["rows_per_s"]:
         goal = GOAL_RATIO * tenths[0]["rows_per_s"] / 1e6
         axes[0].axhline(goal, color="tab:red", ls="--", label=f"goal: {GOAL_RATIO:g} x first tenth")
@@ -516,8 +638,10 @@ def make_plot(r: dict[str, Any]) -> list[str]:
         ax.set_xlabel("tenth of the rows")
         ax.set_xticks(x)
         ax.grid(True, lw=0.3)
-    fig.suptitle(f"{r['rows']:,} rows, Sequence -> File parquet, parallelism {r['parallelism']}, "
-                 f"{INTERVAL_MS / 1000:g} s checkpoints")
+    fig.suptitle(
+        f"{r['rows']:,} rows, Sequence -> File parquet, parallelism {r['parallelism']}, "
+        f"{INTERVAL_MS / 1000:g} s checkpoints"
+    )
     return save_figure(fig, "scale_rows.png")
 
 
@@ -536,25 +660,41 @@ NOTES = [
 
 def document(r: dict[str, Any], machine: dict[str, Any], plots: bool) -> dict[str, Any]:
     summary, targets = summary_and_targets(r)
-    return {"benchmark": NAME,
-            "description": f"{r['rows']:,} rows, Sequence (int64 id) -> File parquet sink (exactly-once), "
-                           f"parallelism {r['parallelism']} on {MASTER}, checkpoints every {INTERVAL_MS} ms "
-                           f"on local disk (max-retained {MAX_RETAINED}), one seatunnel-ckpt run",
-            "machine": machine,
-            "settings": {"rows": r["rows"], "parallelism": r["parallelism"], "interval_ms": INTERVAL_MS,
-                         "max_retained": MAX_RETAINED, "profile": r["profiled"]},
-            "results": r, "table": table_of(r["tenths"]), "summary": summary, "targets": targets,
-            "plots": make_plot(r) if plots else [], "notes": NOTES}
+    return {
+        "benchmark": NAME,
+        "description": f"{r['rows']:,} rows, Sequence (int64 id) -> File parquet sink (exactly-once), "
+        f"parallelism {r['parallelism']} on {MASTER}, checkpoints every {INTERVAL_MS} ms "
+        f"on local disk (max-retained {MAX_RETAINED}), one seatunnel-ckpt run",
+        "machine": machine,
+        "settings": {
+            "rows": r["rows"],
+            "parallelism": r["parallelism"],
+            "interval_ms": INTERVAL_MS,
+            "max_retained": MAX_RETAINED,
+            "profile": r["profiled"],
+        },
+        "results": r,
+        "table": table_of(r["tenths"]),
+        "summary": summary,
+        "targets": targets,
+        "plots": make_plot(r) if plots else [],
+        "notes": NOTES,
+    }
 
 
 def repeat_figures(run: dict[str, Any]) -> dict[str, Any]:
     """What one of several runs says, in brief (the run with the median ratio is kept in full)."""
     tenths = run["tenths"]
-    return {"last_vs_first_tenth": run.get("last_vs_first_tenth"),
-            "rows_per_s": [t["rows_per_s"] for t in tenths],
-            "other_cores": [t.get("other_cores") for t in tenths],
-            "checkpoints": run["checkpoints"]["completed"], "storage_objects_max": run["storage"].get("objects_max"),
-            "tail": run.get("tail"), "wall_s": run["wall_s"], "exactly_once": run["output"]["exactly_once"]}
+    return {
+        "last_vs_first_tenth": run.get("last_vs_first_tenth"),
+        "rows_per_s": [t["rows_per_s"] for t in tenths],
+        "other_cores": [t.get("other_cores") for t in tenths],
+        "checkpoints": run["checkpoints"]["completed"],
+        "storage_objects_max": run["storage"].get("objects_max"),
+        "tail": run.get("tail"),
+        "wall_s": run["wall_s"],
+        "exactly_once": run["output"]["exactly_once"],
+    }
 
 
 def one_run(rows: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -577,10 +717,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=lambda s: int(s.replace("_", "")), default=500_000_000)
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_ROWS:,} rows")
-    parser.add_argument("--parallelism", type=int, default=PARALLELISM,
-                        help="subtasks (default 2); 1: the control run, no subtask ends before another")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="runs; the headline is the median ratio, the median run is kept in full")
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        default=PARALLELISM,
+        help="subtasks (default 2); 1: the control run, no subtask ends before another",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs; the headline is the median ratio, the median run is kept in full"
+    )
     parser.add_argument("--out", action="store_true", help="write the result file (the default)")
     parser.add_argument("--no-out", action="store_true", help="write neither the result file nor the plot")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the job may take (then killed)")

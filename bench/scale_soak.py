@@ -131,8 +131,9 @@ class SteadyProducer:
         self.rate = rate
         self.next_id = 0
         self.failed: list[int] = []
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all",
-                                   "queue.buffering.max.messages": 1_000_000})
+        self._producer = Producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "queue.buffering.max.messages": 1_000_000}
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -178,9 +179,18 @@ def write_files(work: Path, bootstrap: str) -> tuple[Path, Path, Path, Path]:
     output, namespace = work / "output", work / "checkpoints"
     job = {
         "env": {"job.name": JOB_ID, "parallelism": PARALLELISM, "checkpoint.interval": INTERVAL_MS},
-        "source": [{"plugin_name": "Kafka", "bootstrap.servers": bootstrap, "topic": TOPIC,
-                    "consumer.group": "soak", "start_mode": "earliest", "stop_mode": "unbounded",
-                    "format": "json", "schema": {"fields": {"id": "bigint", "s": "int"}}}],
+        "source": [
+            {
+                "plugin_name": "Kafka",
+                "bootstrap.servers": bootstrap,
+                "topic": TOPIC,
+                "consumer.group": "soak",
+                "start_mode": "earliest",
+                "stop_mode": "unbounded",
+                "format": "json",
+                "schema": {"fields": {"id": "bigint", "s": "int"}},
+            }
+        ],
         "transform": [{"plugin_name": "Sql", "query": "select id, s * 10 as score10 from events"}],
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
@@ -207,8 +217,11 @@ def sample_processes(driver_pid: int) -> dict[str, Any] | None:
     ``java`` child; every Python process below it is a PySpark process (daemon or worker)."""
     try:
         driver = psutil.Process(driver_pid)
-        sample: dict[str, Any] = {"driver_rss_mib": driver.memory_info().rss / 2**20,
-                                  "driver_fds": _fds(driver), "driver_threads": driver.num_threads()}
+        sample: dict[str, Any] = {
+            "driver_rss_mib": driver.memory_info().rss / 2**20,
+            "driver_fds": _fds(driver),
+            "driver_threads": driver.num_threads(),
+        }
         children = driver.children(recursive=True)
     except (psutil.Error, OSError):
         return None
@@ -224,12 +237,14 @@ def sample_processes(driver_pid: int) -> dict[str, Any] | None:
     if jvm:
         sample.update(jvm_rss_mib=jvm["rss"], jvm_fds=jvm["fds"], jvm_threads=jvm["threads"])
     if workers:
-        sample.update(workers_rss_max_mib=max(w["rss"] for w in workers),
-                      workers_rss_sum_mib=sum(w["rss"] for w in workers),
-                      workers_fds=sum(w["fds"] for w in workers), workers_n=len(workers))
+        sample.update(
+            workers_rss_max_mib=max(w["rss"] for w in workers),
+            workers_rss_sum_mib=sum(w["rss"] for w in workers),
+            workers_fds=sum(w["fds"] for w in workers),
+            workers_n=len(workers),
+        )
     sample["total_fds"] = sample["driver_fds"] + jvm.get("fds", 0) + sum(w["fds"] for w in workers)
-    sample["total_threads"] = (sample["driver_threads"] + jvm.get("threads", 0)
-                               + sum(w["threads"] for w in workers))
+    sample["total_threads"] = sample["driver_threads"] + jvm.get("threads", 0) + sum(w["threads"] for w in workers)
     return sample
 
 
@@ -288,8 +303,17 @@ class Soak:
         self.events: list[dict[str, Any]] = []  #: kills, unexpected exits, restarts
 
     def start_driver(self, restore: bool) -> Proc:
-        command = [str(VENV_BIN / "seatunnel-ckpt"), "run", str(self.job), "--config", str(self.config),
-                   "--job-id", JOB_ID, "--master", f"local[{PARALLELISM}]"]
+        command = [
+            str(VENV_BIN / "seatunnel-ckpt"),
+            "run",
+            str(self.job),
+            "--config",
+            str(self.config),
+            "--job-id",
+            JOB_ID,
+            "--master",
+            f"local[{PARALLELISM}]",
+        ]
         if restore:
             command += ["--restore", "latest"]
         proc = Proc(command, spark_env(), self.work / "logs" / f"run-{len(self.runs) + 1}.log")
@@ -309,8 +333,9 @@ class Soak:
         assert old is not None
         code = old.wait(10)
         log(f"driver run {len(self.runs)} exited by itself ({code}):\n{old.tail(15)}")
-        self.events.append({"event": "unexpected_exit", "at": time.time(), "run": len(self.runs), "code": code,
-                            "tail": old.tail(10)})
+        self.events.append(
+            {"event": "unexpected_exit", "at": time.time(), "run": len(self.runs), "code": code, "tail": old.tail(10)}
+        )
         self.start_driver(restore=True)
 
     def kill_worker(self, t0: float) -> bool:
@@ -342,7 +367,9 @@ class Soak:
             if worker_kills and time.time() >= worker_kills[0] and self.kill_worker(t0):
                 worker_kills.pop(0)
             elif time.time() >= next_kill:
-                log(f"t={time.time() - t0:.0f} s: SIGKILL of driver run {len(self.runs)}, restart with --restore latest")
+                log(
+                    f"t={time.time() - t0:.0f} s: SIGKILL of driver run {len(self.runs)}, restart with --restore latest"
+                )
                 self.kill_and_restart()
                 next_kill += kill_every_s
             elif self.driver.poll() is not None:
@@ -361,9 +388,12 @@ class Soak:
         storage.write_document(JOB_ID, STOP_REQUEST, {"requested_ms": int(requested * 1000), "by": NAME})
         code = self.driver.wait(timeout_s)
         stopped = self.driver.first(STOPPED)
-        return {"exit_code": code, "savepoint_id": int(stopped[1].group(1)) if stopped else None,
-                "request_to_exit_s": round(time.time() - requested, 2),
-                "tail": None if stopped else self.driver.tail(15)}
+        return {
+            "exit_code": code,
+            "savepoint_id": int(stopped[1].group(1)) if stopped else None,
+            "request_to_exit_s": round(time.time() - requested, 2),
+            "tail": None if stopped else self.driver.tail(15),
+        }
 
     def kill_all(self) -> None:
         for proc in self.runs:
@@ -407,8 +437,11 @@ def count_output(output: Path, sent: int, failed: list[int]) -> dict[str, Any]:
     import numpy as np
     import pyarrow.parquet as pq
 
-    files = [p for p in output.rglob("*.parquet")
-             if not any(part.startswith(("_", ".")) for part in p.relative_to(output).parts)]
+    files = [
+        p
+        for p in output.rglob("*.parquet")
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(output).parts)
+    ]
     parts = [pq.read_table(p, columns=["id"]).column("id").to_numpy() for p in files]
     ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     expected = np.ones(sent, dtype=bool)
@@ -418,10 +451,17 @@ def count_output(output: Path, sent: int, failed: list[int]) -> dict[str, Any]:
     lost = int(((counts == 0) & expected).sum())
     duplicated = int((counts[counts > 1] - 1).sum())
     unexpected = int(len(ids) - len(inside) + ((counts > 0) & ~expected).sum())
-    return {"ids_sent": sent, "ids_not_acknowledged": len(failed), "ids_expected": int(expected.sum()),
-            "rows_out": int(len(ids)), "lost": lost, "duplicated": duplicated, "unexpected": unexpected,
-            "output_files": len(files),
-            "exactly_once": lost == 0 and duplicated == 0 and unexpected == 0 and len(ids) == int(expected.sum())}
+    return {
+        "ids_sent": sent,
+        "ids_not_acknowledged": len(failed),
+        "ids_expected": int(expected.sum()),
+        "rows_out": int(len(ids)),
+        "lost": lost,
+        "duplicated": duplicated,
+        "unexpected": unexpected,
+        "output_files": len(files),
+        "exactly_once": lost == 0 and duplicated == 0 and unexpected == 0 and len(ids) == int(expected.sum()),
+    }
 
 
 # ---- windows ----------------------------------------------------------------------------------------
@@ -433,17 +473,34 @@ def checkpoint_lines(runs: list[Proc]) -> list[tuple[float, int]]:
     return sorted(out)
 
 
-def window_figures(t0: float, window_s: float, count: int, sampler: Sampler, ckpts: list[tuple[float, int]],
-                   events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def window_figures(
+    t0: float,
+    window_s: float,
+    count: int,
+    sampler: Sampler,
+    ckpts: list[tuple[float, int]],
+    events: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     windows = []
     for i in range(count):
         start, end = t0 + i * window_s, t0 + (i + 1) * window_s
         row: dict[str, Any] = {"window": i, "from_s": round(i * window_s), "to_s": round((i + 1) * window_s)}
         samples = [s for t, s in sampler.processes if start <= t < end]
         row["process_samples"] = len(samples)
-        for key in ("driver_rss_mib", "jvm_rss_mib", "workers_rss_max_mib", "workers_rss_sum_mib", "driver_fds",
-                    "jvm_fds", "workers_fds", "total_fds", "driver_threads", "jvm_threads", "total_threads",
-                    "workers_n"):
+        for key in (
+            "driver_rss_mib",
+            "jvm_rss_mib",
+            "workers_rss_max_mib",
+            "workers_rss_sum_mib",
+            "driver_fds",
+            "jvm_fds",
+            "workers_fds",
+            "total_fds",
+            "driver_threads",
+            "jvm_threads",
+            "total_threads",
+            "workers_n",
+        ):
             values = [s[key] for s in samples if key in s]
             row[key] = round(statistics.median(values), 1) if values else None
         durations = [ms for t, ms in ckpts if start <= t < end]
@@ -503,8 +560,13 @@ def make_plot(windows: list[dict[str, Any]], window_s: float) -> list[str]:
     first = windows[0]
     for key, label in METRICS:
         if first.get(key):
-            ax.plot(x, [w[key] / first[key] if w.get(key) is not None else None for w in windows], marker="o",
-                    ms=3, label=label)
+            ax.plot(
+                x,
+                [w[key] / first[key] if w.get(key) is not None else None for w in windows],
+                marker="o",
+                ms=3,
+                label=label,
+            )
     ax.axhline(GOAL, color="red", ls="--", lw=1, label=f"goal {GOAL}")
     ax.set_xlabel(f"end of the {window_s / 60:g}-minute window (min)")
     ax.set_ylabel("value / first window's")
@@ -538,8 +600,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         sampler = Sampler(soak)
         producer = SteadyProducer(kafka.bootstrap_servers, args.rate).start()
         try:
-            log(f"soak of {args.minutes:g} min: {args.rate:,} records/s, kill every {args.kill_every_s:g} s, "
-                f"{args.window_s:g} s windows; work {work}")
+            log(
+                f"soak of {args.minutes:g} min: {args.rate:,} records/s, kill every {args.kill_every_s:g} s, "
+                f"{args.window_s:g} s windows; work {work}"
+            )
             t0 = soak.soak(seconds, args.kill_every_s, getattr(args, "worker_kills_at", []))
             sent = producer.stop()
             log(f"producer stopped after {sent:,} ids ({len(producer.failed)} not acknowledged); catching up")
@@ -558,10 +622,21 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     count = int(seconds // args.window_s)
     windows = window_figures(t0, args.window_s, count, sampler, checkpoint_lines(soak.runs), soak.events)
     final_objects = sampler.objects[-1] if sampler.objects else None
-    return {"t0": t0, "sent": sent, "catch_up_s": catch_up_s, "stop": stop, "output": counted,
-            "windows": windows, "events": soak.events, "recovery_s": recoveries(soak), "driver_runs": len(soak.runs),
-            "low_watermarks_at_end": low_watermarks,
-            "storage_objects_after_stop": {"total": final_objects[1], "by_dir": final_objects[2]} if final_objects else None}
+    return {
+        "t0": t0,
+        "sent": sent,
+        "catch_up_s": catch_up_s,
+        "stop": stop,
+        "output": counted,
+        "windows": windows,
+        "events": soak.events,
+        "recovery_s": recoveries(soak),
+        "driver_runs": len(soak.runs),
+        "low_watermarks_at_end": low_watermarks,
+        "storage_objects_after_stop": {"total": final_objects[1], "by_dir": final_objects[2]}
+        if final_objects
+        else None,
+    }
 
 
 def summarize(raw: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
@@ -587,15 +662,29 @@ def summarize(raw: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, 
         summary["soak_last_vs_age_matched_window_max"] = max(age.values()) if age else None
         summary["soak_age_matched_ratios"] = age
     targets = [
-        {"figure": "soak: worst last-window / first-window ratio (RSS, fds, threads, checkpoint p50/p99, objects)",
-         "target": f"<= {GOAL}", "value": summary["soak_last_vs_first_window_max"],
-         "met": bool(worst_key) and judged[worst_key] <= GOAL},
-        {"figure": "soak: every acknowledged id once in the File output", "target": "every id once",
-         "value": raw["output"]["rows_out"], "met": raw["output"]["exactly_once"]},
+        {
+            "figure": "soak: worst last-window / first-window ratio (RSS, fds, threads, checkpoint p50/p99, objects)",
+            "target": f"<= {GOAL}",
+            "value": summary["soak_last_vs_first_window_max"],
+            "met": bool(worst_key) and judged[worst_key] <= GOAL,
+        },
+        {
+            "figure": "soak: every acknowledged id once in the File output",
+            "target": "every id once",
+            "value": raw["output"]["rows_out"],
+            "met": raw["output"]["exactly_once"],
+        },
     ]
-    targets += [{"figure": f"soak: {label}, last / first window", "target": f"<= {GOAL}", "value": per_metric[key],
-                 "met": per_metric[key] is not None and per_metric[key] <= GOAL}
-                for key, label in METRICS if per_metric.get(key) is not None]
+    targets += [
+        {
+            "figure": f"soak: {label}, last / first window",
+            "target": f"<= {GOAL}",
+            "value": per_metric[key],
+            "met": per_metric[key] is not None and per_metric[key] <= GOAL,
+        }
+        for key, label in METRICS
+        if per_metric.get(key) is not None
+    ]
     notes = [
         "Process figures per window: the median of samples every 2 s; checkpoint p50/p99: periodic checkpoints "
         "completed in the window (drivers' progress lines); storage objects: files under the namespace at the "
@@ -606,9 +695,28 @@ def summarize(raw: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, 
     return summary, targets, notes
 
 
-TABLE = ["window", "from_s", "to_s", "driver_rss_mib", "jvm_rss_mib", "workers_rss_max_mib", "workers_rss_sum_mib",
-         "workers_n", "driver_fds", "jvm_fds", "workers_fds", "total_fds", "driver_threads", "jvm_threads",
-         "total_threads", "checkpoints", "ckpt_p50_ms", "ckpt_p99_ms", "storage_objects", "kills"]
+TABLE = [
+    "window",
+    "from_s",
+    "to_s",
+    "driver_rss_mib",
+    "jvm_rss_mib",
+    "workers_rss_max_mib",
+    "workers_rss_sum_mib",
+    "workers_n",
+    "driver_fds",
+    "jvm_fds",
+    "workers_fds",
+    "total_fds",
+    "driver_threads",
+    "jvm_threads",
+    "total_threads",
+    "checkpoints",
+    "ckpt_p50_ms",
+    "ckpt_p99_ms",
+    "storage_objects",
+    "kills",
+]
 
 
 def main() -> int:
@@ -637,13 +745,21 @@ def main() -> int:
     result = {
         "benchmark": NAME,
         "description": f"Kafka (mock, {PARTITIONS} partitions) -> Sql -> File (parquet), parallelism {PARALLELISM}, "
-                       f"{INTERVAL_MS} ms checkpoints on local disk, {args.rate:,} records/s produced for "
-                       f"{args.minutes:g} min, driver SIGKILL + --restore latest every {args.kill_every_s:g} s",
+        f"{INTERVAL_MS} ms checkpoints on local disk, {args.rate:,} records/s produced for "
+        f"{args.minutes:g} min, driver SIGKILL + --restore latest every {args.kill_every_s:g} s",
         "machine": machine,
-        "settings": {"minutes": args.minutes, "window_s": args.window_s, "kill_every_s": args.kill_every_s,
-                     "rate": args.rate, "partitions": PARTITIONS, "parallelism": PARALLELISM,
-                     "interval_ms": INTERVAL_MS, "max_retained": 3, "history_size": "default (1000)",
-                     "quick": args.quick},
+        "settings": {
+            "minutes": args.minutes,
+            "window_s": args.window_s,
+            "kill_every_s": args.kill_every_s,
+            "rate": args.rate,
+            "partitions": PARTITIONS,
+            "parallelism": PARALLELISM,
+            "interval_ms": INTERVAL_MS,
+            "max_retained": 3,
+            "history_size": "default (1000)",
+            "quick": args.quick,
+        },
         "results": {k: v for k, v in raw.items() if k != "t0"},
         "table": {"columns": TABLE, "rows": [[w.get(c) for c in TABLE] for w in raw["windows"]]},
         "summary": summary,

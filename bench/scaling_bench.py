@@ -80,21 +80,45 @@ def main(argv: list[str] | None = None) -> int:
         from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
         warm = load_job(throughput_job(1000, str(workdir / "w"), parallelism=max(parallelisms)))
-        spark = build_spark(RunRequest(job=warm, config=load_config({}), job_id="warm", master=cluster.master_url,
-                                       spark_conf={"spark.ui.enabled": "false"}))
+        spark = build_spark(
+            RunRequest(
+                job=warm,
+                config=load_config({}),
+                job_id="warm",
+                master=cluster.master_url,
+                spark_conf={"spark.ui.enabled": "false"},
+            )
+        )
         _log("warm-up runs (not measured)")
         for p in parallelisms:
-            run_engine(spark, "", min(rows, 400_000), workdir, f"warmup-p{p}",
-                       spec={"parallelism": p, "interval_ms": INTERVAL_MS}, master=cluster.master_url, cpu_roots=roots)
+            run_engine(
+                spark,
+                "",
+                min(rows, 400_000),
+                workdir,
+                f"warmup-p{p}",
+                spec={"parallelism": p, "interval_ms": INTERVAL_MS},
+                master=cluster.master_url,
+                cpu_roots=roots,
+            )
         for rep in range(repeat):
-            for p in (parallelisms if rep % 2 == 0 else list(reversed(parallelisms))):
-                result = run_engine(spark, "", rows, workdir, f"p{p}-r{rep}",
-                                    spec={"parallelism": p, "interval_ms": INTERVAL_MS},
-                                    master=cluster.master_url, cpu_roots=roots)
+            for p in parallelisms if rep % 2 == 0 else list(reversed(parallelisms)):
+                result = run_engine(
+                    spark,
+                    "",
+                    rows,
+                    workdir,
+                    f"p{p}-r{rep}",
+                    spec={"parallelism": p, "interval_ms": INTERVAL_MS},
+                    master=cluster.master_url,
+                    cpu_roots=roots,
+                )
                 result["cpu_s_per_million_rows"] = round(result["cpu_s"] * 1e6 / rows, 4)
                 results[p].append(result)
-                _log(f"rep {rep + 1}/{repeat} p={p}: {result['rows_per_s']:>12,.0f} rows/s, "
-                     f"{result['cpu_s_per_million_rows']:.3f} CPU s per million rows ({result['spark_job_s']:.2f} s)")
+                _log(
+                    f"rep {rep + 1}/{repeat} p={p}: {result['rows_per_s']:>12,.0f} rows/s, "
+                    f"{result['cpu_s_per_million_rows']:.3f} CPU s per million rows ({result['spark_job_s']:.2f} s)"
+                )
     finally:
         if spark is not None:
             spark.stop()
@@ -107,22 +131,44 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "scaling: rows/s and CPU per row at 1, 2, 4, 8 subtasks on a standalone cluster",
         "description": __doc__.split("\n\n")[1].replace("\n", " "),
         "machine": machine,
-        "settings": {"rows": rows, "repeat": repeat, "parallelisms": parallelisms, "cluster": "standalone master + "
-                     f"1 worker on 127.0.0.1, {CLUSTER_CORES} cores offered, one executor", "interval_ms": INTERVAL_MS,
-                     "job": "Sequence (100 B payload) -> Python transform (pyarrow.compute) -> File parquet",
-                     "order": "parallelisms interleaved, reversed on every other repetition, after a warm-up run each",
-                     "quick": args.quick, "total_seconds": round(time.perf_counter() - started, 1)},
+        "settings": {
+            "rows": rows,
+            "repeat": repeat,
+            "parallelisms": parallelisms,
+            "cluster": f"standalone master + 1 worker on 127.0.0.1, {CLUSTER_CORES} cores offered, one executor",
+            "interval_ms": INTERVAL_MS,
+            "job": "Sequence (100 B payload) -> Python transform (pyarrow.compute) -> File parquet",
+            "order": "parallelisms interleaved, reversed on every other repetition, after a warm-up run each",
+            "quick": args.quick,
+            "total_seconds": round(time.perf_counter() - started, 1),
+        },
         "results": {str(p): rs for p, rs in results.items()},
         "curve": curve,
         "summary": {f"scaling_rows_per_s_p{c['parallelism']}": c["rows_per_s"]["median"] for c in curve}
         | {f"scaling_speedup_p{c['parallelism']}": c["speedup"] for c in curve}
         | {f"scaling_cpu_s_per_million_rows_p{c['parallelism']}": c["cpu_s_per_million_rows"]["median"] for c in curve},
         "table": {
-            "columns": ["subtasks", "rows/s (median)", "rows/s (min - max)", "speedup vs p=1", "efficiency (speedup/p)",
-                        "CPU s per million rows (median)", "CPU by process, median s (driver / JVMs / Python workers)"],
-            "rows": [[c["parallelism"], f"{c['rows_per_s']['median']:,.0f}",
-                      f"{c['rows_per_s']['min']:,.0f} - {c['rows_per_s']['max']:,.0f}", c["speedup"], c["efficiency"],
-                      c["cpu_s_per_million_rows"]["median"], c["cpu_split"]] for c in curve],
+            "columns": [
+                "subtasks",
+                "rows/s (median)",
+                "rows/s (min - max)",
+                "speedup vs p=1",
+                "efficiency (speedup/p)",
+                "CPU s per million rows (median)",
+                "CPU by process, median s (driver / JVMs / Python workers)",
+            ],
+            "rows": [
+                [
+                    c["parallelism"],
+                    f"{c['rows_per_s']['median']:,.0f}",
+                    f"{c['rows_per_s']['min']:,.0f} - {c['rows_per_s']['max']:,.0f}",
+                    c["speedup"],
+                    c["efficiency"],
+                    c["cpu_s_per_million_rows"]["median"],
+                    c["cpu_split"],
+                ]
+                for c in curve
+            ],
         },
         "plots": _plot(curve) if args.out else [],
         "notes": _notes(curve, machine),
@@ -138,11 +184,19 @@ def _curve(parallelisms: list[int], results: dict[int, list[dict[str, Any]]]) ->
         rs = results[p]
         rate = summary([r["rows_per_s"] for r in rs], digits=0)
         speedup = round(rate["median"] / base, 3) if base else None
-        split = {k: summary([r["cpu_s_by_process"][k] for r in rs], digits=2)["median"] for k in ("driver", "jvm", "workers")}
-        curve.append({"parallelism": p, "rows_per_s": rate, "speedup": speedup,
-                      "efficiency": round(speedup / p, 3) if speedup else None,
-                      "cpu_s_per_million_rows": summary([r["cpu_s_per_million_rows"] for r in rs], digits=4),
-                      "cpu_split": f"{split['driver']} / {split['jvm']} / {split['workers']}"})
+        split = {
+            k: summary([r["cpu_s_by_process"][k] for r in rs], digits=2)["median"] for k in ("driver", "jvm", "workers")
+        }
+        curve.append(
+            {
+                "parallelism": p,
+                "rows_per_s": rate,
+                "speedup": speedup,
+                "efficiency": round(speedup / p, 3) if speedup else None,
+                "cpu_s_per_million_rows": summary([r["cpu_s_per_million_rows"] for r in rs], digits=4),
+                "cpu_split": f"{split['driver']} / {split['jvm']} / {split['workers']}",
+            }
+        )
     return curve
 
 
@@ -155,20 +209,24 @@ def _notes(curve: list[dict[str, Any]], machine: dict[str, Any]) -> list[str]:
         notes.append(
             f"From 1 to 2 subtasks rows/s grows {by_p[2]['speedup']}x, not 2x: at p=1 one Python worker keeps one core "
             "busy and the JVM and the driver (CPU by process, in the table) use part of the other; at p=2 both cores "
-            "run a worker, and the JVM, the driver and the checkpoints take their CPU from them.")
+            "run a worker, and the JVM, the driver and the checkpoints take their CPU from them."
+        )
     widest = max(curve, key=lambda c: c["rows_per_s"]["max"] / max(c["rows_per_s"]["min"], 1))
     notes.append(
         f"Repetitions of one parallelism vary by up to {widest['rows_per_s']['max'] / max(widest['rows_per_s']['min'], 1):.2f}x "
         f"(p={widest['parallelism']}), and CPU per row varies with them (CPU time stretches on a shared VM whose "
         "neighbours take the caches and the memory bandwidth): differences of less than about 15 % between "
-        "parallelisms of 2 and more are within that noise.")
+        "parallelisms of 2 and more are within that noise."
+    )
     top = max(by_p)
     cpu_change = ""
     if 2 in by_p and top > 2:
         change = by_p[top]["cpu_s_per_million_rows"]["median"] / by_p[2]["cpu_s_per_million_rows"]["median"] - 1
-        cpu_change = (f" CPU per row at p={top} is {change * 100:+.0f} % of p=2's: the per-subtask extras (more "
-                      "parquet files, one state upload and one ACK per subtask and checkpoint, more context "
-                      "switches) are small next to the rows' own work.")
+        cpu_change = (
+            f" CPU per row at p={top} is {change * 100:+.0f} % of p=2's: the per-subtask extras (more "
+            "parquet files, one state upload and one ACK per subtask and checkpoint, more context "
+            "switches) are small next to the rows' own work."
+        )
     notes += [
         f"This machine has {cores} usable cores; rows/s peaks at p={best['parallelism']} "
         f"({best['rows_per_s']['median']:,.0f} rows/s). Each subtask is one Python worker that is busy all the time "
@@ -196,8 +254,13 @@ def _plot(curve: list[dict[str, Any]]) -> list[str]:
     left.errorbar(ps, med, yerr=[lo, hi], marker="o", capsize=4, label="measured (median, min-max)")
     cores = os.cpu_count() or 1
     if curve[0]["parallelism"] == 1:
-        left.plot(ps, [med[0] * min(p, cores) for p in ps], linestyle="--", color="grey",
-                  label=f"ideal: linear from p=1 up to {cores} cores")
+        left.plot(
+            ps,
+            [med[0] * min(p, cores) for p in ps],
+            linestyle="--",
+            color="grey",
+            label=f"ideal: linear from p=1 up to {cores} cores",
+        )
     for axis in (left, right):
         axis.axvline(cores, color="red", linewidth=0.8, linestyle=":", label=f"cores: {cores}")
         axis.set_xscale("log", base=2)

@@ -77,19 +77,34 @@ NO_SERVER_CONNECTORS = frozenset({"fakesource", "assert", "console", "localfile"
 TEST_VARIABLES: dict[str, dict[str, str]] = {
     # UserVariableIT.userVariableTest (-i)
     "fake_to_console.variables.conf": {
-        "resName": "a20261128", "rowNum": "10", "strTemplate": "[abc,def]", "nameType": "string",
-        "nameVal": "abc", "sourceTableName": "sql"},
+        "resName": "a20261128",
+        "rowNum": "10",
+        "strTemplate": "[abc,def]",
+        "nameType": "string",
+        "nameVal": "abc",
+        "sourceTableName": "sql",
+    },
     # UserVariableIT.userVariableWithDefaultValueTest (-i)
     "fake_to_console_with_default_value.variables.conf": {
-        "strTemplate": "[abc,def]", "ageType": "int", "nameVal": "abc", "sourceTableName": "sql"},
+        "strTemplate": "[abc,def]",
+        "ageType": "int",
+        "nameVal": "abc",
+        "sourceTableName": "sql",
+    },
     # ClusterFaultToleranceIT.testBatchJobRunOkIn2Node (TestUtils.createTestConfigFileFromTemplate)
     "cluster_batch_fake_to_localfile_template.conf": {
-        "dynamic_test_case_name": "testBatchJobRunOkIn2Node", "dynamic_job_mode": "BATCH",
-        "dynamic_test_row_num_per_parallelism": "1000", "dynamic_test_parallelism": "6"},
+        "dynamic_test_case_name": "testBatchJobRunOkIn2Node",
+        "dynamic_job_mode": "BATCH",
+        "dynamic_test_row_num_per_parallelism": "1000",
+        "dynamic_test_parallelism": "6",
+    },
     # ClusterFaultToleranceTwoPipelineIT.testTwoPipelineBatchJobRunOkIn2Node (template)
     "cluster_batch_fake_to_localfile_two_pipeline_template.conf": {
-        "dynamic_test_case_name": "testTwoPipelineBatchJobRunOkIn2Node", "dynamic_job_mode": "BATCH",
-        "dynamic_test_row_num_per_parallelism": "1000", "dynamic_test_parallelism": "6"},
+        "dynamic_test_case_name": "testTwoPipelineBatchJobRunOkIn2Node",
+        "dynamic_job_mode": "BATCH",
+        "dynamic_test_row_num_per_parallelism": "1000",
+        "dynamic_test_parallelism": "6",
+    },
     # TextHeaderIT.enableWriteHeader, its first case (template)
     "batch_fakesource_to_file_header.conf": {"file_format_type": "text", "enable_header_write": "true"},
 }
@@ -260,8 +275,14 @@ def run_file(path: Path, scratch: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     result: dict[str, Any] = {"inputs_found": [p for p in inputs if (scratch / p).exists()]}
     try:
-        child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--run-one", str(path)],
-                               cwd=scratch, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        child = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--run-one", str(path)],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
         lines = [line for line in child.stdout.splitlines() if line.startswith('{"status"')]
         if lines:
             result.update(json.loads(lines[-1]))
@@ -314,9 +335,11 @@ def summarize(records: dict[str, dict[str, Any]], root: Path) -> dict[str, Any]:
         "no_server": sum(r["needs_server"] is False for r in records.values()),
         "no_server_loaded": sum(r["needs_server"] is False and r["loaded"] for r in records.values()),
         "no_server_accepted": sum(r["needs_server"] is False and r["accepted"] for r in records.values()),
-        "run_passed": runs["passed"], "run_failed_as_expected": runs["failed_as_expected"],
+        "run_passed": runs["passed"],
+        "run_failed_as_expected": runs["failed_as_expected"],
         "run_failed": runs["failed"],
-        "needs_input": runs["needs_input"], "refused": runs["refused"],
+        "needs_input": runs["needs_input"],
+        "refused": runs["refused"],
     }
     families: dict[str, dict[str, int]] = {}
     for name, record in records.items():
@@ -354,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     root = args.seatunnel.resolve()
     paths = find_job_files(root)
     if args.files:
-        wanted = {line.strip() for line in args.files.read_text().splitlines() if line.strip() and not line.startswith("#")}
+        wanted = {
+            line.strip() for line in args.files.read_text().splitlines() if line.strip() and not line.startswith("#")
+        }
         paths = [p for p in paths if p.relative_to(root).as_posix() in wanted]
     records = {p.relative_to(root).as_posix(): check_file(p) for p in paths}
     if args.run:

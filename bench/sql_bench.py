@@ -57,10 +57,12 @@ TRANSFORMS = {
 
 def run(variant: str, spark: Any, workdir: Path, rows: int, tag: str) -> dict[str, Any]:
     output = workdir / tag
-    job = {"env": job_env(f"bench-{tag}"),
-           "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": PAYLOAD_BYTES}],
-           "transform": [TRANSFORMS[variant]],
-           "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}]}
+    job = {
+        "env": job_env(f"bench-{tag}"),
+        "source": [{"plugin_name": "Sequence", "rows": rows, "payload_bytes": PAYLOAD_BYTES}],
+        "transform": [TRANSFORMS[variant]],
+        "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
+    }
     result = run_engine(spark, job, workdir, tag)
     _check(output, rows)
     shutil.rmtree(output, ignore_errors=True)
@@ -71,13 +73,18 @@ def _check(output: Path, rows: int) -> None:
     """Every kept id exactly once, and the computed columns right on every row."""
     import pyarrow.dataset as ds
 
-    table = ds.dataset(str(output), format="parquet", exclude_invalid_files=True,
-                       ignore_prefixes=["_", "."]).to_table(columns=["id", "bucket", "score"]).sort_by("id")
+    table = (
+        ds.dataset(str(output), format="parquet", exclude_invalid_files=True, ignore_prefixes=["_", "."])
+        .to_table(columns=["id", "bucket", "score"])
+        .sort_by("id")
+    )
     ids = table.column("id").to_numpy()
     if not np.array_equal(ids, projection_filter_ids(rows)):
         raise RuntimeError(f"{output}: the kept ids are not each exactly once ({len(ids):,} rows)")
-    if not (np.array_equal(table.column("bucket").to_numpy(), ids & 15)
-            and np.allclose(table.column("score").to_numpy(), ((ids * 31 + 7) % 1000) / 1000)):
+    if not (
+        np.array_equal(table.column("bucket").to_numpy(), ids & 15)
+        and np.allclose(table.column("score").to_numpy(), ((ids * 31 + 7) % 1000) / 1000)
+    ):
         raise RuntimeError(f"{output}: computed columns differ from the definition")
 
 
@@ -120,11 +127,13 @@ def per_batch_cost(batches: int = 40, batch_rows: int = 65_536) -> dict[str, flo
             best = min(best, time.process_time() - started)
         return round(best * 1000 / len(items), 3)
 
-    return {"batch_rows": batch_rows,
-            "sql_cpu_ms_per_batch": cpu_ms(lambda b: query.run(b, "query"), data),
-            "sql_on_duckdb_cpu_ms_per_batch": cpu_ms(lambda b: on_duckdb.run(b, "query"), data),
-            "python_cpu_ms_per_batch": cpu_ms(projection_filter, data),
-            "duckdb_fixed_cpu_ms_per_query": cpu_ms(lambda b: tiny_query.run(b, "query"), [tiny] * 200)}
+    return {
+        "batch_rows": batch_rows,
+        "sql_cpu_ms_per_batch": cpu_ms(lambda b: query.run(b, "query"), data),
+        "sql_on_duckdb_cpu_ms_per_batch": cpu_ms(lambda b: on_duckdb.run(b, "query"), data),
+        "python_cpu_ms_per_batch": cpu_ms(projection_filter, data),
+        "duckdb_fixed_cpu_ms_per_query": cpu_ms(lambda b: tiny_query.run(b, "query"), [tiny] * 200),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,30 +166,41 @@ def main(argv: list[str] | None = None) -> int:
         table_rows.append([labels[variant], speeds["median"], f"{speeds['min']:,.0f} - {speeds['max']:,.0f}"])
     result = {
         "benchmark": NAME,
-        "description": (f"{rows:,} input rows per run (one in ten filtered out), Sequence -> transform -> File "
-                        f"parquet, {MASTER}, parallelism {PARALLELISM}, checkpoint every {INTERVAL_MS} ms, "
-                        f"{repeat} ABBA repetitions; outputs checked id by id."),
+        "description": (
+            f"{rows:,} input rows per run (one in ten filtered out), Sequence -> transform -> File "
+            f"parquet, {MASTER}, parallelism {PARALLELISM}, checkpoint every {INTERVAL_MS} ms, "
+            f"{repeat} ABBA repetitions; outputs checked id by id."
+        ),
         "machine": machine,
-        "settings": {"quick": args.quick, "rows": rows, "repeat": repeat, "checkpoint_interval_ms": INTERVAL_MS,
-                     "query": PROJECTION_FILTER_SQL},
+        "settings": {
+            "quick": args.quick,
+            "rows": rows,
+            "repeat": repeat,
+            "checkpoint_interval_ms": INTERVAL_MS,
+            "query": PROJECTION_FILTER_SQL,
+        },
         "summary": figures,
         "ratios": ratios,
         "table": {"columns": ["transform", "rows/s (median)", "range"], "rows": table_rows},
-        "targets": [{"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
-                    for key in ratios],
+        "targets": [
+            {"figure": key, "target": f">= {GOAL}", "value": figures[key], "met": figures[key] >= GOAL}
+            for key in ratios
+        ],
         "per_batch_cost": cost,
-        "notes": ["rows/s count input rows; both variants keep and write the same 90 %.",
-                  f"Where the time goes (per_batch_cost, measured in this process after the runs, best of 5, "
-                  f"{cost['batch_rows']:,}-row batches): the Sql transform costs {cost['sql_cpu_ms_per_batch']} ms of "
-                  f"CPU per batch, the pyarrow.compute function {cost['python_cpu_ms_per_batch']} ms. The query is a "
-                  "plain projection and filter, so the Sql transform runs it on Arrow's compute kernels, compiled once "
-                  "from the query's sqlglot tree (sql/arrow.py); the difference left is checked 64-bit "
-                  "arithmetic (DuckDB reports overflows, so the plan must too) and the zero-divisor check of %. The same "
-                  f"query on DuckDB costs {cost['sql_on_duckdb_cpu_ms_per_batch']} ms per batch, of which "
-                  f"{cost['duckdb_fixed_cpu_ms_per_query']} ms is what any query over a one-row batch costs (DuckDB "
-                  "setting up its Arrow scan, parsing, binding and planning, per batch: each batch is a new table). "
-                  "Queries outside the compiled subset (functions, aggregates, order by, other types) still run on "
-                  f"DuckDB at that cost (duckdb {machine['libraries'].get('duckdb', '?')})."],
+        "notes": [
+            "rows/s count input rows; both variants keep and write the same 90 %.",
+            f"Where the time goes (per_batch_cost, measured in this process after the runs, best of 5, "
+            f"{cost['batch_rows']:,}-row batches): the Sql transform costs {cost['sql_cpu_ms_per_batch']} ms of "
+            f"CPU per batch, the pyarrow.compute function {cost['python_cpu_ms_per_batch']} ms. The query is a "
+            "plain projection and filter, so the Sql transform runs it on Arrow's compute kernels, compiled once "
+            "from the query's sqlglot tree (sql/arrow.py); the difference left is checked 64-bit "
+            "arithmetic (DuckDB reports overflows, so the plan must too) and the zero-divisor check of %. The same "
+            f"query on DuckDB costs {cost['sql_on_duckdb_cpu_ms_per_batch']} ms per batch, of which "
+            f"{cost['duckdb_fixed_cpu_ms_per_query']} ms is what any query over a one-row batch costs (DuckDB "
+            "setting up its Arrow scan, parsing, binding and planning, per batch: each batch is a new table). "
+            "Queries outside the compiled subset (functions, aggregates, order by, other types) still run on "
+            f"DuckDB at that cost (duckdb {machine['libraries'].get('duckdb', '?')}).",
+        ],
         "runs": described(runs),
     }
     emit(result, NAME, args.out)

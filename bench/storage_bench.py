@@ -411,7 +411,9 @@ class Runner:
 
     def ours(self, storage: Any) -> tuple[float, float]:
         self.checkpoint_id += 1
-        state = self.PipelineState(job_id=self.job, pipeline_id=PIPELINE, checkpoint_id=self.checkpoint_id, states=self.payload)
+        state = self.PipelineState(
+            job_id=self.job, pipeline_id=PIPELINE, checkpoint_id=self.checkpoint_id, states=self.payload
+        )
         c0, t0 = time.process_time(), time.perf_counter()
         storage.store_checkpoint(state)
         c1, t1 = time.process_time(), time.perf_counter()
@@ -646,12 +648,18 @@ def _short(filename: str) -> str:
 
 # ---- main --------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backends", default=",".join(ALL_BACKENDS), help=f"comma-separated subset of {','.join(ALL_BACKENDS)}")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--backends", default=",".join(ALL_BACKENDS), help=f"comma-separated subset of {','.join(ALL_BACKENDS)}"
+    )
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated state sizes (default {DEFAULT_SIZES})")
     parser.add_argument("--repeat", type=int, default=5, help="measured repetitions per backend and size (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured repetitions first (default 1)")
-    parser.add_argument("--breakdown-repeat", type=int, default=3, help="repetitions of the instrumented pass (0: skip)")
+    parser.add_argument(
+        "--breakdown-repeat", type=int, default=3, help="repetitions of the instrumented pass (0: skip)"
+    )
     parser.add_argument(
         "--profile",
         choices=("auto", "always", "never"),
@@ -659,12 +667,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="cProfile ours at the largest size: on local/s3 when below the target ratio (auto), on every backend (always), never",
     )
     parser.add_argument("--profile-repeat", type=int, default=3)
-    parser.add_argument("--out", nargs="?", const=DEFAULT_OUT, default=None, help=f"also write the JSON here (default {DEFAULT_OUT})")
-    parser.add_argument("--local-dir", default=None, help="parent directory for the local backend (default: the temp dir)")
-    parser.add_argument("--in-process-servers", action="store_true", help="run test servers in this process (shares the GIL)")
-    parser.add_argument("--oss-pure-crc", action="store_true", help="keep the OSS test server's pure-Python CRC-64 (very slow)")
     parser.add_argument(
-        "--quick", action="store_true",
+        "--out", nargs="?", const=DEFAULT_OUT, default=None, help=f"also write the JSON here (default {DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--local-dir", default=None, help="parent directory for the local backend (default: the temp dir)"
+    )
+    parser.add_argument(
+        "--in-process-servers", action="store_true", help="run test servers in this process (shares the GIL)"
+    )
+    parser.add_argument(
+        "--oss-pure-crc", action="store_true", help="keep the OSS test server's pure-Python CRC-64 (very slow)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
         help="smoke run for bench/run_all.py --quick: local and s3, 1MiB, 2 repetitions, no breakdown or profile",
     )
     args = parser.parse_args(argv)
@@ -749,8 +766,16 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"{name}: done in {time.perf_counter() - t_backend:.1f} s")
     report["ratios"] = {
         "columns": [
-            "backend", "size", "store ratio", "get ratio", "store paired", "get paired",
-            "store ms ours", "store ms raw", "get ms ours", "get ms raw",
+            "backend",
+            "size",
+            "store ratio",
+            "get ratio",
+            "store paired",
+            "get paired",
+            "store ms ours",
+            "store ms raw",
+            "get ms ours",
+            "get ms raw",
         ],
         "rows": [
             [
@@ -810,7 +835,12 @@ def _print_table(report: dict[str, Any]) -> None:
         f"{'backend':7} {'size':>5} | {'store ms':^17} {'MiB/s':^17} {'cpu ms':^17} {'ratio':>5} |"
         f" {'get ms':^17} {'MiB/s':^17} {'cpu ms':^17} {'ratio':>5}"
     )
-    sub = f"{'':7} {'':>5} | " + " ".join([f"{'ours/raw':^17}"] * 3) + f" {'':>5} | " + " ".join([f"{'ours/raw':^17}"] * 3)
+    sub = (
+        f"{'':7} {'':>5} | "
+        + " ".join([f"{'ours/raw':^17}"] * 3)
+        + f" {'':>5} | "
+        + " ".join([f"{'ours/raw':^17}"] * 3)
+    )
     lines = [head, sub, "-" * len(head)]
     for r in report["results"]:
         cells = []

@@ -104,8 +104,12 @@ def exactly_once(side: str, output: Path, rows: int) -> dict[str, int]:
     ids = committed_ids(side, output)
     inside = ids[(ids >= 0) & (ids < rows)]
     counts = np.bincount(inside, minlength=rows)
-    return {"rows": int(len(ids)), "lost": int((counts == 0).sum()), "duplicated": int((counts[counts > 1] - 1).sum()),
-            "unexpected": int(len(ids) - len(inside))}
+    return {
+        "rows": int(len(ids)),
+        "lost": int((counts == 0).sum()),
+        "duplicated": int((counts[counts > 1] - 1).sum()),
+        "unexpected": int(len(ids) - len(inside)),
+    }
 
 
 def _ok(check: dict[str, int], rows: int) -> bool:
@@ -114,9 +118,23 @@ def _ok(check: dict[str, int], rows: int) -> bool:
 
 # ---- driver processes -------------------------------------------------------------------------
 def driver_command(runs: str, inputs: Path, root: Path, rows: int, transform: str = "plain") -> list[str]:
-    return [sys.executable, "-m", "bench._stream_driver", "--runs", runs, "--input", str(inputs),
-            "--output-root", str(root), "--rows", str(rows), "--interval-ms", str(INTERVAL_MS),
-            "--transform", transform]
+    return [
+        sys.executable,
+        "-m",
+        "bench._stream_driver",
+        "--runs",
+        runs,
+        "--input",
+        str(inputs),
+        "--output-root",
+        str(root),
+        "--rows",
+        str(rows),
+        "--interval-ms",
+        str(INTERVAL_MS),
+        "--transform",
+        transform,
+    ]
 
 
 def events(proc: Proc) -> list[dict[str, Any]]:
@@ -131,13 +149,18 @@ SMALL_FILE_BYTES = 8 * 1024 * 1024
 
 
 def side_spec(side: str, paced_files: int) -> str:
-    return {"ours": "ours", "ours_small_files": f"ours:{SMALL_FILE_BYTES}", "theirs": "theirs",
-            "theirs_paced": f"theirs:{paced_files}"}[side]
+    return {
+        "ours": "ours",
+        "ours_small_files": f"ours:{SMALL_FILE_BYTES}",
+        "theirs": "theirs",
+        "theirs_paced": f"theirs:{paced_files}",
+    }[side]
 
 
 # ---- phase 1: throughput and commit latency ---------------------------------------------------
-def throughput_phase(inputs: Path, work: Path, rows: int, repeat: int, paced_files: int,
-                     sides: list[str]) -> dict[str, Any]:
+def throughput_phase(
+    inputs: Path, work: Path, rows: int, repeat: int, paced_files: int, sides: list[str]
+) -> dict[str, Any]:
     order: list[tuple[str, str]] = [("warm_ours", "ours"), ("warm_theirs", "theirs")]
     for rep in range(repeat):
         seq = sides if rep % 2 == 0 else list(reversed(sides))
@@ -174,12 +197,15 @@ def throughput_phase(inputs: Path, work: Path, rows: int, repeat: int, paced_fil
             item["commit_ms"] = [c["duration_ms"] for c in cps]
             item["checkpoints"] = len(cps)
             # per checkpoint, the slowest subtask's async part (stage the epoch's file, store state) and its ACK
-            item["async_ms_max"] = [max((int(a) for a in ASYNC.findall(e["line"])), default=None) for e in r["checkpoints"]]
+            item["async_ms_max"] = [
+                max((int(a) for a in ASYNC.findall(e["line"])), default=None) for e in r["checkpoints"]
+            ]
             item["ack_ms_max"] = [max((int(a) for a in ACK.findall(e["line"])), default=None) for e in r["checkpoints"]]
         else:
             batches = [p for p in r["progress"] if p["rows"] > 0]
-            item["commit_ms"] = [p["duration_ms"].get("walCommit", 0) + p["duration_ms"].get("commitOffsets", 0)
-                                 for p in batches]
+            item["commit_ms"] = [
+                p["duration_ms"].get("walCommit", 0) + p["duration_ms"].get("commitOffsets", 0) for p in batches
+            ]
             item["trigger_execution_ms"] = [p["duration_ms"].get("triggerExecution", 0) for p in batches]
             item["add_batch_ms"] = [p["duration_ms"].get("addBatch", 0) for p in batches]
             item["micro_batches"] = len(batches)
@@ -187,23 +213,29 @@ def throughput_phase(inputs: Path, work: Path, rows: int, repeat: int, paced_fil
         if run.startswith("warm_"):
             continue
         results[side].append(item)
-        log(f"throughput {run}: {item['rows_per_s']:,.0f} rows/s ({seconds:.2f} s), "
-            f"exactly-once {_ok(item['exactly_once'], rows)}")
+        log(
+            f"throughput {run}: {item['rows_per_s']:,.0f} rows/s ({seconds:.2f} s), "
+            f"exactly-once {_ok(item['exactly_once'], rows)}"
+        )
     shutil.rmtree(root, ignore_errors=True)
     return {"runs": results, "session_start_s": round(session, 2), "order": [r for r, _ in order]}
 
 
 # ---- phase 2: SIGKILL the driver, restart, resume -----------------------------------------------
-def resume_once(side: str, inputs: Path, work: Path, rows: int, paced_files: int, kill_fraction: float,
-                tag: str) -> dict[str, Any]:
+def resume_once(
+    side: str, inputs: Path, work: Path, rows: int, paced_files: int, kill_fraction: float, tag: str
+) -> dict[str, Any]:
     root = work / "resume"
     run = f"{side}_{tag}"
     spec = f"{run}={side_spec(side, paced_files)}"
     log1, log2 = work / "idlog" / f"{run}-1", work / "idlog" / f"{run}-2"
     log1.mkdir(parents=True)
     log2.mkdir(parents=True)
-    first = Proc(driver_command(spec, inputs, root, rows, "logged"), spark_env({"BENCH_IDLOG_DIR": str(log1)}),
-                 work / "logs" / f"{run}-1.log")
+    first = Proc(
+        driver_command(spec, inputs, root, rows, "logged"),
+        spark_env({"BENCH_IDLOG_DIR": str(log1)}),
+        work / "logs" / f"{run}-1.log",
+    )
     target = int(rows * kill_fraction)
     deadline = time.monotonic() + 240
     while processed_rows(str(log1)) < target:
@@ -214,8 +246,11 @@ def resume_once(side: str, inputs: Path, work: Path, rows: int, paced_files: int
     processed_before = processed_rows(str(log1))
     ev1 = events(first)
     committed_before = [e for e in ev1 if e["event"] in ("checkpoint", "progress")]
-    second = Proc(driver_command(spec, inputs, root, rows, "logged"), spark_env({"BENCH_IDLOG_DIR": str(log2)}),
-                  work / "logs" / f"{run}-2.log")
+    second = Proc(
+        driver_command(spec, inputs, root, rows, "logged"),
+        spark_env({"BENCH_IDLOG_DIR": str(log2)}),
+        work / "logs" / f"{run}-2.log",
+    )
     restart = second.started_wall
     code = second.wait(timeout=300)
     if code != 0:
@@ -223,12 +258,18 @@ def resume_once(side: str, inputs: Path, work: Path, rows: int, paced_files: int
     ev2 = events(second)
     session = next(e["wall"] for e in ev2 if e["event"] == "session_ready")
     if side == "ours":
-        commits = [e["wall"] for e in ev2 if e["event"] == "checkpoint"
-                   and int(CKPT_ROWS.search(e["line"]).group(1).replace(",", "")) > 0]
+        commits = [
+            e["wall"]
+            for e in ev2
+            if e["event"] == "checkpoint" and int(CKPT_ROWS.search(e["line"]).group(1).replace(",", "")) > 0
+        ]
         restored = next(e for e in ev2 if e["event"] == "done").get("restored_from")
     else:
-        commits = [e["trigger_start"] + e["duration_ms"].get("triggerExecution", 0) / 1000
-                   for e in ev2 if e["event"] == "progress" and e["rows"] > 0]
+        commits = [
+            e["trigger_start"] + e["duration_ms"].get("triggerExecution", 0) / 1000
+            for e in ev2
+            if e["event"] == "progress" and e["rows"] > 0
+        ]
         restored = next(e for e in ev2 if e["event"] == "restored").get("committed_rows")
     import numpy as np
 
@@ -252,24 +293,28 @@ def resume_once(side: str, inputs: Path, work: Path, rows: int, paced_files: int
         "rows_processed_after_restart": int(seen2.sum()),
         "exactly_once": check,
     }
-    log(f"resume {run}: killed at {kill_fraction:.0%} ({processed_before:,} rows through the transform), "
+    log(
+        f"resume {run}: killed at {kill_fraction:.0%} ({processed_before:,} rows through the transform), "
         f"resume {result['resume_s']} s, re-processed {result['rows_reprocessed']:,} rows, "
-        f"exactly-once {_ok(check, rows)}")
+        f"exactly-once {_ok(check, rows)}"
+    )
     shutil.rmtree(root / run, ignore_errors=True)
     shutil.rmtree(log1, ignore_errors=True)
     shutil.rmtree(log2, ignore_errors=True)
     return result
 
 
-def resume_phase(inputs: Path, work: Path, rows: int, repeat: int, paced_files: int,
-                 sides: list[str]) -> dict[str, list[dict[str, Any]]]:
+def resume_phase(
+    inputs: Path, work: Path, rows: int, repeat: int, paced_files: int, sides: list[str]
+) -> dict[str, list[dict[str, Any]]]:
     fractions = [0.5, 0.4, 0.6, 0.45, 0.55, 0.35, 0.65, 0.5, 0.42, 0.58]
     results: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for rep in range(repeat):
         seq = sides if rep % 2 == 0 else list(reversed(sides))
         for side in seq:
-            results[side].append(resume_once(side, inputs, work, rows, paced_files, fractions[rep % len(fractions)],
-                                             str(rep)))
+            results[side].append(
+                resume_once(side, inputs, work, rows, paced_files, fractions[rep % len(fractions)], str(rep))
+            )
     return results
 
 
@@ -284,8 +329,12 @@ def plot(throughput: dict[str, Any], resume: dict[str, Any], sides_tp: list[str]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"ours": "ours", "ours_small_files": "ours, sink\n8 MiB files", "theirs": "Str. Streaming\ndefault",
-              "theirs_paced": "Str. Streaming\npaced"}
+    labels = {
+        "ours": "ours",
+        "ours_small_files": "ours, sink\n8 MiB files",
+        "theirs": "Str. Streaming\ndefault",
+        "theirs_paced": "Str. Streaming\npaced",
+    }
     colors = {"ours": "#2a7ab0", "ours_small_files": "#6fa8d0", "theirs": "#d9822b", "theirs_paced": "#b0552a"}
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
 
@@ -295,14 +344,20 @@ def plot(throughput: dict[str, Any], resume: dict[str, Any], sides_tp: list[str]
         hi = [max(values[s]) - m for m, s in zip(meds, sides)]
         ax.bar([labels[s] for s in sides], meds, yerr=[lo, hi], capsize=6, color=[colors[s] for s in sides])
         for i, m in enumerate(meds):
-            ax.annotate(f"{m:,.3g}", (i, m), ha="center", va="bottom", fontsize=9, xytext=(14, 2),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{m:,.3g}", (i, m), ha="center", va="bottom", fontsize=9, xytext=(14, 2), textcoords="offset points"
+            )
         ax.set_title(title)
         ax.set_ylabel(unit)
         ax.tick_params(axis="x", labelsize=8)
 
-    bars(axes[0][0], sides_tp, {s: [r["rows_per_s"] for r in throughput["runs"][s]] for s in sides_tp},
-         "throughput (median, min-max)", "rows / s")
+    bars(
+        axes[0][0],
+        sides_tp,
+        {s: [r["rows_per_s"] for r in throughput["runs"][s]] for s in sides_tp},
+        "throughput (median, min-max)",
+        "rows / s",
+    )
     commit = {s: [ms for r in throughput["runs"][s] for ms in r["commit_ms"]] for s in sides_tp}
     ax = axes[0][1]
     ax.boxplot([commit[s] for s in sides_tp], showfliers=True)
@@ -311,10 +366,20 @@ def plot(throughput: dict[str, Any], resume: dict[str, Any], sides_tp: list[str]
     ax.set_title("checkpoint / micro-batch commit latency")
     ax.set_ylabel("ms")
     ax.set_xlabel("ours: trigger -> completed; theirs: walCommit + commitOffsets", fontsize=8)
-    bars(axes[1][0], sides_rs, {s: [r["resume_s"] for r in resume[s]] for s in sides_rs},
-         "resume after SIGKILL of the driver:\nrestart -> first new output committed", "seconds")
-    bars(axes[1][1], sides_rs, {s: [r["rows_reprocessed"] for r in resume[s]] for s in sides_rs},
-         "rows re-processed after the restart", "rows")
+    bars(
+        axes[1][0],
+        sides_rs,
+        {s: [r["resume_s"] for r in resume[s]] for s in sides_rs},
+        "resume after SIGKILL of the driver:\nrestart -> first new output committed",
+        "seconds",
+    )
+    bars(
+        axes[1][1],
+        sides_rs,
+        {s: [r["rows_reprocessed"] for r in resume[s]] for s in sides_rs},
+        "rows re-processed after the restart",
+        "rows",
+    )
     fig.tight_layout()
     path = PLOTS_DIR / "bench_streaming_compare.png"
     PLOTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -323,8 +388,14 @@ def plot(throughput: dict[str, Any], resume: dict[str, Any], sides_tp: list[str]
     return [str(path.relative_to(REPO_ROOT))]
 
 
-def derive(throughput: dict[str, Any], resume: dict[str, list[dict[str, Any]]], sides_tp: list[str],
-           sides_rs: list[str], rows: int, paced_files: int) -> dict[str, Any]:
+def derive(
+    throughput: dict[str, Any],
+    resume: dict[str, list[dict[str, Any]]],
+    sides_tp: list[str],
+    sides_rs: list[str],
+    rows: int,
+    paced_files: int,
+) -> dict[str, Any]:
     """Summaries, figures, targets and table rows from the measured runs (also --report-only)."""
     tp = {s: summary([r["rows_per_s"] for r in throughput["runs"][s]], 1) for s in sides_tp}
     best_theirs = max(("theirs", "theirs_paced"), key=lambda s: tp[s]["median"])
@@ -334,10 +405,13 @@ def derive(throughput: dict[str, Any], resume: dict[str, list[dict[str, Any]]], 
     rp = {s: summary([r["rows_reprocessed"] for r in resume[s]], 0) for s in sides_rs}
     theirs_rs = "theirs_paced" if "theirs_paced" in sides_rs else "theirs"
     # paired (per repetition) ratios: rep i of ours vs rep i of theirs
-    paired_tp = [a["rows_per_s"] / b["rows_per_s"] for a, b in zip(throughput["runs"]["ours"], throughput["runs"][best_theirs])]
+    paired_tp = [
+        a["rows_per_s"] / b["rows_per_s"] for a, b in zip(throughput["runs"]["ours"], throughput["runs"][best_theirs])
+    ]
     paired_rs = [a["resume_s"] / b["resume_s"] for a, b in zip(resume["ours"], resume[theirs_rs]) if b["resume_s"]]
-    all_exact = all(_ok(r["exactly_once"], rows) for s in sides_tp for r in throughput["runs"][s]) and \
-        all(_ok(r["exactly_once"], rows) for s in sides_rs for r in resume[s])
+    all_exact = all(_ok(r["exactly_once"], rows) for s in sides_tp for r in throughput["runs"][s]) and all(
+        _ok(r["exactly_once"], rows) for s in sides_rs for r in resume[s]
+    )
     figures = {
         "throughput_ratio_vs_structured_streaming": ratio(tp["ours"]["median"], tp[best_theirs]["median"]),
         "throughput_ratio_vs_structured_streaming_default": ratio(tp["ours"]["median"], tp["theirs"]["median"]),
@@ -360,44 +434,96 @@ def derive(throughput: dict[str, Any], resume: dict[str, list[dict[str, Any]]], 
     }
     if "ours_small_files" in sides_tp:
         figures["throughput_ratio_ours_small_files_vs_structured_streaming"] = ratio(
-            tp["ours_small_files"]["median"], tp[best_theirs]["median"])
+            tp["ours_small_files"]["median"], tp[best_theirs]["median"]
+        )
         figures["commit_latency_ms_p50_ours_small_files"] = commit_p["ours_small_files"]["p50"]
         figures["commit_latency_ratio_ours_small_files_vs_structured_streaming"] = ratio(
-            _median(commit["ours_small_files"]), _median(commit["theirs_paced"]))
+            _median(commit["ours_small_files"]), _median(commit["theirs_paced"])
+        )
     if "theirs" in sides_rs and theirs_rs != "theirs":
         figures["resume_seconds_structured_streaming_default"] = rs["theirs"]["median"]
         figures["rows_reprocessed_structured_streaming_default"] = rp["theirs"]["median"]
     targets = [
-        {"figure": "throughput_ratio_vs_structured_streaming", "target": "> 1 (ours faster than their faster config)",
-         "value": figures["throughput_ratio_vs_structured_streaming"],
-         "met": bool(figures["throughput_ratio_vs_structured_streaming"] and figures["throughput_ratio_vs_structured_streaming"] > 1)},
-        {"figure": "commit_latency_ratio_vs_structured_streaming", "target": "< 1",
-         "value": figures["commit_latency_ratio_vs_structured_streaming"],
-         "met": bool(figures["commit_latency_ratio_vs_structured_streaming"] is not None and figures["commit_latency_ratio_vs_structured_streaming"] < 1)},
-        {"figure": "resume_time_ratio_vs_structured_streaming", "target": "< 1",
-         "value": figures["resume_time_ratio_vs_structured_streaming"],
-         "met": bool(figures["resume_time_ratio_vs_structured_streaming"] is not None and figures["resume_time_ratio_vs_structured_streaming"] < 1)},
-        {"figure": "rows_reprocessed_ratio_vs_structured_streaming", "target": "< 1",
-         "value": figures["rows_reprocessed_ratio_vs_structured_streaming"],
-         "met": bool(figures["rows_reprocessed_ratio_vs_structured_streaming"] is not None and figures["rows_reprocessed_ratio_vs_structured_streaming"] < 1)},
-        {"figure": "exactly_once_all_runs", "target": "1 (every run: every id once)", "value": figures["exactly_once_all_runs"],
-         "met": all_exact},
+        {
+            "figure": "throughput_ratio_vs_structured_streaming",
+            "target": "> 1 (ours faster than their faster config)",
+            "value": figures["throughput_ratio_vs_structured_streaming"],
+            "met": bool(
+                figures["throughput_ratio_vs_structured_streaming"]
+                and figures["throughput_ratio_vs_structured_streaming"] > 1
+            ),
+        },
+        {
+            "figure": "commit_latency_ratio_vs_structured_streaming",
+            "target": "< 1",
+            "value": figures["commit_latency_ratio_vs_structured_streaming"],
+            "met": bool(
+                figures["commit_latency_ratio_vs_structured_streaming"] is not None
+                and figures["commit_latency_ratio_vs_structured_streaming"] < 1
+            ),
+        },
+        {
+            "figure": "resume_time_ratio_vs_structured_streaming",
+            "target": "< 1",
+            "value": figures["resume_time_ratio_vs_structured_streaming"],
+            "met": bool(
+                figures["resume_time_ratio_vs_structured_streaming"] is not None
+                and figures["resume_time_ratio_vs_structured_streaming"] < 1
+            ),
+        },
+        {
+            "figure": "rows_reprocessed_ratio_vs_structured_streaming",
+            "target": "< 1",
+            "value": figures["rows_reprocessed_ratio_vs_structured_streaming"],
+            "met": bool(
+                figures["rows_reprocessed_ratio_vs_structured_streaming"] is not None
+                and figures["rows_reprocessed_ratio_vs_structured_streaming"] < 1
+            ),
+        },
+        {
+            "figure": "exactly_once_all_runs",
+            "target": "1 (every run: every id once)",
+            "value": figures["exactly_once_all_runs"],
+            "met": all_exact,
+        },
     ]
-    names = {"ours": "ours", "ours_small_files": "ours, File sink max_file_bytes 8 MiB (variant)", "theirs": "Structured Streaming (default)", "theirs_paced": f"Structured Streaming (maxFilesPerTrigger={paced_files})"}
+    names = {
+        "ours": "ours",
+        "ours_small_files": "ours, File sink max_file_bytes 8 MiB (variant)",
+        "theirs": "Structured Streaming (default)",
+        "theirs_paced": f"Structured Streaming (maxFilesPerTrigger={paced_files})",
+    }
 
     def fmt(s: dict[str, float]) -> str:
         return f"{s['median']:,} [{s['min']:,} .. {s['max']:,}]"
 
     table_rows = [[f"throughput, rows/s: {names[s]}", fmt(tp[s])] for s in sides_tp]
-    table_rows += [[f"commit latency p50 / p99 ms: {names[s]}", f"{commit_p[s]['p50']} / {commit_p[s]['p99']} (n={commit_p[s]['n']})"]
-                   for s in sides_tp]
+    table_rows += [
+        [
+            f"commit latency p50 / p99 ms: {names[s]}",
+            f"{commit_p[s]['p50']} / {commit_p[s]['p99']} (n={commit_p[s]['n']})",
+        ]
+        for s in sides_tp
+    ]
     table_rows += [[f"resume s (restart -> first commit): {names[s]}", fmt(rs[s])] for s in sides_rs]
     table_rows += [[f"rows re-processed: {names[s]}", fmt(rp[s])] for s in sides_rs]
-    table_rows += [[f"re-processed work, s (rows / own median throughput): {names[s]}",
-                    f"{rp[s]['median'] / tp[s]['median']:.3f}"] for s in sides_rs]
-    return {"tp": tp, "best_theirs": best_theirs, "commit": commit, "commit_p": commit_p, "rs": rs, "rp": rp,
-            "paired_tp": paired_tp, "paired_rs": paired_rs, "figures": figures, "targets": targets,
-            "table_rows": table_rows}
+    table_rows += [
+        [f"re-processed work, s (rows / own median throughput): {names[s]}", f"{rp[s]['median'] / tp[s]['median']:.3f}"]
+        for s in sides_rs
+    ]
+    return {
+        "tp": tp,
+        "best_theirs": best_theirs,
+        "commit": commit,
+        "commit_p": commit_p,
+        "rs": rs,
+        "rp": rp,
+        "paired_tp": paired_tp,
+        "paired_rs": paired_rs,
+        "figures": figures,
+        "targets": targets,
+        "table_rows": table_rows,
+    }
 
 
 def report_only() -> int:
@@ -416,11 +542,22 @@ def report_only() -> int:
     result["summary"] = d["figures"]
     result["targets"] = d["targets"]
     result["table"] = {"columns": ["figure", "median [min .. max]"], "rows": d["table_rows"]}
-    result["notes"] = notes(d["figures"], d["tp"], d["commit_p"], d["rs"], d["rp"], throughput, resume, sides_rs,
-                            paced_files, rows, d["best_theirs"])
+    result["notes"] = notes(
+        d["figures"],
+        d["tp"],
+        d["commit_p"],
+        d["rs"],
+        d["rp"],
+        throughput,
+        resume,
+        sides_rs,
+        paced_files,
+        rows,
+        d["best_theirs"],
+    )
     result["report_rebuilt"] = {
         "how": "streaming_compare_bench.py --report-only: summary, targets, table and notes rebuilt from the saved "
-               "runs (nothing measured; machine, settings, results as measured)",
+        "runs (nothing measured; machine, settings, results as measured)",
         "date_utc": machine_info().get("date_utc"),
         "git_commit": machine_info().get("git_commit"),
     }
@@ -434,23 +571,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", action="store_true", help="write bench/results/streaming_compare.json and the plots")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--rows", type=int, default=None, help="input rows (multiple of 25,000)")
-    parser.add_argument("--replot", action="store_true",
-                        help="only redraw the plots from bench/results/streaming_compare.json (no measurement)")
-    parser.add_argument("--no-variant", action="store_true",
-                        help="skip the ours_small_files variant (File sink max_file_bytes 8 MiB) of the throughput phase")
-    parser.add_argument("--resume-sides", default="ours,theirs_paced",
-                        help="sides of the kill/resume figure (ours, theirs, theirs_paced)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="measure nothing: rebuild summary, targets, table and notes of "
-                             "bench/results/streaming_compare.json from its saved runs, and rewrite it")
+    parser.add_argument(
+        "--replot",
+        action="store_true",
+        help="only redraw the plots from bench/results/streaming_compare.json (no measurement)",
+    )
+    parser.add_argument(
+        "--no-variant",
+        action="store_true",
+        help="skip the ours_small_files variant (File sink max_file_bytes 8 MiB) of the throughput phase",
+    )
+    parser.add_argument(
+        "--resume-sides",
+        default="ours,theirs_paced",
+        help="sides of the kill/resume figure (ours, theirs, theirs_paced)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: rebuild summary, targets, table and notes of "
+        "bench/results/streaming_compare.json from its saved runs, and rewrite it",
+    )
     args = parser.parse_args(argv)
     if args.report_only:
         return report_only()
     if args.replot:
         saved = json.loads((REPO_ROOT / "bench" / "results" / f"{NAME}.json").read_text())
         runs = saved["results"]["throughput"]["runs"]
-        print("\n".join(plot({"runs": runs}, saved["results"]["resume"]["runs"], list(runs),
-                             list(saved["results"]["resume"]["runs"]))))
+        print(
+            "\n".join(
+                plot(
+                    {"runs": runs},
+                    saved["results"]["resume"]["runs"],
+                    list(runs),
+                    list(saved["results"]["resume"]["runs"]),
+                )
+            )
+        )
         return 0
     repeat = args.repeat or (2 if args.quick else 5)
     rows = args.rows or (500_000 if args.quick else 2_000_000)
@@ -479,25 +636,48 @@ def main(argv: list[str] | None = None) -> int:
     plots = plot(throughput, resume, sides_tp, sides_rs) if args.out else []
     result = {
         "benchmark": "ours vs Spark Structured Streaming: same parquet input, same pyarrow transform, exactly-once "
-                     "parquet output, local[2], checkpoint interval = trigger interval = 1 s",
+        "parquet output, local[2], checkpoint interval = trigger interval = 1 s",
         "machine": info,
         "settings": {
-            "rows": rows, "files": files, "rows_per_file": ROWS_PER_FILE, "payload_bytes": 100, "master": "local[2]",
-            "interval_ms": INTERVAL_MS, "repeat": repeat, "paced_max_files_per_trigger": paced_files,
-            "parallelism_ours": 2, "transform": "bench.workloads:transform (mapInArrow on their side)",
-            "resume_sides": sides_rs, "quick": args.quick, "elapsed_s": round(elapsed, 1),
+            "rows": rows,
+            "files": files,
+            "rows_per_file": ROWS_PER_FILE,
+            "payload_bytes": 100,
+            "master": "local[2]",
+            "interval_ms": INTERVAL_MS,
+            "repeat": repeat,
+            "paced_max_files_per_trigger": paced_files,
+            "parallelism_ours": 2,
+            "transform": "bench.workloads:transform (mapInArrow on their side)",
+            "resume_sides": sides_rs,
+            "quick": args.quick,
+            "elapsed_s": round(elapsed, 1),
             "checkpoint_storage_ours": "local disk (type hdfs, fs.defaultFS file:///), max-retained 3",
         },
         "results": {
-            "throughput": {"summary_rows_per_s": tp, "best_structured_streaming_config": best_theirs,
-                           "paired_ratio_vs_best": summary(paired_tp), **throughput},
+            "throughput": {
+                "summary_rows_per_s": tp,
+                "best_structured_streaming_config": best_theirs,
+                "paired_ratio_vs_best": summary(paired_tp),
+                **throughput,
+            },
             "ours_checkpoint_breakdown_ms": {
-                s: {k: percentiles([v for r in throughput["runs"][s] for v in r[k] if v is not None], 1)
-                    for k in ("async_ms_max", "ack_ms_max")}
-                for s in sides_tp if s.startswith("ours")},
-            "commit_latency_ms": {s: {**commit_p[s], "median": round(_median(commit[s]), 1), "all": commit[s]} for s in sides_tp},
-            "resume": {"summary_s": rs, "paired_ratio": summary(paired_rs) if paired_rs else None,
-                       "rows_reprocessed": rp, "runs": resume},
+                s: {
+                    k: percentiles([v for r in throughput["runs"][s] for v in r[k] if v is not None], 1)
+                    for k in ("async_ms_max", "ack_ms_max")
+                }
+                for s in sides_tp
+                if s.startswith("ours")
+            },
+            "commit_latency_ms": {
+                s: {**commit_p[s], "median": round(_median(commit[s]), 1), "all": commit[s]} for s in sides_tp
+            },
+            "resume": {
+                "summary_s": rs,
+                "paired_ratio": summary(paired_rs) if paired_rs else None,
+                "rows_reprocessed": rp,
+                "runs": resume,
+            },
         },
         "summary": figures,
         "targets": targets,
@@ -510,9 +690,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any], rs: dict[str, Any],
-          rp: dict[str, Any], throughput: dict[str, Any], resume: dict[str, Any], sides_rs: list[str],
-          paced_files: int, rows: int, best: str) -> list[str]:
+def notes(
+    figures: dict[str, Any],
+    tp: dict[str, Any],
+    commit_p: dict[str, Any],
+    rs: dict[str, Any],
+    rp: dict[str, Any],
+    throughput: dict[str, Any],
+    resume: dict[str, Any],
+    sides_rs: list[str],
+    paced_files: int,
+    rows: int,
+    best: str,
+) -> list[str]:
     out = [
         "Same rows: both sides read the same pre-generated parquet files (25,000 rows each, ids in order, "
         "100-byte payload: bench.workloads.sequence_batches). Same transform: bench.workloads.transform "
@@ -557,19 +747,24 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
             f"{figures['throughput_ratio_ours_small_files_vs_structured_streaming']} vs their best. The sink stages a "
             "file whenever it reaches max_file_bytes (in the background) and the current one at the barrier, so "
             "max_file_bytes bounds what a checkpoint has to write and fsync. (Before commit 383f7d3 the default was "
-            "128 MiB and full files were written on the processing thread.)")
+            "128 MiB and full files were written on the processing thread.)"
+        )
     batches_default = [r.get("micro_batches") for r in throughput["runs"].get("theirs", [])]
-    out.append(f"Their default config committed the whole input in {sorted(set(batches_default))} micro-batch(es): "
-               "after a crash it re-processes everything its killed run had processed, so the resume figures use "
-               "the paced config (their best case for re-processing).")
+    out.append(
+        f"Their default config committed the whole input in {sorted(set(batches_default))} micro-batch(es): "
+        "after a crash it re-processes everything its killed run had processed, so the resume figures use "
+        "the paced config (their best case for re-processing)."
+    )
     cl = figures["commit_latency_ratio_vs_structured_streaming"]
     if cl is not None and cl >= 1:
         variant = ""
         if "commit_latency_ms_p50_ours_small_files" in figures:
-            variant = (f" With the File sink's existing max_file_bytes option at 8 MiB (files staged while the epoch "
-                       f"runs, so the barrier only writes the tail) our p50 is "
-                       f"{figures['commit_latency_ms_p50_ours_small_files']} ms (ratio "
-                       f"{figures['commit_latency_ratio_ours_small_files_vs_structured_streaming']}).")
+            variant = (
+                f" With the File sink's existing max_file_bytes option at 8 MiB (files staged while the epoch "
+                f"runs, so the barrier only writes the tail) our p50 is "
+                f"{figures['commit_latency_ms_p50_ours_small_files']} ms (ratio "
+                f"{figures['commit_latency_ratio_ours_small_files_vs_structured_streaming']})."
+            )
         out.append(
             f"MISSED commit latency: ours/theirs = {cl} (ours p50 {commit_p['ours']['p50']} ms vs their log writes "
             f"p50 {commit_p['theirs_paced']['p50']} ms). Cause: our checkpoint duration includes writing the epoch's "
@@ -578,13 +773,17 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
             "rename and directory fsync, before the subtask ACKs. Spark writes its part files during addBatch "
             "(not in walCommit/commitOffsets) and does not fsync them on the local file system, so the two "
             f"figures do not measure the same durability.{variant} Lower max_file_bytes further to trade file "
-            "size for checkpoint latency.")
+            "size for checkpoint latency."
+        )
     rt = figures["resume_time_ratio_vs_structured_streaming"]
     sessions = {s: statistics.median([r["restart_to_session_s"] for r in resume[s]]) for s in sides_rs}
-    out.append("Resume time is dominated by the JVM + SparkSession start that both pay (median restart -> session "
-               + ", ".join(f"{s}: {v:.1f} s" for s, v in sessions.items()) + "); theirs then plans the query and "
-               "re-runs the whole uncommitted micro-batch before its first commit, ours restores positions and commits "
-               "its first checkpoint about one interval after the subtasks start.")
+    out.append(
+        "Resume time is dominated by the JVM + SparkSession start that both pay (median restart -> session "
+        + ", ".join(f"{s}: {v:.1f} s" for s, v in sessions.items())
+        + "); theirs then plans the query and "
+        "re-runs the whole uncommitted micro-batch before its first commit, ours restores positions and commits "
+        "its first checkpoint about one interval after the subtasks start."
+    )
     if rt is not None and rt >= 1:
         out.append(f"MISSED resume time: ours/theirs = {rt}.")
     rr = figures["rows_reprocessed_ratio_vs_structured_streaming"]
@@ -598,7 +797,8 @@ def notes(figures: dict[str, Any], tp: dict[str, Any], commit_p: dict[str, Any],
             f"{figures['reprocessed_work_seconds_structured_streaming']} s (theirs). Our window is also widened by the "
             "checkpoint duration (a cut only counts once its checkpoint completes: expected loss ~ rate x (interval/2 + "
             "duration)), so the commit-latency fix above would cut it too; a shorter checkpoint.interval (e.g. 500 ms) "
-            "trades throughput for fewer rows.")
+            "trades throughput for fewer rows."
+        )
     return out
 
 

@@ -67,18 +67,28 @@ TARGET_CPU_EFFICIENCY = 0.9
 VARIANTS: dict[str, dict[str, Any]] = {
     "off": {"parallelism": 2, "interval_ms": OFF_INTERVAL_MS, "label": "checkpointing off (final only), p=2"},
     "1s": {"parallelism": 2, "interval_ms": 1000, "label": "interval 1 s, p=2"},
-    "1s_no_history": {"parallelism": 2, "interval_ms": 1000, "history_size": 0,
-                      "label": "interval 1 s, p=2, no checkpoint history (history-size: 0)"},
+    "1s_no_history": {
+        "parallelism": 2,
+        "interval_ms": 1000,
+        "history_size": 0,
+        "label": "interval 1 s, p=2, no checkpoint history (history-size: 0)",
+    },
     "100ms": {"parallelism": 2, "interval_ms": 100, "label": "interval 100 ms, p=2"},
     "p1_1s": {"parallelism": 1, "interval_ms": 1000, "label": "interval 1 s, p=1"},
     "pyarrow": {"label": "pyarrow loop, 1 process (limit)"},
-    "pyarrow_like_sink": {"label": "pyarrow loop writing as the File sink does (16 MiB files, fsync, pages dropped), 1 process"},
+    "pyarrow_like_sink": {
+        "label": "pyarrow loop writing as the File sink does (16 MiB files, fsync, pages dropped), 1 process"
+    },
     "pyarrow_p2": {"label": "pyarrow loop, 2 processes at once (half the rows each)"},
     "pyarrow_like_sink_p2": {"label": "pyarrow loop writing as the File sink does, 2 processes at once"},
 }
 #: the loops without Spark: variant -> (writes as the File sink does, processes at once)
 PYARROW_LOOP_SHAPES: dict[str, tuple[bool, int]] = {
-    "pyarrow": (False, 1), "pyarrow_like_sink": (True, 1), "pyarrow_p2": (False, 2), "pyarrow_like_sink_p2": (True, 2)}
+    "pyarrow": (False, 1),
+    "pyarrow_like_sink": (True, 1),
+    "pyarrow_p2": (False, 2),
+    "pyarrow_like_sink_p2": (True, 2),
+}
 PYARROW_LOOPS = tuple(PYARROW_LOOP_SHAPES)
 
 
@@ -159,8 +169,17 @@ def _cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, f
 
 
 # ---- one run of each kind ------------------------------------------------------------------
-def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, spec: dict[str, Any] | None = None,
-               master: str = MASTER, cpu_roots: Iterable[int] = ()) -> dict[str, Any]:
+def run_engine(
+    spark: Any,
+    variant: str,
+    rows: int,
+    workdir: Path,
+    tag: str,
+    *,
+    spec: dict[str, Any] | None = None,
+    master: str = MASTER,
+    cpu_roots: Iterable[int] = (),
+) -> dict[str, Any]:
     """One job run of ``variant`` (or of ``spec``: parallelism, interval_ms) on ``spark``;
     CPU counted below this process and ``cpu_roots``."""
     from airflow_provider_seatunnel_ckpt.config import load_config
@@ -171,13 +190,26 @@ def run_engine(spark: Any, variant: str, rows: int, workdir: Path, tag: str, *, 
     run_dir = workdir / tag
     output = run_dir / "out"
     job = load_job(
-        throughput_job(rows, str(output), parallelism=spec["parallelism"], interval_ms=spec["interval_ms"],
-                       timeout_ms=TIMEOUT_MS, name=f"bench-{tag}")
+        throughput_job(
+            rows,
+            str(output),
+            parallelism=spec["parallelism"],
+            interval_ms=spec["interval_ms"],
+            timeout_ms=TIMEOUT_MS,
+            name=f"bench-{tag}",
+        )
     )
     config = load_config(
-        {"checkpoint": {"history-size": spec.get("history_size", 1000),
-                        "storage": {"type": "hdfs", "max-retained": 3,
-                                    "plugin-config": {"storage.type": "local", "namespace": f"{run_dir}/ckpt/"}}}},
+        {
+            "checkpoint": {
+                "history-size": spec.get("history_size", 1000),
+                "storage": {
+                    "type": "hdfs",
+                    "max-retained": 3,
+                    "plugin-config": {"storage.type": "local", "namespace": f"{run_dir}/ckpt/"},
+                },
+            }
+        },
         job_env=job.env,
     )
     request = RunRequest(job=job, config=config, job_id=f"bench-{tag}", master=master)
@@ -254,34 +286,50 @@ def profile_run(spark: Any, rows: int, workdir: Path) -> dict[str, Any]:
     per_million = 1e6 / rows
     rows_out = [[name, f"{pct:.1f} %"] for name, pct in shares["percent"].items()]
     cpu = run["cpu_s_by_process"]
-    totals = [["the Python workers (all of the above)", f"{cpu['workers'] * per_million:.3f}"],
-              ["the Spark JVM (scheduler, task plumbing, heartbeats)", f"{cpu['jvm'] * per_million:.3f}"],
-              ["the driver process (the engine's coordinator, this benchmark)", f"{cpu['driver'] * per_million:.3f}"],
-              ["the pyarrow loop, whole (generate, transform, parquet; one process, no fsync)",
-               f"{limit['cpu_s'] * 1e6 / limit['rows']:.3f}"]]
+    totals = [
+        ["the Python workers (all of the above)", f"{cpu['workers'] * per_million:.3f}"],
+        ["the Spark JVM (scheduler, task plumbing, heartbeats)", f"{cpu['jvm'] * per_million:.3f}"],
+        ["the driver process (the engine's coordinator, this benchmark)", f"{cpu['driver'] * per_million:.3f}"],
+        [
+            "the pyarrow loop, whole (generate, transform, parquet; one process, no fsync)",
+            f"{limit['cpu_s'] * 1e6 / limit['rows']:.3f}",
+        ],
+    ]
     percent = shares["percent"]
     writing = percent.get("sink: writing the files (write, fsync, rename)", 0.0)
     encoding = percent.get("sink: parquet encoding", 0.0)
     engine = sum(v for k, v in percent.items() if k.startswith(("checkpoint", "control", "engine")))
-    note = (f"Where the CPU goes (the tables 'Where the Python workers' time goes' and 'CPU by process'; one extra "
-            f"profiled 1 s run with py-spy, {shares['samples']:,} samples): the File sink is {encoding + writing:.0f} % "
-            f"of the workers' samples ({encoding:.0f} % parquet encoding, {writing:.0f} % writing the files with "
-            f"write + fsync), the transform and the source {percent.get(CATEGORY_TRANSFORM, 0.0) + percent.get(CATEGORY_SOURCE, 0.0):.0f} %, "
-            f"and the engine's own work (checkpoints, control channel, read loop) {engine:.1f} %. py-spy counts a "
-            "thread that runs or sits in a system call other than a wait, so time blocked in write() and fsync() "
-            "(dirty-page throttling, the disk) is in the writing share; the pyarrow loop it is compared with "
-            "writes its file without fsync, so its kernel write-back is done later by the kernel's flusher "
-            "threads and is not charged to it. What separates the two CPU figures is therefore in the File "
-            "sink (its parquet encoding and its fsynced writes), not in the engine's bookkeeping.")
-    return {"how": "py-spy record --subprocesses --nonblocking --rate 100 of the PySpark daemon and its forked "
-                   "workers for one extra 1 s run; each sample counted for the first category (in order) that a "
-                   "frame of its stack matches (bench/cpu_profile.py CATEGORIES)",
-            "samples": shares["samples"], "percent": percent, "top_leaf_frames": shares["top_leaf_frames"],
-            "run": run, "pyarrow": limit, "note": note,
-            "tables": [{"title": "Where the Python workers' time goes (one extra profiled 1 s run, p=2)",
-                        "columns": ["part", "share of the workers' active samples"], "rows": rows_out},
-                       {"title": "CPU by process in that run",
-                        "columns": ["process", "CPU s per million rows"], "rows": totals}]}
+    note = (
+        f"Where the CPU goes (the tables 'Where the Python workers' time goes' and 'CPU by process'; one extra "
+        f"profiled 1 s run with py-spy, {shares['samples']:,} samples): the File sink is {encoding + writing:.0f} % "
+        f"of the workers' samples ({encoding:.0f} % parquet encoding, {writing:.0f} % writing the files with "
+        f"write + fsync), the transform and the source {percent.get(CATEGORY_TRANSFORM, 0.0) + percent.get(CATEGORY_SOURCE, 0.0):.0f} %, "
+        f"and the engine's own work (checkpoints, control channel, read loop) {engine:.1f} %. py-spy counts a "
+        "thread that runs or sits in a system call other than a wait, so time blocked in write() and fsync() "
+        "(dirty-page throttling, the disk) is in the writing share; the pyarrow loop it is compared with "
+        "writes its file without fsync, so its kernel write-back is done later by the kernel's flusher "
+        "threads and is not charged to it. What separates the two CPU figures is therefore in the File "
+        "sink (its parquet encoding and its fsynced writes), not in the engine's bookkeeping."
+    )
+    return {
+        "how": "py-spy record --subprocesses --nonblocking --rate 100 of the PySpark daemon and its forked "
+        "workers for one extra 1 s run; each sample counted for the first category (in order) that a "
+        "frame of its stack matches (bench/cpu_profile.py CATEGORIES)",
+        "samples": shares["samples"],
+        "percent": percent,
+        "top_leaf_frames": shares["top_leaf_frames"],
+        "run": run,
+        "pyarrow": limit,
+        "note": note,
+        "tables": [
+            {
+                "title": "Where the Python workers' time goes (one extra profiled 1 s run, p=2)",
+                "columns": ["part", "share of the workers' active samples"],
+                "rows": rows_out,
+            },
+            {"title": "CPU by process in that run", "columns": ["process", "CPU s per million rows"], "rows": totals},
+        ],
+    }
 
 
 def run_loop(variant: str, rows: int, workdir: Path, tag: str, loops: ParallelLoops) -> dict[str, Any]:
@@ -333,9 +381,14 @@ class ParallelLoops:
         for answer in found:
             for key, value in answer["cpu_s_by_process"].items():
                 by_process[key] = round(by_process.get(key, 0.0) + value, 3)
-        result = loop_result(rows, max(answer["run_s"] for answer in found), sum(answer["cpu_s"] for answer in found),
-                             by_process, sum(answer["output_bytes"] for answer in found),
-                             sum(answer["files"] for answer in found))
+        result = loop_result(
+            rows,
+            max(answer["run_s"] for answer in found),
+            sum(answer["cpu_s"] for answer in found),
+            by_process,
+            sum(answer["output_bytes"] for answer in found),
+            sum(answer["files"] for answer in found),
+        )
         return {**result, "processes": processes, "ids": [answer["ids"] for answer in found]}
 
     def _answer(self, process: Any, connection: Any, tag: str) -> dict[str, Any]:
@@ -443,12 +496,21 @@ def run_pyarrow(rows: int, workdir: Path, tag: str, like_sink: bool = False, sta
     return loop_result(rows, elapsed, cpu_s, cpu, size, len(paths))
 
 
-def loop_result(rows: int, elapsed: float, cpu_s: float, cpu_by_process: dict[str, float], output_bytes: int,
-                files: int) -> dict[str, Any]:
+def loop_result(
+    rows: int, elapsed: float, cpu_s: float, cpu_by_process: dict[str, float], output_bytes: int, files: int
+) -> dict[str, Any]:
     """A pyarrow loop run's result, in the shape of an engine run's (no Spark job time)."""
-    return {"rows": rows, "spark_job_s": None, "run_s": round(elapsed, 4), "rows_per_s": round(rows / elapsed, 1),
-            "cpu_s": round(cpu_s, 3), "cpu_s_by_process": cpu_by_process,
-            "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None, "output_bytes": output_bytes, "files": files}
+    return {
+        "rows": rows,
+        "spark_job_s": None,
+        "run_s": round(elapsed, 4),
+        "rows_per_s": round(rows / elapsed, 1),
+        "cpu_s": round(cpu_s, 3),
+        "cpu_s_by_process": cpu_by_process,
+        "rows_per_cpu_s": round(rows / cpu_s, 1) if cpu_s > 0 else None,
+        "output_bytes": output_bytes,
+        "files": files,
+    }
 
 
 def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -474,14 +536,21 @@ def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "run_s": mean("run_s"),
         "rows_per_s": round(rows * n / elapsed, 1),
         "cpu_s": round(cpu_s / n, 3),
-        "cpu_s_by_process": {k: round(sum(r["cpu_s_by_process"][k] for r in runs) / n, 3)
-                             for k in runs[0]["cpu_s_by_process"]},
+        "cpu_s_by_process": {
+            k: round(sum(r["cpu_s_by_process"][k] for r in runs) / n, 3) for k in runs[0]["cpu_s_by_process"]
+        },
         "rows_per_cpu_s": round(rows * n / cpu_s, 1) if cpu_s > 0 else None,
     }
     if any("history_cpu_s" in r for r in runs):
         combined["history_cpu_s"] = round(sum(r.get("history_cpu_s", 0.0) for r in runs) / n, 4)
-    for key in ("checkpoints_completed", "periodic_checkpoints", "checkpoint_duration_ms_median",
-                "checkpoint_duration_ms_max", "final_checkpoint_ms", "final_commit_tail_s"):
+    for key in (
+        "checkpoints_completed",
+        "periodic_checkpoints",
+        "checkpoint_duration_ms_median",
+        "checkpoint_duration_ms_max",
+        "final_checkpoint_ms",
+        "final_commit_tail_s",
+    ):
         if any(key in r for r in runs):
             combined[key] = median(key)
     combined["rounds"] = runs
@@ -489,8 +558,9 @@ def combine_rounds(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---- the benchmark ------------------------------------------------------------------------
-def paired(results: dict[str, list[dict[str, Any]]], numerator: str, denominator: str,
-           field: str = "rows_per_s") -> list[float]:
+def paired(
+    results: dict[str, list[dict[str, Any]]], numerator: str, denominator: str, field: str = "rows_per_s"
+) -> list[float]:
     return [
         round(a[field] / b[field], 4)
         for a, b in zip(results[numerator], results[denominator])
@@ -503,20 +573,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a smoke run")
     parser.add_argument("--out", action="store_true", help="write bench/results/throughput.json and the plot")
     parser.add_argument("--repeat", type=int, help="repetitions per variant (default 5; quick: 5)")
-    parser.add_argument("--rows", type=int, help="rows per run (default 40,000,000: runs of several seconds, so a checkpoint interval of 1 s means several checkpoints; quick: 600,000)")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="runs per variant in one repetition, interleaved with the other variants' (default 4: "
-                             "an even number, so every repetition is a whole ABBA and each variant's mean position "
-                             "in it is the same): a repetition's figures are totals over its rounds, so a few "
-                             "seconds of noise from the host weigh a quarter as much")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
-    parser.add_argument("--name", default=NAME, help=f"results file bench/results/NAME.json with --out (default {NAME}: "
-                        "give a run of a few variants a name of its own, so it does not replace the full result)")
-    parser.add_argument("--let-host-reclaim", dest="hold_memory", action="store_false",
-                        help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
-                             "while the benchmark runs: bench/common.py freed_memory_held)")
-    parser.add_argument("--no-profile", dest="profile", action="store_false",
-                        help="skip the extra profiled 1 s run (py-spy on the Python workers: where the CPU goes)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        help="rows per run (default 40,000,000: runs of several seconds, so a checkpoint interval of 1 s means several checkpoints; quick: 600,000)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="runs per variant in one repetition, interleaved with the other variants' (default 4: "
+        "an even number, so every repetition is a whole ABBA and each variant's mean position "
+        "in it is the same): a repetition's figures are totals over its rounds, so a few "
+        "seconds of noise from the host weigh a quarter as much",
+    )
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS)
+    )
+    parser.add_argument(
+        "--name",
+        default=NAME,
+        help=f"results file bench/results/NAME.json with --out (default {NAME}: "
+        "give a run of a few variants a name of its own, so it does not replace the full result)",
+    )
+    parser.add_argument(
+        "--let-host-reclaim",
+        dest="hold_memory",
+        action="store_false",
+        help="leave the VM's free page reporting as it is (by default freed pages are held in the guest "
+        "while the benchmark runs: bench/common.py freed_memory_held)",
+    )
+    parser.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the extra profiled 1 s run (py-spy on the Python workers: where the CPU goes)",
+    )
     args = parser.parse_args(argv)
 
     if args.rounds < 1:
@@ -550,8 +642,15 @@ def main(argv: list[str] | None = None) -> int:
             from airflow_provider_seatunnel_ckpt.config import load_config
             from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
-            spark = build_spark(RunRequest(job=load_job(warm), config=load_config({}), job_id="warm", master=MASTER,
-                                           spark_conf={"spark.ui.enabled": "false"}))
+            spark = build_spark(
+                RunRequest(
+                    job=load_job(warm),
+                    config=load_config({}),
+                    job_id="warm",
+                    master=MASTER,
+                    spark_conf={"spark.ui.enabled": "false"},
+                )
+            )
             spark_start_s = time.perf_counter() - t0
             _log(f"Spark up in {spark_start_s:.1f} s; warm-up runs (not measured)")
             # warm-up at full size: Python workers started and modules imported for both
@@ -571,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.rounds):
                 # ABBA over the whole sequence: every other round runs the variants backwards
                 backwards = (rep * args.rounds + round_) % 2 == 1
-                for v in (list(reversed(variants)) if backwards else variants):
+                for v in list(reversed(variants)) if backwards else variants:
                     tag = f"{v}-r{rep}-{round_}"
                     settle_page_cache()
                     if v in PYARROW_LOOPS:
@@ -579,10 +678,17 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         result = run_engine(spark, v, rows, workdir, tag)
                     rounds[v].append(result)
-                    extra = "" if v in PYARROW_LOOPS else (
-                        f", {result['checkpoints_completed']} checkpoints, median {result['checkpoint_duration_ms_median']} ms")
-                    _log(f"rep {rep + 1}/{repeat} round {round_ + 1}/{args.rounds} {v:8s}: "
-                         f"{result['rows_per_s']:>12,.0f} rows/s ({result['spark_job_s'] or result['run_s']:.2f} s{extra})")
+                    extra = (
+                        ""
+                        if v in PYARROW_LOOPS
+                        else (
+                            f", {result['checkpoints_completed']} checkpoints, median {result['checkpoint_duration_ms_median']} ms"
+                        )
+                    )
+                    _log(
+                        f"rep {rep + 1}/{repeat} round {round_ + 1}/{args.rounds} {v:8s}: "
+                        f"{result['rows_per_s']:>12,.0f} rows/s ({result['spark_job_s'] or result['run_s']:.2f} s{extra})"
+                    )
             for v, runs in rounds.items():
                 results[v].append(combine_rounds(runs))
         if args.profile and spark is not None and "1s" in variants:
@@ -618,22 +724,28 @@ def main(argv: list[str] | None = None) -> int:
     figure("ratio_off_vs_pyarrow_limit", "off", "pyarrow")
     figure("scaling_ratio_p2_vs_p1", "1s", "p1_1s")
     cpu_figures: dict[str, dict[str, Any]] = {}
-    for key, num, den in (("cpu_efficiency_ratio_interval_1s", "1s", "off"),
-                          ("cpu_efficiency_ratio_interval_100ms", "100ms", "off"),
-                          ("cpu_efficiency_ratio_vs_pyarrow_limit", "1s", "pyarrow"),
-                          ("cpu_efficiency_ratio_vs_pyarrow_like_sink", "1s", "pyarrow_like_sink"),
-                          # diagnostics: the gap to the limit, split into its parts
-                          ("cpu_efficiency_ratio_vs_pyarrow_p2", "1s", "pyarrow_p2"),
-                          ("cpu_efficiency_ratio_vs_pyarrow_like_sink_p2", "1s", "pyarrow_like_sink_p2"),
-                          ("cpu_efficiency_ratio_p1_vs_pyarrow_like_sink", "p1_1s", "pyarrow_like_sink"),
-                          ("cpu_efficiency_ratio_pyarrow_p2_vs_pyarrow", "pyarrow_p2", "pyarrow"),
-                          ("cpu_efficiency_ratio_pyarrow_like_sink_p2_vs_pyarrow_like_sink", "pyarrow_like_sink_p2",
-                           "pyarrow_like_sink"),
-                          ("cpu_efficiency_ratio_pyarrow_like_sink_vs_pyarrow", "pyarrow_like_sink", "pyarrow")):
+    for key, num, den in (
+        ("cpu_efficiency_ratio_interval_1s", "1s", "off"),
+        ("cpu_efficiency_ratio_interval_100ms", "100ms", "off"),
+        ("cpu_efficiency_ratio_vs_pyarrow_limit", "1s", "pyarrow"),
+        ("cpu_efficiency_ratio_vs_pyarrow_like_sink", "1s", "pyarrow_like_sink"),
+        # diagnostics: the gap to the limit, split into its parts
+        ("cpu_efficiency_ratio_vs_pyarrow_p2", "1s", "pyarrow_p2"),
+        ("cpu_efficiency_ratio_vs_pyarrow_like_sink_p2", "1s", "pyarrow_like_sink_p2"),
+        ("cpu_efficiency_ratio_p1_vs_pyarrow_like_sink", "p1_1s", "pyarrow_like_sink"),
+        ("cpu_efficiency_ratio_pyarrow_p2_vs_pyarrow", "pyarrow_p2", "pyarrow"),
+        ("cpu_efficiency_ratio_pyarrow_like_sink_p2_vs_pyarrow_like_sink", "pyarrow_like_sink_p2", "pyarrow_like_sink"),
+        ("cpu_efficiency_ratio_pyarrow_like_sink_vs_pyarrow", "pyarrow_like_sink", "pyarrow"),
+    ):
         if num in results and den in results:
             per_rep = paired(results, num, den, "rows_per_cpu_s")
             if per_rep:
-                cpu_figures[key] = {"numerator": num, "denominator": den, "paired": summary(per_rep), "per_rep": per_rep}
+                cpu_figures[key] = {
+                    "numerator": num,
+                    "denominator": den,
+                    "paired": summary(per_rep),
+                    "per_rep": per_rep,
+                }
     cpu_per_row = {v: summary([r["cpu_s"] * 1e6 / r["rows"] for r in rs], digits=3) for v, rs in results.items()}
 
     summary_out: dict[str, float] = {}
@@ -656,38 +768,64 @@ def main(argv: list[str] | None = None) -> int:
     targets = []
     if "cpu_efficiency_ratio_vs_pyarrow_limit" in cpu_figures:  # issue #15
         value = cpu_figures["cpu_efficiency_ratio_vs_pyarrow_limit"]["paired"]["median"]
-        targets.append({"figure": "cpu_efficiency_ratio_vs_pyarrow_limit", "target": f">= {TARGET_CPU_EFFICIENCY}",
-                        "value": value, "met": bool(value >= TARGET_CPU_EFFICIENCY)})
+        targets.append(
+            {
+                "figure": "cpu_efficiency_ratio_vs_pyarrow_limit",
+                "target": f">= {TARGET_CPU_EFFICIENCY}",
+                "value": value,
+                "met": bool(value >= TARGET_CPU_EFFICIENCY),
+            }
+        )
     if "overhead_ratio_interval_1s" in figures:
         value = figures["overhead_ratio_interval_1s"]["paired"]["median"]
-        targets.append({"figure": "overhead_ratio_interval_1s", "target": f">= {TARGET_OVERHEAD_1S}",
-                        "value": value, "met": bool(value >= TARGET_OVERHEAD_1S)})
+        targets.append(
+            {
+                "figure": "overhead_ratio_interval_1s",
+                "target": f">= {TARGET_OVERHEAD_1S}",
+                "value": value,
+                "met": bool(value >= TARGET_OVERHEAD_1S),
+            }
+        )
 
     table_rows = []
     base = throughput.get("off", {}).get("median")
     for v in variants:
         s = throughput[v]
         ckpts = [r.get("checkpoints_completed") for r in results[v] if r.get("checkpoints_completed") is not None]
-        dur = [r["checkpoint_duration_ms_median"] for r in results[v] if r.get("checkpoint_duration_ms_median") is not None]
+        dur = [
+            r["checkpoint_duration_ms_median"] for r in results[v] if r.get("checkpoint_duration_ms_median") is not None
+        ]
         seconds = [r["spark_job_s"] if r["spark_job_s"] is not None else r["run_s"] for r in results[v]]
-        table_rows.append([
-            VARIANTS[v]["label"],
-            f"{s['median']:,.0f}",
-            f"{s['min']:,.0f} - {s['max']:,.0f}",
-            f"{sorted(seconds)[len(seconds) // 2]:.2f}",
-            f"{ratio(s['median'], base):.3f}" if base else "",
-            f"{sorted(ckpts)[len(ckpts) // 2]}" if ckpts else "-",
-            f"{sorted(dur)[len(dur) // 2]}" if dur else "-",
-            f"{cpu_per_row[v]['median']:.2f}",
-            _median_text([r.get("final_commit_tail_s") for r in results[v]], "{:.2f}"),
-        ])
+        table_rows.append(
+            [
+                VARIANTS[v]["label"],
+                f"{s['median']:,.0f}",
+                f"{s['min']:,.0f} - {s['max']:,.0f}",
+                f"{sorted(seconds)[len(seconds) // 2]:.2f}",
+                f"{ratio(s['median'], base):.3f}" if base else "",
+                f"{sorted(ckpts)[len(ckpts) // 2]}" if ckpts else "-",
+                f"{sorted(dur)[len(dur) // 2]}" if dur else "-",
+                f"{cpu_per_row[v]['median']:.2f}",
+                _median_text([r.get("final_commit_tail_s") for r in results[v]], "{:.2f}"),
+            ]
+        )
     figure_rows = [
-        [key, f"{VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
-         f["paired"]["median"], f"{f['paired']['min']} - {f['paired']['max']}", f["ratio_of_medians"]]
+        [
+            key,
+            f"{VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
+            f["paired"]["median"],
+            f"{f['paired']['min']} - {f['paired']['max']}",
+            f["ratio_of_medians"],
+        ]
         for key, f in figures.items()
     ] + [
-        [key, f"rows per CPU-second: {VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
-         f["paired"]["median"], f"{f['paired']['min']} - {f['paired']['max']}", ""]
+        [
+            key,
+            f"rows per CPU-second: {VARIANTS[f['numerator']]['label']} / {VARIANTS[f['denominator']]['label']}",
+            f["paired"]["median"],
+            f"{f['paired']['min']} - {f['paired']['max']}",
+            "",
+        ]
         for key, f in cpu_figures.items()
     ]
 
@@ -701,7 +839,7 @@ def main(argv: list[str] | None = None) -> int:
     plots = _plot(variants, results, throughput, figures, args.name) if args.out else []
     result = {
         "benchmark": "Engine throughput: checkpointing off vs every 1 s / 100 ms, vs a plain pyarrow loop, "
-                     "and 1 vs 2 subtasks (Sequence -> pyarrow.compute transform -> parquet File sink, local[2])",
+        "and 1 vs 2 subtasks (Sequence -> pyarrow.compute transform -> parquet File sink, local[2])",
         "description": (
             f"Each run pushes {rows:,} rows (an int64 id and a {PAYLOAD_BYTES}-byte payload) from the `Sequence` "
             f"source through the vectorised `{TRANSFORM_FUNCTION}` transform into the exactly-once parquet `File` "
@@ -724,25 +862,40 @@ def main(argv: list[str] | None = None) -> int:
             "sink": "File parquet (snappy), local disk",
             "checkpoint_storage": "local disk (hdfs plugin, storage.type local), max-retained 3",
             "off_means": f"checkpoint.interval {OFF_INTERVAL_MS} ms: no periodic checkpoint; the final checkpoint "
-                         "(which commits the sink output) still runs",
+            "(which commits the sink output) still runs",
             "checkpoint_timeout_ms": TIMEOUT_MS,
             "timed": "Spark job: from the engine's submission of the job to collect() returning (after the final "
-                     "checkpoint is committed); SparkSession start excluded; pyarrow: the whole loop incl. file close",
+            "checkpoint is committed); SparkSession start excluded; pyarrow: the whole loop incl. file close",
             "order": "ABBA: variant order reversed on every other round, after one unmeasured full-size warm-up run each",
-            "page_cache": ("written back (sync) before every measured run, and dropped (vm.drop_caches = 1) when the "
-                           "benchmark may (root): " + ("dropped" if settle_page_cache() else "not dropped (no permission)")),
+            "page_cache": (
+                "written back (sync) before every measured run, and dropped (vm.drop_caches = 1) when the "
+                "benchmark may (root): " + ("dropped" if settle_page_cache() else "not dropped (no permission)")
+            ),
             "quick": bool(args.quick),
             "spark_session_start_s": round(spark_start_s, 2) if spark_start_s is not None else None,
             "total_seconds": total_s,
         },
-        "results": {"throughput_rows_per_s": throughput, "figures": figures, "cpu_figures": cpu_figures,
-                    "cpu_s_per_million_rows": cpu_per_row, "runs": results},
+        "results": {
+            "throughput_rows_per_s": throughput,
+            "figures": figures,
+            "cpu_figures": cpu_figures,
+            "cpu_s_per_million_rows": cpu_per_row,
+            "runs": results,
+        },
         "summary": summary_out,
         "targets": targets,
         "table": {
-            "columns": ["variant", "rows/s (median)", "rows/s (min - max)", "Spark job s (median)",
-                        "vs off (medians)", "checkpoints (median)", "checkpoint duration ms (median)",
-                        "CPU s per million rows (median)", "final commit tail s (median)"],
+            "columns": [
+                "variant",
+                "rows/s (median)",
+                "rows/s (min - max)",
+                "Spark job s (median)",
+                "vs off (medians)",
+                "checkpoints (median)",
+                "checkpoint duration ms (median)",
+                "CPU s per million rows (median)",
+                "final commit tail s (median)",
+            ],
             "rows": table_rows,
         },
         "figures_table": {
@@ -754,8 +907,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     gap_table = _gap_table(medians)
     result["extra_tables"] = ([gap_table] if gap_table else []) + [
-        {"title": "What each change did to the CPU per row (measured when it landed)", "columns": CPU_HISTORY_COLUMNS,
-         "rows": CPU_HISTORY}]
+        {
+            "title": "What each change did to the CPU per row (measured when it landed)",
+            "columns": CPU_HISTORY_COLUMNS,
+            "rows": CPU_HISTORY,
+        }
+    ]
     if profile is not None:
         result["cpu_profile"] = profile
         if "tables" in profile:
@@ -773,10 +930,13 @@ def _median_text(values: list[Any], fmt: str) -> str:
 
 def _quiet_note(host_memory: dict[str, Any], rounds: int) -> str:
     held = host_memory.get("held")
-    how = (f"this run held freed pages in the guest ({held}, was {host_memory.get('free_page_reporting')}; "
-           "restored afterwards)" if held else
-           f"this run did NOT hold freed pages ({host_memory.get('note') or 'asked not to'}), so its CPU figures "
-           "swing with the host")
+    how = (
+        f"this run held freed pages in the guest ({held}, was {host_memory.get('free_page_reporting')}; "
+        "restored afterwards)"
+        if held
+        else f"this run did NOT hold freed pages ({host_memory.get('note') or 'asked not to'}), so its CPU figures "
+        "swing with the host"
+    )
     return (
         "Quiet measurements (issue #15). The machine these figures were first taken on is a VM that hands every "
         "page its guest frees back to the host (free page reporting with min_free_ms 0; this machine's settings: "
@@ -816,13 +976,21 @@ def _quiet_note(host_memory: dict[str, Any], rounds: int) -> str:
 #: what each change did to CPU per row, as measured when it landed (issue #15's "before and after")
 CPU_HISTORY_COLUMNS = ["commit", "change", "1 s variant, CPU s per million rows: before -> after"]
 CPU_HISTORY = [
-    ["a576262", "the File sink's commit is a rename on local disk (a server-side copy on S3), not a read and "
-                "rewrite of every byte in the driver", "with 383f7d3: 'off' ~0.97M -> ~7M rows/s (CPU not recorded)"],
+    [
+        "a576262",
+        "the File sink's commit is a rename on local disk (a server-side copy on S3), not a read and "
+        "rewrite of every byte in the driver",
+        "with 383f7d3: 'off' ~0.97M -> ~7M rows/s (CPU not recorded)",
+    ],
     ["383f7d3", "full files are staged by a background writer; 16 MiB files by default", "(with a576262)"],
     ["230a4cb", "the sink encodes straight into its staging file, not a growing memory buffer", "0.29 -> 0.18"],
     ["7e203e3", "written files leave the page cache once fsynced", "0.18 -> 0.145"],
-    ["f3ca8e7", "the preloading daemon freezes its imports (gc.freeze): a worker's gc.collect() after each task "
-                "no longer walks them", "0.135-0.141 -> 0.130-0.136"],
+    [
+        "f3ca8e7",
+        "the preloading daemon freezes its imports (gc.freeze): a worker's gc.collect() after each task "
+        "no longer walks them",
+        "0.135-0.141 -> 0.130-0.136",
+    ],
 ]
 
 
@@ -838,30 +1006,45 @@ def _gap_factors(cpu: dict[str, float]) -> dict[str, float] | None:
     sharing the machine, and the engine."""
     if not all(v in cpu for v in ("pyarrow", "pyarrow_like_sink", "pyarrow_like_sink_p2", "1s")):
         return None
-    return {"durable": cpu["pyarrow"] / cpu["pyarrow_like_sink"],
-            "sharing": cpu["pyarrow_like_sink"] / cpu["pyarrow_like_sink_p2"],
-            "engine": cpu["pyarrow_like_sink_p2"] / cpu["1s"]}
+    return {
+        "durable": cpu["pyarrow"] / cpu["pyarrow_like_sink"],
+        "sharing": cpu["pyarrow_like_sink"] / cpu["pyarrow_like_sink_p2"],
+        "engine": cpu["pyarrow_like_sink_p2"] / cpu["1s"],
+    }
 
 
 def _gap_table(cpu: dict[str, float]) -> dict[str, Any] | None:
     factors = _gap_factors(cpu)
     if factors is None:
         return None
-    rows = [["(1) writing durably, as an exactly-once sink must",
-             f"pyarrow {cpu['pyarrow']:.4f} -> pyarrow_like_sink {cpu['pyarrow_like_sink']:.4f}", f"{factors['durable']:.3f}"],
-            ["(2) two processes at once on the 2 cores, as ours runs its 2 subtasks",
-             f"pyarrow_like_sink {cpu['pyarrow_like_sink']:.4f} -> pyarrow_like_sink_p2 {cpu['pyarrow_like_sink_p2']:.4f}",
-             f"{factors['sharing']:.3f}"],
-            ["(3) the engine: Spark's JVM, the driver, PySpark and our plumbing",
-             f"pyarrow_like_sink_p2 {cpu['pyarrow_like_sink_p2']:.4f} -> ours (1 s, p=2) {cpu['1s']:.4f}",
-             f"{factors['engine']:.3f}"],
-            ["all three: cpu_efficiency_ratio_vs_pyarrow_limit (as the ratio of medians)",
-             f"pyarrow {cpu['pyarrow']:.4f} -> ours {cpu['1s']:.4f}",
-             f"{factors['durable'] * factors['sharing'] * factors['engine']:.3f}"]]
-    return {"title": "What separates ours from the pyarrow limit, in this run (ratios of medians; the paired "
-                     "per-repetition figures are in the table above)",
-            "columns": ["factor", "CPU s per million rows (medians): without it -> with it", "factor (without / with)"],
-            "rows": rows}
+    rows = [
+        [
+            "(1) writing durably, as an exactly-once sink must",
+            f"pyarrow {cpu['pyarrow']:.4f} -> pyarrow_like_sink {cpu['pyarrow_like_sink']:.4f}",
+            f"{factors['durable']:.3f}",
+        ],
+        [
+            "(2) two processes at once on the 2 cores, as ours runs its 2 subtasks",
+            f"pyarrow_like_sink {cpu['pyarrow_like_sink']:.4f} -> pyarrow_like_sink_p2 {cpu['pyarrow_like_sink_p2']:.4f}",
+            f"{factors['sharing']:.3f}",
+        ],
+        [
+            "(3) the engine: Spark's JVM, the driver, PySpark and our plumbing",
+            f"pyarrow_like_sink_p2 {cpu['pyarrow_like_sink_p2']:.4f} -> ours (1 s, p=2) {cpu['1s']:.4f}",
+            f"{factors['engine']:.3f}",
+        ],
+        [
+            "all three: cpu_efficiency_ratio_vs_pyarrow_limit (as the ratio of medians)",
+            f"pyarrow {cpu['pyarrow']:.4f} -> ours {cpu['1s']:.4f}",
+            f"{factors['durable'] * factors['sharing'] * factors['engine']:.3f}",
+        ],
+    ]
+    return {
+        "title": "What separates ours from the pyarrow limit, in this run (ratios of medians; the paired "
+        "per-repetition figures are in the table above)",
+        "columns": ["factor", "CPU s per million rows (medians): without it -> with it", "factor (without / with)"],
+        "rows": rows,
+    }
 
 
 def _gap_note(cpu: dict[str, float]) -> str | None:
@@ -870,10 +1053,22 @@ def _gap_note(cpu: dict[str, float]) -> str | None:
     if factors is None:
         return None
     durable, sharing, engine = factors["durable"], factors["sharing"], factors["engine"]
-    plain_sharing = (f"; the plain loop alike: {cpu['pyarrow_p2']:.3f} in 2 processes against {cpu['pyarrow']:.3f} "
-                     f"in one, x{cpu['pyarrow'] / cpu['pyarrow_p2']:.2f}") if "pyarrow_p2" in cpu else ""
-    alone = (f" With one subtask against the like-sink loop alone, one process each: {cpu['p1_1s']:.3f} against "
-             f"{cpu['pyarrow_like_sink']:.3f}, x{cpu['pyarrow_like_sink'] / cpu['p1_1s']:.2f}.") if "p1_1s" in cpu else ""
+    plain_sharing = (
+        (
+            f"; the plain loop alike: {cpu['pyarrow_p2']:.3f} in 2 processes against {cpu['pyarrow']:.3f} "
+            f"in one, x{cpu['pyarrow'] / cpu['pyarrow_p2']:.2f}"
+        )
+        if "pyarrow_p2" in cpu
+        else ""
+    )
+    alone = (
+        (
+            f" With one subtask against the like-sink loop alone, one process each: {cpu['p1_1s']:.3f} against "
+            f"{cpu['pyarrow_like_sink']:.3f}, x{cpu['pyarrow_like_sink'] / cpu['p1_1s']:.2f}."
+        )
+        if "p1_1s" in cpu
+        else ""
+    )
     return (
         "Where the gap to the pyarrow limit goes, in this run (CPU-s per million rows, medians; every x is a ratio "
         "of medians, so it can differ a little from the paired figures above; cpu_efficiency_ratio_vs_pyarrow_limit "
@@ -892,8 +1087,9 @@ def _gap_note(cpu: dict[str, float]) -> str | None:
     )
 
 
-def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[str, Any], rows: int,
-           machine: dict[str, Any]) -> list[str]:
+def _notes(
+    figures: dict[str, Any], throughput: dict[str, Any], results: dict[str, Any], rows: int, machine: dict[str, Any]
+) -> list[str]:
     notes = [
         "'Off' is not a real off switch (the engine has none): the interval is set to 10^9 ms so no periodic "
         "checkpoint is triggered, but every job still ends with its final checkpoint, which stages the sink "
@@ -910,10 +1106,14 @@ def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[st
         "it started: Spark JVM and Python workers, user+sys from /proc) are much steadier under contention and "
         "say what the checkpointing itself costs, though not what it costs in latency.",
     ]
-    tails = {v: _median_text([r.get("final_commit_tail_s") for r in results.get(v, [])], "{:.2f}")
-             for v in ("off", "1s", "100ms")}
-    driver = {v: _median_text([(r.get("cpu_s_by_process") or {}).get("driver") for r in results.get(v, [])], "{:.2f}")
-              for v in ("off", "1s", "pyarrow")}
+    tails = {
+        v: _median_text([r.get("final_commit_tail_s") for r in results.get(v, [])], "{:.2f}")
+        for v in ("off", "1s", "100ms")
+    }
+    driver = {
+        v: _median_text([(r.get("cpu_s_by_process") or {}).get("driver") for r in results.get(v, [])], "{:.2f}")
+        for v in ("off", "1s", "pyarrow")
+    }
     notes.append(
         "Where the time went, and what was fixed (profiled with py-spy on an earlier run of this benchmark): "
         "(1) publishing the File sink's output copied it: FileSystem.move had no native version on local disk, "
@@ -976,7 +1176,9 @@ def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[st
         if not runs or sorted(r["periodic_checkpoints"] for r in runs)[len(runs) // 2] == 0:
             continue
         effective = sorted(r["spark_job_s"] * 1000 / (r["periodic_checkpoints"] + 1) for r in runs)
-        duration = sorted(r["checkpoint_duration_ms_median"] for r in runs if r["checkpoint_duration_ms_median"] is not None)
+        duration = sorted(
+            r["checkpoint_duration_ms_median"] for r in runs if r["checkpoint_duration_ms_median"] is not None
+        )
         notes.append(
             f"Interval {interval} ms: median checkpoint duration {duration[len(duration) // 2] if duration else '?'} ms, "
             f"effective time between checkpoints {effective[len(effective) // 2]:.0f} ms (job time / (periodic "
@@ -987,8 +1189,9 @@ def _notes(figures: dict[str, Any], throughput: dict[str, Any], results: dict[st
     return notes
 
 
-def _plot(variants: list[str], results: dict[str, Any], throughput: dict[str, Any],
-          figures: dict[str, Any], name: str = NAME) -> list[str]:
+def _plot(
+    variants: list[str], results: dict[str, Any], throughput: dict[str, Any], figures: dict[str, Any], name: str = NAME
+) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -1007,17 +1210,31 @@ def _plot(variants: list[str], results: dict[str, Any], throughput: dict[str, An
     for i, m in enumerate(med):
         left.text(i + 0.08, m, f"{m:.2f}", ha="left", va="bottom", fontsize=8)
 
-    keys = [k for k in ("overhead_ratio_interval_1s", "overhead_ratio_interval_100ms", "ratio_vs_pyarrow_limit",
-                        "scaling_ratio_p2_vs_p1") if k in figures]
-    names = {"overhead_ratio_interval_1s": "1 s / off", "overhead_ratio_interval_100ms": "100 ms / off",
-             "ratio_vs_pyarrow_limit": "ours (p=2, 1 s)\n/ pyarrow (1 core)", "scaling_ratio_p2_vs_p1": "p=2 / p=1"}
+    keys = [
+        k
+        for k in (
+            "overhead_ratio_interval_1s",
+            "overhead_ratio_interval_100ms",
+            "ratio_vs_pyarrow_limit",
+            "scaling_ratio_p2_vs_p1",
+        )
+        if k in figures
+    ]
+    names = {
+        "overhead_ratio_interval_1s": "1 s / off",
+        "overhead_ratio_interval_100ms": "100 ms / off",
+        "ratio_vs_pyarrow_limit": "ours (p=2, 1 s)\n/ pyarrow (1 core)",
+        "scaling_ratio_p2_vs_p1": "p=2 / p=1",
+    }
     vals = [figures[k]["paired"]["median"] for k in keys]
     lo = [figures[k]["paired"]["median"] - figures[k]["paired"]["min"] for k in keys]
     hi = [figures[k]["paired"]["max"] - figures[k]["paired"]["median"] for k in keys]
     right.bar(range(len(keys)), vals, yerr=[lo, hi], capsize=5, color="#2ca02c")
     right.axhline(1.0, color="black", linewidth=0.8)
     if "overhead_ratio_interval_1s" in keys:
-        right.axhline(TARGET_OVERHEAD_1S, color="red", linestyle="--", linewidth=0.8, label=f"target 1 s: {TARGET_OVERHEAD_1S}")
+        right.axhline(
+            TARGET_OVERHEAD_1S, color="red", linestyle="--", linewidth=0.8, label=f"target 1 s: {TARGET_OVERHEAD_1S}"
+        )
         right.legend(fontsize=8, loc="upper right")
     right.set_xticks(range(len(keys)), [names[k] for k in keys], fontsize=8)
     right.set_ylabel("ratio (median of paired ratios, min-max)")

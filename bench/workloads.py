@@ -44,7 +44,9 @@ def transform(batch: pa.RecordBatch) -> pa.RecordBatch:
     bucket = pc.bit_wise_and(ids, pa.scalar(BUCKETS - 1, pa.int64()))
     # % on int64: id * 31 + 7 stays far below 2**63 for any id a benchmark uses
     mixed = pc.add(pc.multiply(ids, pa.scalar(31, pa.int64())), pa.scalar(7, pa.int64()))
-    residue = pc.subtract(mixed, pc.multiply(pc.divide(mixed, pa.scalar(1000, pa.int64())), pa.scalar(1000, pa.int64())))
+    residue = pc.subtract(
+        mixed, pc.multiply(pc.divide(mixed, pa.scalar(1000, pa.int64())), pa.scalar(1000, pa.int64()))
+    )
     score = pc.divide(pc.cast(residue, pa.float64()), pa.scalar(1000.0, pa.float64()))
     return batch.append_column("bucket", bucket).append_column("score", score)
 
@@ -114,7 +116,9 @@ def sequence_batches(
         columns = [pa.array(np.arange(next_id, next_id + n, dtype=np.int64))]
         if buffer is not None:
             columns.append(
-                pa.FixedSizeBinaryArray.from_buffers(pa.binary(payload_bytes), n, [None, buffer.slice(0, n * payload_bytes)])
+                pa.FixedSizeBinaryArray.from_buffers(
+                    pa.binary(payload_bytes), n, [None, buffer.slice(0, n * payload_bytes)]
+                )
             )
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
         next_id += n

@@ -62,7 +62,6 @@ sink:
 """
 
 
-
 def path_safe(text: str) -> str:
     """A run id as a file name: manual__2026-01-01T00:00:00+00:00 -> manual__2026-01-01T00-00-00-00-00."""
     return re.sub(r"[^A-Za-z0-9_.=-]", "-", text)

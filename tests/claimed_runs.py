@@ -29,28 +29,37 @@ JOB_ID = "identity"
 
 
 def checkpoint_config(root: Path) -> Any:
-    storage = {"type": "hdfs", "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                                 "namespace": f"{root}/checkpoints/"}}
+    storage = {
+        "type": "hdfs",
+        "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{root}/checkpoints/"},
+    }
     return load_config({"seatunnel": {"engine": {"checkpoint": {"interval": 1000, "storage": storage}}}})
 
 
 class ClaimedRun:
     """One driver run of a job of one subtask, from its claim on."""
 
-    def __init__(self, root: Path, sinks: Sequence[Mapping[str, Any]], source: Mapping[str, Any] | None = None,
-                 **request: Any):
+    def __init__(
+        self, root: Path, sinks: Sequence[Mapping[str, Any]], source: Mapping[str, Any] | None = None, **request: Any
+    ):
         # every sink reads the source's table (SeaTunnel's wiring by table name)
-        self.job = load_job({"env": {"job.name": JOB_ID, "parallelism": 1},
-                             "source": [{"plugin_output": "rows", **(source or {"plugin_name": "Sequence", "rows": 1})}],
-                             "sink": [{"plugin_input": "rows", **s} for s in sinks]})
+        self.job = load_job(
+            {
+                "env": {"job.name": JOB_ID, "parallelism": 1},
+                "source": [{"plugin_output": "rows", **(source or {"plugin_name": "Sequence", "rows": 1})}],
+                "sink": [{"plugin_input": "rows", **s} for s in sinks],
+            }
+        )
         self.sinks = load_sinks(self.job, load_sources(self.job.sources))
         for sink in self.sinks:  # as the runner does before it claims (a Jdbc sink's commit log)
             sink.preflight()
         self.sink = one_sink(self.sinks)
         self.committer = self.sink.create_committer(JOB_ID)
         self.lines: list[str] = []
-        self.run = JobRun(RunRequest(job=self.job, config=checkpoint_config(root), job_id=JOB_ID, **request),
-                          progress=self.lines.append)
+        self.run = JobRun(
+            RunRequest(job=self.job, config=checkpoint_config(root), job_id=JOB_ID, **request),
+            progress=self.lines.append,
+        )
         self.manifest: Any = None
         self.highest = 0
 
@@ -78,15 +87,25 @@ class ClaimedRun:
     def complete(self, checkpoint_id: int, info: Any) -> None:
         """Write checkpoint ``checkpoint_id``'s ``_metadata`` as the driver does (the epoch's
         commit info in it); its output is not committed yet."""
-        loop = DriverLoop(self.run.coordinator(self.manifest, self.highest), self.run.store, self.committer,
-                          self.run.fence, properties={"job_name": JOB_ID, "attempt": self.run.attempt_number},
-                          sinks=self.run.sink_layout)
-        snapshot = SubtaskSnapshot(subtask=0, attempt=0, state_handles=(StateHandle.of_bytes(b"{}"),),
-                                   sink_commit_info=[[checkpoint_id, info]] if info is not None else None,
-                                   stats=AckStats())
+        loop = DriverLoop(
+            self.run.coordinator(self.manifest, self.highest),
+            self.run.store,
+            self.committer,
+            self.run.fence,
+            properties={"job_name": JOB_ID, "attempt": self.run.attempt_number},
+            sinks=self.run.sink_layout,
+        )
+        snapshot = SubtaskSnapshot(
+            subtask=0,
+            attempt=0,
+            state_handles=(StateHandle.of_bytes(b"{}"),),
+            sink_commit_info=[[checkpoint_id, info]] if info is not None else None,
+            stats=AckStats(),
+        )
         try:
-            loop._persist(CompletedCheckpoint(PIPELINE_ID, checkpoint_id, CheckpointKind.CHECKPOINT, 0, 0, (snapshot,)),
-                          wall_ms())
+            loop._persist(
+                CompletedCheckpoint(PIPELINE_ID, checkpoint_id, CheckpointKind.CHECKPOINT, 0, 0, (snapshot,)), wall_ms()
+            )
             event = loop.events.get_nowait()
             assert event[0] == "persisted", event
         finally:

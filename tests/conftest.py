@@ -61,7 +61,6 @@ def s3_process_server() -> Iterator[Any]:
         yield server
 
 
-
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[Any]:
     """librdkafka's mock Kafka cluster (3 brokers on loopback), in its own process."""

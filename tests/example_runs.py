@@ -37,7 +37,8 @@ def committed_ids(directory: Path) -> dict[int, list[int]]:
         match = _PART.search(path.name)
         assert match, f"unexpected output file {path.name}"
         by_checkpoint.setdefault(int(match.group(1)), []).extend(
-            pq.read_table(path, columns=["id"]).column("id").to_pylist())
+            pq.read_table(path, columns=["id"]).column("id").to_pylist()
+        )
     return by_checkpoint
 
 

@@ -23,8 +23,10 @@ from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 #: SeaTunnel job files (by name) whose own test in SeaTunnel expects the job to fail, and the error it must fail with
 EXPECTED_FAILURES = {
-    "fake_to_assert_with_multitable_exception.conf":
-        (DataError, "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100"),
+    "fake_to_assert_with_multitable_exception.conf": (
+        DataError,
+        "sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100",
+    ),
     # the InMemory test sink's failure options (connectors/in_memory.py)
     "batch_last_checkpoint_error.conf": (DataError, "InMemory: write failed"),
     "stream_fake_to_inmemory_with_error.conf": (DataError, "InMemory: write failed"),

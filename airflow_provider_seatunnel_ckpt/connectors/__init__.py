@@ -257,9 +257,12 @@ def load_table_sinks(entry: Mapping[str, Any], key: str, table_names: Sequence[s
     entries = [fill_table_placeholders(entry, name) for name in table_names]
     shares = getattr(_class("sink", entry.get("plugin_name"), f"{key}.plugin_name"), "tables_may_share_target", False)
     if not shares and len({repr(sorted(e.items(), key=lambda item: item[0])) for e in entries}) < len(entries):
-        raise ConfigError(key, f"{entry.get('plugin_name')} reads several tables ({', '.join(table_names)}) and its "
-                               "options are the same for each: name the table in them (path = \"/data/${table_name}\", "
-                               "table = \"${table_name}\"), so that each table is written apart")
+        raise ConfigError(
+            key,
+            f"{entry.get('plugin_name')} reads several tables ({', '.join(table_names)}) and its "
+            'options are the same for each: name the table in them (path = "/data/${table_name}", '
+            'table = "${table_name}"), so that each table is written apart',
+        )
     return [load_sink(filled, key) for filled in entries]
 
 

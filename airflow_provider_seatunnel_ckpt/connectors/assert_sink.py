@@ -129,11 +129,15 @@ def parse_all_rules(rules: Any) -> Rules:
     names = rules.get("table-names")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise ConfigError("rules.table-names", f"expected a list of table names, got {names!r}")
-    catalog = (parse_catalog_table_rule(rules["catalog_table_rule"], "rules.catalog_table_rule")
-               if "catalog_table_rule" in rules else None)
+    catalog = (
+        parse_catalog_table_rule(rules["catalog_table_rule"], "rules.catalog_table_rule")
+        if "catalog_table_rule" in rules
+        else None
+    )
     if not row_rules and not field_rules and not tables and names is None and catalog is None:
-        raise ConfigError("rules", "no rule given (row_rules, field_rules, tables_configs, table-names, "
-                                   "catalog_table_rule)")
+        raise ConfigError(
+            "rules", "no rule given (row_rules, field_rules, tables_configs, table-names, catalog_table_rule)"
+        )
     return Rules(row_rules, field_rules, tables, [n.strip() for n in names] if names is not None else None, catalog)
 
 
@@ -151,7 +155,9 @@ def parse_rules(rules: Mapping[str, Any], prefix: str) -> tuple[list[tuple[str, 
         where = f"{prefix}.field_rules[{index}]"
         if not isinstance(entry, Mapping) or not isinstance(entry.get("field_name"), str):
             raise ConfigError(where, "expected {field_name = ..., field_type = ..., field_value = [...]}")
-        field_type = None if entry.get("field_type") is None else seatunnel_type(entry["field_type"], f"{where}.field_type")
+        field_type = (
+            None if entry.get("field_type") is None else seatunnel_type(entry["field_type"], f"{where}.field_type")
+        )
         values = []
         for position, value_entry in enumerate(_list(entry, "field_value", where)):
             value_where = f"{where}.field_value[{position}]"
@@ -210,12 +216,16 @@ def _check_field(rule: FieldRule, schema: pa.Schema, sink: Sink) -> int:
     """The column's index; its type must be the rule's field_type."""
     index = schema.get_field_index(rule.field_name)
     if index < 0:
-        raise ConfigError(option_key(sink, f"{rule.where}.field_name"),
-                          f"no column {rule.field_name!r}; the rows have {', '.join(schema.names)}")
+        raise ConfigError(
+            option_key(sink, f"{rule.where}.field_name"),
+            f"no column {rule.field_name!r}; the rows have {', '.join(schema.names)}",
+        )
     actual = schema.field(index).type
     if rule.field_type is not None and not pa.types.is_null(rule.field_type) and actual != rule.field_type:
-        raise ConfigError(option_key(sink, f"{rule.where}.field_type"),
-                          f"{rule.field_name} is {type_name(actual)}, not {type_name(rule.field_type)}")
+        raise ConfigError(
+            option_key(sink, f"{rule.where}.field_type"),
+            f"{rule.field_name} is {type_name(actual)}, not {type_name(rule.field_type)}",
+        )
     return index
 
 
@@ -237,8 +247,10 @@ class AssertWriter(SinkWriter):
                 row, value_rule = broken
                 value = column[row].as_py()
                 what = value_rule.describe() if value_rule is not None else f"field_type {type_name(rule.field_type)}"
-                raise DataError(f"{option_key(self.sink, value_rule.where if value_rule else rule.where)}: "
-                                f"{rule.field_name} = {value!r} breaks {what} (row {batch.slice(row, 1).to_pylist()[0]})")
+                raise DataError(
+                    f"{option_key(self.sink, value_rule.where if value_rule else rule.where)}: "
+                    f"{rule.field_name} = {value!r} breaks {what} (row {batch.slice(row, 1).to_pylist()[0]})"
+                )
         self.rows += batch.num_rows
         if table is not None:
             self.tables[table] = self.tables.get(table, 0) + batch.num_rows
@@ -246,7 +258,12 @@ class AssertWriter(SinkWriter):
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         rows, self.rows = self.rows, 0
         tables, self.tables = self.tables, {}
-        return {"checkpoint": checkpoint_id, "subtask": self.subtask, "rows": rows, **({"tables": tables} if tables else {})}
+        return {
+            "checkpoint": checkpoint_id,
+            "subtask": self.subtask,
+            "rows": rows,
+            **({"tables": tables} if tables else {}),
+        }
 
 
 def _first_broken(rule: FieldRule, column: pa.Array) -> tuple[int, ValueRule | None] | None:
@@ -300,8 +317,9 @@ def _same(actual: Any, expected: Any, kind: pa.DataType) -> bool:
         return len(actual) == len(expected) and all(_same(a, e, kind.value_type) for a, e in zip(actual, expected))
     if pa.types.is_map(kind):
         actual_map, expected_map = dict(actual), dict(expected)
-        return actual_map.keys() == expected_map.keys() and \
-            all(_same(actual_map[k], expected_map[k], kind.item_type) for k in expected_map)
+        return actual_map.keys() == expected_map.keys() and all(
+            _same(actual_map[k], expected_map[k], kind.item_type) for k in expected_map
+        )
     if pa.types.is_floating(kind):
         return pa.scalar(actual, kind) == pa.scalar(expected, kind)
     return actual == expected
@@ -350,10 +368,16 @@ class AssertCommitter(SinkCommitter):
             return
         if restored_checkpoint_id is not None:
             listed = ", ".join(f"{rule} {value:g}" for _, row_rules in counted for rule, value, _ in row_rules)
-            what = " and ".join(([f"row_rules ({listed})"] if listed else [])
-                                + (["table-names"] if rules.table_names is not None else []))
-            log.warning("Assert: %s not checked: this run restored checkpoint %d, and the rows committed before it "
-                        "are not counted here", what, restored_checkpoint_id)
+            what = " and ".join(
+                ([f"row_rules ({listed})"] if listed else [])
+                + (["table-names"] if rules.table_names is not None else [])
+            )
+            log.warning(
+                "Assert: %s not checked: this run restored checkpoint %d, and the rows committed before it "
+                "are not counted here",
+                what,
+                restored_checkpoint_id,
+            )
             return
         per_table: dict[str, int] = {}
         for tables in self._tables.values():
@@ -366,5 +390,7 @@ class AssertCommitter(SinkCommitter):
                     of = f" of table {table}" if table is not None else ""
                     raise DataError(f"{option_key(self.sink, where)}: {rows:,} rows{of} break {rule} {value:g}")
         if rules.table_names is not None and set(rules.table_names) != {t for t, n in per_table.items() if n}:
-            raise DataError(f"{option_key(self.sink, 'rules.table-names')}: the rows came from tables "
-                            f"{sorted(t for t, n in per_table.items() if n)}, not {sorted(rules.table_names)}")
+            raise DataError(
+                f"{option_key(self.sink, 'rules.table-names')}: the rows came from tables "
+                f"{sorted(t for t, n in per_table.items() if n)}, not {sorted(rules.table_names)}"
+            )

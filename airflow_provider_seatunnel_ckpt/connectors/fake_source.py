@@ -55,12 +55,20 @@ BLOCK_ROWS = 4096
 _LETTERS = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
 #: SeaTunnel's default (and largest allowed) range of each numeric type
 _RANGES: dict[str, tuple[float, float]] = {
-    "tinyint": (0, 127), "smallint": (0, 32767), "int": (0, 2**31 - 1), "bigint": (0, 2**63 - 1),
-    "float": (0, 3.4028234663852886e38), "double": (0, 1.7976931348623157e308),
+    "tinyint": (0, 127),
+    "smallint": (0, 32767),
+    "int": (0, 2**31 - 1),
+    "bigint": (0, 2**63 - 1),
+    "float": (0, 3.4028234663852886e38),
+    "double": (0, 1.7976931348623157e308),
 }
 _ARROW_KIND = {
-    pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
-    pa.float32(): "float", pa.float64(): "double",
+    pa.int8(): "tinyint",
+    pa.int16(): "smallint",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.float32(): "float",
+    pa.float64(): "double",
 }
 _DATE_PARTS = ("date.year", "date.month", "date.day", "time.hour", "time.minute", "time.second")
 
@@ -78,9 +86,21 @@ def _ignored_option(key: str) -> bool:
 
 
 def _known_options() -> set[str]:
-    known = {"schema", "rows", "row.num", "split.num", "split.read-interval", "string.length", "bytes.length",
-             "array.size", "map.size", "parallelism", "string.fake.mode", "string.template",
-             *(f"{part}.template" for part in _DATE_PARTS)}
+    known = {
+        "schema",
+        "rows",
+        "row.num",
+        "split.num",
+        "split.read-interval",
+        "string.length",
+        "bytes.length",
+        "array.size",
+        "map.size",
+        "parallelism",
+        "string.fake.mode",
+        "string.template",
+        *(f"{part}.template" for part in _DATE_PARTS),
+    }
     for kind in _RANGES:
         known |= {f"{kind}.min", f"{kind}.max", f"{kind}.template", f"{kind}.fake.mode"}
     return known
@@ -96,8 +116,9 @@ class FakeSource(Source):
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         if "tables_configs" in options:
-            raise ConfigError("tables_configs", "one FakeSource is one table; load_source makes one per table "
-                                                "of tables_configs")
+            raise ConfigError(
+                "tables_configs", "one FakeSource is one table; load_source makes one per table of tables_configs"
+            )
         opts = Options(self.plugin_name, options, known=_known_options(), extra=_ignored_option)
         if not opts.has("schema"):
             raise ConfigError("schema", "is required for FakeSource (its fields or columns)")
@@ -110,11 +131,16 @@ class FakeSource(Source):
         self.split_num: int = opts.int("split.num", 1, minimum=1)
         self.read_interval_ms: int = opts.int("split.read-interval", 1, minimum=0)
         self.parallelism: int | None = opts.int("parallelism", None, minimum=1)
-        self.sizes = {name: opts.int(name, 5, minimum=0) for name in ("string.length", "bytes.length", "array.size", "map.size")}
+        self.sizes = {
+            name: opts.int(name, 5, minimum=0) for name in ("string.length", "bytes.length", "array.size", "map.size")
+        }
         self.templates: dict[str, list[Any]] = {}
         self.ranges: dict[str, tuple[float, float]] = {}
         for kind, (low, high) in _RANGES.items():
-            self.ranges[kind] = (self._bound(opts, f"{kind}.min", low, low, high), self._bound(opts, f"{kind}.max", high, low, high))
+            self.ranges[kind] = (
+                self._bound(opts, f"{kind}.min", low, low, high),
+                self._bound(opts, f"{kind}.max", high, low, high),
+            )
             self._template(opts, kind, float if kind in ("float", "double") else int)
         self._template(opts, "string", str)
         for part in _DATE_PARTS:
@@ -147,13 +173,26 @@ class FakeSource(Source):
     def splits(self, parallelism: int) -> list[Split]:
         readers = self.parallelism or parallelism
         per_split = math.ceil(self.row_num / self.split_num) if self.row_num else 0
-        chunks = [min(per_split, self.row_num - start) for start in range(0, self.row_num, per_split or 1)] if per_split else []
+        chunks = (
+            [min(per_split, self.row_num - start) for start in range(0, self.row_num, per_split or 1)]
+            if per_split
+            else []
+        )
         year = dt.date.today().year
         # reader-major within a chunk, so that dealing by position gives reader r's splits to subtask r
-        return [Split(f"fake-{reader:05d}-{chunk:05d}",
-                      {"reader": reader, "chunk": chunk, "rows": len(self.rows) if self.rows is not None else count,
-                       "year": year})
-                for chunk, count in enumerate(chunks) for reader in range(readers)]
+        return [
+            Split(
+                f"fake-{reader:05d}-{chunk:05d}",
+                {
+                    "reader": reader,
+                    "chunk": chunk,
+                    "rows": len(self.rows) if self.rows is not None else count,
+                    "year": year,
+                },
+            )
+            for chunk, count in enumerate(chunks)
+            for reader in range(readers)
+        ]
 
     def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
         total = int(split.spec["rows"])
@@ -188,8 +227,15 @@ class FakeSource(Source):
         length = column.length if column.length is not None else self.sizes["string.length"]
         return self._values(column.type, n, rng, year, length, column.scale)
 
-    def _values(self, kind: pa.DataType, n: int, rng: np.random.Generator, year: int,
-                string_length: int, scale: int | None = None) -> pa.Array:
+    def _values(
+        self,
+        kind: pa.DataType,
+        n: int,
+        rng: np.random.Generator,
+        year: int,
+        string_length: int,
+        scale: int | None = None,
+    ) -> pa.Array:
         if pa.types.is_string(kind):
             if "string" in self.templates:
                 return pa.array(rng.choice(np.array(self.templates["string"], dtype=object), n), type=pa.string())
@@ -217,7 +263,10 @@ class FakeSource(Source):
             keys = self._values(kind.key_type, n * size, rng, year, string_length).to_pylist()
             items = self._values(kind.item_type, n * size, rng, year, string_length).to_pylist()
             # a repeated key overwrites the earlier one, as in SeaTunnel's HashMap
-            maps = [list(dict(zip(keys[i * size:(i + 1) * size], items[i * size:(i + 1) * size])).items()) for i in range(n)]
+            maps = [
+                list(dict(zip(keys[i * size : (i + 1) * size], items[i * size : (i + 1) * size])).items())
+                for i in range(n)
+            ]
             return pa.array(maps, type=kind)
         if pa.types.is_struct(kind):
             children = [self._values(f.type, n, rng, year, string_length) for f in kind]
@@ -256,8 +305,10 @@ class FakeSource(Source):
             raise ConfigError("date.day.template", f"makes an invalid date: {err}") from None
         if pa.types.is_date(kind):
             return pa.array(dates, type=kind)
-        stamps = [dt.datetime(d.year, d.month, d.day, int(h), int(mi), int(s))
-                  for d, h, mi, s in zip(dates, hours, minutes, seconds)]
+        stamps = [
+            dt.datetime(d.year, d.month, d.day, int(h), int(mi), int(s))
+            for d, h, mi, s in zip(dates, hours, minutes, seconds)
+        ]
         return pa.array(stamps, type=kind)
 
 
@@ -320,7 +371,7 @@ def _explicit_rows(value: Any, columns: Sequence[Column]) -> tuple[list[list[Any
         if isinstance(fields, Mapping):
             values = [fields.get(c.name) for c in columns]
         elif isinstance(fields, list):
-            values = list(fields[:len(columns)]) + [None] * (len(columns) - len(fields))
+            values = list(fields[: len(columns)]) + [None] * (len(columns) - len(fields))
         else:
             raise ConfigError(f"{key}.fields", "expected a list (by position) or a mapping (by column name)")
         rows.append([convert_value(v, c.type, f"{key}.fields.{c.name}") for v, c in zip(values, columns)])

@@ -46,8 +46,13 @@ from .options import Options
 log = logging.getLogger(__name__)
 
 _OPTIONS = {
-    "throw_exception", "throw_out_of_memory", "checkpoint_sleep", "throw_exception_of_committer",
-    "assert_options_key", "assert_options_value", "throw_runtime_exception_list",
+    "throw_exception",
+    "throw_out_of_memory",
+    "checkpoint_sleep",
+    "throw_exception_of_committer",
+    "assert_options_key",
+    "assert_options_value",
+    "throw_runtime_exception_list",
 }
 #: placeholders left in an option after the engine filled the table ones it knows
 _UNFILLED = re.compile(r"\$\{[^}]*\}")
@@ -62,12 +67,15 @@ def _assert_options_match(key: str | None, value: str | None) -> None:
         return
     unfilled = _UNFILLED.findall(key)
     if unfilled:
-        pattern = "".join(".*" if _UNFILLED.fullmatch(part) else re.escape(part)
-                          for part in re.split(r"(\$\{[^}]*\})", key))
+        pattern = "".join(
+            ".*" if _UNFILLED.fullmatch(part) else re.escape(part) for part in re.split(r"(\$\{[^}]*\})", key)
+        )
         if re.fullmatch(pattern, value, flags=re.DOTALL):
-            log.warning("InMemory: assert_options_key placeholders %s are not filled by this engine; "
-                        "the rest of the key matched assert_options_value, those parts were not checked",
-                        ", ".join(unfilled))
+            log.warning(
+                "InMemory: assert_options_key placeholders %s are not filled by this engine; "
+                "the rest of the key matched assert_options_value, those parts were not checked",
+                ", ".join(unfilled),
+            )
             return
     raise ConfigError("assert_options_key", f"assert key and value not match! key = {key}, value = {value}")
 
@@ -93,7 +101,9 @@ class InMemorySink(Sink):
         if opts.has("throw_runtime_exception_list"):
             errors = options["throw_runtime_exception_list"]
             if isinstance(errors, str) or not isinstance(errors, (list, tuple)) or not errors:
-                raise ConfigError("throw_runtime_exception_list", f"expected a non-empty list of messages, got {errors!r}")
+                raise ConfigError(
+                    "throw_runtime_exception_list", f"expected a non-empty list of messages, got {errors!r}"
+                )
             self.runtime_errors = [str(e) for e in errors]
         key = opts.str("assert_options_key", None) if opts.has("assert_options_key") else None
         value = options.get("assert_options_value")
@@ -125,8 +135,10 @@ class InMemorySinkWriter(SinkWriter):
             raise DataError("InMemory: java.lang.OutOfMemoryError thrown by the writer (throw_out_of_memory = true)")
         errors = self.sink.runtime_errors
         if errors is not None:
-            raise ConnectorError(f"InMemory: {errors[min(self.attempt, len(errors) - 1)]} "
-                                 f"(throw_runtime_exception_list, subtask attempt {self.attempt})")
+            raise ConnectorError(
+                f"InMemory: {errors[min(self.attempt, len(errors) - 1)]} "
+                f"(throw_runtime_exception_list, subtask attempt {self.attempt})"
+            )
         self.batches.append(batch)
         self.rows += batch.num_rows
         self.total_rows += batch.num_rows

@@ -30,8 +30,8 @@ def java_float_text(value: float, single: bool = False) -> str:
     minus = "-" if sign else ""
     if -3 <= adjusted < 7:
         if adjusted >= 0:
-            whole = text_digits[:adjusted + 1].ljust(adjusted + 1, "0")
-            fraction = text_digits[adjusted + 1:] or "0"
+            whole = text_digits[: adjusted + 1].ljust(adjusted + 1, "0")
+            fraction = text_digits[adjusted + 1 :] or "0"
         else:
             whole = "0"
             fraction = "0" * (-adjusted - 1) + text_digits

@@ -31,16 +31,29 @@ import pyarrow as pa
 from ..errors import ConfigError
 
 _SIMPLE = {
-    "string": pa.string(), "boolean": pa.bool_(), "tinyint": pa.int8(), "smallint": pa.int16(),
-    "int": pa.int32(), "bigint": pa.int64(), "float": pa.float32(), "double": pa.float64(),
-    "bytes": pa.binary(), "date": pa.date32(), "time": pa.time64("us"), "timestamp": pa.timestamp("us"),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "bytes": pa.binary(),
+    "date": pa.date32(),
+    "time": pa.time64("us"),
+    "timestamp": pa.timestamp("us"),
     "null": pa.null(),
     # SeaTunnel's aliases
-    "long": pa.int64(), "short": pa.int16(), "byte": pa.int8(),
+    "long": pa.int64(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
 }
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
-KNOWN = "string, boolean, tinyint, smallint, int, bigint, float, double, decimal(p, s), bytes, date, time, " \
-        "timestamp, null, array<T>, map<K, V>, {field = type, ...}"
+KNOWN = (
+    "string, boolean, tinyint, smallint, int, bigint, float, double, decimal(p, s), bytes, date, time, "
+    "timestamp, null, array<T>, map<K, V>, {field = type, ...}"
+)
 
 
 def seatunnel_type(spec: Any, key: str) -> pa.DataType:
@@ -65,7 +78,7 @@ def seatunnel_type(spec: Any, key: str) -> pa.DataType:
         inner = _original(spec, 1)
         comma = _top_level_comma(inner)
         if comma is not None:
-            return pa.map_(seatunnel_type(inner[:comma], key), seatunnel_type(inner[comma + 1:], key))
+            return pa.map_(seatunnel_type(inner[:comma], key), seatunnel_type(inner[comma + 1 :], key))
     if text.startswith("{") and text.endswith("}"):
         return pa.struct(_fields(_row_text(spec.strip()[1:-1], key), key))
     raise ConfigError(key, f"unknown type {spec!r}; known types: {KNOWN}")
@@ -76,7 +89,7 @@ def _original(spec: str, tail: int) -> str:
     names in a nested row keep their case)."""
     stripped = spec.strip()
     start = stripped.index("<") + 1
-    return stripped[start:len(stripped) - tail]
+    return stripped[start : len(stripped) - tail]
 
 
 def _top_level_comma(text: str, separators: str = ",") -> int | None:
@@ -97,7 +110,7 @@ def _row_text(body: str, key: str) -> dict[str, str]:
     rest = body
     while rest.strip():
         comma = _top_level_comma(rest, ",\n")
-        item, rest = (rest, "") if comma is None else (rest[:comma], rest[comma + 1:])
+        item, rest = (rest, "") if comma is None else (rest[:comma], rest[comma + 1 :])
         if not item.strip():
             continue
         match = re.fullmatch(r"\s*([^=:]+?)\s*[=:]\s*(.+?)\s*", item, flags=re.S)
@@ -157,13 +170,16 @@ def parse_columns(value: Any, key: str = "schema") -> list[Column]:
             where = f"{key}.columns[{index}]"
             if not isinstance(column, Mapping) or "name" not in column or "type" not in column:
                 raise ConfigError(where, "expected a mapping with name and type")
-            result.append(Column(
-                str(column["name"]), seatunnel_type(column["type"], f"{where}.type"),
-                nullable=column.get("nullable", True) not in (False, "false"),
-                length=int(column.get("columnLength", 0) or 0),
-                scale=None if column.get("columnScale") is None else int(column["columnScale"]),
-                default=column.get("defaultValue"),
-            ))
+            result.append(
+                Column(
+                    str(column["name"]),
+                    seatunnel_type(column["type"], f"{where}.type"),
+                    nullable=column.get("nullable", True) not in (False, "false"),
+                    length=int(column.get("columnLength", 0) or 0),
+                    scale=None if column.get("columnScale") is None else int(column["columnScale"]),
+                    default=column.get("defaultValue"),
+                )
+            )
         return result
     raise ConfigError(key, "needs fields {column = type, ...} or columns = [{name, type}, ...]")
 
@@ -191,8 +207,14 @@ def type_name(arrow_type: pa.DataType) -> str:
 
 # ---- values -------------------------------------------------------------------------------
 _DATE_FORMATS = ("%Y-%m-%d", "%Y年%m月%d日", "%Y/%m/%d", "%Y.%m.%d", "%Y%m%d")
-_TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y.%m.%d %H:%M:%S",
-                      "%Y年%m月%d日 %H时%M分%S秒", "%Y%m%d%H%M%S")
+_TIMESTAMP_FORMATS = (
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y.%m.%d %H:%M:%S",
+    "%Y年%m月%d日 %H时%M分%S秒",
+    "%Y%m%d%H%M%S",
+)
 
 
 def convert_value(value: Any, kind: pa.DataType, key: str) -> Any:
@@ -204,7 +226,13 @@ def convert_value(value: Any, kind: pa.DataType, key: str) -> Any:
         return None
     try:
         if pa.types.is_string(kind):
-            return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) else _text(value)
+            return (
+                value
+                if isinstance(value, str)
+                else json.dumps(value)
+                if isinstance(value, (list, dict))
+                else _text(value)
+            )
         if pa.types.is_boolean(kind):
             return value if isinstance(value, bool) else str(value).strip().lower() == "true"
         if pa.types.is_integer(kind):
@@ -228,14 +256,18 @@ def convert_value(value: Any, kind: pa.DataType, key: str) -> Any:
         if pa.types.is_map(kind):
             if isinstance(value, str):
                 return []  # SeaTunnel reads a map written as text as an empty map
-            return [(convert_value(k, kind.key_type, key), convert_value(v, kind.item_type, f"{key}.{k}"))
-                    for k, v in _a_mapping(value, key).items()]
+            return [
+                (convert_value(k, kind.key_type, key), convert_value(v, kind.item_type, f"{key}.{k}"))
+                for k, v in _a_mapping(value, key).items()
+            ]
         if pa.types.is_struct(kind):
             if isinstance(value, Mapping):
                 return {f.name: convert_value(value.get(f.name), f.type, f"{key}.{f.name}") for f in kind}
             items = _a_list(value, key)
-            return {f.name: convert_value(items[i] if i < len(items) else None, f.type, f"{key}.{f.name}")
-                    for i, f in enumerate(kind)}
+            return {
+                f.name: convert_value(items[i] if i < len(items) else None, f.type, f"{key}.{f.name}")
+                for i, f in enumerate(kind)
+            }
     except (ValueError, TypeError, ArithmeticError, decimal.InvalidOperation) as err:
         raise ConfigError(key, f"{value!r} is not a {kind} value: {err}") from None
     raise ConfigError(key, f"values of type {kind} are not supported here")

@@ -133,9 +133,7 @@ class SequenceSource(Source):
         if position is None:
             position = start
         if isinstance(position, bool) or not isinstance(position, int) or not start <= position <= end:
-            raise ValueError(
-                f"Sequence split {split.split_id}: position {position!r} is not an id in [{start}, {end}]"
-            )
+            raise ValueError(f"Sequence split {split.split_id}: position {position!r} is not an id in [{start}, {end}]")
         batch_size = self.batch_size or context.batch_size
         limiter = None
         if self.rows_per_second > 0:

@@ -54,8 +54,12 @@ class TableMetadata:
     def declares_anything(self) -> bool:
         """Whether the schema block said more than column types: only then is it attached,
         so a job that declares none sees the schema it always saw."""
-        return bool(self.table or self.primary_key or self.constraint_keys
-                    or any(attrs != ColumnAttributes() for attrs in self.columns.values()))
+        return bool(
+            self.table
+            or self.primary_key
+            or self.constraint_keys
+            or any(attrs != ColumnAttributes() for attrs in self.columns.values())
+        )
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -79,10 +83,13 @@ def parse_table_metadata(block: Mapping[str, Any], catalog: str, key: str = "sch
             try:
                 length = int(column.get("columnLength", 0) or 0)
             except (TypeError, ValueError):
-                raise ConfigError(f"{key}.columns[{index}].columnLength", f"expected a whole number, got {column['columnLength']!r}") from None
+                raise ConfigError(
+                    f"{key}.columns[{index}].columnLength", f"expected a whole number, got {column['columnLength']!r}"
+                ) from None
             comment = column.get("comment")
             meta.columns[str(column["name"])] = ColumnAttributes(
-                length, column.get("defaultValue"), None if comment is None else str(comment))
+                length, column.get("defaultValue"), None if comment is None else str(comment)
+            )
     names = _column_names(block)
     primary = block.get("primaryKey")
     if primary is not None:
@@ -95,9 +102,21 @@ def parse_table_metadata(block: Mapping[str, Any], catalog: str, key: str = "sch
     for index, constraint in enumerate(block.get("constraintKeys") or []):
         where = f"{key}.constraintKeys[{index}]"
         if not isinstance(constraint, Mapping) or not isinstance(constraint.get("constraintColumns"), list):
-            raise ConfigError(where, "expected {constraintName, constraintType, constraintColumns = [{columnName, sortType}]}")
-        meta.constraint_keys.append(_constraint(constraint, where, names, "constraintName", "constraintType",
-                                                "constraintColumns", "columnName", "sortType"))
+            raise ConfigError(
+                where, "expected {constraintName, constraintType, constraintColumns = [{columnName, sortType}]}"
+            )
+        meta.constraint_keys.append(
+            _constraint(
+                constraint,
+                where,
+                names,
+                "constraintName",
+                "constraintType",
+                "constraintColumns",
+                "columnName",
+                "sortType",
+            )
+        )
     return meta
 
 
@@ -105,12 +124,28 @@ def constraint_rule(entry: Any, where: str) -> dict[str, Any]:
     """One of Assert's ``constraint_key_rule`` entries, in :class:`TableMetadata`'s form."""
     if not isinstance(entry, Mapping) or not isinstance(entry.get("constraint_key_columns"), list):
         raise ConfigError(where, "expected {constraint_key_name, constraint_key_type, constraint_key_columns = [...]}")
-    return _constraint(entry, where, None, "constraint_key_name", "constraint_key_type", "constraint_key_columns",
-                       "constraint_key_column_name", "constraint_key_sort_type")
+    return _constraint(
+        entry,
+        where,
+        None,
+        "constraint_key_name",
+        "constraint_key_type",
+        "constraint_key_columns",
+        "constraint_key_column_name",
+        "constraint_key_sort_type",
+    )
 
 
-def _constraint(entry: Mapping[str, Any], where: str, names: list[str] | None, name_key: str, type_key: str,
-                columns_key: str, column_key: str, sort_key: str) -> dict[str, Any]:
+def _constraint(
+    entry: Mapping[str, Any],
+    where: str,
+    names: list[str] | None,
+    name_key: str,
+    type_key: str,
+    columns_key: str,
+    column_key: str,
+    sort_key: str,
+) -> dict[str, Any]:
     kind = str(entry.get(type_key, "")).upper()
     if kind not in CONSTRAINT_TYPES:
         raise ConfigError(f"{where}.{type_key}", f"{entry.get(type_key)!r} is not one of {', '.join(CONSTRAINT_TYPES)}")
@@ -171,17 +206,25 @@ class CatalogTableRule:
             at = f"{where}.primary_key_rule"
             actual = meta.primary_key
             if actual is None:
-                raise ConfigError(at, "the table has no primary key (declared in the source's schema.primaryKey; "
-                                     "a transform between passes on the columns only)")
+                raise ConfigError(
+                    at,
+                    "the table has no primary key (declared in the source's schema.primaryKey; "
+                    "a transform between passes on the columns only)",
+                )
             if self.primary_key["name"] is not None and self.primary_key["name"] != actual["name"]:
                 raise ConfigError(at, f"the primary key is named {actual['name']!r}, not {self.primary_key['name']!r}")
             if self.primary_key["columns"] and sorted(self.primary_key["columns"]) != sorted(actual["columns"]):
-                raise ConfigError(at, f"the primary key's columns are {actual['columns']}, not {self.primary_key['columns']}")
+                raise ConfigError(
+                    at, f"the primary key's columns are {actual['columns']}, not {self.primary_key['columns']}"
+                )
         if self.constraint_keys is not None:
             at = f"{where}.constraint_key_rule"
             if not meta.constraint_keys:
-                raise ConfigError(at, "the table has no constraint keys (declared in the source's schema.constraintKeys; "
-                                     "a transform between passes on the columns only)")
+                raise ConfigError(
+                    at,
+                    "the table has no constraint keys (declared in the source's schema.constraintKeys; "
+                    "a transform between passes on the columns only)",
+                )
             if self.constraint_keys and _multiset(self.constraint_keys) != _multiset(meta.constraint_keys):
                 raise ConfigError(at, f"the constraint keys are {meta.constraint_keys}, not {self.constraint_keys}")
         if self.columns is not None:
@@ -189,13 +232,17 @@ class CatalogTableRule:
             if self.columns and sorted(map(repr, self.columns)) != sorted(map(repr, actual_columns)):
                 missing = [c for c in self.columns if c not in actual_columns]
                 extra = [c for c in actual_columns if c not in self.columns]
-                raise ConfigError(f"{where}.column_rule", f"the table's columns differ: expected {_shown(missing)}, "
-                                                          f"found {_shown(extra)}")
+                raise ConfigError(
+                    f"{where}.column_rule",
+                    f"the table's columns differ: expected {_shown(missing)}, found {_shown(extra)}",
+                )
         if self.identifier is not None:
             actual_id = (meta.catalog, meta.table)
             if actual_id != self.identifier:
-                raise ConfigError(f"{where}.table_identifier_rule",
-                                  f"the table is {_identifier(actual_id)}, not {_identifier(self.identifier)}")
+                raise ConfigError(
+                    f"{where}.table_identifier_rule",
+                    f"the table is {_identifier(actual_id)}, not {_identifier(self.identifier)}",
+                )
 
 
 def parse_catalog_table_rule(block: Any, where: str) -> CatalogTableRule:
@@ -212,8 +259,10 @@ def parse_catalog_table_rule(block: Any, where: str) -> CatalogTableRule:
         if not isinstance(rule, Mapping):
             raise ConfigError(f"{where}.primary_key_rule", "expected {primary_key_name, primary_key_columns}")
         name = rule.get("primary_key_name")
-        primary = {"name": None if name is None else str(name),
-                   "columns": [str(c) for c in rule.get("primary_key_columns") or []]}
+        primary = {
+            "name": None if name is None else str(name),
+            "columns": [str(c) for c in rule.get("primary_key_columns") or []],
+        }
     constraints = None
     if "constraint_key_rule" in block:
         entries = block["constraint_key_rule"]
@@ -231,9 +280,16 @@ def parse_catalog_table_rule(block: Any, where: str) -> CatalogTableRule:
             if not isinstance(entry, Mapping) or "name" not in entry or "type" not in entry:
                 raise ConfigError(at, "expected {name, type, column_length, nullable, default_value, comment}")
             comment = entry.get("comment")
-            columns.append((str(entry["name"]), seatunnel_type(entry["type"], f"{at}.type"),
-                            int(entry.get("column_length", 0) or 0), entry.get("nullable", True) not in (False, "false"),
-                            entry.get("default_value"), None if comment is None else str(comment)))
+            columns.append(
+                (
+                    str(entry["name"]),
+                    seatunnel_type(entry["type"], f"{at}.type"),
+                    int(entry.get("column_length", 0) or 0),
+                    entry.get("nullable", True) not in (False, "false"),
+                    entry.get("default_value"),
+                    None if comment is None else str(comment),
+                )
+            )
     identifier = None
     if "table_identifier_rule" in block:
         rule = block["table_identifier_rule"]

@@ -23,9 +23,12 @@ def table_parts(full_name: str) -> dict[str, str | None]:
     no such part (then the placeholder's default, or "", is written, as in SeaTunnel)."""
     parts = full_name.split(".")
     database, schema, table = (
-        (None, None, full_name) if len(parts) == 1 else
-        (parts[0], None, ".".join(parts[1:])) if len(parts) == 2 else
-        (parts[0], parts[1], ".".join(parts[2:])))
+        (None, None, full_name)
+        if len(parts) == 1
+        else (parts[0], None, ".".join(parts[1:]))
+        if len(parts) == 2
+        else (parts[0], parts[1], ".".join(parts[2:]))
+    )
     prefix = [p for p in (database, schema) if p]
     return {
         "database_name": database,

@@ -38,7 +38,9 @@ class SourceUnion(Source):
 
     @staticmethod
     def _wrap(index: int, split: Split) -> Split:
-        return Split(f"{index}/{split.split_id}", {"source": index, "split_id": split.split_id, "spec": dict(split.spec)})
+        return Split(
+            f"{index}/{split.split_id}", {"source": index, "split_id": split.split_id, "spec": dict(split.spec)}
+        )
 
     @staticmethod
     def _unwrap(split: Split) -> Split:
@@ -69,7 +71,7 @@ class SourceUnion(Source):
     def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
         for i, source in enumerate(self.sources):
             prefix = f"{i}/"
-            mine = {split_id[len(prefix):]: p for split_id, p in positions.items() if split_id.startswith(prefix)}
+            mine = {split_id[len(prefix) :]: p for split_id, p in positions.items() if split_id.startswith(prefix)}
             if mine:
                 source.checkpoint_completed(mine)
 
@@ -98,8 +100,9 @@ class _TaggingReader(SourceReader):
         self.inner.close()
 
 
-def tables_source(build: Callable[[Mapping[str, Any]], Source], options: Mapping[str, Any],
-                  key: str = "tables_configs") -> SourceUnion:
+def tables_source(
+    build: Callable[[Mapping[str, Any]], Source], options: Mapping[str, Any], key: str = "tables_configs"
+) -> SourceUnion:
     """One source per entry of ``options[key]`` (each entry's options over the shared
     ones), named by ``build.table_name(entry)`` (by default its ``schema.table``), as
     SeaTunnel's multi-table sources: ``tables_configs``, Kafka's ``table_list``."""

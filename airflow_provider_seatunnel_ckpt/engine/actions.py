@@ -85,6 +85,5 @@ class ScheduleWakeup:
 
 
 Action: TypeAlias = (
-    SendToSubtask | Broadcast | PersistCheckpoint | DeleteCheckpointState | FailJob | JobFinished
-    | ScheduleWakeup
+    SendToSubtask | Broadcast | PersistCheckpoint | DeleteCheckpointState | FailJob | JobFinished | ScheduleWakeup
 )

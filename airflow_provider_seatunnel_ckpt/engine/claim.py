@@ -155,7 +155,9 @@ class ClaimDuty(RunState):
             self.fence.erase()
             self.storage.delete_checkpoint(job_id)
         except Exception as err:  # the job finished and its output is committed
-            self.progress(f"job {job_id}: finished, but deleting it from {where} failed ({first_line(str(err))}); "
-                          f"remove it with seatunnel-ckpt delete --yes --job-id {job_id}")
+            self.progress(
+                f"job {job_id}: finished, but deleting it from {where} failed ({first_line(str(err))}); "
+                f"remove it with seatunnel-ckpt delete --yes --job-id {job_id}"
+            )
             return
         self.progress(f"job {job_id}: finished; deleted from {where} (externalized-retention: delete-on-finish)")

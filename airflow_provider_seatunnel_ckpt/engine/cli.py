@@ -29,19 +29,38 @@ def add_run_command(sub: Any) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job_file", help="job file (SeaTunnel's HOCON .conf, YAML or JSON): env, source, transform, sink")
-    parser.add_argument("--config", help="seatunnel.yaml with the checkpoint configuration (default: $SEATUNNEL_CKPT_CONFIG, else built-in defaults)")
+    parser.add_argument(
+        "job_file", help="job file (SeaTunnel's HOCON .conf, YAML or JSON): env, source, transform, sink"
+    )
+    parser.add_argument(
+        "--config",
+        help="seatunnel.yaml with the checkpoint configuration (default: $SEATUNNEL_CKPT_CONFIG, else built-in defaults)",
+    )
     parser.add_argument("--job-id", help="stable id of this job; checkpoints are kept under it (default: the job name)")
-    parser.add_argument("--restore", default="latest", help="latest (default): resume from the newest valid checkpoint, "
-                        "or start fresh when there is none; none: refuse to run over existing checkpoints; or a checkpoint id")
-    parser.add_argument("--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first")
-    parser.add_argument("--allow-non-restored-state", action="store_true",
-                        help="restore a checkpoint that holds output of a sink the job no longer has, dropping that "
-                             "output (without it such a restore is refused)")
+    parser.add_argument(
+        "--restore",
+        default="latest",
+        help="latest (default): resume from the newest valid checkpoint, "
+        "or start fresh when there is none; none: refuse to run over existing checkpoints; or a checkpoint id",
+    )
+    parser.add_argument(
+        "--discard-existing", action="store_true", help="with --restore none: delete the job's checkpoints first"
+    )
+    parser.add_argument(
+        "--allow-non-restored-state",
+        action="store_true",
+        help="restore a checkpoint that holds output of a sink the job no longer has, dropping that "
+        "output (without it such a restore is refused)",
+    )
     parser.add_argument("--master", help="Spark master URL (default: from spark-submit, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
-    parser.add_argument("-ck", "--check", action="store_true", help="check the job file and print how it is wired, "
-                        "then stop (SeaTunnel's --check): nothing is run and no system is contacted")
+    parser.add_argument(
+        "-ck",
+        "--check",
+        action="store_true",
+        help="check the job file and print how it is wired, "
+        "then stop (SeaTunnel's --check): nothing is run and no system is contacted",
+    )
     add_variable_arguments(parser)
 
 
@@ -94,12 +113,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: job {request.job_id} failed: {first_line(f'{type(err).__name__}: {err}')}", file=sys.stderr)
         return EXIT_JOB_FAILED
     if outcome.stopped_with_savepoint:
-        print(f"job {request.job_id} stopped with savepoint {outcome.stopped_savepoint_id}, "
-              f"{len(outcome.completed)} checkpoints completed in this run; rerun to resume from it", file=sys.stderr)
+        print(
+            f"job {request.job_id} stopped with savepoint {outcome.stopped_savepoint_id}, "
+            f"{len(outcome.completed)} checkpoints completed in this run; rerun to resume from it",
+            file=sys.stderr,
+        )
         return EXIT_OK
     if outcome.finished:
-        print(f"job {request.job_id} finished: final checkpoint {outcome.final_checkpoint_id}, "
-              f"{len(outcome.completed)} checkpoints completed in this run", file=sys.stderr)
+        print(
+            f"job {request.job_id} finished: final checkpoint {outcome.final_checkpoint_id}, "
+            f"{len(outcome.completed)} checkpoints completed in this run",
+            file=sys.stderr,
+        )
         return EXIT_OK
     print(f"error: job {request.job_id} failed: {outcome.error}", file=sys.stderr)
     return EXIT_JOB_FAILED

@@ -55,14 +55,21 @@ class CompletedCheckpointStore:
         self.pipeline_id = pipeline_id
 
     # ---- write ------------------------------------------------------------------------
-    def to_manifest(self, checkpoint: CompletedCheckpoint, trigger_wall_ms: int, properties: dict[str, Any],
-                    sinks: tuple[Any, ...] = ()) -> CheckpointManifest:
+    def to_manifest(
+        self,
+        checkpoint: CompletedCheckpoint,
+        trigger_wall_ms: int,
+        properties: dict[str, Any],
+        sinks: tuple[Any, ...] = (),
+    ) -> CheckpointManifest:
         """``sinks``: the job's sink identities (engine/sink_identity.py), recorded so that a
         restore hands each sink its own commit infos whatever the order of the job's sinks."""
         subtask_states = {}
         for snapshot in checkpoint.subtasks:
             if len(snapshot.state_handles) > 1:
-                raise ValueError(f"subtask {snapshot.subtask} reported {len(snapshot.state_handles)} state handles; expected one")
+                raise ValueError(
+                    f"subtask {snapshot.subtask} reported {len(snapshot.state_handles)} state handles; expected one"
+                )
             if snapshot.state_handles:
                 subtask_states[snapshot.subtask] = _to_stored(snapshot.state_handles[0])
         complete = wall_ms()
@@ -81,8 +88,9 @@ class CompletedCheckpointStore:
             properties={"parallelism": checkpoint.num_subtasks, **properties},
         )
 
-    def persist(self, manifest: CheckpointManifest, before_write: Callable[[], None] | None = None,
-                trusted: Iterable[str] = ()) -> str:
+    def persist(
+        self, manifest: CheckpointManifest, before_write: Callable[[], None] | None = None, trusted: Iterable[str] = ()
+    ) -> str:
         """Check the state files (but the ``trusted`` ones), run ``before_write``, write
         ``_metadata``. Retention is left to :meth:`apply_retention`, after the checkpoint
         is reported complete."""
@@ -138,8 +146,11 @@ class CompletedCheckpointStore:
         """A specific checkpoint (or savepoint) id; raises when absent or damaged."""
         # A taken-over driver's savepoint may share an id with the claimant's checkpoint:
         # the completed one of the two is the one asked for.
-        matching = [e for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id)
-                    if e.checkpoint_id == checkpoint_id]
+        matching = [
+            e
+            for e in self.storage.list_checkpoint_entries(self.job_id, self.pipeline_id)
+            if e.checkpoint_id == checkpoint_id
+        ]
         entry = next((e for e in matching if e.completed), matching[0] if matching else None)
         if entry is None or not entry.completed:
             self.storage.require_checkpoint(self.job_id, self.pipeline_id, checkpoint_id)  # raises the clear error
@@ -181,7 +192,9 @@ class CompletedCheckpointStore:
         return manifest
 
 
-def checkpoint_statistics(checkpoint: CompletedCheckpoint, trigger_wall_ms: int, complete_wall_ms: int) -> dict[str, Any]:
+def checkpoint_statistics(
+    checkpoint: CompletedCheckpoint, trigger_wall_ms: int, complete_wall_ms: int
+) -> dict[str, Any]:
     """The ``statistics`` object of ``_metadata`` (modelled on Flink's checkpoint stats).
 
     Times ending in ``_ms`` that are durations come from the coordinator's monotonic

@@ -187,5 +187,4 @@ class GroupCommitter(SinkCommitter):
 
     def pending(self) -> list[Any]:
         """Every part's work not yet committed (``inspect``), of the parts that tell it."""
-        return [item for committer in self.committers if hasattr(committer, "pending")
-                for item in committer.pending()]
+        return [item for committer in self.committers if hasattr(committer, "pending") for item in committer.pending()]

@@ -41,7 +41,9 @@ def control_endpoint(conf: Callable[[str], str | None], master: str) -> ControlE
     driver_host = None if local else conf("spark.driver.host") or os.environ.get("SPARK_LOCAL_IP")
     advertised = conf(HOST_KEY) or driver_host or LOOPBACK
     # An advertised address may not be local (NAT): on a cluster, listen where Spark does.
-    bind = conf(BIND_ADDRESS_KEY) or (advertised if local else conf("spark.driver.bindAddress") or driver_host or advertised)
+    bind = conf(BIND_ADDRESS_KEY) or (
+        advertised if local else conf("spark.driver.bindAddress") or driver_host or advertised
+    )
     raw_port = conf(PORT_KEY) or "0"
     try:
         port = int(raw_port)

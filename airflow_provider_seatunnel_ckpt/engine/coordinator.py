@@ -75,8 +75,12 @@ class CoordinatorSettings:
 
     def __post_init__(self) -> None:
         for name, low in (
-            ("interval_ms", 1), ("timeout_ms", 1), ("min_pause_ms", 0),
-            ("max_concurrent", 1), ("tolerable_failure", 0), ("failover_timeout_ms", 1),
+            ("interval_ms", 1),
+            ("timeout_ms", 1),
+            ("min_pause_ms", 0),
+            ("max_concurrent", 1),
+            ("tolerable_failure", 0),
+            ("failover_timeout_ms", 1),
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -141,8 +145,7 @@ class CheckpointCoordinator:
             next_checkpoint_id = floor
         elif next_checkpoint_id < floor:
             raise ValueError(
-                f"next_checkpoint_id {next_checkpoint_id} would reuse ids: the restored "
-                f"checkpoint is {floor - 1}"
+                f"next_checkpoint_id {next_checkpoint_id} would reuse ids: the restored checkpoint is {floor - 1}"
             )
         self.pipeline_id = pipeline_id
         self.num_subtasks = num_subtasks
@@ -254,9 +257,7 @@ class CheckpointCoordinator:
         # the restart. Abort them; a task failure says nothing about checkpoint health,
         # so TASK_FAILURE does not count. Persisting ones are left alone: all their
         # ACKs are in and their write may land (see pending.py).
-        self._abort_all_pending(
-            FailureReason.TASK_FAILURE, f"subtask {subtask} started attempt {attempt}", actions
-        )
+        self._abort_all_pending(FailureReason.TASK_FAILURE, f"subtask {subtask} started attempt {attempt}", actions)
         self._release_restores(actions)
         return self._with_wakeup(actions)
 
@@ -332,9 +333,12 @@ class CheckpointCoordinator:
             _, why = self._failed_at[overdue[0]]
             self._lifecycle = Lifecycle.FAILED
             self._abort_all_pending(FailureReason.TASK_FAILURE, "a subtask did not come back", actions)
-            actions.append(FailJob(
-                f"subtask {overdue[0]} did not restart within {limit // 1000} s after it failed ({why}); "
-                "rerun the job to resume from the latest completed checkpoint"))
+            actions.append(
+                FailJob(
+                    f"subtask {overdue[0]} did not restart within {limit // 1000} s after it failed ({why}); "
+                    "rerun the job to resume from the latest completed checkpoint"
+                )
+            )
             return actions
         timeout = self.settings.timeout_ms
         for _, pending in sorted(self._pending.items()):
@@ -442,9 +446,7 @@ class CheckpointCoordinator:
 
     def _trigger(self, kind: CheckpointKind, now: int, actions: list[Action]) -> int:
         checkpoint_id = self._ids.get_and_increment()
-        self._pending[checkpoint_id] = PendingCheckpoint(
-            self.pipeline_id, checkpoint_id, kind, now, self.num_subtasks
-        )
+        self._pending[checkpoint_id] = PendingCheckpoint(self.pipeline_id, checkpoint_id, kind, now, self.num_subtasks)
         if kind is not CheckpointKind.SAVEPOINT:  # a requested savepoint does not shift the period
             self._last_trigger_ms = now
         if kind is CheckpointKind.FINAL:
@@ -452,9 +454,7 @@ class CheckpointCoordinator:
         actions.append(Broadcast(TriggerBarrier(checkpoint_id, kind, now), self._targets()))
         return checkpoint_id
 
-    def _abort(
-        self, pending: PendingCheckpoint, reason: FailureReason, detail: str, actions: list[Action]
-    ) -> None:
+    def _abort(self, pending: PendingCheckpoint, reason: FailureReason, detail: str, actions: list[Action]) -> None:
         pending.abort(reason, detail)
         self._discarded(pending, actions)
 
@@ -520,8 +520,7 @@ class CheckpointCoordinator:
 
     def _targets(self) -> tuple[tuple[int, int], ...]:
         return tuple(
-            (i, a) for i, (s, a) in enumerate(zip(self._status, self._attempts))
-            if s in _LIVE and a is not None
+            (i, a) for i, (s, a) in enumerate(zip(self._status, self._attempts)) if s in _LIVE and a is not None
         )
 
     def _all_end_of_input(self) -> bool:
@@ -555,9 +554,7 @@ class CheckpointCoordinator:
         self._check_index(what, subtask, checkpoint_id)
         current = self._attempts[subtask]
         if current is None or attempt > current:
-            raise self._protocol_error(
-                what, checkpoint_id, f"subtask {subtask} attempt {attempt} never registered"
-            )
+            raise self._protocol_error(what, checkpoint_id, f"subtask {subtask} attempt {attempt} never registered")
         return attempt == current
 
     def _protocol_error(self, what: str, checkpoint_id: int | None, problem: str) -> ProtocolError:

@@ -296,7 +296,9 @@ class DriverLoop:
                     self._reserve_ahead(action.message)
                     self._trigger_wall[action.message.checkpoint_id] = wall_ms()
                     self._triggered[action.message.checkpoint_id] = (
-                        self._trigger_wall[action.message.checkpoint_id], action.message.kind.value)
+                        self._trigger_wall[action.message.checkpoint_id],
+                        action.message.kind.value,
+                    )
                     self._highest_triggered = max(self._highest_triggered, action.message.checkpoint_id)
                     log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
                 for subtask, attempt in action.targets:
@@ -342,7 +344,8 @@ class DriverLoop:
             return
         savepoint = trigger.kind.value == "savepoint"
         self._reserved_ahead[trigger.checkpoint_id] = self._fence_io.submit(
-            self.fence.reserve, trigger.checkpoint_id, savepoint)
+            self.fence.reserve, trigger.checkpoint_id, savepoint
+        )
 
     def _add_splits(self, found: list[Any]) -> None:
         """Append discovered splits to the plan, then tell every subtask.
@@ -370,8 +373,9 @@ class DriverLoop:
             # A driver taken over creates nothing: the claimant may have pruned this
             # attempt's document, and a rewrite would bring it back for good.
             self.fence.require_claim()
-            ref = store_plan(self.store.storage, self.store.job_id, self.fence.attempt, plan,
-                             (ref or {}).get(PLAN_SOURCE_KEY))
+            ref = store_plan(
+                self.store.storage, self.store.job_id, self.fence.attempt, plan, (ref or {}).get(PLAN_SOURCE_KEY)
+            )
             self.properties = {**self.properties, PLAN_REF_KEY: ref}
 
     def _send(self, subtask: int, attempt: int, message: Any) -> None:
@@ -399,15 +403,20 @@ class DriverLoop:
             # another driver claimed the job (engine/fencing.py).
             started = time.perf_counter()
             reservation = self._fence_io.submit(
-                self._reserve_for_write, checkpoint.checkpoint_id, manifest.kind.value == "savepoint", ahead)
+                self._reserve_for_write, checkpoint.checkpoint_id, manifest.kind.value == "savepoint", ahead
+            )
             # A subtask attempt whose files were found once writes through the same
             # client to the same storage: listing its later files again would only put
             # a round trip between the last ACK and the _metadata write. The first
             # checkpoint of every attempt is still checked (a subtask on a host whose
             # storage the driver cannot see is caught there).
-            trusted = [handle.path for snapshot in checkpoint.subtasks
-                       if (snapshot.subtask, snapshot.attempt) in self._verified_attempts
-                       for handle in snapshot.state_handles if handle.path is not None]
+            trusted = [
+                handle.path
+                for snapshot in checkpoint.subtasks
+                if (snapshot.subtask, snapshot.attempt) in self._verified_attempts
+                for handle in snapshot.state_handles
+                if handle.path is not None
+            ]
             try:
                 location = self.store.persist(manifest, before_write=reservation.result, trusted=trusted)
             except CheckpointIdTaken:  # the claimant fenced this id before we could complete it
@@ -465,7 +474,8 @@ class DriverLoop:
         try:
             self.fence.check(f"deleting aborted checkpoint {checkpoint_id}")
             self.store.storage.delete_aborted_state(
-                self.store.job_id, self.store.pipeline_id, checkpoint_id, self.fence.attempt, savepoint)
+                self.store.job_id, self.store.pipeline_id, checkpoint_id, self.fence.attempt, savepoint
+            )
         except Exception as err:  # leftovers are removed by retention later; a fenced driver deletes nothing
             log.info("could not delete aborted checkpoint %d: %s", checkpoint_id, err)
 
@@ -479,14 +489,21 @@ class DriverLoop:
         # trigger -> durable: _metadata's own duration_ms ends before its write
         duration = max(int(stats.get("duration_ms", 0)), durable_wall - manifest.trigger_ms)
         record = CheckpointRecord(
-            checkpoint_id, manifest.kind.value, duration, manifest.state_size,
-            int(stats.get("rows", 0)), location, dict(stats), persist_ms=persist_ms,
+            checkpoint_id,
+            manifest.kind.value,
+            duration,
+            manifest.state_size,
+            int(stats.get("rows", 0)),
+            location,
+            dict(stats),
+            persist_ms=persist_ms,
         )
         self.outcome.completed.append(record)
         self._triggered.pop(checkpoint_id, None)
         if self.history is not None:
-            self.history.record(completed_entry(
-                self.fence.attempt, checkpoint_id, record.kind, stats, duration, persist_ms))
+            self.history.record(
+                completed_entry(self.fence.attempt, checkpoint_id, record.kind, stats, duration, persist_ms)
+            )
         self.last_completed_id = checkpoint_id
         self._rows_committed += record.rows
         elapsed = max(1e-3, time.monotonic() - self._started)
@@ -495,18 +512,27 @@ class DriverLoop:
 
     def _record_abort(self, action: DeleteCheckpointState) -> None:
         triggered_ms, kind = self._triggered.pop(
-            action.checkpoint_id, (wall_ms(), "savepoint" if action.savepoint else "checkpoint"))
+            action.checkpoint_id, (wall_ms(), "savepoint" if action.savepoint else "checkpoint")
+        )
         if self.history is not None:
             reason = action.reason.message + (f": {action.detail}" if action.detail else "")
-            self.history.record(failed_entry(
-                self.fence.attempt, action.checkpoint_id, kind, triggered_ms, wall_ms(),
-                first_line(reason), action.reason.counts_as_failure))
+            self.history.record(
+                failed_entry(
+                    self.fence.attempt,
+                    action.checkpoint_id,
+                    kind,
+                    triggered_ms,
+                    wall_ms(),
+                    first_line(reason),
+                    action.reason.counts_as_failure,
+                )
+            )
 
     def _finish(self, checkpoint_id: int) -> None:
         self.outcome.finished = True
         if self.outcome.stopped_savepoint_id != checkpoint_id:
             self.outcome.final_checkpoint_id = checkpoint_id
-        for (subtask, attempt) in list(self._connections):
+        for subtask, attempt in list(self._connections):
             self._send(subtask, attempt, FinishJob(checkpoint_id))
         self._done.set()
 

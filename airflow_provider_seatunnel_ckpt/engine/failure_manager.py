@@ -33,11 +33,7 @@ class CheckpointFailureManager:
     """
 
     def __init__(self, tolerable_failures: int, on_exceeded: Callable[[str], None]):
-        if (
-            not isinstance(tolerable_failures, int)
-            or isinstance(tolerable_failures, bool)
-            or tolerable_failures < 0
-        ):
+        if not isinstance(tolerable_failures, int) or isinstance(tolerable_failures, bool) or tolerable_failures < 0:
             raise ValueError(
                 "tolerable-failure must be an integer >= 0 (0 fails the job on the first "
                 f"counted checkpoint failure), got {tolerable_failures!r}"
@@ -62,9 +58,7 @@ class CheckpointFailureManager:
     def exceeded(self) -> bool:
         return self._exceeded
 
-    def handle_failure(
-        self, reason: FailureReason, checkpoint_id: int | None = None, detail: str = ""
-    ) -> bool:
+    def handle_failure(self, reason: FailureReason, checkpoint_id: int | None = None, detail: str = "") -> bool:
         """Record a failed checkpoint; return whether it was counted."""
         if not reason.counts_as_failure:
             return False

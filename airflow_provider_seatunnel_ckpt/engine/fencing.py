@@ -136,8 +136,14 @@ class FenceLog:
         newer claim exists. Returns the record's number (see :meth:`is_newest`)."""
         with self._lock:
             seq = self.seq + 1
-            record = {"seq": seq, "kind": "reserve", "attempt": self.attempt, "checkpoint_id": checkpoint_id,
-                      "savepoint": savepoint, "written_ms": _now_ms()}
+            record = {
+                "seq": seq,
+                "kind": "reserve",
+                "attempt": self.attempt,
+                "checkpoint_id": checkpoint_id,
+                "savepoint": savepoint,
+                "written_ms": _now_ms(),
+            }
             try:
                 self.storage.create_document(self.job_id, record_name(seq), record)
             except FileExistsError:
@@ -189,8 +195,10 @@ class FenceLog:
         with self._lock:
             winner = self._read(self.seq + 1)
         if winner is None and self.deletable:
-            return Fenced(f"job {self.job_id} {TAKEN_OVER}, which finished it and deleted its storage "
-                          "(delete-on-finish); this driver stops without completing a checkpoint or committing")
+            return Fenced(
+                f"job {self.job_id} {TAKEN_OVER}, which finished it and deleted its storage "
+                "(delete-on-finish); this driver stops without completing a checkpoint or committing"
+            )
         return Fenced(
             f"job {self.job_id} {TAKEN_OVER} (attempt {(winner or {}).get('attempt', '?')}); "
             "this driver stops without completing a checkpoint or committing"
@@ -249,8 +257,11 @@ class FenceLog:
 
     def _test_window(self, where: str) -> None:
         if self._test_window_s:
-            print(f"test hook: fence window of {self._test_window_s:.1f} s open {where} (attempt {self.attempt})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"test hook: fence window of {self._test_window_s:.1f} s open {where} (attempt {self.attempt})",
+                file=sys.stderr,
+                flush=True,
+            )
             time.sleep(self._test_window_s)
 
 

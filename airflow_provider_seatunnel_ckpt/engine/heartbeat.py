@@ -65,7 +65,9 @@ def parse_interval(value: Any, key: str = INTERVAL_KEY) -> int:
     text = str(value).strip().lower()
     match = re.fullmatch(r"(\d+)\s*(ms|s)?", text)
     if not match:
-        raise ConfigError(key, f"expected milliseconds (e.g. 2000, 2000ms or 2s; 0 turns heartbeats off), got {value!r}")
+        raise ConfigError(
+            key, f"expected milliseconds (e.g. 2000, 2000ms or 2s; 0 turns heartbeats off), got {value!r}"
+        )
     ms = int(match.group(1)) * (1000 if match.group(2) == "s" else 1)
     if 0 < ms < MIN_INTERVAL_MS:
         raise ConfigError(key, f"must be 0 (off) or at least {MIN_INTERVAL_MS} ms, got {value!r}")
@@ -104,8 +106,11 @@ class Beat:
 
     def where(self) -> str:
         """``host h, pid p, Spark application a`` (what is known)."""
-        parts = [f"host {self.host}" if self.host else None, f"pid {self.pid}" if self.pid else None,
-                 f"Spark application {self.application_id}" if self.application_id else None]
+        parts = [
+            f"host {self.host}" if self.host else None,
+            f"pid {self.pid}" if self.pid else None,
+            f"Spark application {self.application_id}" if self.application_id else None,
+        ]
         return ", ".join(p for p in parts if p) or "unknown host"
 
     @classmethod

@@ -23,8 +23,7 @@ class CheckpointIdCounter:
         _check_id(initial_next_id, "initial_next_id")
         if self._next is not None and initial_next_id < self._next:
             raise ValueError(
-                f"checkpoint id counter already at {self._next}; restarting it at "
-                f"{initial_next_id} would reuse ids"
+                f"checkpoint id counter already at {self._next}; restarting it at {initial_next_id} would reuse ids"
             )
         self._next = initial_next_id
 

@@ -41,8 +41,9 @@ def check_job(job: JobSpec) -> list[str]:
     for index in graph.transform_order:
         inputs = ", ".join(graph.transform_inputs[index]) if named else ""
         output = f" -> {graph.transform_outputs[index]}" if named else ""
-        lines.append(f"transform[{index}] {job.transforms[index]['plugin_name']}"
-                     f"{f' ({inputs}{output})' if named else ''}")
+        lines.append(
+            f"transform[{index}] {job.transforms[index]['plugin_name']}{f' ({inputs}{output})' if named else ''}"
+        )
     for index, (entry, sink, schema) in enumerate(zip(job.sinks, sinks, sink_schemas)):
         inputs = f" <- {', '.join(graph.sink_inputs[index])}" if named else ""
         tables = sink.table_names if isinstance(sink, TableSinks) else None

@@ -54,7 +54,9 @@ def build_spark(request: RunRequest) -> Any:
         try:
             max_failures = int(conf["spark.task.maxFailures"])
         except ValueError:
-            raise ConfigError("spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}") from None
+            raise ConfigError(
+                "spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}"
+            ) from None
         builder = builder.master(_local_with_retries(master, max_failures))
     elif os.environ.get("PYSPARK_GATEWAY_PORT"):
         launcher = _launcher_conf()
@@ -103,7 +105,13 @@ class LaunchDuty(RunState):
     """JobRun's Spark job, once the job is claimed and restored."""
 
     def _run_claimed(
-        self, spark: Any, token: str, manifest: Any, highest_id: int, committer: Any, restored_infos: list[Any],
+        self,
+        spark: Any,
+        token: str,
+        manifest: Any,
+        highest_id: int,
+        committer: Any,
+        restored_infos: list[Any],
         sources: list[Any],
     ) -> Outcome:
         """``sources``: the ones ``run`` checked (a File source keeps the listing it made)."""
@@ -132,7 +140,10 @@ class LaunchDuty(RunState):
         plan = plan_entries(splits)
         coordinator = self.coordinator(manifest, highest_id)
         loop = DriverLoop(
-            coordinator, self.store, committer, self.fence,
+            coordinator,
+            self.store,
+            committer,
+            self.fence,
             properties={"job_name": job.name, "attempt": self.attempt_number, PLAN_REF_KEY: plan_ref},
             split_plan=plan,
             progress=self.progress,
@@ -145,7 +156,9 @@ class LaunchDuty(RunState):
         self._loop = loop
         try:
             server = ControlServer(
-                host=endpoint.bind_address, port=endpoint.port, on_message=loop.on_message,
+                host=endpoint.bind_address,
+                port=endpoint.port,
+                on_message=loop.on_message,
                 on_disconnect=loop.on_disconnect,
             )
         except OSError as err:

@@ -40,9 +40,13 @@ class LivenessDuty(RunState):
         if interval_ms <= 0:
             return
         self._heartbeat = HeartbeatWriter(
-            self.storage, self.request.job_id, self.attempt_number, interval_ms=interval_ms,
+            self.storage,
+            self.request.job_id,
+            self.attempt_number,
+            interval_ms=interval_ms,
             fingerprint=job_fingerprint(self.request.job.to_json()),
-            status=self._heartbeat_status, health=self._health,
+            status=self._heartbeat_status,
+            health=self._health,
         ).start()
 
     def _heartbeat_status(self) -> dict[str, Any]:
@@ -114,7 +118,8 @@ class LivenessDuty(RunState):
     def open_history(self, size: int) -> HistoryRecorder:
         """The recorder, its first entry recorded, its thread not started (the simulation
         flushes it itself). A driver taken over writes no more history."""
-        recorder = HistoryRecorder(self.storage, self.request.job_id, self.attempt_number, size,
-                                   taken_over=self.fence.taken_over)
+        recorder = HistoryRecorder(
+            self.storage, self.request.job_id, self.attempt_number, size, taken_over=self.fence.taken_over
+        )
         recorder.record(restore_entry(self.attempt_number, wall_ms(), self.restored_id))
         return recorder

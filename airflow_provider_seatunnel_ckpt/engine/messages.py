@@ -273,7 +273,9 @@ class _SplitPlan(_Codec):
             _fail(where, f"expected a list, got {type(raw).__name__}")
         plan = []
         for i, item in enumerate(raw):
-            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)):
+            if not (
+                isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)
+            ):
                 _fail(f"{where}[{i}]", "expected [split_id, spec object]")
             plan.append((item[0], _check_json(item[1], f"{where}[{i}]")))
         return tuple(plan)
@@ -428,8 +430,17 @@ Message: TypeAlias = SubtaskMessage | CoordinatorMessage
 MESSAGE_TYPES: Mapping[str, type[Message]] = {
     cls.TYPE: cls
     for cls in (
-        Register, Ack, Decline, EndOfInput, TaskFailed,
-        RestoreState, TriggerBarrier, NotifyComplete, AbortCheckpoint, FinishJob, AddSplits,
+        Register,
+        Ack,
+        Decline,
+        EndOfInput,
+        TaskFailed,
+        RestoreState,
+        TriggerBarrier,
+        NotifyComplete,
+        AbortCheckpoint,
+        FinishJob,
+        AddSplits,
     )
 }
 

@@ -64,8 +64,17 @@ class PendingCheckpoint:
     """Bookkeeping for one checkpoint id: who still owes an ACK, and what the ACKs said."""
 
     __slots__ = (
-        "pipeline_id", "checkpoint_id", "kind", "trigger_ms",
-        "_state", "_waiting", "_acks", "_ack_ms", "_last_ack_ms", "_failure", "_completed",
+        "pipeline_id",
+        "checkpoint_id",
+        "kind",
+        "trigger_ms",
+        "_state",
+        "_waiting",
+        "_acks",
+        "_ack_ms",
+        "_last_ack_ms",
+        "_failure",
+        "_completed",
     )
 
     def __init__(
@@ -129,9 +138,7 @@ class PendingCheckpoint:
 
     def acknowledge(self, ack: Ack, now_ms: int) -> AckResult:
         if ack.checkpoint_id != self.checkpoint_id:
-            raise ProtocolError(
-                f"ack for checkpoint {ack.checkpoint_id} routed to checkpoint {self.checkpoint_id}"
-            )
+            raise ProtocolError(f"ack for checkpoint {ack.checkpoint_id} routed to checkpoint {self.checkpoint_id}")
         if self._state is CheckpointState.ABORTED:
             return AckResult.DISCARDED
         if ack.subtask in self._acks:
@@ -193,7 +200,6 @@ class PendingCheckpoint:
         target = TRANSITIONS[self._state].get(event)
         if target is None:
             raise ProtocolError(
-                f"checkpoint {self.checkpoint_id}: event '{event.value}' is illegal in "
-                f"state {self._state.name}"
+                f"checkpoint {self.checkpoint_id}: event '{event.value}' is illegal in state {self._state.name}"
             )
         return target

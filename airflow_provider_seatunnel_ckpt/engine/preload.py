@@ -32,7 +32,11 @@ DEFAULT_ENV = "SEATUNNEL_CKPT_PRELOAD_DAEMON"
 def preload_settings(job: Any, master: str | None, conf: Mapping[str, str], worker_python: str) -> dict[str, str]:
     """Spark settings to add for ``job`` (empty when the stock daemon stays); ``conf`` is
     the Spark configuration as it will be, ``worker_python`` the executors' Python."""
-    key, raw = (PRELOAD_KEY, conf[PRELOAD_KEY]) if PRELOAD_KEY in conf else (DEFAULT_ENV, os.environ.get(DEFAULT_ENV) or "auto")
+    key, raw = (
+        (PRELOAD_KEY, conf[PRELOAD_KEY])
+        if PRELOAD_KEY in conf
+        else (DEFAULT_ENV, os.environ.get(DEFAULT_ENV) or "auto")
+    )
     choice = str(raw).strip().lower()
     if choice not in ("auto", "true", "false"):
         raise ConfigError(key, f"expected auto, true or false, got {raw!r}")
@@ -47,8 +51,11 @@ def connector_modules(job: Any) -> list[str]:
     """The modules of the job's sources, transforms and sinks (built-in or registered)."""
     from ..connectors import module_of
 
-    entries = [*(("source", s) for s in job.sources), *(("transform", t) for t in job.transforms),
-               *(("sink", s) for s in job.sinks)]
+    entries = [
+        *(("source", s) for s in job.sources),
+        *(("transform", t) for t in job.transforms),
+        *(("sink", s) for s in job.sinks),
+    ]
     found = [module_of(kind, entry.get("plugin_name")) for kind, entry in entries]
     return list(dict.fromkeys(m for m in found if m))
 
@@ -60,11 +67,19 @@ def _importable_by(python: str) -> bool:
     directory."""
     path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not os.path.isfile(p)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    check = (f"import importlib.util as u, os; s = u.find_spec({DAEMON_MODULE!r}); "
-             "raise SystemExit(not (s and s.origin and os.path.isfile(s.origin)))")
+    check = (
+        f"import importlib.util as u, os; s = u.find_spec({DAEMON_MODULE!r}); "
+        "raise SystemExit(not (s and s.origin and os.path.isfile(s.origin)))"
+    )
     try:
-        probe = subprocess.run([python, "-c", check], env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        probe = subprocess.run(
+            [python, "-c", check],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0

@@ -40,14 +40,18 @@ class RestoreDuty(RunState):
         job_id = self.request.job_id
         existing = existing or {}
         if existing.get(DISCARDING):
-            self.progress(f"job {job_id}: an earlier --discard-existing was interrupted; finishing it first "
-                          "(the checkpoints go, committed output stays), then starting from the beginning")
+            self.progress(
+                f"job {job_id}: an earlier --discard-existing was interrupted; finishing it first "
+                "(the checkpoints go, committed output stays), then starting from the beginning"
+            )
             self._discard(existing)
             return None
         if mode == "latest":
             manifest = self.store.latest_restorable()
             if manifest is None:
-                self.progress(f"job {job_id}: no completed checkpoint in {self.storage.describe(job_id)}; starting from the beginning")
+                self.progress(
+                    f"job {job_id}: no completed checkpoint in {self.storage.describe(job_id)}; starting from the beginning"
+                )
             return manifest
         if mode == "none":
             if self.store.has_any():
@@ -136,7 +140,9 @@ class RestoreDuty(RunState):
             splits = tuple(Split(str(split_id), spec) for split_id, spec in stored)
             added = tuple(source.discover_splits(splits))
             if added:  # appended: the stored splits keep their place, so their subtask
-                self.progress(f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}")
+                self.progress(
+                    f"{len(added)} new splits since the stored plan: {split_names(s.split_id for s in added)}"
+                )
                 splits += added
         return splits, self._store_plan(splits, fingerprint)
 
@@ -163,12 +169,16 @@ class RestoreDuty(RunState):
             return None
         attempt, document = found
         if document.get(SOURCE_KEY) != fingerprint:
-            self.progress(f"job {job_id}: the source options differ from those attempt {attempt} planned its splits "
-                          "with; making a new split plan (where each split starts is resolved again)")
+            self.progress(
+                f"job {job_id}: the source options differ from those attempt {attempt} planned its splits "
+                "with; making a new split plan (where each split starts is resolved again)"
+            )
             return None
         splits = document_splits(document, f"{self.storage.describe(job_id)}/{plan_path(attempt)}")
-        self.progress(f"job {job_id}: nothing to restore; reading the {len(splits)} splits attempt {attempt} planned, "
-                      "from where that attempt started")
+        self.progress(
+            f"job {job_id}: nothing to restore; reading the {len(splits)} splits attempt {attempt} planned, "
+            "from where that attempt started"
+        )
         return splits
 
     def _prune_plans(self) -> None:
@@ -177,8 +187,11 @@ class RestoreDuty(RunState):
         after its own plan is stored (it may be a copy of the newest earlier one)."""
         job_id = self.request.job_id
         try:
-            manifests = [self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
-                         for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID) if e.completed]
+            manifests = [
+                self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
+                for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
+                if e.completed
+            ]
         except Exception as err:  # a leftover plan costs storage, not correctness
             log.info("not pruning split plans of job %s: %s", job_id, err)
             return

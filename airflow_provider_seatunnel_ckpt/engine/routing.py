@@ -36,8 +36,13 @@ from .composite import SinkGroup, TableSinks
 
 
 class Router:
-    def __init__(self, wiring: Wiring, transforms: Sequence[Transform], sinks: Sequence[Sink] = (),
-                 sources: Sequence[Source] = ()):
+    def __init__(
+        self,
+        wiring: Wiring,
+        transforms: Sequence[Transform],
+        sinks: Sequence[Sink] = (),
+        sources: Sequence[Source] = (),
+    ):
         self.wiring = wiring
         self.transforms = list(transforms)
         names = {*wiring.source_outputs, *wiring.transform_outputs}
@@ -47,19 +52,28 @@ class Router:
         self._reads_kinds |= {("sink", k) for k, sink in enumerate(sinks) if sink.change_rows == "keep"}
         #: the sinks among them fed by change rows: every batch they get carries kinds
         changes = table_changes(wiring, sources, self.transforms) if sources else None
-        self._all_kinds = {("sink", k) for k, inputs in enumerate(wiring.sink_inputs) if changes is not None
-                           and ("sink", k) in self._reads_kinds and any(changes[name][0] for name in inputs)}
+        self._all_kinds = {
+            ("sink", k)
+            for k, inputs in enumerate(wiring.sink_inputs)
+            if changes is not None and ("sink", k) in self._reads_kinds and any(changes[name][0] for name in inputs)
+        }
 
-    def route(self, batch: pa.RecordBatch, source: int,
-              operator_state: Callable[[int], dict[str, Any]]) -> list[tuple[int, pa.RecordBatch]]:
+    def route(
+        self, batch: pa.RecordBatch, source: int, operator_state: Callable[[int], dict[str, Any]]
+    ) -> list[tuple[int, pa.RecordBatch]]:
         """(sink index, batch) for every sink the batch reaches; ``operator_state(i)`` is
         the split's state of stateful transform ``i``."""
         out: list[tuple[int, pa.RecordBatch]] = []
         self._deliver(batch, self.wiring.source_outputs[source], operator_state, out)
         return out
 
-    def _deliver(self, batch: pa.RecordBatch, table: str, operator_state: Callable[[int], dict[str, Any]],
-                 out: list[tuple[int, pa.RecordBatch]]) -> None:
+    def _deliver(
+        self,
+        batch: pa.RecordBatch,
+        table: str,
+        operator_state: Callable[[int], dict[str, Any]],
+        out: list[tuple[int, pa.RecordBatch]],
+    ) -> None:
         for kind, index in self._consumers[table]:
             given = batch if (kind, index) in self._reads_kinds else strip_kinds(batch)
             if (kind, index) in self._all_kinds:
@@ -74,8 +88,9 @@ class Router:
                 self._deliver(result, self.wiring.transform_outputs[index], operator_state, out)
 
 
-def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence[Transform],
-                 sinks: Sequence[Sink] = ()) -> list[pa.Schema | None]:
+def bind_schemas(
+    wiring: Wiring, sources: Sequence[Source], transforms: Sequence[Transform], sinks: Sequence[Sink] = ()
+) -> list[pa.Schema | None]:
     """The schema each sink will receive (None where only reading tells), after checking
     each transform against its input. A source of several tables (``tables_configs``)
     feeds sinks that write several tables, alone, and no transform (SeaTunnel's rules).
@@ -85,8 +100,12 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
     several = _several_tables(wiring, sources)
     for index in wiring.transform_order:
         inputs = wiring.transform_inputs[index]
-        _no_tables(several, inputs, f"transform[{index}]", "a transform on a source of several tables (tables_configs) "
-                                                          "is not supported, as in SeaTunnel")
+        _no_tables(
+            several,
+            inputs,
+            f"transform[{index}]",
+            "a transform on a source of several tables (tables_configs) is not supported, as in SeaTunnel",
+        )
         transform = transforms[index]
         schema = _one_schema(tables, inputs, f"transform[{index}]")
         kinds, origins = _changes_in(changes, inputs)
@@ -106,14 +125,22 @@ def bind_schemas(wiring: Wiring, sources: Sequence[Source], transforms: Sequence
         if any(name in several for name in inputs):
             sink = sinks[k] if k < len(sinks) else None
             if len(inputs) > 1:
-                _no_tables(several, inputs, f"sink[{k}]", "a source of several tables (tables_configs) feeds a sink "
-                                                          "alone, as in SeaTunnel")
+                _no_tables(
+                    several,
+                    inputs,
+                    f"sink[{k}]",
+                    "a source of several tables (tables_configs) feeds a sink alone, as in SeaTunnel",
+                )
             if sink is not None and not getattr(sink, "writes_tables", False):  # built without its tables
-                raise ConfigError(f"sink[{k}].plugin_name", f"{sink.plugin_name} reads several tables "
-                                                            f"({', '.join(several[inputs[0]])}) and was built for one")
+                raise ConfigError(
+                    f"sink[{k}].plugin_name",
+                    f"{sink.plugin_name} reads several tables ({', '.join(several[inputs[0]])}) and was built for one",
+                )
     schemas = [_one_schema(tables, inputs, f"sink[{k}]") for k, inputs in enumerate(wiring.sink_inputs)]
-    return [schema if k < len(sinks) and sinks[k].change_rows == "keep" else without_kinds(schema)
-            for k, schema in enumerate(schemas)]
+    return [
+        schema if k < len(sinks) and sinks[k].change_rows == "keep" else without_kinds(schema)
+        for k, schema in enumerate(schemas)
+    ]
 
 
 #: the change kinds a table's rows may have, and the sources they come from
@@ -123,8 +150,10 @@ _Changes = tuple[tuple[str, ...], tuple[str, ...]]
 def table_changes(wiring: Wiring, sources: Sequence[Source], transforms: Sequence[Transform]) -> dict[str, _Changes]:
     """The change kinds each table's rows may have (and their sources), from what the
     sources declare and the transforms let through: known without reading a row."""
-    changes: dict[str, _Changes] = {name: (tuple(s.change_rows), (f"source[{i}]",) if s.change_rows else ())
-                                    for i, (name, s) in enumerate(zip(wiring.source_outputs, sources))}
+    changes: dict[str, _Changes] = {
+        name: (tuple(s.change_rows), (f"source[{i}]",) if s.change_rows else ())
+        for i, (name, s) in enumerate(zip(wiring.source_outputs, sources))
+    }
     for index in wiring.transform_order:
         kinds, origins = _changes_in(changes, wiring.transform_inputs[index])
         out_kinds = transforms[index].change_rows_out(kinds) if kinds else ()
@@ -138,8 +167,11 @@ def _changes_in(changes: dict[str, _Changes], inputs: Sequence[str]) -> _Changes
 
 
 def _refuse(key: str, plugin: str, kinds: Sequence[str], origins: Sequence[str]) -> None:
-    raise ConfigError(f"{key}.plugin_name", f"{plugin} does not support change rows ({'/'.join(kinds)} from "
-                                            f"{', '.join(origins)}); put FilterRowKind or RowKindExtractor before it")
+    raise ConfigError(
+        f"{key}.plugin_name",
+        f"{plugin} does not support change rows ({'/'.join(kinds)} from "
+        f"{', '.join(origins)}); put FilterRowKind or RowKindExtractor before it",
+    )
 
 
 def _plugin(sink: Sink) -> str:
@@ -148,8 +180,11 @@ def _plugin(sink: Sink) -> str:
 
 def _several_tables(wiring: Wiring, sources: Sequence[Source]) -> dict[str, list[str]]:
     """The tables of each source output that holds several (``tables_configs``)."""
-    return {name: list(tables) for name, s in zip(wiring.source_outputs, sources)
-            if len(tables := getattr(s, "table_names", None) or ()) > 1}
+    return {
+        name: list(tables)
+        for name, s in zip(wiring.source_outputs, sources)
+        if len(tables := getattr(s, "table_names", None) or ()) > 1
+    }
 
 
 def _no_tables(several: dict[str, Any], inputs: Sequence[str], key: str, problem: str) -> None:
@@ -165,10 +200,12 @@ def _one_schema(tables: dict[str, pa.Schema | None], inputs: Sequence[str], key:
     known.sort(key=lambda item: not has_kinds(item[1]))
     for name, schema in known[1:]:
         if _row_type(schema) != _row_type(known[0][1]):
-            raise ConfigError(f"{key}.plugin_input",
-                              f"tables {known[0][0]!r} and {name!r} have different row types "
-                              f"({_columns(known[0][1])} vs {_columns(schema)}); a transform or sink reads several "
-                              "tables only when their rows have one type (SeaTunnel's rule)")
+            raise ConfigError(
+                f"{key}.plugin_input",
+                f"tables {known[0][0]!r} and {name!r} have different row types "
+                f"({_columns(known[0][1])} vs {_columns(schema)}); a transform or sink reads several "
+                "tables only when their rows have one type (SeaTunnel's rule)",
+            )
     if len(known) != len(schemas):
         return None  # one input is only known when read: nothing to bind against
     return known[0][1] if known else None

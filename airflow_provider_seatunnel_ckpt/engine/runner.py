@@ -89,8 +89,12 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
         highest_id = max(self.store.highest_id(), claim.highest_reserved)  # before --discard-existing
         manifest = self.choose_restore(existing)
         if manifest is not None:  # each sink gets its own output, wherever its block is now
-            manifest = restored_for_sinks(manifest, sink, self.request.allow_non_restored_state,
-                                          lambda line: self.progress(f"job {job_id}: {line}"))
+            manifest = restored_for_sinks(
+                manifest,
+                sink,
+                self.request.allow_non_restored_state,
+                lambda line: self.progress(f"job {job_id}: {line}"),
+            )
         self.restored_id = manifest.checkpoint_id if manifest is not None else None
         if self.discarded:
             committer.discard_job()
@@ -112,7 +116,9 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
                 raise
         return manifest, highest_id, restored_infos
 
-    def coordinator(self, manifest: Any, highest_id: int, clock: Callable[[], int] = monotonic_ms) -> CheckpointCoordinator:
+    def coordinator(
+        self, manifest: Any, highest_id: int, clock: Callable[[], int] = monotonic_ms
+    ) -> CheckpointCoordinator:
         """The pipeline's coordinator, restored from ``manifest`` (None: from the start),
         numbering on above every id the job ever used."""
         config = self.request.config

@@ -57,8 +57,12 @@ def layout(sink: Sink) -> tuple[dict[str, Any], ...]:
 
 
 def _to_json(path: Path, identity: SinkIdentity) -> dict[str, Any]:
-    return {"plugin": identity.plugin, "instance": identity.instance,
-            "datasets": [[d.namespace, d.name] for d in identity.datasets], "path": list(path)}
+    return {
+        "plugin": identity.plugin,
+        "instance": identity.instance,
+        "datasets": [[d.namespace, d.name] for d in identity.datasets],
+        "path": list(path),
+    }
 
 
 def _from_json(entry: Mapping[str, Any]) -> tuple[Path, SinkIdentity]:
@@ -67,8 +71,12 @@ def _from_json(entry: Mapping[str, Any]) -> tuple[Path, SinkIdentity]:
     return tuple(int(i) for i in entry.get("path") or ()), identity
 
 
-def restored(manifest: CheckpointManifest, sink: Sink, allow_non_restored: bool = False,
-             progress: Callable[[str], None] = lambda line: None) -> CheckpointManifest:
+def restored(
+    manifest: CheckpointManifest,
+    sink: Sink,
+    allow_non_restored: bool = False,
+    progress: Callable[[str], None] = lambda line: None,
+) -> CheckpointManifest:
     """``manifest`` with its commit infos placed as ``sink`` (the job's sinks) expects them.
 
     Raises ``ConfigError`` on ``--restore`` when a sink of the checkpoint is not in the job,
@@ -89,11 +97,14 @@ def restored(manifest: CheckpointManifest, sink: Sink, allow_non_restored: bool 
     return manifest.with_updates(commit_infos=infos, sinks=layout(sink))
 
 
-def _tell(progress: Callable[[str], None], what: str, dropped: Sequence[SinkIdentity],
-          new: Sequence[SinkIdentity]) -> None:
+def _tell(
+    progress: Callable[[str], None], what: str, dropped: Sequence[SinkIdentity], new: Sequence[SinkIdentity]
+) -> None:
     for identity in dropped:
-        progress(f"{what} holds output of sink {identity.describe()} that this job no longer has: dropped as "
-                 f"{ALLOW_OPTION} asks (what it had not committed yet is lost)")
+        progress(
+            f"{what} holds output of sink {identity.describe()} that this job no longer has: dropped as "
+            f"{ALLOW_OPTION} asks (what it had not committed yet is lost)"
+        )
     for identity in new:
         progress(f"sink {identity.describe()} is new since {what}: it writes the rows read after it")
 
@@ -103,12 +114,16 @@ def _refusal(what: str, gone: Sequence[SinkIdentity], current: Sequence[SinkIden
     renamed = next((c for c in current if c.same_target(first)), None)
     why = ""
     if renamed is not None:  # the same sink at another place among its plugin's
-        why = (f" (this job's sink {renamed.describe()} writes there too, but sinks of one plugin are told apart by their "
-               "place in the job file, their tables' too: keep them in their order)")
+        why = (
+            f" (this job's sink {renamed.describe()} writes there too, but sinks of one plugin are told apart by their "
+            "place in the job file, their tables' too: keep them in their order)"
+        )
     more = f", nor {len(gone) - 1} more of its sinks" if len(gone) > 1 else ""
-    return (f"{what} holds output of sink {first.describe()} that this job no longer has{why}{more}; run the job "
-            f"with its sinks as they were to restore it, or pass {ALLOW_OPTION} to drop that output (what it had "
-            "not committed yet is lost)")
+    return (
+        f"{what} holds output of sink {first.describe()} that this job no longer has{why}{more}; run the job "
+        f"with its sinks as they were to restore it, or pass {ALLOW_OPTION} to drop that output (what it had "
+        "not committed yet is lost)"
+    )
 
 
 def _moved_epochs(epochs: Any, moves: Mapping[Path, Path], paths: Sequence[Path]) -> Any:
@@ -141,6 +156,6 @@ def nest(parts: Mapping[Path, JsonValue], paths: Sequence[Path], prefix: Path = 
     at ``paths`` shape it (engine/composite.py: None when no sink staged anything)."""
     if prefix in paths:
         return parts.get(prefix)
-    width = 1 + max(path[len(prefix)] for path in paths if path[:len(prefix)] == prefix)
+    width = 1 + max(path[len(prefix)] for path in paths if path[: len(prefix)] == prefix)
     infos = [nest(parts, paths, (*prefix, index)) for index in range(width)]
     return {"sinks": infos} if any(info is not None for info in infos) else None

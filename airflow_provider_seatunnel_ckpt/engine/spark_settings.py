@@ -37,14 +37,16 @@ TASK_MAX_FAILURES = "spark.task.maxFailures"
 DEFAULT_TASK_MAX_FAILURES = 4
 
 #: what the engine sets for every job, on top of every other setting
-ENFORCED: Mapping[str, str] = MappingProxyType({
-    SPECULATION: "false",
-    DYNAMIC_ALLOCATION: "false",
-    # Spark 4 decides task and stage exclusion by this key first, so it wins over
-    # spark.excludeOnFailure.enabled (application-level exclusion is left alone).
-    EXCLUDE_TASK_AND_STAGE: "false",
-    PYTHON_KILL_ON_IDLE: "false",
-})
+ENFORCED: Mapping[str, str] = MappingProxyType(
+    {
+        SPECULATION: "false",
+        DYNAMIC_ALLOCATION: "false",
+        # Spark 4 decides task and stage exclusion by this key first, so it wins over
+        # spark.excludeOnFailure.enabled (application-level exclusion is left alone).
+        EXCLUDE_TASK_AND_STAGE: "false",
+        PYTHON_KILL_ON_IDLE: "false",
+    }
+)
 
 #: where spark-submit's settings come from, for warnings
 LAUNCHER_ORIGIN = "set by spark-submit: spark-defaults.conf, --conf or the operator's conf"
@@ -108,8 +110,15 @@ def parse_spark_int(value: str) -> int:
     return number
 
 
-_TIME_UNITS_US = {"us": 1, "ms": 1_000, "s": 1_000_000, "m": 60_000_000, "min": 60_000_000,
-                  "h": 3_600_000_000, "d": 86_400_000_000}
+_TIME_UNITS_US = {
+    "us": 1,
+    "ms": 1_000,
+    "s": 1_000_000,
+    "m": 60_000_000,
+    "min": 60_000_000,
+    "h": 3_600_000_000,
+    "d": 86_400_000_000,
+}
 
 
 def parse_spark_seconds(value: str) -> int:
@@ -167,8 +176,10 @@ def find_problems(conf: Mapping[str, str]) -> list[Problem]:
     if exclude_key in conf:
         fix = "remove it or set it to false"
         if exclude_key == EXCLUDE_ON_FAILURE:
-            fix = (f"remove it, or also set {EXCLUDE_TASK_AND_STAGE}=false "
-                   "(exclusion at application level alone is harmless)")
+            fix = (
+                f"remove it, or also set {EXCLUDE_TASK_AND_STAGE}=false "
+                "(exclusion at application level alone is harmless)"
+            )
         override = {EXCLUDE_TASK_AND_STAGE: ENFORCED[EXCLUDE_TASK_AND_STAGE]}
         found.extend(_boolean_problem(exclude_key, conf[exclude_key], _EXCLUDE_WHY, fix, override))
     if PYTHON_KILL_ON_IDLE in conf:
@@ -204,14 +215,16 @@ def _kill_on_idle_problem(conf: Mapping[str, str]) -> list[Problem]:
     if seconds is not None and seconds <= 0:
         return []  # no idle timeout: nothing is ever killed
     after = f"{seconds} s" if seconds is not None else "that long"
-    return [Problem(
-        PYTHON_KILL_ON_IDLE,
-        f"{_shown(value)} with {PYTHON_IDLE_TIMEOUT}={_shown(timeout)} would kill every subtask's Python worker "
-        f"after {after} without output (a subtask sends its result only when it ends), so the subtasks are "
-        "retried over and over until the job fails",
-        "remove it or set it to false (the idle timeout alone only logs)",
-        override,
-    )]
+    return [
+        Problem(
+            PYTHON_KILL_ON_IDLE,
+            f"{_shown(value)} with {PYTHON_IDLE_TIMEOUT}={_shown(timeout)} would kill every subtask's Python worker "
+            f"after {after} without output (a subtask sends its result only when it ends), so the subtasks are "
+            "retried over and over until the job fails",
+            "remove it or set it to false (the idle timeout alone only logs)",
+            override,
+        )
+    ]
 
 
 def _max_failures_problem(value: str) -> list[Problem]:

@@ -95,13 +95,17 @@ class FinishedRuns:
             raise CorruptCheckpointError(f"{where}: finished splits are not a list of runs")
         runs = []
         for run in raw:
-            if (not isinstance(run, list) or len(run) != 3
-                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in run)):
+            if (
+                not isinstance(run, list)
+                or len(run) != 3
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in run)
+            ):
                 raise CorruptCheckpointError(f"{where}: malformed run of finished splits {run!r}")
             start, step, count = run
             if start < 0 or step < 1 or count < 1 or start + step * (count - 1) >= plan_size:
                 raise CorruptCheckpointError(
-                    f"{where}: finished splits {run!r} (start, step, count) are outside the plan of {plan_size} splits")
+                    f"{where}: finished splits {run!r} (start, step, count) are outside the plan of {plan_size} splits"
+                )
             runs.append([start, step, count])
         return runs
 
@@ -119,8 +123,9 @@ class SplitBook:
         self._just_finished: dict[str, Any] = {}
 
     @classmethod
-    def restored(cls, share: Sequence[tuple[int, Split]], restored: SubtaskState, plan_size: int,
-                 where: str) -> SplitBook:
+    def restored(
+        cls, share: Sequence[tuple[int, Split]], restored: SubtaskState, plan_size: int, where: str
+    ) -> SplitBook:
         """This subtask's part of a restored state (all subtasks' states merged: after a
         rescale a split may have been finished by another subtask)."""
         finished_anywhere: set[int] = set()
@@ -133,8 +138,7 @@ class SplitBook:
         for index, split in share:
             if index in finished_anywhere:
                 if split.split_id in restored.splits:
-                    raise CorruptCheckpointError(
-                        f"{where}: split {split.split_id!r} is both finished and in progress")
+                    raise CorruptCheckpointError(f"{where}: split {split.split_id!r} is both finished and in progress")
                 mine_finished.append(index)
             elif split.split_id in restored.splits:
                 state = restored.splits[split.split_id]
@@ -184,8 +188,7 @@ class SplitBook:
         """The positions a barrier covers, for the source's checkpoint-complete hook: the
         splits being read, and the last position of those finished since the previous
         barrier (each handed on once)."""
-        positions = {split_id: state.position for split_id, state in self.states.items()
-                     if state.position is not None}
+        positions = {split_id: state.position for split_id, state in self.states.items() if state.position is not None}
         positions.update(self._just_finished)
         self._just_finished = {}
         return positions

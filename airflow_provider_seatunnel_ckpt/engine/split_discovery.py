@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 
 
 class SplitDiscovery:
-    def __init__(self, source: Source, known: Sequence[Split], interval_s: float,
-                 on_found: Callable[[list[Split]], None]):
+    def __init__(
+        self, source: Source, known: Sequence[Split], interval_s: float, on_found: Callable[[list[Split]], None]
+    ):
         if interval_s <= 0:
             raise ValueError(f"discovery interval must be > 0 s, got {interval_s}")
         self.source = source

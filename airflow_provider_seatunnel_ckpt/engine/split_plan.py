@@ -116,8 +116,9 @@ def discard_plans(storage: Any, job_id: str, before_attempt: int) -> None:
 
 def _earlier_attempts(storage: Any, job_id: str, before_attempt: int) -> list[int]:
     """Attempts before ``before_attempt`` that have a plan document, oldest first."""
-    return sorted(a for a in map(_attempt_of, storage.list_documents(job_id, PLAN_DIR))
-                  if a is not None and a < before_attempt)
+    return sorted(
+        a for a in map(_attempt_of, storage.list_documents(job_id, PLAN_DIR)) if a is not None and a < before_attempt
+    )
 
 
 def _attempt_of(name: str) -> int | None:

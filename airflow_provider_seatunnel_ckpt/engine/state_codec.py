@@ -86,8 +86,9 @@ class SubtaskState:
 # ---- synchronous part: structural copy --------------------------------------------------
 
 
-def snapshot_split_states(subtask: int, splits: Mapping[str, SplitState],
-                          finished: Iterable[Iterable[int]] = ()) -> StateSnapshot:
+def snapshot_split_states(
+    subtask: int, splits: Mapping[str, SplitState], finished: Iterable[Iterable[int]] = ()
+) -> StateSnapshot:
     """The barrier's synchronous snapshot: copies containers, shares leaves (see module doc);
     ``finished``: runs of finished splits' plan indices (copied).
 
@@ -241,8 +242,12 @@ def frame_snapshot(snapshot: StateSnapshot) -> EncodedState:
                 view = view.cast("B")
             entries.append({"path": list(path), "type": "bytes", "size": view.nbytes})
             payloads.append(view)
-    body = {"format": FORMAT, "version": VERSION if snapshot.finished else _FRAMED if entries else _PLAIN,
-            "subtask": snapshot.subtask, "splits": snapshot.tree}
+    body = {
+        "format": FORMAT,
+        "version": VERSION if snapshot.finished else _FRAMED if entries else _PLAIN,
+        "subtask": snapshot.subtask,
+        "splits": snapshot.tree,
+    }
     if snapshot.finished:
         body["finished_splits"] = snapshot.finished
     if not entries:
@@ -320,9 +325,7 @@ def _decode_framed(view: memoryview, where: str) -> dict[str, Any]:
         if not isinstance(path, list) or not path:
             raise CorruptCheckpointError(f"{what}: malformed blob path")
         if size > end - pos:
-            raise CorruptCheckpointError(
-                f"{what} is truncated: {size} bytes expected, {end - pos} present"
-            )
+            raise CorruptCheckpointError(f"{what} is truncated: {size} bytes expected, {end - pos} present")
         raw = view[pos : pos + size]
         if kind == "str":
             try:
@@ -342,8 +345,7 @@ def _place(tree: Any, path: list[Any], value: Any, what: str) -> None:
     node = tree
     for depth, key in enumerate(path):
         in_dict = isinstance(node, dict) and isinstance(key, str) and key in node
-        in_list = (isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool)
-                   and 0 <= key < len(node))
+        in_list = isinstance(node, list) and isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(node)
         if not (in_dict or in_list):
             break
         if depth == len(path) - 1:

@@ -101,7 +101,9 @@ class SubtaskContext:
 
 
 class SubtaskRuntime:
-    def __init__(self, context: SubtaskContext, subtask: int, attempt: int, client_factory: Callable[..., Any] | None = None):
+    def __init__(
+        self, context: SubtaskContext, subtask: int, attempt: int, client_factory: Callable[..., Any] | None = None
+    ):
         self.ctx = context
         self.spec = JobSpec.from_json(context.job)
         self.subtask = subtask
@@ -198,7 +200,9 @@ class SubtaskRuntime:
         retry the task, and the next attempt registers and restores (region failover)."""
         if error is None:
             return
-        self._fatal = ConnectionError(f"subtask {self.subtask}: the control channel to the driver is lost for good: {error}")
+        self._fatal = ConnectionError(
+            f"subtask {self.subtask}: the control channel to the driver is lost for good: {error}"
+        )
         self._restore_event.set()  # a wait for the restore state ends too
         self._wake.set()
 
@@ -228,17 +232,30 @@ class SubtaskRuntime:
                     self._run_attempt()
                     break
                 except SubtaskRestart:
-                    log.warning("subtask %d: control channel re-established; restarting from the restored state", self.subtask)
+                    log.warning(
+                        "subtask %d: control channel re-established; restarting from the restored state", self.subtask
+                    )
                     self._restart = False
-            return {"subtask": self.subtask, "attempt": self.attempt, "rows": self.rows_total,
-                    "barriers": self.barriers_handled, "finished_at": self._finish_id}
+            return {
+                "subtask": self.subtask,
+                "attempt": self.attempt,
+                "rows": self.rows_total,
+                "barriers": self.barriers_handled,
+                "finished_at": self._finish_id,
+            }
         except DataError as err:
             # The job fails on the driver with this one line; the task itself ends quietly
             # (no executor traceback for a broken rule of the job), unless the driver
             # could not be told, when Spark must see the failure.
             self._send(TaskFailed(self.subtask, self.attempt, str(err)[:2000], fatal=True))
-            return {"subtask": self.subtask, "attempt": self.attempt, "rows": self.rows_total,
-                    "barriers": self.barriers_handled, "finished_at": None, "failed": str(err)[:2000]}
+            return {
+                "subtask": self.subtask,
+                "attempt": self.attempt,
+                "rows": self.rows_total,
+                "barriers": self.barriers_handled,
+                "finished_at": None,
+                "failed": str(err)[:2000],
+            }
         except BaseException as err:
             try:
                 self._send(TaskFailed(self.subtask, self.attempt, f"{type(err).__name__}: {err}"[:2000]))
@@ -252,7 +269,9 @@ class SubtaskRuntime:
 
     def _run_attempt(self) -> None:
         if not self._restore_event.wait(RESTORE_TIMEOUT_S):
-            raise TimeoutError(f"subtask {self.subtask}: no restore state from the coordinator in {RESTORE_TIMEOUT_S:.0f} s")
+            raise TimeoutError(
+                f"subtask {self.subtask}: no restore state from the coordinator in {RESTORE_TIMEOUT_S:.0f} s"
+            )
         if self._fatal is not None:
             raise self._fatal
         restore = self._restore
@@ -330,8 +349,12 @@ class SubtaskRuntime:
         assert self._book is not None  # set by _run_attempt before the splits are read
         self._book.add(new)
         if new:
-            log.info("subtask %d: reading %d discovered splits: %s", self.subtask, len(new),
-                     ", ".join(split.split_id for _, split in new))
+            log.info(
+                "subtask %d: reading %d discovered splits: %s",
+                self.subtask,
+                len(new),
+                ", ".join(split.split_id for _, split in new),
+            )
         return new
 
     def _read_splits(self, source: Any, splits: Sequence[tuple[int, Split]], context: Any) -> bool:
@@ -514,8 +537,14 @@ class SubtaskRuntime:
             state_bytes=encoded.size,
             rows_since_last=rows,
         )
-        log.debug("subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes", self.subtask, checkpoint_id,
-                  stats.sync_ms, stats.async_ms, stats.state_bytes)
+        log.debug(
+            "subtask %d checkpoint %d: sync %d ms, async %d ms, %d bytes",
+            self.subtask,
+            checkpoint_id,
+            stats.sync_ms,
+            stats.async_ms,
+            stats.state_bytes,
+        )
         self._send(Ack(checkpoint_id, self.subtask, self.attempt, (handle,), commit_infos or None, stats))
 
     def _fail_task(self, error: BaseException) -> None:
@@ -543,7 +572,12 @@ class SubtaskRuntime:
         # The storage's raw-bytes service takes the pieces as they are encoded and
         # hashes while it writes: no second copy of a large state is ever built.
         stored = self.ctx.storage.write_state_pieces(
-            self.ctx.job_id, self.ctx.pipeline_id, checkpoint_id, name, encoded.size, encoded.pieces(),
+            self.ctx.job_id,
+            self.ctx.pipeline_id,
+            checkpoint_id,
+            name,
+            encoded.size,
+            encoded.pieces(),
             savepoint=savepoint,
         )
         return StateHandle(size=stored.size, sha256=stored.sha256, path=name)
@@ -560,7 +594,10 @@ class SubtaskRuntime:
             else:
                 stored = StoredHandle(size=handle.size, sha256=handle.sha256, file=handle.path)
                 data = self.ctx.storage.read_state(
-                    self.ctx.job_id, self.ctx.pipeline_id, restore.checkpoint_id, stored,
+                    self.ctx.job_id,
+                    self.ctx.pipeline_id,
+                    restore.checkpoint_id,
+                    stored,
                     savepoint=restore.kind is CheckpointKind.SAVEPOINT,
                 )
             parts.append(decode_subtask_state(data, where))

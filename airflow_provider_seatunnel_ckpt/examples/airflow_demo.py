@@ -31,7 +31,9 @@ def _say(text: str) -> None:
 
 def _task_states(home: Path) -> dict[str, tuple[str, int]]:
     with sqlite3.connect(home / "airflow.db") as db:
-        run_id = db.execute("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (DAG_ID,)).fetchone()[0]
+        run_id = db.execute(
+            "SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (DAG_ID,)
+        ).fetchone()[0]
         rows = db.execute(
             "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?", (DAG_ID, run_id)
         ).fetchall()
@@ -70,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"airflow dags test {DAG_ID}: the job fails mid-way, the recovery operator resumes it")
     run = subprocess.run(
         [airflow, "dags", "test", DAG_ID, "-c", json.dumps({"workdir": str(workdir)})],
-        env=env, capture_output=True, text=True,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     log = home / "dags-test.log"
     log.write_text(run.stdout + run.stderr)
@@ -83,15 +87,24 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_config
     from ..storage import create_storage
 
-    storage = create_storage(load_config({"checkpoint": {"storage": {"plugin-config": {
-        "storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}}}).storage)
+    storage = create_storage(
+        load_config(
+            {
+                "checkpoint": {
+                    "storage": {"plugin-config": {"storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}
+                }
+            }
+        ).storage
+    )
     jobs = storage.list_jobs()
     for job_id in jobs:
         for name in storage.list_documents(job_id, "attempts"):
             attempt = storage.read_document(job_id, f"attempts/{name}") or {}
-            print(f"attempt {attempt.get('attempt')}: {attempt.get('outcome')}, restored from checkpoint "
-                  f"{attempt.get('restored_from')}, {attempt.get('checkpoints_completed', 0)} checkpoints completed"
-                  + (f", error: {attempt['error']}" if attempt.get("error") else ""))
+            print(
+                f"attempt {attempt.get('attempt')}: {attempt.get('outcome')}, restored from checkpoint "
+                f"{attempt.get('restored_from')}, {attempt.get('checkpoints_completed', 0)} checkpoints completed"
+                + (f", error: {attempt['error']}" if attempt.get("error") else "")
+            )
 
     _say("checking the committed output, id by id")
     import numpy as np
@@ -104,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     ids = ds.dataset(str(outputs[-1]), format="parquet").to_table(columns=["id"]).column("id").to_numpy()
     rows = 240_000  # the DAG's default params
     distinct = len(np.unique(ids))
-    print(f"committed output: {len(ids):,} rows, {distinct:,} distinct ids, lost {rows - distinct:,}, "
-          f"duplicated {len(ids) - distinct:,}")
+    print(
+        f"committed output: {len(ids):,} rows, {distinct:,} distinct ids, lost {rows - distinct:,}, "
+        f"duplicated {len(ids) - distinct:,}"
+    )
     failed_then_recovered = states.get("etl", ("",))[0] == "failed" and states.get("recover", ("",))[0] == "success"
     ok = run.returncode == 0 or failed_then_recovered
     ok = ok and failed_then_recovered and states.get("final_checkpoint", ("",))[0] == "success"

@@ -32,7 +32,8 @@ def _say(text: str) -> None:
 def _write_files(workdir: Path, rows: int) -> tuple[Path, Path, Path]:
     checkpoints, output = workdir / "checkpoints", workdir / "output"
     config = workdir / "seatunnel.yaml"
-    config.write_text(textwrap.dedent(f"""\
+    config.write_text(
+        textwrap.dedent(f"""\
         seatunnel:
           engine:
             checkpoint:
@@ -46,9 +47,11 @@ def _write_files(workdir: Path, rows: int) -> tuple[Path, Path, Path]:
                   storage.type: hdfs
                   fs.defaultFS: file:///
                   namespace: {checkpoints}/
-        """))
+        """)
+    )
     job = workdir / "job.yaml"
-    job.write_text(textwrap.dedent(f"""\
+    job.write_text(
+        textwrap.dedent(f"""\
         env: {{job.name: demo, parallelism: 2}}
         source:
           - {{plugin_name: Sequence, rows: {rows}, batch_size: 20000, rows_per_second: {max(rows // 12, 1000)}}}
@@ -57,7 +60,8 @@ def _write_files(workdir: Path, rows: int) -> tuple[Path, Path, Path]:
           - {{plugin_name: CountByKey, key: bucket}}
         sink:
           - {{plugin_name: File, path: "file://{output}/", format: parquet}}
-        """))
+        """)
+    )
     return config, job, output
 
 
@@ -104,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"run 1: {args.rows:,} rows through 2 subtasks, a checkpoint every second; the driver will be killed")
     run1 = subprocess.Popen(
         _cli("run", str(job), "--config", str(config), "--job-id", JOB_ID, "--master", "local[2]"),
-        env=env, start_new_session=True,
+        env=env,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and run1.poll() is None and len(_completed_checkpoints(config)) < 3:
@@ -118,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"killed the whole driver (SIGKILL) after checkpoint {latest} completed")
 
     _say("run 2: the same command resumes from the latest completed checkpoint")
-    run2 = subprocess.run(_cli("run", str(job), "--config", str(config), "--job-id", JOB_ID, "--master", "local[2]"), env=env)
+    run2 = subprocess.run(
+        _cli("run", str(job), "--config", str(config), "--job-id", JOB_ID, "--master", "local[2]"), env=env
+    )
     if run2.returncode != 0:
         print(f"error: run 2 failed (exit {run2.returncode})", file=sys.stderr)
         return 1

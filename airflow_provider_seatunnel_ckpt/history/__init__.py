@@ -22,6 +22,17 @@ from .reader import History, Summary, read_history, summarize
 from .recorder import HistoryRecorder
 
 __all__ = [
-    "HISTORY_DIR", "SUBTASK_COLUMNS", "CheckpointEntry", "History", "HistoryRecorder", "RestoreEntry",
-    "SubtaskDetail", "Summary", "completed_entry", "failed_entry", "read_history", "restore_entry", "summarize",
+    "HISTORY_DIR",
+    "SUBTASK_COLUMNS",
+    "CheckpointEntry",
+    "History",
+    "HistoryRecorder",
+    "RestoreEntry",
+    "SubtaskDetail",
+    "Summary",
+    "completed_entry",
+    "failed_entry",
+    "read_history",
+    "restore_entry",
+    "summarize",
 ]

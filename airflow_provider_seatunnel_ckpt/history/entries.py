@@ -46,8 +46,9 @@ def segment_order(name: str) -> tuple[int, int] | None:
 # ---- written by the driver -------------------------------------------------------------------
 
 
-def completed_entry(attempt: int, checkpoint_id: int, kind: str, statistics: Mapping[str, Any],
-                    duration_ms: int, persist_ms: int | None) -> dict[str, Any]:
+def completed_entry(
+    attempt: int, checkpoint_id: int, kind: str, statistics: Mapping[str, Any], duration_ms: int, persist_ms: int | None
+) -> dict[str, Any]:
     """A completed checkpoint, from its ``_metadata`` statistics (see
     ``engine.completed_store.checkpoint_statistics``) and the driver's own timings."""
     subtasks = statistics.get("subtasks") if isinstance(statistics.get("subtasks"), Mapping) else {}
@@ -55,26 +56,48 @@ def completed_entry(attempt: int, checkpoint_id: int, kind: str, statistics: Map
     for key in sorted(subtasks, key=lambda k: int(k) if str(k).isdigit() else -1):
         sub = subtasks[key]
         if str(key).isdigit() and isinstance(sub, Mapping):
-            rows.append([int(key), int(sub.get("attempt", 0)), int(sub.get("ack_latency_ms", 0)),
-                         int(sub.get("sync_ms", 0)), int(sub.get("async_ms", 0)),
-                         int(sub.get("state_bytes", 0)), int(sub.get("rows_since_last", 0))])
+            rows.append(
+                [
+                    int(key),
+                    int(sub.get("attempt", 0)),
+                    int(sub.get("ack_latency_ms", 0)),
+                    int(sub.get("sync_ms", 0)),
+                    int(sub.get("async_ms", 0)),
+                    int(sub.get("state_bytes", 0)),
+                    int(sub.get("rows_since_last", 0)),
+                ]
+            )
     trigger_ms = int(statistics.get("trigger_ms", 0))
     return {
-        "type": "checkpoint", "id": checkpoint_id, "kind": kind, "status": "completed", "attempt": attempt,
-        "trigger_ms": trigger_ms, "end_ms": trigger_ms + duration_ms, "duration_ms": duration_ms,
-        "state_bytes": int(statistics.get("state_bytes", 0)), "rows": int(statistics.get("rows", 0)),
-        "ack_duration_ms": int(statistics.get("ack_duration_ms", 0)), "persist_ms": persist_ms,
+        "type": "checkpoint",
+        "id": checkpoint_id,
+        "kind": kind,
+        "status": "completed",
+        "attempt": attempt,
+        "trigger_ms": trigger_ms,
+        "end_ms": trigger_ms + duration_ms,
+        "duration_ms": duration_ms,
+        "state_bytes": int(statistics.get("state_bytes", 0)),
+        "rows": int(statistics.get("rows", 0)),
+        "ack_duration_ms": int(statistics.get("ack_duration_ms", 0)),
+        "persist_ms": persist_ms,
         "subtasks": rows,
     }
 
 
-def failed_entry(attempt: int, checkpoint_id: int, kind: str, trigger_ms: int, end_ms: int,
-                 reason: str, counts_as_failure: bool) -> dict[str, Any]:
+def failed_entry(
+    attempt: int, checkpoint_id: int, kind: str, trigger_ms: int, end_ms: int, reason: str, counts_as_failure: bool
+) -> dict[str, Any]:
     """A checkpoint that ended without completing; ``reason`` says why, in one line."""
     return {
-        "type": "checkpoint", "id": checkpoint_id, "kind": kind,
-        "status": "failed" if counts_as_failure else "aborted", "attempt": attempt,
-        "trigger_ms": trigger_ms, "end_ms": end_ms, "duration_ms": max(0, end_ms - trigger_ms),
+        "type": "checkpoint",
+        "id": checkpoint_id,
+        "kind": kind,
+        "status": "failed" if counts_as_failure else "aborted",
+        "attempt": attempt,
+        "trigger_ms": trigger_ms,
+        "end_ms": end_ms,
+        "duration_ms": max(0, end_ms - trigger_ms),
         "reason": reason,
     }
 

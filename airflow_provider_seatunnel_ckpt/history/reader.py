@@ -70,8 +70,10 @@ class Figures:
         ordered = sorted(values)
         if not ordered:
             return None
+
         def rank(q: float) -> int:  # nearest rank: always a value that was measured
             return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
+
         return cls(min=ordered[0], median=rank(0.5), p99=rank(0.99), max=ordered[-1])
 
 
@@ -123,7 +125,7 @@ class History:
     def page(self, number: int, size: int) -> list[CheckpointEntry]:
         """Checkpoint entries of page ``number`` (1-based), newest first."""
         start = (max(1, number) - 1) * size
-        return self.checkpoints[start:start + size]
+        return self.checkpoints[start : start + size]
 
     def checkpoint(self, checkpoint_id: int) -> CheckpointEntry | None:
         """The newest entry of ``checkpoint_id`` (a completed one over a failed try of the
@@ -133,8 +135,11 @@ class History:
 
 
 def read_history(storage: Any, job_id: str) -> History:
-    names = sorted((order, name) for name in storage.list_documents(job_id, HISTORY_DIR)
-                   if (order := segment_order(name)) is not None)
+    names = sorted(
+        (order, name)
+        for name in storage.list_documents(job_id, HISTORY_DIR)
+        if (order := segment_order(name)) is not None
+    )
     paths = [f"{HISTORY_DIR}/{name}" for _, name in names]
     with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(paths)))) as pool:
         documents = list(pool.map(lambda path: _read_segment(storage, job_id, path), paths))

@@ -37,9 +37,17 @@ SEGMENT_BYTES = 256 * 1024
 
 
 class HistoryRecorder:
-    def __init__(self, storage: Any, job_id: str, attempt: int, max_entries: int, *,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, segment_entries: int = SEGMENT_ENTRIES,
-                 taken_over: Callable[[], bool] | None = None):
+    def __init__(
+        self,
+        storage: Any,
+        job_id: str,
+        attempt: int,
+        max_entries: int,
+        *,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+        segment_entries: int = SEGMENT_ENTRIES,
+        taken_over: Callable[[], bool] | None = None,
+    ):
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self.storage = storage
@@ -135,8 +143,11 @@ class HistoryRecorder:
         error while asking is raised, and the write waits for the next flush)."""
         if not self._silenced and self._taken_over is not None and self._taken_over():
             self._silenced = True
-            log.warning("job %s: attempt %d was taken over by another driver; its checkpoint history is no longer "
-                        "written", self.job_id, self.attempt)
+            log.warning(
+                "job %s: attempt %d was taken over by another driver; its checkpoint history is no longer written",
+                self.job_id,
+                self.attempt,
+            )
         if self._silenced:
             self._open.clear()  # nothing will write them: a zombie's entries must not pile up
         return self._silenced
@@ -153,8 +164,11 @@ class HistoryRecorder:
     def _inventory(self) -> dict[str, int]:
         """What earlier attempts left, oldest first, with their entry counts (read once,
         so that pruning can keep ``max_entries`` across attempts)."""
-        names = sorted((order, name) for name in self.storage.list_documents(self.job_id, HISTORY_DIR)
-                       if (order := segment_order(name)) is not None)
+        names = sorted(
+            (order, name)
+            for name in self.storage.list_documents(self.job_id, HISTORY_DIR)
+            if (order := segment_order(name)) is not None
+        )
         segments: dict[str, int] = {}
         for (attempt, segment), name in names:
             if attempt == self.attempt:  # a recorder of this attempt started before (a restarted driver loop)
@@ -166,8 +180,12 @@ class HistoryRecorder:
 
     def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> None:
         name = segment_name(self.attempt, self._segment)
-        document = {"format": FORMAT, "attempt": self.attempt, "segment": self._segment,
-                    "entries": [entry for entry, _ in entries]}
+        document = {
+            "format": FORMAT,
+            "attempt": self.attempt,
+            "segment": self._segment,
+            "entries": [entry for entry, _ in entries],
+        }
         self.storage.write_document(self.job_id, f"{HISTORY_DIR}/{name}", document)
         assert self._segments is not None
         self._segments[name] = len(entries)

@@ -74,6 +74,7 @@ CREDENTIAL_KEYS: dict[str, frozenset[str]] = {
 PROBE_JOB_PREFIX = "_connection-test-"
 PROBE_DOCUMENT = "probe.json"
 
+
 #: fields of job.json that are bookkeeping between drivers, not status
 @dataclass(frozen=True)
 class ConnectionStorage:
@@ -147,7 +148,11 @@ class CheckpointStorageHook(BaseHook):
         parts = []
         if self.config_file is not None:
             source = self.config_file
-            shown = "<mapping>" if isinstance(source, Mapping) else ("<inline YAML>" if "\n" in str(source) else str(source))
+            shown = (
+                "<mapping>"
+                if isinstance(source, Mapping)
+                else ("<inline YAML>" if "\n" in str(source) else str(source))
+            )
             parts.append(f"config file {shown}")
         if self.storage_conn_id:
             parts.append(f"connection {self.storage_conn_id!r}")
@@ -258,7 +263,10 @@ class CheckpointStorageHook(BaseHook):
             jobs = storage.list_jobs()
         except Exception as err:  # any failure is the answer, not a crash of the test
             return False, _scrub(f"{type(err).__name__}: {err} (checked from host {host})", secrets)
-        return True, f"wrote, read and deleted a probe document in {location}; {len(jobs)} job(s) (checked from host {host})"
+        return (
+            True,
+            f"wrote, read and deleted a probe document in {location}; {len(jobs)} job(s) (checked from host {host})",
+        )
 
     def _probe(self, storage: CheckpointStorage, host: str) -> str:
         """Write, read back and delete a document where jobs keep theirs."""
@@ -266,7 +274,9 @@ class CheckpointStorageHook(BaseHook):
         try:
             storage.write_document(job_id, PROBE_DOCUMENT, {"by": "airflow test_connection", "host": host})
             if storage.read_document(job_id, PROBE_DOCUMENT) is None:
-                raise CheckpointError(f"{storage.describe(job_id)}: a probe document written there could not be read back")
+                raise CheckpointError(
+                    f"{storage.describe(job_id)}: a probe document written there could not be read back"
+                )
         finally:
             storage.delete_checkpoint(job_id)
         return storage.describe()
@@ -423,9 +433,12 @@ class CheckpointStorageHook(BaseHook):
         Returns the checkpoint summary, or None when it is not there yet."""
         if wait_for_final:
             if self.config.deletes_on_finish:  # waiting would last until the timeout
-                raise ConfigError("externalized-retention", "delete-on-finish deletes the job when it finishes: there "
-                                  "is no final checkpoint to wait for; wait for the task that runs the job, or use "
-                                  "retain-on-finish")
+                raise ConfigError(
+                    "externalized-retention",
+                    "delete-on-finish deletes the job when it finishes: there "
+                    "is no final checkpoint to wait for; wait for the task that runs the job, or use "
+                    "retain-on-finish",
+                )
             job = self.get_job_status(job_id)
             if not job or job.get("status") != "finished" or job.get("final_checkpoint_id") is None:
                 return None

@@ -32,7 +32,9 @@ class LocalCheckpointHook(CheckpointStorageHook):
         path = extra.get("path")
         if path:
             if not isinstance(path, str) or not path.startswith(("/", "file:/")):
-                raise ConfigError(f"connection {conn.conn_id!r}.extra.path", f"must be an absolute directory, got {path!r}")
+                raise ConfigError(
+                    f"connection {conn.conn_id!r}.extra.path", f"must be an absolute directory, got {path!r}"
+                )
             defaults["namespace"] = path if path.endswith("/") else path + "/"
         return ConnectionStorage(overrides={"storage.type": "local"}, defaults=defaults, backend="local")
 

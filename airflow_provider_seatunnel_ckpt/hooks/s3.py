@@ -98,7 +98,9 @@ class S3CheckpointHook(CheckpointStorageHook):
         elif wrapper.aws_access_key_id or wrapper.aws_secret_access_key:
             if not (wrapper.aws_access_key_id and wrapper.aws_secret_access_key):
                 raise ConfigError(where, "has an access key id without a secret access key, or the reverse")
-            overrides.update(_static_keys(wrapper.aws_access_key_id, wrapper.aws_secret_access_key, wrapper.aws_session_token))
+            overrides.update(
+                _static_keys(wrapper.aws_access_key_id, wrapper.aws_secret_access_key, wrapper.aws_session_token)
+            )
         if wrapper.region_name:
             overrides["fs.s3a.endpoint.region"] = wrapper.region_name
         endpoint = wrapper.get_service_endpoint_url("s3")
@@ -167,7 +169,9 @@ class S3CheckpointHook(CheckpointStorageHook):
             credentials = self.aws_session.get_credentials()
             frozen = credentials.get_frozen_credentials() if credentials is not None else None
         except Exception as err:  # botocore/STS raise many types; one line for the user
-            raise ConfigError(where, f"the Amazon provider's session could not get credentials: {type(err).__name__}: {err}") from None
+            raise ConfigError(
+                where, f"the Amazon provider's session could not get credentials: {type(err).__name__}: {err}"
+            ) from None
         if frozen is None or not frozen.access_key:
             raise ConfigError(where, "the Amazon provider's session found no credentials")
         mask_secret_values(frozen.secret_key, frozen.token)

@@ -73,7 +73,9 @@ class SeaTunnelCheckpointHook(CheckpointStorageHook):
         login_key, password_key = _LOGIN_KEYS.get(subtype, (None, None))
         if conn.login:
             if login_key is None:
-                raise ConfigError(f"connection {conn.conn_id!r}.login", f"is not used by storage.type {subtype or 'local'!r}")
+                raise ConfigError(
+                    f"connection {conn.conn_id!r}.login", f"is not used by storage.type {subtype or 'local'!r}"
+                )
             plugin[login_key] = conn.login
         if conn.password:
             if password_key is None:

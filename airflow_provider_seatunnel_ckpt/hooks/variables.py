@@ -59,7 +59,9 @@ def variables_for(connections: Mapping[str, str] | None) -> dict[str, str]:
     if not connections:
         return {}
     if not isinstance(connections, Mapping):
-        raise ConfigError("connections", f"expected a mapping of variable prefix to connection id, got {type(connections).__name__}")
+        raise ConfigError(
+            "connections", f"expected a mapping of variable prefix to connection id, got {type(connections).__name__}"
+        )
     result: dict[str, str] = {}
     for prefix, conn_id in connections.items():
         result.update(connection_variables(prefix, conn_id))

@@ -103,7 +103,9 @@ def _refuse_unsupported(conn: Connection, extra: dict[str, Any], where: str) -> 
         refused.append(("schema", "a URL path prefix"))
     verify = extra.get("verify")
     if verify is not None and str(verify).strip().lower() not in ("true", "1", "yes"):
-        refused.append(("extra.verify", "a custom CA or disabled certificate checks (set REQUESTS_CA_BUNDLE on every node)"))
+        refused.append(
+            ("extra.verify", "a custom CA or disabled certificate checks (set REQUESTS_CA_BUNDLE on every node)")
+        )
     for key in ("cert", "key"):
         if extra.get(key):
             refused.append((f"extra.{key}", "mutual TLS"))

@@ -129,8 +129,9 @@ def looks_like_hocon(text: str) -> bool:
     return bool(_HOCON_SECTION.search(text))
 
 
-def read_job_document(source: str | os.PathLike | Mapping[str, Any],
-                      variables: Mapping[str, str] | None = None) -> tuple[Any, str, list[str]]:
+def read_job_document(
+    source: str | os.PathLike | Mapping[str, Any], variables: Mapping[str, str] | None = None
+) -> tuple[Any, str, list[str]]:
     """A job file's document, whatever its format: HOCON (``.conf``, SeaTunnel's own; or
     text with ``env {`` / ``source {`` blocks), YAML or SeaTunnel's JSON form. Returns
     (document, origin for messages, warnings)."""

@@ -68,8 +68,9 @@ def decode_shaded_options(doc: Mapping[str, Any], identifier: Any) -> None:
                     try:
                         entry[option] = base64.b64decode(entry[option], validate=True).decode("utf-8")
                     except (binascii.Error, UnicodeDecodeError):
-                        raise ConfigError(f"{section}[{index}].{option}", "is not base64 text "
-                                                                          "(env.shade.identifier = base64)") from None
+                        raise ConfigError(
+                            f"{section}[{index}].{option}", "is not base64 text (env.shade.identifier = base64)"
+                        ) from None
 
 
 def read_env(doc: Mapping[str, Any], warnings: list[str]) -> tuple[dict[str, Any], str]:
@@ -96,7 +97,9 @@ def read_env(doc: Mapping[str, Any], warnings: list[str]) -> tuple[dict[str, Any
     if mode not in ("BATCH", "STREAMING"):
         raise ConfigError("env.job.mode", f"expected BATCH or STREAMING, got {env['job.mode']!r}")
     if mode == "STREAMING":
-        warnings.append("env.job.mode: STREAMING runs the job until its source ends, as BATCH does: a Kafka source "
-                        "never ends, a FakeSource or file source does (SeaTunnel keeps a streaming FakeSource "
-                        "job running after its rows until it is cancelled)")
+        warnings.append(
+            "env.job.mode: STREAMING runs the job until its source ends, as BATCH does: a Kafka source "
+            "never ends, a FakeSource or file source does (SeaTunnel keeps a streaming FakeSource "
+            "job running after its rows until it is cancelled)"
+        )
     return env, mode

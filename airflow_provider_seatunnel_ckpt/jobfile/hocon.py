@@ -59,13 +59,15 @@ class _Parser:
     def error(self, problem: str, line: int | None = None) -> ConfigError:
         line = line or self.line
         # `{{ x }}` reads as an object where a key belongs: name the template, not that
-        return unrendered_jinja(self.origin, self.text, line) or ConfigError(f"{self.origin}:{line}", f"{problem} (HOCON)")
+        return unrendered_jinja(self.origin, self.text, line) or ConfigError(
+            f"{self.origin}:{line}", f"{problem} (HOCON)"
+        )
 
     def peek(self, n: int = 1) -> str:
-        return self.text[self.pos:self.pos + n]
+        return self.text[self.pos : self.pos + n]
 
     def advance(self, n: int = 1) -> str:
-        chunk = self.text[self.pos:self.pos + n]
+        chunk = self.text[self.pos : self.pos + n]
         self.line += chunk.count("\n")
         self.pos += n
         return chunk
@@ -153,10 +155,13 @@ class _Parser:
         if self.peek() == '"':
             return self.quoted()
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos] not in _UNQUOTED_STOP | set(" \t\r") \
-                and self.peek(2) != "//":
+        while (
+            self.pos < len(self.text)
+            and self.text[self.pos] not in _UNQUOTED_STOP | set(" \t\r")
+            and self.peek(2) != "//"
+        ):
             self.pos += 1
-        key = self.text[start:self.pos]
+        key = self.text[start : self.pos]
         if not key:
             raise self.error(f"expected a key, found {self.peek()!r}" if self.peek() else "expected a key")
         return key
@@ -174,7 +179,7 @@ class _Parser:
                 start = self.pos
                 self.skip_inline_space()
                 if self.pos < len(self.text) and self.peek() not in ",\n}]#" and self.peek(2) != "//" and pieces:
-                    pieces.append(_Space(self.text[start:self.pos]))
+                    pieces.append(_Space(self.text[start : self.pos]))
                 continue
             if char == "{":
                 self.advance()
@@ -243,20 +248,22 @@ class _Parser:
         end = self.text.find('"""', self.pos)
         if end < 0:
             raise self.error('a """ string is never closed', line)
-        while self.text[end + 3:end + 4] == '"':  # extra quotes belong to the string
+        while self.text[end + 3 : end + 4] == '"':  # extra quotes belong to the string
             end += 1
         return self.advance(end - self.pos + 3)[:-3]
 
     def substitution(self) -> _Subst:
         line = self.line
         end = self.text.find("}", self.pos)
-        if end < 0 or "\n" in self.text[self.pos:end]:
+        if end < 0 or "\n" in self.text[self.pos : end]:
             raise self.error("a ${ substitution is not closed", line)
         body = self.advance(end - self.pos + 1)[2:-1].strip()
         optional = body.startswith("?")
         name = body[1:].strip() if optional else body
         if not name or ":" in name:
-            raise self.error(f"${{{body}}}: a default value (${{name:default}}) must be inside quotes, as in SeaTunnel", line)
+            raise self.error(
+                f"${{{body}}}: a default value (${{name:default}}) must be inside quotes, as in SeaTunnel", line
+            )
         return _Subst(name, optional, line)
 
     def unquoted(self) -> str:
@@ -268,7 +275,7 @@ class _Parser:
             self.pos += 1
         if self.pos == start:
             raise self.error(f"unexpected {self.peek()!r}")
-        return self.text[start:self.pos]
+        return self.text[start : self.pos]
 
 
 class _Quoted(str):
@@ -338,9 +345,11 @@ class _Resolver:
             return os.environ[subst.name]
         if subst.optional:
             return _DROP
-        raise ConfigError(f"{self.origin}:{subst.line}",
-                          f"${{{subst.name}}} is not set (not a key of the file, a variable or an environment "
-                          f"variable); quote it to keep the text as it is")
+        raise ConfigError(
+            f"{self.origin}:{subst.line}",
+            f"${{{subst.name}}} is not set (not a key of the file, a variable or an environment "
+            f"variable); quote it to keep the text as it is",
+        )
 
     def concat(self, concat: _Concat) -> Any:
         parts = [self.resolve(p) for p in concat.pieces]

@@ -61,7 +61,9 @@ def load_job(source: str | os.PathLike | Mapping[str, Any], variables: Mapping[s
         _check_entry(entry, f"transform[{index}]")
     wiring = wire(sources, transforms, sinks, warnings)
 
-    name = env.get("job.name") or (os.path.splitext(os.path.basename(origin))[0] if not origin.startswith("<") else "job")
+    name = env.get("job.name") or (
+        os.path.splitext(os.path.basename(origin))[0] if not origin.startswith("<") else "job"
+    )
     spec = JobSpec(
         name=name,
         parallelism=env.get("parallelism", 1),

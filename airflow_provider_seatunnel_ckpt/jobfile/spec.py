@@ -56,8 +56,15 @@ class JobSpec:
             "transforms": [dict(t) for t in self.transforms],
             "env": dict(self.env),
             "batch_size": self.batch_size,
-            **({"extra_sources": [dict(e) for e in self.extra_sources], "extra_sinks": [dict(e) for e in self.extra_sinks],
-                "wiring": self.wiring.to_json()} if self.wiring is not None else {}),
+            **(
+                {
+                    "extra_sources": [dict(e) for e in self.extra_sources],
+                    "extra_sinks": [dict(e) for e in self.extra_sinks],
+                    "wiring": self.wiring.to_json(),
+                }
+                if self.wiring is not None
+                else {}
+            ),
         }
 
     @classmethod

@@ -29,7 +29,7 @@ def unrendered_jinja(origin: str, text: str, line: int) -> ConfigError | None:
     template = _TEMPLATE.search(source)
     if template is None:
         return None
-    key = _KEY_BEFORE.search(source[:template.start()])
+    key = _KEY_BEFORE.search(source[: template.start()])
     return ConfigError(
         f"{origin}:{line}",
         f"{key.group(1) + ': ' if key else ''}holds unrendered Jinja {template.group(0)!r}: the file must be "

@@ -49,11 +49,21 @@ def _split_outside(text: str) -> list[str]:
 
 def add_variable_arguments(parser: Any) -> None:
     """``--variables FILE`` and SeaTunnel's ``-i/--variable NAME=VALUE`` on a command."""
-    parser.add_argument("--variables", metavar="FILE", help="YAML/JSON mapping of values for ${NAME} references in "
-                        "the job file (before the environment); keep it private: it may hold credentials")
-    parser.add_argument("-i", "--variable", action="append", default=[], metavar="NAME=VALUE",
-                        help="a value for ${NAME} in the job file, as SeaTunnel's -i (repeatable; a=1,b=2 sets two); "
-                             "wins over --variables")
+    parser.add_argument(
+        "--variables",
+        metavar="FILE",
+        help="YAML/JSON mapping of values for ${NAME} references in "
+        "the job file (before the environment); keep it private: it may hold credentials",
+    )
+    parser.add_argument(
+        "-i",
+        "--variable",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value for ${NAME} in the job file, as SeaTunnel's -i (repeatable; a=1,b=2 sets two); "
+        "wins over --variables",
+    )
 
 
 def job_variables(args: Any) -> dict[str, str] | None:

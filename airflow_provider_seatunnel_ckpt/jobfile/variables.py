@@ -33,11 +33,13 @@ _REFERENCE = re.compile(r"\$(\$?)\{([^:{}$]+?)(?::([^}]*))?\}")
 #: filled by connectors when they write (SeaTunnel's file sinks and sink placeholders)
 RUNTIME_PLACEHOLDERS = re.compile(
     r"(transactionId|now|uuid|[kv]\d+|database_name|schema_name|table_name|schema_full_name|table_full_name"
-    r"|primary_key|unique_key|field_names|rowtype_\w+|table|database)")
+    r"|primary_key|unique_key|field_names|rowtype_\w+|table|database)"
+)
 
 
-def substitute(document: Any, variables: Mapping[str, str] | None = None, key: str = "",
-               warnings: list[str] | None = None) -> Any:
+def substitute(
+    document: Any, variables: Mapping[str, str] | None = None, key: str = "", warnings: list[str] | None = None
+) -> Any:
     """A copy of ``document`` with every ``${NAME}`` in its string values replaced;
     references left as they are go to ``warnings``."""
     if isinstance(document, Mapping):
@@ -61,10 +63,13 @@ def _fill(text: str, variables: Mapping[str, str], key: str, warnings: list[str]
         if default is not None:
             return default.strip()
         if is_secret_key(key.rsplit(".", 1)[-1]):
-            raise ConfigError(key, f"variable ${{{name}}} is not set (neither a variable of the job nor in the environment)")
+            raise ConfigError(
+                key, f"variable ${{{name}}} is not set (neither a variable of the job nor in the environment)"
+            )
         if warnings is not None and not RUNTIME_PLACEHOLDERS.fullmatch(name):
-            warnings.append(f"{key}: ${{{name}}} is not set (neither a variable of the job nor in the environment); "
-                            f"left as it is")
+            warnings.append(
+                f"{key}: ${{{name}}} is not set (neither a variable of the job nor in the environment); left as it is"
+            )
         return match.group(0)
 
     return _REFERENCE.sub(replace, text)

@@ -102,8 +102,12 @@ class Wiring:
         )
 
 
-def wire(sources: Sequence[Mapping[str, Any]], transforms: Sequence[Mapping[str, Any]],
-         sinks: Sequence[Mapping[str, Any]], warnings: list[str]) -> Wiring:
+def wire(
+    sources: Sequence[Mapping[str, Any]],
+    transforms: Sequence[Mapping[str, Any]],
+    sinks: Sequence[Mapping[str, Any]],
+    warnings: list[str],
+) -> Wiring:
     """The wiring of a job's plugin entries (already checked to be mappings)."""
     named = any(_has(entry, OUTPUT_KEYS) or _has(entry, INPUT_KEYS) for entry in (*sources, *transforms, *sinks))
     single = len(sources) == 1 and len(sinks) == 1
@@ -111,8 +115,11 @@ def wire(sources: Sequence[Mapping[str, Any]], transforms: Sequence[Mapping[str,
         if single:
             return Wiring.chain(1, len(transforms), 1)
         kind, count = ("source", len(sources)) if len(sources) > 1 else ("sink", len(sinks))
-        raise ConfigError(kind, f"{count} {kind}s need table names to be wired: plugin_output on each source and "
-                                "transform, plugin_input on each transform and sink (SeaTunnel's options)")
+        raise ConfigError(
+            kind,
+            f"{count} {kind}s need table names to be wired: plugin_output on each source and "
+            "transform, plugin_input on each transform and sink (SeaTunnel's options)",
+        )
     if single and len(transforms) <= 1:
         try:
             return _strict(sources, transforms, sinks)
@@ -120,33 +127,43 @@ def wire(sources: Sequence[Mapping[str, Any]], transforms: Sequence[Mapping[str,
             # SeaTunnel's simple graph: names that do not fit are a warning, the chain runs
             # (a name left out, such as a sink without plugin_input, is common and silent)
             if not err.problem.startswith("is required"):
-                warnings.append(f"{err.key}: {err.problem}; this job has one source, at most one transform and one sink, "
-                                "so it is wired in file order, as SeaTunnel does")
+                warnings.append(
+                    f"{err.key}: {err.problem}; this job has one source, at most one transform and one sink, "
+                    "so it is wired in file order, as SeaTunnel does"
+                )
             return Wiring.chain(1, len(transforms), 1)
     return _strict(sources, transforms, sinks)
 
 
-def _strict(sources: Sequence[Mapping[str, Any]], transforms: Sequence[Mapping[str, Any]],
-            sinks: Sequence[Mapping[str, Any]]) -> Wiring:
+def _strict(
+    sources: Sequence[Mapping[str, Any]], transforms: Sequence[Mapping[str, Any]], sinks: Sequence[Mapping[str, Any]]
+) -> Wiring:
     source_outputs = tuple(_output(entry, f"source[{i}]") for i, entry in enumerate(sources))
     transform_outputs = tuple(_output(entry, f"transform[{i}]") for i, entry in enumerate(transforms))
     transform_inputs = tuple(_inputs(entry, f"transform[{i}]") for i, entry in enumerate(transforms))
     sink_inputs = tuple(_inputs(entry, f"sink[{k}]") for k, entry in enumerate(sinks))
 
     producers: dict[str, str] = {}
-    for key, name in [*((f"source[{i}]", n) for i, n in enumerate(source_outputs)),
-                      *((f"transform[{i}]", n) for i, n in enumerate(transform_outputs))]:
+    for key, name in [
+        *((f"source[{i}]", n) for i, n in enumerate(source_outputs)),
+        *((f"transform[{i}]", n) for i, n in enumerate(transform_outputs)),
+    ]:
         if name in producers:
-            raise ConfigError(f"{key}.plugin_output", f"table {name!r} is already produced by {producers[name]}; "
-                                                      "each table name is produced once")
+            raise ConfigError(
+                f"{key}.plugin_output",
+                f"table {name!r} is already produced by {producers[name]}; each table name is produced once",
+            )
         producers[name] = key
-    for key, inputs in [*((f"transform[{i}]", n) for i, n in enumerate(transform_inputs)),
-                        *((f"sink[{k}]", n) for k, n in enumerate(sink_inputs))]:
+    for key, inputs in [
+        *((f"transform[{i}]", n) for i, n in enumerate(transform_inputs)),
+        *((f"sink[{k}]", n) for k, n in enumerate(sink_inputs)),
+    ]:
         for name in inputs:
             if name not in producers:
                 known = ", ".join(repr(n) for n in producers)
-                raise ConfigError(f"{key}.plugin_input", f"no source or transform produces table {name!r} "
-                                                         f"(produced: {known})")
+                raise ConfigError(
+                    f"{key}.plugin_input", f"no source or transform produces table {name!r} (produced: {known})"
+                )
     read = {name for inputs in (*transform_inputs, *sink_inputs) for name in inputs}
     for name, key in producers.items():
         if name not in read:
@@ -164,8 +181,10 @@ def _topological(inputs: Sequence[tuple[str, ...]], outputs: Sequence[str]) -> t
     while waiting:
         ready = [i for i in waiting if all(produced_by.get(n) in done or n not in produced_by for n in inputs[i])]
         if not ready:
-            raise ConfigError(f"transform[{waiting[0]}].plugin_input",
-                              f"the transforms {sorted(waiting)} read each other's tables in a cycle")
+            raise ConfigError(
+                f"transform[{waiting[0]}].plugin_input",
+                f"the transforms {sorted(waiting)} read each other's tables in a cycle",
+            )
         done.append(ready[0])
         waiting.remove(ready[0])
     return tuple(done)
@@ -185,8 +204,10 @@ def _value(entry: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any]:
 def _output(entry: Mapping[str, Any], where: str) -> str:
     key, value = _value(entry, OUTPUT_KEYS)
     if value is None:
-        raise ConfigError(f"{where}.plugin_output", "is required when a job wires tables by name (or "
-                                                     "result_table_name, its older name)")
+        raise ConfigError(
+            f"{where}.plugin_output",
+            "is required when a job wires tables by name (or result_table_name, its older name)",
+        )
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}.{key}", f"expected a table name, got {value!r}")
     return value.strip()
@@ -195,8 +216,10 @@ def _output(entry: Mapping[str, Any], where: str) -> str:
 def _inputs(entry: Mapping[str, Any], where: str) -> tuple[str, ...]:
     key, value = _value(entry, INPUT_KEYS)
     if value is None:
-        raise ConfigError(f"{where}.plugin_input", "is required when a job wires tables by name (or "
-                                                    "source_table_name, its older name)")
+        raise ConfigError(
+            f"{where}.plugin_input",
+            "is required when a job wires tables by name (or source_table_name, its older name)",
+        )
     # SeaTunnel reads a list, a JSON-like list or names separated by commas
     items = value if isinstance(value, list) else str(value).strip().strip("[]").split(",")
     names = tuple(str(item).strip().strip("'\"").strip() for item in items)

@@ -107,8 +107,11 @@ class DriverTracker:
             beat = read_newest(self.storage, self.job_id)
             verdict = watch.observe(beat, self._now_ms())
             if verdict is Verdict.NONE or beat is None:
-                self.log.info("job %s: no driver heartbeat in storage (attempt %s); running the job here",
-                              self.job_id, status.get("attempt"))
+                self.log.info(
+                    "job %s: no driver heartbeat in storage (attempt %s); running the job here",
+                    self.job_id,
+                    status.get("attempt"),
+                )
                 return None
             if not announced:
                 announced = True
@@ -117,18 +120,31 @@ class DriverTracker:
                 if not beat.ended:
                     self.log.info(
                         "job %s: attempt %d's driver (%s) is marked running; watching its heartbeat for up to %.0f s "
-                        "before deciding to attach or take over", self.job_id, beat.attempt, beat.where(),
-                        stale_after_ms(beat.interval_ms) / 1000)
+                        "before deciding to attach or take over",
+                        self.job_id,
+                        beat.attempt,
+                        beat.where(),
+                        stale_after_ms(beat.interval_ms) / 1000,
+                    )
             if verdict is Verdict.ALIVE:
                 self.log.info(
                     "job %s: attempt %d's driver is alive (%s; heartbeat every %.1f s, newest checkpoint %s); "
-                    "attaching to it instead of taking the job over", self.job_id, beat.attempt, beat.where(),
-                    beat.interval_ms / 1000, beat.last_checkpoint_id if beat.last_checkpoint_id is not None else "none")
+                    "attaching to it instead of taking the job over",
+                    self.job_id,
+                    beat.attempt,
+                    beat.where(),
+                    beat.interval_ms / 1000,
+                    beat.last_checkpoint_id if beat.last_checkpoint_id is not None else "none",
+                )
                 self._reported = beat.last_checkpoint_id
                 return beat, watch
             if verdict is Verdict.ENDED:
-                self.log.info("job %s: attempt %d's driver has ended (%s); running the job here",
-                              self.job_id, beat.attempt, beat.state)
+                self.log.info(
+                    "job %s: attempt %d's driver has ended (%s); running the job here",
+                    self.job_id,
+                    beat.attempt,
+                    beat.state,
+                )
                 return None
             if verdict is Verdict.STALE:
                 self._stale(beat, watch)
@@ -142,14 +158,24 @@ class DriverTracker:
             return False
         self.log.warning(
             "job %s: attempt %d's driver (%s) runs another definition of the job (digest %s, this task's %s); "
-            "not attaching: running the job here takes it over", self.job_id, beat.attempt, beat.where(),
-            beat.job_fingerprint, self.fingerprint)
+            "not attaching: running the job here takes it over",
+            self.job_id,
+            beat.attempt,
+            beat.where(),
+            beat.job_fingerprint,
+            self.fingerprint,
+        )
         return True
 
     def _stale(self, beat: Beat, watch: Liveness) -> None:
         self.log.warning(
             "job %s: no heartbeat from attempt %d's driver (%s) for %.1f s; taking the job over (that driver is "
-            "fenced if it comes back)", self.job_id, beat.attempt, beat.where(), watch.waited_ms(self._now_ms()) / 1000)
+            "fenced if it comes back)",
+            self.job_id,
+            beat.attempt,
+            beat.where(),
+            watch.waited_ms(self._now_ms()) / 1000,
+        )
 
     # ---- follow -----------------------------------------------------------------------------------
     def follow(self, beat: Beat, watch: Liveness) -> Tracked:
@@ -163,8 +189,12 @@ class DriverTracker:
             if newest is not None and fenced_at is not None and newest.attempt == followed:
                 # taken over, and the claimant has no heartbeat (yet): give it the stale window
                 if now - fenced_at >= stale_after_ms(newest.interval_ms):
-                    self.log.warning("job %s: attempt %d's driver was taken over by a driver without a heartbeat; "
-                                     "taking the job over", self.job_id, followed)
+                    self.log.warning(
+                        "job %s: attempt %d's driver was taken over by a driver without a heartbeat; "
+                        "taking the job over",
+                        self.job_id,
+                        followed,
+                    )
                     return Tracked(TAKE_OVER, followed, self._status(), list(self.completed))
                 continue
             verdict = watch.observe(newest, now)
@@ -172,8 +202,13 @@ class DriverTracker:
                 return self._gone(followed)
             beat = newest
             if beat.attempt != followed:
-                self.log.info("job %s: attempt %d claimed the job from attempt %d; following its driver (%s)",
-                              self.job_id, beat.attempt, followed, beat.where())
+                self.log.info(
+                    "job %s: attempt %d claimed the job from attempt %d; following its driver (%s)",
+                    self.job_id,
+                    beat.attempt,
+                    followed,
+                    beat.where(),
+                )
                 followed, fenced_at = beat.attempt, None
             self._report(beat)
             if verdict is Verdict.ENDED:
@@ -191,12 +226,19 @@ class DriverTracker:
         job keeps its storage): running it again would do it twice."""
         status = self._status()
         if self.deletes_on_finish and not status:
-            self.log.info("job %s: attempt %d's driver finished the job and deleted it from storage "
-                          "(delete-on-finish); %d checkpoint(s) completed while attached", self.job_id, followed,
-                          len(self.completed))
+            self.log.info(
+                "job %s: attempt %d's driver finished the job and deleted it from storage "
+                "(delete-on-finish); %d checkpoint(s) completed while attached",
+                self.job_id,
+                followed,
+                len(self.completed),
+            )
             return Tracked("finished", followed, status, list(self.completed))
-        self.log.warning("job %s: the heartbeat of attempt %d's driver is gone from storage; taking the job over",
-                         self.job_id, followed)
+        self.log.warning(
+            "job %s: the heartbeat of attempt %d's driver is gone from storage; taking the job over",
+            self.job_id,
+            followed,
+        )
         return Tracked(TAKE_OVER, followed, status, list(self.completed))
 
     def _ended(self, beat: Beat) -> Tracked:
@@ -205,12 +247,23 @@ class DriverTracker:
         if outcome == "running":  # job.json not updated (its write failed): the heartbeat says how it ended
             outcome = beat.state
         if outcome == FAILED:
-            self.log.error("job %s: attempt %d's driver failed: %s", self.job_id, beat.attempt,
-                           status.get("error") or beat.error or "unknown error")
+            self.log.error(
+                "job %s: attempt %d's driver failed: %s",
+                self.job_id,
+                beat.attempt,
+                status.get("error") or beat.error or "unknown error",
+            )
         else:
-            self.log.info("job %s: attempt %d's driver ended the job: %s (final checkpoint %s, savepoint %s); "
-                          "%d checkpoint(s) completed while attached", self.job_id, beat.attempt, outcome,
-                          status.get("final_checkpoint_id"), status.get("savepoint_id"), len(self.completed))
+            self.log.info(
+                "job %s: attempt %d's driver ended the job: %s (final checkpoint %s, savepoint %s); "
+                "%d checkpoint(s) completed while attached",
+                self.job_id,
+                beat.attempt,
+                outcome,
+                status.get("final_checkpoint_id"),
+                status.get("savepoint_id"),
+                len(self.completed),
+            )
         return Tracked(outcome, beat.attempt, status, list(self.completed))
 
     def _report(self, beat: Beat) -> None:
@@ -221,11 +274,19 @@ class DriverTracker:
         since = self._reported
         self._reported = newest
         try:
-            entries = [e for e in self.storage.list_checkpoint_entries(self.job_id, PIPELINE_ID)
-                       if e.completed and (since is None or e.checkpoint_id > since) and e.checkpoint_id <= newest]
+            entries = [
+                e
+                for e in self.storage.list_checkpoint_entries(self.job_id, PIPELINE_ID)
+                if e.completed and (since is None or e.checkpoint_id > since) and e.checkpoint_id <= newest
+            ]
         except Exception as err:  # reporting only
-            self.log.info("job %s: checkpoint %d completed by attempt %d's driver (could not list: %s)",
-                          self.job_id, newest, beat.attempt, err)
+            self.log.info(
+                "job %s: checkpoint %d completed by attempt %d's driver (could not list: %s)",
+                self.job_id,
+                newest,
+                beat.attempt,
+                err,
+            )
             self.completed.append(newest)
             return
         for entry in sorted(entries, key=lambda e: e.checkpoint_id):
@@ -280,18 +341,29 @@ def attach_to_live_driver(
     from ..engine.heartbeat import job_fingerprint
 
     fingerprint = job_fingerprint(job.to_json()) if job is not None else None
-    tracker = DriverTracker(hook.storage, job_id, operator.log, fingerprint=fingerprint,
-                            deletes_on_finish=hook.config.deletes_on_finish, clock=clock, sleep=sleep)
+    tracker = DriverTracker(
+        hook.storage,
+        job_id,
+        operator.log,
+        fingerprint=fingerprint,
+        deletes_on_finish=hook.config.deletes_on_finish,
+        clock=clock,
+        sleep=sleep,
+    )
     tracked = tracker.track()
     if tracked is None or tracked.outcome == TAKE_OVER:
         return None
     if tracked.outcome == FAILED:
         status = tracked.status
         latest = hook.get_latest_checkpoint_id(job_id)
-        where = (f"latest completed checkpoint {latest} in {hook.describe(job_id)}: a retry resumes from it"
-                 if latest is not None else "no completed checkpoint yet: a retry starts from the beginning")
+        where = (
+            f"latest completed checkpoint {latest} in {hook.describe(job_id)}: a retry resumes from it"
+            if latest is not None
+            else "no completed checkpoint yet: a retry starts from the beginning"
+        )
         operator._lineage_run = {"job_id": job_id, "status": status.get("status"), "attempt": status.get("attempt")}
         raise AirflowException(
             f"job {job_id}: the driver of attempt {tracked.attempt}, which this try attached to, failed: "
-            f"{status.get('error') or 'unknown error'}; {where}")
+            f"{status.get('error') or 'unknown error'}; {where}"
+        )
     return operator._result(context, hook, job_id, ran=True)

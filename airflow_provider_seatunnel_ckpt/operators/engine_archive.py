@@ -26,8 +26,21 @@ import airflow_provider_seatunnel_ckpt as package
 
 PACKAGE = package.__name__
 #: what the Spark side imports: modules and packages relative to the package root
-SHIPPED = ("__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile", "engine",
-           "connectors", "transforms", "sql", "examples")
+SHIPPED = (
+    "__init__.py",
+    "cli_base.py",
+    "config.py",
+    "errors.py",
+    "extras.py",
+    "storage",
+    "history",
+    "jobfile",
+    "engine",
+    "connectors",
+    "transforms",
+    "sql",
+    "examples",
+)
 CACHE_ENV = "SEATUNNEL_CKPT_CACHE_DIR"
 
 #: zip entries get a fixed timestamp so the archive depends on content alone

@@ -32,8 +32,9 @@ class SeatunnelCheckpointRunFacet(RunFacet):
     final_checkpoint_id: int | None = None
 
 
-def job_lineage(sources: Sequence[Mapping[str, Any]], sinks: Sequence[Mapping[str, Any]],
-                run: Mapping[str, Any] | None) -> OperatorLineage:
+def job_lineage(
+    sources: Sequence[Mapping[str, Any]], sinks: Sequence[Mapping[str, Any]], run: Mapping[str, Any] | None
+) -> OperatorLineage:
     inputs = [InputDataset(namespace=d.namespace, name=d.name) for s in sources for d in source_datasets(s)]
     outputs = [OutputDataset(namespace=d.namespace, name=d.name) for s in sinks for d in sink_datasets(s)]
     run_facets = {"seatunnelCheckpoint": SeatunnelCheckpointRunFacet(**run)} if run else {}

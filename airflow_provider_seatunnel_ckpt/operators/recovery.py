@@ -59,7 +59,9 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         **kwargs: Any,
     ) -> None:
         if "restore" in kwargs:
-            raise TypeError(f"{type(self).__name__} always restores the latest completed checkpoint; it takes no 'restore'")
+            raise TypeError(
+                f"{type(self).__name__} always restores the latest completed checkpoint; it takes no 'restore'"
+            )
         if tolerable_failure is not None and (not isinstance(tolerable_failure, int) or tolerable_failure < 0):
             raise ValueError(f"tolerable_failure must be an integer >= 0 or None, got {tolerable_failure!r}")
         super().__init__(
@@ -75,8 +77,9 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         self.recovered_task_id = recovered_task_id
         if recovered_task_id and self.sink_alias is not None:
             own = self.sink_alias
-            self.sink_alias = self._alias_for(self.dag_id if self.has_dag() else None, self.task_id,
-                                              {"recovered_task_id": recovered_task_id})
+            self.sink_alias = self._alias_for(
+                self.dag_id if self.has_dag() else None, self.task_id, {"recovered_task_id": recovered_task_id}
+            )
             self.outlets = [o for o in self.outlets if o != own and o != self.sink_alias] + [self.sink_alias]
 
     @classmethod
@@ -88,14 +91,16 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
         if status.get("status") == "finished":
             self.log.info(
                 "job %s already finished (final checkpoint %s); nothing to recover",
-                job_id, status.get("final_checkpoint_id"),
+                job_id,
+                status.get("final_checkpoint_id"),
             )
             return None
         if status.get("status") == "running":
             self.log.warning(
                 "job %s is marked running (attempt %s); if that driver is still alive, this run takes the job "
                 "over and the old driver stops at its next checkpoint without committing",
-                job_id, status.get("attempt"),
+                job_id,
+                status.get("attempt"),
             )
         limit = self.tolerable_failure if self.tolerable_failure is not None else hook.config.tolerable_failure
         streak = hook.failure_streak(job_id)
@@ -121,6 +126,9 @@ class CheckpointRecoveryOperator(CheckpointedSparkSubmitOperator):
             return "latest"  # the engine starts from the beginning when there is none
         self.log.info(
             "job %s: recovering from checkpoint %s (%d failed attempt(s) without progress so far, limit %d)",
-            job_id, streak.latest_checkpoint_id, streak.failed_attempts, limit,
+            job_id,
+            streak.latest_checkpoint_id,
+            streak.failed_attempts,
+            limit,
         )
         return "latest"

@@ -112,7 +112,9 @@ class _EngineSubmitHook(SparkSubmitHook):
 
 
 def _is_inline(source: Any) -> bool:
-    return isinstance(source, Mapping) or (isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")))
+    return isinstance(source, Mapping) or (
+        isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{"))
+    )
 
 
 def _write_private(path: Path, text: str) -> Path:
@@ -219,8 +221,13 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         dict.fromkeys((*SparkSubmitOperator.template_fields, "job_file", "job_id", "config_file", "restore"))
     )
     template_ext: Sequence[str] = JOB_FILE_EXTENSIONS
-    template_fields_renderers = {**getattr(SparkSubmitOperator, "template_fields_renderers", {}),
-                                 "job_file": "yaml", "config_file": "yaml", "conf": "json", "env_vars": "json"}
+    template_fields_renderers = {
+        **getattr(SparkSubmitOperator, "template_fields_renderers", {}),
+        "job_file": "yaml",
+        "config_file": "yaml",
+        "conf": "json",
+        "env_vars": "json",
+    }
     ui_color = "#dbeafe"
 
     def __init__(
@@ -248,8 +255,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self.restore = _check_restore(restore) if _is_literal(restore) else restore
         self.allow_non_restored_state = bool(allow_non_restored_state)
         self.connections = dict(connections or {})
-        self.sink_alias = self._alias_for(self.dag_id if self.has_dag() else None, self.task_id, {}) \
-            if sink_asset else None
+        self.sink_alias = (
+            self._alias_for(self.dag_id if self.has_dag() else None, self.task_id, {}) if sink_asset else None
+        )
         if self.sink_alias is not None and self.sink_alias not in (self.outlets or []):
             # an unmapped task of .partial().expand() already has it (see partial())
             self.outlets = [*(self.outlets or []), self.sink_alias]
@@ -305,7 +313,11 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
 
     def render_template(
-        self, content: Any, context: Context, jinja_env: jinja2.Environment | None = None, seen_oids: set[int] | None = None
+        self,
+        content: Any,
+        context: Context,
+        jinja_env: jinja2.Environment | None = None,
+        seen_oids: set[int] | None = None,
     ) -> Any:
         if isinstance(content, str) and content.endswith(tuple(self.template_ext)):
             # a path, rendered as text; job_file's file was read by _read_job_file_template
@@ -378,8 +390,10 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             hook = self.checkpoint_hook
             hook.config  # noqa: B018 - validates config file + connection
             # what the checkpoint view needs to find this job's storage: never a credential
-            context["ti"].xcom_push(key=VIEW_XCOM_KEY, value={
-                "job_id": job_id, "storage_conn_id": self.storage_conn_id, "config": hook.config.masked()})
+            context["ti"].xcom_push(
+                key=VIEW_XCOM_KEY,
+                value={"job_id": job_id, "storage_conn_id": self.storage_conn_id, "config": hook.config.masked()},
+            )
             job, variables = self._load_job(job_source)
         except ConfigError as err:
             raise AirflowFailException(f"job {job_id}: {err}") from None
@@ -462,7 +476,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             if status.get("status") == "finished":
                 self.log.info(
                     "job %s already finished in attempt %s (final checkpoint %s); not running it again",
-                    job_id, status.get("attempt"), status.get("final_checkpoint_id"),
+                    job_id,
+                    status.get("attempt"),
+                    status.get("final_checkpoint_id"),
                 )
                 return None
             if latest is None:
@@ -555,15 +571,19 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if not status and ran and hook.config.deletes_on_finish:
             # Every run writes job.json when it claims the job, and only a finished job is
             # deleted (a failed or stopped one keeps its storage): the driver finished it.
-            self.log.info("job %s finished and was deleted from %s (externalized-retention: delete-on-finish)",
-                          job_id, hook.describe(job_id))
+            self.log.info(
+                "job %s finished and was deleted from %s (externalized-retention: delete-on-finish)",
+                job_id,
+                hook.describe(job_id),
+            )
             status = {"status": "finished"}
         if status.get("status") == "stopped":
             # A stop-with-savepoint is a deliberate ending (hook.request_savepoint), not a
             # failure: the task succeeds, and running it again resumes from the savepoint.
             self.log.info(
                 "job %s stopped with savepoint %s on request; run the task again to resume from it",
-                job_id, status.get("savepoint_id"),
+                job_id,
+                status.get("savepoint_id"),
             )
         elif status.get("status") != "finished":
             raise AirflowException(
@@ -575,8 +595,11 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         attempts = hook.get_attempts(job_id)
         context["ti"].xcom_push(key="final_checkpoint_id", value=final_id)
         self._lineage_run = {
-            "job_id": job_id, "status": status.get("status"), "attempt": status.get("attempt"),
-            "restored_from": attempts[-1].get("restored_from") if attempts else None, "final_checkpoint_id": final_id,
+            "job_id": job_id,
+            "status": status.get("status"),
+            "attempt": status.get("attempt"),
+            "restored_from": attempts[-1].get("restored_from") if attempts else None,
+            "final_checkpoint_id": final_id,
         }
         return {
             "job_id": job_id,

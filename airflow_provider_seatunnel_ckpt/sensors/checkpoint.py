@@ -117,7 +117,9 @@ class CheckpointSensor(BaseSensorOperator):
             what = "its final checkpoint" if self.wait_for_final else f"a checkpoint newer than {self._newer_than()}"
             self.log.info("job %s: no %s yet in %s", self.job_id, what, self.hook.describe(str(self.job_id)))
             return PokeReturnValue(is_done=False)
-        self.log.info("job %s: checkpoint %s (%s) at %s", self.job_id, found["checkpoint_id"], found["kind"], found["location"])
+        self.log.info(
+            "job %s: checkpoint %s (%s) at %s", self.job_id, found["checkpoint_id"], found["kind"], found["location"]
+        )
         return PokeReturnValue(is_done=True, xcom_value=found)
 
     def execute(self, context: Context) -> Any:
@@ -144,5 +146,11 @@ class CheckpointSensor(BaseSensorOperator):
             message = (event or {}).get("message", "the trigger ended without an event")
             raise AirflowException(f"job {self.job_id}: waiting for a checkpoint failed: {message}")
         checkpoint = event["checkpoint"]
-        self.log.info("job %s: checkpoint %s (%s) at %s", self.job_id, checkpoint["checkpoint_id"], checkpoint["kind"], checkpoint["location"])
+        self.log.info(
+            "job %s: checkpoint %s (%s) at %s",
+            self.job_id,
+            checkpoint["checkpoint_id"],
+            checkpoint["kind"],
+            checkpoint["location"],
+        )
         return checkpoint

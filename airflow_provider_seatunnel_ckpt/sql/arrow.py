@@ -35,18 +35,44 @@ _KINDS = {pa.int64(): INT, pa.float64(): FLOAT, pa.bool_(): BOOL, pa.string(): T
 _ARROW = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), TEXT: pa.string()}
 _CHECKED = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 _IEEE = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}
-_COMPARE = {exp.EQ: pc.equal, exp.NEQ: pc.not_equal, exp.LT: pc.less, exp.LTE: pc.less_equal,
-            exp.GT: pc.greater, exp.GTE: pc.greater_equal}
-_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.BitwiseAnd: "&",
-               exp.BitwiseOr: "|"}
+_COMPARE = {
+    exp.EQ: pc.equal,
+    exp.NEQ: pc.not_equal,
+    exp.LT: pc.less,
+    exp.LTE: pc.less_equal,
+    exp.GT: pc.greater,
+    exp.GTE: pc.greater_equal,
+}
+_ARITHMETIC = {
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.Mod: "%",
+    exp.BitwiseAnd: "&",
+    exp.BitwiseOr: "|",
+}
 #: a cast's target type, by DuckDB's name of it (the types an expression here can have)
-_TYPE_IDS = {exp.DataType.Type.BIGINT: INT, exp.DataType.Type.DOUBLE: FLOAT, exp.DataType.Type.BOOLEAN: BOOL,
-             exp.DataType.Type.VARCHAR: TEXT, exp.DataType.Type.TEXT: TEXT}
+_TYPE_IDS = {
+    exp.DataType.Type.BIGINT: INT,
+    exp.DataType.Type.DOUBLE: FLOAT,
+    exp.DataType.Type.BOOLEAN: BOOL,
+    exp.DataType.Type.VARCHAR: TEXT,
+    exp.DataType.Type.TEXT: TEXT,
+}
 _INTEGER_TEXT = re.compile(r"\d+")
 _DOUBLE_TEXT = re.compile(r"(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
 _INT64_MAX = 2**63 - 1
-_UNCHANGED_BY_DUCKDB = (pa.float32(), pa.float64(), pa.bool_(), pa.string(), pa.large_string(), pa.binary(),
-                        pa.large_binary(), pa.date32())
+_UNCHANGED_BY_DUCKDB = (
+    pa.float32(),
+    pa.float64(),
+    pa.bool_(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.large_binary(),
+    pa.date32(),
+)
 _SPEED_ONLY = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
@@ -137,8 +163,13 @@ def _kept_exactly(kind: pa.DataType) -> bool:
     selected column may be taken from the batch as it is (an interval, say, would lose
     its nanoseconds in DuckDB). DuckDB returns no fixed-size binary: when the expected
     result has one, the pass-through (passthrough.py) took it from the batch too."""
-    return (kind in _UNCHANGED_BY_DUCKDB or pa.types.is_integer(kind) or pa.types.is_fixed_size_binary(kind)
-            or pa.types.is_decimal128(kind) or (pa.types.is_timestamp(kind) and kind.tz is None))
+    return (
+        kind in _UNCHANGED_BY_DUCKDB
+        or pa.types.is_integer(kind)
+        or pa.types.is_fixed_size_binary(kind)
+        or pa.types.is_decimal128(kind)
+        or (pa.types.is_timestamp(kind) and kind.tz is None)
+    )
 
 
 def plain_schema(schema: pa.Schema) -> bool:
@@ -147,7 +178,8 @@ def plain_schema(schema: pa.Schema) -> bool:
     names equal but for case (DuckDB's names are case-insensitive: it renames one)."""
     lowered = {name.lower() for name in schema.names}
     return len(lowered) == len(schema.names) and not any(
-        field.metadata and b"ARROW:extension:name" in field.metadata for field in schema)
+        field.metadata and b"ARROW:extension:name" in field.metadata for field in schema
+    )
 
 
 class _Compiler:
@@ -159,8 +191,9 @@ class _Compiler:
     def select_item(self, item: exp.Expression) -> list[Callable[[Data], Value]]:
         star = item if isinstance(item, exp.Star) else item.this if isinstance(item, exp.Column) else None
         if isinstance(star, exp.Star):
-            if any(star.args.values()) or (isinstance(item, exp.Column) and (
-                    item.args.get("db") or item.table not in self.names)):
+            if any(star.args.values()) or (
+                isinstance(item, exp.Column) and (item.args.get("db") or item.table not in self.names)
+            ):
                 raise NotCompiled("a star with modifiers")
             return [self._selected(name) for name in self.schema.names]
         node = item.this if isinstance(item, exp.Alias) else item
@@ -183,7 +216,9 @@ class _Compiler:
         if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
             return _constant(node)
         if type(node) in _ARITHMETIC:
-            return self._operator(_ARITHMETIC[type(node)], [self.expression(node.this), self.expression(node.expression)])
+            return self._operator(
+                _ARITHMETIC[type(node)], [self.expression(node.this), self.expression(node.expression)]
+            )
         if isinstance(node, exp.Neg):
             return self._operator("-", [self.expression(node.this)])
         if type(node) in _COMPARE:
@@ -211,8 +246,11 @@ class _Compiler:
         if not isinstance(node.expression, exp.Null):
             raise NotCompiled("is true/false")
         operand = node.this.unnest()
-        child = (Expr(OTHER, self._column(self._column_name(operand)))
-                 if isinstance(operand, exp.Column) else self.expression(operand))
+        child = (
+            Expr(OTHER, self._column(self._column_name(operand)))
+            if isinstance(operand, exp.Column)
+            else self.expression(operand)
+        )
         if child.is_literal:
             raise NotCompiled("is null of a constant")
         return Expr(BOOL, lambda data: test(child.evaluate(data)))
@@ -224,8 +262,11 @@ class _Compiler:
             (operand,) = operands
             negate = pc.negate_checked if operand.kind == INT else pc.negate
             return Expr(operand.kind, lambda data: negate(operand.evaluate(data)))
-        if len(operands) != 2 or any(o.kind not in (INT, FLOAT) for o in operands) or all(
-                o.is_literal for o in operands):
+        if (
+            len(operands) != 2
+            or any(o.kind not in (INT, FLOAT) for o in operands)
+            or all(o.is_literal for o in operands)
+        ):
             raise NotCompiled(f"operator {name}")
         kind = FLOAT if name == "/" or FLOAT in (operands[0].kind, operands[1].kind) else INT
         left, right = (o.as_kind(kind) for o in operands)
@@ -338,8 +379,9 @@ def _has_nan(value: Value) -> bool:
     return bool(pc.any(pc.is_nan(value)).as_py())
 
 
-def _fold(function: Callable[[Value, Value], Value],
-          children: list[Callable[[Data], Value]]) -> Callable[[Data], Value]:
+def _fold(
+    function: Callable[[Value, Value], Value], children: list[Callable[[Data], Value]]
+) -> Callable[[Data], Value]:
     def evaluate(data: Data) -> Value:
         result = children[0](data)
         for child in children[1:]:

@@ -90,8 +90,9 @@ class BatchQuery:
         if len(tables) != 1:
             named = ", ".join(sorted(tables)) or "none"
             raise ConfigError(
-                key, f"expected the query to read one table (the transform's input, e.g. 'from source' or "
-                f"'from dual'), it reads {named}"
+                key,
+                f"expected the query to read one table (the transform's input, e.g. 'from source' or "
+                f"'from dual'), it reads {named}",
             )
         (self.table,) = tables
         self._connection: Any = None

@@ -62,8 +62,14 @@ def decrypt(password: str, text: str) -> str:
 
 def _vectorised(function: Callable[[str, str], str]) -> Callable[[pa.Array, pa.Array], pa.Array]:
     def call(passwords: pa.Array, texts: pa.Array) -> pa.Array:
-        return pa.array([None if p is None or t is None else function(p, t)
-                         for p, t in zip(passwords.to_pylist(), texts.to_pylist())], pa.string())
+        return pa.array(
+            [
+                None if p is None or t is None else function(p, t)
+                for p, t in zip(passwords.to_pylist(), texts.to_pylist())
+            ],
+            pa.string(),
+        )
+
     return call
 
 
@@ -72,5 +78,12 @@ def install(connection: Any, query: str) -> None:
     lowered = query.lower()
     for name, function in zip(NAMES, (encrypt, decrypt)):
         if name in lowered:
-            connection.create_function(name, _vectorised(function), ["VARCHAR", "VARCHAR"], "VARCHAR",
-                                       type="arrow", null_handling="special", side_effects=False)
+            connection.create_function(
+                name,
+                _vectorised(function),
+                ["VARCHAR", "VARCHAR"],
+                "VARCHAR",
+                type="arrow",
+                null_handling="special",
+                side_effects=False,
+            )

@@ -27,8 +27,14 @@ _PREFIX = "__st_pass_"
 
 
 def _wide(kind: pa.DataType) -> bool:
-    return (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
-            or pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_nested(kind))
+    return (
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_nested(kind)
+    )
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,9 @@ def plan(query: str, tree: exp.Expression | None, schema: pa.Schema) -> PassThro
             continue
         if not _wide(schema.field(name).type) or alias not in ("", name):
             continue  # renamed: a where clause naming the alias would see another column
-        positions = [n.meta.get("start") for n in item.find_all(exp.Identifier)] + \
-                    [n.meta.get("end") for n in item.find_all(exp.Identifier)]
+        positions = [n.meta.get("start") for n in item.find_all(exp.Identifier)] + [
+            n.meta.get("end") for n in item.find_all(exp.Identifier)
+        ]
         if None in positions:
             return None  # a sqlglot that does not say where its names are
         new = f"{_PREFIX}{index}"

@@ -31,10 +31,14 @@ _TEMPLATES = {
     "cast TIMESTAMP": f"epoch_ms(CAST({_OPERAND} AS BIGINT))",
     "cast DATE": f"CAST(strptime(CAST({_OPERAND} AS VARCHAR), '%Y%m%d') AS DATE)",
     "cast TIME": f"CAST(strptime(lpad(CAST({_OPERAND} AS VARCHAR), 6, '0'), '%H%M%S') AS TIME)",
-    **{f"extract {unit}": f"CAST(date_part('{unit}', {_OPERAND}) AS INTEGER)"
-       for unit in ("year", "month", "day", "hour", "minute", "second", "dayofyear")},
-    **{f"part {part}": f"CAST(date_part('{part}', {_OPERAND}) AS INTEGER)"
-       for part in ("year", "quarter", "month", "hour", "minute", "second")},
+    **{
+        f"extract {unit}": f"CAST(date_part('{unit}', {_OPERAND}) AS INTEGER)"
+        for unit in ("year", "month", "day", "hour", "minute", "second", "dayofyear")
+    },
+    **{
+        f"part {part}": f"CAST(date_part('{part}', {_OPERAND}) AS INTEGER)"
+        for part in ("year", "quarter", "month", "hour", "minute", "second")
+    },
     "as DATE": f"CAST({_OPERAND} AS DATE)",
     "as TIME": f"CAST({_OPERAND} AS TIME)",
     "as DOUBLE": f"CAST({_OPERAND} AS DOUBLE)",
@@ -43,15 +47,26 @@ _TEMPLATES = {
     "extract millisecond": f"CAST(date_part('millisecond', {_OPERAND}) % 1000 AS INTEGER)",
     "extract dayofweek": f"CAST(isodow({_OPERAND}) AS INTEGER)",
     "week": f"CAST((dayofyear({_OPERAND}) + {_YEAR_START_DOW} - 2) // 7 + "
-            f"CASE WHEN {_YEAR_START_DOW} <= 4 THEN 1 ELSE 0 END + 1 AS INTEGER)",
+    f"CASE WHEN {_YEAR_START_DOW} <= 4 THEN 1 ELSE 0 END + 1 AS INTEGER)",
 }
 #: the type each reading gives (what an enclosing rule sees)
-_RESULT = {"cast TIMESTAMP": "TIMESTAMP", "cast DATE": "DATE", "cast TIME": "TIME", "as DATE": "DATE",
-           "as TIME": "TIME", "as DOUBLE": "DOUBLE", "decimal mod": "DOUBLE"}
-_CASTS = {sql_tree.types("TIMESTAMP", "TIMESTAMPNTZ", "DATETIME"): "cast TIMESTAMP", sql_tree.types("DATE"): "cast DATE",
-          sql_tree.types("TIME"): "cast TIME"}
-_INTEGERS = sql_tree.types("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
-                           "INT128", "UINT128")
+_RESULT = {
+    "cast TIMESTAMP": "TIMESTAMP",
+    "cast DATE": "DATE",
+    "cast TIME": "TIME",
+    "as DATE": "DATE",
+    "as TIME": "TIME",
+    "as DOUBLE": "DOUBLE",
+    "decimal mod": "DOUBLE",
+}
+_CASTS = {
+    sql_tree.types("TIMESTAMP", "TIMESTAMPNTZ", "DATETIME"): "cast TIMESTAMP",
+    sql_tree.types("DATE"): "cast DATE",
+    sql_tree.types("TIME"): "cast TIME",
+}
+_INTEGERS = sql_tree.types(
+    "TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT", "INT128", "UINT128"
+)
 _SMALL = sql_tree.types("TINYINT", "SMALLINT", "UTINYINT")
 _FLOATING = sql_tree.types("FLOAT", "DOUBLE")
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Mod)

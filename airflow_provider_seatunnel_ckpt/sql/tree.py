@@ -99,12 +99,16 @@ def plain_table(tree: exp.Expression | None, clauses: tuple[str, ...]) -> exp.Ta
     """The table of ``select ... from <table>`` with no clause but ``clauses`` (``where``,
     ``limit``...), a table by name with no column aliases; None for any other query."""
     if not isinstance(tree, exp.Select) or any(
-            value for key, value in tree.args.items() if key not in ("expressions", "from", "from_", *clauses)):
+        value for key, value in tree.args.items() if key not in ("expressions", "from", "from_", *clauses)
+    ):
         return None  # distinct, group by, having, qualify, order by, joins, with...
     source = tree.args.get("from") or tree.args.get("from_")
     table = source.this if isinstance(source, exp.From) else None
-    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier) or any(
-            value for key, value in table.args.items() if key not in ("this", "alias")):
+    if (
+        not isinstance(table, exp.Table)
+        or not isinstance(table.this, exp.Identifier)
+        or any(value for key, value in table.args.items() if key not in ("this", "alias"))
+    ):
         return None
     alias = table.args.get("alias")
     return None if alias is not None and alias.columns else table
@@ -150,11 +154,24 @@ def types(*names: str) -> frozenset[Any]:
 
 #: Arrow type -> the SQL type DuckDB reads it as (what sqlglot is told)
 _SQL_TYPES = {
-    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT", pa.int64(): "BIGINT",
-    pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINT", pa.uint64(): "UBIGINT",
-    pa.float16(): "FLOAT", pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
-    pa.string(): "VARCHAR", pa.large_string(): "VARCHAR", pa.binary(): "BLOB", pa.large_binary(): "BLOB",
-    pa.date32(): "DATE", pa.date64(): "DATE",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.uint8(): "UTINYINT",
+    pa.uint16(): "USMALLINT",
+    pa.uint32(): "UINT",
+    pa.uint64(): "UBIGINT",
+    pa.float16(): "FLOAT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.string(): "VARCHAR",
+    pa.large_string(): "VARCHAR",
+    pa.binary(): "BLOB",
+    pa.large_binary(): "BLOB",
+    pa.date32(): "DATE",
+    pa.date64(): "DATE",
 }
 
 

@@ -77,7 +77,9 @@ class CheckpointStorage:
         """Every checkpoint and savepoint directory of a pipeline, completed or not, by id."""
         raise NotImplementedError
 
-    def read_manifest(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> CheckpointManifest:
+    def read_manifest(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> CheckpointManifest:
         """The parsed, checksum-verified ``_metadata``; raises CheckpointNotFoundError / CorruptCheckpointError."""
         raise NotImplementedError
 
@@ -89,7 +91,13 @@ class CheckpointStorage:
         raise NotImplementedError
 
     def write_state_pieces(
-        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, size: int, pieces: Iterable[Bytes],
+        self,
+        job_id: str,
+        pipeline_id: int,
+        checkpoint_id: int,
+        name: str,
+        size: int,
+        pieces: Iterable[Bytes],
         savepoint: bool = False,
     ) -> StateHandle:
         """``write_state`` of data produced piece by piece, ``size`` bytes in all (an
@@ -104,7 +112,9 @@ class CheckpointStorage:
         """The verified bytes of a state handle (inline or file)."""
         raise NotImplementedError
 
-    def state_file_sizes(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> dict[str, int]:
+    def state_file_sizes(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> dict[str, int]:
         """Names and sizes of the files present in a checkpoint directory (one listing)."""
         raise NotImplementedError
 
@@ -149,9 +159,11 @@ class CheckpointStorage:
         this is what fences two drivers of one job. The default here is not atomic."""
         if self.read_document(job_id, relative_path) is not None:
             raise FileExistsError(f"{self.describe(job_id)}/{relative_path} already exists")
-        warn_once(("create_document", type(self)),
-                  "%s has no atomic create-only write: two drivers of one job are not fenced on it",
-                  type(self).__name__)
+        warn_once(
+            ("create_document", type(self)),
+            "%s has no atomic create-only write: two drivers of one job are not fenced on it",
+            type(self).__name__,
+        )
         self.write_document(job_id, relative_path, document)
 
     def fence_checkpoint_id(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> bool:
@@ -167,7 +179,11 @@ class CheckpointStorage:
         raise NotImplementedError
 
     def describe(
-        self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None, savepoint: bool = False
+        self,
+        job_id: str = "",
+        pipeline_id: int | None = None,
+        checkpoint_id: int | None = None,
+        savepoint: bool = False,
     ) -> str:
         """Human-readable location for messages (backend and path, never secrets)."""
         raise NotImplementedError
@@ -204,8 +220,14 @@ class CheckpointStorage:
         handle = self.write_state(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, name, data, savepoint)
         return self.write_manifest(manifest.with_updates(coordinator_state=handle))
 
-    def complete_checkpoint(self, manifest: CheckpointManifest, written: Iterable[str] = (), *,
-                            before_write: Callable[[], None] | None = None, retention: bool = True) -> str:
+    def complete_checkpoint(
+        self,
+        manifest: CheckpointManifest,
+        written: Iterable[str] = (),
+        *,
+        before_write: Callable[[], None] | None = None,
+        retention: bool = True,
+    ) -> str:
         """Verify the referenced state files are all there, write ``_metadata``, then
         apply retention. Raises before writing if any state file is missing or short.
         ``written`` names state files known to be there: written by this process, or
@@ -235,7 +257,9 @@ class CheckpointStorage:
                     f"state file {name} is missing or incomplete; checkpoint not completed"
                 )
 
-    def get_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> PipelineState:
+    def get_checkpoint(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> PipelineState:
         manifest = self.read_manifest(job_id, pipeline_id, checkpoint_id, savepoint)
         return self._to_state(manifest, savepoint)
 
@@ -293,7 +317,11 @@ class CheckpointStorage:
                 raise ValueError("checkpoint_id given without pipeline_id")
             self.delete_job(job_id)
             return
-        wanted = None if checkpoint_id is None else ({checkpoint_id} if isinstance(checkpoint_id, int) else set(checkpoint_id))
+        wanted = (
+            None
+            if checkpoint_id is None
+            else ({checkpoint_id} if isinstance(checkpoint_id, int) else set(checkpoint_id))
+        )
         for entry in self.list_checkpoint_entries(job_id, pipeline_id):
             if wanted is None or entry.checkpoint_id in wanted:
                 self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
@@ -341,7 +369,9 @@ class CheckpointStorage:
         for entry in entries:
             self.delete_checkpoint_dir(job_id, pipeline_id, entry.checkpoint_id, entry.savepoint)
 
-    def verify_checkpoint(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> list[str]:
+    def verify_checkpoint(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> list[str]:
         """Re-check the manifest and every state file's checksum; returns the problems
         (damage: a missing, malformed or mismatching file). A file that could not be
         read at all (network, permission, server error) is not damage: that raises

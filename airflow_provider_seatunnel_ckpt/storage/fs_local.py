@@ -60,8 +60,7 @@ class LocalFileSystem(FileSystem):
         if default_fs is not None and str(default_fs).strip() not in _LOCAL_DEFAULT_FS:
             raise ConfigError(
                 "plugin-config.fs.defaultFS",
-                f"{default_fs!r} is not the local file system; expected 'file:///' "
-                "(put the directory in 'namespace')",
+                f"{default_fs!r} is not the local file system; expected 'file:///' (put the directory in 'namespace')",
             )
         return cls()
 
@@ -285,9 +284,7 @@ class LocalFileSystem(FileSystem):
                         is_dir = entry.is_dir()
                     except FileNotFoundError:  # removed while we were listing
                         continue
-                    result.append(
-                        FileInfo(entry.path, 0 if is_dir else st.st_size, is_dir, st.st_mtime)
-                    )
+                    result.append(FileInfo(entry.path, 0 if is_dir else st.st_size, is_dir, st.st_mtime))
         except OSError as exc:
             if exc.errno in _NOT_FOUND:
                 return []
@@ -539,7 +536,9 @@ class _Reclaimer:
             with self._lock:
                 if self._pid != os.getpid():  # first use, or a forked child: a thread of its own
                     self._queue = queue.Queue(maxsize=64)
-                    threading.Thread(target=self._run, args=(self._queue,), name="local-fs-reclaim", daemon=True).start()
+                    threading.Thread(
+                        target=self._run, args=(self._queue,), name="local-fs-reclaim", daemon=True
+                    ).start()
                     self._pid = os.getpid()
         for fd in fds:
             self._queue.put(fd)

@@ -93,9 +93,7 @@ class MemoryFileSystem(FileSystem):
         parent = posixpath.dirname(path)
         while parent != "/":
             if parent in files:
-                raise CheckpointStorageError(
-                    f"memory: cannot write {self.describe(path)}: {parent} is a file"
-                )
+                raise CheckpointStorageError(f"memory: cannot write {self.describe(path)}: {parent} is a file")
             parent = posixpath.dirname(parent)
         files[path] = (content, time.time())
 

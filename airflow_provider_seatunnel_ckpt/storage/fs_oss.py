@@ -476,9 +476,7 @@ class OssFileSystem(FileSystem):
             raise self._storage_error("info", path, exc) from exc
 
     def _has_children(self, prefix: str, path: str) -> bool:
-        page = self._call(
-            "list", path, lambda: self._client().list_objects_v2(prefix=prefix, max_keys=1)
-        )
+        page = self._call("list", path, lambda: self._client().list_objects_v2(prefix=prefix, max_keys=1))
         return bool(page.object_list or page.prefix_list)
 
     def _pages(self, path: str, prefix: str, delimiter: str = "") -> Any:

@@ -376,9 +376,7 @@ class S3FileSystem(FileSystem):
             for obj in page.get("Contents", ()):
                 if obj["Key"] == prefix:  # a "directory marker" object some tools create
                     continue
-                result.append(
-                    FileInfo("/" + obj["Key"], obj["Size"], False, obj["LastModified"].timestamp())
-                )
+                result.append(FileInfo("/" + obj["Key"], obj["Size"], False, obj["LastModified"].timestamp()))
         result.sort(key=lambda i: (i.path, i.is_dir))
         return result
 
@@ -457,9 +455,7 @@ class S3FileSystem(FileSystem):
 
             response = self._call("stat", path, head)
             if response is not None:
-                return FileInfo(
-                    norm, response["ContentLength"], False, response["LastModified"].timestamp()
-                )
+                return FileInfo(norm, response["ContentLength"], False, response["LastModified"].timestamp())
         page = next(self._pages("stat", path, Prefix=_dir_prefix(path), MaxKeys=1))
         if not key or page.get("KeyCount", 0) > 0:
             return FileInfo(norm, 0, True)
@@ -537,9 +533,7 @@ class S3FileSystem(FileSystem):
     def _delete_batch(self, path: str, keys: list[str]) -> None:
         client = self._get_client()
         request = {"Objects": [{"Key": k} for k in keys], "Quiet": True}
-        response = self._call(
-            "delete", path, lambda: client.delete_objects(Bucket=self.bucket, Delete=request)
-        )
+        response = self._call("delete", path, lambda: client.delete_objects(Bucket=self.bucket, Delete=request))
         errors = response.get("Errors") or []
         if errors:
             first = errors[0]

@@ -122,7 +122,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def _dir(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool) -> str:
         return self.layout.checkpoint_dir(job_id, pipeline_id, checkpoint_id, savepoint)
 
-    def read_manifest(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> CheckpointManifest:
+    def read_manifest(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> CheckpointManifest:
         path = f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{METADATA}"
         where = self.fs.describe(path)
         try:
@@ -130,7 +132,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         except FileNotFoundError:
             raise CheckpointNotFoundError(f"{where}: no completed checkpoint {checkpoint_id}") from None
         if not raw:
-            raise CheckpointNotFoundError(f"{where}: checkpoint {checkpoint_id} was fenced (its driver lost the job), never completed")
+            raise CheckpointNotFoundError(
+                f"{where}: checkpoint {checkpoint_id} was fenced (its driver lost the job), never completed"
+            )
         manifest = CheckpointManifest.from_bytes(raw, where)
         if (manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id) != (job_id, pipeline_id, checkpoint_id):
             raise CorruptCheckpointError(
@@ -142,11 +146,19 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def write_state(
         self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, data: Bytes, savepoint: bool = False
     ) -> StateHandle:
-        digest = self.fs.write_atomic_hashed(self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint), data)
+        digest = self.fs.write_atomic_hashed(
+            self._state_path(job_id, pipeline_id, checkpoint_id, name, savepoint), data
+        )
         return StateHandle(size=len(data), sha256=digest, file=name)
 
     def write_state_pieces(
-        self, job_id: str, pipeline_id: int, checkpoint_id: int, name: str, size: int, pieces: Iterable[Bytes],
+        self,
+        job_id: str,
+        pipeline_id: int,
+        checkpoint_id: int,
+        name: str,
+        size: int,
+        pieces: Iterable[Bytes],
         savepoint: bool = False,
     ) -> StateHandle:
         if overridden(self, "write_state", FileSystemCheckpointStorage):
@@ -168,7 +180,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         path = f"{self._dir(job_id, pipeline_id, checkpoint_id, savepoint)}/{handle.file}"
         return handle.verify(self.fs.read(path), self.fs.describe(path))
 
-    def state_file_sizes(self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False) -> dict[str, int]:
+    def state_file_sizes(
+        self, job_id: str, pipeline_id: int, checkpoint_id: int, savepoint: bool = False
+    ) -> dict[str, int]:
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
         return {e.name: e.size for e in self.fs.list_dir(directory) if not e.is_dir}
 
@@ -229,7 +243,11 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = self._dir(job_id, pipeline_id, checkpoint_id, savepoint)
         entries = {e.name: e for e in self.fs.list_dir(directory) if not e.is_dir}
         metadata = entries.get(METADATA)
-        if metadata is not None and metadata.size > 0 and self._written_by(job_id, pipeline_id, checkpoint_id, savepoint, run):
+        if (
+            metadata is not None
+            and metadata.size > 0
+            and self._written_by(job_id, pipeline_id, checkpoint_id, savepoint, run)
+        ):
             # The run's own _metadata write landed but its answer was lost: un-complete
             # the checkpoint first, so it never looks complete with its state gone.
             self.fs.delete(f"{directory}/{METADATA}")
@@ -321,7 +339,11 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self.fs.delete(self._document_path(job_id, relative_path))
 
     def describe(
-        self, job_id: str = "", pipeline_id: int | None = None, checkpoint_id: int | None = None, savepoint: bool = False
+        self,
+        job_id: str = "",
+        pipeline_id: int | None = None,
+        checkpoint_id: int | None = None,
+        savepoint: bool = False,
     ) -> str:
         if not job_id:
             return self.fs.describe(self.layout.namespace)

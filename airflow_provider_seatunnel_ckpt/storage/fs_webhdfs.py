@@ -124,7 +124,6 @@ def _default_user() -> str:
     return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
-
 # ---- per-process Kerberos renewers -----------------------------------------------------
 _RENEWERS: dict[tuple[str, str, str | None, int], KerberosTicketRenewer] = {}
 _RENEWERS_LOCK = threading.Lock()
@@ -187,9 +186,7 @@ class WebHdfsFileSystem(FileSystem):
         cfg = {str(k): v for k, v in plugin_config.items()}
         storage_type = config_get(cfg, "storage.type")
         if storage_type is not None and storage_type.lower() != "hdfs":
-            raise ConfigError(
-                "plugin-config.storage.type", f"is {storage_type!r}; the WebHDFS backend serves 'hdfs'"
-            )
+            raise ConfigError("plugin-config.storage.type", f"is {storage_type!r}; the WebHDFS backend serves 'hdfs'")
         urls = urls_from_plugin_config(cfg)
         user = config_get(cfg, "hdfs.user") or HadoopConf(cfg).get("hadoop.user.name")
         principal = config_get(cfg, "kerberosPrincipal")
@@ -268,8 +265,9 @@ class WebHdfsFileSystem(FileSystem):
                 # java.security.krb5.conf; an explicit KRB5_CONFIG wins.
                 current = os.environ.setdefault("KRB5_CONFIG", self.kerberos_krb5_conf)
                 if current != self.kerberos_krb5_conf:
-                    log.warning("KRB5_CONFIG=%s is set; krb5Path %s is used for kinit only",
-                                current, self.kerberos_krb5_conf)
+                    log.warning(
+                        "KRB5_CONFIG=%s is set; krb5Path %s is used for kinit only", current, self.kerberos_krb5_conf
+                    )
             return KerberosClient(url, mutual_auth="OPTIONAL", timeout=self.timeout, session=session)
         from hdfs import InsecureClient
 

@@ -43,8 +43,7 @@ def validate_job_id(job_id: str) -> str:
     if not isinstance(job_id, str) or not _JOB_ID_RE.fullmatch(job_id) or job_id in (".", ".."):
         raise ConfigError(
             "job_id",
-            f"{job_id!r} is not a valid job id: use 1-200 letters, digits or '_.=@-', "
-            "not starting with '.' or '-'",
+            f"{job_id!r} is not a valid job id: use 1-200 letters, digits or '_.=@-', not starting with '.' or '-'",
         )
     return job_id
 

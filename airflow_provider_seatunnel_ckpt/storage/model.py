@@ -183,7 +183,9 @@ class CheckpointManifest:
         if claimed != sha256_hex(_canonical(body)):
             raise CorruptCheckpointError(f"{where}: manifest checksum mismatch (corrupted)")
         try:
-            subtasks = {int(k): StateHandle.from_json(v, f"{where}: subtask {k}") for k, v in body["subtask_states"].items()}
+            subtasks = {
+                int(k): StateHandle.from_json(v, f"{where}: subtask {k}") for k, v in body["subtask_states"].items()
+            }
             coordinator = body.get("coordinator_state")
             return cls(
                 job_id=_typed(body, "job_id", str, where),

@@ -48,7 +48,7 @@ _BACKENDS = {
 def _reprefix(err: ConfigError, key_prefix: str) -> ConfigError:
     key = err.key
     if key.startswith("plugin-config."):
-        key = f"{key_prefix}.{key[len('plugin-config.'):]}"
+        key = f"{key_prefix}.{key[len('plugin-config.') :]}"
     elif not key.startswith(key_prefix):
         key = f"{key_prefix}.{key}"
     return ConfigError(key, err.problem)
@@ -81,7 +81,9 @@ def hdfs_backend(plugin_config: Mapping[str, Any], key_prefix: str, warnings: li
     subtype = plugin_config.get("storage.type")
     default_fs = plugin_config.get("fs.defaultFS")
     if default_fs is not None and not isinstance(default_fs, str):
-        raise ConfigError(f"{key_prefix}.fs.defaultFS", f"expected a URI such as hdfs://namenode:8020, got {default_fs!r}")
+        raise ConfigError(
+            f"{key_prefix}.fs.defaultFS", f"expected a URI such as hdfs://namenode:8020, got {default_fs!r}"
+        )
     if subtype is None:
         if default_fs is None:
             if warnings is not None:
@@ -139,7 +141,9 @@ class HdfsStorageFactory(CheckpointStorageFactory):
         _filesystem(backend, plugin_config, key_prefix)  # builds config only, no I/O
         return warnings + _unknown_key_warnings(plugin_config, key_prefix)
 
-    def create(self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED) -> FileSystemCheckpointStorage:
+    def create(
+        self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED
+    ) -> FileSystemCheckpointStorage:
         prefix = "plugin-config"
         backend = hdfs_backend(plugin_config, prefix)
         return FileSystemCheckpointStorage(
@@ -163,7 +167,9 @@ class LocalFileStorageFactory(CheckpointStorageFactory):
             "plugin-config storage.type: local or fs.defaultFS: file:///"
         ] + _unknown_key_warnings(plugin_config, key_prefix)
 
-    def create(self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED) -> FileSystemCheckpointStorage:
+    def create(
+        self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED
+    ) -> FileSystemCheckpointStorage:
         return FileSystemCheckpointStorage(
             _filesystem("local", plugin_config, "plugin-config"),
             _namespace(plugin_config, "plugin-config"),
@@ -181,7 +187,9 @@ class MemoryStorageFactory(CheckpointStorageFactory):
         _namespace(plugin_config, key_prefix)
         return _unknown_key_warnings(plugin_config, key_prefix)
 
-    def create(self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED) -> FileSystemCheckpointStorage:
+    def create(
+        self, plugin_config: Mapping[str, Any], max_retained: int = DEFAULT_MAX_RETAINED
+    ) -> FileSystemCheckpointStorage:
         from .fs_memory import MemoryFileSystem
 
         return FileSystemCheckpointStorage(

@@ -78,9 +78,11 @@ def filesystem_for_url(url: str, options: Mapping[str, Any] | None = None, key: 
             raise ConfigError(key, f"{text!r} has no bucket; expected {scheme}://bucket/prefix/")
         if scheme == "oss":
             from .fs_oss import OssFileSystem as cls
+
             bucket_key = "oss.bucket"
         else:
             from .fs_s3 import S3FileSystem as cls  # type: ignore[assignment]
+
             bucket_key = "s3.bucket"
         config = _merged(options, bucket_key, bucket, key, compare=_bucket_name)
         return _build(cls, config, key, bucket_key), _root(parts.path or "/", text, key)
@@ -228,4 +230,3 @@ class RangeFile(ReadStream):
     def _check_open(self) -> None:
         if self.closed:
             raise ValueError("I/O operation on closed file")
-

@@ -63,13 +63,9 @@ def parse_urls(value: str | Sequence[str], key: str) -> list[str]:
         except ValueError:
             raise ConfigError(key, f"{item!r} is not a valid URL") from None
         if parts.scheme not in ("http", "https") or not parts.hostname or not _valid_host(parts.hostname):
-            raise ConfigError(
-                key, f"{item!r} is not a WebHDFS HTTP address (expected http://namenode:9870)"
-            )
+            raise ConfigError(key, f"{item!r} is not a WebHDFS HTTP address (expected http://namenode:9870)")
         if parts.path.rstrip("/") or parts.query or parts.username or parts.password:
-            raise ConfigError(
-                key, f"{item!r} must be only scheme://host:port (no path, query or credentials)"
-            )
+            raise ConfigError(key, f"{item!r} must be only scheme://host:port (no path, query or credentials)")
         default = DEFAULT_HTTPS_PORT if parts.scheme == "https" else DEFAULT_HTTP_PORT
         urls.append(_format_url(parts.scheme, parts.hostname, port or default))
     if not urls:
@@ -102,7 +98,7 @@ class HadoopConf:
             if key.startswith(HADOOP_PREFIX):
                 value = config_get(cfg, key)
                 if value is not None:
-                    self._values[key[len(HADOOP_PREFIX):]] = (value, key)
+                    self._values[key[len(HADOOP_PREFIX) :]] = (value, key)
 
     def get(self, name: str) -> str | None:
         found = self._values.get(name)
@@ -176,8 +172,14 @@ def urls_from_plugin_config(cfg: Mapping[str, Any]) -> list[str]:
     namenodes = hadoop.get(f"dfs.ha.namenodes.{ns}")
     if fs_port is None and namenodes is not None:  # an HA name service
         urls = [
-            _namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}.{nn}", f"{rpc}.{ns}.{nn}",
-                          what=f"name node {nn} of name service {ns}")
+            _namenode_url(
+                hadoop,
+                scheme,
+                default_port,
+                f"{addr}.{ns}.{nn}",
+                f"{rpc}.{ns}.{nn}",
+                what=f"name node {nn} of name service {ns}",
+            )
             for nn in (n.strip() for n in namenodes.split(","))
             if nn
         ]
@@ -191,13 +193,11 @@ def urls_from_plugin_config(cfg: Mapping[str, Any]) -> list[str]:
                 f"is required: {ns!r} is listed in dfs.nameservices (list its name nodes, "
                 f"for example nn1,nn2, and give each a {HADOOP_PREFIX}{rpc}.{ns}.<nn>)",
             )
-        return [_namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}", f"{rpc}.{ns}",
-                              what=f"name service {ns}")]
+        return [_namenode_url(hadoop, scheme, default_port, f"{addr}.{ns}", f"{rpc}.{ns}", what=f"name service {ns}")]
     return [_format_url(scheme, fs_host, default_port)]
 
 
-def _namenode_url(hadoop: HadoopConf, scheme: str, default_port: int, http_name: str, rpc_name: str,
-                  what: str) -> str:
+def _namenode_url(hadoop: HadoopConf, scheme: str, default_port: int, http_name: str, rpc_name: str, what: str) -> str:
     rpc = hadoop.get(rpc_name)
     rpc_host = _host_port(rpc, hadoop.key(rpc_name), 8020)[0] if rpc else None
     http = hadoop.get(http_name)

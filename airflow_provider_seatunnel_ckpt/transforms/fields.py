@@ -93,8 +93,9 @@ class ReplaceTransform(Transform):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options,
-                       known={"replace_field", "pattern", "replacement", "is_regex", "replace_first"})
+        opts = Options(
+            self.plugin_name, options, known={"replace_field", "pattern", "replacement", "is_regex", "replace_first"}
+        )
         self.field: str = opts.str("replace_field")
         self.pattern = options.get("pattern")
         self.replacement = options.get("replacement")
@@ -111,9 +112,13 @@ class ReplaceTransform(Transform):
     def _column(self, schema: pa.Schema) -> int:
         index = schema.get_field_index(self.field)
         if index < 0:
-            raise ConfigError(option_key(self, "replace_field"), f"no column {self.field!r} in the rows (columns: {schema.names})")
+            raise ConfigError(
+                option_key(self, "replace_field"), f"no column {self.field!r} in the rows (columns: {schema.names})"
+            )
         if not pa.types.is_string(schema.field(index).type) and not pa.types.is_large_string(schema.field(index).type):
-            raise ConfigError(option_key(self, "replace_field"), f"{self.field} is {schema.field(index).type}, not a string")
+            raise ConfigError(
+                option_key(self, "replace_field"), f"{self.field} is {schema.field(index).type}, not a string"
+            )
         return index
 
     def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
@@ -125,8 +130,9 @@ class ReplaceTransform(Transform):
         index = self._column(batch.schema)
         limit = 1 if self.is_regex and self.replace_first else None
         replace = pc.replace_substring_regex if self.is_regex else pc.replace_substring
-        replaced = replace(batch.column(index), pattern=self.pattern, replacement=self.replacement,
-                           max_replacements=limit)
+        replaced = replace(
+            batch.column(index), pattern=self.pattern, replacement=self.replacement, max_replacements=limit
+        )
         return batch.set_column(index, batch.schema.field(index), replaced)
 
 
@@ -145,9 +151,15 @@ def _java_texts(column: pa.Array) -> pa.Array:
 #: the value types whose text is the same here and in Java: Split refuses the others
 #: (a timestamp's, a row's or a list's text follows Java's classes, not a rule we keep)
 def _splittable(kind: pa.DataType) -> bool:
-    return (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind) or pa.types.is_decimal(kind) or pa.types.is_boolean(kind)
-            or pa.types.is_date32(kind))
+    return (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date32(kind)
+    )
 
 
 class SplitTransform(Transform):
@@ -167,8 +179,10 @@ class SplitTransform(Transform):
         _missing(self, "split_field", [self.field], schema.names)
         kind = schema.field(self.field).type
         if not _splittable(kind):
-            raise ConfigError(option_key(self, "split_field"),
-                              f"{self.field} is {kind}: Split takes strings, numbers, booleans and dates")
+            raise ConfigError(
+                option_key(self, "split_field"),
+                f"{self.field} is {kind}: Split takes strings, numbers, booleans and dates",
+            )
 
     def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
         if input_schema is None:

@@ -46,8 +46,9 @@ class FilterTransform(QueryTransform):
         self._columns: SelectTransform | None = None
         if opts.has("fields"):
             if opts.has("condition"):
-                raise ConfigError("fields", "give fields (SeaTunnel's: the columns to keep) or condition "
-                                            "(the rows to keep), not both")
+                raise ConfigError(
+                    "fields", "give fields (SeaTunnel's: the columns to keep) or condition (the rows to keep), not both"
+                )
             self._columns = SelectTransform({"fields": options["fields"]})
             return
         self.condition: str = opts.str("condition")

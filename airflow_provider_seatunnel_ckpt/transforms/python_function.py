@@ -33,9 +33,7 @@ class PythonTransform(Transform):
         opts = Options(self.plugin_name, options, known={"function"})
         self.function: str = opts.str("function")
         if not _FUNCTION.match(self.function):
-            raise ConfigError(
-                "function", f"{self.function!r} is not of the form 'package.module:function'"
-            )
+            raise ConfigError("function", f"{self.function!r} is not of the form 'package.module:function'")
         self._fn: Callable[[pa.RecordBatch], Any] | None = None
         self._lock = threading.Lock()
 

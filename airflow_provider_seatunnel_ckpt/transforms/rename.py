@@ -38,7 +38,5 @@ class RenameTransform(Transform):
             raise ConfigError(option_key(self, "mapping"), f"no column {missing[0]!r} in the batch (columns: {names})")
         renamed = [self.mapping.get(name, name) for name in names]
         if len(set(renamed)) != len(renamed):
-            raise ConfigError(
-                option_key(self, "mapping"), f"renaming {names} gives duplicate column names {renamed}"
-            )
+            raise ConfigError(option_key(self, "mapping"), f"renaming {names} gives duplicate column names {renamed}")
         return renamed

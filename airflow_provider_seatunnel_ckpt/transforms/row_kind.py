@@ -61,8 +61,11 @@ class FilterRowKindTransform(Transform):
         opts = Options(self.plugin_name, options, known={"include_kinds", "exclude_kinds"})
         include, exclude = _kind_list(opts, "include_kinds"), _kind_list(opts, "exclude_kinds")
         if (include is None) == (exclude is None) or not (include or exclude):
-            raise ConfigError("include_kinds", "give exactly one of include_kinds and exclude_kinds, a non-empty list "
-                                               f"of {', '.join(KINDS)} (they are mutually exclusive, as in SeaTunnel)")
+            raise ConfigError(
+                "include_kinds",
+                "give exactly one of include_kinds and exclude_kinds, a non-empty list "
+                f"of {', '.join(KINDS)} (they are mutually exclusive, as in SeaTunnel)",
+            )
         self.kept = frozenset(include) if include else frozenset(range(len(KINDS))) - frozenset(exclude or ())
         self._kept_codes = pa.array(sorted(self.kept), pa.int8())
         # decided by the options alone, so that every output batch has one schema

@@ -37,22 +37,30 @@ def _access_check() -> Any:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="SeaTunnel checkpoints", docs_url=None, redoc_url=None, openapi_url=None,
-                  dependencies=[_access_check()])
+    app = FastAPI(
+        title="SeaTunnel checkpoints", docs_url=None, redoc_url=None, openapi_url=None, dependencies=[_access_check()]
+    )
 
     @app.get("/view", response_class=HTMLResponse)
     def view(dag_id: str, run_id: str, task_id: str) -> str:
         return resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
 
     @app.get("/api/history")
-    def history(dag_id: str, run_id: str, task_id: str, map_index: str = "-1",
-                page: int = Query(1, ge=1), per_page: int = Query(20, ge=1, le=MAX_PER_PAGE)) -> dict[str, Any]:
+    def history(
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: str = "-1",
+        page: int = Query(1, ge=1),
+        per_page: int = Query(20, ge=1, le=MAX_PER_PAGE),
+    ) -> dict[str, Any]:
         job, hook = _open(dag_id, run_id, task_id, map_index)
         return history_page(_read(hook, job), hook.describe(job.job_id), job.config, page, per_page)
 
     @app.get("/api/checkpoint")
-    def checkpoint(dag_id: str, run_id: str, task_id: str, checkpoint_id: int = Query(..., ge=0),
-                   map_index: str = "-1") -> dict[str, Any]:
+    def checkpoint(
+        dag_id: str, run_id: str, task_id: str, checkpoint_id: int = Query(..., ge=0), map_index: str = "-1"
+    ) -> dict[str, Any]:
         job, hook = _open(dag_id, run_id, task_id, map_index)
         entry = _read(hook, job).checkpoint(checkpoint_id)
         if entry is None:

@@ -37,19 +37,28 @@ def task_job(dag_id: str, run_id: str, task_id: str, map_index: int) -> TaskJob:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        row = session.scalars(XComModel.get_many(
-            run_id=run_id, key=VIEW_XCOM_KEY, task_ids=task_id, dag_ids=dag_id, map_indexes=map_index, limit=1,
-        )).first()
+        row = session.scalars(
+            XComModel.get_many(
+                run_id=run_id,
+                key=VIEW_XCOM_KEY,
+                task_ids=task_id,
+                dag_ids=dag_id,
+                map_indexes=map_index,
+                limit=1,
+            )
+        ).first()
         value = XComModel.deserialize_value(row) if row is not None else None
     if value is None:
         raise NoCheckpointedJob(
             f"task {task_id} of run {run_id} has no checkpointed job: it is not one of this provider's "
-            "operators, or it has not started yet")
+            "operators, or it has not started yet"
+        )
     try:
         return TaskJob.model_validate(value)
     except ValidationError:
-        raise NoCheckpointedJob(f"task {task_id} of run {run_id}: its {VIEW_XCOM_KEY} XCom is not one this "
-                                "provider wrote") from None
+        raise NoCheckpointedJob(
+            f"task {task_id} of run {run_id}: its {VIEW_XCOM_KEY} XCom is not one this provider wrote"
+        ) from None
 
 
 def storage_hook(job: TaskJob) -> CheckpointStorageHook:

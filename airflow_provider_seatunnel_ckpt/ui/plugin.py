@@ -49,9 +49,11 @@ def tab_href() -> str:
 class CheckpointViewPlugin(AirflowPlugin):
     name = "seatunnel_ckpt_checkpoints"
     fastapi_apps = [{"app": LazyViewApp(), "url_prefix": URL_PREFIX, "name": "SeaTunnel checkpoints"}]
-    external_views = [{
-        "name": "Checkpoints",
-        "href": tab_href(),
-        "destination": "task_instance",
-        "url_route": "seatunnel-checkpoints",
-    }]
+    external_views = [
+        {
+            "name": "Checkpoints",
+            "href": tab_href(),
+            "destination": "task_instance",
+            "url_route": "seatunnel-checkpoints",
+        }
+    ]

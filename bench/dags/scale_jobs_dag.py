@@ -58,8 +58,14 @@ for n in COUNTS:
         start_date=datetime(2026, 1, 1),
         catchup=False,
         max_active_tasks=n,  # every task of a run at once
-        params={"workdir": "/tmp/scale_jobs", "rows": 1_000_000, "batch_size": 65536, "parallelism": 2, "query": "",
-                "tag": "run"},
+        params={
+            "workdir": "/tmp/scale_jobs",
+            "rows": 1_000_000,
+            "batch_size": 65536,
+            "parallelism": 2,
+            "query": "",
+            "tag": "run",
+        },
         tags=["seatunnel-ckpt", "bench"],
     ):
         for i in range(n):

@@ -83,8 +83,9 @@ def airflow_dags_test(dag_id: str, conf: dict[str, Any], env: dict[str, str] | N
 def task_states(dag_id: str) -> dict[str, tuple[str, int]]:
     """task_id -> (state, try_number) of the DAG's latest run, straight from the DB."""
     ((run_id,),) = metadata_rows("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", dag_id)
-    rows = metadata_rows("SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?",
-                         dag_id, run_id)
+    rows = metadata_rows(
+        "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?", dag_id, run_id
+    )
     return {task_id: (state, try_number) for task_id, state, try_number in rows}
 
 

@@ -43,15 +43,19 @@ def test_the_app_is_built_on_the_first_request_and_keeps_airflows_auth() -> None
     assert lazy._app is built  # once
 
 
-@pytest.mark.parametrize(("base_url", "path"), [
-    ("", ""),
-    ("http://localhost:8080", ""),
-    ("http://localhost:8080/", ""),
-    ("https://airflow.example.com/team-a/airflow/", "/team-a/airflow"),
-    ("/airflow", "/airflow"),
-])
+@pytest.mark.parametrize(
+    ("base_url", "path"),
+    [
+        ("", ""),
+        ("http://localhost:8080", ""),
+        ("http://localhost:8080/", ""),
+        ("https://airflow.example.com/team-a/airflow/", "/team-a/airflow"),
+        ("/airflow", "/airflow"),
+    ],
+)
 def test_the_tab_and_the_link_carry_the_sub_path_airflow_is_served_under(
-        monkeypatch: pytest.MonkeyPatch, base_url: str, path: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, base_url: str, path: str
+) -> None:
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", base_url)
     assert base_path() == path
     assert tab_href().startswith(f"{path}{URL_PREFIX}/view?dag_id={{DAG_ID}}&run_id={{RUN_ID}}")

@@ -26,8 +26,12 @@ ASSUME_ONLY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Actio
 
 def _moto_auth(server, count: str) -> None:
     """moto's own switch (``/moto-api/reset-auth``): IAM checks from the next request on."""
-    request = urllib.request.Request(f"{server.direct_url}/moto-api/reset-auth", data=count.encode(), method="POST",
-                                     headers={"Content-Type": "text/plain"})
+    request = urllib.request.Request(
+        f"{server.direct_url}/moto-api/reset-auth",
+        data=count.encode(),
+        method="POST",
+        headers={"Content-Type": "text/plain"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
 
@@ -42,7 +46,10 @@ def iam(s3_server):
     iam_client.create_user(UserName=base)
     iam_client.put_user_policy(UserName=base, PolicyName="assume", PolicyDocument=json.dumps(ASSUME_ONLY))
     base_key = iam_client.create_access_key(UserName=base)["AccessKey"]
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+    }
     role = iam_client.create_role(RoleName=f"ckpt-writer-{suffix}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
     iam_client.put_role_policy(RoleName=role["RoleName"], PolicyName="s3", PolicyDocument=json.dumps(S3_ALL))
     profile_user = f"ckpt-profile-{suffix}"
@@ -130,8 +137,15 @@ def test_a_profile_name_connection_uses_the_profile_from_the_aws_config_file(mon
         monkeypatch.delenv(name, raising=False)
     conn_id = connection(
         monkeypatch,
-        {"conn_type": "aws", "extra": {"profile_name": "ckpt", "region_name": "us-east-1",
-                                       "endpoint_url": s3_server.endpoint_url, "bucket_name": iam["bucket"]}},
+        {
+            "conn_type": "aws",
+            "extra": {
+                "profile_name": "ckpt",
+                "region_name": "us-east-1",
+                "endpoint_url": s3_server.endpoint_url,
+                "bucket_name": iam["bucket"],
+            },
+        },
     )
     hook = get_checkpoint_hook(conn_id, CONFIG)
     exercise(hook)  # moto accepts only the profile user's keys for S3
@@ -145,8 +159,12 @@ def test_a_wrong_secret_fails_the_connection_test_without_echoing_it(monkeypatch
     secret = "wrong-" + uuid.uuid4().hex
     conn_id = connection(
         monkeypatch,
-        {"conn_type": "aws", "login": iam["profile"]["AccessKeyId"], "password": secret,
-         "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": iam["bucket"]}},
+        {
+            "conn_type": "aws",
+            "login": iam["profile"]["AccessKeyId"],
+            "password": secret,
+            "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": iam["bucket"]},
+        },
     )
     ok, message = get_checkpoint_hook(conn_id, CONFIG).test_connection()
     assert not ok and "SignatureDoesNotMatch" in message and secret not in message

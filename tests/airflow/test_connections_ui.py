@@ -28,7 +28,11 @@ def test_every_storage_connection_type_is_registered_for_the_ui_test_and_no_othe
     for manager in (ProvidersManager(), ProvidersManagerTaskRuntime()):  # API server, worker (queued tests)
         for conn_type, hook_class in OUR_TYPES.items():
             info = manager.hooks[conn_type]
-            assert (info.hook_class_name, info.package_name, info.connection_testable) == (hook_class, PACKAGE_NAME, True)
+            assert (info.hook_class_name, info.package_name, info.connection_testable) == (
+                hook_class,
+                PACKAGE_NAME,
+                True,
+            )
             assert info.connection_id_attribute_name == "storage_conn_id"
         for standard in ("aws", "fs", "webhdfs", "oss"):  # still their own providers' (when installed)
             info = manager.hooks.get(standard)
@@ -93,11 +97,16 @@ def ui_test(api, conn_type: str, **fields) -> tuple[bool, str]:
 
 def test_the_ui_test_of_an_s3_checkpoint_connection_runs_the_storage_check(api, s3_server):
     bucket = s3_server.create_bucket(f"ckpt-ui-{uuid.uuid4().hex[:8]}")
-    fields = {"login": s3_server.access_key_id, "password": s3_server.secret_access_key,
-              "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": bucket}}
+    fields = {
+        "login": s3_server.access_key_id,
+        "password": s3_server.secret_access_key,
+        "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": bucket},
+    }
     ok, message = ui_test(api, "seatunnel_checkpoint_aws", **fields)
     assert ok and f"probe document in s3://{bucket}/" in message, message
-    ok, message = ui_test(api, "seatunnel_checkpoint_aws", **{**fields, "extra": {**fields["extra"], "bucket_name": "no-such-bucket-x1"}})
+    ok, message = ui_test(
+        api, "seatunnel_checkpoint_aws", **{**fields, "extra": {**fields["extra"], "bucket_name": "no-such-bucket-x1"}}
+    )
     assert not ok and "NoSuchBucket" in message, message
     _, message = ui_test(api, "aws", **fields)
     assert "probe" not in message  # an aws connection's Test is the Amazon provider's (STS)

@@ -38,7 +38,7 @@ def test_every_connection_example_builds_its_storage(monkeypatch):
     for name, value in connections.items():
         monkeypatch.setenv(name, value)
     for name, value in connections.items():
-        conn_id = name[len("AIRFLOW_CONN_"):].lower()
+        conn_id = name[len("AIRFLOW_CONN_") :].lower()
         hook = get_checkpoint_hook(conn_id)
         connection = json.loads(value)
         assert type(hook) is HOOKS_BY_CONN_TYPE[connection["conn_type"]]
@@ -132,14 +132,23 @@ def readme_connections() -> dict:
                 else:
                     json.loads(args.conn_extra or "{}")  # the CLI stores it as given: it must be JSON
                     found[args.conn_id] = Connection(
-                        conn_id=args.conn_id, conn_type=args.conn_type, host=args.conn_host, login=args.conn_login,
-                        password=args.conn_password, schema=args.conn_schema, port=args.conn_port, extra=args.conn_extra,
+                        conn_id=args.conn_id,
+                        conn_type=args.conn_type,
+                        host=args.conn_host,
+                        login=args.conn_login,
+                        password=args.conn_password,
+                        schema=args.conn_schema,
+                        port=args.conn_port,
+                        extra=args.conn_extra,
                     )
             elif words and words[0] == "export" and words[1].startswith("AIRFLOW_CONN_"):
                 name, _, value = words[1].partition("=")
-                conn_id = name[len("AIRFLOW_CONN_"):].lower()
-                found[conn_id] = (Connection.from_json(value, conn_id=conn_id) if value.lstrip().startswith("{")
-                                  else Connection(conn_id=conn_id, uri=value))
+                conn_id = name[len("AIRFLOW_CONN_") :].lower()
+                found[conn_id] = (
+                    Connection.from_json(value, conn_id=conn_id)
+                    if value.lstrip().startswith("{")
+                    else Connection(conn_id=conn_id, uri=value)
+                )
     return found
 
 

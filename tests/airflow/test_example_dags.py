@@ -46,7 +46,11 @@ def test_dagbag_imports_every_example_dag_without_errors():
 def local_storage(workdir: Path):
     """The examples' checkpoint storage, through the same hook the operators use."""
     return get_checkpoint_hook(
-        config_file={"checkpoint": {"storage": {"plugin-config": {"storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}}}
+        config_file={
+            "checkpoint": {
+                "storage": {"plugin-config": {"storage.type": "local", "namespace": f"{workdir}/checkpoints/"}}
+            }
+        }
     )
 
 
@@ -77,9 +81,12 @@ def test_local_etl_happy_path(airflow_db, tmp_path):
     with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
         events = db.execute(
             "SELECT asset.uri, asset_event.extra FROM asset_event JOIN asset ON asset.id = asset_event.asset_id "
-            "WHERE asset_event.source_dag_id = ?", ("example_checkpointed_etl_local",)).fetchall()
-    assert [(uri, json.loads(extra)["job_id"]) for uri, extra in events if uri == f"file://{day}"] == \
-        [(f"file://{day}", job_id)], events
+            "WHERE asset_event.source_dag_id = ?",
+            ("example_checkpointed_etl_local",),
+        ).fetchall()
+    assert [(uri, json.loads(extra)["job_id"]) for uri, extra in events if uri == f"file://{day}"] == [
+        (f"file://{day}", job_id)
+    ], events
 
 
 def check_resumed_exactly_once(workdir: Path, dag_id: str) -> None:
@@ -116,23 +123,40 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
     import pyarrow.parquet as pq
 
     rows = 300_000
-    postgres_server.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2), note text)",
-                            database=pg_database)
-    postgres_server.execute(f"INSERT INTO orders SELECT g, g / 3.0, 'order ' || g FROM generate_series(0, {rows - 1}) g",
-                            database=pg_database)
-    connection = {"conn_type": "postgres", "host": postgres_server.host, "port": postgres_server.port,
-                  "login": "postgres", "password": postgres_server.password, "schema": pg_database}
+    postgres_server.execute(
+        "CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2), note text)", database=pg_database
+    )
+    postgres_server.execute(
+        f"INSERT INTO orders SELECT g, g / 3.0, 'order ' || g FROM generate_series(0, {rows - 1}) g",
+        database=pg_database,
+    )
+    connection = {
+        "conn_type": "postgres",
+        "host": postgres_server.host,
+        "port": postgres_server.port,
+        "login": "postgres",
+        "password": postgres_server.password,
+        "schema": pg_database,
+    }
     conf = {"workdir": str(tmp_path), "fail_after_rows": 100_000, "checkpoint_interval_ms": 100, "fetch_size": 5_000}
     # lineage through the OpenLineage provider's file transport; the file is in AIRFLOW_HOME,
     # so the secret check below reads it too
     lineage = AIRFLOW_HOME / "openlineage-example-d.jsonl"
     transport = {"type": "file", "log_file_path": str(lineage), "append": True}
-    done = airflow_dags_test("example_postgres_to_lake", conf,
-                             env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection),
-                                  "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport)})
+    done = airflow_dags_test(
+        "example_postgres_to_lake",
+        conf,
+        env={
+            "AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection),
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        },
+    )
     assert done.returncode == 0, output(done)
     assert task_states("example_postgres_to_lake") == {
-        "copy": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
+        "copy": ("failed", 1),
+        "recover": ("success", 1),
+        "final_checkpoint": ("success", 1),
+    }
 
     xcoms = xcom_values("example_postgres_to_lake")
     job_id = xcoms[("copy", "job_id")]
@@ -141,14 +165,24 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
     assert second["outcome"] == "finished" and second["restored_from"] == first["last_checkpoint_id"]
 
     (run_dir,) = (tmp_path / "lake" / "public.orders").iterdir()
-    ids = sorted(i for path in run_dir.glob("part-*.parquet") for i in pq.read_table(path, columns=["id"]).column("id").to_pylist())
+    ids = sorted(
+        i
+        for path in run_dir.glob("part-*.parquet")
+        for i in pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    )
     assert ids == list(range(rows)), "not every row exactly once"
 
     # OpenLineage: the failed copy and the recovery both read the table and write the run's directory
     events = [json.loads(line) for line in lineage.read_text().splitlines() if line.strip()]
     ended = {(e["job"]["name"], e["eventType"]): e for e in events if e["eventType"] in ("COMPLETE", "FAIL")}
-    failed, recovered = ended[("example_postgres_to_lake.copy", "FAIL")], ended[("example_postgres_to_lake.recover", "COMPLETE")]
-    source = {"namespace": f"postgres://{postgres_server.host}:{postgres_server.port}", "name": f"{pg_database}.public.orders"}
+    failed, recovered = (
+        ended[("example_postgres_to_lake.copy", "FAIL")],
+        ended[("example_postgres_to_lake.recover", "COMPLETE")],
+    )
+    source = {
+        "namespace": f"postgres://{postgres_server.host}:{postgres_server.port}",
+        "name": f"{pg_database}.public.orders",
+    }
     sink = {"namespace": "file", "name": str(run_dir)}
     for event in (failed, recovered):
         assert [{k: d[k] for k in ("namespace", "name")} for d in event["inputs"]] == [source]
@@ -160,10 +194,16 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
     assert checkpoint["final_checkpoint_id"] == xcoms[("recover", "final_checkpoint_id")]
 
     secret = postgres_server.password
-    places = {"task log": done.stdout + done.stderr, "XCom": json.dumps([[*k, v] for k, v in xcoms.items()], default=str)}
+    places = {
+        "task log": done.stdout + done.stderr,
+        "XCom": json.dumps([[*k, v] for k, v in xcoms.items()], default=str),
+    }
     with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
-        places["rendered template fields"] = json.dumps(db.execute(
-            "SELECT rendered_fields FROM rendered_task_instance_fields WHERE dag_id = 'example_postgres_to_lake'").fetchall())
+        places["rendered template fields"] = json.dumps(
+            db.execute(
+                "SELECT rendered_fields FROM rendered_task_instance_fields WHERE dag_id = 'example_postgres_to_lake'"
+            ).fetchall()
+        )
     for path in AIRFLOW_HOME.rglob("*"):
         # not the metadata DB's files (read above through SQL): closing a file this process
         # opened drops every POSIX lock it holds on that file, SQLite's included, and another
@@ -182,15 +222,25 @@ def test_lakehouse_example_is_recovered_into_one_iceberg_table(airflow_db, tmp_p
 
     rows = 200_000
     postgres_server.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2))", database=pg_database)
-    postgres_server.execute(f"INSERT INTO orders SELECT g, g / 3.0 FROM generate_series(0, {rows - 1}) g",
-                            database=pg_database)
-    connection = {"conn_type": "postgres", "host": postgres_server.host, "port": postgres_server.port,
-                  "login": "postgres", "password": postgres_server.password, "schema": pg_database}
+    postgres_server.execute(
+        f"INSERT INTO orders SELECT g, g / 3.0 FROM generate_series(0, {rows - 1}) g", database=pg_database
+    )
+    connection = {
+        "conn_type": "postgres",
+        "host": postgres_server.host,
+        "port": postgres_server.port,
+        "login": "postgres",
+        "password": postgres_server.password,
+        "schema": pg_database,
+    }
     conf = {"workdir": str(tmp_path), "fail_after_rows": 80_000, "checkpoint_interval_ms": 200, "fetch_size": 5_000}
     done = airflow_dags_test("example_lakehouse", conf, env={"AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(connection)})
     assert done.returncode == 0, output(done)
     assert task_states("example_lakehouse") == {
-        "copy": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
+        "copy": ("failed", 1),
+        "recover": ("success", 1),
+        "final_checkpoint": ("success", 1),
+    }
     job_id = xcom_values("example_lakehouse")[("copy", "job_id")]
     first, second = local_storage(tmp_path).get_attempts(job_id)
     assert first["outcome"] == "failed" and second["restored_from"] == first["last_checkpoint_id"]
@@ -199,8 +249,8 @@ def test_lakehouse_example_is_recovered_into_one_iceberg_table(airflow_db, tmp_p
     table = catalog.load_table("shop.orders")
     ids = sorted(table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist())
     assert ids == list(range(rows)), "not every row exactly once"
-    checkpoints = [s.summary["seatunnel.checkpoint-id"] for s in table.snapshots()
-                   if s.summary.get("seatunnel.job-id") == job_id]
+    checkpoints = [
+        s.summary["seatunnel.checkpoint-id"] for s in table.snapshots() if s.summary.get("seatunnel.job-id") == job_id
+    ]
     assert len(checkpoints) == len(set(checkpoints)) >= 2
     assert [str(f.transform) for f in table.spec().fields] == ["bucket[8]"]
-

@@ -42,12 +42,18 @@ def exercise(hook: CheckpointStorageHook) -> None:
     assert ok, message
     storage = hook.get_conn()
     for checkpoint_id in (1, 2):
-        storage.store_checkpoint(PipelineState(job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, states=b"s%d" % checkpoint_id))
+        storage.store_checkpoint(
+            PipelineState(job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, states=b"s%d" % checkpoint_id)
+        )
     storage.store_checkpoint(
         PipelineState(job_id=JOB, pipeline_id=1, checkpoint_id=3, states=b"final", kind=CheckpointKind.FINAL)
     )
-    storage.write_document(JOB, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 3, "fencing_token": "t0k3n"})
-    storage.write_document(JOB, "attempts/000001.json", {"attempt": 1, "outcome": "finished", "checkpoints_completed": 3})
+    storage.write_document(
+        JOB, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 3, "fencing_token": "t0k3n"}
+    )
+    storage.write_document(
+        JOB, "attempts/000001.json", {"attempt": 1, "outcome": "finished", "checkpoints_completed": 3}
+    )
 
     assert [c["checkpoint_id"] for c in hook.list_checkpoints(JOB)] == [1, 2, 3]
     assert hook.get_latest_checkpoint_id(JOB) == 3
@@ -94,7 +100,9 @@ def test_s3_hook_on_an_aws_connection(monkeypatch, s3_server):
             "extra": {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url, "bucket_name": bucket},
         },
     )
-    hook = get_checkpoint_hook(conn_id, "checkpoint:\n  interval: 2000\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n")
+    hook = get_checkpoint_hook(
+        conn_id, "checkpoint:\n  interval: 2000\n  storage:\n    plugin-config:\n      namespace: /ckpt/\n"
+    )
     assert isinstance(hook, S3CheckpointHook)
     assert hook.config.interval == 2000  # settings from the file
     plugin = hook.config.storage.plugin_config
@@ -155,7 +163,9 @@ def test_s3_connection_test_fails_on_a_missing_bucket_and_leaves_no_probe(monkey
     bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
     extra = {"region_name": "us-east-1", "endpoint_url": s3_server.endpoint_url}
     conn = {"conn_type": "seatunnel_checkpoint_aws", "login": "AKIATESTKEY", "password": "secret-probe-1"}
-    ok, message = get_checkpoint_hook(connection(monkeypatch, {**conn, "extra": {**extra, "bucket_name": bucket}})).test_connection()
+    ok, message = get_checkpoint_hook(
+        connection(monkeypatch, {**conn, "extra": {**extra, "bucket_name": bucket}})
+    ).test_connection()
     assert ok and "wrote, read and deleted a probe document" in message and "checked from host" in message
     assert s3_server.client().list_objects_v2(Bucket=bucket).get("KeyCount") == 0
     missing = connection(monkeypatch, {**conn, "extra": {**extra, "bucket_name": f"missing-{uuid.uuid4().hex[:8]}"}})
@@ -166,13 +176,20 @@ def test_s3_connection_test_fails_on_a_missing_bucket_and_leaves_no_probe(monkey
 @pytest.mark.parametrize("key", ["role_arn", "profile_name"])
 def test_without_the_amazon_provider_role_and_profile_name_the_pip_install(monkeypatch, key):
     # the provider's modules made unimportable, as on an install without it
-    for module in ("airflow.providers.amazon.aws.hooks.base_aws", "airflow.providers.amazon.aws.utils.connection_wrapper"):
+    for module in (
+        "airflow.providers.amazon.aws.hooks.base_aws",
+        "airflow.providers.amazon.aws.utils.connection_wrapper",
+    ):
         monkeypatch.setitem(sys.modules, module, None)
-    conn_id = connection(monkeypatch, {"conn_type": "aws", "extra": {key: "arn:aws:iam::1:role/x" if key == "role_arn" else "p"}})
+    conn_id = connection(
+        monkeypatch, {"conn_type": "aws", "extra": {key: "arn:aws:iam::1:role/x" if key == "role_arn" else "p"}}
+    )
     with pytest.raises(ConfigError) as raised:
         get_checkpoint_hook(conn_id, "checkpoint:\n  storage:\n    plugin-config:\n      s3.bucket: b-1\n").config  # noqa: B018 - reading it raises
     message = str(raised.value)
-    assert f"extra.{key}" in message and "pip install apache-airflow-providers-amazon" in message and "\n" not in message
+    assert (
+        f"extra.{key}" in message and "pip install apache-airflow-providers-amazon" in message and "\n" not in message
+    )
 
 
 # ---- OSS -----------------------------------------------------------------------------------------
@@ -202,8 +219,15 @@ def test_oss_hook_on_an_oss_connection(monkeypatch):
 
         wrong = connection(
             monkeypatch,
-            {"conn_type": "oss", "extra": {"access_key_id": "oss-ak", "access_key_secret": "wrong-" + secret,
-                                           "endpoint": server.endpoint, "bucket_name": "ckpt-oss"}},
+            {
+                "conn_type": "oss",
+                "extra": {
+                    "access_key_id": "oss-ak",
+                    "access_key_secret": "wrong-" + secret,
+                    "endpoint": server.endpoint,
+                    "bucket_name": "ckpt-oss",
+                },
+            },
         )
         ok, message = get_checkpoint_hook(wrong).test_connection()
     assert not ok and "SignatureDoesNotMatch" in message and secret not in message
@@ -213,8 +237,16 @@ def test_oss_connection_reads_the_alibaba_providers_fields(monkeypatch):
     # the Alibaba provider's OSSHook: schema is the default bucket, auth_type "AK" only
     conn_id = connection(
         monkeypatch,
-        {"conn_type": "oss", "schema": "ckpt-from-schema",
-         "extra": {"auth_type": "AK", "access_key_id": "ak", "access_key_secret": "sk-56789", "region": "cn-hangzhou"}},
+        {
+            "conn_type": "oss",
+            "schema": "ckpt-from-schema",
+            "extra": {
+                "auth_type": "AK",
+                "access_key_id": "ak",
+                "access_key_secret": "sk-56789",
+                "region": "cn-hangzhou",
+            },
+        },
     )
     assert get_checkpoint_hook(conn_id).config.storage.plugin_config["oss.bucket"] == "ckpt-from-schema"
     sts = connection(monkeypatch, {"conn_type": "oss", "extra": {"auth_type": "STS", "region": "cn-hangzhou"}})
@@ -226,7 +258,9 @@ def test_oss_endpoint_defaults_from_the_region(monkeypatch):
     conn_id = connection(
         monkeypatch, {"conn_type": "oss", "login": "ak", "password": "sk-12345", "extra": {"region": "cn-shanghai"}}
     )
-    plugin = get_checkpoint_hook(conn_id, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}).config.storage.plugin_config
+    plugin = get_checkpoint_hook(
+        conn_id, {"checkpoint": {"storage": {"plugin-config": {"oss.bucket": "b-1"}}}}
+    ).config.storage.plugin_config
     assert plugin["fs.oss.endpoint"] == "https://oss-cn-shanghai.aliyuncs.com"
 
 
@@ -263,8 +297,12 @@ def test_webhdfs_connection_maps_kerberos_extras(monkeypatch, tmp_path):
     keytab.write_bytes(b"\x05\x02")
     conn_id = connection(
         monkeypatch,
-        {"conn_type": "webhdfs", "host": "nn1.example,nn2.example", "port": 9871,
-         "extra": {"use_ssl": True, "kerberos_principal": "etl@EXAMPLE.COM", "kerberos_keytab": str(keytab)}},
+        {
+            "conn_type": "webhdfs",
+            "host": "nn1.example,nn2.example",
+            "port": 9871,
+            "extra": {"use_ssl": True, "kerberos_principal": "etl@EXAMPLE.COM", "kerberos_keytab": str(keytab)},
+        },
     )
     plugin = get_checkpoint_hook(conn_id).config.storage.plugin_config
     assert plugin["webhdfs.url"] == "https://nn1.example:9871;https://nn2.example:9871"
@@ -274,8 +312,12 @@ def test_webhdfs_connection_maps_kerberos_extras(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(
     ("fields", "key"),
-    [({"password": "pw-basic"}, "password"), ({"schema": "gateway/default"}, "schema"),
-     ({"extra": {"use_ssl": True, "verify": "/etc/ca.pem"}}, "extra.verify"), ({"extra": {"cert": "/c.pem"}}, "extra.cert")],
+    [
+        ({"password": "pw-basic"}, "password"),
+        ({"schema": "gateway/default"}, "schema"),
+        ({"extra": {"use_ssl": True, "verify": "/etc/ca.pem"}}, "extra.verify"),
+        ({"extra": {"cert": "/c.pem"}}, "extra.cert"),
+    ],
 )
 def test_webhdfs_settings_the_storage_client_cannot_honour_are_refused_by_name(monkeypatch, fields, key):
     conn_id = connection(monkeypatch, {"conn_type": "webhdfs", "host": "nn1.example", **fields})
@@ -296,14 +338,22 @@ def test_local_hook_on_an_fs_connection(monkeypatch, tmp_path):
 def test_local_connection_test_checks_the_namespace_on_this_host(monkeypatch, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker / "ckpt")}})).test_connection()
+    ok, message = get_checkpoint_hook(
+        connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker / "ckpt")}})
+    ).test_connection()
     assert not ok and f"{blocker} is not a writable directory" in message and "not the workers" in message
-    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker)}})).test_connection()
+    ok, message = get_checkpoint_hook(
+        connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(blocker)}})
+    ).test_connection()
     assert not ok and "exists but is not a directory" in message
-    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "new")}})).test_connection()
+    ok, message = get_checkpoint_hook(
+        connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "new")}})
+    ).test_connection()
     assert ok and "does not exist yet" in message and not (tmp_path / "new").exists()
     (tmp_path / "there").mkdir()
-    ok, message = get_checkpoint_hook(connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "there")}})).test_connection()
+    ok, message = get_checkpoint_hook(
+        connection(monkeypatch, {"conn_type": "fs", "extra": {"path": str(tmp_path / "there")}})
+    ).test_connection()
     assert ok and "probe document" in message and list((tmp_path / "there").iterdir()) == []
 
 
@@ -321,12 +371,21 @@ def test_config_file_alone(tmp_path):
 def test_seatunnel_connection_carries_a_whole_plugin_config(monkeypatch, s3_server):
     bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:10]}")
     secret = f"st-secret-{uuid.uuid4().hex}"
-    plugin_config = {"storage.type": "s3", "s3.bucket": f"s3a://{bucket}", "fs.s3a.endpoint": s3_server.endpoint_url,
-                     "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": "us-east-1"}
+    plugin_config = {
+        "storage.type": "s3",
+        "s3.bucket": f"s3a://{bucket}",
+        "fs.s3a.endpoint": s3_server.endpoint_url,
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.endpoint.region": "us-east-1",
+    }
     conn_id = connection(
         monkeypatch,
-        {"conn_type": "seatunnel_checkpoint", "login": "AKIAST", "password": secret,
-         "extra": {"plugin_config": json.dumps(plugin_config), "namespace": "/st/"}},
+        {
+            "conn_type": "seatunnel_checkpoint",
+            "login": "AKIAST",
+            "password": secret,
+            "extra": {"plugin_config": json.dumps(plugin_config), "namespace": "/st/"},
+        },
     )
     hook = get_checkpoint_hook(conn_id)
     assert isinstance(hook, SeaTunnelCheckpointHook)
@@ -354,15 +413,29 @@ def test_unsupported_connection_type_is_a_config_error_naming_the_supported_ones
 
 @pytest.mark.parametrize(
     ("conn_type", "hook_class"),
-    [("seatunnel_checkpoint_aws", SeaTunnelS3CheckpointHook), ("seatunnel_checkpoint_fs", SeaTunnelLocalCheckpointHook),
-     ("seatunnel_checkpoint_oss", SeaTunnelOssCheckpointHook), ("seatunnel_checkpoint_webhdfs", SeaTunnelWebHdfsCheckpointHook)],
+    [
+        ("seatunnel_checkpoint_aws", SeaTunnelS3CheckpointHook),
+        ("seatunnel_checkpoint_fs", SeaTunnelLocalCheckpointHook),
+        ("seatunnel_checkpoint_oss", SeaTunnelOssCheckpointHook),
+        ("seatunnel_checkpoint_webhdfs", SeaTunnelWebHdfsCheckpointHook),
+    ],
 )
 def test_our_connection_types_read_the_fields_of_the_standard_ones(monkeypatch, conn_type, hook_class):
     standard = conn_type.rsplit("_", 1)[1]
-    fields = {"aws": {"login": "AKIA1", "password": "sk-aws-1", "extra": {"region_name": "eu-west-1", "bucket_name": "b-1"}},
-              "fs": {"extra": {"path": "/tmp/ckpt-x"}},
-              "oss": {"schema": "b-1", "extra": {"auth_type": "AK", "access_key_id": "ak", "access_key_secret": "sk-oss-1", "region": "cn-hangzhou"}},
-              "webhdfs": {"host": "nn1.example", "login": "etl"}}[standard]
+    fields = {
+        "aws": {"login": "AKIA1", "password": "sk-aws-1", "extra": {"region_name": "eu-west-1", "bucket_name": "b-1"}},
+        "fs": {"extra": {"path": "/tmp/ckpt-x"}},
+        "oss": {
+            "schema": "b-1",
+            "extra": {
+                "auth_type": "AK",
+                "access_key_id": "ak",
+                "access_key_secret": "sk-oss-1",
+                "region": "cn-hangzhou",
+            },
+        },
+        "webhdfs": {"host": "nn1.example", "login": "etl"},
+    }[standard]
     ours = get_checkpoint_hook(connection(monkeypatch, {"conn_type": conn_type, **fields}))
     theirs = get_checkpoint_hook(connection(monkeypatch, {"conn_type": standard, **fields}))
     assert type(ours) is hook_class and isinstance(ours, type(theirs))

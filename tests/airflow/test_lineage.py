@@ -18,24 +18,71 @@ def named(refs):
     [
         ({"plugin_name": "Sequence", "rows": 10}, []),
         ({"plugin_name": "File", "path": "/data/in/", "format": "parquet"}, [("file", "/data/in", "file:///data/in")]),
-        ({"plugin_name": "File", "path": "s3a://bucket/in/day=1/", "fs.s3a.access.key": "ak",
-          "fs.s3a.secret.key": "sk"}, [("s3://bucket", "in/day=1", "s3://bucket/in/day=1")]),
-        ({"plugin_name": "Delta", "path": "hdfs://nn:8020/lake/t"}, [("hdfs://nn:8020", "/lake/t", "hdfs://nn:8020/lake/t")]),
-        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw&currentSchema=sales",
-          "table": "orders"}, [("postgres://pg:5433", "shop.sales.orders", "postgres://pg:5433/shop/sales/orders")]),
-        ({"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table_path": "shop.public.Orders"},
-         [("postgres://pg:5432", "shop.public.orders", "postgres://pg:5432/shop/public/orders")]),
-        ({"plugin_name": "Jdbc", "url": "postgresql://pg/shop", "password": "pw",
-          "query": "select o.id, c.name from sales.orders o join customers c on c.id = o.customer_id"},
-         [("postgres://pg:5432", "shop.public.customers", "postgres://pg:5432/shop/public/customers"),
-          ("postgres://pg:5432", "shop.sales.orders", "postgres://pg:5432/shop/sales/orders")]),
-        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders",
-          "iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}},
-         [("iceberg://lake", "db.orders", "iceberg://lake/db/orders")]),
-        ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": ["a", "b"], "format": "text",
-          "kafka.config": {"sasl.password": "pw"}},
-         [("kafka://b1:9092", "a", "kafka://b1:9092/a"), ("kafka://b1:9092", "b", "kafka://b1:9092/b")]),
-        ({"plugin_name": "Kafka", "bootstrap.servers": "b1", "topic": "events.*", "pattern": True, "format": "text"}, []),
+        (
+            {
+                "plugin_name": "File",
+                "path": "s3a://bucket/in/day=1/",
+                "fs.s3a.access.key": "ak",
+                "fs.s3a.secret.key": "sk",
+            },
+            [("s3://bucket", "in/day=1", "s3://bucket/in/day=1")],
+        ),
+        (
+            {"plugin_name": "Delta", "path": "hdfs://nn:8020/lake/t"},
+            [("hdfs://nn:8020", "/lake/t", "hdfs://nn:8020/lake/t")],
+        ),
+        (
+            {
+                "plugin_name": "Jdbc",
+                "url": "jdbc:postgresql://pg:5433/shop?password=pw&currentSchema=sales",
+                "table": "orders",
+            },
+            [("postgres://pg:5433", "shop.sales.orders", "postgres://pg:5433/shop/sales/orders")],
+        ),
+        (
+            {"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table_path": "shop.public.Orders"},
+            [("postgres://pg:5432", "shop.public.orders", "postgres://pg:5432/shop/public/orders")],
+        ),
+        (
+            {
+                "plugin_name": "Jdbc",
+                "url": "postgresql://pg/shop",
+                "password": "pw",
+                "query": "select o.id, c.name from sales.orders o join customers c on c.id = o.customer_id",
+            },
+            [
+                ("postgres://pg:5432", "shop.public.customers", "postgres://pg:5432/shop/public/customers"),
+                ("postgres://pg:5432", "shop.sales.orders", "postgres://pg:5432/shop/sales/orders"),
+            ],
+        ),
+        (
+            {
+                "plugin_name": "Iceberg",
+                "catalog_name": "lake",
+                "namespace": "db",
+                "table": "orders",
+                "iceberg.catalog.config": {
+                    "type": "sql",
+                    "uri": "sqlite:////lake/catalog.db",
+                    "warehouse": "file:///lake",
+                },
+            },
+            [("iceberg://lake", "db.orders", "iceberg://lake/db/orders")],
+        ),
+        (
+            {
+                "plugin_name": "Kafka",
+                "bootstrap.servers": "b1:9092,b2:9092",
+                "topic": ["a", "b"],
+                "format": "text",
+                "kafka.config": {"sasl.password": "pw"},
+            },
+            [("kafka://b1:9092", "a", "kafka://b1:9092/a"), ("kafka://b1:9092", "b", "kafka://b1:9092/b")],
+        ),
+        (
+            {"plugin_name": "Kafka", "bootstrap.servers": "b1", "topic": "events.*", "pattern": True, "format": "text"},
+            [],
+        ),
     ],
 )
 def test_source_datasets(source, expected):
@@ -48,13 +95,25 @@ def test_source_datasets(source, expected):
     ("sink", "expected"),
     [
         ({"plugin_name": "Console"}, []),
-        ({"plugin_name": "File", "path": "oss://bucket/out/", "fs.oss.endpoint": "oss-cn-hangzhou.aliyuncs.com",
-          "fs.oss.accessKeyId": "ak", "fs.oss.accessKeySecret": "pw"}, [("oss://bucket", "out", "oss://bucket/out")]),
-        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop", "database": "dw", "table": "sales.orders"},
-         [("postgres://pg:5433", "dw.sales.orders", "postgres://pg:5433/dw/sales/orders")]),
+        (
+            {
+                "plugin_name": "File",
+                "path": "oss://bucket/out/",
+                "fs.oss.endpoint": "oss-cn-hangzhou.aliyuncs.com",
+                "fs.oss.accessKeyId": "ak",
+                "fs.oss.accessKeySecret": "pw",
+            },
+            [("oss://bucket", "out", "oss://bucket/out")],
+        ),
+        (
+            {"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop", "database": "dw", "table": "sales.orders"},
+            [("postgres://pg:5433", "dw.sales.orders", "postgres://pg:5433/dw/sales/orders")],
+        ),
         ({"plugin_name": "Jdbc", "url": "mysql://db/shop", "table": "orders"}, []),  # the job's validation says why
-        ({"plugin_name": "Kafka", "bootstrap.servers": "broker", "topic": "out"},
-         [("kafka://broker:9092", "out", "kafka://broker:9092/out")]),
+        (
+            {"plugin_name": "Kafka", "bootstrap.servers": "broker", "topic": "out"},
+            [("kafka://broker:9092", "out", "kafka://broker:9092/out")],
+        ),
     ],
 )
 def test_sink_datasets(sink, expected):
@@ -66,8 +125,10 @@ def test_operator_lineage_names_source_sink_and_checkpoint_without_credentials()
 
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file="j.yaml")
     assert op.get_openlineage_facets_on_failure(None).inputs == []  # failed before the job was read
-    op._lineage_entries = ([{"plugin_name": "Jdbc", "url": "postgresql://u:secret@pg/shop", "table": "orders"}],
-                           [{"plugin_name": "File", "path": "/out"}, {"plugin_name": "File", "path": "/copy"}])
+    op._lineage_entries = (
+        [{"plugin_name": "Jdbc", "url": "postgresql://u:secret@pg/shop", "table": "orders"}],
+        [{"plugin_name": "File", "path": "/out"}, {"plugin_name": "File", "path": "/copy"}],
+    )
     op._lineage_run = {"job_id": "j1", "status": "finished", "attempt": 2, "restored_from": 7, "final_checkpoint_id": 9}
     lineage = op.get_openlineage_facets_on_complete(None)
     assert [(d.namespace, d.name) for d in lineage.inputs] == [("postgres://pg:5432", "shop.public.orders")]

@@ -44,8 +44,14 @@ with DAG("inert_argument", schedule=None, start_date=datetime(2026, 1, 1)):
 """
 
 
-@pytest.mark.parametrize("argument", ["java_class='org.example.Main'", "openlineage_inject_parent_job_info=True",
-                                      "openlineage_inject_transport_info=True"])
+@pytest.mark.parametrize(
+    "argument",
+    [
+        "java_class='org.example.Main'",
+        "openlineage_inject_parent_job_info=True",
+        "openlineage_inject_transport_info=True",
+    ],
+)
 def test_a_spark_submit_argument_that_cannot_work_is_a_dag_import_error_naming_it(argument, tmp_path):
     from airflow.dag_processing.dagbag import DagBag
 
@@ -66,12 +72,15 @@ def test_arguments_that_cannot_work_are_refused_by_both_operators_and_by_partial
         with pytest.raises(TypeError, match="takes no 'openlineage_inject_transport_info'"):
             make(task_id="t", job_file="j.yaml", job_id="j", openlineage_inject_transport_info=True)
     # asking for nothing is fine: the parent's defaults come from [openlineage] spark_inject_*
-    CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", java_class=None,
-                                    openlineage_inject_parent_job_info=False)
+    CheckpointedSparkSubmitOperator(
+        task_id="t", job_file="j.yaml", java_class=None, openlineage_inject_parent_job_info=False
+    )
 
 
 def test_status_poll_interval_has_no_effect_and_says_so():
-    with pytest.warns(UserWarning, match="status_poll_interval has no effect: it only tracks a cluster-mode driver") as caught:
+    with pytest.warns(
+        UserWarning, match="status_poll_interval has no effect: it only tracks a cluster-mode driver"
+    ) as caught:
         CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", status_poll_interval=5)
     assert caught[0].filename == __file__  # the line of the DAG file that passed it
 
@@ -86,9 +95,18 @@ def test_arguments_are_checked_early():
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     # every field the parent renders, then ours
-    assert tuple(op.template_fields) == (*SparkSubmitOperator.template_fields, "job_file", "job_id", "config_file", "restore")
+    assert tuple(op.template_fields) == (
+        *SparkSubmitOperator.template_fields,
+        "job_file",
+        "job_id",
+        "config_file",
+        "restore",
+    )
     # a template is checked once rendered (execute), a literal when the DAG is parsed
-    assert CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore="{{ params.r }}").restore == "{{ params.r }}"
+    assert (
+        CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", restore="{{ params.r }}").restore
+        == "{{ params.r }}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,14 +115,37 @@ def test_arguments_are_checked_early():
         ({"plugin_name": "File", "path": "file:///data/out/2026-01-01/"}, "file:///data/out/2026-01-01"),
         ({"plugin_name": "File", "path": "/data/out"}, "file:///data/out"),
         ({"plugin_name": "file", "path": "s3a://bucket/out/"}, "s3://bucket/out"),
-        ({"plugin_name": "Delta", "path": "s3://bucket/t", "fs.s3a.access.key": "key", "fs.s3a.secret.key": "secret"},
-         "s3://bucket/t"),
-        ({"plugin_name": "Iceberg", "catalog_name": "lake", "namespace": "db", "table": "orders",
-          "iceberg.catalog.config": {"type": "sql", "uri": "sqlite:////lake/catalog.db", "warehouse": "file:///lake"}},
-         "iceberg://lake/db/orders"),
-        ({"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw", "table": "sales.orders"},
-         "postgres://pg:5433/shop/sales/orders"),
-        ({"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table": "orders"}, "postgres://pg:5432/shop/public/orders"),
+        (
+            {
+                "plugin_name": "Delta",
+                "path": "s3://bucket/t",
+                "fs.s3a.access.key": "key",
+                "fs.s3a.secret.key": "secret",
+            },
+            "s3://bucket/t",
+        ),
+        (
+            {
+                "plugin_name": "Iceberg",
+                "catalog_name": "lake",
+                "namespace": "db",
+                "table": "orders",
+                "iceberg.catalog.config": {
+                    "type": "sql",
+                    "uri": "sqlite:////lake/catalog.db",
+                    "warehouse": "file:///lake",
+                },
+            },
+            "iceberg://lake/db/orders",
+        ),
+        (
+            {"plugin_name": "Jdbc", "url": "jdbc:postgresql://pg:5433/shop?password=pw", "table": "sales.orders"},
+            "postgres://pg:5433/shop/sales/orders",
+        ),
+        (
+            {"plugin_name": "Jdbc", "url": "postgresql://u:pw@pg/shop", "table": "orders"},
+            "postgres://pg:5432/shop/public/orders",
+        ),
         ({"plugin_name": "Kafka", "bootstrap.servers": "b1:9092,b2:9092", "topic": "events"}, "kafka://b1:9092/events"),
         ({"plugin_name": "Console"}, None),
     ],
@@ -137,8 +178,21 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
     assert engine_archive(tmp_path) == archive  # content-addressed: built once
     names = zipfile.ZipFile(archive).namelist()
     top = {n.split("/")[1] for n in names}
-    assert top == {"__init__.py", "cli_base.py", "config.py", "errors.py", "extras.py", "storage", "history", "jobfile",
-                   "engine", "connectors", "transforms", "sql", "examples"}
+    assert top == {
+        "__init__.py",
+        "cli_base.py",
+        "config.py",
+        "errors.py",
+        "extras.py",
+        "storage",
+        "history",
+        "jobfile",
+        "engine",
+        "connectors",
+        "transforms",
+        "sql",
+        "examples",
+    }
     assert "airflow_provider_seatunnel_ckpt/engine/spark_app.py" in names
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     # importable from the archive alone, without Airflow: every module of the engine (what
@@ -151,15 +205,22 @@ def test_engine_archive_holds_the_engine_and_nothing_of_airflow(tmp_path):
         "assert c.__file__.startswith(sys.argv[1]), c.__file__;"
         "assert not [m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')], 'airflow imported'"
     )
-    engine_modules = [n for n in names if n.startswith("airflow_provider_seatunnel_ckpt/engine/")
-                      and not n.endswith(("__init__.py", "spark_app.py"))]
+    engine_modules = [
+        n
+        for n in names
+        if n.startswith("airflow_provider_seatunnel_ckpt/engine/") and not n.endswith(("__init__.py", "spark_app.py"))
+    ]
     assert len(engine_modules) > 20
     # and the transforms, which the registry names by dotted strings only
-    transform_modules = [n for n in names if n.startswith(("airflow_provider_seatunnel_ckpt/transforms/",
-                                                            "airflow_provider_seatunnel_ckpt/sql/"))
-                         and not n.endswith("__init__.py")]
-    done = subprocess.run([sys.executable, "-c", probe, str(archive), *engine_modules, *transform_modules],
-                          capture_output=True, text=True)
+    transform_modules = [
+        n
+        for n in names
+        if n.startswith(("airflow_provider_seatunnel_ckpt/transforms/", "airflow_provider_seatunnel_ckpt/sql/"))
+        and not n.endswith("__init__.py")
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(archive), *engine_modules, *transform_modules], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -177,7 +238,10 @@ def test_terminate_tree_stops_the_whole_process_tree():
 
 def fake_context(pushed: dict) -> dict:
     ti = SimpleNamespace(
-        dag_id="kill_test", task_id="etl", run_id="manual__1", map_index=-1,
+        dag_id="kill_test",
+        task_id="etl",
+        run_id="manual__1",
+        map_index=-1,
         xcom_push=lambda key, value: pushed.__setitem__(key, value),
     )
     return {"ti": ti}
@@ -227,7 +291,9 @@ def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
     assert killed_at and hook.verify(job_id) == []  # checkpoints intact
 
     pushed.clear()
-    result = CheckpointedSparkSubmitOperator(task_id="etl", job_file=job, config_file=config).execute(fake_context(pushed))
+    result = CheckpointedSparkSubmitOperator(task_id="etl", job_file=job, config_file=config).execute(
+        fake_context(pushed)
+    )
     assert result["status"] == "finished" and result["ran"] is True
     assert result["attempts"][-1]["restored_from"] == killed_at
 
@@ -238,10 +304,14 @@ def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
 
 
 def local_config(tmp_path) -> str:
-    return f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    return (
+        f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    )
 
 
-JOB_TEXT = "env: {job.name: j, parallelism: 1}\nsource: [{plugin_name: Sequence, rows: 10}]\nsink: [{plugin_name: Console}]\n"
+JOB_TEXT = (
+    "env: {job.name: j, parallelism: 1}\nsource: [{plugin_name: Sequence, rows: 10}]\nsink: [{plugin_name: Console}]\n"
+)
 
 
 def test_a_finished_job_is_not_run_again(tmp_path):
@@ -250,8 +320,12 @@ def test_a_finished_job_is_not_run_again(tmp_path):
 
     config = local_config(tmp_path)
     storage = get_checkpoint_hook(config_file=config).storage
-    storage.store_checkpoint(PipelineState(job_id="done", pipeline_id=1, checkpoint_id=4, states=b"", kind=CheckpointKind.FINAL))
-    storage.write_document("done", "job.json", {"status": "finished", "attempt": 2, "final_checkpoint_id": 4, "fencing_token": "x"})
+    storage.store_checkpoint(
+        PipelineState(job_id="done", pipeline_id=1, checkpoint_id=4, states=b"", kind=CheckpointKind.FINAL)
+    )
+    storage.write_document(
+        "done", "job.json", {"status": "finished", "attempt": 2, "final_checkpoint_id": 4, "fencing_token": "x"}
+    )
     pushed: dict = {}
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="done")
     result = op.execute(fake_context(pushed))
@@ -274,7 +348,9 @@ def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_i
 
     config = local_config(tmp_path)
     hook = get_checkpoint_hook(config_file=config)
-    hook.storage.store_checkpoint(PipelineState(job_id="halt", pipeline_id=1, checkpoint_id=3, states=b"", kind=CheckpointKind.SAVEPOINT))
+    hook.storage.store_checkpoint(
+        PipelineState(job_id="halt", pipeline_id=1, checkpoint_id=3, states=b"", kind=CheckpointKind.SAVEPOINT)
+    )
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config, job_id="halt")
     hook.storage.write_document("halt", "job.json", {"status": "stopped", "attempt": 1, "savepoint_id": 3})
     pushed: dict = {}
@@ -283,7 +359,9 @@ def test_a_job_stopped_with_a_savepoint_succeeds_and_the_next_run_resumes_from_i
     assert pushed == {"final_checkpoint_id": None}
     assert op._restore_argument(hook, "halt") == "latest"  # a rerun resumes from the savepoint
     summary = hook.inspect("halt", 3, savepoint=True)
-    assert summary["kind"] == "savepoint" and "/savepoint-" in summary["location"] and "/chk-" not in summary["location"]
+    assert (
+        summary["kind"] == "savepoint" and "/savepoint-" in summary["location"] and "/chk-" not in summary["location"]
+    )
     hook.storage.write_document("halt", "job.json", {"status": "running", "attempt": 2})
     with pytest.raises(AirflowException, match="job.json says 'running'"):
         op._result(fake_context({}), hook, "halt", ran=True)
@@ -305,8 +383,11 @@ def test_a_job_that_deleted_itself_with_delete_on_finish_succeeds(tmp_path):
     result = op._result(fake_context(pushed), hook, "gone", ran=True)
     assert (result["status"], result["final_checkpoint_id"], result["attempts"]) == ("finished", None, [])
     assert pushed == {"final_checkpoint_id": None}
-    with pytest.raises(ConfigError, match="externalized-retention: .*delete-on-finish deletes the job when it "
-                                          "finishes: there is no final checkpoint to wait for"):
+    with pytest.raises(
+        ConfigError,
+        match="externalized-retention: .*delete-on-finish deletes the job when it "
+        "finishes: there is no final checkpoint to wait for",
+    ):
         hook.check_checkpoint("gone", wait_for_final=True)
     retained = get_checkpoint_hook(config_file=local_config(tmp_path))
     with pytest.raises(AirflowException, match="job.json says None"):  # without it: as before
@@ -316,11 +397,14 @@ def test_a_job_that_deleted_itself_with_delete_on_finish_succeeds(tmp_path):
 def test_invalid_input_fails_without_retry(tmp_path):
     from airflow.sdk.exceptions import AirflowFailException
 
-    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT.replace("Sequence", "Sequense"),
-                                         config_file=local_config(tmp_path))
+    op = CheckpointedSparkSubmitOperator(
+        task_id="etl", job_file=JOB_TEXT.replace("Sequence", "Sequense"), config_file=local_config(tmp_path)
+    )
     with pytest.raises(AirflowFailException, match="Sequense"):
         op.execute(fake_context({}))
-    op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=local_config(tmp_path), restore="latest")
+    op = CheckpointedSparkSubmitOperator(
+        task_id="etl", job_file=JOB_TEXT, config_file=local_config(tmp_path), restore="latest"
+    )
     with pytest.raises(AirflowFailException, match="restore='latest' but there is no completed checkpoint"):
         op.execute(fake_context({}))
 
@@ -343,12 +427,13 @@ def test_only_an_operator_that_allows_it_lets_the_engine_drop_output_of_removed_
 
     monkeypatch.setattr(CheckpointedSparkSubmitOperator, "_spark_submit_hook", submit_hook)
     hook = get_checkpoint_hook(config_file=local_config(tmp_path))
-    for op in (CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT),
-               CheckpointedSparkSubmitOperator(task_id="allowed", job_file=JOB_TEXT, allow_non_restored_state=True),
-               CheckpointRecoveryOperator(task_id="recover", job_file=JOB_TEXT, job_id="j",
-                                          allow_non_restored_state=True)):
+    for op in (
+        CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT),
+        CheckpointedSparkSubmitOperator(task_id="allowed", job_file=JOB_TEXT, allow_non_restored_state=True),
+        CheckpointRecoveryOperator(task_id="recover", job_file=JOB_TEXT, job_id="j", allow_non_restored_state=True),
+    ):
         op._run_engine(hook, "j", JOB_TEXT, "latest", {})
-    assert [(task, args[args.index("--restore"):]) for task, args in submitted] == [
+    assert [(task, args[args.index("--restore") :]) for task, args in submitted] == [
         ("etl", ["--restore", "latest"]),
         ("allowed", ["--restore", "latest", "--allow-non-restored-state"]),
         ("recover", ["--restore", "latest", "--allow-non-restored-state"]),
@@ -396,7 +481,9 @@ def test_on_kill_of_a_try_attached_to_a_live_driver_asks_that_driver_to_stop(tmp
     from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
     from airflow_provider_seatunnel_ckpt.hooks.base import STOP_REQUEST
 
-    config = f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    config = (
+        f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    )
     hook = get_checkpoint_hook(config_file=config)
     op = CheckpointedSparkSubmitOperator(task_id="etl", job_file=JOB_TEXT, config_file=config)
     op.on_kill()  # not attached: nothing requested

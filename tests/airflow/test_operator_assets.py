@@ -77,8 +77,9 @@ def finished(job_id: str) -> None:
     hook = CheckpointStorageHook(
         config_file={"checkpoint": {"storage": {"plugin-config": {"storage.type": "local", "namespace": NAMESPACE}}}}
     )
-    hook.storage.store_checkpoint(PipelineState(job_id=job_id, pipeline_id=1, checkpoint_id=3, states=b"",
-                                                kind=CheckpointKind.FINAL))
+    hook.storage.store_checkpoint(
+        PipelineState(job_id=job_id, pipeline_id=1, checkpoint_id=3, states=b"", kind=CheckpointKind.FINAL)
+    )
     hook.storage.write_document(job_id, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 3})
 
 
@@ -88,12 +89,16 @@ def query(sql: str, *args):
 
 def alias_events(dag_id: str) -> list[tuple[str, str, int, str]]:
     """(alias, asset uri, map index, event extra) of the DAG's asset events through an alias."""
-    return sorted(query(
-        "SELECT asset_alias.name, asset.uri, asset_event.source_map_index, asset_event.extra FROM asset_event "
-        "JOIN asset ON asset.id = asset_event.asset_id "
-        "JOIN asset_alias_asset_event ON asset_alias_asset_event.event_id = asset_event.id "
-        "JOIN asset_alias ON asset_alias.id = asset_alias_asset_event.alias_id "
-        "WHERE asset_event.source_dag_id = ?", dag_id))
+    return sorted(
+        query(
+            "SELECT asset_alias.name, asset.uri, asset_event.source_map_index, asset_event.extra FROM asset_event "
+            "JOIN asset ON asset.id = asset_event.asset_id "
+            "JOIN asset_alias_asset_event ON asset_alias_asset_event.event_id = asset_event.id "
+            "JOIN asset_alias ON asset_alias.id = asset_alias_asset_event.alias_id "
+            "WHERE asset_event.source_dag_id = ?",
+            dag_id,
+        )
+    )
 
 
 def test_a_mapped_task_declares_and_feeds_the_same_alias_as_a_plain_one(dags):
@@ -104,7 +109,8 @@ def test_a_mapped_task_declares_and_feeds_the_same_alias_as_a_plain_one(dags):
     (task,) = [t["__var"] for t in DagSerialization.to_dict(dag)["dag"]["tasks"] if t["__var"]["task_id"] == "etl"]
     # what the DAG processor stores, and what the asset_alias rows come from
     assert task["_is_mapped"] and task["partial_kwargs"]["outlets"] == [
-        {"__var": {"name": alias, "group": "asset"}, "__type": "asset_alias"}]
+        {"__var": {"name": alias, "group": "asset"}, "__type": "asset_alias"}
+    ]
 
     finished("mapped-0")
     finished("mapped-1")
@@ -112,7 +118,10 @@ def test_a_mapped_task_declares_and_feeds_the_same_alias_as_a_plain_one(dags):
     assert run.state == "success"
     assert query("SELECT count(*) FROM asset_alias WHERE name = ?", alias) == [(1,)]
     events = alias_events("test_op_assets_mapped")
-    assert [(a, uri, index) for a, uri, index, _ in events] == [(alias, f"file://{OUT}/p", 0), (alias, f"file://{OUT}/p", 1)]
+    assert [(a, uri, index) for a, uri, index, _ in events] == [
+        (alias, f"file://{OUT}/p", 0),
+        (alias, f"file://{OUT}/p", 1),
+    ]
     assert [json.loads(extra)["job_id"] for *_, extra in events] == ["mapped-0", "mapped-1"]
 
 
@@ -125,7 +134,8 @@ def test_a_recovery_reaches_the_dags_scheduled_on_the_job_it_recovered(dags, mon
     run = dag.test()
     assert task_states("test_op_assets_recovery") == {"etl": ("failed", 1), "recover": ("success", 1)}
     assert run.state == "success"  # the leaf, the recovery, succeeded
-    assert [(a, uri) for a, uri, *_ in alias_events("test_op_assets_recovery")] == \
-        [("seatunnel-ckpt/test_op_assets_recovery.etl", f"file://{OUT}/recovered")]
+    assert [(a, uri) for a, uri, *_ in alias_events("test_op_assets_recovery")] == [
+        ("seatunnel-ckpt/test_op_assets_recovery.etl", f"file://{OUT}/recovered")
+    ]
     queued = {dag_id for (dag_id,) in query("SELECT target_dag_id FROM asset_dag_run_queue")}
     assert {"test_op_assets_on_alias", "test_op_assets_on_asset"} <= queued

@@ -111,17 +111,21 @@ def dags(airflow_db):
 
     jobs = DAGS_FOLDER / "test_op_jobs"
     jobs.mkdir(exist_ok=True)
-    (jobs / "daily.yaml").write_text(textwrap.dedent("""\
+    (jobs / "daily.yaml").write_text(
+        textwrap.dedent("""\
         env: {parallelism: 1}
         source: [{plugin_name: Sequence, rows: 10}]
         sink: [{plugin_name: File, path: "file://${OUT_ROOT}/{{ ds }}/", format: parquet}]
-        """))
+        """)
+    )
     (jobs / "spark.conf").write_text("spark.y 1\n")
-    (jobs / "seatunnel_job.conf").write_text(textwrap.dedent("""\
+    (jobs / "seatunnel_job.conf").write_text(
+        textwrap.dedent("""\
         env { parallelism = 1 }
         source { FakeSource { row.num = {{ 2 + 2 }}, schema = { fields { id = bigint } } } }
         sink { Console {} }
-        """))
+        """)
+    )
     searchpath = DAGS_FOLDER / "test_op_searchpath"
     searchpath.mkdir(exist_ok=True)
     (searchpath / "on_searchpath.yml").write_text(
@@ -154,8 +158,11 @@ def test_every_spark_field_restore_and_the_job_file_are_rendered(dags, fake_spar
         logical_date=LOGICAL_DATE, run_conf={"namespace": f"{tmp_path}/ckpt/", "r": "7"}
     )
     assert run.state == "failed"  # the fake spark-submit exits 1
-    assert task_states("test_op_templates") == {"templated": ("failed", 1), "searchpath": ("failed", 1),
-                                                "hocon": ("failed", 1)}
+    assert task_states("test_op_templates") == {
+        "templated": ("failed", 1),
+        "searchpath": ("failed", 1),
+        "hocon": ("failed", 1),
+    }
 
     record = json.loads((fake_spark_submit / "templated-20260304.json").read_text())
     argv = record["argv"]

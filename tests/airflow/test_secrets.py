@@ -104,7 +104,9 @@ def test_secret_of_the_aws_connection_appears_nowhere(airflow_db, tmp_path, s3_s
         "spark-submit environment": json.dumps(call["env"]),
         "XCom": json.dumps([[*key, value] for key, value in xcoms.items()]),
     }
-    rendered = metadata_rows("SELECT task_id, rendered_fields FROM rendered_task_instance_fields WHERE dag_id = ?", DAG_ID)
+    rendered = metadata_rows(
+        "SELECT task_id, rendered_fields FROM rendered_task_instance_fields WHERE dag_id = ?", DAG_ID
+    )
     assert {task_id for task_id, _ in rendered} == {"etl", "final_checkpoint"}
     assert all("config_file" in json.loads(fields) for _, fields in rendered)
     places["rendered template fields"] = json.dumps(rendered)

@@ -24,7 +24,9 @@ def local_hook(namespace: str, tolerable_failure: int = 0) -> CheckpointStorageH
 
 def store(hook: CheckpointStorageHook, job_id: str, checkpoint_id: int, final: bool = False) -> None:
     kind = CheckpointKind.FINAL if final else CheckpointKind.CHECKPOINT
-    hook.storage.store_checkpoint(PipelineState(job_id=job_id, pipeline_id=1, checkpoint_id=checkpoint_id, states=b"s", kind=kind))
+    hook.storage.store_checkpoint(
+        PipelineState(job_id=job_id, pipeline_id=1, checkpoint_id=checkpoint_id, states=b"s", kind=kind)
+    )
 
 
 def write_attempt(hook: CheckpointStorageHook, job_id: str, number: int, **record) -> None:
@@ -56,7 +58,9 @@ def test_deferrable_sensor_completes_through_its_trigger(airflow_db, tmp_path, m
         checks_in_trigger.append(found)
         if len(checks_in_trigger) == 1:  # the trigger is polling: now the job finishes
             store(hook, job_id, 2, final=True)
-            hook.storage.write_document(job_id, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 2})
+            hook.storage.write_document(
+                job_id, "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 2}
+            )
         return found
 
     events: list[dict] = []
@@ -81,7 +85,6 @@ def test_deferrable_sensor_completes_through_its_trigger(airflow_db, tmp_path, m
 @pytest.mark.slow
 def test_sensor_in_reschedule_mode_waits_for_a_newer_checkpoint(airflow_db, tmp_path, monkeypatch):
     from airflow_provider_seatunnel_ckpt.sensors.checkpoint import CheckpointSensor
-
 
     namespace, job_id = f"{tmp_path}/ckpt/", "rescheduled-job"
     hook = local_hook(namespace)

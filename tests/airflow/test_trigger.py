@@ -24,12 +24,24 @@ def make(tmp_path, **kwargs) -> CheckpointTrigger:
 
 
 def test_serialize_matches_init_exactly():
-    trigger = CheckpointTrigger(job_id="j", config_file="/etc/seatunnel.yaml", storage_conn_id="s3", newer_than=7,
-                                wait_for_final=True, poke_interval=5.0)
+    trigger = CheckpointTrigger(
+        job_id="j",
+        config_file="/etc/seatunnel.yaml",
+        storage_conn_id="s3",
+        newer_than=7,
+        wait_for_final=True,
+        poke_interval=5.0,
+    )
     classpath, kwargs = trigger.serialize()
     assert classpath == CLASSPATH
-    assert kwargs == {"job_id": "j", "config_file": "/etc/seatunnel.yaml", "storage_conn_id": "s3", "newer_than": 7,
-                      "wait_for_final": True, "poke_interval": 5.0}
+    assert kwargs == {
+        "job_id": "j",
+        "config_file": "/etc/seatunnel.yaml",
+        "storage_conn_id": "s3",
+        "newer_than": 7,
+        "wait_for_final": True,
+        "poke_interval": 5.0,
+    }
     assert list(kwargs) == [p for p in inspect.signature(CheckpointTrigger.__init__).parameters if p != "self"]
 
 
@@ -38,7 +50,9 @@ def test_round_trip_through_airflows_serializers():
     from airflow.sdk._shared.module_loading import import_string
     from airflow.sdk.serde import deserialize, serialize
 
-    trigger = CheckpointTrigger(job_id="j", config_file="/c.yaml", storage_conn_id=None, newer_than=3, wait_for_final=False)
+    trigger = CheckpointTrigger(
+        job_id="j", config_file="/c.yaml", storage_conn_id=None, newer_than=3, wait_for_final=False
+    )
     # the task runner's DeferTask message (serde), then the triggerer's stored row (encrypted)
     classpath, kwargs = trigger.serialize()
     kwargs = deserialize(serialize(kwargs))
@@ -112,8 +126,17 @@ def test_sensor_raises_on_an_error_event():
     sensor = CheckpointSensor(task_id="wait", job_id="j", deferrable=True)
     with pytest.raises(AirflowException, match="waiting for a checkpoint failed: boom"):
         sensor.execute_complete({}, {"status": "error", "job_id": "j", "message": "boom"})
-    assert sensor.execute_complete({}, {"status": "success", "job_id": "j", "checkpoint": {
-        "checkpoint_id": 1, "kind": "final", "location": "file:///x"}})["checkpoint_id"] == 1
+    assert (
+        sensor.execute_complete(
+            {},
+            {
+                "status": "success",
+                "job_id": "j",
+                "checkpoint": {"checkpoint_id": 1, "kind": "final", "location": "file:///x"},
+            },
+        )["checkpoint_id"]
+        == 1
+    )
 
 
 def test_a_deferred_sensor_hands_the_triggerer_the_config_not_a_worker_path(tmp_path, monkeypatch):
@@ -133,8 +156,9 @@ def test_a_deferred_sensor_hands_the_triggerer_the_config_not_a_worker_path(tmp_
     text = config(f"{tmp_path}/ckpt/")
     (dag_folder / "seatunnel.yaml").write_text(text)
     with DAG("portable", schedule=None) as dag:
-        sensor = CheckpointSensor(task_id="wait", job_id="j", config_file="seatunnel.yaml", newer_than=1,
-                                  deferrable=True, poke_interval=0.01)
+        sensor = CheckpointSensor(
+            task_id="wait", job_id="j", config_file="seatunnel.yaml", newer_than=1, deferrable=True, poke_interval=0.01
+        )
     dag.fileloc = str(dag_folder / "portable.py")
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})  # nothing newer than 1 yet: the sensor defers

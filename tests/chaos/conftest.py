@@ -44,9 +44,11 @@ class ChaosRecord:
         for point in self.kill_points:
             kinds[point.split(":")[0]] = kinds.get(point.split(":")[0], 0) + 1
         what = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-        return (f"{self.test}: seed {self.seed}, {len(self.kill_points)} kill points ({what}), "
-                f"{self.driver_runs} driver runs, {self.rows:,} rows, lost {self.lost}, duplicated {self.duplicated}, "
-                f"{self.elapsed_s:.0f} s")
+        return (
+            f"{self.test}: seed {self.seed}, {len(self.kill_points)} kill points ({what}), "
+            f"{self.driver_runs} driver runs, {self.rows:,} rows, lost {self.lost}, duplicated {self.duplicated}, "
+            f"{self.elapsed_s:.0f} s"
+        )
 
 
 RECORDS: list[ChaosRecord] = []

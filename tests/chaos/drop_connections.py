@@ -41,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
 
     job = load_job(args.job)
     config = load_config(args.config, job_env=job.env)
-    request = RunRequest(job=job, config=config, job_id=args.job_id, master="local[2]",
-                         spark_conf={"spark.task.maxFailures": "40"})
+    request = RunRequest(
+        job=job, config=config, job_id=args.job_id, master="local[2]", spark_conf={"spark.task.maxFailures": "40"}
+    )
     run = JobRun(request)
     rng = random.Random(args.seed)
 

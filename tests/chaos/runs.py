@@ -15,8 +15,17 @@ from .conftest import ChaosRecord
 from .test_exactly_once_chaos import MAX_TASK_FAILURES, _kill_workers
 
 
-def chaos_runs(workspace: Workspace, record: ChaosRecord, rng: random.Random, job: Any, config: Any, job_id: str,
-               *args: str, disrupt: Callable[[Driver], None] | None = None, max_runs: int = 8) -> list[str]:
+def chaos_runs(
+    workspace: Workspace,
+    record: ChaosRecord,
+    rng: random.Random,
+    job: Any,
+    config: Any,
+    job_id: str,
+    *args: str,
+    disrupt: Callable[[Driver], None] | None = None,
+    max_runs: int = 8,
+) -> list[str]:
     """Run 1: two worker kills, ``disrupt`` (a database crash...), a driver kill; run 2: a
     driver kill after a completed checkpoint; then reruns until one exits 0. Run 3 thus
     restores a checkpoint that a restored run completed (state carried through two
@@ -45,7 +54,9 @@ def chaos_runs(workspace: Workspace, record: ChaosRecord, rng: random.Random, jo
                 time.sleep(rng.uniform(0.2, 3.0))
                 if driver.poll() is None:
                     driver.kill()
-                    record.kill_points.append(f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run {run})")
+                    record.kill_points.append(
+                        f"driver: SIGKILL at {time.monotonic() - driver.started:.1f} s (run {run})"
+                    )
                     logs.append(driver.stderr())
                     continue
             result = driver.wait(600)

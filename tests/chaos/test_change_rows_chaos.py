@@ -70,15 +70,22 @@ def _row(key: int, weight: str) -> dict[str, str]:
 def _records(keys: list[int]) -> list[bytes]:
     """One partition's Canal records: inserts, updates of every third key, deletes of every
     fifth, inserts again of every tenth, in that order (a key's changes stay in its partition)."""
+
     def chunks(selected: list[int]) -> list[list[int]]:
-        return [selected[i:i + ROWS_PER_RECORD] for i in range(0, len(selected), ROWS_PER_RECORD)]
+        return [selected[i : i + ROWS_PER_RECORD] for i in range(0, len(selected), ROWS_PER_RECORD)]
 
     records = [{"type": "INSERT", "data": [_row(k, "0") for k in chunk]} for chunk in chunks(keys)]
-    records += [{"type": "UPDATE", "data": [_row(k, "1") for k in chunk], "old": [{"weight": "0"} for _ in chunk]}
-                for chunk in chunks([k for k in keys if k % 3 == 0])]
-    records += [{"type": "DELETE", "data": [_row(k, "1" if k % 3 == 0 else "0") for k in chunk]}
-                for chunk in chunks([k for k in keys if k % 5 == 0])]
-    records += [{"type": "INSERT", "data": [_row(k, "2") for k in chunk]} for chunk in chunks([k for k in keys if k % 10 == 0])]
+    records += [
+        {"type": "UPDATE", "data": [_row(k, "1") for k in chunk], "old": [{"weight": "0"} for _ in chunk]}
+        for chunk in chunks([k for k in keys if k % 3 == 0])
+    ]
+    records += [
+        {"type": "DELETE", "data": [_row(k, "1" if k % 3 == 0 else "0") for k in chunk]}
+        for chunk in chunks([k for k in keys if k % 5 == 0])
+    ]
+    records += [
+        {"type": "INSERT", "data": [_row(k, "2") for k in chunk]} for chunk in chunks([k for k in keys if k % 10 == 0])
+    ]
     return [json.dumps(record).encode() for record in records]
 
 
@@ -93,7 +100,8 @@ def _expected() -> dict[int, tuple[str, str]]:
 
 
 def test_change_rows_from_kafka_reach_postgres_exactly_once_under_kills(
-        workspace: Workspace, db: Database, kafka_cluster: Any, chaos: tuple[random.Random, ChaosRecord]) -> None:
+    workspace: Workspace, db: Database, kafka_cluster: Any, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     started = time.monotonic()
     kafka_cluster.create_topic(TOPIC, PARTITIONS)
@@ -103,14 +111,25 @@ def test_change_rows_from_kafka_reach_postgres_exactly_once_under_kills(
     assert kafka_cluster.low_watermarks(TOPIC, PARTITIONS) == [0] * PARTITIONS
     db.sql("CREATE TABLE products (id int PRIMARY KEY, name text, weight text)")
     # a slow table (about 1 ms a row changed: pg_sleep sleeps at least that), so the kills land while the changes are applied
-    db.sql("CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
-           "$$ BEGIN PERFORM pg_sleep(0.00025); RETURN COALESCE(NEW, OLD); END $$")
+    db.sql(
+        "CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_sleep(0.00025); RETURN COALESCE(NEW, OLD); END $$"
+    )
     db.sql("CREATE TRIGGER slow BEFORE INSERT OR UPDATE OR DELETE ON products FOR EACH ROW EXECUTE FUNCTION slow_row()")
     job = workspace.root / "canal_to_pg.conf"
     job.write_text(JOB % {"servers": kafka_cluster.bootstrap_servers, "topic": TOPIC})
     config = workspace.write_config(interval=500, tolerable_failure=10)
-    chaos_runs(workspace, record, rng, job, config, "chaos-canal", "--variables", str(variables_file(db, workspace.root)),
-               disrupt=lambda driver: _restart_postgres(db, driver, record))
+    chaos_runs(
+        workspace,
+        record,
+        rng,
+        job,
+        config,
+        "chaos-canal",
+        "--variables",
+        str(variables_file(db, workspace.root)),
+        disrupt=lambda driver: _restart_postgres(db, driver, record),
+    )
     record.elapsed_s = time.monotonic() - started
 
     table = {row[0]: (row[1], row[2]) for row in db.sql("SELECT id, name, weight FROM products")}
@@ -119,7 +138,9 @@ def test_change_rows_from_kafka_reach_postgres_exactly_once_under_kills(
     record.rows = len(table)
     record.lost = sum(1 for k in wrong if k in expected)
     record.duplicated = sum(1 for k in wrong if k not in expected)  # deleted keys that came back
-    assert not wrong, f"seed {record.seed}: {len(wrong)} keys wrong, e.g. " \
-                      f"{[(k, table.get(k), expected.get(k)) for k in wrong[:5]]}; kill points: {record.kill_points}"
+    assert not wrong, (
+        f"seed {record.seed}: {len(wrong)} keys wrong, e.g. "
+        f"{[(k, table.get(k), expected.get(k)) for k in wrong[:5]]}; kill points: {record.kill_points}"
+    )
     assert prepared_gids(db) == [], "prepared transactions left behind"
     assert len(record.kill_points) >= 3, record.kill_points

@@ -48,16 +48,27 @@ MAX_TASK_FAILURES = "spark.task.maxFailures=40"
 CONNECTED = re.compile(r"\(subtask-(\d+)/attempt-(\d+) at [^)]*\) connected")
 
 
-def _check(record: ChaosRecord, workspace: Workspace, rows: int, output: str | None = None,
-           options: dict[str, str] | None = None) -> None:
+def _check(
+    record: ChaosRecord,
+    workspace: Workspace,
+    rows: int,
+    output: str | None = None,
+    options: dict[str, str] | None = None,
+) -> None:
     table = read_output(output or f"file://{workspace.output}/", options=options, columns=["id"])
     result = tally(table.column("id").combine_chunks(), rows)
     record.rows, record.lost, record.duplicated = result.rows, result.lost, result.duplicated
     assert result.exactly_once, f"seed {record.seed}: {result}; kill points: {record.kill_points}"
 
 
-def _kill_workers(driver: Driver, rng: random.Random, record: ChaosRecord, kills: int, gap: tuple[float, float],
-                  label: str = "executor") -> int:
+def _kill_workers(
+    driver: Driver,
+    rng: random.Random,
+    record: ChaosRecord,
+    kills: int,
+    gap: tuple[float, float],
+    label: str = "executor",
+) -> int:
     """SIGKILL ``kills`` PySpark workers below ``driver``, one every ``gap`` seconds."""
     done = 0
     while done < kills and driver.poll() is None:
@@ -83,8 +94,9 @@ def _storage_failure(record: ChaosRecord, result: Any) -> None:
     """A run ended on its own: that is only acceptable as a clean failure on a storage
     error that outlasted its retries (the next run resumes)."""
     error = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode != 0 and error and re.search(r"after \d+ attempts|injected|SlowDown|503", error[-1]), \
+    assert result.returncode != 0 and error and re.search(r"after \d+ attempts|injected|SlowDown|503", error[-1]), (
         f"seed {record.seed}: the run ended, and not on a storage error\n{result.explain()}"
+    )
     record.notes.append(f"run {record.driver_runs} failed on storage errors; the next run resumed: {error[-1][:240]}")
 
 
@@ -94,9 +106,12 @@ def test_executor_workers_killed_at_random(workspace: Workspace, chaos: tuple[ra
     started = time.monotonic()
     rows = 3_000_000
     config = workspace.write_config(interval=500, tolerable_failure=5)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000, "batch_size": 10_000})
-    with workspace.start(job, config, "chaos-workers", "--conf", MAX_TASK_FAILURES,
-                         "--conf", "spark.seatunnel.preloadDaemon=auto") as driver:
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000, "batch_size": 10_000}
+    )
+    with workspace.start(
+        job, config, "chaos-workers", "--conf", MAX_TASK_FAILURES, "--conf", "spark.seatunnel.preloadDaemon=auto"
+    ) as driver:
         record.driver_runs = 1
         assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
         daemons = {cmdline(parent_pid(pid) or 0) for pid in pyspark_workers(driver.pid)}
@@ -111,8 +126,9 @@ def test_executor_workers_killed_at_random(workspace: Workspace, chaos: tuple[ra
     last_attempt: dict[str, int] = {}
     for subtask, attempt in CONNECTED.findall(result.stderr):
         last_attempt[subtask] = max(last_attempt.get(subtask, 0), int(attempt))
-    assert sum(last_attempt.values()) == kills, \
+    assert sum(last_attempt.values()) == kills, (
         f"seed {record.seed}: {kills} kills but last attempts {last_attempt}\n{result.explain()}"
+    )
     # One driver run did it all: region failover, not a job restart.
     assert open_storage(config).read_document("chaos-workers", "job.json")["attempt"] == 1
     _check(record, workspace, rows)
@@ -127,7 +143,9 @@ def test_driver_killed_at_random(workspace: Workspace, chaos: tuple[random.Rando
     # deterministic simulation's (tests/simulation, thousands of seeds).
     rows = 4_500_000
     config = workspace.write_config(interval=500, tolerable_failure=5)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 150_000, "batch_size": 10_000})
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 150_000, "batch_size": 10_000}
+    )
     phases = [0.1, 0.4, 0.8, rng.random()]
     rng.shuffle(phases)
     for attempt, phase in enumerate(phases, start=1):
@@ -168,8 +186,9 @@ def test_driver_killed_at_random(workspace: Workspace, chaos: tuple[random.Rando
 
 
 @pytest.mark.parametrize("backend", ["webhdfs", "s3"])
-def test_storage_failing_requests_with_kills(workspace: Workspace, request: pytest.FixtureRequest, backend: str,
-                                             chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_storage_failing_requests_with_kills(
+    workspace: Workspace, request: pytest.FixtureRequest, backend: str, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     """The checkpoint storage fails a fraction of its requests for the whole job (drivers
     and executors write to it: 200 splits make each subtask's state a file), with two
     worker kills and two driver kills on top.
@@ -193,6 +212,7 @@ def test_storage_failing_requests_with_kills(workspace: Workspace, request: pyte
 
         def failed_requests() -> int:
             return sum(1 for r in server.log if r.fault == "fail")
+
         rate = 0.2
     else:
         server = request.getfixturevalue("s3_server")
@@ -205,6 +225,7 @@ def test_storage_failing_requests_with_kills(workspace: Workspace, request: pyte
 
         def failed_requests() -> int:
             return sum(1 for r in server.proxy.requests if r[2] == "fail")
+
         rate = 0.1
     config = workspace.write_config(plugin_config, interval=500, tolerable_failure=5)
     job = workspace.write_job(
@@ -226,8 +247,10 @@ def test_storage_failing_requests_with_kills(workspace: Workspace, request: pyte
                     continue
                 assert progressed, driver.stderr()
                 driver.kill()
-            record.kill_points.append(f"driver: run {attempt} with {backend} failing {rate:.0%} of requests, "
-                                      f"{time.monotonic() - driver.started:.1f} s in")
+            record.kill_points.append(
+                f"driver: run {attempt} with {backend} failing {rate:.0%} of requests, "
+                f"{time.monotonic() - driver.started:.1f} s in"
+            )
         # Retries absorb almost every failure; a run that still hits a storage error it
         # cannot get past (every retry of one request failed) fails cleanly, and the
         # next run resumes, as an Airflow retry would.
@@ -254,9 +277,24 @@ def test_control_connections_dropped_at_random(workspace: Workspace, chaos: tupl
     started = time.monotonic()
     rows = 2_000_000
     config = workspace.write_config(interval=400, tolerable_failure=5)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000, "batch_size": 5_000})
-    command = [sys.executable, "-m", "tests.chaos.drop_connections", str(job), str(config), "chaos-drops",
-               "--seed", str(rng.randrange(2**31)), "--drops", "8", "--gap", "0.8", "2.0"]
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000, "batch_size": 5_000}
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "tests.chaos.drop_connections",
+        str(job),
+        str(config),
+        "chaos-drops",
+        "--seed",
+        str(rng.randrange(2**31)),
+        "--drops",
+        "8",
+        "--gap",
+        "0.8",
+        "2.0",
+    ]
     with Driver(command, workspace.env, workspace.logs, "drops") as driver:
         record.driver_runs = 1
         result = driver.wait(400)
@@ -269,8 +307,9 @@ def test_control_connections_dropped_at_random(workspace: Workspace, chaos: tupl
     _check(record, workspace, rows)
 
 
-def test_executor_killed_right_after_the_final_checkpoint(workspace: Workspace,
-                                                          chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_executor_killed_right_after_the_final_checkpoint(
+    workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     """A worker killed in the instant between the final checkpoint and its task's return:
     Spark retries the task, whose attempt would wait for a restore that never comes.
     The run must still finish promptly (and exactly once). The window is a few ms, so
@@ -282,10 +321,11 @@ def test_executor_killed_right_after_the_final_checkpoint(workspace: Workspace,
     hits = 0
     for run in range(1, 5):
         output = workspace.root / f"output-{run}"
-        job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000},
-                                  {"plugin_name": "File", "path": f"file://{output}/", "format": "parquet",
-                                   "max_file_bytes": 32_768},
-                                  file_name=f"job-{run}.yaml")
+        job = workspace.write_job(
+            {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 100_000},
+            {"plugin_name": "File", "path": f"file://{output}/", "format": "parquet", "max_file_bytes": 32_768},
+            file_name=f"job-{run}.yaml",
+        )
         with workspace.start(job, config, f"chaos-final-{run}") as driver:
             record.driver_runs += 1
             killed_at = None
@@ -301,13 +341,18 @@ def test_executor_killed_right_after_the_final_checkpoint(workspace: Workspace,
         assert result.returncode == 0, f"seed {record.seed}\n{result.explain()}"
         retried = [m for m in CONNECTED.findall(result.stderr) if m[1] != "0"]
         if killed_at is not None:
-            record.kill_points.append(f"executor: run {run}, a worker killed right after the final checkpoint"
-                                      f"{' (task retried)' if retried else ' (task had already returned)'}")
+            record.kill_points.append(
+                f"executor: run {run}, a worker killed right after the final checkpoint"
+                f"{' (task retried)' if retried else ' (task had already returned)'}"
+            )
         table = read_output(f"file://{output}/", columns=["id"])
         result_tally = tally(table.column("id").combine_chunks(), rows)
         assert result_tally.exactly_once, f"seed {record.seed}: {result_tally}"
         record.rows += result_tally.rows
-        record.lost, record.duplicated = (record.lost or 0) + result_tally.lost, (record.duplicated or 0) + result_tally.duplicated
+        record.lost, record.duplicated = (
+            (record.lost or 0) + result_tally.lost,
+            (record.duplicated or 0) + result_tally.duplicated,
+        )
         if retried:
             hits += 1
             # Without the grace period the run waited 60 s for the retried task to return.

@@ -59,15 +59,21 @@ class FrozenJob:
     pid: int | None = None
 
 
-def _job(root: Path, env: dict[str, str], name: str, target: Callable[[Driver], int],
-         plugin_config: dict[str, Any] | None = None) -> FrozenJob:
+def _job(
+    root: Path,
+    env: dict[str, str],
+    name: str,
+    target: Callable[[Driver], int],
+    plugin_config: dict[str, Any] | None = None,
+) -> FrozenJob:
     workspace = Workspace(root / name, env)
     workspace.root.mkdir(parents=True)
     # timeout 10 s: a frozen subtask's checkpoints expire, and past tolerable-failure=2 the
     # run fails with one line; a frozen driver or storage server may well survive.
     config = workspace.write_config(plugin_config, interval=1000, timeout=10_000, tolerable_failure=2)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": ROWS, "splits": 8, "rows_per_second": 15_000},
-                              name=name)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": ROWS, "splits": 8, "rows_per_second": 15_000}, name=name
+    )
     return FrozenJob(name, workspace, config, job, target, f"file://{workspace.output}/", {})
 
 
@@ -82,7 +88,8 @@ def _a_subtask_worker(driver: Driver) -> int:
 
 
 def test_frozen_driver_subtask_and_storage_end_every_run_with_every_id_once(
-        tmp_path: Path, spark_env: dict[str, str], chaos: tuple[random.Random, ChaosRecord]) -> None:
+    tmp_path: Path, spark_env: dict[str, str], chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     started = time.monotonic()
     with S3Server(own_process=True) as s3:
@@ -104,8 +111,10 @@ def test_frozen_driver_subtask_and_storage_end_every_run_with_every_id_once(
             time.sleep(rng.uniform(0.5, 2.0))
             for job in jobs:
                 os.kill(job.pid, signal.SIGSTOP)
-                record.kill_points.append(f"freeze: {job.name} (pid {job.pid}) for {FREEZE_S} s at "
-                                          f"{time.monotonic() - job.driver.started:.1f} s")
+                record.kill_points.append(
+                    f"freeze: {job.name} (pid {job.pid}) for {FREEZE_S} s at "
+                    f"{time.monotonic() - job.driver.started:.1f} s"
+                )
             time.sleep(FREEZE_S)
         finally:
             for job in jobs:
@@ -117,12 +126,15 @@ def test_frozen_driver_subtask_and_storage_end_every_run_with_every_id_once(
         thawed = time.monotonic()
         for job in jobs:
             result = job.driver.wait(max(1.0, RUN_BOUND_S - (time.monotonic() - thawed)))
-            record.notes.append(f"{job.name}: the frozen run ended {time.monotonic() - thawed:.0f} s after the thaw, "
-                                f"exit {result.returncode}")
+            record.notes.append(
+                f"{job.name}: the frozen run ended {time.monotonic() - thawed:.0f} s after the thaw, "
+                f"exit {result.returncode}"
+            )
             if result.returncode != 0:
                 _check_one_clear_line(job.name, result)
-                rerun = job.workspace.run(job.job, job.config, f"frozen-{job.name}", "--restore", "latest",
-                                          timeout=RERUN_BOUND_S)
+                rerun = job.workspace.run(
+                    job.job, job.config, f"frozen-{job.name}", "--restore", "latest", timeout=RERUN_BOUND_S
+                )
                 record.driver_runs += 1
                 assert rerun.returncode == 0, f"{job.name}: the rerun failed\n{rerun.explain()}"
                 record.notes.append(f"{job.name}: rerun with --restore latest finished in {rerun.elapsed_s:.0f} s")

@@ -38,22 +38,37 @@ def _restart_postgres(db: Database, driver: Driver, record: ChaosRecord) -> None
     )
 
 
-def _chaos_runs(workspace: Workspace, db: Database, record: ChaosRecord, rng: random.Random, job: Any, job_id: str) -> None:
+def _chaos_runs(
+    workspace: Workspace, db: Database, record: ChaosRecord, rng: random.Random, job: Any, job_id: str
+) -> None:
     """Worker kills, a PostgreSQL crash and a driver kill, then driver kills and reruns."""
     config = workspace.write_config(interval=500, tolerable_failure=10)
     variables = str(variables_file(db, workspace.root))
-    chaos_runs(workspace, record, rng, job, config, job_id, "--variables", variables,
-               disrupt=lambda driver: _restart_postgres(db, driver, record))
+    chaos_runs(
+        workspace,
+        record,
+        rng,
+        job,
+        config,
+        job_id,
+        "--variables",
+        variables,
+        disrupt=lambda driver: _restart_postgres(db, driver, record),
+    )
 
 
-def test_postgres_table_to_parquet_under_kills(workspace: Workspace, db: Database,
-                                               chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_postgres_table_to_parquet_under_kills(
+    workspace: Workspace, db: Database, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     started = time.monotonic()
     db.sql("CREATE TABLE src (id bigint PRIMARY KEY, payload text)")
     db.sql(f"INSERT INTO src SELECT g, md5(g::text) FROM generate_series(0, {ROWS - 1}) g")
-    job = workspace.write_job({"plugin_name": "Jdbc", **PG_OPTIONS, "table": "src", "partition_num": 4,
-                               "fetch_size": 10_000}, transforms=[THROTTLE], env={"batch_size": 5_000})
+    job = workspace.write_job(
+        {"plugin_name": "Jdbc", **PG_OPTIONS, "table": "src", "partition_num": 4, "fetch_size": 10_000},
+        transforms=[THROTTLE],
+        env={"batch_size": 5_000},
+    )
     _chaos_runs(workspace, db, record, rng, job, "chaos-pg-source")
     record.elapsed_s = time.monotonic() - started
     table = read_output(f"file://{workspace.output}/", columns=["id"])
@@ -63,8 +78,9 @@ def test_postgres_table_to_parquet_under_kills(workspace: Workspace, db: Databas
     assert len(record.kill_points) >= 5, record.kill_points
 
 
-def test_sequence_to_postgres_under_kills(workspace: Workspace, db: Database,
-                                          chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_sequence_to_postgres_under_kills(
+    workspace: Workspace, db: Database, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     started = time.monotonic()
     job = workspace.write_job(

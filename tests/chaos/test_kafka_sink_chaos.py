@@ -40,8 +40,12 @@ def test_protocol_sequence_to_kafka_exactly_once_under_kills(
     started = time.monotonic()
     kafka_cluster.create_topic("chaos-sink", PARTITIONS)
     source = {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 30_000, "batch_size": 2_000}
-    sink = {"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": "chaos-sink",
-            "semantics": "EXACTLY_ONCE"}
+    sink = {
+        "plugin_name": "Kafka",
+        "bootstrap.servers": kafka_cluster.bootstrap_servers,
+        "topic": "chaos-sink",
+        "semantics": "EXACTLY_ONCE",
+    }
     job = workspace.write_job(source, sink)
     config = workspace.write_config(interval=500, tolerable_failure=10)
     audit = workspace.root / "transactions.jsonl"

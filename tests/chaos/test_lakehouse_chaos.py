@@ -31,8 +31,9 @@ THROTTLE = {"plugin_name": "Python", "function": "tests.chaos.throttle:rows_30k"
 # simulation's (tests/simulation); the table commits on local disk and on S3 are each
 # covered by one format here and by both in tests/integration/lakehouse.
 @pytest.mark.parametrize(("table_format", "warehouse"), [("iceberg", "s3"), ("delta", "local")], indirect=["warehouse"])
-def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Warehouse, table_format: str,
-                                         chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_sequence_to_a_table_under_kills(
+    workspace: Workspace, warehouse: Warehouse, table_format: str, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     from airflow_provider_seatunnel_ckpt.connectors import load_sink
 
     rng, record = chaos
@@ -40,8 +41,9 @@ def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Wareho
     job_id = f"chaos-{table_format}"
     adapter = FORMATS[table_format]
     sink_options = adapter.options(warehouse, table="chaos")
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 40_000, "batch_size": 4_000},
-                              sink_options)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 40_000, "batch_size": 4_000}, sink_options
+    )
     config = workspace.write_config(interval=500, tolerable_failure=10, max_retained=1000)
     logs = chaos_runs(workspace, record, rng, job, config, job_id)
     record.elapsed_s = time.monotonic() - started
@@ -51,8 +53,9 @@ def test_sequence_to_a_table_under_kills(workspace: Workspace, warehouse: Wareho
     record.rows, record.lost, record.duplicated = result.rows, result.lost, result.duplicated
     assert result.exactly_once, f"seed {record.seed}: {result}; kill points: {record.kill_points}"
     duck = duckdb_lake(warehouse.storage)
-    assert duck.execute(f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {adapter.duckdb_scan(sink)}"
-                        ).fetchall() == [(ROWS, ROWS, 0, ROWS - 1)]
+    assert duck.execute(
+        f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {adapter.duckdb_scan(sink)}"
+    ).fetchall() == [(ROWS, ROWS, 0, ROWS - 1)]
     if table_format == "iceberg":  # no empty snapshots (a Delta commit of ours always has add actions)
         ours = [s.summary for s in sink.load_table().snapshots() if s.summary.get("seatunnel.job-id") == job_id]
         assert all(int(summary["added-records"]) > 0 for summary in ours)
@@ -72,8 +75,9 @@ def _completed_in(logs: list[str]) -> set[int]:
 
 
 @pytest.mark.parametrize("table_format", ["iceberg", "delta"])
-def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Workspace, local_warehouse: Warehouse,
-                                                                   table_format: str) -> None:
+def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(
+    workspace: Workspace, local_warehouse: Warehouse, table_format: str
+) -> None:
     """SIGKILL the driver the moment a commit of the job appears in the table (before its
     next checkpoint can complete): the restored run replays that checkpoint's commit, finds
     it in the table and skips it. The kill waits for the second commit: the first checkpoint
@@ -107,9 +111,13 @@ def test_a_kill_right_after_the_table_commit_is_replayed_as_a_skip(workspace: Wo
 
 
 @pytest.mark.parametrize("source_format, sink_kind", [("iceberg", "file"), ("delta", "iceberg")])
-def test_a_table_source_under_kills_reads_one_snapshot(workspace: Workspace, local_warehouse: Warehouse,
-                                                       source_format: str, sink_kind: str,
-                                                       chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_a_table_source_under_kills_reads_one_snapshot(
+    workspace: Workspace,
+    local_warehouse: Warehouse,
+    source_format: str,
+    sink_kind: str,
+    chaos: tuple[random.Random, ChaosRecord],
+) -> None:
     """Iceberg -> File and Delta -> Iceberg under worker and driver kills; rows committed
     to the source table while the job runs are not read (its splits name one snapshot)."""
     from airflow_provider_seatunnel_ckpt.connectors import load_sink

@@ -92,12 +92,14 @@ def _written(directory: Path, columns: tuple[str, ...]) -> tuple[Counter, pa.Tab
 
 
 def test_a_seatunnel_hocon_job_under_kills_writes_every_row_once(
-        workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]) -> None:
+    workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     started = time.monotonic()
     job = workspace.root / "fake_to_local_file.conf"
-    job.write_text(JOB % {"readers": READERS, "rows": ROWS_PER_READER, "extra": EXTRA_ROWS_PER_READER,
-                          "output": workspace.output})
+    job.write_text(
+        JOB % {"readers": READERS, "rows": ROWS_PER_READER, "extra": EXTRA_ROWS_PER_READER, "output": workspace.output}
+    )
     config = workspace.write_config(interval=500, tolerable_failure=10)
     chaos_runs(workspace, record, rng, job, config, "chaos-seatunnel")
     record.elapsed_s = time.monotonic() - started
@@ -106,13 +108,16 @@ def test_a_seatunnel_hocon_job_under_kills_writes_every_row_once(
     assert sum(fake.values()) == ROWS_PER_READER * READERS and sum(extra.values()) == EXTRA_ROWS_PER_READER * READERS
     aged = Counter((i, name, age % 7, price) for (i, name, age, price), n in fake.items() for _ in range(n))
     lost = duplicated = 0
-    for directory, columns, expected in ((workspace.output / "aged", ("id", "name", "age7", "price"), aged),
-                                         (workspace.output / "all", ("id", "name", "age", "price"), fake + extra)):
+    for directory, columns, expected in (
+        (workspace.output / "aged", ("id", "name", "age7", "price"), aged),
+        (workspace.output / "all", ("id", "name", "age", "price"), fake + extra),
+    ):
         written, table = _written(directory, columns)
         lost += sum((expected - written).values())
         duplicated += sum((written - expected).values())
         record.rows += table.num_rows
     record.lost, record.duplicated = lost, duplicated
-    assert not lost and not duplicated, f"seed {record.seed}: lost {lost}, duplicated {duplicated}; " \
-                                        f"kill points: {record.kill_points}"
+    assert not lost and not duplicated, (
+        f"seed {record.seed}: lost {lost}, duplicated {duplicated}; kill points: {record.kill_points}"
+    )
     assert len(record.kill_points) >= 3, record.kill_points

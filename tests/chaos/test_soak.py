@@ -57,8 +57,9 @@ def _starts_before(events: list[dict], t0: float, until: float) -> int:
 
 
 def test_five_minute_soak_keeps_storage_and_processes_bounded(tmp_path: Path) -> None:
-    args = argparse.Namespace(minutes=MINUTES, kill_every_s=KILL_EVERY_S, window_s=WINDOW_S, rate=2000,
-                              worker_kills_at=WORKER_KILLS_AT)
+    args = argparse.Namespace(
+        minutes=MINUTES, kill_every_s=KILL_EVERY_S, window_s=WINDOW_S, rate=2000, worker_kills_at=WORKER_KILLS_AT
+    )
     raw = scale_soak.run(args, tmp_path)
 
     output = raw["output"]
@@ -73,8 +74,10 @@ def test_five_minute_soak_keeps_storage_and_processes_bounded(tmp_path: Path) ->
 
     windows = raw["windows"]
     for w in windows:  # in the CI log, for the closing note's figures
-        print(f"soak window {w['window']}: objects {w['storage_objects']} fds {w['total_fds']} "
-              f"threads {w['total_threads']} driver RSS {w['driver_rss_mib']} MiB kills {w['kills']}")
+        print(
+            f"soak window {w['window']}: objects {w['storage_objects']} fds {w['total_fds']} "
+            f"threads {w['total_threads']} driver RSS {w['driver_rss_mib']} MiB kills {w['kills']}"
+        )
     assert len(windows) == 5 and all(w["storage_objects"] for w in windows), windows
     first = windows[0]
     for window in windows[1:]:
@@ -83,7 +86,8 @@ def test_five_minute_soak_keeps_storage_and_processes_bounded(tmp_path: Path) ->
         assert window["storage_objects"] <= allowed, (
             f"window {window['window']}: {window['storage_objects']} objects in checkpoint storage after "
             f"{starts} driver starts, more than {allowed}: {window['storage_objects_by_dir']} "
-            f"(first window: {first['storage_objects_by_dir']})")
+            f"(first window: {first['storage_objects_by_dir']})"
+        )
     # after the stop: a claim per driver start, the newest reservation a claimant found,
     # and the last driver's newest (it prunes its own when it ends)
     _total, by_dir = scale_soak.count_objects(tmp_path / "checkpoints")

@@ -44,34 +44,48 @@ WINDOWS = {
 }
 
 
-def _takeover(record: ChaosRecord, old: Driver, new: Driver, attempt: int, target: str,
-              reserved: int | None = None) -> None:
+def _takeover(
+    record: ChaosRecord, old: Driver, new: Driver, attempt: int, target: str, reserved: int | None = None
+) -> None:
     """The old run stops by itself, fenced, having completed nothing the new run missed;
     an id it had reserved when the new run claimed is fenced, never completed."""
     result = old.wait(240)
     assert result.returncode != 0, f"seed {record.seed}: run {attempt - 1} was not stopped\n{result.explain()}"
-    assert f"taken over by another driver (attempt {attempt})" in result.stderr, \
+    assert f"taken over by another driver (attempt {attempt})" in result.stderr, (
         f"seed {record.seed}: run {attempt - 1} did not say it was taken over\n{result.explain()}"
+    )
     match = new.wait_for(rf"attempt {attempt}: \d+ subtasks, \d+ splits, from [^\n]*", 180)
     assert match, f"seed {record.seed}: run {attempt} did not start\n{new.stderr()[-6000:]}"
     restored = RESTORED.search(match.group(0))
     restored_id = int(restored.group(2)) if restored else 0
     completed_by_old = [int(c) for c in COMPLETED.findall(result.stderr)]
     if reserved is not None:
-        assert f"fenced checkpoint {reserved} of attempt {attempt - 1}" in new.stderr(), \
+        assert f"fenced checkpoint {reserved} of attempt {attempt - 1}" in new.stderr(), (
             f"seed {record.seed}: run {attempt} did not fence checkpoint {reserved}\n{new.stderr()[-6000:]}"
+        )
         assert reserved not in completed_by_old, f"seed {record.seed}: fenced checkpoint {reserved} completed"
     late = [c for c in completed_by_old if c > restored_id]
-    assert not late, (f"seed {record.seed}: run {attempt - 1} completed checkpoint(s) {late} that run {attempt} "
-                      f"(restored {restored_id}) did not see\n{result.explain()}")
+    assert not late, (
+        f"seed {record.seed}: run {attempt - 1} completed checkpoint(s) {late} that run {attempt} "
+        f"(restored {restored_id}) did not see\n{result.explain()}"
+    )
     record.kill_points.append(
         f"takeover: run {attempt} claimed {target}; run {attempt - 1} had completed "
         f"{completed_by_old[-1] if completed_by_old else 'none'}, run {attempt} restored {restored_id or 'the start'}"
     )
 
 
-def _chain(workspace: Workspace, record: ChaosRecord, rng: random.Random, sink: dict[str, Any] | None, config: Any,
-           takeovers: int, windowed: int, output: str, options: dict[str, str] | None = None) -> None:
+def _chain(
+    workspace: Workspace,
+    record: ChaosRecord,
+    rng: random.Random,
+    sink: dict[str, Any] | None,
+    config: Any,
+    takeovers: int,
+    windowed: int,
+    output: str,
+    options: dict[str, str] | None = None,
+) -> None:
     """``takeovers`` runs, each taken over by the next while it runs; the input is rate
     limited so no run gets near the end, except the last, which reads the rest at full
     speed (the same job without the limit: the rate is no part of the checkpoint)."""
@@ -139,12 +153,21 @@ WINDOWED = 2
 def test_takeovers_on_local_storage(workspace: Workspace, chaos: tuple[random.Random, ChaosRecord]) -> None:
     rng, record = chaos
     config = workspace.write_config(interval=400, tolerable_failure=5)
-    _chain(workspace, record, rng, None, config, takeovers=TAKEOVERS, windowed=WINDOWED,
-           output=f"file://{workspace.output}/")
+    _chain(
+        workspace,
+        record,
+        rng,
+        None,
+        config,
+        takeovers=TAKEOVERS,
+        windowed=WINDOWED,
+        output=f"file://{workspace.output}/",
+    )
 
 
-def test_takeovers_on_s3(workspace: Workspace, request: pytest.FixtureRequest,
-                         chaos: tuple[random.Random, ChaosRecord]) -> None:
+def test_takeovers_on_s3(
+    workspace: Workspace, request: pytest.FixtureRequest, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     """Checkpoints and output on the moto S3 server: the fence log and ``_metadata`` are
     created with ``If-None-Match: *``; the File sink's commit is copy-then-delete."""
     rng, record = chaos

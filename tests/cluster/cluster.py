@@ -108,8 +108,13 @@ class NetCluster:
 
     def _start_storage(self) -> None:
         log = self.root / "storage.log"
-        proc = self.hosts.popen("storage", [PYTHON, "-m", "tests.cluster.storage_host", self.address("storage"),
-                                            str(S3_PORT)], self.env("storage"), log, cwd=REPO)
+        proc = self.hosts.popen(
+            "storage",
+            [PYTHON, "-m", "tests.cluster.storage_host", self.address("storage"), str(S3_PORT)],
+            self.env("storage"),
+            log,
+            cwd=REPO,
+        )
         self.processes["storage"] = proc
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -126,12 +131,24 @@ class NetCluster:
         work = self.root / name
         work.mkdir(parents=True, exist_ok=True)
         env = self.env(host, SPARK_WORKER_DIR=str(work))
-        self.processes[name] = self.hosts.popen(host, [str(VENV_BIN / "spark-class"), *args], env,
-                                                self.root / f"{name}.log", cwd=work)
+        self.processes[name] = self.hosts.popen(
+            host, [str(VENV_BIN / "spark-class"), *args], env, self.root / f"{name}.log", cwd=work
+        )
 
     def _start_master(self) -> None:
-        self._spark_class("master", ["org.apache.spark.deploy.master.Master", "--host", self.address("master"),
-                                     "--port", str(MASTER_PORT), "--webui-port", str(MASTER_UI_PORT)], "master")
+        self._spark_class(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                self.address("master"),
+                "--port",
+                str(MASTER_PORT),
+                "--webui-port",
+                str(MASTER_UI_PORT),
+            ],
+            "master",
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with contextlib.suppress(RuntimeError):
@@ -144,10 +161,24 @@ class NetCluster:
 
     def start_worker(self, worker: str) -> None:
         """A Spark worker on ``worker`` (again, after a host loss)."""
-        self._spark_class(worker, ["org.apache.spark.deploy.worker.Worker", self.master_url,
-                                   "--host", self.address(worker), "--webui-port", str(WORKER_UI_PORT),
-                                   "--cores", str(WORKER_CORES), "--memory", "3g",
-                                   "--work-dir", str(self.root / worker)], worker)
+        self._spark_class(
+            worker,
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                self.master_url,
+                "--host",
+                self.address(worker),
+                "--webui-port",
+                str(WORKER_UI_PORT),
+                "--cores",
+                str(WORKER_CORES),
+                "--memory",
+                "3g",
+                "--work-dir",
+                str(self.root / worker),
+            ],
+            worker,
+        )
 
     def log(self, name: str) -> str:
         path = self.root / f"{name}.log"
@@ -155,8 +186,12 @@ class NetCluster:
 
     # ---- checks run on a host ------------------------------------------------------------
     def probe(self, host: str, *args: str, timeout: float = 120) -> Any:
-        result = self.hosts.run(host, [PYTHON, "-m", "tests.cluster.probe", *args],
-                                env={**self.env(host), "PYTHONPATH": str(REPO)}, timeout=timeout)
+        result = self.hosts.run(
+            host,
+            [PYTHON, "-m", "tests.cluster.probe", *args],
+            env={**self.env(host), "PYTHONPATH": str(REPO)},
+            timeout=timeout,
+        )
         if result.returncode != 0:
             raise RuntimeError(f"probe {' '.join(args)} on {host} failed:\n{result.stderr[-4000:]}")
         return json.loads(result.stdout.strip().splitlines()[-1])
@@ -171,8 +206,9 @@ class NetCluster:
         deadline = time.monotonic() + timeout
         while len(self.alive_workers()) < count:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{count} workers did not register:\n{self.log('worker-a')[-3000:]}\n"
-                                   f"{self.log('worker-b')[-3000:]}")
+                raise RuntimeError(
+                    f"{count} workers did not register:\n{self.log('worker-a')[-3000:]}\n{self.log('worker-b')[-3000:]}"
+                )
             time.sleep(0.5)
 
     def wait_idle(self, timeout: float = 90) -> None:
@@ -220,5 +256,6 @@ class NetCluster:
 
     def forked_python_workers(self, host: str) -> list[int]:
         """Python workers running tasks on ``host``: forked by an executor's daemon."""
-        return [pid for pid in self.hosts.pids(host)
-                if is_daemon(cmdline(pid)) and is_daemon(cmdline(parent_pid(pid) or 0))]
+        return [
+            pid for pid in self.hosts.pids(host) if is_daemon(cmdline(pid)) and is_daemon(cmdline(parent_pid(pid) or 0))
+        ]

@@ -103,8 +103,19 @@ class Hosts:
             for host in self.hosts.values():
                 self._add_namespace(host.namespace)
                 _ip("link", "set", "lo", "up", namespace=host.namespace)
-                _ip("link", "add", host.port_name, "type", "veth", "peer", "name", "eth0", "netns", host.namespace,
-                    namespace=self.switch)
+                _ip(
+                    "link",
+                    "add",
+                    host.port_name,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    host.namespace,
+                    namespace=self.switch,
+                )
                 _ip("link", "set", host.port_name, "master", "br0", "up", namespace=self.switch)
                 _ip("addr", "add", f"{host.address}/{PREFIX_LENGTH}", "dev", "eth0", namespace=host.namespace)
                 _ip("link", "set", "eth0", "up", namespace=host.namespace)
@@ -121,19 +132,29 @@ class Hosts:
     def command(self, host: str, args: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.hosts[host].namespace, *args]
 
-    def popen(self, host: str, args: Sequence[str], env: Mapping[str, str], log: Path, cwd: Path | None = None,
-              **kwargs: Any) -> subprocess.Popen:
+    def popen(
+        self, host: str, args: Sequence[str], env: Mapping[str, str], log: Path, cwd: Path | None = None, **kwargs: Any
+    ) -> subprocess.Popen:
         """Start ``args`` on ``host``, output to ``log``."""
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
-            return subprocess.Popen(self.command(host, args), env=dict(env), cwd=str(cwd or log.parent),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, **kwargs)
+            return subprocess.Popen(
+                self.command(host, args),
+                env=dict(env),
+                cwd=str(cwd or log.parent),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                **kwargs,
+            )
 
-    def run(self, host: str, args: Sequence[str], env: Mapping[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(self.command(host, args), env=dict(env or os.environ), capture_output=True, text=True,
-                              timeout=timeout)
+    def run(
+        self, host: str, args: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.command(host, args), env=dict(env or os.environ), capture_output=True, text=True, timeout=timeout
+        )
 
     def pids(self, host: str) -> list[int]:
         result = subprocess.run(["ip", "netns", "pids", self.hosts[host].namespace], capture_output=True, text=True)
@@ -158,7 +179,6 @@ class Hosts:
 
     def reconnect(self, host: str) -> None:
         _ip("link", "set", self.hosts[host].port_name, "up", namespace=self.switch)
-
 
     def stop(self) -> None:
         for host in self.hosts.values():

@@ -18,8 +18,13 @@ def master_state(args: argparse.Namespace) -> dict:
 def create_bucket(args: argparse.Namespace) -> dict:
     import boto3
 
-    client = boto3.client("s3", endpoint_url=args.endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "s3",
+        endpoint_url=args.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     client.create_bucket(Bucket=args.bucket)
     return {"bucket": args.bucket}
 
@@ -29,8 +34,13 @@ def tally_output(args: argparse.Namespace) -> dict:
 
     table = read_output(args.url, "parquet", json.loads(args.options), columns=["id"])
     result = tally(table.column("id").combine_chunks(), args.rows)
-    return {"rows": result.rows, "lost": result.lost, "duplicated": result.duplicated, "unexpected": result.unexpected,
-            "text": str(result)}
+    return {
+        "rows": result.rows,
+        "lost": result.lost,
+        "duplicated": result.duplicated,
+        "unexpected": result.unexpected,
+        "text": str(result),
+    }
 
 
 def intrude(args: argparse.Namespace) -> dict:
@@ -41,8 +51,7 @@ def intrude(args: argparse.Namespace) -> dict:
     from airflow_provider_seatunnel_ckpt.engine.transport import ControlClient, ProtocolError
 
     outcome: dict = {}
-    client = ControlClient((args.host, args.port), "0" * 64, "intruder", on_message=lambda _m: None,
-                           connect_attempts=1)
+    client = ControlClient((args.host, args.port), "0" * 64, "intruder", on_message=lambda _m: None, connect_attempts=1)
     try:
         client.connect()
         outcome["wrong_token"] = "accepted"

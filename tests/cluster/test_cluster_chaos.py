@@ -35,19 +35,24 @@ PARALLELISM = 4
 COMPLETED = re.compile(r"checkpoint (\d+) \(checkpoint\) completed")
 #: executors of 4 cores, one per worker while both are up; the job waits for both
 SPARK_CONF = (
-    "spark.cores.max=8", "spark.executor.cores=4", "spark.executor.memory=1g",
-    "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=60s",
+    "spark.cores.max=8",
+    "spark.executor.cores=4",
+    "spark.executor.memory=1g",
+    "spark.scheduler.minRegisteredResourcesRatio=1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime=60s",
     "spark.task.maxFailures=40",
 )
 
 
-def start_on_driver_host(cluster: NetCluster, workspace: Workspace, job: Path, config: Path, job_id: str,
-                         *extra: str) -> Driver:
+def start_on_driver_host(
+    cluster: NetCluster, workspace: Workspace, job: Path, config: Path, job_id: str, *extra: str
+) -> Driver:
     workspace.runs += 1
     conf = [arg for item in SPARK_CONF for arg in ("--conf", item)]
     args = workspace.command(job, config, job_id, *conf, *extra, master=cluster.master_url)
-    return Driver(cluster.hosts.command("driver", args), cluster.env("driver"), workspace.logs,
-                  f"run{workspace.runs:03d}")
+    return Driver(
+        cluster.hosts.command("driver", args), cluster.env("driver"), workspace.logs, f"run{workspace.runs:03d}"
+    )
 
 
 def completed(driver: Driver) -> list[int]:
@@ -67,7 +72,8 @@ def wait_for_a_new_checkpoint(driver: Driver, after: int, timeout: float, what: 
 
 
 def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
-        net_cluster: NetCluster, tmp_path: Path, chaos: tuple[random.Random, ChaosRecord]) -> None:
+    net_cluster: NetCluster, tmp_path: Path, chaos: tuple[random.Random, ChaosRecord]
+) -> None:
     rng, record = chaos
     cluster = net_cluster
     started = time.monotonic()
@@ -77,12 +83,15 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
     workspace = Workspace(tmp_path, cluster.env("driver"), master=cluster.master_url)
     config = workspace.write_config(
         {"storage.type": "s3", "s3.bucket": f"s3a://{bucket}", "namespace": "/seatunnel/checkpoint/", **options},
-        interval=1000, timeout=60_000, tolerable_failure=10,
+        interval=1000,
+        timeout=60_000,
+        tolerable_failure=10,
     )
     job = workspace.write_job(
         {"plugin_name": "Sequence", "rows": ROWS, "splits": 16, "rows_per_second": 40_000},
         {"plugin_name": "File", "path": output, "format": "parquet", **options},
-        name="across-hosts", parallelism=PARALLELISM,
+        name="across-hosts",
+        parallelism=PARALLELISM,
     )
     figures: dict[str, float] = {}
     with start_on_driver_host(cluster, workspace, job, config, "across-hosts") as driver:
@@ -95,20 +104,27 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
         time.sleep(rng.uniform(0.5, 2.0))
         record.kill_points.append(f"partition: worker-b cut off for 20 s at {time.monotonic() - driver.started:.1f} s")
         figures["worker-b cut off 20 s: from reconnect to the next completed checkpoint (s)"] = _cut_off(
-            cluster, driver, "worker-b", 20)
+            cluster, driver, "worker-b", 20
+        )
         record.kill_points.append(f"partition: storage cut off for 10 s at {time.monotonic() - driver.started:.1f} s")
         figures["storage cut off 10 s: from reconnect to the next completed checkpoint (s)"] = _cut_off(
-            cluster, driver, "storage", 10)
+            cluster, driver, "storage", 10
+        )
 
         last = max(completed(driver))
         time.sleep(rng.uniform(0.2, 1.0))
-        moved_from = {int(n) for n in re.findall(rf"subtask-(\d+)/attempt-\d+ at {re.escape(cluster.address('worker-a'))}:",
-                                                 driver.stderr())}
+        moved_from = {
+            int(n)
+            for n in re.findall(
+                rf"subtask-(\d+)/attempt-\d+ at {re.escape(cluster.address('worker-a'))}:", driver.stderr()
+            )
+        }
         assert moved_from, "no subtask ran on worker-a"
         lost_at = time.monotonic()
         killed = cluster.hosts.kill_host("worker-a")
-        record.kill_points.append(f"host loss: worker-a, {killed} processes SIGKILLed at "
-                                  f"{time.monotonic() - driver.started:.1f} s")
+        record.kill_points.append(
+            f"host loss: worker-a, {killed} processes SIGKILLed at {time.monotonic() - driver.started:.1f} s"
+        )
         _wait_for_subtasks_on(driver, moved_from, cluster.address("worker-b"), 180)
         last = max(completed(driver))
         wait_for_a_new_checkpoint(driver, last, 120, f"subtasks {sorted(moved_from)} moved to worker-b")
@@ -121,7 +137,9 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
         assert driver.poll() is None, f"the run ended before the driver kill:\n{driver.stderr()[-6000:]}"
         killed = cluster.hosts.kill_host("driver")
         driver.killed = True
-        record.kill_points.append(f"driver host: {killed} processes SIGKILLed at {time.monotonic() - driver.started:.1f} s")
+        record.kill_points.append(
+            f"driver host: {killed} processes SIGKILLed at {time.monotonic() - driver.started:.1f} s"
+        )
     cluster.wait_workers(len(WORKERS))
     cluster.wait_idle()
 
@@ -129,8 +147,9 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
     with start_on_driver_host(cluster, workspace, job, config, "across-hosts", "--restore", "latest") as driver:
         record.driver_runs += 1
         assert driver.wait_for(COMPLETED.pattern, 180), driver.stderr()[-6000:]
-        figures["rerun after the driver host's loss: start to its first checkpoint (s)"] = \
+        figures["rerun after the driver host's loss: start to its first checkpoint (s)"] = (
             time.monotonic() - rerun_started
+        )
         result = driver.wait(600)
     assert result.returncode == 0, result.explain()
     figures["rerun after the driver host's loss: start to the end of the job (s)"] = time.monotonic() - rerun_started
@@ -139,8 +158,9 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
     record.rows, record.lost, record.duplicated = counted["rows"], counted["lost"], counted["duplicated"]
     record.elapsed_s = time.monotonic() - started
     record.notes.extend(f"{name}: {value:.1f}" for name, value in figures.items())
-    assert counted["lost"] == counted["duplicated"] == counted["unexpected"] == 0 and counted["rows"] == ROWS, \
+    assert counted["lost"] == counted["duplicated"] == counted["unexpected"] == 0 and counted["rows"] == ROWS, (
         f"seed {record.seed}: not exactly once: {counted['text']}"
+    )
 
 
 def _cut_off(cluster: NetCluster, driver: Driver, host: str, seconds: float) -> float:
@@ -164,8 +184,9 @@ def _wait_for_subtasks_on(driver: Driver, subtasks: set[int], address: str, time
             return
         assert driver.poll() is None, f"the run ended:\n{driver.stderr()[-6000:]}"
         time.sleep(0.2)
-    raise AssertionError(f"subtasks {sorted(subtasks)} did not restart on {address} within {timeout} s:\n"
-                         f"{driver.stderr()[-6000:]}")
+    raise AssertionError(
+        f"subtasks {sorted(subtasks)} did not restart on {address} within {timeout} s:\n{driver.stderr()[-6000:]}"
+    )
 
 
 def _secret_on_a_command_line(cluster: NetCluster) -> list[Any]:

@@ -30,23 +30,51 @@ def test_spark_submit_from_the_driver_host_and_a_stranger_is_refused(net_cluster
     output = f"s3://{bucket}/out/"
     storage = cluster.address("storage")
     workspace = Workspace(tmp_path, cluster.env("driver"), master=cluster.master_url)
-    config = workspace.write_config({
-        "storage.type": "hdfs",
-        "fs.defaultFS": f"hdfs://{storage}:8020",
-        "seatunnel.hadoop.dfs.namenode.http-address": f"{storage}:{cluster.webhdfs_port}",
-        "namespace": "/seatunnel/checkpoint/",
-    }, interval=1000)
+    config = workspace.write_config(
+        {
+            "storage.type": "hdfs",
+            "fs.defaultFS": f"hdfs://{storage}:8020",
+            "seatunnel.hadoop.dfs.namenode.http-address": f"{storage}:{cluster.webhdfs_port}",
+            "namespace": "/seatunnel/checkpoint/",
+        },
+        interval=1000,
+    )
     job = workspace.write_job(
         {"plugin_name": "Sequence", "rows": ROWS, "splits": 8, "rows_per_second": 40_000},
         {"plugin_name": "File", "path": output, "format": "parquet", **options},
-        name="submitted", parallelism=4,
+        name="submitted",
+        parallelism=4,
     )
-    conf = [arg for item in (*SPARK_CONF, f"spark.seatunnel.control.port={CONTROL_PORT}",
-                             f"spark.pyspark.driver.python={VENV_BIN / 'python'}", "spark.log.level=WARN")
-            for arg in ("--conf", item)]
-    submit = [str(VENV_BIN / "spark-submit"), "--master", cluster.master_url, "--deploy-mode", "client",
-              "--name", "submitted", "--py-files", str(engine_archive()), *conf,
-              spark_app.__file__, str(job), "--config", str(config), "--job-id", "submitted", "--restore", "latest"]
+    conf = [
+        arg
+        for item in (
+            *SPARK_CONF,
+            f"spark.seatunnel.control.port={CONTROL_PORT}",
+            f"spark.pyspark.driver.python={VENV_BIN / 'python'}",
+            "spark.log.level=WARN",
+        )
+        for arg in ("--conf", item)
+    ]
+    submit = [
+        str(VENV_BIN / "spark-submit"),
+        "--master",
+        cluster.master_url,
+        "--deploy-mode",
+        "client",
+        "--name",
+        "submitted",
+        "--py-files",
+        str(engine_archive()),
+        *conf,
+        spark_app.__file__,
+        str(job),
+        "--config",
+        str(config),
+        "--job-id",
+        "submitted",
+        "--restore",
+        "latest",
+    ]
     with Driver(cluster.hosts.command("driver", submit), cluster.env("driver"), workspace.logs, "submit") as driver:
         assert driver.wait_for(COMPLETED.pattern, 180, stream="stdout"), driver.stdout()[-6000:]
         listening = cluster.hosts.run("driver", ["ss", "-Hltn", f"sport = :{CONTROL_PORT}"]).stdout
@@ -58,11 +86,15 @@ def test_spark_submit_from_the_driver_host_and_a_stranger_is_refused(net_cluster
         result = driver.wait(300)
     assert result.returncode == 0, result.explain()
     # spark-submit hands the Python driver's stderr to its stdout
-    refused = re.findall(rf"control channel: rejected connection \d+ from {re.escape(cluster.address('worker-a'))}:\d+"
-                         r"(?: \(claims to be 'intruder'\))?: .+", result.stdout)
+    refused = re.findall(
+        rf"control channel: rejected connection \d+ from {re.escape(cluster.address('worker-a'))}:\d+"
+        r"(?: \(claims to be 'intruder'\))?: .+",
+        result.stdout,
+    )
     assert len(refused) == 2, result.stdout[-6000:]
     assert "0" * 64 not in result.stdout + result.stderr
 
     counted = cluster.tally(output, ROWS, options)
-    assert counted["lost"] == counted["duplicated"] == counted["unexpected"] == 0 and counted["rows"] == ROWS, \
-        counted["text"]
+    assert counted["lost"] == counted["duplicated"] == counted["unexpected"] == 0 and counted["rows"] == ROWS, counted[
+        "text"
+    ]

@@ -13,10 +13,14 @@ import pytest
 
 from .netns import Hosts, missing_requirements
 
-LISTEN = ("import socket,sys\ns = socket.create_server((sys.argv[1], 7000))\nprint('up', flush=True)\n"
-          "while True: s.accept()[0].close()")
-CONNECT = ("import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 7000), timeout=2).close(); print('ok')\n"
-           "except OSError as e: print(type(e).__name__)")
+LISTEN = (
+    "import socket,sys\ns = socket.create_server((sys.argv[1], 7000))\nprint('up', flush=True)\n"
+    "while True: s.accept()[0].close()"
+)
+CONNECT = (
+    "import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 7000), timeout=2).close(); print('ok')\n"
+    "except OSError as e: print(type(e).__name__)"
+)
 
 
 @pytest.fixture

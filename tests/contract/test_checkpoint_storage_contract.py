@@ -32,8 +32,9 @@ JOB = "job-1"
 
 def state(checkpoint_id: int, size: int = 16, pipeline_id: int = 1, job_id: str = JOB, **kw) -> PipelineState:
     rng = random.Random(checkpoint_id * 7919 + pipeline_id)
-    return PipelineState(job_id=job_id, pipeline_id=pipeline_id, checkpoint_id=checkpoint_id,
-                         states=rng.randbytes(size), **kw)
+    return PipelineState(
+        job_id=job_id, pipeline_id=pipeline_id, checkpoint_id=checkpoint_id, states=rng.randbytes(size), **kw
+    )
 
 
 def checkpoint_path(storage, checkpoint_id: int, pipeline_id: int = 1, job_id: str = JOB) -> str:
@@ -118,8 +119,15 @@ def test_engine_manifest_with_subtask_state_round_trips(make_storage):
     handles = {i: storage.write_state(JOB, 1, 4, f"task-{i}-0.state", bytes([i]) * (5000 + i)) for i in range(3)}
     handles[3] = StateHandle.for_bytes(b"small inline state")
     manifest = CheckpointManifest(
-        job_id=JOB, pipeline_id=1, checkpoint_id=4, kind=CheckpointKind.CHECKPOINT, trigger_ms=10, complete_ms=25,
-        subtask_states=handles, commit_infos=({"files": ["a"]},), statistics={"duration_ms": 15},
+        job_id=JOB,
+        pipeline_id=1,
+        checkpoint_id=4,
+        kind=CheckpointKind.CHECKPOINT,
+        trigger_ms=10,
+        complete_ms=25,
+        subtask_states=handles,
+        commit_infos=({"files": ["a"]},),
+        statistics={"duration_ms": 15},
         properties={"parallelism": 4},
     )
     storage.complete_checkpoint(manifest)
@@ -140,7 +148,9 @@ def _flip_a_bit(storage, path: str) -> None:
     storage.fs.write_atomic(path, bytes(data))
 
 
-@pytest.mark.parametrize("damage", ["flip-metadata", "truncate-metadata", "flip-state", "truncate-state", "delete-state"])
+@pytest.mark.parametrize(
+    "damage", ["flip-metadata", "truncate-metadata", "flip-state", "truncate-state", "delete-state"]
+)
 def test_corrupt_latest_falls_back_to_previous_with_a_warning(make_storage, caplog, damage):
     storage = make_storage(max_retained=5)
     for checkpoint_id in (1, 2, 3):
@@ -403,7 +413,9 @@ def test_completing_a_subsumed_checkpoint_fails_cleanly(make_storage):
     storage.store_checkpoint(state(2))
     handle = StateHandle.for_bytes(b"x" * 5000, file="task-0-0.state")
     with pytest.raises(CheckpointStorageError, match="missing or incomplete"):
-        storage.complete_checkpoint(CheckpointManifest(job_id=JOB, pipeline_id=1, checkpoint_id=1, subtask_states={0: handle}))
+        storage.complete_checkpoint(
+            CheckpointManifest(job_id=JOB, pipeline_id=1, checkpoint_id=1, subtask_states={0: handle})
+        )
     assert [e.checkpoint_id for e in storage.list_checkpoint_entries(JOB, 1)] == [2]
 
 
@@ -484,7 +496,11 @@ def test_state_written_piece_by_piece_reads_back_whole(make_storage, sizes):
     pieces = [bytes([n]) * size for n, size in enumerate(sizes)]
     whole = b"".join(pieces)
     handle = storage.write_state_pieces(JOB, 1, 5, "task-0-0.state", len(whole), iter(pieces))
-    assert (handle.size, handle.sha256, handle.file) == (len(whole), hashlib.sha256(whole).hexdigest(), "task-0-0.state")
+    assert (handle.size, handle.sha256, handle.file) == (
+        len(whole),
+        hashlib.sha256(whole).hexdigest(),
+        "task-0-0.state",
+    )
     assert storage.read_state(JOB, 1, 5, handle) == whole
     assert storage.state_file_sizes(JOB, 1, 5) == {"task-0-0.state": len(whole)}
 

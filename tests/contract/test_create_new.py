@@ -131,7 +131,9 @@ def test_write_atomic_hashed_then_exclusive_races(fs: FileSystem, fs_root: str) 
         barrier.wait()
         manifest = b"manifest of driver %d" % i
         try:
-            fs.write_atomic_hashed_then(f"{d}/state-{i}", b"s%d" % i * 1000, f"{d}/_metadata", lambda h: manifest, exclusive=True)
+            fs.write_atomic_hashed_then(
+                f"{d}/state-{i}", b"s%d" % i * 1000, f"{d}/_metadata", lambda h: manifest, exclusive=True
+            )
         except FileExistsError:
             return None
         return manifest

@@ -179,7 +179,12 @@ def test_info(fs: FileSystem, fs_root: str) -> None:
 
 
 def test_walk_files(fs: FileSystem, fs_root: str) -> None:
-    paths = [f"{fs_root}/j/a", f"{fs_root}/j/p1/chk-1/t0", f"{fs_root}/j/p1/chk-1/_metadata", f"{fs_root}/j/p2/chk-2/t0"]
+    paths = [
+        f"{fs_root}/j/a",
+        f"{fs_root}/j/p1/chk-1/t0",
+        f"{fs_root}/j/p1/chk-1/_metadata",
+        f"{fs_root}/j/p2/chk-2/t0",
+    ]
     for i, p in enumerate(paths):
         fs.write_atomic(p, b"x" * i)
     walked = list(fs.walk_files(f"{fs_root}/j"))

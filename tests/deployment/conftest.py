@@ -28,8 +28,9 @@ def deployment(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -
     for source in [*(ROOT / "dags_examples").glob("*.py"), *(Path(__file__).parent / "dags").glob("*.py")]:
         shutil.copy(source, dags / source.name)
     database = postgres_server.create_database("airflow_metadata")
-    deployment = AirflowDeployment(home, postgres_server.uri(database), dags,
-                                   env={"SEATUNNEL_CKPT_CACHE_DIR": str(home / "cache")})
+    deployment = AirflowDeployment(
+        home, postgres_server.uri(database), dags, env={"SEATUNNEL_CKPT_CACHE_DIR": str(home / "cache")}
+    )
     with deployment:
         yield deployment
     postgres_server.drop_database(database)

@@ -66,7 +66,8 @@ class AirflowDeployment:
             # deployment needs neither psycopg2 nor asyncpg
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_uri.replace("postgresql://", "postgresql+psycopg://", 1),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": database_uri.replace(
-                "postgresql://", "postgresql+psycopg_async://", 1),
+                "postgresql://", "postgresql+psycopg_async://", 1
+            ),
             "AIRFLOW__CORE__FERNET_KEY": _fernet_key(),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
             "AIRFLOW__API__BASE_URL": self.base_url,
@@ -101,8 +102,9 @@ class AirflowDeployment:
 
     # ---- lifecycle ------------------------------------------------------------------------
     def start(self, timeout: float = 300) -> AirflowDeployment:
-        migrated = subprocess.run([str(VENV_BIN / "airflow"), "db", "migrate"], env=self.env, capture_output=True,
-                                  text=True, timeout=timeout)
+        migrated = subprocess.run(
+            [str(VENV_BIN / "airflow"), "db", "migrate"], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         if migrated.returncode != 0:
             raise RuntimeError(f"airflow db migrate failed:\n{migrated.stdout[-3000:]}{migrated.stderr[-3000:]}")
         try:
@@ -119,8 +121,14 @@ class AirflowDeployment:
         log = open(self.logs / f"{component}.log", "ab")
         # own process group: stop() reaches the task processes a component started
         self.processes[component] = subprocess.Popen(
-            [str(VENV_BIN / "airflow"), component, *arguments], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.home)
+            [str(VENV_BIN / "airflow"), component, *arguments],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.home,
+        )
         log.close()
 
     def stop(self, grace: float = 20) -> None:
@@ -173,8 +181,10 @@ class AirflowDeployment:
         while True:
             for component, process in self.processes.items():
                 if process.poll() is not None:
-                    raise AssertionError(f"airflow {component} exited with {process.returncode} while waiting for "
-                                         f"{what}\n{self.explain()}")
+                    raise AssertionError(
+                        f"airflow {component} exited with {process.returncode} while waiting for "
+                        f"{what}\n{self.explain()}"
+                    )
             try:
                 value = condition()
             except (httpx.TransportError, httpx.HTTPStatusError):
@@ -191,7 +201,8 @@ class AirflowDeployment:
             return False
         health = response.json()
         return health.get("metadatabase", {}).get("status") == "healthy" and all(
-            (health.get(name) or {}).get("status") == "healthy" for name in HEARTBEATS)
+            (health.get(name) or {}).get("status") == "healthy" for name in HEARTBEATS
+        )
 
     def explain(self, lines: int = 40) -> str:
         parts = []

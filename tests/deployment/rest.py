@@ -23,14 +23,19 @@ def ensure_connection(deployment: AirflowDeployment, body: dict[str, Any]) -> No
     if response.status_code == 409:
         deployment.ok("PATCH", f"/connections/{body['connection_id']}", json=body)
     elif response.status_code >= 300:
-        raise AssertionError(f"creating connection {body['connection_id']}: HTTP {response.status_code}: {response.text}")
+        raise AssertionError(
+            f"creating connection {body['connection_id']}: HTTP {response.status_code}: {response.text}"
+        )
 
 
-def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], logical_date: dt.datetime | None = None) -> str:
+def trigger(
+    deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], logical_date: dt.datetime | None = None
+) -> str:
     """Unpause ``dag_id`` (once the DAG processor has parsed it) and trigger a run (at
     ``logical_date``, default now); its id."""
-    deployment.wait_until(lambda: deployment.api("GET", f"/dags/{dag_id}").status_code == 200, 180,
-                          f"DAG {dag_id} parsed")
+    deployment.wait_until(
+        lambda: deployment.api("GET", f"/dags/{dag_id}").status_code == 200, 180, f"DAG {dag_id} parsed"
+    )
     deployment.ok("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
     when = (logical_date or dt.datetime.now(dt.UTC)).isoformat()
     run = deployment.ok("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": when, "conf": conf})
@@ -39,9 +44,18 @@ def trigger(deployment: AirflowDeployment, dag_id: str, conf: dict[str, Any], lo
 
 def clear(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str) -> None:
     """What a person does in the grid: clear a task (and what depends on it) of one run."""
-    deployment.ok("POST", f"/dags/{dag_id}/clearTaskInstances", json={
-        "dag_run_id": run_id, "task_ids": [task_id], "include_downstream": True, "only_failed": False,
-        "dry_run": False, "reset_dag_runs": True})
+    deployment.ok(
+        "POST",
+        f"/dags/{dag_id}/clearTaskInstances",
+        json={
+            "dag_run_id": run_id,
+            "task_ids": [task_id],
+            "include_downstream": True,
+            "only_failed": False,
+            "dry_run": False,
+            "reset_dag_runs": True,
+        },
+    )
 
 
 def task_instances(deployment: AirflowDeployment, dag_id: str, run_id: str) -> dict[str, tuple[str | None, int]]:
@@ -80,7 +94,6 @@ def xcom(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, 
     return deployment.ok("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")["value"]
 
 
-
 def xcom_or_none(deployment: AirflowDeployment, dag_id: str, run_id: str, task_id: str, key: str) -> Any:
     response = deployment.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
     return response.json()["value"] if response.status_code == 200 else None
@@ -91,16 +104,28 @@ def start_slow_job(deployment: AirflowDeployment, workdir: Path, dag_id: str, ro
     a completed checkpoint; its run id, job id and checkpoint storage."""
     conf = {"workdir": str(workdir), "rows": rows, "rows_per_second": 40_000, "fail_after_rows": 10**12}
     run_id = trigger(deployment, dag_id, conf)
-    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
-                                   "the job id", every=0.5)
+    job_id = deployment.wait_until(
+        lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180, "the job id", every=0.5
+    )
     storage = example_storage(workdir)
-    deployment.wait_until(lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1), 180,
-                          "a completed checkpoint", every=0.5)
+    deployment.wait_until(
+        lambda: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(job_id, 1),
+        180,
+        "a completed checkpoint",
+        every=0.5,
+    )
     return run_id, job_id, storage
 
 
-def view(deployment: AirflowDeployment, path: str, dag_id: str, run_id: str, task_id: str,
-         token: str | None = None, **params: Any) -> httpx.Response:
+def view(
+    deployment: AirflowDeployment,
+    path: str,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    token: str | None = None,
+    **params: Any,
+) -> httpx.Response:
     """GET a route of the checkpoint view (ui/app.py) for a task instance, as the admin user
     (or with ``token``; "" sends none)."""
     token = deployment.token() if token is None else token

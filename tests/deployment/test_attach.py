@@ -38,8 +38,12 @@ def _path_safe(run_id: str) -> str:
 
 
 def _task_log(deployment: AirflowDeployment, run_id: str, try_number: int) -> str:
-    log = deployment.ok("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/etl/logs/{try_number}",
-                        params={"full_content": "true"}, headers={"Accept": "application/json"})
+    log = deployment.ok(
+        "GET",
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/etl/logs/{try_number}",
+        params={"full_content": "true"},
+        headers={"Accept": "application/json"},
+    )
     return json.dumps(log["content"])
 
 
@@ -61,14 +65,28 @@ def test_a_retry_attaches_to_a_live_driver_and_takes_over_a_dead_one(
         "taken_over": trigger(deployment, DAG_ID, {**conf, "rows": TAKEN_OVER_ROWS}, day + dt.timedelta(days=1)),
     }
     storage = example_storage(tmp_path)
-    jobs = {case: deployment.wait_until(lambda r=run_id: xcom_or_none(deployment, DAG_ID, r, "etl", "job_id"), 180,
-                                        f"the job id of run {case}", every=0.5)
-            for case, run_id in runs.items()}
+    jobs = {
+        case: deployment.wait_until(
+            lambda r=run_id: xcom_or_none(deployment, DAG_ID, r, "etl", "job_id"),
+            180,
+            f"the job id of run {case}",
+            every=0.5,
+        )
+        for case, run_id in runs.items()
+    }
     for case, job_id in jobs.items():
-        deployment.wait_until(lambda j=job_id: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(j, 1), 180,
-                              f"a completed checkpoint of run {case}", every=0.5)
-        deployment.wait_until(lambda j=job_id: storage.read_document(j, "heartbeat/000001.json"), 30,
-                              f"the driver's heartbeat of run {case}", every=0.5)
+        deployment.wait_until(
+            lambda j=job_id: storage.get_latest_checkpoint_by_job_id_and_pipeline_id(j, 1),
+            180,
+            f"a completed checkpoint of run {case}",
+            every=0.5,
+        )
+        deployment.wait_until(
+            lambda j=job_id: storage.read_document(j, "heartbeat/000001.json"),
+            30,
+            f"the driver's heartbeat of run {case}",
+            every=0.5,
+        )
 
     # A: the worker dies, spark-submit lives on
     (jvm,) = [p for p in spark_submit_processes(jobs["attached"]) if "java" in p.name()]

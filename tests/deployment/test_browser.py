@@ -28,9 +28,17 @@ pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 #: Chromium as root, headless, and quiet on a machine without outside network
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1400,900")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,900",
+)
 
 
 @pytest.fixture
@@ -93,8 +101,10 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     # the connection form: pick the provider's type, see its own fields
     browser.get(f"{deployment.base_url}/connections")
     _until("Add Connection", lambda: _button(browser, "Add Connection")).click()
-    kind = _until("the connection type box", lambda: next(
-        i for i in browser.find_elements(By.TAG_NAME, "input") if i.get_attribute("role") == "combobox"))
+    kind = _until(
+        "the connection type box",
+        lambda: next(i for i in browser.find_elements(By.TAG_NAME, "input") if i.get_attribute("role") == "combobox"),
+    )
     kind.send_keys("SeaTunnel")
     _until("the type in the list", lambda: "SeaTunnel Checkpoint Storage" in browser.page_source)
     kind.send_keys(Keys.ENTER)
@@ -107,8 +117,10 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     assert "Access key id / HDFS user" in dialog.text and "Secret key" in dialog.text
     assert not browser.find_elements(By.NAME, "host") and not browser.find_elements(By.NAME, "port")
     _button(browser, "Extra Fields").click()
-    _until("the provider's fields", lambda: all(
-        label in dialog.text for label in ("Storage type", "Namespace", "plugin-config", "Storage plugin")))
+    _until(
+        "the provider's fields",
+        lambda: all(label in dialog.text for label in ("Storage type", "Namespace", "plugin-config", "Storage plugin")),
+    )
     for name in ("element_storage_type", "element_namespace", "element_storage_plugin"):
         assert browser.find_elements(By.NAME, name), name
     assert "parent path of all checkpoints" in dialog.text  # the field descriptions
@@ -120,8 +132,12 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     assert wait_for_run(deployment, dag_id, run_id)[0] == "success", deployment.explain()
     assert task_instances(deployment, dag_id, run_id)["etl"][0] == "failed"
     browser.get(f"{deployment.base_url}/dags/{dag_id}/runs/{run_id}")
-    _until("the run's tasks", lambda: all(t in browser.find_element(By.TAG_NAME, "body").text
-                                          for t in ("etl", "recover", "final_checkpoint")))
+    _until(
+        "the run's tasks",
+        lambda: all(
+            t in browser.find_element(By.TAG_NAME, "body").text for t in ("etl", "recover", "final_checkpoint")
+        ),
+    )
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "success" in body.lower() and "failed" in body.lower(), body[:2000]
     browser.save_screenshot(str(tmp_path / "airflow_grid_example_c.png"))
@@ -135,7 +151,10 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     browser.switch_to.default_content()
     browser.save_screenshot(str(tmp_path / "airflow_checkpoint_view.png"))
     link = xcom(deployment, dag_id, run_id, "recover", "_link_CheckpointViewLink")
-    assert link == f"{deployment.base_url}/seatunnel-ckpt/view?dag_id={dag_id}&run_id={quote_plus(run_id)}&task_id=recover&map_index=-1"
+    assert (
+        link
+        == f"{deployment.base_url}/seatunnel-ckpt/view?dag_id={dag_id}&run_id={quote_plus(run_id)}&task_id=recover&map_index=-1"
+    )
     browser.get(link)
     _check_view(browser, history, "finished")
     detail = _open_detail(browser, history)
@@ -188,7 +207,9 @@ def _check_view(browser: Any, history: Any, status: str) -> None:
     try:
         _until(f"the job {status}", lambda: browser.find_element(By.ID, "job-status").text == status)
     except AssertionError as err:
-        raise AssertionError(f"{err}; the page shows:\n{browser.find_element(By.TAG_NAME, 'body').text[:3000]}") from None
+        raise AssertionError(
+            f"{err}; the page shows:\n{browser.find_element(By.TAG_NAME, 'body').text[:3000]}"
+        ) from None
     rows = browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")
     assert [int(r.get_attribute("data-id")) for r in rows] == [c.id for c in history.checkpoints[:20]]
     attempts = browser.find_elements(By.CSS_SELECTOR, "#attempts tbody tr")
@@ -208,7 +229,9 @@ def _open_detail(browser: Any, history: Any) -> bool:
     entry = next(c for c in history.checkpoints if c.status == "completed" and len(c.subtasks) > 1)
     browser.find_element(By.CSS_SELECTOR, f'#history tbody tr[data-id="{entry.id}"]').click()
     _until("the checkpoint's subtasks", lambda: not browser.find_element(By.ID, "detail").get_attribute("hidden"))
-    _until("every subtask", lambda: len(browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr")) == len(entry.subtasks))
+    _until(
+        "every subtask", lambda: len(browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr")) == len(entry.subtasks)
+    )
     slowest = browser.find_elements(By.CSS_SELECTOR, "#detail tbody tr.slowest")
     assert [int(r.text.split()[0]) for r in slowest] == [entry.slowest_subtask]
     return True

@@ -44,8 +44,11 @@ def test_every_component_reports_healthy(deployment: AirflowDeployment) -> None:
 def test_rest_triggered_run_of_example_a(deployment: AirflowDeployment, spark_connection: None, tmp_path: Path) -> None:
     """(a) triggered over the REST API, scheduled by the scheduler, run by LocalExecutor."""
     dag_id, rows = "example_checkpointed_etl_local", 100_000
-    deployment.wait_until(lambda: deployment.api("GET", "/dags/on_etl_output").status_code == 200, 180,
-                          "the DAG scheduled on (a)'s output parsed")
+    deployment.wait_until(
+        lambda: deployment.api("GET", "/dags/on_etl_output").status_code == 200,
+        180,
+        "the DAG scheduled on (a)'s output parsed",
+    )
     deployment.ok("PATCH", "/dags/on_etl_output", json={"is_paused": False})
     run_id = trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows})
     state, _ = wait_for_run(deployment, dag_id, run_id)
@@ -84,14 +87,18 @@ def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
     through the failure and the recovery, and completes with the final checkpoint."""
     dag_id = "example_fail_and_recover"
     run_id = trigger(deployment, dag_id, {"workdir": str(tmp_path)})
-    job_id = deployment.wait_until(lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180,
-                                   "the job id of example (c)", every=0.5)
+    job_id = deployment.wait_until(
+        lambda: xcom_or_none(deployment, dag_id, run_id, "etl", "job_id"), 180, "the job id of example (c)", every=0.5
+    )
     watch_run = trigger(deployment, "watch_job_checkpoints", {"job_id": job_id, "workdir": str(tmp_path)})
 
     ended = wait_for_runs(deployment, (dag_id, run_id), ("watch_job_checkpoints", watch_run))
     assert ended[run_id][0] == "success", deployment.explain()
     assert task_instances(deployment, dag_id, run_id) == {
-        "etl": ("failed", 1), "recover": ("success", 1), "final_checkpoint": ("success", 1)}
+        "etl": ("failed", 1),
+        "recover": ("success", 1),
+        "final_checkpoint": ("success", 1),
+    }
     check_resumed_exactly_once(tmp_path, dag_id, job_id)
     recovered = xcom(deployment, dag_id, run_id, "recover")
     assert recovered["status"] == "finished"
@@ -104,11 +111,19 @@ def test_example_c_is_recovered_while_a_deferred_sensor_waits_in_the_triggerer(
     sensed = xcom(deployment, "watch_job_checkpoints", watch_run, "wait_for_final")
     assert sensed["kind"] == "final" and sensed["attempt"] == 2  # the recovered attempt's final checkpoint
     # the task's log, as the UI shows it: the trigger's lines come from the triggerer process
-    log = deployment.ok("GET", f"/dags/watch_job_checkpoints/dagRuns/{watch_run}/taskInstances/wait_for_final/logs/1",
-                        params={"full_content": "true"}, headers={"Accept": "application/json"})
+    log = deployment.ok(
+        "GET",
+        f"/dags/watch_job_checkpoints/dagRuns/{watch_run}/taskInstances/wait_for_final/logs/1",
+        params={"full_content": "true"},
+        headers={"Accept": "application/json"},
+    )
     events = [e for e in log["content"] if isinstance(e, dict)]
-    waits = [e for e in events if e.get("logger", "").endswith("CheckpointTrigger")
-             and e.get("event", "").startswith(f"job {job_id}: waiting for the final checkpoint")]
+    waits = [
+        e
+        for e in events
+        if e.get("logger", "").endswith("CheckpointTrigger")
+        and e.get("event", "").startswith(f"job {job_id}: waiting for the final checkpoint")
+    ]
     assert waits, f"no trigger lines in the task log: {events[-20:]}"
     assert any(e.get("filename") == "triggerer_job_runner.py" and "starting" in e.get("event", "") for e in events)
 
@@ -124,8 +139,14 @@ def _everything_a_run_shows(deployment: AirflowDeployment, dag_id: str, run_id: 
         # the checkpoint view's data (a 404 for a task of another operator)
         places[f"{task_id} checkpoint view"] = view(deployment, "api/history", dag_id, run_id, task_id).text
         for attempt in range(1, tries + 1):
-            places[f"{task_id} log {attempt}"] = json.dumps(deployment.ok(
-                "GET", f"{base}/logs/{attempt}", params={"full_content": "true"}, headers={"Accept": "application/json"}))
+            places[f"{task_id} log {attempt}"] = json.dumps(
+                deployment.ok(
+                    "GET",
+                    f"{base}/logs/{attempt}",
+                    params={"full_content": "true"},
+                    headers={"Accept": "application/json"},
+                )
+            )
     for path in deployment.logs.glob("*.log"):
         places[path.name] = path.read_text(errors="replace")
     return places
@@ -140,15 +161,33 @@ def test_connections_made_over_rest_carry_the_credentials_and_never_show_them(
     s3 = s3_process_server
     secret = "deploy-secret-" + secrets.token_hex(12)
     bucket = s3.create_bucket(f"deploy-{secrets.token_hex(4)}")
-    ensure_connection(deployment, {
-        "connection_id": "aws_checkpoints", "conn_type": "aws", "login": "AKIADEPLOYMENT", "password": secret,
-        "extra": json.dumps({"region_name": s3.region, "endpoint_url": s3.endpoint_url})})
+    ensure_connection(
+        deployment,
+        {
+            "connection_id": "aws_checkpoints",
+            "conn_type": "aws",
+            "login": "AKIADEPLOYMENT",
+            "password": secret,
+            "extra": json.dumps({"region_name": s3.region, "endpoint_url": s3.endpoint_url}),
+        },
+    )
     own_type = {
-        "connection_id": "checkpoints_on_s3", "conn_type": "seatunnel_checkpoint", "login": "AKIADEPLOYMENT",
-        "password": secret, "extra": json.dumps({
-            "storage_type": "s3", "namespace": "/seatunnel/checkpoint/",
-            "plugin_config": {"s3.bucket": f"s3a://{bucket}", "fs.s3a.endpoint": s3.endpoint_url,
-                              "fs.s3a.path.style.access": "true"}})}
+        "connection_id": "checkpoints_on_s3",
+        "conn_type": "seatunnel_checkpoint",
+        "login": "AKIADEPLOYMENT",
+        "password": secret,
+        "extra": json.dumps(
+            {
+                "storage_type": "s3",
+                "namespace": "/seatunnel/checkpoint/",
+                "plugin_config": {
+                    "s3.bucket": f"s3a://{bucket}",
+                    "fs.s3a.endpoint": s3.endpoint_url,
+                    "fs.s3a.path.style.access": "true",
+                },
+            }
+        ),
+    }
     ensure_connection(deployment, own_type)
     assert deployment.ok("GET", "/connections/checkpoints_on_s3")["conn_type"] == "seatunnel_checkpoint"
     tested = deployment.ok("POST", "/connections/test", json=own_type)
@@ -187,8 +226,10 @@ def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does
     id, which finds the job finished and does nothing (no rows written twice)."""
     dag_id, rows = "example_checkpointed_etl_local", 100_000
     first_day = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-    runs = [trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows}, first_day + dt.timedelta(days=n))
-            for n in range(2)]
+    runs = [
+        trigger(deployment, dag_id, {"workdir": str(tmp_path), "rows": rows}, first_day + dt.timedelta(days=n))
+        for n in range(2)
+    ]
     ended = wait_for_runs(deployment, *[(dag_id, run_id) for run_id in runs])
     assert [ended[run_id][0] for run_id in runs] == ["success", "success"], deployment.explain()
     job_ids = [xcom(deployment, dag_id, run_id, "etl", "job_id") for run_id in runs]
@@ -199,8 +240,9 @@ def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does
         assert storage.read_document(job_id, "job.json")["status"] == "finished"
         assert [a["attempt"] for a in attempts(storage, job_id)] == [1]
     for day in ("2026-03-01", "2026-03-02"):
-        assert sorted(i for part in committed_ids(tmp_path / "output" / dag_id / day).values() for i in part) == \
-            list(range(rows))
+        assert sorted(i for part in committed_ids(tmp_path / "output" / dag_id / day).values() for i in part) == list(
+            range(rows)
+        )
 
     before = xcom(deployment, dag_id, runs[0], "etl")
     clear(deployment, dag_id, runs[0], "etl")
@@ -212,8 +254,9 @@ def test_two_runs_at_once_keep_their_own_jobs_and_a_cleared_successful_task_does
     assert again["ran"] is False and again["status"] == "finished"
     assert again["final_checkpoint_id"] == before["final_checkpoint_id"]
     assert [a["attempt"] for a in attempts(storage, job_ids[0])] == [1]  # no new attempt ran
-    assert sorted(i for part in committed_ids(tmp_path / "output" / dag_id / "2026-03-01").values() for i in part) == \
-        list(range(rows))
+    assert sorted(
+        i for part in committed_ids(tmp_path / "output" / dag_id / "2026-03-01").values() for i in part
+    ) == list(range(rows))
 
 
 def test_a_task_marked_failed_then_cleared_resumes_its_job(

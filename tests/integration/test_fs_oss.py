@@ -205,9 +205,7 @@ def test_multipart_complete_whose_answer_was_lost(srv):
     # The first CompleteMultipartUpload takes effect but its answer is lost; the retry
     # gets NoSuchUpload and must recognise the object as its own write.
     fs = make_fs(srv, multipart_threshold=256 * 1024, part_size=100 * 1024)
-    srv.drop_connection_next(
-        1, when=lambda r: r.method == "POST" and "uploadId" in r.params, after_processing=True
-    )
+    srv.drop_connection_next(1, when=lambda r: r.method == "POST" and "uploadId" in r.params, after_processing=True)
     payload = b"c" * (300 * 1024)
     fs.write_atomic("/big/lost-answer", payload)
     assert fs.read("/big/lost-answer") == payload
@@ -275,8 +273,14 @@ def test_unknown_access_key_fails_fast(srv):
 
 def test_missing_bucket_is_an_error_not_absence(srv):
     fs = make_fs(srv, bucket="no-such-bucket")
-    for op in (lambda: fs.info("/x"), lambda: fs.list_dir("/x"), lambda: fs.read("/x"), lambda: fs.read("/x", 0, 0),
-               lambda: fs.write_atomic("/x", b"1"), lambda: fs.delete("/x", recursive=True)):
+    for op in (
+        lambda: fs.info("/x"),
+        lambda: fs.list_dir("/x"),
+        lambda: fs.read("/x"),
+        lambda: fs.read("/x", 0, 0),
+        lambda: fs.write_atomic("/x", b"1"),
+        lambda: fs.delete("/x", recursive=True),
+    ):
         with pytest.raises(CheckpointStorageError, match="NoSuchBucket") as err:
             op()
         assert "no-such-bucket" in str(err.value)

@@ -311,7 +311,9 @@ def test_404_without_a_webhdfs_body_is_not_not_found(fs, srv):
 
 def test_error_messages_never_carry_tokens(fs, srv):
     srv.fail_next(
-        1, status=403, exception="AccessControlException",
+        1,
+        status=403,
+        exception="AccessControlException",
         message="denied: /webhdfs/v1/f?op=OPEN&delegation=SECRETTOKEN123&user.name=x",
     )
     with pytest.raises(CheckpointStorageError) as err:
@@ -416,8 +418,7 @@ SEED_HA = {
     "seatunnel.hadoop.dfs.ha.namenodes.usdp-bing": "nn1,nn2",
     "seatunnel.hadoop.dfs.namenode.rpc-address.usdp-bing.nn1": "usdp-bing-nn1:8020",
     "seatunnel.hadoop.dfs.namenode.rpc-address.usdp-bing.nn2": "usdp-bing-nn2:8020",
-    "seatunnel.hadoop.dfs.client.failover.proxy.provider.usdp-bing":
-        'org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"',
+    "seatunnel.hadoop.dfs.client.failover.proxy.provider.usdp-bing": 'org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"',
 }
 
 
@@ -444,15 +445,11 @@ def test_plugin_config_overrides_and_users():
     base = {"fs.defaultFS": "hdfs://nn:8020"}
     fs = WebHdfsFileSystem.from_plugin_config({**base, "webhdfs.url": "http://a:1;http://b:2"})
     assert fs.urls == ["http://a:1", "http://b:2"]
-    fs = WebHdfsFileSystem.from_plugin_config(
-        {**base, "seatunnel.hadoop.dfs.namenode.http-address": "0.0.0.0:50070"}
-    )
+    fs = WebHdfsFileSystem.from_plugin_config({**base, "seatunnel.hadoop.dfs.namenode.http-address": "0.0.0.0:50070"})
     assert fs.urls == ["http://nn:50070"]
     fs = WebHdfsFileSystem.from_plugin_config({"fs.defaultFS": "webhdfs://web:14000"})
     assert fs.urls == ["http://web:14000"]
-    fs = WebHdfsFileSystem.from_plugin_config(
-        {**base, "seatunnel.hadoop.dfs.http.policy": "HTTPS_ONLY"}
-    )
+    fs = WebHdfsFileSystem.from_plugin_config({**base, "seatunnel.hadoop.dfs.http.policy": "HTTPS_ONLY"})
     assert fs.urls == ["https://nn:9871"]
     fs = WebHdfsFileSystem.from_plugin_config({**base, "hdfs.user": "etl"})
     assert fs.user == "etl"
@@ -501,8 +498,12 @@ def test_plugin_config_krb5_path_reaches_kinit(krb):
         ({"fs.defaultFS": "hdfs://nn:8020", "kerberosPrincipal": "p"}, "plugin-config.kerberosKeytab"),
         ({"fs.defaultFS": "hdfs://nn:8020", "kerberosKeytab": "/k"}, "plugin-config.kerberosPrincipal"),
         (
-            {"fs.defaultFS": "hdfs://nn:8020", "kerberosPrincipal": "p", "kerberosKeytab": "/a",
-             "kerberosKeytabFilePath": "/b"},
+            {
+                "fs.defaultFS": "hdfs://nn:8020",
+                "kerberosPrincipal": "p",
+                "kerberosKeytab": "/a",
+                "kerberosKeytabFilePath": "/b",
+            },
             "plugin-config.kerberosKeytabFilePath",
         ),
         ({"fs.defaultFS": "hdfs://nn:8020", "webhdfs.timeout": "0"}, "plugin-config.webhdfs.timeout"),
@@ -760,8 +761,11 @@ def test_parse_klist_formats():
 def test_file_system_renews_the_ticket_before_requests(krb, srv, monkeypatch):
     renewer = krb.renewer()
     fs = WebHdfsFileSystem(
-        [srv.url], kerberos_principal="etl@EXAMPLE.COM", kerberos_keytab=krb.keytab,
-        kerberos_renewer=renewer, **FAST,
+        [srv.url],
+        kerberos_principal="etl@EXAMPLE.COM",
+        kerberos_keytab=krb.keytab,
+        kerberos_renewer=renewer,
+        **FAST,
     )
     # stand-in for the SPNEGO client (the [kerberos] extra), talking to the same server
     monkeypatch.setattr(fs, "_new_client", lambda: InsecureClient(srv.url, user="etl"))
@@ -777,8 +781,11 @@ def test_file_system_renews_the_ticket_before_requests(krb, srv, monkeypatch):
 def test_kerberos_failure_is_reported_before_any_request(krb, srv, monkeypatch):
     (krb.dir / "kinit_fail").write_text("1")
     fs = WebHdfsFileSystem(
-        [srv.url], kerberos_principal="etl@EXAMPLE.COM", kerberos_keytab=krb.keytab,
-        kerberos_renewer=krb.renewer(), **FAST,
+        [srv.url],
+        kerberos_principal="etl@EXAMPLE.COM",
+        kerberos_keytab=krb.keytab,
+        kerberos_renewer=krb.renewer(),
+        **FAST,
     )
     monkeypatch.setattr(fs, "_new_client", lambda: InsecureClient(srv.url, user="etl"))
     with pytest.raises(CheckpointStorageError, match="kinit"):
@@ -791,8 +798,11 @@ def test_kerberos_failure_is_reported_before_any_request(krb, srv, monkeypatch):
 )
 def test_kerberos_without_the_extra_raises_backend_missing(krb, srv):
     fs = WebHdfsFileSystem(
-        [srv.url], kerberos_principal="etl@EXAMPLE.COM", kerberos_keytab=krb.keytab,
-        kerberos_renewer=krb.renewer(), **FAST,
+        [srv.url],
+        kerberos_principal="etl@EXAMPLE.COM",
+        kerberos_keytab=krb.keytab,
+        kerberos_renewer=krb.renewer(),
+        **FAST,
     )
     with pytest.raises(BackendMissing, match=r"airflow-provider-seatunnel-ckpt\[kerberos\]"):
         fs.info("/f")

@@ -25,6 +25,8 @@ def test_airflow_providers_list_and_get(tmp_path):
     listed = subprocess.run([str(airflow), "providers", "list"], capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert PACKAGE_NAME in listed.stdout
-    got = subprocess.run([str(airflow), "providers", "get", PACKAGE_NAME], capture_output=True, text=True, env=env, timeout=120)
+    got = subprocess.run(
+        [str(airflow), "providers", "get", PACKAGE_NAME], capture_output=True, text=True, env=env, timeout=120
+    )
     assert got.returncode == 0, got.stderr
     assert PACKAGE_NAME in got.stdout

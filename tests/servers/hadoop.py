@@ -48,10 +48,14 @@ class HadoopCluster(JvmServer):
 
     def start(self) -> HadoopCluster:
         started = time.monotonic()
-        self.process = JvmProcess("hadoop", "servers.MiniClusters",
-                                  ["--mode", self.mode, "--dir", str(self.workdir / "cluster")],
-                                  log_path=self.workdir / "server.log", cwd=self.workdir,
-                                  heap="1g" if self.mode == "yarn" else "768m")
+        self.process = JvmProcess(
+            "hadoop",
+            "servers.MiniClusters",
+            ["--mode", self.mode, "--dir", str(self.workdir / "cluster")],
+            log_path=self.workdir / "server.log",
+            cwd=self.workdir,
+            heap="1g" if self.mode == "yarn" else "768m",
+        )
         try:
             self.process.start()
             line = self.process.read_line(self.start_timeout)
@@ -122,8 +126,12 @@ class HadoopCluster(JvmServer):
         krb = self.kerberos
         kinit = shutil.which("kinit")
         if kinit:
-            subprocess.run([kinit, "-kt", krb["keytab"], "-c", f"FILE:{ccache}", krb["principal"]], check=True,
-                           env={"KRB5_CONFIG": krb["krb5_conf"], "PATH": "/usr/bin:/bin"}, timeout=60)
+            subprocess.run(
+                [kinit, "-kt", krb["keytab"], "-c", f"FILE:{ccache}", krb["principal"]],
+                check=True,
+                env={"KRB5_CONFIG": krb["krb5_conf"], "PATH": "/usr/bin:/bin"},
+                timeout=60,
+            )
         else:
             run_main("hadoop", "servers.Kinit", [krb["krb5_conf"], krb["keytab"], krb["principal"], str(ccache)])
         return Path(ccache)

@@ -28,8 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "jvm-servers"
 # Short-lived test servers on 2 cores: one GC thread, and the quick (C1) JIT only.
-JVM_OPTIONS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-               "-Djava.awt.headless=true"]
+JVM_OPTIONS = [
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Djava.awt.headless=true",
+]
 
 _built: dict[str, str] | None = None
 _build_lock = threading.Lock()
@@ -83,8 +87,17 @@ class JvmProcess:
     """One JVM: ``java [options] -cp <profile's classpath> MAIN ARGS``, stdin a lifeline,
     stderr (the server's log) to ``log_path``, stdout's lines readable with :meth:`read_line`."""
 
-    def __init__(self, profile: str, main_class: str, args: Sequence[str], *, log_path: Path,
-                 cwd: Path | None = None, heap: str = "512m", options: Sequence[str] = ()):
+    def __init__(
+        self,
+        profile: str,
+        main_class: str,
+        args: Sequence[str],
+        *,
+        log_path: Path,
+        cwd: Path | None = None,
+        heap: str = "512m",
+        options: Sequence[str] = (),
+    ):
         self.profile, self.main_class, self.args = profile, main_class, list(args)
         self.log_path, self.cwd, self.heap, self.options = Path(log_path), cwd, heap, list(options)
         self.process: subprocess.Popen | None = None
@@ -97,14 +110,31 @@ class JvmProcess:
     def start(self) -> JvmProcess:
         java = shutil.which("java")
         if java is None:
-            raise JvmServerError("Java 17 or newer is required for the JVM test servers "
-                                 "(Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)")
-        command = [java, f"-Xmx{self.heap}", *JVM_OPTIONS, *self.options, "-cp", classpath(self.profile),
-                   self.main_class, *self.args]
+            raise JvmServerError(
+                "Java 17 or newer is required for the JVM test servers "
+                "(Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)"
+            )
+        command = [
+            java,
+            f"-Xmx{self.heap}",
+            *JVM_OPTIONS,
+            *self.options,
+            "-cp",
+            classpath(self.profile),
+            self.main_class,
+            *self.args,
+        ]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                            cwd=self.cwd, text=True, start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.cwd,
+                text=True,
+                start_new_session=True,
+            )
         threading.Thread(target=self._read_stdout, daemon=True, name=f"jvm-stdout-{self.pid}").start()
         return self
 
@@ -195,15 +225,30 @@ class JvmServer:
         self.stop()
 
 
-def run_main(profile: str, main_class: str, args: Sequence[str], *, timeout: float = 120, heap: str = "256m",
-             cwd: Path | None = None) -> str:
+def run_main(
+    profile: str,
+    main_class: str,
+    args: Sequence[str],
+    *,
+    timeout: float = 120,
+    heap: str = "256m",
+    cwd: Path | None = None,
+) -> str:
     """Run a short JVM program (StorageTool, Kinit) to its end; its stdout, or JvmServerError."""
-    command = [shutil.which("java") or "java", f"-Xmx{heap}", *JVM_OPTIONS, "-cp", classpath(profile),
-               main_class, *args]
+    command = [
+        shutil.which("java") or "java",
+        f"-Xmx{heap}",
+        *JVM_OPTIONS,
+        "-cp",
+        classpath(profile),
+        main_class,
+        *args,
+    ]
     done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     if done.returncode != 0:
-        raise JvmServerError(f"{main_class} {' '.join(args)} failed ({done.returncode}):\n"
-                             f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+        raise JvmServerError(
+            f"{main_class} {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        )
     return done.stdout
 
 

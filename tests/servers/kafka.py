@@ -65,8 +65,13 @@ class KafkaMockCluster:
         self._process: subprocess.Popen | None = None
 
     def start(self) -> KafkaMockCluster:
-        self._process = subprocess.Popen([sys.executable, "-c", _CHILD, str(self.brokers)], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(self.brokers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         line = self._process.stdout.readline().strip()
         if not line:
             self.stop()
@@ -111,14 +116,28 @@ class KafkaMockCluster:
         finally:
             consumer.close()
 
-    def produce(self, topic: str, values: Iterable[bytes], keys: Iterable[bytes] | None = None,
-                partition_of: Any = None, timestamp_ms: int | None = None) -> int:
+    def produce(
+        self,
+        topic: str,
+        values: Iterable[bytes],
+        keys: Iterable[bytes] | None = None,
+        partition_of: Any = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
         """Produce ``values`` (optionally with ``keys``; ``partition_of(index)`` picks a
         partition); returns how many, after every one was acknowledged."""
         from confluent_kafka import Producer
 
-        producer = Producer(self.config(**{"linger.ms": 5, "batch.num.messages": 10_000,
-                                           "queue.buffering.max.messages": 1_000_000, "acks": "all"}))
+        producer = Producer(
+            self.config(
+                **{
+                    "linger.ms": 5,
+                    "batch.num.messages": 10_000,
+                    "queue.buffering.max.messages": 1_000_000,
+                    "acks": "all",
+                }
+            )
+        )
         failures: list[Any] = []
 
         def delivered(err: Any, _msg: Any) -> None:
@@ -152,8 +171,12 @@ class KafkaMockCluster:
     def produce_json(self, topic: str, rows: Iterable[dict[str, Any]], partitions: int, **kwargs: Any) -> int:
         """Each row as a JSON value, partition ``id % partitions``."""
         rows = list(rows)
-        return self.produce(topic, (json.dumps(r, separators=(",", ":")).encode() for r in rows),
-                            partition_of=lambda i: rows[i]["id"] % partitions, **kwargs)
+        return self.produce(
+            topic,
+            (json.dumps(r, separators=(",", ":")).encode() for r in rows),
+            partition_of=lambda i: rows[i]["id"] % partitions,
+            **kwargs,
+        )
 
 
 def read_committed_values(bootstrap_servers: str, topic: str, partitions: int) -> list[bytes]:
@@ -221,8 +244,9 @@ def claimed_while_prepared(audit_path: str | Path) -> tuple[list[str], int]:
     prepared transaction and the commit fails or, worse, its rows are lost. The mock cluster
     lets such a commit through, so only this log can show it. Returns (the claims, how many
     commits were checked)."""
-    events = sorted((json.loads(line) for line in Path(audit_path).read_text().splitlines() if line),
-                    key=lambda e: e["at"])
+    events = sorted(
+        (json.loads(line) for line in Path(audit_path).read_text().splitlines() if line), key=lambda e: e["at"]
+    )
     hazards, commits = [], 0
     last_prepare: dict[str, float] = {}
     claims: dict[str, list[float]] = {}
@@ -235,6 +259,9 @@ def claimed_while_prepared(audit_path: str | Path) -> tuple[list[str], int]:
         elif event["event"] == "commit" and name in last_prepare:
             commits += 1
             prepared = last_prepare[name]
-            hazards += [f"{name}: claimed at {t:.3f}, prepared at {prepared:.3f}, committed at {at:.3f}"
-                        for t in claims.get(name, []) if prepared < t < at]
+            hazards += [
+                f"{name}: claimed at {t:.3f}, prepared at {prepared:.3f}, committed at {at:.3f}"
+                for t in claims.get(name, [])
+                if prepared < t < at
+            ]
     return hazards, commits

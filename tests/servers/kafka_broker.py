@@ -84,12 +84,20 @@ class KafkaBroker(JvmServer):
         return path
 
     def _format(self, node: int) -> None:
-        run_main("kafka", "kafka.tools.StorageTool",
-                 ["format", "-t", self.cluster_id, "-c", str(self._properties(node)), "--ignore-formatted"])
+        run_main(
+            "kafka",
+            "kafka.tools.StorageTool",
+            ["format", "-t", self.cluster_id, "-c", str(self._properties(node)), "--ignore-formatted"],
+        )
 
     def start_node(self, node: int) -> None:
-        process = JvmProcess("kafka", "servers.Lifeline", ["kafka.Kafka", str(self._properties(node))],
-                             log_path=self.workdir / f"node-{node}" / "server.log", heap="512m")
+        process = JvmProcess(
+            "kafka",
+            "servers.Lifeline",
+            ["kafka.Kafka", str(self._properties(node))],
+            log_path=self.workdir / f"node-{node}" / "server.log",
+            heap="512m",
+        )
         self.processes[node] = process.start()
 
     def kill_node(self, node: int) -> None:

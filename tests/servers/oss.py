@@ -65,25 +65,80 @@ __all__ = ["OssServer", "OssState", "RequestRecord", "crc64_ecma"]
 #: query parameters that are part of the CanonicalizedResource when signing (V1)
 SIGNED_SUBRESOURCES = frozenset(
     {
-        "acl", "append", "bucketInfo", "callback", "callback-var", "comp", "continuation-token",
-        "cors", "delete", "encryption", "endTime", "group", "inventory", "inventoryId",
-        "lifecycle", "link", "live", "location", "logging", "objectInfo", "objectMeta",
-        "partNumber", "policy", "position", "qos", "referer", "replication", "requestPayment",
-        "response-cache-control", "response-content-disposition", "response-content-encoding",
-        "response-content-language", "response-content-type", "response-expires", "restore",
-        "security-token", "sequential", "startTime", "stat", "status", "symlink", "tagging",
-        "uploadId", "uploads", "versionId", "versioning", "versions", "vod", "website",
-        "worm", "wormExtend", "wormId", "x-oss-process", "x-oss-traffic-limit",
+        "acl",
+        "append",
+        "bucketInfo",
+        "callback",
+        "callback-var",
+        "comp",
+        "continuation-token",
+        "cors",
+        "delete",
+        "encryption",
+        "endTime",
+        "group",
+        "inventory",
+        "inventoryId",
+        "lifecycle",
+        "link",
+        "live",
+        "location",
+        "logging",
+        "objectInfo",
+        "objectMeta",
+        "partNumber",
+        "policy",
+        "position",
+        "qos",
+        "referer",
+        "replication",
+        "requestPayment",
+        "response-cache-control",
+        "response-content-disposition",
+        "response-content-encoding",
+        "response-content-language",
+        "response-content-type",
+        "response-expires",
+        "restore",
+        "security-token",
+        "sequential",
+        "startTime",
+        "stat",
+        "status",
+        "symlink",
+        "tagging",
+        "uploadId",
+        "uploads",
+        "versionId",
+        "versioning",
+        "versions",
+        "vod",
+        "website",
+        "worm",
+        "wormExtend",
+        "wormId",
+        "x-oss-process",
+        "x-oss-traffic-limit",
     }
 )
 
 #: sub-resources this server understands; any other signed sub-resource -> 501
 _HANDLED_SUBRESOURCES = frozenset(
     {
-        "bucketInfo", "continuation-token", "delete", "objectMeta", "partNumber",
-        "response-cache-control", "response-content-disposition", "response-content-encoding",
-        "response-content-language", "response-content-type", "response-expires",
-        "security-token", "uploadId", "uploads",
+        "bucketInfo",
+        "continuation-token",
+        "delete",
+        "objectMeta",
+        "partNumber",
+        "response-cache-control",
+        "response-content-disposition",
+        "response-content-encoding",
+        "response-content-language",
+        "response-content-type",
+        "response-expires",
+        "security-token",
+        "uploadId",
+        "uploads",
     }
 )
 
@@ -339,9 +394,7 @@ class OssState:
     def pending_uploads(self, bucket: str | None = None) -> list[tuple[str, str]]:
         """(key, upload id) of multipart uploads neither completed nor aborted."""
         with self._lock:
-            return sorted(
-                (up.key, uid) for uid, up in self._uploads.items() if bucket is None or up.bucket == bucket
-            )
+            return sorted((up.key, uid) for uid, up in self._uploads.items() if bucket is None or up.bucket == bucket)
 
     # ---- request entry point ---------------------------------------------------------
     def request_id(self) -> str:
@@ -381,8 +434,13 @@ class OssState:
         if subresources:
             resource += "?" + "&".join(f"{k}={v}" if v else k for k, v in subresources)
         return "\n".join(
-            [req.method, h.get("content-md5", ""), h.get("content-type", ""), h.get("date", ""),
-             canonical_headers + resource]
+            [
+                req.method,
+                h.get("content-md5", ""),
+                h.get("content-type", ""),
+                h.get("date", ""),
+                canonical_headers + resource,
+            ]
         )
 
     def _authenticate(self, req: Request, bucket: str, key: str) -> None:
@@ -395,7 +453,9 @@ class OssState:
         key_id, _, signature = credential.rpartition(":")
         if key_id != self.access_key_id:
             raise OssError(
-                403, "InvalidAccessKeyId", "The OSS Access Key Id you provided does not exist in our records.",
+                403,
+                "InvalidAccessKeyId",
+                "The OSS Access Key Id you provided does not exist in our records.",
                 OSSAccessKeyId=key_id,
             )
         date = req.headers.get("date")
@@ -407,7 +467,8 @@ class OssState:
             raise OssError(403, "AccessDenied", f"Invalid Date header {date!r}.") from None
         if abs(sent - self._clock()) > MAX_CLOCK_SKEW_S:
             raise OssError(
-                403, "RequestTimeTooSkewed",
+                403,
+                "RequestTimeTooSkewed",
                 "The difference between the request time and the current time is too large.",
             )
         string_to_sign = self.string_to_sign(req, bucket, key)
@@ -416,7 +477,8 @@ class OssState:
         ).decode("ascii")
         if not hmac.compare_digest(expected, signature):
             raise OssError(
-                403, "SignatureDoesNotMatch",
+                403,
+                "SignatureDoesNotMatch",
                 "The request signature we calculated does not match the signature you provided. "
                 "Check your key and signing method.",
                 StringToSign=string_to_sign,
@@ -492,8 +554,15 @@ class OssState:
             raise OssError(404, "NoSuchBucket", "The specified bucket does not exist.", BucketName=bucket)
         return found
 
-    def _new_object(self, data: bytes, content_type: str, meta: dict[str, str], object_type: str,
-                    etag: str | None = None, crc: int | None = None) -> _Object:
+    def _new_object(
+        self,
+        data: bytes,
+        content_type: str,
+        meta: dict[str, str],
+        object_type: str,
+        etag: str | None = None,
+        crc: int | None = None,
+    ) -> _Object:
         return _Object(
             data=data,
             etag=etag or _etag_of(data),
@@ -601,8 +670,13 @@ class OssState:
         except ValueError:
             raise OssError(400, "InvalidArgument", "max-keys must be an integer.", ArgumentName="max-keys") from None
         if not 0 <= max_keys <= MAX_KEYS_LIMIT:
-            raise OssError(400, "InvalidArgument", f"max-keys must be between 0 and {MAX_KEYS_LIMIT}.",
-                           ArgumentName="max-keys", ArgumentValue=str(max_keys))
+            raise OssError(
+                400,
+                "InvalidArgument",
+                f"max-keys must be between 0 and {MAX_KEYS_LIMIT}.",
+                ArgumentName="max-keys",
+                ArgumentValue=str(max_keys),
+            )
         encoding_type = params.get("encoding-type", "")
         if encoding_type not in ("", "url"):
             raise OssError(400, "InvalidArgument", "encoding-type must be url.", ArgumentName="encoding-type")
@@ -613,8 +687,12 @@ class OssState:
                 try:
                     marker = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("utf-8")
                 except ValueError:
-                    raise OssError(400, "InvalidArgument", "The continuation token is not valid.",
-                                   ArgumentName="continuation-token") from None
+                    raise OssError(
+                        400,
+                        "InvalidArgument",
+                        "The continuation token is not valid.",
+                        ArgumentName="continuation-token",
+                    ) from None
             else:
                 marker = params.get("start-after", "")
         else:
@@ -622,9 +700,7 @@ class OssState:
 
         with self._lock:
             found = self._require_bucket(bucket)
-            snapshot = sorted(
-                (k, o) for k, o in found.objects.items() if k.startswith(prefix) and k > marker
-            )
+            snapshot = sorted((k, o) for k, o in found.objects.items() if k.startswith(prefix) and k > marker)
         contents: list[tuple[str, _Object]] = []
         prefixes: list[str] = []
         truncated = False
@@ -665,8 +741,11 @@ class OssState:
         _sub(root, "IsTruncated", "true" if truncated else "false")
         if truncated:
             if v2:
-                _sub(root, "NextContinuationToken",
-                     base64.urlsafe_b64encode(last.encode("utf-8")).decode("ascii").rstrip("="))
+                _sub(
+                    root,
+                    "NextContinuationToken",
+                    base64.urlsafe_b64encode(last.encode("utf-8")).decode("ascii").rstrip("="),
+                )
             else:
                 _sub(root, "NextMarker", enc(last))
         if v2:
@@ -696,7 +775,8 @@ class OssState:
             found = self._require_bucket(bucket)
             if req.headers.get("x-oss-forbid-overwrite", "").lower() == "true" and key in found.objects:
                 raise OssError(
-                    409, "FileAlreadyExists",
+                    409,
+                    "FileAlreadyExists",
                     "The object you specified already exists and can not be overwritten.",
                 )
             found.objects[key] = obj
@@ -719,14 +799,21 @@ class OssState:
                 headers["x-oss-hash-crc64ecma"] = str(obj.crc64)
             return Response(200, headers)
         headers = self._object_headers(obj)
-        for name in ("content-type", "content-language", "expires", "cache-control",
-                     "content-disposition", "content-encoding"):
+        for name in (
+            "content-type",
+            "content-language",
+            "expires",
+            "cache-control",
+            "content-disposition",
+            "content-encoding",
+        ):
             override = params.get("response-" + name)
             if override:
                 headers[name.title()] = override
         size = len(obj.data)
-        span = self._parse_range(req.headers.get("range"), size,
-                                 req.headers.get("x-oss-range-behavior", "").lower() == "standard")
+        span = self._parse_range(
+            req.headers.get("range"), size, req.headers.get("x-oss-range-behavior", "").lower() == "standard"
+        )
         if span is None:
             headers["Content-Length"] = str(size)
             return Response(200, headers, obj.data)
@@ -747,7 +834,7 @@ class OssState:
         value = value.strip()
         if not value.startswith("bytes=") or "," in value:
             return None  # malformed or multi-range: ignored, whole object
-        first_s, dash, last_s = value[len("bytes="):].partition("-")
+        first_s, dash, last_s = value[len("bytes=") :].partition("-")
         try:
             if not dash or (not first_s and not last_s):
                 return None
@@ -763,8 +850,13 @@ class OssState:
             return first, min(last, size - 1)
         except ValueError:
             if standard:
-                raise OssError(416, "InvalidRange", "The requested range cannot be satisfied.",
-                               RangeRequested=value, ActualObjectSize=str(size)) from None
+                raise OssError(
+                    416,
+                    "InvalidRange",
+                    "The requested range cannot be satisfied.",
+                    RangeRequested=value,
+                    ActualObjectSize=str(size),
+                ) from None
             return None
 
     def _delete_object(self, bucket: str, key: str) -> Response:
@@ -817,8 +909,9 @@ class OssState:
                 meta = self._user_meta(req)
             else:
                 content_type, meta = src_obj.content_type, dict(src_obj.meta)
-            obj = self._new_object(src_obj.data, content_type, meta, src_obj.object_type,
-                                   etag=src_obj.etag, crc=src_obj.crc64)
+            obj = self._new_object(
+                src_obj.data, content_type, meta, src_obj.object_type, etag=src_obj.etag, crc=src_obj.crc64
+            )
             target.objects[key] = obj
         root = ET.Element("CopyObjectResult")
         _sub(root, "ETag", obj.etag)
@@ -833,8 +926,11 @@ class OssState:
         with self._lock:
             self._require_bucket(bucket)
             self._uploads[upload_id] = _Upload(
-                bucket, key, req.headers.get("content-type") or "application/octet-stream",
-                self._user_meta(req), self._clock(),
+                bucket,
+                key,
+                req.headers.get("content-type") or "application/octet-stream",
+                self._user_meta(req),
+                self._clock(),
             )
         root = ET.Element("InitiateMultipartUploadResult")
         _sub(root, "Bucket", bucket)
@@ -855,8 +951,12 @@ class OssState:
         except ValueError:
             number = 0
         if not 1 <= number <= MAX_PART_NUMBER:
-            raise OssError(400, "InvalidArgument", f"Part number must be an integer between 1 and {MAX_PART_NUMBER}.",
-                           ArgumentName="partNumber")
+            raise OssError(
+                400,
+                "InvalidArgument",
+                f"Part number must be an integer between 1 and {MAX_PART_NUMBER}.",
+                ArgumentName="partNumber",
+            )
         self._check_md5(req)
         part = _Part(req.body, _etag_of(req.body), crc64_ecma(req.body) if self.emit_crc64 else 0, self._clock())
         with self._lock:
@@ -883,8 +983,12 @@ class OssState:
                 previous = number
                 part = upload.parts.get(number)
                 if part is None or part.etag.strip('"').upper() != etag.strip().strip('"').upper():
-                    raise OssError(400, "InvalidPart", "One or more of the specified parts could not be found.",
-                                   PartNumber=str(number))
+                    raise OssError(
+                        400,
+                        "InvalidPart",
+                        "One or more of the specified parts could not be found.",
+                        PartNumber=str(number),
+                    )
                 chosen.append(part)
             if not chosen:
                 raise OssError(400, "MalformedXML", "At least one part is required.")
@@ -899,8 +1003,9 @@ class OssState:
             if self.emit_crc64:
                 for p in chosen:
                     crc = crc64_ecma(p.data, crc)
-            obj = self._new_object(data, upload.content_type, upload.meta, "Multipart",
-                                   etag=f'"{digest}-{len(chosen)}"', crc=crc)
+            obj = self._new_object(
+                data, upload.content_type, upload.meta, "Multipart", etag=f'"{digest}-{len(chosen)}"', crc=crc
+            )
             self._require_bucket(bucket).objects[key] = obj
             del self._uploads[upload_id]
         root = ET.Element("CompleteMultipartUploadResult")

@@ -67,8 +67,9 @@ class PostgresServer:
         return {"user": SERVER_USER, "group": pwd.getpwnam(SERVER_USER).pw_gid}
 
     def _run(self, *args: str) -> None:
-        result = subprocess.run([str(self.bin / args[0]), *args[1:]], capture_output=True, text=True,
-                                timeout=120, **self._as_server_user())
+        result = subprocess.run(
+            [str(self.bin / args[0]), *args[1:]], capture_output=True, text=True, timeout=120, **self._as_server_user()
+        )
         if result.returncode != 0:
             log = self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
             raise RuntimeError(f"{args[0]} failed ({result.returncode}): {result.stderr.strip()[-2000:]}\n{log}")
@@ -91,16 +92,35 @@ class PostgresServer:
             entry = pwd.getpwnam(SERVER_USER)
             for path in (self.root, password_file):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
-        self._run("initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=scram-sha-256",
-                  f"--pwfile={password_file}", "-E", "UTF8", "--locale=C", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data_dir),
+            "-U",
+            "postgres",
+            "--auth=scram-sha-256",
+            f"--pwfile={password_file}",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         password_file.unlink()
-        options = " ".join([
-            f"-p {self.port}", "-c listen_addresses=127.0.0.1", f"-c unix_socket_directories={self.root}",
-            f"-c max_prepared_transactions={self.max_prepared_transactions}",
-            f"-c max_connections={self.max_connections}", "-c fsync=off", "-c full_page_writes=off",
-            "-c synchronous_commit=off",
-        ])
-        self._run("pg_ctl", "-D", str(self.data_dir), "-o", options, "-l", str(self.log_path), "-w", "-t", "60", "start")
+        options = " ".join(
+            [
+                f"-p {self.port}",
+                "-c listen_addresses=127.0.0.1",
+                f"-c unix_socket_directories={self.root}",
+                f"-c max_prepared_transactions={self.max_prepared_transactions}",
+                f"-c max_connections={self.max_connections}",
+                "-c fsync=off",
+                "-c full_page_writes=off",
+                "-c synchronous_commit=off",
+            ]
+        )
+        self._run(
+            "pg_ctl", "-D", str(self.data_dir), "-o", options, "-l", str(self.log_path), "-w", "-t", "60", "start"
+        )
         self._started = True
         return self
 
@@ -108,7 +128,9 @@ class PostgresServer:
         """A crash (no checkpoint, no clean shutdown) and recovery on the same port."""
         # -l again: pg_ctl does not remember it, and a server started without one would
         # inherit (and hold open) the pipe this process reads pg_ctl's output from
-        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-l", str(self.log_path), "-w", "-t", "60", "restart")
+        self._run(
+            "pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-l", str(self.log_path), "-w", "-t", "60", "restart"
+        )
 
     def stop(self) -> None:
         if self.root is None:
@@ -157,4 +179,6 @@ class PostgresServer:
     def create_user(self, name: str, password: str) -> None:
         from psycopg import sql
 
-        self.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), sql.Literal(password)).as_string())
+        self.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), sql.Literal(password)).as_string()
+        )

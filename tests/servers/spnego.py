@@ -60,8 +60,9 @@ def _status_text(lib: ctypes.CDLL, code: int, kind: int) -> str:
             return "; ".join(texts)
 
 
-def negotiate_token(host: str, *, ccache: str | os.PathLike, krb5_conf: str | os.PathLike,
-                    service: str = "HTTP") -> str:
+def negotiate_token(
+    host: str, *, ccache: str | os.PathLike, krb5_conf: str | os.PathLike, service: str = "HTTP"
+) -> str:
     """The base64 SPNEGO token to send as ``Authorization: Negotiate <token>`` to ``host``."""
     lib = _library()
     if lib is None:
@@ -94,11 +95,24 @@ def _init_context(lib: ctypes.CDLL, target: str) -> str:
     context, out = ctypes.c_void_p(), _Buffer()
     try:
         major = lib.gss_init_sec_context(
-            ctypes.byref(minor), None, ctypes.byref(context), name, ctypes.byref(mech),
-            GSS_C_MUTUAL_FLAG | GSS_C_SEQUENCE_FLAG, 0, None, None, None, ctypes.byref(out), None, None)
+            ctypes.byref(minor),
+            None,
+            ctypes.byref(context),
+            name,
+            ctypes.byref(mech),
+            GSS_C_MUTUAL_FLAG | GSS_C_SEQUENCE_FLAG,
+            0,
+            None,
+            None,
+            None,
+            ctypes.byref(out),
+            None,
+            None,
+        )
         if major not in (GSS_S_COMPLETE, GSS_S_CONTINUE_NEEDED):
-            raise GssError(f"gss_init_sec_context({target}): {_status_text(lib, major, 1)}: "
-                           f"{_status_text(lib, minor.value, 2)}")
+            raise GssError(
+                f"gss_init_sec_context({target}): {_status_text(lib, major, 1)}: {_status_text(lib, minor.value, 2)}"
+            )
         return base64.b64encode(ctypes.string_at(out.value, out.length)).decode()
     finally:
         lib.gss_release_buffer(ctypes.byref(minor), ctypes.byref(out))

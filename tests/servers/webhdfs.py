@@ -180,9 +180,7 @@ class Namespace:
                 node.children[part] = child
                 node.mtime_ms = _now_ms()
             elif not child.is_dir:
-                raise RemoteError(
-                    "ParentNotDirectoryException", f"{walked} (is not a directory)"
-                )
+                raise RemoteError("ParentNotDirectoryException", f"{walked} (is not a directory)")
             node = child
         return node
 
@@ -194,8 +192,9 @@ class Namespace:
             self._mkdirs_locked(path, user, permission)
             return True
 
-    def create(self, path: str, user: str, overwrite: bool, permission: str,
-               replication: int, block_size: int) -> _Node:
+    def create(
+        self, path: str, user: str, overwrite: bool, permission: str, replication: int, block_size: int
+    ) -> _Node:
         with self.lock:
             if path == "/":
                 raise RemoteError("FileAlreadyExistsException", "/ already exists as a directory")
@@ -204,16 +203,15 @@ class Namespace:
             existing = parent.children.get(name)
             if existing is not None:
                 if existing.is_dir:
-                    raise RemoteError(
-                        "FileAlreadyExistsException", f"{path} already exists as a directory"
-                    )
+                    raise RemoteError("FileAlreadyExistsException", f"{path} already exists as a directory")
                 if not overwrite:
                     raise RemoteError(
                         "FileAlreadyExistsException",
                         f"{path} for client 127.0.0.1 already exists",
                     )
-            node = _Node(False, user, _now_ms(), permission, self._new_id(),
-                         replication=replication, block_size=block_size)
+            node = _Node(
+                False, user, _now_ms(), permission, self._new_id(), replication=replication, block_size=block_size
+            )
             parent.children[name] = node
             parent.mtime_ms = node.mtime_ms
             return node
@@ -294,9 +292,7 @@ class Namespace:
         with self.lock:
             if path == "/":
                 if self.root.children and not recursive:
-                    raise RemoteError(
-                        "PathIsNotEmptyDirectoryException", "`/ is non empty': Directory is not empty"
-                    )
+                    raise RemoteError("PathIsNotEmptyDirectoryException", "`/ is non empty': Directory is not empty")
                 return False  # HDFS refuses to delete the root
             try:
                 parent, node, name = self._walk(path)
@@ -367,9 +363,7 @@ class Namespace:
                 )
             if dst_node is not None:
                 if not overwrite:
-                    raise RemoteError(
-                        "FileAlreadyExistsException", f"rename destination {dst} already exists."
-                    )
+                    raise RemoteError("FileAlreadyExistsException", f"rename destination {dst} already exists.")
                 if dst_node.is_dir != src_node.is_dir:
                     raise RemoteError(
                         "IOException",
@@ -378,9 +372,7 @@ class Namespace:
                         else f"Source {src} and destination {dst} must both be files",
                     )
                 if dst_node.is_dir and dst_node.children:
-                    raise RemoteError(
-                        "IOException", f"rename destination directory is not empty: {dst}"
-                    )
+                    raise RemoteError("IOException", f"rename destination directory is not empty: {dst}")
             del src_parent.children[src_name]
             dst_parent.children[dst_name] = src_node
             now = _now_ms()
@@ -462,7 +454,9 @@ class _Listener(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         t = threading.Thread(
-            target=self._run_request, args=(request, client_address), daemon=True,
+            target=self._run_request,
+            args=(request, client_address),
+            daemon=True,
             name=f"webhdfs-{self.role}-conn",
         )
         with self._conn_lock:
@@ -569,8 +563,13 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     # -- responses --
-    def _send(self, status: int, body: bytes = b"", content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         if self._drop_answer:  # the request took effect; its answer is lost
             self._log(0, "drop")
             self._hang_up()
@@ -610,9 +609,16 @@ class _Handler(BaseHTTPRequestHandler):
         query_lists = {k.lower(): v for k, v in raw_query.items()}
         query = {k: v[0] for k, v in query_lists.items()}
         op = query.get("op", "").upper()
-        hdfs_path = unquote(split.path[len(PREFIX):]) if split.path.startswith(PREFIX) else ""
-        self._pending = dict(role=server.role, port=server.server_address[1], method=method,
-                             path=hdfs_path or split.path, op=op, query=query, target=self.path)
+        hdfs_path = unquote(split.path[len(PREFIX) :]) if split.path.startswith(PREFIX) else ""
+        self._pending = dict(
+            role=server.role,
+            port=server.server_address[1],
+            method=method,
+            path=hdfs_path or split.path,
+            op=op,
+            query=query,
+            target=self.path,
+        )
 
         fault = owner._take_fault(server.role, op)
         self._drop_answer = fault is not None and fault.kind == "drop_after"
@@ -647,8 +653,15 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self._log(0)  # no answer was sent (the client went away mid-body)
 
-    def _dispatch(self, method: str, op: str, hdfs_path: str, url_path: str,
-                  query: dict[str, str], query_lists: dict[str, list[str]]) -> int:
+    def _dispatch(
+        self,
+        method: str,
+        op: str,
+        hdfs_path: str,
+        url_path: str,
+        query: dict[str, str],
+        query_lists: dict[str, list[str]],
+    ) -> int:
         server = self.server
         owner = server.owner
         role = server.role
@@ -663,10 +676,14 @@ class _Handler(BaseHTTPRequestHandler):
         if op not in ops.get(method, set()):
             known = any(op in s for s in NAMENODE_OPS.values())
             if known:
-                raise RemoteError("IllegalArgumentException",
-                                  f"Invalid value for webhdfs parameter \"op\": {op} is not a valid {method} operation.")
-            raise RemoteError("IllegalArgumentException",
-                              f"Invalid value for webhdfs parameter \"op\": No enum constant {method.title()}OpParam.Op.{op}")
+                raise RemoteError(
+                    "IllegalArgumentException",
+                    f'Invalid value for webhdfs parameter "op": {op} is not a valid {method} operation.',
+                )
+            raise RemoteError(
+                "IllegalArgumentException",
+                f'Invalid value for webhdfs parameter "op": No enum constant {method.title()}OpParam.Op.{op}',
+            )
         user = owner._authenticate(query_lists)
         if role == "namenode" and owner.standby:
             category = "WRITE" if op in WRITE_OPS else "READ"
@@ -692,9 +709,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._discard_body()
             dn_query = [(k, v) for k, vs in query_lists.items() for v in vs if k != "noredirect"]
             dn_query.append(("namenoderpcaddress", f"127.0.0.1:{server.server_address[1]}"))
-            location = (
-                f"{owner.datanode_url}{PREFIX}{quote(path)}?{urlencode(dn_query)}"
-            )
+            location = f"{owner.datanode_url}{PREFIX}{quote(path)}?{urlencode(dn_query)}"
             if _bool_param(query, "noredirect", False):
                 self._send_json({"Location": location})
                 return 200
@@ -717,11 +732,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif op == "RENAME":
             dst = query.get("destination")
             if not dst:
-                raise RemoteError("IllegalArgumentException", "Invalid value for webhdfs parameter \"destination\": null")
+                raise RemoteError("IllegalArgumentException", 'Invalid value for webhdfs parameter "destination": null')
             if not dst.startswith("/"):
                 raise RemoteError(
                     "IllegalArgumentException",
-                    f"Invalid value for webhdfs parameter \"destination\": {dst} is not an absolute path",
+                    f'Invalid value for webhdfs parameter "destination": {dst} is not an absolute path',
                 )
             dst = _normalize(dst)
             options = _rename_options(query.get("renameoptions", ""))
@@ -781,7 +796,7 @@ def _bool_param(query: dict[str, str], name: str, default: bool) -> bool:
         return value.lower() == "true"
     raise RemoteError(
         "IllegalArgumentException",
-        f"Invalid value for webhdfs parameter \"{name}\": Failed to parse \"{value}\" as a boolean.",
+        f'Invalid value for webhdfs parameter "{name}": Failed to parse "{value}" as a boolean.',
     )
 
 
@@ -796,7 +811,7 @@ def _int_param(query: dict[str, str], name: str, default: int | None) -> int | N
     if number < 0:
         raise RemoteError(
             "IllegalArgumentException",
-            f"Invalid value for webhdfs parameter \"{name}\": Invalid value: \"{value}\" "
+            f'Invalid value for webhdfs parameter "{name}": Invalid value: "{value}" '
             "does not belong to the domain [0, 9223372036854775807]",
         )
     return number
@@ -809,7 +824,7 @@ def _perm_param(query: dict[str, str], default: str) -> str:
     if not all(c in "01234567" for c in value) or len(value) > 4:
         raise RemoteError(
             "IllegalArgumentException",
-            f"Invalid value for webhdfs parameter \"permission\": Invalid value: \"{value}\"",
+            f'Invalid value for webhdfs parameter "permission": Invalid value: "{value}"',
         )
     return value.lstrip("0")[-3:].rjust(3, "0")
 
@@ -820,7 +835,7 @@ def _rename_options(value: str) -> set[str]:
     if bad:
         raise RemoteError(
             "IllegalArgumentException",
-            f"Invalid value for webhdfs parameter \"renameoptions\": {sorted(bad)[0]}",
+            f'Invalid value for webhdfs parameter "renameoptions": {sorted(bad)[0]}',
         )
     return options - {"NONE"}
 
@@ -870,7 +885,9 @@ class WebHdfsServer:
         self._listeners = [self._namenode, self._datanode]
         for listener in self._listeners:
             t = threading.Thread(
-                target=listener.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True,
+                target=listener.serve_forever,
+                kwargs={"poll_interval": 0.02},
+                daemon=True,
                 name=f"webhdfs-{listener.role}",
             )
             t.start()
@@ -911,9 +928,16 @@ class WebHdfsServer:
         return f"http://{self.host}:{self.datanode_port}"
 
     # -- fault injection --
-    def fail_next(self, n: int, status: int = 503, *, exception: str | None = None,
-                  message: str | None = None, role: str | None = None,
-                  op: str | None = None) -> None:
+    def fail_next(
+        self,
+        n: int,
+        status: int = 503,
+        *,
+        exception: str | None = None,
+        message: str | None = None,
+        role: str | None = None,
+        op: str | None = None,
+    ) -> None:
         """The next ``n`` requests (to ``role``/``op`` if given) fail with ``status``.
 
         The body is a RemoteException named ``exception`` (default: RetriableException
@@ -921,15 +945,17 @@ class WebHdfsServer:
         sends an HTML page instead, as a proxy in front of the name node would.
         """
         if exception is None:
-            exception = "RetriableException" if status == 503 else (
-                "RuntimeException" if status >= 500 else "IOException")
+            exception = (
+                "RetriableException" if status == 503 else ("RuntimeException" if status >= 500 else "IOException")
+            )
         text = message if message is not None else f"injected failure (HTTP {status})"
         fault = _Fault("fail", role, op and op.upper(), status, exception, text)
         with self._lock:
             self._faults.extend([fault] * n)
 
-    def drop_connection_next(self, n: int, *, role: str | None = None, op: str | None = None,
-                             after_processing: bool = False) -> None:
+    def drop_connection_next(
+        self, n: int, *, role: str | None = None, op: str | None = None, after_processing: bool = False
+    ) -> None:
         """The next ``n`` requests get no answer: the connection just closes.
 
         With ``after_processing`` the request takes effect first (the answer is what is
@@ -970,7 +996,7 @@ class WebHdfsServer:
             who = next((u for u in users if u != self.required_user), doas)
             raise RemoteError(
                 "AccessControlException",
-                f"Permission denied: user={who}, access=EXECUTE, inode=\"/\":hdfs:supergroup:drwx------",
+                f'Permission denied: user={who}, access=EXECUTE, inode="/":hdfs:supergroup:drwx------',
             )
         return self.required_user
 

@@ -48,7 +48,9 @@ class Mutation:
 def _zombie_deletes() -> contextlib.AbstractContextManager[Any]:
     def delete_aborted(self: DriverLoop, checkpoint_id: int, savepoint: bool = False) -> None:
         try:  # as before the fix: the whole directory, fenced or not
-            self.store.storage.delete_checkpoint_dir(self.store.job_id, self.store.pipeline_id, checkpoint_id, savepoint)
+            self.store.storage.delete_checkpoint_dir(
+                self.store.job_id, self.store.pipeline_id, checkpoint_id, savepoint
+            )
         except Exception:
             pass
 
@@ -56,7 +58,9 @@ def _zombie_deletes() -> contextlib.AbstractContextManager[Any]:
 
 
 def _state_names_without_run() -> contextlib.AbstractContextManager[Any]:
-    return mock.patch.object(Layout, "task_state_name", staticmethod(lambda subtask, attempt, run: f"task-{subtask}-{attempt}.state"))
+    return mock.patch.object(
+        Layout, "task_state_name", staticmethod(lambda subtask, attempt, run: f"task-{subtask}-{attempt}.state")
+    )
 
 
 def _finished_zombie_cleans_up() -> contextlib.AbstractContextManager[Any]:
@@ -66,8 +70,9 @@ def _finished_zombie_cleans_up() -> contextlib.AbstractContextManager[Any]:
 # ---- 2: a failed subtask that never comes back ------------------------------------------------
 def _no_failover_timeout() -> contextlib.AbstractContextManager[Any]:
     # a fresh dict on every read: the coordinator never remembers when a subtask failed
-    return mock.patch.object(CheckpointCoordinator, "_failed_at", property(lambda self: {}, lambda self, value: None),
-                             create=True)
+    return mock.patch.object(
+        CheckpointCoordinator, "_failed_at", property(lambda self: {}, lambda self, value: None), create=True
+    )
 
 
 # ---- 3: restore discards, then the sink refuses -------------------------------------------------
@@ -107,7 +112,9 @@ def _sync_failure_declines() -> contextlib.AbstractContextManager[Any]:
 def _discard_deletes_committed_output() -> contextlib.AbstractContextManager[Any]:
     # as before: the File sink rolled its committed part files back to the start
     stack = contextlib.ExitStack()
-    stack.enter_context(mock.patch.object(FileSinkCommitter, "discard_job", lambda self: FileSinkCommitter.rollback(self, 0)))
+    stack.enter_context(
+        mock.patch.object(FileSinkCommitter, "discard_job", lambda self: FileSinkCommitter.rollback(self, 0))
+    )
     stack.enter_context(mock.patch.object(FileSinkCommitter, "_read_discarded", lambda self: 0))
     return stack
 
@@ -131,8 +138,9 @@ def _no_release_at_restart() -> contextlib.AbstractContextManager[Any]:
 # ---- 7: aborted savepoints -------------------------------------------------------------------
 def _savepoint_kind_dropped() -> contextlib.AbstractContextManager[Any]:
     original = DriverLoop._delete_aborted
-    return mock.patch.object(DriverLoop, "_delete_aborted", lambda self, checkpoint_id, savepoint=False:
-                             original(self, checkpoint_id, False))
+    return mock.patch.object(
+        DriverLoop, "_delete_aborted", lambda self, checkpoint_id, savepoint=False: original(self, checkpoint_id, False)
+    )
 
 
 # ---- 8: the driver loop spinning ------------------------------------------------------------------
@@ -156,8 +164,11 @@ def _sinks_matched_by_place() -> contextlib.AbstractContextManager[Any]:
 def _non_restored_output_dropped() -> contextlib.AbstractContextManager[Any]:
     # output of a sink the job no longer has dropped as if --allow-non-restored-state were given
     original = runner_module.restored_for_sinks
-    return mock.patch.object(runner_module, "restored_for_sinks", lambda manifest, sink, allow, progress:
-                             original(manifest, sink, True, progress))
+    return mock.patch.object(
+        runner_module,
+        "restored_for_sinks",
+        lambda manifest, sink, allow, progress: original(manifest, sink, True, progress),
+    )
 
 
 # ---- found by the simulation while it was built ------------------------------------------------------

@@ -50,8 +50,9 @@ def test_simulation_seeds_keep_every_invariant(chunk: int) -> None:
         try:
             simulate(seed)
         except Violation as err:
-            pytest.fail(f"{err}\n(replay: SEATUNNEL_CKPT_SIMULATION_SEED={seed} scripts/test -k simulation)",
-                        pytrace=False)
+            pytest.fail(
+                f"{err}\n(replay: SEATUNNEL_CKPT_SIMULATION_SEED={seed} scripts/test -k simulation)", pytrace=False
+            )
 
 
 #: what the progress lines measure on the wall clock (write and encode times, rates)
@@ -68,11 +69,18 @@ def test_simulation_replays_a_seed_exactly() -> None:
 
 def test_simulation_exercises_every_fault() -> None:
     """Across the seeds the faults the invariants are about do happen."""
-    seen = {"takes over": 0, "driver killed": 0, "hangs": 0, "killed": 0, "restored": 0, "injected fault": 0,
-            "left by subtask": 0,  # a restarted subtask released what its previous registration prepared
-            "splits attempt": 0,  # a rerun with nothing to restore read an earlier attempt's plan
-            "(externalized-retention: delete-on-finish)": 0,  # a finished job deleted from storage
-            "the other way round": 0}  # a rerun listed the job's two sinks in the other order
+    seen = {
+        "takes over": 0,
+        "driver killed": 0,
+        "hangs": 0,
+        "killed": 0,
+        "restored": 0,
+        "injected fault": 0,
+        "left by subtask": 0,  # a restarted subtask released what its previous registration prepared
+        "splits attempt": 0,  # a rerun with nothing to restore read an earlier attempt's plan
+        "(externalized-retention: delete-on-finish)": 0,  # a finished job deleted from storage
+        "the other way round": 0,
+    }  # a rerun listed the job's two sinks in the other order
     for seed in range(200):
         world = simulate(seed)
         text = "\n".join(world.trace)

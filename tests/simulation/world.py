@@ -284,8 +284,10 @@ class World:
             self._run_next()
         if not self.finished:
             live = [r for r in self.runs if r.alive]
-            raise self.broke("nothing can progress and nothing times out: the job hangs "
-                            f"({', '.join(r.describe() for r in live) or 'no live run'})")
+            raise self.broke(
+                "nothing can progress and nothing times out: the job hangs "
+                f"({', '.join(r.describe() for r in live) or 'no live run'})"
+            )
         self.check_exactly_once()
         self.check_forgotten()
 
@@ -361,8 +363,11 @@ class World:
         return FileSystemCheckpointStorage(self.raw, NAMESPACE, max_retained=2)
 
     def completed_checkpoint_ids(self) -> list[int]:
-        return [e.checkpoint_id for e in self.truth().list_checkpoint_entries(JOB_ID, PIPELINE_ID)
-                if e.completed and not e.fenced]
+        return [
+            e.checkpoint_id
+            for e in self.truth().list_checkpoint_entries(JOB_ID, PIPELINE_ID)
+            if e.completed and not e.fenced
+        ]
 
     def is_fenced(self, run: DriverRun) -> bool:
         return 0 < run.attempt < self.newest_claim
@@ -427,8 +432,9 @@ class World:
             found = {}
             for info in self.raw.list_dir(OUTPUT):
                 if not info.is_dir and info.name.startswith("part-"):
-                    found[info.name] = tuple(json.loads(line)["id"] for line in self.raw.read(info.path).splitlines()
-                                             if line)
+                    found[info.name] = tuple(
+                        json.loads(line)["id"] for line in self.raw.read(info.path).splitlines() if line
+                    )
             families["File"] = found
         return families
 
@@ -489,8 +495,10 @@ class World:
             unexpected = sorted(set(ids) - expected)
             if lost or duplicated or unexpected:
                 where = f" in the {sink} sink" if self.two_sinks else ""
-                raise self.broke(f"not exactly once{where}: lost {lost[:10]} ({len(lost)}), duplicated "
-                                 f"{duplicated[:10]} ({len(duplicated)}), unexpected {unexpected[:10]}")
+                raise self.broke(
+                    f"not exactly once{where}: lost {lost[:10]} ({len(lost)}), duplicated "
+                    f"{duplicated[:10]} ({len(duplicated)}), unexpected {unexpected[:10]}"
+                )
 
 
 class FaultyFileSystem(MemoryFileSystem):
@@ -708,12 +716,16 @@ class SimCommitter(SinkCommitter):
 
     def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Any) -> None:
         if list(newer_checkpoint_ids):
-            raise ConfigError("--restore", f"simulated transactional sink cannot un-publish checkpoints "
-                                           f"{list(newer_checkpoint_ids)}")
+            raise ConfigError(
+                "--restore", f"simulated transactional sink cannot un-publish checkpoints {list(newer_checkpoint_ids)}"
+            )
 
     def rollback(self, after_checkpoint_id: int) -> None:
-        newer = [n for n in self.external.final if int(n.rsplit("-c", 1)[1]) > after_checkpoint_id
-                 and n not in self.world.lineage_start]  # an earlier lineage's output stays (--discard-existing)
+        newer = [
+            n
+            for n in self.external.final
+            if int(n.rsplit("-c", 1)[1]) > after_checkpoint_id and n not in self.world.lineage_start
+        ]  # an earlier lineage's output stays (--discard-existing)
         if newer:
             raise self.world.broke(f"a transactional sink was asked to un-publish {newer}: the restore was not refused")
 
@@ -793,8 +805,12 @@ class SubtaskSink:
         run, index, attempt = self.key
         for name in list(self.world.external.staged):
             prepared = Prepared.of(name)
-            if (prepared.run == run and prepared.subtask == index and prepared.attempt <= attempt
-                    and prepared.checkpoint_id > after_checkpoint_id):
+            if (
+                prepared.run == run
+                and prepared.subtask == index
+                and prepared.attempt <= attempt
+                and prepared.checkpoint_id > after_checkpoint_id
+            ):
                 self.world.external.roll_back(name, f"left by subtask {index}'s previous registration")
 
     def check_not_blocked(self, ids: list[int]) -> None:
@@ -812,12 +828,19 @@ class SubtaskSink:
             return  # this registration's release is still to come: the wait ends then
         for name, held in external.staged.items():
             prepared = Prepared.of(name)
-            if (prepared.run == run and prepared.subtask == index and prepared.instance != self.serial
-                    and prepared.checkpoint_id > after and external.prepared_at[name] > released
-                    and not set(held).isdisjoint(ids)):
-                raise self.world.broke(f"subtask {index} (restored from {after}) writes ids that {name} holds, prepared "
-                                       f"by an earlier registration after the driver released its orphans: nothing "
-                                       "releases it, the write waits until the run fails")
+            if (
+                prepared.run == run
+                and prepared.subtask == index
+                and prepared.instance != self.serial
+                and prepared.checkpoint_id > after
+                and external.prepared_at[name] > released
+                and not set(held).isdisjoint(ids)
+            ):
+                raise self.world.broke(
+                    f"subtask {index} (restored from {after}) writes ids that {name} holds, prepared "
+                    f"by an earlier registration after the driver released its orphans: nothing "
+                    "releases it, the write waits until the run fails"
+                )
 
     def close(self) -> None:
         self.closed = True
@@ -843,16 +866,20 @@ class CheckedCommitter(SinkCommitter):
         sink = self.run.sink
         if not isinstance(sink, SinkGroup):
             if any(isinstance(info, dict) and "sinks" in info for info in infos):
-                raise self.world.broke(f"run {self.run.number} {what} the output of two sinks as its one sink's: "
-                                       "sinks matched to their commit infos by place, not identity")
+                raise self.world.broke(
+                    f"run {self.run.number} {what} the output of two sinks as its one sink's: "
+                    "sinks matched to their commit infos by place, not identity"
+                )
             return
         for info in infos:
             for part, owner in zip((info or {}).get("sinks", ()), sink.sinks):
                 found = "transactional" if isinstance(part, dict) and "name" in part else "File"
                 expected = "transactional" if isinstance(owner, SimSink) else "File"
                 if part is not None and found != expected:
-                    raise self.world.broke(f"run {self.run.number} {what} the {found} sink's output as the {expected} "
-                                           "sink's: sinks matched to their commit infos by place, not identity")
+                    raise self.world.broke(
+                        f"run {self.run.number} {what} the {found} sink's output as the {expected} "
+                        "sink's: sinks matched to their commit infos by place, not identity"
+                    )
 
     def commit(self, commit_infos: Any) -> None:
         self._not_fenced("committed sink output")
@@ -862,7 +889,9 @@ class CheckedCommitter(SinkCommitter):
         for info in commit_infos:
             checkpoint_id = epoch_of(info)
             if not any(c >= checkpoint_id for c in completed):
-                raise self.world.broke(f"the epoch of checkpoint {checkpoint_id} committed before a _metadata covers it")
+                raise self.world.broke(
+                    f"the epoch of checkpoint {checkpoint_id} committed before a _metadata covers it"
+                )
         self.inner.commit(commit_infos)
 
     def cleanup(self, keep: Any) -> None:
@@ -1014,9 +1043,11 @@ class SimClient:
         if isinstance(message, Decline):
             key = (subtask.run.attempt, subtask.index, subtask.attempt, message.checkpoint_id)
             if key in world.prepare_faults:
-                raise world.broke(f"subtask {subtask.index} attempt {subtask.attempt} declined checkpoint "
-                                f"{message.checkpoint_id} for a failed sink pre-commit: a task failure, not a "
-                                "counted decline (Flink's rule)")
+                raise world.broke(
+                    f"subtask {subtask.index} attempt {subtask.attempt} declined checkpoint "
+                    f"{message.checkpoint_id} for a failed sink pre-commit: a task failure, not a "
+                    "counted decline (Flink's rule)"
+                )
         conn = subtask.conn
         if not conn.open:
             raise ConnectionError("closed")
@@ -1038,8 +1069,10 @@ class SimSource(Source):
         world = self.world
         rows = world.profile.rows_per_split
         moved = min(rows // 2, world.now // LATEST_MOVES_EVERY_MS)
-        return [Split(f"range-{i:03d}", {"start": i * rows + moved, "end": (i + 1) * rows})
-                for i in range(world.profile.splits)]
+        return [
+            Split(f"range-{i:03d}", {"start": i * rows + moved, "end": (i + 1) * rows})
+            for i in range(world.profile.splits)
+        ]
 
 
 # ---- a driver run -----------------------------------------------------------------------------
@@ -1078,16 +1111,36 @@ class DriverRun:
         world = self.world
         profile = world.profile
         source = {"plugin_name": "Sequence", "rows": profile.rows}
-        job = load_job({"env": {"job.name": JOB_ID, "parallelism": profile.parallelism},
-                        "source": [source], "sink": [{"plugin_name": "Console"}]})
-        config = load_config({"seatunnel": {"engine": {"checkpoint": {
-            "interval": profile.interval_ms, "timeout": profile.timeout_ms, "max-concurrent": profile.max_concurrent,
-            "tolerable-failure": profile.tolerable, "storage": {"type": "memory", "max-retained": 2},
-            "externalized-retention": "delete-on-finish" if profile.delete_on_finish else "retain-on-finish"}}}})
+        job = load_job(
+            {
+                "env": {"job.name": JOB_ID, "parallelism": profile.parallelism},
+                "source": [source],
+                "sink": [{"plugin_name": "Console"}],
+            }
+        )
+        config = load_config(
+            {
+                "seatunnel": {
+                    "engine": {
+                        "checkpoint": {
+                            "interval": profile.interval_ms,
+                            "timeout": profile.timeout_ms,
+                            "max-concurrent": profile.max_concurrent,
+                            "tolerable-failure": profile.tolerable,
+                            "storage": {"type": "memory", "max-retained": 2},
+                            "externalized-retention": "delete-on-finish"
+                            if profile.delete_on_finish
+                            else "retain-on-finish",
+                        }
+                    }
+                }
+            }
+        )
         self.job = JobSpec(JOB_ID, profile.parallelism, source, {"plugin_name": "Simulated"})
         discard = self.restore == "discard"
-        request = RunRequest(job=job, config=config, job_id=JOB_ID, restore="none" if discard else self.restore,
-                             discard_existing=discard)
+        request = RunRequest(
+            job=job, config=config, job_id=JOB_ID, restore="none" if discard else self.restore, discard_existing=discard
+        )
         run = self.job_run = JobRun(request, progress=world.note)
         run.storage = world.storage(self)
         run.store = CompletedCheckpointStore(run.storage, JOB_ID, PIPELINE_ID)
@@ -1103,8 +1156,9 @@ class DriverRun:
         except ConfigError as err:
             self.attempt = run.attempt_number
             if "--restore" in str(err) and world.completed_checkpoint_ids() != before:
-                raise world.broke(f"a refused restore changed the checkpoints: {before} -> "
-                                f"{world.completed_checkpoint_ids()} ({err})") from None
+                raise world.broke(
+                    f"a refused restore changed the checkpoints: {before} -> {world.completed_checkpoint_ids()} ({err})"
+                ) from None
             self.end_failed_start(err)
             return
         except CheckpointError as err:
@@ -1115,8 +1169,10 @@ class DriverRun:
             return
         self.attempt = run.attempt_number
         if self.removed_sink is not None and manifest is not None:
-            raise world.broke(f"run {self.number} restored checkpoint {run.restored_id} without its {self.removed_sink} "
-                              "sink: that sink's output was dropped, and no --allow-non-restored-state asked for it")
+            raise world.broke(
+                f"run {self.number} restored checkpoint {run.restored_id} without its {self.removed_sink} "
+                "sink: that sink's output was dropped, and no --allow-non-restored-state asked for it"
+            )
         world.note(f"run {self.number} claimed attempt {self.attempt}, restored {run.restored_id}")
         self.schedule_faults()
         # Spark starts between the claim and the split plan: another run may claim meanwhile
@@ -1138,10 +1194,17 @@ class DriverRun:
         coordinator = run.coordinator(manifest, highest_id, clock=world.clock)
         self.history = run._history = run.open_history(HISTORY_SIZE)
         loop = self.loop = DriverLoop(
-            coordinator, run.store, self.committer, run.fence,
+            coordinator,
+            run.store,
+            self.committer,
+            run.fence,
             properties={"job_name": JOB_ID, "attempt": self.attempt, PLAN_REF_KEY: plan_ref},
-            split_plan=plan_entries(self.splits), progress=world.note, clock=world.clock,
-            durable_infos=restored_infos, history=self.history, sinks=run.sink_layout,
+            split_plan=plan_entries(self.splits),
+            progress=world.note,
+            clock=world.clock,
+            durable_infos=restored_infos,
+            history=self.history,
+            sinks=run.sink_layout,
         )
         loop._io.shutdown(wait=True)
         loop._fence_io.shutdown(wait=True)
@@ -1224,8 +1287,10 @@ class DriverRun:
         count = count + 1 if instant == self.world.now and not actions else 0
         self._ticks_at = (self.world.now, count)
         if count > SPIN_LIMIT:
-            raise self.world.broke(f"run {self.number}: the driver loop spins: {count} ticks at {self.world.now} ms without "
-                            f"effect (wakeup {before}; {loop.coordinator.describe()}; next wakeup {loop.coordinator.next_wakeup_ms()})")
+            raise self.world.broke(
+                f"run {self.number}: the driver loop spins: {count} ticks at {self.world.now} ms without "
+                f"effect (wakeup {before}; {loop.coordinator.describe()}; next wakeup {loop.coordinator.next_wakeup_ms()})"
+            )
         wakeup = loop._wakeup_at
         if wakeup is not None and wakeup <= self.world.now:
             self.world.at(self.world.now, self.tick_event)  # as the real loop: events.get(timeout=0)
@@ -1349,8 +1414,16 @@ class SimSubtask:
         self.reconnecting = False
         #: when this attempt last sent Register
         self.registered_at = 0
-        context = SubtaskContext(JOB_ID, PIPELINE_ID, run.job.to_json(), run.splits, ("sim", 0), "t" * 32,
-                                 storage=self.world.storage(self), run_attempt=run.attempt)
+        context = SubtaskContext(
+            JOB_ID,
+            PIPELINE_ID,
+            run.job.to_json(),
+            run.splits,
+            ("sim", 0),
+            "t" * 32,
+            storage=self.world.storage(self),
+            run_attempt=run.attempt,
+        )
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
         rt._async = InlineExecutor()
@@ -1395,8 +1468,10 @@ class SimSubtask:
         except Exception as err:  # as in SubtaskRuntime.run
             self.fail(f"restore failed: {err}")
             return
-        self.world.note(f"{self!r} restored from {rt._restore.checkpoint_id}: "
-                        f"{ {k: v.position for k, v in book.states.items()} }, finished runs {book.finished.runs}")
+        self.world.note(
+            f"{self!r} restored from {rt._restore.checkpoint_id}: "
+            f"{ {k: v.position for k, v in book.states.items()} }, finished runs {book.finished.runs}"
+        )
         if self.world.profile.big_state and self.mine and not book.is_finished(*self.mine[0]):
             book.state_of(self.mine[0][1]).operators.setdefault("0", {})["pad"] = "x" * 5_000
         rt._writer = rt._new_writer(rt._restore.checkpoint_id or 0)

@@ -13,9 +13,16 @@ from bench.throughput_bench import ParallelLoops, _gap_note, _gap_table, combine
 
 
 def _run(rows: int, seconds: float, cpu_s: float, checkpoints: int) -> dict:
-    return {"rows": rows, "spark_job_s": seconds, "run_s": seconds + 0.01, "rows_per_s": rows / seconds,
-            "cpu_s": cpu_s, "cpu_s_by_process": {"driver": 0.1, "workers": cpu_s - 0.1, "total": cpu_s},
-            "checkpoints_completed": checkpoints, "checkpoint_duration_ms_median": 10 * checkpoints}
+    return {
+        "rows": rows,
+        "spark_job_s": seconds,
+        "run_s": seconds + 0.01,
+        "rows_per_s": rows / seconds,
+        "cpu_s": cpu_s,
+        "cpu_s_by_process": {"driver": 0.1, "workers": cpu_s - 0.1, "total": cpu_s},
+        "checkpoints_completed": checkpoints,
+        "checkpoint_duration_ms_median": 10 * checkpoints,
+    }
 
 
 def test_a_repetition_is_the_totals_of_its_rounds_not_the_mean_of_their_rates() -> None:

@@ -39,7 +39,10 @@ BAD_INPUTS = {
     "wrong type": ("checkpoint:\n  max-concurrent: many\n", "checkpoint.max-concurrent: "),
     "max-retained below one": ("checkpoint:\n  storage:\n    max-retained: 0\n", "checkpoint.storage.max-retained: "),
     "negative tolerable-failure": ("checkpoint:\n  tolerable-failure: -2\n", "checkpoint.tolerable-failure: "),
-    "unknown storage type": ("checkpoint:\n  storage:\n    type: floppy\n", "checkpoint.storage.type: unknown storage type"),
+    "unknown storage type": (
+        "checkpoint:\n  storage:\n    type: floppy\n",
+        "checkpoint.storage.type: unknown storage type",
+    ),
     "hdfs without defaultFS": (
         "checkpoint:\n  storage:\n    plugin-config:\n      storage.type: hdfs\n",
         "checkpoint.storage.plugin-config.fs.defaultFS: required",
@@ -91,7 +94,10 @@ def test_console_script_has_no_traceback_for_user_errors(tmp_path):
     assert result.stderr.strip().startswith("error: checkpoint.interval: ")
     module = subprocess.run(
         [sys.executable, "-m", "airflow_provider_seatunnel_ckpt", "validate", str(FIXTURES / "seed000_localfile.yaml")],
-        capture_output=True, text=True, timeout=60, env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
     )
     assert module.returncode == 0 and json.loads(module.stdout)["interval"] == 6000
 
@@ -112,19 +118,24 @@ def _outcome(run, argv, capsys):
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("argv", [
-    ["job.yaml", "--check"],  # checked, wiring printed, nothing run
-    ["job.yaml", "--check", "--restore"],  # usage error: one line naming `seatunnel-ckpt run --help`
-    ["missing.yaml", "--check"],  # user error: one line, exit 2
-    ["--help"],
-], ids=["check", "usage-error", "missing-job-file", "help"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["job.yaml", "--check"],  # checked, wiring printed, nothing run
+        ["job.yaml", "--check", "--restore"],  # usage error: one line naming `seatunnel-ckpt run --help`
+        ["missing.yaml", "--check"],  # user error: one line, exit 2
+        ["--help"],
+    ],
+    ids=["check", "usage-error", "missing-job-file", "help"],
+)
 def test_the_spark_submit_application_is_seatunnel_ckpt_run(argv, tmp_path, monkeypatch, capsys):
     """engine/spark_app.py runs ``run`` without cli.py: same output, same exit code."""
     from airflow_provider_seatunnel_ckpt.engine import spark_app
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "job.yaml").write_text("source:\n  - plugin_name: Sequence\n    rows: 10\n"
-                                       "sink:\n  - plugin_name: Console\n")
+    (tmp_path / "job.yaml").write_text(
+        "source:\n  - plugin_name: Sequence\n    rows: 10\nsink:\n  - plugin_name: Console\n"
+    )
     expected = _outcome(lambda a: main(["run", *a]), argv, capsys)
     assert expected[0] in (0, 2) and (expected[1] or expected[2])
     assert _outcome(spark_app.main, argv, capsys) == expected

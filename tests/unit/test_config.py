@@ -32,13 +32,31 @@ SEED_EXPECTATIONS = {
     # file: (interval, timeout, max_concurrent, tolerable, plugin-config subset)
     "seed000_oss.yaml": (6000, 7000, 1, 2, {"storage.type": "oss", "oss.bucket": "your-bucket"}),
     "seed001_oss.yaml": (6000, 7000, 1, 0, {"storage.type": "oss", "fs.oss.endpoint": "endpoint address"}),
-    "seed000_s3_simple_credentials.yaml": (6000, 7000, 1, 2, {"storage.type": "s3", "fs.s3a.access.key": "your-access-key"}),
+    "seed000_s3_simple_credentials.yaml": (
+        6000,
+        7000,
+        1,
+        2,
+        {"storage.type": "s3", "fs.s3a.access.key": "your-access-key"},
+    ),
     "seed001_s3_simple_credentials.yaml": (6000, 7000, 1, 0, {"s3.bucket": "your-bucket"}),
     "seed000_s3_instance_profile.yaml": (6000, 7000, 1, 2, {"fs.s3a.endpoint": "your-endpoint"}),
     "seed001_s3_instance_profile.yaml": (6000, 7000, 1, 0, {"s3.bucket": "your-bucket"}),
-    "seed000_hdfs_kerberos.yaml": (10000, 60000, 1, 0, {"fs.defaultFS": "hdfs://localhost:9000", "kerberosPrincipal": "your-kerberos-principal"}),
+    "seed000_hdfs_kerberos.yaml": (
+        10000,
+        60000,
+        1,
+        0,
+        {"fs.defaultFS": "hdfs://localhost:9000", "kerberosPrincipal": "your-kerberos-principal"},
+    ),
     "seed001_hdfs_kerberos.yaml": (10000, 60000, 1, 0, {"kerberosKeytab": "your-kerberos-keytab"}),
-    "seed001_hdfs_ha.yaml": (10000, 60000, 1, 0, {"fs.defaultFS": "hdfs://usdp-bing", "seatunnel.hadoop.dfs.nameservices": "usdp-bing"}),
+    "seed001_hdfs_ha.yaml": (
+        10000,
+        60000,
+        1,
+        0,
+        {"fs.defaultFS": "hdfs://usdp-bing", "seatunnel.hadoop.dfs.nameservices": "usdp-bing"},
+    ),
     "seed000_localfile.yaml": (6000, 7000, 1, 2, {"storage.type": "hdfs", "fs.defaultFS": "file:///"}),
     "seed001_localfile.yaml": (6000, 7000, 1, 0, {"fs.defaultFS": "file:///"}),
     "seed000_generic.yaml": (10000, 60000, 1, 0, {"K1": "V1", "K2": "V2"}),
@@ -99,9 +117,18 @@ def test_clean_documents_produce_no_warnings():
 
 def test_kerberos_keytab_file_path_alias_is_accepted():
     config = load_config(
-        {"checkpoint": {"storage": {"plugin-config": {
-            "storage.type": "hdfs", "fs.defaultFS": "hdfs://nn:8020",
-            "kerberosPrincipal": "p@R", "kerberosKeytabFilePath": "/k.keytab"}}}}
+        {
+            "checkpoint": {
+                "storage": {
+                    "plugin-config": {
+                        "storage.type": "hdfs",
+                        "fs.defaultFS": "hdfs://nn:8020",
+                        "kerberosPrincipal": "p@R",
+                        "kerberosKeytabFilePath": "/k.keytab",
+                    }
+                }
+            }
+        }
     )
     assert config.storage.plugin_config["kerberosKeytabFilePath"] == "/k.keytab"
     assert not [w for w in config.warnings if "kerberos" in w]
@@ -179,21 +206,44 @@ def _error(source) -> ConfigError:
         ({"checkpoint": {"min-pause": -3}}, "checkpoint.min-pause", "greater than or equal to 0"),
         ({"checkpoint": {"max-concurrent": 0}}, "checkpoint.max-concurrent", "greater than or equal to 1"),
         ({"checkpoint": {"tolerable-failure": -1}}, "checkpoint.tolerable-failure", "greater than or equal to 0"),
-        ({"checkpoint": {"storage": {"max-retained": 0}}}, "checkpoint.storage.max-retained", "greater than or equal to 1"),
+        (
+            {"checkpoint": {"storage": {"max-retained": 0}}},
+            "checkpoint.storage.max-retained",
+            "greater than or equal to 1",
+        ),
         ({"checkpoint": {"mode": "sometimes"}}, "checkpoint.mode", "exactly-once"),
         ({"checkpoint": {"storage": {"type": "ftp"}}}, "checkpoint.storage.type", "registered types: hdfs"),
-        ({"checkpoint": {"storage": {"plugin-config": {"storage.type": "hdfs"}}}},
-         "checkpoint.storage.plugin-config.fs.defaultFS", "required"),
-        ({"checkpoint": {"storage": {"plugin-config": {"storage.type": "nfs"}}}},
-         "checkpoint.storage.plugin-config.storage.type", "unknown value"),
-        ({"checkpoint": {"storage": {"plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "ftp://x"}}}},
-         "checkpoint.storage.plugin-config.fs.defaultFS", "unsupported scheme"),
-        ({"checkpoint": {"storage": {"plugin-config": {"namespace": "relative/"}}}},
-         "checkpoint.storage.plugin-config.namespace", "absolute"),
-        ({"checkpoint": {"storage": {"plugin-config": {"namespace": "/a/../b/"}}}},
-         "checkpoint.storage.plugin-config.namespace", ".."),
+        (
+            {"checkpoint": {"storage": {"plugin-config": {"storage.type": "hdfs"}}}},
+            "checkpoint.storage.plugin-config.fs.defaultFS",
+            "required",
+        ),
+        (
+            {"checkpoint": {"storage": {"plugin-config": {"storage.type": "nfs"}}}},
+            "checkpoint.storage.plugin-config.storage.type",
+            "unknown value",
+        ),
+        (
+            {"checkpoint": {"storage": {"plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "ftp://x"}}}},
+            "checkpoint.storage.plugin-config.fs.defaultFS",
+            "unsupported scheme",
+        ),
+        (
+            {"checkpoint": {"storage": {"plugin-config": {"namespace": "relative/"}}}},
+            "checkpoint.storage.plugin-config.namespace",
+            "absolute",
+        ),
+        (
+            {"checkpoint": {"storage": {"plugin-config": {"namespace": "/a/../b/"}}}},
+            "checkpoint.storage.plugin-config.namespace",
+            "..",
+        ),
         ({"checkpoint": {"storage": "hdfs"}}, "checkpoint.storage", "expected a mapping"),
-        ({"checkpoint": {"storage": {"plugin-config": ["a"]}}}, "checkpoint.storage.plugin-config", "expected a mapping"),
+        (
+            {"checkpoint": {"storage": {"plugin-config": ["a"]}}},
+            "checkpoint.storage.plugin-config",
+            "expected a mapping",
+        ),
         ({"checkpoint": ["interval"]}, "checkpoint", "expected a mapping"),
         ({"seatunnel": {"engine": {"checkpoint": 5}}}, "seatunnel.engine.checkpoint", "expected a mapping"),
         ({"env": {}, "source": []}, "<dict>", "job file"),
@@ -240,8 +290,19 @@ def test_empty_and_comment_only_and_missing_files(tmp_path):
 
 
 def test_secret_values_never_appear_in_errors():
-    err = _error({"checkpoint": {"storage": {"plugin-config": {
-        "storage.type": "s3", "s3.bucket": "http://bad bucket", "fs.s3a.secret.key": "TOPSECRET"}}}})
+    err = _error(
+        {
+            "checkpoint": {
+                "storage": {
+                    "plugin-config": {
+                        "storage.type": "s3",
+                        "s3.bucket": "http://bad bucket",
+                        "fs.s3a.secret.key": "TOPSECRET",
+                    }
+                }
+            }
+        }
+    )
     assert "TOPSECRET" not in str(err)
 
 
@@ -249,11 +310,17 @@ def test_secret_values_never_appear_in_errors():
 
 
 def test_mask_secrets_masks_credentials_but_not_provider_class_names():
-    masked = mask_secrets({
-        "fs.s3a.secret.key": "s", "fs.oss.accessKeySecret": "s", "password": "p",
-        "fs.s3a.session.token": "t", "fs.s3a.aws.credentials.provider": "org.Simple",
-        "fs.s3a.access.key": "AKIA", "nested": {"db.password": "p"},
-    })
+    masked = mask_secrets(
+        {
+            "fs.s3a.secret.key": "s",
+            "fs.oss.accessKeySecret": "s",
+            "password": "p",
+            "fs.s3a.session.token": "t",
+            "fs.s3a.aws.credentials.provider": "org.Simple",
+            "fs.s3a.access.key": "AKIA",
+            "nested": {"db.password": "p"},
+        }
+    )
     assert masked["fs.s3a.secret.key"] == masked["fs.oss.accessKeySecret"] == masked["password"] == "***"
     assert masked["fs.s3a.session.token"] == "***" and masked["nested"]["db.password"] == "***"
     assert masked["fs.s3a.aws.credentials.provider"] == "org.Simple"
@@ -267,15 +334,41 @@ def test_masked_config_hides_seed_secrets():
 
 # ------------------------------------------------------------------ property-based
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False),
-                    st.text(max_size=12), st.sampled_from(["hdfs", "memory", "s3", "oss", "local", "file:///", "/x/"]))
-keys = st.sampled_from([
-    "interval", "timeout", "min-pause", "max-concurrent", "tolerable-failure", "mode", "storage", "type",
-    "max-retained", "plugin-config", "namespace", "storage.type", "fs.defaultFS", "s3.bucket", "oss.bucket",
-    "seatunnel", "engine", "checkpoint", "// comment", "K1",
-]) | st.text(max_size=8)
-documents = st.recursive(scalars, lambda inner: st.dictionaries(keys, inner, max_size=6) | st.lists(inner, max_size=3),
-                         max_leaves=25)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.sampled_from(["hdfs", "memory", "s3", "oss", "local", "file:///", "/x/"]),
+)
+keys = st.sampled_from(
+    [
+        "interval",
+        "timeout",
+        "min-pause",
+        "max-concurrent",
+        "tolerable-failure",
+        "mode",
+        "storage",
+        "type",
+        "max-retained",
+        "plugin-config",
+        "namespace",
+        "storage.type",
+        "fs.defaultFS",
+        "s3.bucket",
+        "oss.bucket",
+        "seatunnel",
+        "engine",
+        "checkpoint",
+        "// comment",
+        "K1",
+    ]
+) | st.text(max_size=8)
+documents = st.recursive(
+    scalars, lambda inner: st.dictionaries(keys, inner, max_size=6) | st.lists(inner, max_size=3), max_leaves=25
+)
 
 
 @settings(max_examples=400, deadline=None)

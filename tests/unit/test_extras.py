@@ -34,8 +34,17 @@ DIST = "airflow-provider-seatunnel-ckpt"
 
 #: what the engine extra and the connector extras install
 ENGINE_MODULES = ["pyspark", "py4j", "pyarrow"]
-CONNECTOR_MODULES = ["adbc_driver_postgresql", "adbc_driver_manager", "confluent_kafka", "kafka", "pyiceberg",
-                     "pyiceberg_core", "deltalake", "duckdb", "psycopg"]
+CONNECTOR_MODULES = [
+    "adbc_driver_postgresql",
+    "adbc_driver_manager",
+    "confluent_kafka",
+    "kafka",
+    "pyiceberg",
+    "pyiceberg_core",
+    "deltalake",
+    "duckdb",
+    "psycopg",
+]
 HEAVY = ENGINE_MODULES + CONNECTOR_MODULES
 
 #: runs before the code under test: hides modules, records started processes and, at
@@ -102,8 +111,16 @@ AIRFLOW_FACE = textwrap.dedent(
 DAG_FOLDERS = [str(ROOT / "dags_examples"), str(ROOT / "tests" / "airflow" / "dags")]
 
 
-def run_python(python: str, code: str, args: list[str], tmp_path: Path, hidden: list[str],
-               watched: list[str] = HEAVY, env: dict[str, str] | None = None, timeout: float = 180):
+def run_python(
+    python: str,
+    code: str,
+    args: list[str],
+    tmp_path: Path,
+    hidden: list[str],
+    watched: list[str] = HEAVY,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+):
     """``python -c PRELUDE + code args``; returns (process, report)."""
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
     home = tmp_path / "airflow-home"
@@ -120,7 +137,11 @@ def run_python(python: str, code: str, args: list[str], tmp_path: Path, hidden: 
     full_env.pop("PYTHONPATH", None)
     process = subprocess.run(
         [python, "-c", PRELUDE.format(hidden=hidden, watched=watched) + code, *args],
-        cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=tmp_path,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     result = json.loads(report.read_text()) if report.exists() else None
     return process, result
@@ -157,20 +178,50 @@ def job_file(tmp_path: Path, source: str, sink: str = "{plugin_name: Console}", 
 
 SEQUENCE = "{plugin_name: Sequence, rows: 10}"
 MISSING = {
-    "jdbc": dict(hidden=["adbc_driver_postgresql"], key="source[0].plugin_name", connector="Jdbc",
-                 source="{plugin_name: Jdbc, url: 'jdbc:postgresql://localhost:5432/db', table: t, user: u}"),
-    "kafka": dict(hidden=["confluent_kafka"], key="sink[0].plugin_name", connector="Kafka",
-                  sink="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}"),
-    "kafka-python": dict(hidden=["kafka"], key="source[0].plugin_name", connector="Kafka", extra="kafka",
-                         source="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}"),
-    "iceberg": dict(hidden=["pyiceberg"], key="sink[0].plugin_name", connector="Iceberg",
-                    sink="{plugin_name: Iceberg, catalog_name: c, namespace: n, table: t}"),
-    "delta": dict(hidden=["deltalake"], key="source[0].plugin_name", connector="Delta",
-                  source="{plugin_name: Delta, path: '/tmp/nowhere'}"),
-    "sql": dict(hidden=["duckdb"], key="transform[0].plugin_name", connector="Sql",
-                transform="{plugin_name: Sql, query: 'select * from t'}"),
-    "sql-filter": dict(hidden=["duckdb"], key="transform[0].plugin_name", connector="Filter", extra="sql",
-                       transform="{plugin_name: Filter, condition: 'id > 1'}"),
+    "jdbc": dict(
+        hidden=["adbc_driver_postgresql"],
+        key="source[0].plugin_name",
+        connector="Jdbc",
+        source="{plugin_name: Jdbc, url: 'jdbc:postgresql://localhost:5432/db', table: t, user: u}",
+    ),
+    "kafka": dict(
+        hidden=["confluent_kafka"],
+        key="sink[0].plugin_name",
+        connector="Kafka",
+        sink="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}",
+    ),
+    "kafka-python": dict(
+        hidden=["kafka"],
+        key="source[0].plugin_name",
+        connector="Kafka",
+        extra="kafka",
+        source="{plugin_name: Kafka, bootstrap.servers: 'localhost:9092', topic: t}",
+    ),
+    "iceberg": dict(
+        hidden=["pyiceberg"],
+        key="sink[0].plugin_name",
+        connector="Iceberg",
+        sink="{plugin_name: Iceberg, catalog_name: c, namespace: n, table: t}",
+    ),
+    "delta": dict(
+        hidden=["deltalake"],
+        key="source[0].plugin_name",
+        connector="Delta",
+        source="{plugin_name: Delta, path: '/tmp/nowhere'}",
+    ),
+    "sql": dict(
+        hidden=["duckdb"],
+        key="transform[0].plugin_name",
+        connector="Sql",
+        transform="{plugin_name: Sql, query: 'select * from t'}",
+    ),
+    "sql-filter": dict(
+        hidden=["duckdb"],
+        key="transform[0].plugin_name",
+        connector="Filter",
+        extra="sql",
+        transform="{plugin_name: Filter, condition: 'id > 1'}",
+    ),
     "engine": dict(hidden=["pyspark"], key="source[0].plugin_name", connector="Sequence"),
     "engine-arrow": dict(hidden=["pyarrow"], key="source[0].plugin_name", connector="Sequence", extra="engine"),
 }
@@ -180,10 +231,16 @@ MISSING = {
 def test_a_job_that_needs_a_missing_extra_fails_in_one_line_before_spark_starts(case, tmp_path):
     spec = MISSING[case]
     extra = spec.get("extra", case)
-    job = job_file(tmp_path, spec.get("source", SEQUENCE), spec.get("sink", "{plugin_name: Console}"),
-                   spec.get("transform", ""))
-    process, report = run_cli(sys.executable, ["run", job, "--job-id", "j1"], tmp_path, hidden=spec["hidden"],
-                              env={"SEATUNNEL_CKPT_CONFIG": ""})
+    job = job_file(
+        tmp_path, spec.get("source", SEQUENCE), spec.get("sink", "{plugin_name: Console}"), spec.get("transform", "")
+    )
+    process, report = run_cli(
+        sys.executable,
+        ["run", job, "--job-id", "j1"],
+        tmp_path,
+        hidden=spec["hidden"],
+        env={"SEATUNNEL_CKPT_CONFIG": ""},
+    )
     assert process.returncode == 2, process.stderr[-3000:]
     assert process.stderr == (
         f"error: {spec['key']}: connector {spec['connector']} needs the '{extra}' extra: "
@@ -223,8 +280,10 @@ def test_pyspark_and_pyspark_client_at_different_versions_refuse_to_start(tmp_pa
     shadow = tmp_path / "shadow"
     fake_distribution(shadow, "pyspark-client", "4.0.9")
     job = job_file(tmp_path, SEQUENCE)
-    code = (f"import sys\nsys.path.insert(0, {str(shadow)!r})\n"
-            "from airflow_provider_seatunnel_ckpt.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    code = (
+        f"import sys\nsys.path.insert(0, {str(shadow)!r})\n"
+        "from airflow_provider_seatunnel_ckpt.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
     process, report = run_python(sys.executable, code, ["run", job], tmp_path, hidden=[])
     assert process.returncode == 2, process.stderr[-3000:]
     assert process.stderr.count("\n") == 1 and "Traceback" not in process.stderr
@@ -252,8 +311,18 @@ def names(requirements: list[str]) -> set[str]:
 
 def test_the_core_brings_no_engine_and_no_connector_library():
     core = names(project()["dependencies"])
-    heavy = {"pyspark", "pyarrow", "numpy", "adbc-driver-postgresql", "psycopg", "confluent-kafka", "kafka-python",
-             "pyiceberg", "deltalake", "duckdb"}
+    heavy = {
+        "pyspark",
+        "pyarrow",
+        "numpy",
+        "adbc-driver-postgresql",
+        "psycopg",
+        "confluent-kafka",
+        "kafka-python",
+        "pyiceberg",
+        "deltalake",
+        "duckdb",
+    }
     assert core & heavy == set()
     assert {"apache-airflow", "apache-airflow-providers-apache-spark", "boto3", "oss2", "hdfs"} <= core
 
@@ -287,23 +356,51 @@ def core_venv(tmp_path_factory) -> Path:
     """``pip install airflow-provider-seatunnel-ckpt`` without extras, from uv.lock and a
     wheel of this checkout."""
     venv = tmp_path_factory.mktemp("core") / "venv"
-    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv), "UV_PYTHON": sys.executable,
-           "UV_PYTHON_DOWNLOADS": "never"}
+    env = {
+        **os.environ,
+        "UV_PROJECT_ENVIRONMENT": str(venv),
+        "UV_PYTHON": sys.executable,
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
     env.pop("VIRTUAL_ENV", None)
-    done = subprocess.run([find_uv(), "sync", "--frozen", "--no-editable", "--quiet"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [find_uv(), "sync", "--frozen", "--no-editable", "--quiet"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return venv
 
 
 def test_a_core_install_has_no_engine_and_no_connector_library(core_venv):
-    listed = subprocess.run([str(core_venv / "bin" / "python"), "-c",
-                             "import json, importlib.metadata as m; print(json.dumps(sorted(d.metadata['Name'].lower() "
-                             "for d in m.distributions())))"], capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        [
+            str(core_venv / "bin" / "python"),
+            "-c",
+            "import json, importlib.metadata as m; print(json.dumps(sorted(d.metadata['Name'].lower() "
+            "for d in m.distributions())))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     installed = set(json.loads(listed.stdout))
     assert DIST in installed
-    absent = {"pyspark", "py4j", "adbc-driver-postgresql", "psycopg", "psycopg-binary", "confluent-kafka",
-              "kafka-python", "pyiceberg", "deltalake", "duckdb"}
+    absent = {
+        "pyspark",
+        "py4j",
+        "adbc-driver-postgresql",
+        "psycopg",
+        "psycopg-binary",
+        "confluent-kafka",
+        "kafka-python",
+        "pyiceberg",
+        "deltalake",
+        "duckdb",
+    }
     assert installed & absent == set()
 
 

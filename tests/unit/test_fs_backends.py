@@ -149,8 +149,11 @@ def test_local_large_state_files_leave_the_page_cache_and_small_documents_stay(t
         if how == "write_atomic":
             fs.write_atomic(f"{tmp_path}/{name}", data)
         else:
-            pieces = [data[i:i + (1 << 20)] for i in range(0, len(data), 1 << 20)]
-            assert fs.write_atomic_hashed_pieces(f"{tmp_path}/{name}", len(data), pieces) == hashlib.sha256(data).hexdigest()
+            pieces = [data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20)]
+            assert (
+                fs.write_atomic_hashed_pieces(f"{tmp_path}/{name}", len(data), pieces)
+                == hashlib.sha256(data).hexdigest()
+            )
     assert _resident_pages(f"{tmp_path}/big") == 0
     assert _resident_pages(f"{tmp_path}/small") == 1
     assert fs.read(f"{tmp_path}/big") == big and fs.read(f"{tmp_path}/small") == small
@@ -191,7 +194,9 @@ def test_a_storage_that_writes_state_its_own_way_gets_the_pieces_whole(tmp_path)
     stored = f"{reversing.layout.checkpoint_dir('job', 1, 1, False)}/task-0-0.state"
     assert LocalFileSystem().read(stored) == b"".join(pieces)[::-1]
     seen.clear()
-    FileSystemCheckpointStorage(Recording(), f"{tmp_path}/two/").write_state_pieces("job", 1, 1, "t.state", (1 << 20) + 10, pieces)
+    FileSystemCheckpointStorage(Recording(), f"{tmp_path}/two/").write_state_pieces(
+        "job", 1, 1, "t.state", (1 << 20) + 10, pieces
+    )
     assert seen == [b"".join(pieces)]
 
 
@@ -319,8 +324,11 @@ def test_s3_bad_bucket(value, problem):
         ({"fs.s3a.aws.credentials.provider": SIMPLE}, "fs.s3a.access.key"),
         ({"fs.s3a.secret.key": "sk"}, "fs.s3a.access.key"),  # no provider, half the keys
         (
-            {"fs.s3a.access.key": "ak", "fs.s3a.secret.key": "sk",
-             "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"},
+            {
+                "fs.s3a.access.key": "ak",
+                "fs.s3a.secret.key": "sk",
+                "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+            },
             "fs.s3a.session.token",
         ),
     ],
@@ -336,7 +344,10 @@ def test_s3_provider_variants():
     base = {"s3.bucket": "b-1", "fs.s3a.access.key": "ak", "fs.s3a.secret.key": "sk"}
     assert S3FileSystem.from_plugin_config(base).access_key_id == "ak"  # no provider: keys
     anon = S3FileSystem.from_plugin_config(
-        {"s3.bucket": "b-1", "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"}
+        {
+            "s3.bucket": "b-1",
+            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider",
+        }
     )
     assert anon.anonymous
     chain = S3FileSystem.from_plugin_config(
@@ -376,8 +387,13 @@ def test_s3_transient_classification():
 
     for code, status in [("SlowDown", 503), ("InternalError", 500), ("Throttling", 400), ("RequestTimeout", 400)]:
         assert is_transient_s3_error(client_error(code, status)), code
-    for code, status in [("AccessDenied", 403), ("InvalidAccessKeyId", 403), ("SignatureDoesNotMatch", 403),
-                         ("NoSuchBucket", 404), ("NoSuchKey", 404)]:
+    for code, status in [
+        ("AccessDenied", 403),
+        ("InvalidAccessKeyId", 403),
+        ("SignatureDoesNotMatch", 403),
+        ("NoSuchBucket", 404),
+        ("NoSuchKey", 404),
+    ]:
         assert not is_transient_s3_error(client_error(code, status)), code
     assert is_transient_s3_error(EndpointConnectionError(endpoint_url="http://x"))
     assert is_transient_s3_error(ConnectionClosedError(endpoint_url="http://x"))
@@ -422,8 +438,9 @@ def test_s3_multipart_upload(s3, bucket):
 
 
 def test_s3_failed_multipart_is_aborted_and_invisible(s3, bucket):
-    fs = s3.filesystem(bucket, multipart_threshold=5 * MiB, multipart_chunk_size=5 * MiB,
-                       multipart_concurrency=1, **FAST)
+    fs = s3.filesystem(
+        bucket, multipart_threshold=5 * MiB, multipart_chunk_size=5 * MiB, multipart_concurrency=1, **FAST
+    )
     fs.write_atomic("/obj", b"old")
     s3.proxy.fail_next(FAST["retry_attempts"], status=500, when=lambda m, p: m == "PUT" and "partNumber=2" in p)
     with pytest.raises(CheckpointStorageError, match=f"s3: cannot write s3://{bucket}/obj"):
@@ -480,8 +497,13 @@ def test_s3_delete_recursive_in_batches(s3, bucket, monkeypatch):
 
 def test_s3_missing_bucket_is_an_error_not_empty(s3):
     fs = s3.filesystem("no-such-bucket-" + uuid.uuid4().hex[:8], **FAST)
-    for op in (lambda: fs.info("/ckpt/x"), lambda: fs.list_dir("/ckpt"), lambda: fs.read("/ckpt/x"),
-               lambda: fs.write_atomic("/ckpt/x", b"1"), lambda: fs.delete("/ckpt", recursive=True)):
+    for op in (
+        lambda: fs.info("/ckpt/x"),
+        lambda: fs.list_dir("/ckpt"),
+        lambda: fs.read("/ckpt/x"),
+        lambda: fs.write_atomic("/ckpt/x", b"1"),
+        lambda: fs.delete("/ckpt", recursive=True),
+    ):
         with pytest.raises(CheckpointStorageError, match="NoSuchBucket"):
             op()
 
@@ -503,8 +525,14 @@ def test_s3_unreachable_endpoint_fails_after_retries():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    fs = S3FileSystem("b-1", endpoint_url=f"http://127.0.0.1:{port}", access_key_id="a", secret_access_key="s",
-                      connect_timeout_s=1, **FAST)
+    fs = S3FileSystem(
+        "b-1",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        access_key_id="a",
+        secret_access_key="s",
+        connect_timeout_s=1,
+        **FAST,
+    )
     with pytest.raises(CheckpointStorageError, match=f"s3: cannot stat s3://b-1/x at 127.0.0.1:{port}"):
         fs.info("/x")
 
@@ -556,7 +584,10 @@ def test_s3_body_is_hashed_once_checksum_header_signed(s3, bucket):
         "before-send.s3", lambda request, **_: headers.append({k.lower(): v for k, v in request.headers.items()})
     )
     signed.write_atomic_hashed("/h/signed", b"abc")
-    assert headers[-1]["x-amz-content-sha256"] in (hashlib.sha256(b"abc").hexdigest(), hashlib.sha256(b"abc").hexdigest().encode())
+    assert headers[-1]["x-amz-content-sha256"] in (
+        hashlib.sha256(b"abc").hexdigest(),
+        hashlib.sha256(b"abc").hexdigest().encode(),
+    )
 
 
 def test_s3_listing_and_batched_deletes(s3, bucket):

@@ -62,12 +62,26 @@ def storage(config: str) -> Any:
 def _statistics(checkpoint_id: int, acks: list[int], trigger_ms: int = 1_700_000_000_000) -> dict[str, Any]:
     """``_metadata`` statistics as ``engine.completed_store.checkpoint_statistics`` writes them."""
     return {
-        "trigger_ms": trigger_ms, "complete_ms": trigger_ms + 90, "duration_ms": 90, "ack_duration_ms": max(acks),
-        "persist_ms": 5, "state_bytes": 100 * len(acks), "rows": 10 * checkpoint_id * len(acks),
+        "trigger_ms": trigger_ms,
+        "complete_ms": trigger_ms + 90,
+        "duration_ms": 90,
+        "ack_duration_ms": max(acks),
+        "persist_ms": 5,
+        "state_bytes": 100 * len(acks),
+        "rows": 10 * checkpoint_id * len(acks),
         "num_subtasks": len(acks),
-        "subtasks": {str(i): {"attempt": 1, "sync_ms": i, "async_ms": 2 * i, "state_bytes": 100,
-                              "rows_since_last": 10 * checkpoint_id, "ack_latency_ms": ack,
-                              "ack_ms": trigger_ms + ack} for i, ack in enumerate(acks)},
+        "subtasks": {
+            str(i): {
+                "attempt": 1,
+                "sync_ms": i,
+                "async_ms": 2 * i,
+                "state_bytes": 100,
+                "rows_since_last": 10 * checkpoint_id,
+                "ack_latency_ms": ack,
+                "ack_ms": trigger_ms + ack,
+            }
+            for i, ack in enumerate(acks)
+        },
     }
 
 
@@ -99,19 +113,43 @@ def test_what_the_driver_records_reads_back_newest_first(storage: Any) -> None:
     recorder = HistoryRecorder(storage, JOB, 2, max_entries=100)
     recorder.record(restore_entry(2, 1_700_000_000_500, 4))
     recorder.record(completed_entry(2, 5, "checkpoint", _statistics(5, [12, 40, 25]), 130, 9))
-    recorder.record(failed_entry(2, 6, "checkpoint", 1_700_000_001_000, 1_700_000_061_000,
-                                 "checkpoint expired before all subtasks acknowledged", True))
-    recorder.record(failed_entry(2, 7, "savepoint", 1_700_000_002_000, 1_700_000_002_010,
-                                 "a newer checkpoint completed first", False))
+    recorder.record(
+        failed_entry(
+            2,
+            6,
+            "checkpoint",
+            1_700_000_001_000,
+            1_700_000_061_000,
+            "checkpoint expired before all subtasks acknowledged",
+            True,
+        )
+    )
+    recorder.record(
+        failed_entry(
+            2, 7, "savepoint", 1_700_000_002_000, 1_700_000_002_010, "a newer checkpoint completed first", False
+        )
+    )
     recorder.close()
 
     history = read_history(storage, JOB)
     assert [(c.id, c.status, c.kind) for c in history.checkpoints] == [
-        (7, "aborted", "savepoint"), (6, "failed", "checkpoint"), (5, "completed", "checkpoint")]
+        (7, "aborted", "savepoint"),
+        (6, "failed", "checkpoint"),
+        (5, "completed", "checkpoint"),
+    ]
     done = history.checkpoint(5)
-    assert (done.rows, done.state_bytes, done.duration_ms, done.ack_duration_ms, done.persist_ms) == (150, 300, 130, 40, 9)
+    assert (done.rows, done.state_bytes, done.duration_ms, done.ack_duration_ms, done.persist_ms) == (
+        150,
+        300,
+        130,
+        40,
+        9,
+    )
     assert [(s.subtask, s.ack_ms, s.sync_ms, s.async_ms, s.rows) for s in done.subtask_details] == [
-        (0, 12, 0, 0, 50), (1, 40, 1, 2, 50), (2, 25, 2, 4, 50)]
+        (0, 12, 0, 0, 50),
+        (1, 40, 1, 2, 50),
+        (2, 25, 2, 4, 50),
+    ]
     assert done.slowest_subtask == 1
     expired = history.checkpoint(6)
     assert expired.duration_ms == 60_000 and expired.reason.startswith("checkpoint expired")
@@ -164,7 +202,8 @@ def test_a_storage_outage_loses_and_repeats_nothing(storage: Any, caplog) -> Non
             _checkpoints(recorder, batch)
             recorder.flush()  # never raises
     assert [r.getMessage() for r in caplog.records].count(
-        f"job {JOB}: could not write the checkpoint history: storage unreachable") == 1
+        f"job {JOB}: could not write the checkpoint history: storage unreachable"
+    ) == 1
     counting.fail_with = None
     recorder.close()
     assert sorted(c.id for c in read_history(storage, JOB).checkpoints) == list(range(1, 9))
@@ -181,16 +220,30 @@ def test_two_attempts_writing_at_once_keep_each_others_entries(storage: Any) -> 
     for thread in threads:
         thread.join()
     assert sorted((c.id, c.attempt) for c in read_history(storage, JOB).checkpoints) == [
-        (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)]
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 2),
+        (5, 2),
+        (6, 2),
+    ]
 
 
 def test_damaged_entries_and_segments_hide_only_themselves(storage: Any, tmp_path: Path) -> None:
     recorder = HistoryRecorder(storage, JOB, 1, max_entries=1000)
     _checkpoints(recorder, range(1, 4))
     recorder.close()
-    storage.write_document(JOB, f"{HISTORY_DIR}/000002-000000.json", {"entries": [
-        {"type": "checkpoint", "id": "seven"}, {"type": "unknown"},
-        completed_entry(2, 4, "checkpoint", _statistics(4, [5], 1_700_000_004_000), 10, 1)]})
+    storage.write_document(
+        JOB,
+        f"{HISTORY_DIR}/000002-000000.json",
+        {
+            "entries": [
+                {"type": "checkpoint", "id": "seven"},
+                {"type": "unknown"},
+                completed_entry(2, 4, "checkpoint", _statistics(4, [5], 1_700_000_004_000), 10, 1),
+            ]
+        },
+    )
     (tmp_path / "ns" / JOB / HISTORY_DIR / "000003-000000.json").write_text("{not json")
     (tmp_path / "ns" / JOB / HISTORY_DIR / "notes.txt").write_text("ignored: not a segment")
     history = read_history(storage, JOB)
@@ -198,21 +251,43 @@ def test_damaged_entries_and_segments_hide_only_themselves(storage: Any, tmp_pat
     assert history.skipped == 3  # two bad entries and one unreadable segment
 
 
-@pytest.mark.parametrize(("values", "expected"), [
-    (list(range(1, 101)), Figures(1, 50, 99, 100)),
-    ([7], Figures(7, 7, 7, 7)),
-    ([5, 1, 3], Figures(1, 3, 5, 5)),
-])
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (list(range(1, 101)), Figures(1, 50, 99, 100)),
+        ([7], Figures(7, 7, 7, 7)),
+        ([5, 1, 3], Figures(1, 3, 5, 5)),
+    ],
+)
 def test_figures_are_nearest_rank_percentiles(values: list[int], expected: Figures) -> None:
     assert Figures.of(values) == expected
 
 
 def test_the_history_command_prints_tables_json_and_one_checkpoint(config: str, storage: Any, capsys) -> None:
-    storage.write_document(JOB, "job.json", {"job_id": JOB, "status": "finished", "attempt": 2, "parallelism": 3,
-                                             "final_checkpoint_id": 6, "fencing_token": "SECRET-TOKEN"})
-    storage.write_document(JOB, "attempts/000001.json", {"attempt": 1, "outcome": "failed", "start_ms": 1_700_000_000_000,
-                                                         "restored_from": None, "checkpoints_completed": 4,
-                                                         "error": "executor lost"})
+    storage.write_document(
+        JOB,
+        "job.json",
+        {
+            "job_id": JOB,
+            "status": "finished",
+            "attempt": 2,
+            "parallelism": 3,
+            "final_checkpoint_id": 6,
+            "fencing_token": "SECRET-TOKEN",
+        },
+    )
+    storage.write_document(
+        JOB,
+        "attempts/000001.json",
+        {
+            "attempt": 1,
+            "outcome": "failed",
+            "start_ms": 1_700_000_000_000,
+            "restored_from": None,
+            "checkpoints_completed": 4,
+            "error": "executor lost",
+        },
+    )
     recorder = HistoryRecorder(storage, JOB, 2, max_entries=100)
     recorder.record(completed_entry(2, 5, "checkpoint", _statistics(5, [12, 40, 25]), 130, 9))
     recorder.record(failed_entry(2, 6, "final", 1_700_000_001_000, 1_700_000_001_500, "a subtask declined", True))
@@ -224,7 +299,9 @@ def test_the_history_command_prints_tables_json_and_one_checkpoint(config: str, 
     assert "executor lost" in out and "SECRET-TOKEN" not in out
     assert "checkpoints in the history: 1 completed, 1 failed, 0 aborted" in out
     assert [line.split()[:3] for line in out.splitlines() if line.lstrip().startswith(("5 ", "6 "))] == [
-        ["6", "final", "failed"], ["5", "checkpoint", "completed"]]
+        ["6", "final", "failed"],
+        ["5", "checkpoint", "completed"],
+    ]
 
     assert main(["history", "--config", config, "--job-id", JOB, "--json", "--limit", "1"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -237,12 +314,20 @@ def test_the_history_command_prints_tables_json_and_one_checkpoint(config: str, 
     assert [line.split()[0] for line in detail if line.endswith("<- slowest")] == ["1"]
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--job-id", "nobody"], "error: --job-id: no job nobody under "),
-    (["--job-id", JOB, "--checkpoint", "99"], f"error: --checkpoint: checkpoint 99 is not in the history of job {JOB}"),
-    (["--job-id", JOB, "--limit", "-3"], "error: argument --limit: '-3' is not a non-negative integer"),
-])
-def test_the_history_command_refuses_in_one_line(config: str, storage: Any, capsys, argv: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--job-id", "nobody"], "error: --job-id: no job nobody under "),
+        (
+            ["--job-id", JOB, "--checkpoint", "99"],
+            f"error: --checkpoint: checkpoint 99 is not in the history of job {JOB}",
+        ),
+        (["--job-id", JOB, "--limit", "-3"], "error: argument --limit: '-3' is not a non-negative integer"),
+    ],
+)
+def test_the_history_command_refuses_in_one_line(
+    config: str, storage: Any, capsys, argv: list[str], message: str
+) -> None:
     recorder = HistoryRecorder(storage, JOB, 1, max_entries=10)
     _checkpoints(recorder, range(1, 3))
     recorder.close()

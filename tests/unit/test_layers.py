@@ -45,19 +45,35 @@ def test_the_documented_layers_are_the_contracts_in_its_order() -> None:
 
 #: (file of the package, import added at its end, contract id it breaks, what lint-imports names)
 VIOLATIONS = [
-    ("storage/layout.py", "def _v():\n    from ..engine import runner\n", "layers",
-     f"{PACKAGE}.storage.layout -> {PACKAGE}.engine.runner"),
+    (
+        "storage/layout.py",
+        "def _v():\n    from ..engine import runner\n",
+        "layers",
+        f"{PACKAGE}.storage.layout -> {PACKAGE}.engine.runner",
+    ),
     ("config.py", "def _v():\n    import airflow\n", "airflow", f"{PACKAGE}.config -> airflow"),
     ("cli.py", "from .hooks import base\n", "no-airflow-above", f"{PACKAGE}.cli -> {PACKAGE}.hooks.base"),
     ("transforms/select.py", "def _v():\n    import pyspark\n", "spark", f"{PACKAGE}.transforms.select -> pyspark"),
     # through the engine's runtime, which imports pyspark itself
-    ("ui/responses.py", "def _v():\n    from ..engine import runner\n", "no-spark-above",
-     f"{PACKAGE}.ui.responses -> {PACKAGE}.engine.runner"),
-    ("operators/datasets.py", "def _v():\n    from ..connectors.jdbc import target\n", "connector-api",
-     f"{PACKAGE}.operators.datasets -> {PACKAGE}.connectors.jdbc.target"),
+    (
+        "ui/responses.py",
+        "def _v():\n    from ..engine import runner\n",
+        "no-spark-above",
+        f"{PACKAGE}.ui.responses -> {PACKAGE}.engine.runner",
+    ),
+    (
+        "operators/datasets.py",
+        "def _v():\n    from ..connectors.jdbc import target\n",
+        "connector-api",
+        f"{PACKAGE}.operators.datasets -> {PACKAGE}.connectors.jdbc.target",
+    ),
     ("engine/messages.py", "def _v():\n    from . import coordinator\n", "acyclic", ".messages -> .coordinator"),
-    ("engine/transport/channel.py", "def _v():\n    import socket\n", "transport-sans-io",
-     f"{PACKAGE}.engine.transport.channel -> socket"),
+    (
+        "engine/transport/channel.py",
+        "def _v():\n    import socket\n",
+        "transport-sans-io",
+        f"{PACKAGE}.engine.transport.channel -> socket",
+    ),
 ]
 
 
@@ -68,8 +84,14 @@ def test_lint_imports_fails_on_each_kind_of_forbidden_import(tmp_path: Path) -> 
         with open(tmp_path / PACKAGE / path, "a") as module:
             module.write(f"\n\n{code}")
     # lint-imports analyses the package in its working directory: the copy
-    done = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "300"}, timeout=120)
+    done = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300"},
+        timeout=120,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     contracts = _contracts()

@@ -43,7 +43,7 @@ def _compress(data: bytes, pieces: int = 7) -> bytes:
     writer = LzopWriter(out)
     step = max(1, len(data) // pieces)
     for start in range(0, len(data), step):  # several writes, across block boundaries
-        writer.write(data[start:start + step])
+        writer.write(data[start : start + step])
     writer.close()
     assert out.closed_by_writer
     return out.getvalue()
@@ -63,8 +63,8 @@ def _blocks(blob: bytes) -> list[tuple[int, int]]:
     """(uncompressed, compressed) length of each block of a file our writer wrote (its header
     is fixed: 34 bytes after the magic, no checksums)."""
     at, blocks = len(LZOP_MAGIC) + 25 + 4, []
-    while (size := struct.unpack(">I", blob[at:at + 4])[0]) != 0:
-        stored = struct.unpack(">I", blob[at + 4:at + 8])[0]
+    while (size := struct.unpack(">I", blob[at : at + 4])[0]) != 0:
+        stored = struct.unpack(">I", blob[at + 4 : at + 8])[0]
         blocks.append((size, stored))
         at += 8 + stored
     assert at + 4 == len(blob)
@@ -131,9 +131,9 @@ def _one_line_error(blob: bytes, match: str) -> None:
 def test_a_truncated_file_is_one_line_naming_it() -> None:
     blob = (FIXTURES / "lzop" / "multiblock.txt.lzo").read_bytes()
     _one_line_error(blob[:-4], "ends without its end marker (truncated)")
-    _one_line_error(blob[:len(blob) // 2], "ends inside the block (truncated)")
+    _one_line_error(blob[: len(blob) // 2], "ends inside the block (truncated)")
     _one_line_error(blob[:20], "ends inside the header (truncated)")
-    _one_line_error(blob[:len(LZOP_MAGIC) - 2], "does not start with lzop's magic bytes")
+    _one_line_error(blob[: len(LZOP_MAGIC) - 2], "does not start with lzop's magic bytes")
 
 
 def test_a_corrupt_file_is_one_line_naming_it() -> None:

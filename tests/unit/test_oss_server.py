@@ -380,8 +380,10 @@ def test_a_put_whose_client_died_mid_body_stores_nothing(srv):
         ("chunked", {"Transfer-Encoding": "chunked"}, b"64\r\n" + b'{"seq": 5'),
     ]:
         req = signed(srv, "PUT", key, headers={"Content-Type": "application/octet-stream", **extra})
-        head = [f"PUT {req.url.split(srv.endpoint.split('//')[1], 1)[1]} HTTP/1.1",
-                f"Host: {srv.endpoint.split('//')[1]}"] + [f"{k}: {v}" for k, v in req.headers.items()]
+        head = [
+            f"PUT {req.url.split(srv.endpoint.split('//')[1], 1)[1]} HTTP/1.1",
+            f"Host: {srv.endpoint.split('//')[1]}",
+        ] + [f"{k}: {v}" for k, v in req.headers.items()]
         host, port = srv.endpoint.split("//")[1].split(":")
         with socket.create_connection((host, int(port)), timeout=5) as conn:
             conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)

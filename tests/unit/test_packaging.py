@@ -33,8 +33,13 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
         pytest.skip("no uv (scripts/bootstrap installs it into .tools/bin)")
     out = tmp_path_factory.mktemp("dist")
     # --offline: hatchling comes from uv's cache, filled by scripts/bootstrap's sync
-    built = subprocess.run([uv, "build", "--wheel", "--offline", "--out-dir", str(out)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [uv, "build", "--wheel", "--offline", "--out-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr
     (path,) = out.glob("*.whl")
     return zipfile.ZipFile(path)

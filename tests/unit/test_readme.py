@@ -38,7 +38,7 @@ def installs_from_the_index(words: list[str]) -> bool:
     """`pip install <distribution>[extras]` (or uv pip / pipx): the package from PyPI."""
     if "install" not in words:
         return False
-    targets = words[words.index("install") + 1:]
+    targets = words[words.index("install") + 1 :]
     return any(re.fullmatch(rf"{re.escape(DISTRIBUTION)}(\[[\w,]+\])?([=<>~!].*)?", target) for target in targets)
 
 

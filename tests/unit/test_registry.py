@@ -17,7 +17,8 @@ def third_party_plugin(tmp_path, monkeypatch):
     """Install a third-party distribution on sys.path: a module plus dist-info metadata
     whose entry points register storage types, as `pip install` would."""
     package = tmp_path / "acme_ckpt_plugin.py"
-    package.write_text(textwrap.dedent('''
+    package.write_text(
+        textwrap.dedent("""
         from airflow_provider_seatunnel_ckpt.storage import CheckpointStorageFactory
         from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
         from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
@@ -36,7 +37,8 @@ def third_party_plugin(tmp_path, monkeypatch):
 
         class OtherFactory(AcmeFactory):
             pass
-    '''))
+    """)
+    )
     dist = tmp_path / "acme_ckpt_plugin-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-ckpt-plugin\nVersion: 1.0\n")

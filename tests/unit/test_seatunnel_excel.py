@@ -97,7 +97,8 @@ def test_the_fixtures_are_seatunnels_excel_job_files() -> None:
 
 @pytest.mark.parametrize("name", sorted(JOBS))
 def test_seatunnels_excel_jobs_run_unchanged_and_their_assert_rules_hold(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _lay_out(tmp_path)
     assert _run_rebased(FIXTURES / name, tmp_path, monkeypatch) == JOBS[name]
 
@@ -124,25 +125,35 @@ def test_the_e2e_sheet_reads_as_seatunnel_converts_it(suffix: str, tmp_path: Pat
     splits = source.splits(1)
     assert [s.spec["path"].rsplit(".", 1)[1] for s in splits] == ["xls", "xlsx"]
     split = splits[["xls", "xlsx"].index(suffix)]
-    tables = {s.spec["path"]: pa.Table.from_batches(list(iter_batches(source.create_reader(s, None,
-                                                                                         ReaderContext(0, 1)))))
-              for s in splits}
+    tables = {
+        s.spec["path"]: pa.Table.from_batches(list(iter_batches(source.create_reader(s, None, ReaderContext(0, 1)))))
+        for s in splits
+    }
     assert len({t.num_rows for t in tables.values()}) == 1
     assert tables[splits[0].spec["path"]].equals(tables[splits[1].spec["path"]])
     row = tables[split.spec["path"]].to_pylist()[0]
-    assert row["c_map"] == [("OQBqH", "wTKAH"), ("rkvlO", "KXStv"), ("pCMEX", "CyJKx"), ("DAgdj", "SMbQe"),
-                            ("dsJag", "jyFsb")]
+    assert row["c_map"] == [
+        ("OQBqH", "wTKAH"),
+        ("rkvlO", "KXStv"),
+        ("pCMEX", "CyJKx"),
+        ("DAgdj", "SMbQe"),
+        ("dsJag", "jyFsb"),
+    ]
     assert row["c_array"] == [2095115245, 220036717, 1427565674, 454707262, 1254213323]
     assert (row["c_string"], row["c_boolean"], row["c_tinyint"], row["c_smallint"]) == ("rDAya", True, 25, 22478)
     assert (row["c_int"], row["c_bigint"]) == (1333226130, 2121369863495191552)  # the double, as Java's (long)
-    assert row["c_float"] == pytest.approx(3.2607234e38, rel=1e-7) and row["c_double"] == 9.981217840075622e+307
+    assert row["c_float"] == pytest.approx(3.2607234e38, rel=1e-7) and row["c_double"] == 9.981217840075622e307
     assert row["c_bytes"] == b"[77, 116, 89, 118, 119]"  # the cell's text, as SeaTunnel reads bytes
     assert row["c_date"] == dt.date(2023, 6, 13)
     assert row["c_decimal"] == Decimal("61746461279068210000.000000000000000000")
     assert row["c_timestamp"] == dt.datetime(2023, 5, 17, 0, 36, 12)
     inner = row["c_row"]  # text split at field_delimiter = ";", each part converted
-    assert (inner["c_string"], inner["c_boolean"], inner["c_tinyint"], inner["c_date"]) == \
-        ("YjilG", False, 11, dt.date(2023, 12, 18))
+    assert (inner["c_string"], inner["c_boolean"], inner["c_tinyint"], inner["c_date"]) == (
+        "YjilG",
+        False,
+        11,
+        dt.date(2023, 12, 18),
+    )
     assert inner["c_timestamp"] == dt.datetime(2023, 3, 4, 7, 8, 58)
     assert (row["name"], row["hobby"]) == ("tyrantlucifer", "coding")  # partition directories
 
@@ -152,11 +163,13 @@ def test_the_e2e_sheet_reads_as_seatunnel_converts_it(suffix: str, tmp_path: Pat
 
 
 def test_seatunnels_excel_sink_job_writes_xlsx_files_our_source_reads_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = load_job(FIXTURES / "fake_to_local_excel.conf")
     fake = load_source(dict(job.source))
-    written = pa.Table.from_batches([b for split in fake.splits(1)
-                                     for b in iter_batches(fake.create_reader(split, None, ReaderContext(0, 1)))])
+    written = pa.Table.from_batches(
+        [b for split in fake.splits(1) for b in iter_batches(fake.create_reader(split, None, ReaderContext(0, 1)))]
+    )
     rows = _run_rebased(FIXTURES / "fake_to_local_excel.conf", tmp_path, monkeypatch, side="sink")
     out = tmp_path / "tmp/seatunnel/excel"
     files = sorted(p for p in out.rglob("*") if p.is_file())
@@ -168,27 +181,42 @@ def test_seatunnels_excel_sink_job_writes_xlsx_files_our_source_reads_back(
     assert header == written.schema.names  # SeaTunnel always writes the header row
     first = [c for c in next(sheet.iter_rows(min_row=2, max_row=2))]
     styles = dict(zip(header, (c.number_format for c in first)))
-    assert (styles["c_string"], styles["c_int"], styles["c_date"], styles["c_timestamp"]) == \
-        ("@", "General", "yyyy-MM-dd", "yyyy-MM-dd HH:mm:ss")
+    assert (styles["c_string"], styles["c_int"], styles["c_date"], styles["c_timestamp"]) == (
+        "@",
+        "General",
+        "yyyy-MM-dd",
+        "yyyy-MM-dd HH:mm:ss",
+    )
 
     # read back with the reading jobs' schema (the sink's field_delimiter: SeaTunnel's default \u0001)
     entry = dict(load_job(FIXTURES / "local_excel_to_assert.conf").source)
     del entry["field_delimiter"]
     entry["path"] = str(out)
     source = load_source(entry)
-    back = pa.Table.from_batches([b for split in source.splits(1)
-                                  for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))])
+    back = pa.Table.from_batches(
+        [b for split in source.splits(1) for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))]
+    )
     assert back.num_rows == rows == written.num_rows > 0
     key = "c_string"
     got = {r[key]: r for r in back.to_pylist()}
     for want in written.to_pylist():
         have = got[want[key]]
-        for name in ("c_map", "c_array", "c_boolean", "c_tinyint", "c_smallint", "c_int", "c_float", "c_double",
-                     "c_date"):
+        for name in (
+            "c_map",
+            "c_array",
+            "c_boolean",
+            "c_tinyint",
+            "c_smallint",
+            "c_int",
+            "c_float",
+            "c_double",
+            "c_date",
+        ):
             assert have[name] == (list(want[name].items()) if isinstance(want[name], dict) else want[name]), name
         assert have["c_bigint"] == int(float(want["c_bigint"]))  # through a double cell, as in SeaTunnel
-        assert have["c_timestamp"] == want["c_timestamp"].replace(microsecond=0) or \
-            abs(have["c_timestamp"] - want["c_timestamp"]) < dt.timedelta(milliseconds=1)
+        assert have["c_timestamp"] == want["c_timestamp"].replace(microsecond=0) or abs(
+            have["c_timestamp"] - want["c_timestamp"]
+        ) < dt.timedelta(milliseconds=1)
         assert float(have["c_decimal"]) == pytest.approx(float(want["c_decimal"]))
         assert have["c_row"]["c_string"] == want["c_row"]["c_string"]
         assert have["c_row"]["c_int"] == want["c_row"]["c_int"]
@@ -196,13 +224,23 @@ def test_seatunnels_excel_sink_job_writes_xlsx_files_our_source_reads_back(
 
 
 def test_a_sink_names_its_sheet_and_round_trips_nulls_and_times(tmp_path: Path) -> None:
-    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-                      "sheet_name": "Sheet1", "max_rows_in_memory": 1024, "batch_size": 3})
-    batch = pa.record_batch({
-        "id": pa.array([1, 2, None, 4], pa.int32()),
-        "name": pa.array(["a", None, "c", "d"]),
-        "at": pa.array([dt.time(1, 2, 3), None, dt.time(23, 59, 59), dt.time(0, 0, 0)], pa.time64("us")),
-    })
+    sink = load_sink(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "excel",
+            "sheet_name": "Sheet1",
+            "max_rows_in_memory": 1024,
+            "batch_size": 3,
+        }
+    )
+    batch = pa.record_batch(
+        {
+            "id": pa.array([1, 2, None, 4], pa.int32()),
+            "name": pa.array(["a", None, "c", "d"]),
+            "at": pa.array([dt.time(1, 2, 3), None, dt.time(23, 59, 59), dt.time(0, 0, 0)], pa.time64("us")),
+        }
+    )
     writer = sink.create_writer("xl", 0, 0)
     writer.open(0)
     writer.write(batch)
@@ -210,13 +248,24 @@ def test_a_sink_names_its_sheet_and_round_trips_nulls_and_times(tmp_path: Path) 
     committer.commit([writer.prepare_commit(1)])
     committer.job_finished(None)
     files = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
-    assert [f[-len("_0.xlsx"):] for f in files] == ["_0.xlsx", "_1.xlsx"]  # batch_size cuts files
+    assert [f[-len("_0.xlsx") :] for f in files] == ["_0.xlsx", "_1.xlsx"]  # batch_size cuts files
     assert openpyxl.load_workbook(tmp_path / files[0]).sheetnames == ["Sheet1"]
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-                          "sheet_name": "Sheet1", "skip_header_row_number": 1,
-                          "schema": {"fields": {"id": "int", "name": "string", "at": "time"}}})
-    back = [r for split in source.splits(1)
-            for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))) for r in b.to_pylist()]
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "excel",
+            "sheet_name": "Sheet1",
+            "skip_header_row_number": 1,
+            "schema": {"fields": {"id": "int", "name": "string", "at": "time"}},
+        }
+    )
+    back = [
+        r
+        for split in source.splits(1)
+        for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+        for r in b.to_pylist()
+    ]
     assert back == batch.to_pylist()
 
 
@@ -232,14 +281,25 @@ def test_a_sink_cuts_files_by_sheet_size_and_a_discarded_file_leaves_nothing(tmp
     committer.commit([writer.prepare_commit(1)])
     files = sorted(p for p in tmp_path.iterdir() if p.is_file())
     assert len(files) > 2
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-                          "skip_header_row_number": 1, "schema": {"fields": {"id": "bigint", "text": "string"}}})
-    ids = sorted(v for split in source.splits(1)
-                 for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
-                 for v in b.column("id").to_pylist())
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "excel",
+            "skip_header_row_number": 1,
+            "schema": {"fields": {"id": "bigint", "text": "string"}},
+        }
+    )
+    ids = sorted(
+        v
+        for split in source.splits(1)
+        for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+        for v in b.column("id").to_pylist()
+    )
     assert ids == list(range(3000))
 
     import tempfile
+
     before = set(Path(tempfile.gettempdir()).iterdir())
     writer = sink.create_writer("xl", 0, 1)
     writer.open(1)
@@ -265,8 +325,15 @@ def _sheet(path: Path, rows: list[list[Any]], title: str = "data", extra_sheets:
 
 
 def _source(path: Path, **options: Any) -> Any:
-    return load_source({"plugin_name": "LocalFile", "path": str(path), "file_format_type": "excel",
-                        "schema": {"fields": {"id": "int", "name": "string"}}, **options})
+    return load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(path),
+            "file_format_type": "excel",
+            "schema": {"fields": {"id": "int", "name": "string"}},
+            **options,
+        }
+    )
 
 
 def _read(source: Any, split: Any, position: int | None, batch_size: int = 2) -> tuple[list[Any], list[int]]:
@@ -282,8 +349,9 @@ def _read(source: Any, split: Any, position: int | None, batch_size: int = 2) ->
 def test_a_restored_reader_resumes_at_every_row_of_a_sheet(tmp_path: Path) -> None:
     """A header row skipped, seven rows with an empty row among them (no row, as in
     SeaTunnel): every row offset and every reported position reopens to exactly the rows after it."""
-    rows: list[list[Any]] = [["id", "name"]] + [[i, f"n{i}"] for i in range(4)] + [[None, None]] + \
-        [[i, f"n{i}"] for i in range(4, 7)]
+    rows: list[list[Any]] = (
+        [["id", "name"]] + [[i, f"n{i}"] for i in range(4)] + [[None, None]] + [[i, f"n{i}"] for i in range(4, 7)]
+    )
     _sheet(tmp_path / "in.xlsx", rows)
     source = _source(tmp_path, skip_header_row_number=1)
     [split] = source.splits(1)
@@ -332,10 +400,15 @@ def test_cells_convert_as_seatunnel_converts_them(tmp_path: Path) -> None:
     sheet.append(["#N/A", 1e10, "yes", None, None])
     sheet["A4"].data_type = "e"
     book.save(tmp_path / "in.xlsx")
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-                          "skip_header_row_number": 1,
-                          "schema": {"fields": {"s": "string", "i": "int", "b": "boolean", "d": "date",
-                                                "t": "timestamp"}}})
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "excel",
+            "skip_header_row_number": 1,
+            "schema": {"fields": {"s": "string", "i": "int", "b": "boolean", "d": "date", "t": "timestamp"}},
+        }
+    )
     [split] = source.splits(1)
     rows = [r for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))) for r in b.to_pylist()]
     assert rows == [
@@ -350,8 +423,10 @@ def test_text_in_an_int_column_is_one_line_naming_file_row_and_column(tmp_path: 
     source = _source(tmp_path, skip_header_row_number=1)
     with pytest.raises(ValueError) as err:
         _read(source, source.splits(1)[0], None)
-    assert str(err.value) == (f"LocalFile source file://{tmp_path / 'in.xlsx'}: row 4, column id (A4): cannot read "
-                              "int from 'three': not a number")
+    assert str(err.value) == (
+        f"LocalFile source file://{tmp_path / 'in.xlsx'}: row 4, column id (A4): cannot read "
+        "int from 'three': not a number"
+    )
 
 
 def test_a_missing_sheet_is_one_line_naming_the_key_and_the_sheets(tmp_path: Path) -> None:
@@ -359,19 +434,36 @@ def test_a_missing_sheet_is_one_line_naming_the_key_and_the_sheets(tmp_path: Pat
     source = _source(tmp_path, sheet_name="third")
     with pytest.raises(ValueError) as err:
         _read(source, source.splits(1)[0], None)
-    assert str(err.value) == (f"LocalFile source file://{tmp_path / 'in.xlsx'}: sheet_name 'third': no such sheet; "
-                              "the workbook has 'first', 'second'")
+    assert str(err.value) == (
+        f"LocalFile source file://{tmp_path / 'in.xlsx'}: sheet_name 'third': no such sheet; "
+        "the workbook has 'first', 'second'"
+    )
     assert _read(_source(tmp_path, sheet_name="first", skip_header_row_number=1), source.splits(1)[0], None)[0] == [1]
 
 
 def test_an_xls_restore_resumes_at_every_row(tmp_path: Path) -> None:
     """e2e.xls, header skipped: every offset reopens to exactly the rows after it."""
     (tmp_path / "e2e.xls").write_bytes(E2E_XLS)
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-                          "skip_header_row_number": 1, "read_columns": ["c_string", "c_int"],
-                          "schema": {"fields": {"c_map": "map<string, string>", "c_array": "array<int>",
-                                                "c_string": "string", "c_boolean": "boolean", "c_tinyint": "tinyint",
-                                                "c_smallint": "smallint", "c_int": "int"}}})
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "excel",
+            "skip_header_row_number": 1,
+            "read_columns": ["c_string", "c_int"],
+            "schema": {
+                "fields": {
+                    "c_map": "map<string, string>",
+                    "c_array": "array<int>",
+                    "c_string": "string",
+                    "c_boolean": "boolean",
+                    "c_tinyint": "tinyint",
+                    "c_smallint": "smallint",
+                    "c_int": "int",
+                }
+            },
+        }
+    )
     [split] = source.splits(1)
     reader = source.create_reader(split, None, ReaderContext(0, 1, batch_size=2))
     everything = [r["c_string"] for b in iter_batches(reader) for r in b.to_pylist()]
@@ -386,13 +478,16 @@ def test_every_cell_of_e2e_xls_reads_as_the_biff8_reader_read_it() -> None:
     project's own BIFF8 reader read them before xlrd replaced it (tests/fixtures/excel/
     e2e_xls_cells.json, written by that reader): numbers as doubles, booleans, text,
     date-formatted cells as date-times, row numbers as the sheet's."""
-    expected = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "excel" / "e2e_xls_cells.json")
-                          .read_text())
+    expected = json.loads(
+        (Path(__file__).resolve().parents[1] / "fixtures" / "excel" / "e2e_xls_cells.json").read_text()
+    )
     names, rows = xls_sheets(E2E_XLS)
     assert names == list(expected)
     for name in names:
-        read = [[number, [{"datetime": v.isoformat()} if isinstance(v, dt.datetime) else v for v in values]]
-                for number, values in rows(name)]
+        read = [
+            [number, [{"datetime": v.isoformat()} if isinstance(v, dt.datetime) else v for v in values]]
+            for number, values in rows(name)
+        ]
         # as JSON text, so a type matters too (25 is not 25.0: a string column reads "25.0")
         assert [json.dumps(row) for row in read] == [json.dumps(row) for row in expected[name]]
 
@@ -402,8 +497,9 @@ def test_broken_workbooks_are_one_line(tmp_path: Path) -> None:
     source = _source(tmp_path)
     with pytest.raises(ValueError) as err:
         _read(source, source.splits(1)[0], None)
-    assert str(err.value) == (f"LocalFile source file://{tmp_path / 'old.xls'}: not a valid xls workbook: not an "
-                              "OLE2 compound file")
+    assert str(err.value) == (
+        f"LocalFile source file://{tmp_path / 'old.xls'}: not a valid xls workbook: not an OLE2 compound file"
+    )
     for cut in (600, 3000, 9000, 20000, len(E2E_XLS) - 700):  # truncated: one line, never a traceback
         (tmp_path / "old.xls").write_bytes(E2E_XLS[:cut])
         fresh = _source(tmp_path)
@@ -415,15 +511,22 @@ def test_broken_workbooks_are_one_line(tmp_path: Path) -> None:
         _read(source, _source(tmp_path).splits(1)[0], None)
 
 
-@pytest.mark.parametrize("kind, options, message", [
-    ("source", {"compress_codec": "gzip", "schema": {"fields": {"a": "int"}}},
-     r"^source\[0\]\.compress_codec: 'gzip': excel files are read as they are"),
-    ("source", {}, r"^source\[0\]\.schema: is required for excel files, as in SeaTunnel$"),
-    ("sink", {"compress_codec": "lzo"}, r"^sink\[0\]\.compress_codec: 'lzo': excel files are written uncompressed"),
-    ("sink", {"archive_compress_codec": "zip"}, r"^sink\[0\]\.archive_compress_codec: zip archives are read"),
-])
-def test_a_refused_excel_option_is_one_line_naming_its_key(tmp_path: Path, kind: str, options: dict,
-                                                           message: str) -> None:
+@pytest.mark.parametrize(
+    "kind, options, message",
+    [
+        (
+            "source",
+            {"compress_codec": "gzip", "schema": {"fields": {"a": "int"}}},
+            r"^source\[0\]\.compress_codec: 'gzip': excel files are read as they are",
+        ),
+        ("source", {}, r"^source\[0\]\.schema: is required for excel files, as in SeaTunnel$"),
+        ("sink", {"compress_codec": "lzo"}, r"^sink\[0\]\.compress_codec: 'lzo': excel files are written uncompressed"),
+        ("sink", {"archive_compress_codec": "zip"}, r"^sink\[0\]\.archive_compress_codec: zip archives are read"),
+    ],
+)
+def test_a_refused_excel_option_is_one_line_naming_its_key(
+    tmp_path: Path, kind: str, options: dict, message: str
+) -> None:
     entry = {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel", **options}
     with pytest.raises(ConfigError) as err:
         (load_source if kind == "source" else load_sink)(entry)
@@ -431,12 +534,19 @@ def test_a_refused_excel_option_is_one_line_naming_its_key(tmp_path: Path, kind:
 
 
 @pytest.mark.parametrize("kind", ["source", "sink"])
-def test_excel_without_the_excel_extra_names_the_pip_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             kind: str) -> None:
+def test_excel_without_the_excel_extra_names_the_pip_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # how an absent install looks to find_spec
-    entry = {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel",
-             **({"schema": {"fields": {"a": "int"}}} if kind == "source" else {})}
+    entry = {
+        "plugin_name": "LocalFile",
+        "path": str(tmp_path),
+        "file_format_type": "excel",
+        **({"schema": {"fields": {"a": "int"}}} if kind == "source" else {}),
+    }
     with pytest.raises(ConfigError) as err:
         (load_source if kind == "source" else load_sink)(entry)
-    assert str(err.value) == (f"{kind}[0].file_format_type: excel needs the 'excel' extra: "
-                              "pip install 'airflow-provider-seatunnel-ckpt[excel]'")
+    assert str(err.value) == (
+        f"{kind}[0].file_format_type: excel needs the 'excel' extra: "
+        "pip install 'airflow-provider-seatunnel-ckpt[excel]'"
+    )

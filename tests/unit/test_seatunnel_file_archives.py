@@ -133,14 +133,17 @@ def test_every_job_file_of_the_fixture_directory_runs_here() -> None:
     from tests.unit.test_seatunnel_file_formats import OWN_FILES
     from tests.unit.test_seatunnel_file_sources import JOBS as SOURCE_JOBS
 
-    assert sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.conf") if p.parent.name != "excel"
-                  and str(p.relative_to(FIXTURES)) not in [*OWN_FILES, *SOURCE_JOBS]) == sorted(
-        [*JOBS, "text/fake_to_local_file_text.conf"])
+    assert sorted(
+        str(p.relative_to(FIXTURES))
+        for p in FIXTURES.rglob("*.conf")
+        if p.parent.name != "excel" and str(p.relative_to(FIXTURES)) not in [*OWN_FILES, *SOURCE_JOBS]
+    ) == sorted([*JOBS, "text/fake_to_local_file_text.conf"])
 
 
 @pytest.mark.parametrize("name", sorted(JOBS))
 def test_seatunnels_archive_and_lzo_jobs_run_unchanged_and_their_assert_rules_hold(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if "lzo" in name and not HAS_LZO:
         pytest.skip("the lzo extra is not installed")
     _lay_out(tmp_path)
@@ -160,23 +163,34 @@ def test_a_broken_rule_fails_an_archive_job(tmp_path: Path, monkeypatch: pytest.
 
 @needs_lzo
 def test_seatunnels_lzo_sink_job_writes_lzop_files_named_as_seatunnel_names_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """fake_to_local_file_text.conf (FakeSource -> LocalFile text, compress_codec = lzo):
     its files end with ``.lzo.txt``, are lzop files our source reads back, and the lzop tool
     reads them when it is installed."""
     rows = _run_rebased(FIXTURES / "text/fake_to_local_file_text.conf", tmp_path, monkeypatch, side="sink")
     files = sorted(p for p in (tmp_path / "tmp/seatunnel/text").rglob("*") if p.is_file())
     assert files and all(p.name.endswith(".lzo.txt") for p in files), files
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path / "tmp/seatunnel/text"),
-                          "file_format_type": "text", "compress_codec": "lzo"})
-    lines = [line for split in source.splits(1)
-             for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
-             for line in batch.column("content").to_pylist()]
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path / "tmp/seatunnel/text"),
+            "file_format_type": "text",
+            "compress_codec": "lzo",
+        }
+    )
+    lines = [
+        line
+        for split in source.splits(1)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+        for line in batch.column("content").to_pylist()
+    ]
     assert len(lines) == rows > 0
     plain = b"".join(LzopReader(io.BytesIO(p.read_bytes()), str(p)).read() for p in files)
     if shutil.which("lzop"):
-        by_tool = b"".join(subprocess.run(["lzop", "-dc", str(p)], capture_output=True, check=True).stdout
-                           for p in files)
+        by_tool = b"".join(
+            subprocess.run(["lzop", "-dc", str(p)], capture_output=True, check=True).stdout for p in files
+        )
         assert by_tool == plain
     assert plain.decode().split("\n") == lines
 
@@ -184,10 +198,18 @@ def test_seatunnels_lzo_sink_job_writes_lzop_files_named_as_seatunnel_names_them
 @needs_lzo
 def test_a_json_lzo_sink_round_trips_many_blocks_and_a_discarded_file_leaves_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    sink = load_sink({"plugin_name": "LocalFile", "path": str(out), "file_format_type": "json",
-                      "compress_codec": "lzo", "batch_size": 60_000})
-    rows = pa.record_batch({"id": pa.array(range(100_000), pa.int64()),
-                            "name": pa.array([f"name-{i % 977}" for i in range(100_000)])})
+    sink = load_sink(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(out),
+            "file_format_type": "json",
+            "compress_codec": "lzo",
+            "batch_size": 60_000,
+        }
+    )
+    rows = pa.record_batch(
+        {"id": pa.array(range(100_000), pa.int64()), "name": pa.array([f"name-{i % 977}" for i in range(100_000)])}
+    )
     writer = sink.create_writer("lzo-json", 0, 0)
     writer.open(0)
     writer.write(rows)
@@ -196,18 +218,31 @@ def test_a_json_lzo_sink_round_trips_many_blocks_and_a_discarded_file_leaves_not
     committer.commit([info])
     committer.job_finished(None)
     files = sorted(p for p in out.iterdir() if p.is_file())
-    assert [p.name[-len("_0.lzo.json"):] for p in files] == ["_0.lzo.json", "_1.lzo.json"]  # batch_size cut
+    assert [p.name[-len("_0.lzo.json") :] for p in files] == ["_0.lzo.json", "_1.lzo.json"]  # batch_size cut
     plain = LzopReader(io.BytesIO(files[0].read_bytes()), str(files[0])).read()
     assert len(plain) > 4 * (256 << 10) > files[0].stat().st_size  # several blocks, compressed
-    source = load_source({"plugin_name": "LocalFile", "path": str(out), "file_format_type": "json",
-                          "compress_codec": "lzo", "schema": {"fields": {"id": "bigint", "name": "string"}}})
-    read = [batch for split in source.splits(1)
-            for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))]
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(out),
+            "file_format_type": "json",
+            "compress_codec": "lzo",
+            "schema": {"fields": {"id": "bigint", "name": "string"}},
+        }
+    )
+    read = [
+        batch
+        for split in source.splits(1)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+    ]
     assert pa.Table.from_batches(read).column("id").to_pylist() == list(range(100_000))
     # restored inside the second file's lzop stream: exactly the rows after the position
     second = source.splits(1)[1]
-    tail = [v for batch in iter_batches(source.create_reader(second, 39_990, ReaderContext(0, 1)))
-            for v in batch.column("id").to_pylist()]
+    tail = [
+        v
+        for batch in iter_batches(source.create_reader(second, 39_990, ReaderContext(0, 1)))
+        for v in batch.column("id").to_pylist()
+    ]
     assert tail == list(range(99_990, 100_000))
 
     # a writer closed before its checkpoint discards its open lzop file, and nothing is left staged
@@ -216,8 +251,14 @@ def test_a_json_lzo_sink_round_trips_many_blocks_and_a_discarded_file_leaves_not
     writer.write(rows.slice(0, 10))
     writer.close()
     assert not [p for p in (out / "_staging").rglob("*") if p.is_file()]
-    text_sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path / "text"), "file_format_type": "text",
-                           "compress_codec": "lzo"})
+    text_sink = load_sink(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path / "text"),
+            "file_format_type": "text",
+            "compress_codec": "lzo",
+        }
+    )
     writer = text_sink.create_writer("lzo-text", 0, 0)
     writer.open(0)
     writer.write(rows.slice(0, 10))
@@ -230,8 +271,15 @@ def test_a_json_lzo_sink_round_trips_many_blocks_and_a_discarded_file_leaves_not
 
 
 def _text_source(path: Path, codec: str, **options: Any) -> Any:
-    return load_source({"plugin_name": "LocalFile", "path": str(path), "file_format_type": "text",
-                        "archive_compress_codec": codec, **options})
+    return load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(path),
+            "file_format_type": "text",
+            "archive_compress_codec": codec,
+            **options,
+        }
+    )
 
 
 def _read(source: Any, split: Any, position: int | None, batch_size: int = 2) -> tuple[list[str], list[int]]:
@@ -253,10 +301,12 @@ def test_a_restored_reader_resumes_at_the_exact_row_across_entries(codec: str, t
     """Three entries (7, 0 and 5 rows, each with a header line skipped per entry, plus a
     directory and an entry of another suffix, both skipped): every position a reader
     reports, and every row offset, reopens to exactly the rows after it."""
-    entries = [("a.txt", b"header a\n" + b"".join(b"a%d\n" % i for i in range(7))),
-               ("empty.txt", b""),
-               ("notes.md", b"not read\n"),
-               ("b.txt", b"header b\n" + b"".join(b"b%d\n" % i for i in range(5)))]
+    entries = [
+        ("a.txt", b"header a\n" + b"".join(b"a%d\n" % i for i in range(7))),
+        ("empty.txt", b""),
+        ("notes.md", b"not read\n"),
+        ("b.txt", b"header b\n" + b"".join(b"b%d\n" % i for i in range(5))),
+    ]
     build = ARCHIVES[codec]
     data = build(entries)
     if codec == "zip":  # a directory entry as zip tools write one
@@ -279,11 +329,20 @@ def test_a_restored_reader_resumes_at_the_exact_row_across_entries(codec: str, t
 
 
 def test_a_json_archive_resumes_at_the_exact_row(tmp_path: Path) -> None:
-    entries = [(f"{n}.json", b"".join(b'{"id": %d, "name": "%s%d"}\n' % (i, n.encode(), i) for i in range(4)))
-               for n in ("x", "y")]
+    entries = [
+        (f"{n}.json", b"".join(b'{"id": %d, "name": "%s%d"}\n' % (i, n.encode(), i) for i in range(4)))
+        for n in ("x", "y")
+    ]
     (tmp_path / "in.zip").write_bytes(_zip(entries))
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json",
-                          "archive_compress_codec": "zip", "schema": {"fields": {"id": "int", "name": "string"}}})
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "json",
+            "archive_compress_codec": "zip",
+            "schema": {"fields": {"id": "int", "name": "string"}},
+        }
+    )
     [split] = source.splits(1)
     reader = source.create_reader(split, 3, ReaderContext(0, 1))
     names = [v for batch in iter_batches(reader) for v in batch.column("name").to_pylist()]
@@ -291,15 +350,25 @@ def test_a_json_archive_resumes_at_the_exact_row(tmp_path: Path) -> None:
 
 
 def test_csv_files_in_a_tar_gz_archive_are_read_with_their_schema(tmp_path: Path) -> None:
-    entries = [("one.csv", b"id,name\n1,a\n2,\"b,c\"\n"), ("two.csv", b"id,name\n3,d\n")]
+    entries = [("one.csv", b'id,name\n1,a\n2,"b,c"\n'), ("two.csv", b"id,name\n3,d\n")]
     (tmp_path / "in.tar.gz").write_bytes(_tar(entries, gz=True))
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "csv",
-                          "archive_compress_codec": "tar_gz", "skip_header_row_number": 1,
-                          "schema": {"fields": {"id": "int", "name": "string"}}})
+    source = load_source(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "csv",
+            "archive_compress_codec": "tar_gz",
+            "skip_header_row_number": 1,
+            "schema": {"fields": {"id": "int", "name": "string"}},
+        }
+    )
     [split] = source.splits(1)
     batches = list(iter_batches(source.create_reader(split, None, ReaderContext(0, 1))))
     assert pa.Table.from_batches(batches).to_pylist() == [
-        {"id": 1, "name": "a"}, {"id": 2, "name": "b,c"}, {"id": 3, "name": "d"}]
+        {"id": 1, "name": "a"},
+        {"id": 2, "name": "b,c"},
+        {"id": 3, "name": "d"},
+    ]
 
 
 def test_a_broken_archive_is_one_line_naming_it(tmp_path: Path) -> None:
@@ -323,41 +392,78 @@ def test_a_broken_archive_is_one_line_naming_it(tmp_path: Path) -> None:
 def test_a_truncated_lzo_file_is_one_line_naming_it(tmp_path: Path) -> None:
     blob = _lzo(E2E_TXT * 200)
     (tmp_path / "e2e.txt").write_bytes(blob[:-100])
-    source = load_source({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "text",
-                          "compress_codec": "lzo"})
+    source = load_source(
+        {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "text", "compress_codec": "lzo"}
+    )
     with pytest.raises(ValueError) as err:
         _read(source, source.splits(1)[0], None)
-    assert str(err.value) == (f"LocalFile source file://{tmp_path / 'e2e.txt'}: not a valid lzop file: it ends inside "
-                              "the block (truncated)")
+    assert str(err.value) == (
+        f"LocalFile source file://{tmp_path / 'e2e.txt'}: not a valid lzop file: it ends inside the block (truncated)"
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # what is refused: one line naming the key
 
 
-@pytest.mark.parametrize("kind, options, message", [
-    ("source", {"file_format_type": "parquet", "archive_compress_codec": "zip"},
-     r"^source\[0\]\.archive_compress_codec: zip archives of parquet files are not supported"),
-    ("source", {"file_format_type": "orc", "archive_compress_codec": "tar"},
-     r"^source\[0\]\.archive_compress_codec: tar archives of orc files"),
-    ("source", {"file_format_type": "text", "archive_compress_codec": "rar"},
-     r"^source\[0\]\.archive_compress_codec: 'rar' is not one of none, zip, tar, tar_gz$"),
-    ("source", {"file_format_type": "text", "archive_compress_codec": "zip", "compress_codec": "gzip"},
-     r"^source\[0\]\.compress_codec: gzip cannot be combined with archive_compress_codec = zip"),
-    ("source", {"file_format_type": "json", "archive_compress_codec": "tar_gz", "compress_codec": "lzo",
-                "schema": {"fields": {"a": "int"}}},
-     r"^source\[0\]\.compress_codec: lzo cannot be combined with archive_compress_codec = tar_gz"),
-    ("source", {"file_format_type": "orc", "archive_compress_codec": "zip"},
-     r"^source\[0\]\.archive_compress_codec: zip archives of orc files are not supported"),
-    ("sink", {"file_format_type": "text", "archive_compress_codec": "zip"},
-     r"^sink\[0\]\.archive_compress_codec: zip archives are read, not written"),
-    ("sink", {"file_format_type": "parquet", "compress_codec": "lzo"},
-     r"^sink\[0\]\.compress_codec: lzo is not supported for parquet files \(pyarrow writes no lzo\)"),
-    ("sink", {"file_format_type": "csv", "compress_codec": "gzip"},
-     r"^sink\[0\]\.compress_codec: 'gzip': csv files are written uncompressed or with lzo"),
-])
-def test_a_refused_combination_is_one_line_naming_its_key(tmp_path: Path, kind: str, options: dict,
-                                                          message: str) -> None:
+@pytest.mark.parametrize(
+    "kind, options, message",
+    [
+        (
+            "source",
+            {"file_format_type": "parquet", "archive_compress_codec": "zip"},
+            r"^source\[0\]\.archive_compress_codec: zip archives of parquet files are not supported",
+        ),
+        (
+            "source",
+            {"file_format_type": "orc", "archive_compress_codec": "tar"},
+            r"^source\[0\]\.archive_compress_codec: tar archives of orc files",
+        ),
+        (
+            "source",
+            {"file_format_type": "text", "archive_compress_codec": "rar"},
+            r"^source\[0\]\.archive_compress_codec: 'rar' is not one of none, zip, tar, tar_gz$",
+        ),
+        (
+            "source",
+            {"file_format_type": "text", "archive_compress_codec": "zip", "compress_codec": "gzip"},
+            r"^source\[0\]\.compress_codec: gzip cannot be combined with archive_compress_codec = zip",
+        ),
+        (
+            "source",
+            {
+                "file_format_type": "json",
+                "archive_compress_codec": "tar_gz",
+                "compress_codec": "lzo",
+                "schema": {"fields": {"a": "int"}},
+            },
+            r"^source\[0\]\.compress_codec: lzo cannot be combined with archive_compress_codec = tar_gz",
+        ),
+        (
+            "source",
+            {"file_format_type": "orc", "archive_compress_codec": "zip"},
+            r"^source\[0\]\.archive_compress_codec: zip archives of orc files are not supported",
+        ),
+        (
+            "sink",
+            {"file_format_type": "text", "archive_compress_codec": "zip"},
+            r"^sink\[0\]\.archive_compress_codec: zip archives are read, not written",
+        ),
+        (
+            "sink",
+            {"file_format_type": "parquet", "compress_codec": "lzo"},
+            r"^sink\[0\]\.compress_codec: lzo is not supported for parquet files \(pyarrow writes no lzo\)",
+        ),
+        (
+            "sink",
+            {"file_format_type": "csv", "compress_codec": "gzip"},
+            r"^sink\[0\]\.compress_codec: 'gzip': csv files are written uncompressed or with lzo",
+        ),
+    ],
+)
+def test_a_refused_combination_is_one_line_naming_its_key(
+    tmp_path: Path, kind: str, options: dict, message: str
+) -> None:
     entry = {"plugin_name": "LocalFile", "path": str(tmp_path), **options}
     with pytest.raises(ConfigError) as err:
         (load_source if kind == "source" else load_sink)(entry)
@@ -366,14 +472,21 @@ def test_a_refused_combination_is_one_line_naming_its_key(tmp_path: Path, kind: 
 
 
 @pytest.mark.parametrize("kind, fmt", [("source", "text"), ("source", "json"), ("sink", "csv")])
-def test_lzo_without_the_lzo_extra_names_the_pip_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         kind: str, fmt: str) -> None:
+def test_lzo_without_the_lzo_extra_names_the_pip_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, fmt: str
+) -> None:
     monkeypatch.setitem(sys.modules, "lzallright", None)  # how an absent install looks to find_spec
-    entry = {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": fmt, "compress_codec": "lzo",
-             "schema": {"fields": {"a": "int"}}}
+    entry = {
+        "plugin_name": "LocalFile",
+        "path": str(tmp_path),
+        "file_format_type": fmt,
+        "compress_codec": "lzo",
+        "schema": {"fields": {"a": "int"}},
+    }
     if kind == "sink":
         del entry["schema"]
     with pytest.raises(ConfigError) as err:
         (load_source if kind == "source" else load_sink)(entry)
-    assert str(err.value) == (f"{kind}[0].compress_codec: lzo needs the 'lzo' extra: "
-                              "pip install 'airflow-provider-seatunnel-ckpt[lzo]'")
+    assert str(err.value) == (
+        f"{kind}[0].compress_codec: lzo needs the 'lzo' extra: pip install 'airflow-provider-seatunnel-ckpt[lzo]'"
+    )

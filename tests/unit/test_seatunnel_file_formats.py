@@ -31,12 +31,17 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "con
 
 #: the job files of the fixture directory this module runs or loads
 OWN_FILES = [
-    "json/local_file_json_to_console_with_encoding.conf", "text/local_file_text_to_console_with_encoding.conf",
-    "json/fake_to_local_file_json_with_encoding.conf", "text/fake_to_local_file_with_encoding.conf",
-    "json/local_file_to_console.conf", "json/fake_to_local_file_json.conf",
+    "json/local_file_json_to_console_with_encoding.conf",
+    "text/local_file_text_to_console_with_encoding.conf",
+    "json/fake_to_local_file_json_with_encoding.conf",
+    "text/fake_to_local_file_with_encoding.conf",
+    "json/local_file_to_console.conf",
+    "json/fake_to_local_file_json.conf",
     "json/fake_to_local_file_json_save_mode.conf",
-    "xml/local_file_xml_to_assert.conf", "xml/local_file_zip_xml_to_assert.conf",
-    "binary/local_file_binary_to_assert.conf", "binary/local_file_binary_to_local_file_binary.conf",
+    "xml/local_file_xml_to_assert.conf",
+    "xml/local_file_zip_xml_to_assert.conf",
+    "binary/local_file_binary_to_assert.conf",
+    "binary/local_file_binary_to_local_file_binary.conf",
 ]
 
 #: LocalFileIT's inputs of the encoding jobs: path in its container -> fixture
@@ -64,23 +69,36 @@ def _run_rebased(job_file: Path, root: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def _read(entry: dict[str, Any]) -> pa.Table:
     source = load_source(entry)
-    batches = [b for split in source.splits(1) for b in iter_batches(source.create_reader(split, None,
-                                                                                          ReaderContext(0, 1)))]
+    batches = [
+        b for split in source.splits(1) for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+    ]
     return pa.Table.from_batches(batches, schema=batches[0].schema if batches else None)
 
 
-@pytest.mark.parametrize("name, rows", [("json/local_file_json_to_console_with_encoding.conf", 4),
-                                        ("text/local_file_text_to_console_with_encoding.conf", 4),
-                                        ("json/local_file_to_console.conf", 0)])
+@pytest.mark.parametrize(
+    "name, rows",
+    [
+        ("json/local_file_json_to_console_with_encoding.conf", 4),
+        ("text/local_file_text_to_console_with_encoding.conf", 4),
+        ("json/local_file_to_console.conf", 0),
+    ],
+)
 def test_seatunnels_encoding_and_empty_json_jobs_run_unchanged(
-        name: str, rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _lay_out(tmp_path)
     assert _run_rebased(FIXTURES / name, tmp_path, monkeypatch) == rows
 
 
-@pytest.mark.parametrize("name", ["json/fake_to_local_file_json_with_encoding.conf",
-                                  "text/fake_to_local_file_with_encoding.conf", "json/fake_to_local_file_json.conf",
-                                  "json/fake_to_local_file_json_save_mode.conf"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "json/fake_to_local_file_json_with_encoding.conf",
+        "text/fake_to_local_file_with_encoding.conf",
+        "json/fake_to_local_file_json.conf",
+        "json/fake_to_local_file_json_save_mode.conf",
+    ],
+)
 def test_seatunnels_encoding_and_save_mode_sinks_load(name: str) -> None:
     try:
         job = load_job(FIXTURES / name)
@@ -109,8 +127,15 @@ def test_gbk_files_read_as_seatunnel_reads_them(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "csv", "json"])
 def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) -> None:
-    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": fmt, "encoding": "gbk",
-                      "enable_header_write": fmt == "csv"})
+    sink = load_sink(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": fmt,
+            "encoding": "gbk",
+            "enable_header_write": fmt == "csv",
+        }
+    )
     batch = pa.record_batch({"name": pa.array(["你好，世界", "海底隧道", None]), "n": pa.array([1, 2, 3], pa.int32())})
     writer = sink.create_writer("enc", 0, 0)
     writer.open(0)
@@ -119,8 +144,13 @@ def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) 
     [file] = [p for p in tmp_path.iterdir() if p.is_file()]
     data = file.read_bytes()
     assert "海底隧道".encode("gbk") in data and "海底隧道".encode() not in data
-    options = {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": fmt, "encoding": "GBK",
-               "schema": {"fields": {"name": "string", "n": "int"}}}
+    options = {
+        "plugin_name": "LocalFile",
+        "path": str(tmp_path),
+        "file_format_type": fmt,
+        "encoding": "GBK",
+        "schema": {"fields": {"name": "string", "n": "int"}},
+    }
     if fmt == "text":
         options["field_delimiter"] = "\u0001"
     if fmt == "csv":
@@ -130,8 +160,9 @@ def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) 
 
 def test_characters_the_encoding_cannot_hold_are_written_as_question_marks(tmp_path: Path) -> None:
     """Java's String.getBytes, which SeaTunnel's writers use, writes '?' for them."""
-    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json",
-                      "encoding": "ISO-8859-1"})
+    sink = load_sink(
+        {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json", "encoding": "ISO-8859-1"}
+    )
     writer = sink.create_writer("enc", 0, 0)
     writer.open(0)
     writer.write(pa.record_batch({"name": pa.array(["café 海"])}))
@@ -158,8 +189,15 @@ def test_json_without_a_schema_reads_each_objects_content_member(tmp_path: Path)
 
 def test_json_with_an_empty_schema_reads_rows_of_no_columns(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text('{"a": 1}\n{"b": 2}\n')
-    table = _read({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json", "schema": {},
-                   "parse_partition_from_path": False})
+    table = _read(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "json",
+            "schema": {},
+            "parse_partition_from_path": False,
+        }
+    )
     assert (table.num_rows, table.num_columns) == (2, 0)
 
 
@@ -170,15 +208,30 @@ JOB_ID = "save-mode"
 
 
 def _request(tmp_path: Path, out: Path, **sink: Any) -> RunRequest:
-    checkpoint = {"interval": 1000, "storage": {"type": "hdfs", "plugin-config": {
-        "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}
-    job = load_job({
-        "env": {"job.name": JOB_ID, "parallelism": 1},
-        "source": [{"plugin_name": "FakeSource", "row.num": 3, "schema": {"fields": {"id": "int"}}}],
-        "sink": [{"plugin_name": "LocalFile", "path": str(out), "file_format_type": "json", **sink}],
-    })
-    return RunRequest(job=job, config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
-                      job_id=JOB_ID, master="local[1]")
+    checkpoint = {
+        "interval": 1000,
+        "storage": {
+            "type": "hdfs",
+            "plugin-config": {
+                "storage.type": "hdfs",
+                "fs.defaultFS": "file:///",
+                "namespace": f"{tmp_path}/checkpoints/",
+            },
+        },
+    }
+    job = load_job(
+        {
+            "env": {"job.name": JOB_ID, "parallelism": 1},
+            "source": [{"plugin_name": "FakeSource", "row.num": 3, "schema": {"fields": {"id": "int"}}}],
+            "sink": [{"plugin_name": "LocalFile", "path": str(out), "file_format_type": "json", **sink}],
+        }
+    )
+    return RunRequest(
+        job=job,
+        config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
+        job_id=JOB_ID,
+        master="local[1]",
+    )
 
 
 def _claim(request: RunRequest, manifest: Any = None) -> None:
@@ -206,8 +259,14 @@ def _earlier_output(out: Path) -> list[Path]:
     return files
 
 
-@pytest.mark.parametrize("modes", [{"schema_save_mode": "RECREATE_SCHEMA"}, {"data_save_mode": "DROP_DATA"},
-                                   {"schema_save_mode": "RECREATE_SCHEMA", "data_save_mode": "DROP_DATA"}])
+@pytest.mark.parametrize(
+    "modes",
+    [
+        {"schema_save_mode": "RECREATE_SCHEMA"},
+        {"data_save_mode": "DROP_DATA"},
+        {"schema_save_mode": "RECREATE_SCHEMA", "data_save_mode": "DROP_DATA"},
+    ],
+)
 def test_recreate_and_drop_data_delete_the_directory_at_a_fresh_start(modes: dict, tmp_path: Path) -> None:
     out = tmp_path / "out"
     _earlier_output(out)
@@ -259,6 +318,7 @@ def test_custom_processing_is_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------
 # xml
 
+
 def _zip(entries: dict[str, bytes]) -> bytes:
     import io
     import zipfile
@@ -272,7 +332,8 @@ def _zip(entries: dict[str, bytes]) -> bytes:
 
 @pytest.mark.parametrize("name", ["xml/local_file_xml_to_assert.conf", "xml/local_file_zip_xml_to_assert.conf"])
 def test_seatunnels_xml_jobs_run_unchanged_and_their_assert_rules_hold(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     xml = (FIXTURES / "xml/e2e.xml").read_bytes()
     (tmp_path / "seatunnel/read/xml").mkdir(parents=True)
     (tmp_path / "seatunnel/read/xml/e2e.xml").write_bytes(xml)
@@ -287,15 +348,33 @@ def test_the_e2e_xml_row_reads_as_seatunnel_converts_it(tmp_path: Path) -> None:
     entry = dict(load_job(FIXTURES / "xml/local_file_xml_to_assert.conf").source)
     [row] = _read({**entry, "path": str(tmp_path)}).to_pylist()
     assert row == {
-        "c_bytes": 1, "c_short": 22, "c_int": 333, "c_bigint": 4444, "c_string": "DusayI", "c_double": 5.555,
-        "c_float": pytest.approx(6.666), "c_decimal": Decimal("7.78"), "c_boolean": False,
-        "c_map": [("age", "26"), ("name", "Ivan")], "c_array": ["Ivan", "Dusayi"], "c_date": dt.date(2024, 1, 31),
-        "c_datetime": dt.datetime(2024, 1, 31, 16, 0, 48), "c_time": dt.time(16, 0, 48)}
+        "c_bytes": 1,
+        "c_short": 22,
+        "c_int": 333,
+        "c_bigint": 4444,
+        "c_string": "DusayI",
+        "c_double": 5.555,
+        "c_float": pytest.approx(6.666),
+        "c_decimal": Decimal("7.78"),
+        "c_boolean": False,
+        "c_map": [("age", "26"), ("name", "Ivan")],
+        "c_array": ["Ivan", "Dusayi"],
+        "c_date": dt.date(2024, 1, 31),
+        "c_datetime": dt.datetime(2024, 1, 31, 16, 0, 48),
+        "c_time": dt.time(16, 0, 48),
+    }
 
 
 def _xml_source(path: Path, use_attributes: bool, fields: dict[str, str], **options: Any) -> dict[str, Any]:
-    return {"plugin_name": "LocalFile", "path": str(path), "file_format_type": "xml", "xml_row_tag": "row",
-            "xml_use_attr_format": use_attributes, "schema": {"fields": fields}, **options}
+    return {
+        "plugin_name": "LocalFile",
+        "path": str(path),
+        "file_format_type": "xml",
+        "xml_row_tag": "row",
+        "xml_use_attr_format": use_attributes,
+        "schema": {"fields": fields},
+        **options,
+    }
 
 
 def test_xml_child_elements_rows_anywhere_and_java_conversions(tmp_path: Path) -> None:
@@ -304,12 +383,23 @@ def test_xml_child_elements_rows_anywhere_and_java_conversions(tmp_path: Path) -
         "<row><name><b>bold</b>tail</name><id>3e9</id></row>"  # direct text only; int saturates
         "<row><other>no field of the schema: no row</other></row>"
         "<row><id> </id><name></name></row>"  # blank: "" in a string column, null elsewhere
-        "<row><big>9223372036854775808</big><flag>TRUE</flag><r>1|x|</r></row></doc>")
-    fields = {"id": "int", "name": "string", "t": "tinyint", "big": "bigint", "flag": "boolean",
-              "r": "{a = int, b = string}"}
+        "<row><big>9223372036854775808</big><flag>TRUE</flag><r>1|x|</r></row></doc>"
+    )
+    fields = {
+        "id": "int",
+        "name": "string",
+        "t": "tinyint",
+        "big": "bigint",
+        "flag": "boolean",
+        "r": "{a = int, b = string}",
+    }
     rows = _read(_xml_source(tmp_path, False, fields, field_delimiter="\\|")).to_pylist()
-    assert [(r["id"], r["name"], r["t"]) for r in rows] == [(1, "  a  ", 56), (2147483647, "tail", None),
-                                                            (None, "", None), (None, None, None)]
+    assert [(r["id"], r["name"], r["t"]) for r in rows] == [
+        (1, "  a  ", 56),
+        (2147483647, "tail", None),
+        (None, "", None),
+        (None, None, None),
+    ]
     assert (rows[3]["big"], rows[3]["flag"], rows[3]["r"]) == (-9223372036854775808, True, {"a": 1, "b": "x"})
 
 
@@ -340,9 +430,14 @@ def test_xml_in_gbk_and_bad_documents_are_one_line(tmp_path: Path) -> None:
         _read(_xml_source(tmp_path, True, {"d": "date"}))
 
 
-@pytest.mark.parametrize("options, key", [({"xml_row_tag": None}, "xml_row_tag"),
-                                          ({"xml_use_attr_format": None}, "xml_use_attr_format"),
-                                          ({"schema": None}, "schema")])
+@pytest.mark.parametrize(
+    "options, key",
+    [
+        ({"xml_row_tag": None}, "xml_row_tag"),
+        ({"xml_use_attr_format": None}, "xml_use_attr_format"),
+        ({"schema": None}, "schema"),
+    ],
+)
 def test_xml_needs_its_options(options: dict, key: str, tmp_path: Path) -> None:
     entry = {k: v for k, v in {**_xml_source(tmp_path, True, {"a": "int"}), **options}.items() if v is not None}
     with pytest.raises(ConfigError, match=f"{key}.*required"):
@@ -352,7 +447,10 @@ def test_xml_needs_its_options(options: dict, key: str, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------
 # binary
 
-def test_seatunnels_binary_jobs_copy_a_file_and_count_its_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_seatunnels_binary_jobs_copy_a_file_and_count_its_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """LocalFileIT copies cat.png (1,969,877 bytes: 1924 chunks) to /seatunnel/read/binary/;
     the first job copies it to binary2/, the second counts binary2's chunks (MAX_ROW 1924).
     A file of the same size and random bytes stands in for the picture."""
@@ -363,9 +461,13 @@ def test_seatunnels_binary_jobs_copy_a_file_and_count_its_chunks(tmp_path: Path,
     (tmp_path / "seatunnel/read/binary/cat.png").write_bytes(data)
     name = "binary/local_file_binary_to_local_file_binary.conf"
     job = load_job(FIXTURES / name)
-    rebased = dataclasses.replace(job, **{side: {**dict(getattr(job, side)),
-                                                 "path": str(tmp_path) + dict(getattr(job, side))["path"]}
-                                          for side in ("source", "sink")})
+    rebased = dataclasses.replace(
+        job,
+        **{
+            side: {**dict(getattr(job, side)), "path": str(tmp_path) + dict(getattr(job, side))["path"]}
+            for side in ("source", "sink")
+        },
+    )
     monkeypatch.setattr(seatunnel_jobs, "load_job", lambda path, *args: rebased)
     assert seatunnel_jobs.run_in_process(FIXTURES / name) == 1924
     assert (tmp_path / "seatunnel/read/binary2/cat.png").read_bytes() == data
@@ -380,7 +482,11 @@ def test_binary_chunks_relative_paths_and_a_restored_reader(tmp_path: Path) -> N
     assert source.produced_schema().names == ["data", "relativePath", "partIndex"]
     rows = _read({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "binary"}).to_pylist()
     assert [(len(r["data"]), r["relativePath"], r["partIndex"]) for r in rows] == [
-        (1024, "b.bin", 0), (1024, "sub/a.bin", 0), (1024, "sub/a.bin", 1), (2, "sub/a.bin", 2)]
+        (1024, "b.bin", 0),
+        (1024, "sub/a.bin", 0),
+        (1024, "sub/a.bin", 1),
+        (2, "sub/a.bin", 2),
+    ]
     split = [s for s in source.splits(1) if s.spec["path"].endswith("a.bin")][0]
     resumed = source.create_reader(split, 2, ReaderContext(0, 1))
     assert [r["data"] for b in iter_batches(resumed) for r in b.to_pylist()] == [b"yz"]
@@ -394,8 +500,10 @@ def test_a_binary_sink_writes_files_from_ordered_chunks_only(tmp_path: Path) -> 
         sink.accepts(pa.schema([("data", pa.binary())]))
     writer = sink.create_writer("bin", 0, 0)
     writer.open(0)
-    batch = pa.record_batch([pa.array([b"ab", b"cd", b"x"]), pa.array(["d/f.bin", "d/f.bin", "g.bin"]),
-                             pa.array([0, 1, 0], pa.int64())], names=["data", "relativePath", "partIndex"])
+    batch = pa.record_batch(
+        [pa.array([b"ab", b"cd", b"x"]), pa.array(["d/f.bin", "d/f.bin", "g.bin"]), pa.array([0, 1, 0], pa.int64())],
+        names=["data", "relativePath", "partIndex"],
+    )
     writer.write(batch)
     sink.create_committer("bin").commit([writer.prepare_commit(1)])
     assert (tmp_path / "d/f.bin").read_bytes() == b"abcd" and (tmp_path / "g.bin").read_bytes() == b"x"

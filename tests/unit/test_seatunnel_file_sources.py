@@ -60,7 +60,9 @@ def rooted(name: str, root: Path) -> Path:
     (root / "tmp/fake_empty").mkdir(parents=True, exist_ok=True)
     path = root / Path(name).name
     text = (FIXTURES / name).read_text()
-    path.write_text(text.replace("/seatunnel/read/", f"{root}/seatunnel/read/").replace("/tmp/fake_empty", f"{root}/tmp/fake_empty"))
+    path.write_text(
+        text.replace("/seatunnel/read/", f"{root}/seatunnel/read/").replace("/tmp/fake_empty", f"{root}/tmp/fake_empty")
+    )
     return path
 
 

@@ -20,9 +20,16 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel"
 #: test_seatunnel_file_sources.py, tests/integration/kafka/test_seatunnel_change_formats.py,
 #: tests/integration/jdbc/test_seatunnel_jdbc_jobs.py, the Iceberg ones'
 #: tests/integration/lakehouse/test_iceberg_hadoop_catalog.py) lay those out and run them
-OWN_TESTS = {"connector-file-local-e2e", "connector-kafka-e2e", "connector-jdbc-e2e", "connector-iceberg-e2e",
-             "checkpoint-batch-disable-test-resources"}
-JOB_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template") and not OWN_TESTS & set(p.parts))
+OWN_TESTS = {
+    "connector-file-local-e2e",
+    "connector-kafka-e2e",
+    "connector-jdbc-e2e",
+    "connector-iceberg-e2e",
+    "checkpoint-batch-disable-test-resources",
+}
+JOB_FILES = sorted(
+    p for p in FIXTURES.rglob("*") if p.suffix in (".conf", ".template") and not OWN_TESTS & set(p.parts)
+)
 #: files whose sinks get no row, as their Assert rules say (MIN_ROW 0, MAX_ROW 0)
 EXPECTED_EMPTY = {"filter_row_kind_exclude_insert.conf"}
 
@@ -55,7 +62,10 @@ def test_a_broken_rule_in_a_seatunnel_file_fails_it(tmp_path: Path) -> None:
     original = (FIXTURES / "seatunnel-transforms-v2-e2e-part-2" / "sql_transform.conf").read_text()
     assert "rule_value = 100" in original
     tightened = tmp_path / "sql_transform.conf"
-    tightened.write_text(original.replace("rule_type = MIN_ROW\n            rule_value = 100",
-                                          "rule_type = MIN_ROW\n            rule_value = 101"))
+    tightened.write_text(
+        original.replace(
+            "rule_type = MIN_ROW\n            rule_value = 100", "rule_type = MIN_ROW\n            rule_value = 101"
+        )
+    )
     with pytest.raises(DataError, match=r"^sink\[0\]\.rules\.row_rules\[0\]: 100 rows break MIN_ROW 101$"):
         run_in_process(tightened)

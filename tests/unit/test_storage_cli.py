@@ -198,7 +198,9 @@ def test_inspect_latest_of_a_pipeline(env, capsys):
 
 
 def test_inspect_a_given_checkpoint(env, capsys):
-    code, out, _ = run(capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "2")
+    code, out, _ = run(
+        capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "2"
+    )
     assert code == 0
     manifest = json.loads(out)
     assert (manifest["checkpoint_id"], manifest["kind"]) == (2, "checkpoint")
@@ -206,7 +208,9 @@ def test_inspect_a_given_checkpoint(env, capsys):
 
 
 def test_inspect_a_savepoint(env, capsys):
-    code, out, _ = run(capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "7")
+    code, out, _ = run(
+        capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "7"
+    )
     assert code == 0 and json.loads(out)["kind"] == "savepoint"
 
 
@@ -226,13 +230,17 @@ def test_inspect_never_prints_inlined_coordinator_state(tmp_path, capsys):
 
 
 def test_inspect_an_unknown_checkpoint_is_one_line(env, capsys):
-    code, out, err = run(capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "99")
+    code, out, err = run(
+        capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "99"
+    )
     assert (code, out) == (2, "")
     assert_one_error_line(err, "--checkpoint", "no completed checkpoint 99", JOB)
 
 
 def test_inspect_an_in_flight_checkpoint_is_refused(env, capsys):
-    code, _, err = run(capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "8")
+    code, _, err = run(
+        capsys, "inspect", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "8"
+    )
     assert code == 2
     assert_one_error_line(err, "no completed checkpoint 8")
 
@@ -321,7 +329,9 @@ def test_verify_reports_a_read_error_as_an_error_not_as_damage(env, capsys, monk
     code, out, err = run(capsys, "verify", "--config", env.config, "--job-id", JOB, "--pipeline", "1")
     assert code == 1
     assert "DAMAGED" not in out and "DAMAGED" not in err
-    line = assert_one_error_line(err, "could not read", "not verified", "Input/output error", "chk-00000000000000000003")
+    line = assert_one_error_line(
+        err, "could not read", "not verified", "Input/output error", "chk-00000000000000000003"
+    )
     assert unreadable in line
 
 
@@ -333,7 +343,9 @@ def listed(env, capsys, job: str = JOB) -> list[tuple[int, int]]:
 
 
 def test_delete_one_checkpoint(env, capsys):
-    code, out, err = run(capsys, "delete", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "2")
+    code, out, err = run(
+        capsys, "delete", "--config", env.config, "--job-id", JOB, "--pipeline", "1", "--checkpoint", "2"
+    )
     assert (code, err) == (0, "")
     assert out.strip() == f"deleted checkpoint 2 of job {JOB} pipeline 1"
     assert not env.chk(1, 2).exists()
@@ -394,7 +406,10 @@ def test_a_job_id_that_would_escape_the_namespace_is_refused(env, capsys, comman
 
 BAD_CONFIGS = {
     "negative interval": ("checkpoint:\n  interval: -5\n", "checkpoint.interval: "),
-    "unknown storage type": ("checkpoint:\n  storage:\n    type: floppy\n", "checkpoint.storage.type: unknown storage type"),
+    "unknown storage type": (
+        "checkpoint:\n  storage:\n    type: floppy\n",
+        "checkpoint.storage.type: unknown storage type",
+    ),
     "relative namespace": (
         "checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: ckpt/\n",
         "checkpoint.storage.plugin-config.namespace: ",
@@ -446,7 +461,9 @@ def test_unreachable_storage_is_one_error_line_exit_1_without_traceback(tmp_path
     started = time.monotonic()
     result = subprocess.run(
         [str(script), "list", "--config", str(config), "--job-id", JOB],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert time.monotonic() - started < 30
     assert result.returncode == 1, result.stderr

@@ -24,9 +24,10 @@ SITE = Path(sysconfig.get_paths()["purelib"])
 #: messages of other software the tables quote, and the source text that prints them
 FOREIGN = {
     # SparkSubmitHook._resolve_connection, when the Spark connection is missing
-    "Could not load connection string spark_default, defaulting to yarn":
-        lambda: "Could not load connection string %s, defaulting to %s"
-        in (SITE / "airflow/providers/apache/spark/hooks/spark_submit.py").read_text(),
+    "Could not load connection string spark_default, defaulting to yarn": lambda: (
+        "Could not load connection string %s, defaulting to %s"
+        in (SITE / "airflow/providers/apache/spark/hooks/spark_submit.py").read_text()
+    ),
     # Python's FileNotFoundError when spark-submit is not on PATH
     "No such file or directory: 'spark-submit'": lambda: os.strerror(errno.ENOENT) == "No such file or directory",
     # S3's error codes, as the S3 API (and moto, the tests' S3) answers them

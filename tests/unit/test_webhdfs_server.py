@@ -34,9 +34,7 @@ def client(srv):
 
 def raw(srv, method, path, **params):
     params.setdefault("user.name", "alice")
-    return requests.request(
-        method, f"{srv.url}/webhdfs/v1{path}", params=params, allow_redirects=False, timeout=10
-    )
+    return requests.request(method, f"{srv.url}/webhdfs/v1{path}", params=params, allow_redirects=False, timeout=10)
 
 
 def read_all(client, path, **kwargs):
@@ -272,8 +270,17 @@ def test_liststatus(client, srv):
     assert (a["type"], a["length"], a["pathSuffix"]) == ("FILE", 1, "a")
     assert (b["type"], b["length"]) == ("FILE", 2)
     assert (sub["type"], sub["length"]) == ("DIRECTORY", 0)
-    for key in ("modificationTime", "accessTime", "owner", "group", "permission",
-                "replication", "blockSize", "fileId", "childrenNum"):
+    for key in (
+        "modificationTime",
+        "accessTime",
+        "owner",
+        "group",
+        "permission",
+        "replication",
+        "blockSize",
+        "fileId",
+        "childrenNum",
+    ):
         assert key in a
     # a file lists itself with an empty suffix
     res = raw(srv, "GET", "/dir/a", op="LISTSTATUS").json()

@@ -24,8 +24,16 @@ TAR_MODES = {"tar": "r|", "tar_gz": "r|gz"}
 ARCHIVE_CODECS = ("zip",) + tuple(TAR_MODES)
 
 
-_ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, zlib.error, OSError,
-                   NotImplementedError, RuntimeError)
+_ARCHIVE_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    tarfile.TarError,
+    EOFError,
+    zlib.error,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 class _OneWay:
@@ -57,8 +65,7 @@ class _OneWay:
             self._stream.close()
 
 
-def archive_entries(raw: Any, codec: str, suffix: str | tuple[str, ...], where: str
-                    ) -> Iterator[tuple[str, int, Any]]:
+def archive_entries(raw: Any, codec: str, suffix: str | tuple[str, ...], where: str) -> Iterator[tuple[str, int, Any]]:
     """(name, size, stream) of each file in the archive ``raw`` (buffered and seekable
     for zip; read front to back for tar), in archive order, as SeaTunnel reads them:
     directories are skipped, and so are files whose name does not end with ``suffix``
@@ -92,8 +99,12 @@ def _broken(what: str, where: str, exc: BaseException) -> ValueError:
 def _wanted(name: str, suffix: str | tuple[str, ...], where: str) -> bool:
     if name.endswith(suffix):
         return True
-    log.warning("%s: archive entry %s is skipped: its name does not end with %s (SeaTunnel reads only those)",
-                where, name, suffix if isinstance(suffix, str) else " or ".join(suffix))
+    log.warning(
+        "%s: archive entry %s is skipped: its name does not end with %s (SeaTunnel reads only those)",
+        where,
+        name,
+        suffix if isinstance(suffix, str) else " or ".join(suffix),
+    )
     return False
 
 
@@ -102,8 +113,14 @@ class _ArchiveBatches:
     its own file (``open_entry(stream, where, name, size)``: its header lines skipped,
     its json blocks parsed); empty entries have no rows."""
 
-    def __init__(self, file: RangeFile, codec: str, suffix: str | tuple[str, ...], where: str,
-                 open_entry: Callable[[Any, str, str, int], Any]):
+    def __init__(
+        self,
+        file: RangeFile,
+        codec: str,
+        suffix: str | tuple[str, ...],
+        where: str,
+        open_entry: Callable[[Any, str, str, int], Any],
+    ):
         # zip reads its directory at the end, then each entry: seeks, so a buffer over
         # ranged reads; tar is read front to back through the same buffer
         self._raw = io.BufferedReader(file, buffer_size=STREAM_BLOCK_SIZE)

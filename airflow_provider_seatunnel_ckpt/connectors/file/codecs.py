@@ -71,7 +71,7 @@ class LzopReader(ReadStream):
                 if self._eof or not self._next_block():
                     break
             end = len(self._block) if want is None else min(len(self._block), self._offset + want - have)
-            parts.append(self._block[self._offset:end])
+            parts.append(self._block[self._offset : end])
             have += end - self._offset
             self._offset = end
         return b"".join(parts)
@@ -99,8 +99,9 @@ class LzopReader(ReadStream):
     def _read_header(self) -> int:
         magic = self._raw.read(len(LZOP_MAGIC))
         if magic != LZOP_MAGIC:
-            raise self._fail("it does not start with lzop's magic bytes (is it lzo-compressed with lzop or "
-                             "Hadoop's LzopCodec?)")
+            raise self._fail(
+                "it does not start with lzop's magic bytes (is it lzo-compressed with lzop or Hadoop's LzopCodec?)"
+            )
         header = bytearray(self._exact(4, "header"))
         version, _ = struct.unpack(">HH", header)
         if version < 0x0900:
@@ -164,8 +165,9 @@ class LzopReader(ReadStream):
             try:
                 block = self._codec.decompress(data, output_size_hint=size)
             except Exception as exc:  # lzallright's LZOError: its args are an enum, not a sentence
-                raise self._fail(f"a block does not decompress ({type(exc).__name__} {exc.args[0] if exc.args else ''})"
-                                 ) from None
+                raise self._fail(
+                    f"a block does not decompress ({type(exc).__name__} {exc.args[0] if exc.args else ''})"
+                ) from None
             if len(block) != size:
                 raise self._fail(f"a block decompresses to {len(block)} bytes, not the {size} it says (corrupt)")
         else:
@@ -187,8 +189,19 @@ class LzopWriter:
         self._codec = _lzo()()
         self._pending = bytearray()
         self.closed = False
-        header = struct.pack(">HHHBBIIIIB", _WRITE_VERSION, _WRITE_LIB_VERSION, _WRITE_NEEDED, _METHOD_LZO1X_1,
-                             _LEVEL, 0, 0o100644, mtime & 0xFFFFFFFF, 0, 0)
+        header = struct.pack(
+            ">HHHBBIIIIB",
+            _WRITE_VERSION,
+            _WRITE_LIB_VERSION,
+            _WRITE_NEEDED,
+            _METHOD_LZO1X_1,
+            _LEVEL,
+            0,
+            0o100644,
+            mtime & 0xFFFFFFFF,
+            0,
+            0,
+        )
         out.write(LZOP_MAGIC + header + struct.pack(">I", zlib.adler32(header)))
 
     def write(self, data: Any) -> int:
@@ -223,7 +236,6 @@ class LzopWriter:
         if len(packed) >= len(block):  # incompressible: stored, as lzop does
             packed = block
         self._out.write(struct.pack(">II", len(block), len(packed)) + packed)
-
 
 
 class _Transcoded(ReadStream):
@@ -271,8 +283,13 @@ def _encode(text: str, encoding: str | None, where: str) -> bytes:
     try:
         return text.encode(encoding)
     except UnicodeEncodeError as exc:
-        warn_once((where, encoding), "%s: %r cannot hold %r; written as '?', as SeaTunnel writes it", where, encoding,
-                  exc.object[exc.start:exc.end])
+        warn_once(
+            (where, encoding),
+            "%s: %r cannot hold %r; written as '?', as SeaTunnel writes it",
+            where,
+            encoding,
+            exc.object[exc.start : exc.end],
+        )
         return text.encode(encoding, errors="replace")
 
 

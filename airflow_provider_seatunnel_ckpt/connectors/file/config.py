@@ -19,7 +19,16 @@ log = logging.getLogger(__name__)
 FORMATS = ("text", "csv", "json", "parquet", "orc", "excel", "xml", "binary")
 REFUSED_FORMATS: tuple[str, ...] = ()
 #: SeaTunnel's file name suffix of each format (excel: the suffix written; .xls is also read)
-EXTENSIONS = {"text": "txt", "csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc", "excel": "xlsx", "xml": "xml", "binary": ""}
+EXTENSIONS = {
+    "text": "txt",
+    "csv": "csv",
+    "json": "json",
+    "parquet": "parquet",
+    "orc": "orc",
+    "excel": "xlsx",
+    "xml": "xml",
+    "binary": "",
+}
 #: SeaTunnel's separators of text files: fields, then each nesting level one further
 SEPARATORS = ("\u0001", "\u0002", "\u0003", "\u0004", "\u0005", "\u0006", "\u0007")
 DEFAULT_TEXT_DELIMITER = SEPARATORS[0]
@@ -46,32 +55,103 @@ SINK_CODECS = {
     "orc": {"none": "uncompressed", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib"},
 }
 #: SeaTunnel's file name suffix of a codec (its CompressFormat)
-CODEC_SUFFIX = {"none": "", "snappy": ".snappy", "lz4": ".lz4", "zlib": ".zlib", "gzip": ".gz", "brotli": ".br",
-                "zstd": ".zstd", "lzo": ".lzo"}
+CODEC_SUFFIX = {
+    "none": "",
+    "snappy": ".snappy",
+    "lz4": ".lz4",
+    "zlib": ".zlib",
+    "gzip": ".gz",
+    "brotli": ".br",
+    "zstd": ".zstd",
+    "lzo": ".lzo",
+}
 CONTENT_COLUMN = "content"
 
-SOURCE_OPTIONS = frozenset({
-    "path", "file_format_type", "schema", "read_columns", "field_delimiter", "delimiter", "row_delimiter",
-    "skip_header_row_number", "date_format", "datetime_format", "time_format", "file_filter_pattern",
-    "parse_partition_from_path", "read_partitions", "compress_codec", "archive_compress_codec", "encoding",
-    "tables_configs", "sheet_name", "xml_row_tag", "xml_use_attr_format",
-})
+SOURCE_OPTIONS = frozenset(
+    {
+        "path",
+        "file_format_type",
+        "schema",
+        "read_columns",
+        "field_delimiter",
+        "delimiter",
+        "row_delimiter",
+        "skip_header_row_number",
+        "date_format",
+        "datetime_format",
+        "time_format",
+        "file_filter_pattern",
+        "parse_partition_from_path",
+        "read_partitions",
+        "compress_codec",
+        "archive_compress_codec",
+        "encoding",
+        "tables_configs",
+        "sheet_name",
+        "xml_row_tag",
+        "xml_use_attr_format",
+    }
+)
 #: sink options SeaTunnel's job files also put on sources; its sources ignore them, so do we (with a warning)
-SINK_ONLY_OPTIONS = frozenset({
-    "file_name_expression", "filename_time_format", "is_enable_transaction", "partition_dir_expression",
-    "is_partition_field_write_in_file", "have_partition", "partition_by", "sink_columns", "custom_filename",
-    "tmp_path", "batch_size", "enable_header_write", "single_file_mode", "save_mode", "schema_save_mode",
-    "data_save_mode", "max_rows_in_memory", "xml_root_tag",
-})
-SINK_OPTIONS = frozenset({
-    "path", "file_format_type", "field_delimiter", "row_delimiter", "sink_columns", "have_partition",
-    "partition_by", "partition_dir_expression", "is_partition_field_write_in_file", "custom_filename",
-    "file_name_expression", "filename_time_format", "is_enable_transaction", "batch_size", "compress_codec",
-    "archive_compress_codec", "single_file_mode", "tmp_path", "enable_header_write", "encoding", "date_format",
-    "datetime_format", "time_format", "schema_save_mode", "data_save_mode", "save_mode", "max_rows_in_memory",
-    "sheet_name", "xml_root_tag", "xml_row_tag", "xml_use_attr_format", "parquet_avro_write_timestamp_as_int96",
-    "parquet_avro_write_fixed_as_int96",
-})
+SINK_ONLY_OPTIONS = frozenset(
+    {
+        "file_name_expression",
+        "filename_time_format",
+        "is_enable_transaction",
+        "partition_dir_expression",
+        "is_partition_field_write_in_file",
+        "have_partition",
+        "partition_by",
+        "sink_columns",
+        "custom_filename",
+        "tmp_path",
+        "batch_size",
+        "enable_header_write",
+        "single_file_mode",
+        "save_mode",
+        "schema_save_mode",
+        "data_save_mode",
+        "max_rows_in_memory",
+        "xml_root_tag",
+    }
+)
+SINK_OPTIONS = frozenset(
+    {
+        "path",
+        "file_format_type",
+        "field_delimiter",
+        "row_delimiter",
+        "sink_columns",
+        "have_partition",
+        "partition_by",
+        "partition_dir_expression",
+        "is_partition_field_write_in_file",
+        "custom_filename",
+        "file_name_expression",
+        "filename_time_format",
+        "is_enable_transaction",
+        "batch_size",
+        "compress_codec",
+        "archive_compress_codec",
+        "single_file_mode",
+        "tmp_path",
+        "enable_header_write",
+        "encoding",
+        "date_format",
+        "datetime_format",
+        "time_format",
+        "schema_save_mode",
+        "data_save_mode",
+        "save_mode",
+        "max_rows_in_memory",
+        "sheet_name",
+        "xml_root_tag",
+        "xml_row_tag",
+        "xml_use_attr_format",
+        "parquet_avro_write_timestamp_as_int96",
+        "parquet_avro_write_fixed_as_int96",
+    }
+)
 _EXCEL_OPTIONS = ("sheet_name", "max_rows_in_memory")
 _XML_OPTIONS = ("xml_row_tag", "xml_use_attr_format", "xml_root_tag")
 #: the formats whose files are text in ``encoding``
@@ -95,8 +175,9 @@ def _encoding(opts: Options) -> str | None:
     try:
         name = codecs.lookup(value).name
     except LookupError:
-        raise ConfigError("encoding", f"{value!r} is not a known character encoding (UTF-8, GBK, ISO-8859-1...)") \
-            from None
+        raise ConfigError(
+            "encoding", f"{value!r} is not a known character encoding (UTF-8, GBK, ISO-8859-1...)"
+        ) from None
     return None if name == "utf-8" else name
 
 
@@ -122,11 +203,16 @@ def _archive(opts: Options, fmt: str, codec: str | None) -> str | None:
     if value not in ARCHIVE_CODECS:
         raise ConfigError("archive_compress_codec", f"{value!r} is not one of none, {', '.join(ARCHIVE_CODECS)}")
     if fmt not in ("text", "csv", "json", "excel", "xml"):
-        raise ConfigError("archive_compress_codec", f"{value} archives of {fmt} files are not supported (text, csv, "
-                                                    "json, excel and xml files only)")
+        raise ConfigError(
+            "archive_compress_codec",
+            f"{value} archives of {fmt} files are not supported (text, csv, json, excel and xml files only)",
+        )
     if codec is not None:
-        raise ConfigError("compress_codec", f"{codec} cannot be combined with archive_compress_codec = {value}: "
-                                            "the archive's entries are read as they are")
+        raise ConfigError(
+            "compress_codec",
+            f"{codec} cannot be combined with archive_compress_codec = {value}: "
+            "the archive's entries are read as they are",
+        )
     return value
 
 
@@ -139,10 +225,17 @@ def _require_excel(key: str) -> None:
 
 
 def _warn_excel_xml(plugin: str, kind: str, opts: Options, fmt: str) -> None:
-    for name in (() if fmt == "xml" and kind == "source" else _XML_OPTIONS) + (() if fmt == "excel" else _EXCEL_OPTIONS):
+    for name in (() if fmt == "xml" and kind == "source" else _XML_OPTIONS) + (
+        () if fmt == "excel" else _EXCEL_OPTIONS
+    ):
         if opts.has(name):
-            log.warning("%s %s: option %s only applies to %s files; ignored", plugin, kind, name,
-                        "excel" if name in _EXCEL_OPTIONS else "xml")
+            log.warning(
+                "%s %s: option %s only applies to %s files; ignored",
+                plugin,
+                kind,
+                name,
+                "excel" if name in _EXCEL_OPTIONS else "xml",
+            )
 
 
 def _warn(plugin: str, kind: str, message: str, *args: Any) -> None:
@@ -163,8 +256,11 @@ def _column_list(options: Mapping[str, Any], name: str) -> list[str]:
     value = options.get(name)
     if value is None:
         return []
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) \
-            or not all(isinstance(v, str) and v for v in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(v, str) and v for v in value)
+    ):
         raise ConfigError(name, f"expected a list of column names, got {value!r}")
     if len({v.lower() for v in value}) != len(value):
         raise ConfigError(name, f"lists a column more than once: {value!r}")
@@ -180,7 +276,12 @@ def _checked_encoding(plugin: str, kind: str, opts: Options, options: Mapping[st
         _require_excel("file_format_type")
     encoding = _encoding(opts)
     if encoding is not None and fmt not in _ENCODED_FORMATS:
-        _warn(plugin, kind, "encoding %r does not apply to %s files; ignored, as SeaTunnel ignores it",
-              options.get("encoding"), fmt)
+        _warn(
+            plugin,
+            kind,
+            "encoding %r does not apply to %s files; ignored, as SeaTunnel ignores it",
+            options.get("encoding"),
+            fmt,
+        )
         encoding = None
     return encoding

@@ -35,8 +35,12 @@ def _hdfs_site(path: Any, key: str = "hdfs_site_path") -> dict[str, str]:
 class HdfsFileStorage(FileStorage):
     plugin = "HdfsFile"
     connection_options = ("hdfs_site_path", "remote_user", "kerberos_principal", "kerberos_keytab_path", "krb5_path")
-    storage_keys = {"remote_user": "hdfs.user", "kerberos_principal": "kerberosPrincipal",
-                    "kerberos_keytab_path": "kerberosKeytabFilePath", "krb5_path": "krb5Path"}
+    storage_keys = {
+        "remote_user": "hdfs.user",
+        "kerberos_principal": "kerberosPrincipal",
+        "kerberos_keytab_path": "kerberosKeytabFilePath",
+        "krb5_path": "krb5Path",
+    }
     has_catalog = False
 
     def url(self, path: str, scheme: str, options: Mapping[str, Any], storage: dict[str, Any], put: Put) -> str:

@@ -16,8 +16,11 @@ from .storage import FileStorage, Put, bucket_name
 class OssFileStorage(FileStorage):
     plugin = "OssFile"
     connection_options = ("bucket", "endpoint", "access_key", "access_secret")
-    storage_keys = {"endpoint": "fs.oss.endpoint", "access_key": "fs.oss.accessKeyId",
-                    "access_secret": "fs.oss.accessKeySecret"}
+    storage_keys = {
+        "endpoint": "fs.oss.endpoint",
+        "access_key": "fs.oss.accessKeyId",
+        "access_secret": "fs.oss.accessKeySecret",
+    }
 
     def url(self, path: str, scheme: str, options: Mapping[str, Any], storage: dict[str, Any], put: Put) -> str:
         if scheme:

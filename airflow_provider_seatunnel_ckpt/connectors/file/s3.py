@@ -17,11 +17,20 @@ from .storage import FileStorage, Put, bucket_name
 log = logging.getLogger(__name__)
 
 #: fs.s3a.* keys the S3 backend reads (storage/fs_s3.py); hadoop_s3_properties may hold any
-_S3_KEYS_READ = frozenset({
-    "fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access", "fs.s3a.connection.ssl.enabled",
-    "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.aws.credentials.provider",
-    "fs.s3a.multipart.threshold", "fs.s3a.multipart.size",
-})
+_S3_KEYS_READ = frozenset(
+    {
+        "fs.s3a.endpoint",
+        "fs.s3a.endpoint.region",
+        "fs.s3a.path.style.access",
+        "fs.s3a.connection.ssl.enabled",
+        "fs.s3a.access.key",
+        "fs.s3a.secret.key",
+        "fs.s3a.session.token",
+        "fs.s3a.aws.credentials.provider",
+        "fs.s3a.multipart.threshold",
+        "fs.s3a.multipart.size",
+    }
+)
 _SCHEMES = ("s3a", "s3n", "s3")
 
 
@@ -50,8 +59,7 @@ class S3FileStorage(FileStorage):
                 if str(name) in _S3_KEYS_READ:
                     put(str(name), value, f"hadoop_s3_properties.{name}")
                 else:
-                    log.warning("%s: hadoop_s3_properties.%s is not used by this S3 client; ignored", self.plugin,
-                                name)
+                    log.warning("%s: hadoop_s3_properties.%s is not used by this S3 client; ignored", self.plugin, name)
         return url
 
 

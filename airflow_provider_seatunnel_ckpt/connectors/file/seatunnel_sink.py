@@ -58,10 +58,18 @@ _TRANSACTION_RE = re.compile(r"T_([0-9a-f]{8})_(\d+)_(\d+)_(\d{10,})")
 _VARIABLE_RE = re.compile(r"\$\{([^}]*)\}")
 #: Java DateTimeFormatter letters filename_time_format may use -> value of a datetime
 _TIME_FIELDS: dict[str, Callable[[dt.datetime], str]] = {
-    "yyyy": lambda t: f"{t.year:04d}", "yy": lambda t: f"{t.year % 100:02d}", "MM": lambda t: f"{t.month:02d}",
-    "M": lambda t: str(t.month), "dd": lambda t: f"{t.day:02d}", "d": lambda t: str(t.day),
-    "HH": lambda t: f"{t.hour:02d}", "H": lambda t: str(t.hour), "mm": lambda t: f"{t.minute:02d}",
-    "m": lambda t: str(t.minute), "ss": lambda t: f"{t.second:02d}", "s": lambda t: str(t.second),
+    "yyyy": lambda t: f"{t.year:04d}",
+    "yy": lambda t: f"{t.year % 100:02d}",
+    "MM": lambda t: f"{t.month:02d}",
+    "M": lambda t: str(t.month),
+    "dd": lambda t: f"{t.day:02d}",
+    "d": lambda t: str(t.day),
+    "HH": lambda t: f"{t.hour:02d}",
+    "H": lambda t: str(t.hour),
+    "mm": lambda t: f"{t.minute:02d}",
+    "m": lambda t: str(t.minute),
+    "ss": lambda t: f"{t.second:02d}",
+    "s": lambda t: str(t.second),
     "SSS": lambda t: f"{t.microsecond // 1000:03d}",
 }
 
@@ -89,16 +97,25 @@ class _SaveModeCommitter(FileSinkCommitter):
         super().start_fresh()
         sink, fs, root = self.sink, self.fs, self.root
         if sink.data_save_mode == "ERROR_WHEN_DATA_EXISTS" and sink.schema_save_mode != "RECREATE_SCHEMA":
-            found = next((f for f in fs.walk_files(root) if not _hidden_below(f.path[len(root):].lstrip("/"))), None)
+            found = next((f for f in fs.walk_files(root) if not _hidden_below(f.path[len(root) :].lstrip("/"))), None)
             if found is not None:
-                raise ConfigError(option_key(sink, "data_save_mode"),
-                                  f"{fs.describe(root)} holds files ({fs.describe(found.path)}): ERROR_WHEN_DATA_EXISTS")
+                raise ConfigError(
+                    option_key(sink, "data_save_mode"),
+                    f"{fs.describe(root)} holds files ({fs.describe(found.path)}): ERROR_WHEN_DATA_EXISTS",
+                )
         if sink.schema_save_mode == "RECREATE_SCHEMA" or sink.data_save_mode == "DROP_DATA":
             if fs.info(root) is not None:
-                mode = "schema_save_mode = RECREATE_SCHEMA" if sink.schema_save_mode == "RECREATE_SCHEMA" \
+                mode = (
+                    "schema_save_mode = RECREATE_SCHEMA"
+                    if sink.schema_save_mode == "RECREATE_SCHEMA"
                     else "data_save_mode = DROP_DATA"
-                log.warning("%s sink: deleting %s before the job's first checkpoint (%s)", sink.plugin_name,
-                            fs.describe(root), mode)
+                )
+                log.warning(
+                    "%s sink: deleting %s before the job's first checkpoint (%s)",
+                    sink.plugin_name,
+                    fs.describe(root),
+                    mode,
+                )
                 fs.delete(root, recursive=True)
             self._discarded = None  # its record, if any, went with the directory
 
@@ -118,15 +135,17 @@ def _time_tokens(pattern: str, key: str) -> list[tuple[bool, str]]:
             end = pattern.find("'", i + 1)
             if end < 0:
                 raise ConfigError(key, f"{pattern!r} has an unclosed quote")
-            tokens.append((False, pattern[i + 1:end] if end > i + 1 else "'"))
+            tokens.append((False, pattern[i + 1 : end] if end > i + 1 else "'"))
             i = end + 1
         elif char.isalpha():
             j = i
             while j < len(pattern) and pattern[j] == char:
                 j += 1
             if pattern[i:j] not in _TIME_FIELDS:
-                raise ConfigError(key, f"{pattern[i:j]!r} in {pattern!r} is not supported; use "
-                                       f"{', '.join(_TIME_FIELDS)} and literal text")
+                raise ConfigError(
+                    key,
+                    f"{pattern[i:j]!r} in {pattern!r} is not supported; use {', '.join(_TIME_FIELDS)} and literal text",
+                )
             tokens.append((True, pattern[i:j]))
             i = j
         else:
@@ -144,6 +163,7 @@ def _format_time(tokens: list[tuple[bool, str]], when: dt.datetime) -> str:
 def _substitute(expression: str, values: Mapping[str, str]) -> str:
     """SeaTunnel's ``VariablesSubstitute``: ``${name}`` replaced where known, else kept."""
     return _VARIABLE_RE.sub(lambda m: values.get(m.group(1), m.group(0)), expression)
+
 
 class _JsonEncoder(_FileEncoder):
     """One json output file: an object per row, rows separated by ``row_delimiter`` (none
@@ -186,8 +206,13 @@ class SeaTunnelFileSink(FileSink):
     def __init__(self, options: Mapping[str, Any]):
         Sink.__init__(self, options)
         plugin = self.plugin_name
-        opts = Options(plugin, options, known=SINK_OPTIONS | set(self.storage.connection_options),
-                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        opts = Options(
+            plugin,
+            options,
+            known=SINK_OPTIONS | set(self.storage.connection_options),
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
         self._read_format(opts, options)
         self._read_layout(opts, options)
         self._read_names(opts, options)
@@ -203,8 +228,11 @@ class SeaTunnelFileSink(FileSink):
         plugin = self.plugin_name
         self.format: str = _format(opts, "csv")
         if self.format == "xml":
-            raise ConfigError("file_format_type", "xml files are read, not written here yet; supported for sinks: "
-                                                  f"{', '.join(f for f in FORMATS if f != 'xml')}")
+            raise ConfigError(
+                "file_format_type",
+                "xml files are read, not written here yet; supported for sinks: "
+                f"{', '.join(f for f in FORMATS if f != 'xml')}",
+            )
         #: text, csv, json: the character encoding written (None: UTF-8)
         self.encoding = _checked_encoding(plugin, "sink", opts, options, self.format)
         _check_archive(opts)
@@ -220,8 +248,10 @@ class SeaTunnelFileSink(FileSink):
                 _require_lzo("compress_codec")
                 self.lzo = True
             elif codec != "none":
-                raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are written uncompressed or "
-                                                    "with lzo, as SeaTunnel writes them")
+                raise ConfigError(
+                    "compress_codec",
+                    f"{codec!r}: {self.format} files are written uncompressed or with lzo, as SeaTunnel writes them",
+                )
             self.compression: str | None = None
         elif self.format == "binary":
             if codec != "none":
@@ -229,17 +259,24 @@ class SeaTunnelFileSink(FileSink):
             self.compression = None
         elif self.format == "excel":
             if codec != "none":  # SeaTunnel's docs: "excel type does not support any compression format"
-                raise ConfigError("compress_codec", f"{codec!r}: excel files are written uncompressed (xlsx is "
-                                                    "zipped already), as SeaTunnel writes them")
+                raise ConfigError(
+                    "compress_codec",
+                    f"{codec!r}: excel files are written uncompressed (xlsx is "
+                    "zipped already), as SeaTunnel writes them",
+                )
             self.compression = None
         else:
             allowed = SINK_CODECS[self.format]
             if codec == "lzo":
-                raise ConfigError("compress_codec", f"lzo is not supported for {self.format} files (pyarrow writes "
-                                                    f"no lzo); use one of {', '.join(allowed)}")
+                raise ConfigError(
+                    "compress_codec",
+                    f"lzo is not supported for {self.format} files (pyarrow writes "
+                    f"no lzo); use one of {', '.join(allowed)}",
+                )
             if codec not in allowed:
-                raise ConfigError("compress_codec", f"{codec!r} is not one of {', '.join(allowed)} for "
-                                                    f"{self.format} files")
+                raise ConfigError(
+                    "compress_codec", f"{codec!r} is not one of {', '.join(allowed)} for {self.format} files"
+                )
             self.compression = allowed[codec]
         self.codec_suffix = CODEC_SUFFIX.get(codec, "")
         self.field_delimiter = _delimiter(options, "field_delimiter", DEFAULT_TEXT_DELIMITER)
@@ -258,8 +295,12 @@ class SeaTunnelFileSink(FileSink):
         self.partition_by = _column_list(options, "partition_by")
         have_partition = opts.bool("have_partition", False)
         if self.partition_by and opts.has("have_partition") and not have_partition:
-            _warn(plugin, "sink", "partition_by is set and have_partition = false: the files are partitioned by "
-                                  "partition_by all the same, as SeaTunnel does")
+            _warn(
+                plugin,
+                "sink",
+                "partition_by is set and have_partition = false: the files are partitioned by "
+                "partition_by all the same, as SeaTunnel does",
+            )
         if self.sink_columns and not {c.lower() for c in self.partition_by} <= {c.lower() for c in self.sink_columns}:
             raise ConfigError("partition_by", "partition fields must be in sink_columns, as in SeaTunnel")
         self.partition_in_file: bool = opts.bool("is_partition_field_write_in_file", False)
@@ -271,33 +312,59 @@ class SeaTunnelFileSink(FileSink):
         self.transactional: bool = opts.bool("is_enable_transaction", True)
         expression = opts.str("file_name_expression", "${transactionId}")
         if opts.has("file_name_expression") and opts.has("custom_filename") and not opts.bool("custom_filename"):
-            _warn(plugin, "sink", "file_name_expression is used although custom_filename = false, as SeaTunnel's "
-                                  "code does (its docs say otherwise)")
+            _warn(
+                plugin,
+                "sink",
+                "file_name_expression is used although custom_filename = false, as SeaTunnel's "
+                "code does (its docs say otherwise)",
+            )
         if "${transactionId}" not in expression:
             if self.transactional:
-                raise ConfigError("file_name_expression", "must contain ${transactionId} when is_enable_transaction "
-                                                          "is true, as in SeaTunnel")
+                raise ConfigError(
+                    "file_name_expression",
+                    "must contain ${transactionId} when is_enable_transaction is true, as in SeaTunnel",
+                )
             expression = "${transactionId}_" + expression
-            _warn(plugin, "sink", "file names start with ${transactionId}_ here (file_name_expression lacks it): "
-                                  "it is how a restore finds this job's files")
+            _warn(
+                plugin,
+                "sink",
+                "file names start with ${transactionId}_ here (file_name_expression lacks it): "
+                "it is how a restore finds this job's files",
+            )
         if not self.transactional:
-            _warn(plugin, "sink", "is_enable_transaction = false: output is written through the two-phase commit "
-                                  "all the same (files appear, exactly once, when a checkpoint completes)")
+            _warn(
+                plugin,
+                "sink",
+                "is_enable_transaction = false: output is written through the two-phase commit "
+                "all the same (files appear, exactly once, when a checkpoint completes)",
+            )
         if "/" in expression or expression.startswith(("_", ".")):
-            raise ConfigError("file_name_expression", f"{expression!r} must make a visible file name: no '/', "
-                                                      "not starting with '_' or '.'")
+            raise ConfigError(
+                "file_name_expression",
+                f"{expression!r} must make a visible file name: no '/', not starting with '_' or '.'",
+            )
         self.file_name_expression = expression
         self.filename_time_format = opts.str("filename_time_format", "yyyy.MM.dd")
         self._time_tokens = _time_tokens(self.filename_time_format, "filename_time_format")
         if opts.bool("single_file_mode", False):
-            raise ConfigError("single_file_mode", "is not supported: each writer commits its own files at every "
-                                                  "checkpoint, which is what makes the output exactly once")
+            raise ConfigError(
+                "single_file_mode",
+                "is not supported: each writer commits its own files at every "
+                "checkpoint, which is what makes the output exactly once",
+            )
         if opts.has("tmp_path"):
-            _warn(plugin, "sink", "tmp_path is ignored: files are staged under path/_staging and renamed when a "
-                                  "checkpoint completes")
+            _warn(
+                plugin,
+                "sink",
+                "tmp_path is ignored: files are staged under path/_staging and renamed when a checkpoint completes",
+            )
         if opts.has("save_mode"):
-            _warn(plugin, "sink", "save_mode is not read by SeaTunnel's file sinks (an option of older releases; "
-                                  "data_save_mode replaced it); ignored")
+            _warn(
+                plugin,
+                "sink",
+                "save_mode is not read by SeaTunnel's file sinks (an option of older releases; "
+                "data_save_mode replaced it); ignored",
+            )
 
     def _read_save_modes(self, opts: Options, options: Mapping[str, Any]) -> None:
         """``schema_save_mode``, ``data_save_mode`` and the parquet options refused."""
@@ -306,8 +373,11 @@ class SeaTunnelFileSink(FileSink):
             mode = opts.str(name, default).upper()
             if mode == "CUSTOM_PROCESSING":
                 raise ConfigError(name, "CUSTOM_PROCESSING is not supported: SeaTunnel's file catalogs run no SQL")
-            allowed = ("RECREATE_SCHEMA", "CREATE_SCHEMA_WHEN_NOT_EXIST", "ERROR_WHEN_SCHEMA_NOT_EXIST", "IGNORE") \
-                if name == "schema_save_mode" else ("APPEND_DATA", "DROP_DATA", "ERROR_WHEN_DATA_EXISTS")
+            allowed = (
+                ("RECREATE_SCHEMA", "CREATE_SCHEMA_WHEN_NOT_EXIST", "ERROR_WHEN_SCHEMA_NOT_EXIST", "IGNORE")
+                if name == "schema_save_mode"
+                else ("APPEND_DATA", "DROP_DATA", "ERROR_WHEN_DATA_EXISTS")
+            )
             if mode not in allowed:
                 raise ConfigError(name, f"{mode!r} is not one of {', '.join(allowed)}")
         self.schema_save_mode = opts.str("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST").upper()
@@ -315,22 +385,31 @@ class SeaTunnelFileSink(FileSink):
         destructive = self.schema_save_mode == "RECREATE_SCHEMA" or self.data_save_mode != "APPEND_DATA"
         if not self.storage.has_catalog and destructive:
             # SeaTunnel's HdfsFile has no catalog, so its save modes never run
-            _warn(plugin, "sink", f"schema_save_mode %s / data_save_mode %s do nothing on {plugin}, as in SeaTunnel "
-                                  "(it has no catalog); the directory is left as it is", self.schema_save_mode,
-                  self.data_save_mode)
+            _warn(
+                plugin,
+                "sink",
+                f"schema_save_mode %s / data_save_mode %s do nothing on {plugin}, as in SeaTunnel "
+                "(it has no catalog); the directory is left as it is",
+                self.schema_save_mode,
+                self.data_save_mode,
+            )
             self.schema_save_mode = "CREATE_SCHEMA_WHEN_NOT_EXIST"
             self.data_save_mode = "APPEND_DATA"
         if opts.bool("parquet_avro_write_timestamp_as_int96", False):
-            raise ConfigError("parquet_avro_write_timestamp_as_int96", "is not supported: timestamps are written as "
-                                                                       "parquet INT64 timestamps")
+            raise ConfigError(
+                "parquet_avro_write_timestamp_as_int96",
+                "is not supported: timestamps are written as parquet INT64 timestamps",
+            )
         if options.get("parquet_avro_write_fixed_as_int96"):
             raise ConfigError("parquet_avro_write_fixed_as_int96", "is not supported")
 
     # -- checks (driver) -----------------------------------------------------------------
     def preflight(self) -> None:
         if self.schema_save_mode == "ERROR_WHEN_SCHEMA_NOT_EXIST" and self.fs.info(self.root) is None:
-            raise ConfigError(option_key(self, "schema_save_mode"),
-                              f"{self.fs.describe(self.root)} does not exist (ERROR_WHEN_SCHEMA_NOT_EXIST)")
+            raise ConfigError(
+                option_key(self, "schema_save_mode"),
+                f"{self.fs.describe(self.root)} does not exist (ERROR_WHEN_SCHEMA_NOT_EXIST)",
+            )
 
     def create_committer(self, job_id: str) -> FileSinkCommitter:
         committer = super().create_committer(job_id)
@@ -353,8 +432,10 @@ class SeaTunnelFileSink(FileSink):
         if self.format == "orc":
             for index in written:
                 if pa.types.is_time(schema.field(index).type):
-                    raise ConfigError(option_key(self, "file_format_type"),
-                                      f"orc files cannot hold time column {schema.field(index).name!r}")
+                    raise ConfigError(
+                        option_key(self, "file_format_type"),
+                        f"orc files cannot hold time column {schema.field(index).name!r}",
+                    )
 
     def _layout(self, schema: pa.Schema) -> tuple[list[int], list[int]]:
         """(indexes of the columns written, indexes of the partition columns) in ``schema``;
@@ -370,16 +451,19 @@ class SeaTunnelFileSink(FileSink):
         def find(name: str, key: str) -> int:
             index = names.index(name) if name in names else lower.get(name.lower())
             if index is None:
-                raise ConfigError(option_key(self, key), f"no column {name!r} in the rows; they have "
-                                                         f"{', '.join(names)}")
+                raise ConfigError(
+                    option_key(self, key), f"no column {name!r} in the rows; they have {', '.join(names)}"
+                )
             return index
 
         sink = [find(c, "sink_columns") for c in self.sink_columns] or list(range(len(names)))
         partition = [find(c, "partition_by") for c in self.partition_by]
         written = sink if self.partition_in_file else [i for i in sink if i not in partition]
         if not written:
-            raise ConfigError(option_key(self, "sink_columns"), "no column is left to write once the partition "
-                                                                "fields are left out (is_partition_field_write_in_file)")
+            raise ConfigError(
+                option_key(self, "sink_columns"),
+                "no column is left to write once the partition fields are left out (is_partition_field_write_in_file)",
+            )
         self._layout_cache = (schema, (written, partition))
         return written, partition
 
@@ -388,13 +472,29 @@ class SeaTunnelFileSink(FileSink):
         if self.lzo:
             out = _LzopNewFile(out)  # type: ignore[assignment]  # a NewFile's face over the lzop writer
         if self.format in ("text", "csv"):
-            return _TextEncoder(self.format, schema, out, self.field_delimiter, self.row_delimiter, self.header,
-                                self.formats, self.encoding)
+            return _TextEncoder(
+                self.format,
+                schema,
+                out,
+                self.field_delimiter,
+                self.row_delimiter,
+                self.header,
+                self.formats,
+                self.encoding,
+            )
         if self.format == "json":
             return _JsonEncoder(schema, out, self.row_delimiter, self.encoding)
         if self.format == "excel":
-            return excel.ExcelEncoder(schema, out, self.sheet_name, self.field_delimiter, self._date_format,
-                                             self._datetime_format, self._time_format, self.formats)
+            return excel.ExcelEncoder(
+                schema,
+                out,
+                self.sheet_name,
+                self.field_delimiter,
+                self._date_format,
+                self._datetime_format,
+                self._time_format,
+                self.formats,
+            )
         return _FileEncoder(self.format, schema, self.compression, out)
 
     def split_batch(self, batch: pa.RecordBatch) -> Iterable[tuple[str, pa.RecordBatch]]:
@@ -425,14 +525,18 @@ class SeaTunnelFileSink(FileSink):
         if self.partition_template is None:  # SeaTunnel's default: k0=v0/k1=v1/...
             text = "/".join(f"{k}={v}" for k, v in zip(self.partition_by, values))
         else:
-            mapping = {**{f"k{i}": k for i, k in enumerate(self.partition_by)},
-                       **{f"v{i}": v for i, v in enumerate(values)}}
+            mapping = {
+                **{f"k{i}": k for i, k in enumerate(self.partition_by)},
+                **{f"v{i}": v for i, v in enumerate(values)},
+            }
             text = _substitute(self.partition_template, mapping)
         parts = [part for part in text.split("/") if part]
         for part in parts:
             if part in (".", "..") or part.startswith(("_", ".")):
-                raise ValueError(f"{self.plugin_name} sink: partition directory {text!r} (values {list(values)}) has "
-                                 f"the part {part!r}, which readers would skip or which leaves {self.fs.describe(self.root)}")
+                raise ValueError(
+                    f"{self.plugin_name} sink: partition directory {text!r} (values {list(values)}) has "
+                    f"the part {part!r}, which readers would skip or which leaves {self.fs.describe(self.root)}"
+                )
         return "/".join(parts)
 
     def final_names(self, tag: str, subtask: int, attempt: int, checkpoint_id: int, count: int) -> list[str]:
@@ -441,8 +545,12 @@ class SeaTunnelFileSink(FileSink):
         now = _format_time(self._time_tokens, dt.datetime.now())
         names = []
         for index in range(count):
-            values = {"transactionId": transaction, "now": now, "uuid": str(uuid.uuid4()),
-                      self.filename_time_format: now}
+            values = {
+                "transactionId": transaction,
+                "now": now,
+                "uuid": str(uuid.uuid4()),
+                self.filename_time_format: now,
+            }
             name = _substitute(self.file_name_expression, values)
             names.append(f"{name}_{index}{self.codec_suffix}.{self.extension}")
         return names

@@ -58,6 +58,7 @@ def _partitions_of(path: str) -> list[tuple[str, str]]:
             pairs[pieces[0]] = pieces[1]
     return list(pairs.items())
 
+
 class _ShapedReader(SourceReader):
     """A reader whose batches ``shape`` turns into the source's rows (one row out per row
     in, so the inner reader's positions stay exact)."""
@@ -96,14 +97,24 @@ class SeaTunnelFileSource(FileSource):
     def __init__(self, options: Mapping[str, Any]):
         Source.__init__(self, options)
         plugin = self.plugin_name
-        opts = Options(plugin, options, known=SOURCE_OPTIONS | SINK_ONLY_OPTIONS | set(self.storage.connection_options),
-                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        opts = Options(
+            plugin,
+            options,
+            known=SOURCE_OPTIONS | SINK_ONLY_OPTIONS | set(self.storage.connection_options),
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
         if opts.has("tables_configs"):
-            raise ConfigError("tables_configs", "one source is one table; load_source makes one per table "
-                                                "of tables_configs")
+            raise ConfigError(
+                "tables_configs", "one source is one table; load_source makes one per table of tables_configs"
+            )
         for name in sorted(SINK_ONLY_OPTIONS & set(options)):
-            _warn(plugin, "source", "option %s is a sink option; SeaTunnel's source ignores it, and so does this one",
-                  name)
+            _warn(
+                plugin,
+                "source",
+                "option %s is a sink option; SeaTunnel's source ignores it, and so does this one",
+                name,
+            )
         self._read_format(opts, options)
         self._read_schema(opts, options)
         self._read_layout(opts, options)
@@ -120,9 +131,14 @@ class SeaTunnelFileSource(FileSource):
         #: text, csv, json: the files' character encoding (None: UTF-8)
         self.encoding = _checked_encoding(plugin, "source", opts, options, self.format)
         #: checked; text, csv and json values in any of them are recognised, xml values only in the one chosen
-        self._temporal_formats = [_choice(opts, name, allowed, default) for name, allowed, default in (
-            ("date_format", DATE_FORMATS, "yyyy-MM-dd"), ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
-            ("time_format", TIME_FORMATS, "HH:mm:ss"))]
+        self._temporal_formats = [
+            _choice(opts, name, allowed, default)
+            for name, allowed, default in (
+                ("date_format", DATE_FORMATS, "yyyy-MM-dd"),
+                ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
+                ("time_format", TIME_FORMATS, "HH:mm:ss"),
+            )
+        ]
         codec = opts.str("compress_codec", "none").lower()
         self.codec: str | None = None
         if self.format in ("text", "csv", "json"):
@@ -132,10 +148,14 @@ class SeaTunnelFileSource(FileSource):
                 raise ConfigError("compress_codec", f"{codec!r} is not one of none, lzo, {', '.join(STREAM_CODECS)}")
             self.codec = None if codec == "none" else codec
         elif self.format in ("xml", "binary") and codec != "none":  # SeaTunnel's readers read these as they are
-            raise ConfigError("compress_codec", f"{codec!r}: {self.format} files are read as they are; remove the option")
+            raise ConfigError(
+                "compress_codec", f"{codec!r}: {self.format} files are read as they are; remove the option"
+            )
         elif self.format == "excel" and codec != "none":  # SeaTunnel's excel reader reads the file as it is
-            raise ConfigError("compress_codec", f"{codec!r}: excel files are read as they are (xlsx is zipped "
-                                                "already); remove the option")
+            raise ConfigError(
+                "compress_codec",
+                f"{codec!r}: excel files are read as they are (xlsx is zipped already); remove the option",
+            )
         # parquet and orc files name their codec themselves, as SeaTunnel's readers find it
         #: zip, tar or tar_gz: each file is an archive whose entries are read one by one
         self.archive: str | None = _archive(opts, self.format, self.codec)
@@ -147,13 +167,19 @@ class SeaTunnelFileSource(FileSource):
             # SeaTunnel's binary reader has its fixed schema and no partition columns
             for name in ("schema", "read_columns"):
                 if opts.has(name):
-                    _warn(plugin, "source", "%s is ignored for binary files: their rows are data, relativePath, "
-                                            "partIndex, as in SeaTunnel", name)
+                    _warn(
+                        plugin,
+                        "source",
+                        "%s is ignored for binary files: their rows are data, relativePath, partIndex, as in SeaTunnel",
+                        name,
+                    )
         schema = options.get("schema")
         # a schema block that only names the table (tables_configs over parquet or orc files,
         # whose columns the files carry) declares no columns, as in SeaTunnel
         names_only = isinstance(schema, Mapping) and set(schema) <= {"table"}
-        self.columns: list[Column] | None = parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
+        self.columns: list[Column] | None = (
+            parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
+        )
         #: json without a schema: SeaTunnel's simple text table, one ``content`` column read from each object's
         #: ``content`` member (its JsonDeserializationSchema over that row type); a schema naming no column
         #: (``schema {}``) gives rows of no columns, as SeaTunnel's empty row type does
@@ -194,17 +220,26 @@ class SeaTunnelFileSource(FileSource):
     def _read_layout(self, opts: Options, options: Mapping[str, Any]) -> None:
         """The delimiters, header rows, sheet, file filter and partitions."""
         plugin = self.plugin_name
-        if options.get("field_delimiter") is not None and options.get("delimiter") is not None \
-                and options["field_delimiter"] != options["delimiter"]:
+        if (
+            options.get("field_delimiter") is not None
+            and options.get("delimiter") is not None
+            and options["field_delimiter"] != options["delimiter"]
+        ):
             raise ConfigError("delimiter", "disagrees with field_delimiter (delimiter is its older name); set one")
-        key = "delimiter" if options.get("field_delimiter") is None and options.get("delimiter") is not None \
+        key = (
+            "delimiter"
+            if options.get("field_delimiter") is None and options.get("delimiter") is not None
             else "field_delimiter"
+        )
         delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel", "xml") else ",")
         self.splitter = _field_splitter(plugin, self.format, delimiter, key)
         self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
         if self.row_delimiter != "\n" and self.format != "parquet" and self.format != "orc":
-            how = "ignores it (json files are read a line per row)" if self.format == "json" else \
-                "splits rows at it; SeaTunnel's reader splits them at line breaks whatever row_delimiter says"
+            how = (
+                "ignores it (json files are read a line per row)"
+                if self.format == "json"
+                else "splits rows at it; SeaTunnel's reader splits them at line breaks whatever row_delimiter says"
+            )
             _warn(plugin, "source", "row_delimiter %r: this reader %s", self.row_delimiter, how)
         self.skip_header: int = opts.int("skip_header_row_number", 0, minimum=0)
         self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
@@ -215,6 +250,7 @@ class SeaTunnelFileSource(FileSource):
             raise ConfigError("file_filter_pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
         self.parse_partitions: bool = opts.bool("parse_partition_from_path", True) and self.format != "binary"
         self.read_partitions: list[str] = opts.str_list("read_partitions") if opts.has("read_partitions") else []
+
     # -- planning (driver) ---------------------------------------------------------------
     def splits(self, parallelism: int) -> list[Split]:
         """The ``File`` source's splits (files below ``path``, sorted), less the files
@@ -246,12 +282,18 @@ class SeaTunnelFileSource(FileSource):
                     keys = [k for k, _ in pairs]
                     clash = sorted(set(keys) & {c.name for _, c in self.selected})
                     if clash:
-                        raise ConfigError(option_key(self, "schema"), f"column {clash[0]!r} is also a partition of "
-                                          f"{self.fs.describe(path)}; leave partition columns out of the schema")
+                        raise ConfigError(
+                            option_key(self, "schema"),
+                            f"column {clash[0]!r} is also a partition of "
+                            f"{self.fs.describe(path)}; leave partition columns out of the schema",
+                        )
                 elif [k for k, _ in pairs] != keys:
-                    raise ConfigError(option_key(self, "path"), f"{self.fs.describe(path)} has partitions "
-                                      f"{[k for k, _ in pairs]}, the first file {keys}: the files must have the same "
-                                      "partition directories (or set parse_partition_from_path = false)")
+                    raise ConfigError(
+                        option_key(self, "path"),
+                        f"{self.fs.describe(path)} has partitions "
+                        f"{[k for k, _ in pairs]}, the first file {keys}: the files must have the same "
+                        "partition directories (or set parse_partition_from_path = false)",
+                    )
                 spec["partitions"] = [list(pair) for pair in pairs]
             planned.append(Split(split.split_id, spec))
         self._partition_keys = keys or []
@@ -283,8 +325,9 @@ class SeaTunnelFileSource(FileSource):
         where = f"{self.plugin_name} source {where}"
         columns = [c.name for _, c in self.selected] if self.selected else self.read_columns
         if fmt == "binary":
-            return binary.BinaryReader(file, binary.relative_path(self.root, str(split.spec["path"])),
-                                              offset, batch_size, where)
+            return binary.BinaryReader(
+                file, binary.relative_path(self.root, str(split.spec["path"])), offset, batch_size, where
+            )
         if fmt == "parquet":
             inner: SourceReader = ParquetReader(file, offset, batch_size, where, columns=columns)
         elif fmt == "orc":
@@ -296,12 +339,13 @@ class SeaTunnelFileSource(FileSource):
                 xml_names = [c.name for _, c in self.selected]
 
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
-                    return xml.XmlBatches(stream, self.encoding, row_tag, use_attributes, xml_names, at,
-                                                 batch_size)
+                    return xml.XmlBatches(stream, self.encoding, row_tag, use_attributes, xml_names, at, batch_size)
             elif fmt == "json" and self.json_content:  # read as lines: any member types, parsed in _shape
+
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
                     return _LineBatches(self._decoded(stream), "\n", 0, at)
             elif fmt == "json":
+
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
                     return open_json(self._decoded(stream), self.selected)
             elif fmt == "excel":
@@ -313,19 +357,28 @@ class SeaTunnelFileSource(FileSource):
                         stream = excel.read_entry(stream, size, at)
                     else:  # openpyxl seeks in the file: a buffer over the ranged reads
                         stream = io.BufferedReader(stream, buffer_size=STREAM_BLOCK_SIZE)
-                    return excel.ExcelBatches(stream, name, at, self.sheet_name, self.skip_header, fields,
-                                                     self.splitter[1], batch_size)
+                    return excel.ExcelBatches(
+                        stream, name, at, self.sheet_name, self.skip_header, fields, self.splitter[1], batch_size
+                    )
             else:
+
                 def open_file(stream: Any, at: str, name: str, size: int) -> Any:
                     return _LineBatches(self._decoded(stream), self.row_delimiter, self.skip_header, at)
+
             if self.archive is not None:  # a position counts rows across the entries, in archive order
                 archive = self.archive
-                inner = StreamReader(file, lambda f: _ArchiveBatches(f, archive, suffix, where, open_file),
-                                     offset, batch_size, where)
+                inner = StreamReader(
+                    file, lambda f: _ArchiveBatches(f, archive, suffix, where, open_file), offset, batch_size, where
+                )
             else:
                 path = str(split.spec["path"])
-                inner = StreamReader(file, lambda f: open_file(_input(f, self.codec, where), where, path, f.size),
-                                     offset, batch_size, where)
+                inner = StreamReader(
+                    file,
+                    lambda f: open_file(_input(f, self.codec, where), where, path, f.size),
+                    offset,
+                    batch_size,
+                    where,
+                )
         else:
             return super()._format_reader(split, fmt, file, offset, batch_size, where)
         partitions = [tuple(pair) for pair in split.spec.get("partitions") or ()] if self.parse_partitions else []
@@ -334,9 +387,12 @@ class SeaTunnelFileSource(FileSource):
     def _xml_formats(self) -> xml.XmlFormats:
         date, datetime_format, time_format = self._temporal_formats
         pattern, digits = DATETIME_FORMATS[datetime_format]
-        return xml.XmlFormats((DATE_FORMATS[date], date), (pattern, digits, datetime_format),
-                                     (TIME_FORMATS[time_format], time_format),
-                                     self.splitter[1] if self.splitter[0] == "regex" else re.escape(self.splitter[1]))
+        return xml.XmlFormats(
+            (DATE_FORMATS[date], date),
+            (pattern, digits, datetime_format),
+            (TIME_FORMATS[time_format], time_format),
+            self.splitter[1] if self.splitter[0] == "regex" else re.escape(self.splitter[1]),
+        )
 
     def _decoded(self, stream: Any) -> Any:
         return stream if self.encoding is None else _Transcoded(stream, self.encoding)
@@ -366,7 +422,8 @@ class SeaTunnelFileSource(FileSource):
                     raise ValueError(f"no column {c.name!r} in the file (it has {', '.join(batch.schema.names)})")
             arrays = [
                 convert(batch.column(c.name), c.type, c.name, base64_bytes=fmt == "json")
-                if c.name in present else pa.nulls(batch.num_rows, c.type)
+                if c.name in present
+                else pa.nulls(batch.num_rows, c.type)
                 for _, c in self.selected
             ]
             names = [c.name for _, c in self.selected]

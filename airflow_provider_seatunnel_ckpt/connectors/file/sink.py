@@ -105,9 +105,13 @@ class FileSink(Sink):
 
     def create_committer(self, job_id: str) -> FileSinkCommitter:
         return FileSinkCommitter(
-            self.fs, self.root, self.staging_dir(job_id), job_tag(job_id),
+            self.fs,
+            self.root,
+            self.staging_dir(job_id),
+            job_tag(job_id),
             _join(self.root, DISCARDED_NAME.format(job_id=validate_job_id(job_id))),
-            parse_name=self.parse_final_name, nested=self.nested_output,
+            parse_name=self.parse_final_name,
+            nested=self.nested_output,
         )
 
     def new_encoder(self, schema: pa.Schema, out: NewFile) -> _FileEncoder:
@@ -124,9 +128,7 @@ class FileSink(Sink):
         the order they were cut; called once per ``prepare_commit`` and kept in its commit
         info, so a replayed commit publishes the same names. ``parse_final_name`` must
         recognise each of them."""
-        return [
-            f"part-{tag}-{subtask:05d}-{attempt}-{checkpoint_id:010d}-{i}.{self.extension}" for i in range(count)
-        ]
+        return [f"part-{tag}-{subtask:05d}-{attempt}-{checkpoint_id:010d}-{i}.{self.extension}" for i in range(count)]
 
     @staticmethod
     def parse_final_name(name: str) -> tuple[str, int] | None:
@@ -396,7 +398,9 @@ class FileSinkCommitter(SinkCommitter):
         if removed:
             log.warning(
                 "File sink: removed %d committed file(s) newer than checkpoint %d from %s (they will be re-produced)",
-                len(removed), floor, self.fs.describe(self.root),
+                len(removed),
+                floor,
+                self.fs.describe(self.root),
             )
         return removed
 
@@ -409,8 +413,12 @@ class FileSinkCommitter(SinkCommitter):
             record = {"discarded_through_checkpoint_id": through, "tag": self.tag, "discarded_ms": _now_ms()}
             self.fs.write_atomic(self.discarded_path, json.dumps(record).encode("utf-8"))
             self._discarded = through
-            log.info("File sink: committed output of job tag %s up to checkpoint %d in %s stays (discarded runs)",
-                     self.tag, through, self.fs.describe(self.root))
+            log.info(
+                "File sink: committed output of job tag %s up to checkpoint %d in %s stays (discarded runs)",
+                self.tag,
+                through,
+                self.fs.describe(self.root),
+            )
         self.fs.delete(self.staging_dir, recursive=True)
 
     def commit(self, commit_infos: Iterable[JsonValue]) -> None:
@@ -474,10 +482,11 @@ class FileSinkCommitter(SinkCommitter):
                 raise ValueError(f"File sink: staged file {s!r} is not under {self.fs.describe(self.staging_dir)}")
             if not self._visible_below_root(f):
                 where = "below" if self.nested else "in"
-                raise ValueError(f"File sink: final file {f!r} is not a visible file {where} {self.fs.describe(self.root)}")
+                raise ValueError(
+                    f"File sink: final file {f!r} is not a visible file {where} {self.fs.describe(self.root)}"
+                )
             pairs.append((s, f))
         return pairs
-
 
     def _visible_below_root(self, path: Any) -> bool:
         """``path`` is a visible file in ``root`` (or, with ``nested``, in visible

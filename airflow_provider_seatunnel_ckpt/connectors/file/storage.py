@@ -68,7 +68,7 @@ class FileStorage:
         if not isinstance(path, str) or not path.strip():
             raise ConfigError("path", f"expected a non-empty path, got {path!r}")
         path = path.strip()
-        scheme = (_SCHEME.match(path).group(1).lower() if _SCHEME.match(path) else "")
+        scheme = _SCHEME.match(path).group(1).lower() if _SCHEME.match(path) else ""
         for name, target in self.storage_keys.items():
             if options.get(name) is not None:
                 put(target, options[name], name)
@@ -91,7 +91,7 @@ def bucket_name(value: Any, schemes: Sequence[str], key: str = "bucket") -> str:
     if match:
         if match.group(1).lower() not in schemes:
             raise ConfigError(key, f"{value!r} is not a {' or '.join(schemes)} bucket")
-        text = text[match.end():]
+        text = text[match.end() :]
     if not text or "/" in text:
         raise ConfigError(key, f"expected a bucket such as {schemes[0]}://name, got {value!r}")
     return text

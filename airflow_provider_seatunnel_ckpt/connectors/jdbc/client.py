@@ -79,8 +79,17 @@ def is_connection_error(err: BaseException) -> bool:
     if state.startswith(_CONNECTION_STATES):
         return True
     text = str(err).lower()
-    return any(words in text for words in ("server closed the connection", "connection refused", "terminating connection",
-                                           "no connection to the server", "the database system is", "could not connect"))
+    return any(
+        words in text
+        for words in (
+            "server closed the connection",
+            "connection refused",
+            "terminating connection",
+            "no connection to the server",
+            "the database system is",
+            "could not connect",
+        )
+    )
 
 
 def connect(target: PgTarget, autocommit: bool = True) -> Any:

@@ -93,8 +93,9 @@ class JdbcSinkCommitter(SinkCommitter):
             assert parsed is not None  # checked by _gids
             epochs.setdefault((parsed.checkpoint_id, stage), []).append((parsed.subtask, parsed.attempt, xids[gid]))
         for (checkpoint_id, stage), writers in sorted(epochs.items()):
-            self._apply_epoch(connection, checkpoint_id, qualified(self.sink.schema, stage),
-                              [xid for _, _, xid in sorted(writers)])
+            self._apply_epoch(
+                connection, checkpoint_id, qualified(self.sink.schema, stage), [xid for _, _, xid in sorted(writers)]
+            )
 
     def _apply_epoch(self, connection: Any, checkpoint_id: int, stage: str, writers: list[int]) -> None:
         sink = self.sink
@@ -104,8 +105,9 @@ class JdbcSinkCommitter(SinkCommitter):
             upserted = staging.apply(connection, stage, sink.table, sink.primary_keys, writers)
             if upserted is not None:
                 staging.forget(connection, stage, writers)
-                client.execute(connection, transactions.applied_log_sql(sink.schema, self.tag, sink.table,
-                                                                        checkpoint_id, upserted))
+                client.execute(
+                    connection, transactions.applied_log_sql(sink.schema, self.tag, sink.table, checkpoint_id, upserted)
+                )
             client.execute(connection, "COMMIT")
         except Exception as err:
             try:
@@ -114,8 +116,10 @@ class JdbcSinkCommitter(SinkCommitter):
                 pass
             if client.is_connection_error(err):
                 raise  # _with_connection reconnects and starts over
-            raise ConnectorError(f"Jdbc sink: applying the staged rows of checkpoint {checkpoint_id} to "
-                                 f"{sink.describe()} failed: {client.reason(err)}") from None
+            raise ConnectorError(
+                f"Jdbc sink: applying the staged rows of checkpoint {checkpoint_id} to "
+                f"{sink.describe()} failed: {client.reason(err)}"
+            ) from None
 
     def cleanup(self, keep: Iterable[JsonValue], subtask: int | None = None) -> None:
         """Roll back this job's prepared transactions that ``keep`` does not name (of this
@@ -152,8 +156,11 @@ class JdbcSinkCommitter(SinkCommitter):
         """Delete the rows this job committed in epochs after ``after_checkpoint_id``."""
         if not self.sink.exactly_once:
             if after_checkpoint_id > 0:
-                log.info("Jdbc sink: rows of epochs after checkpoint %d stay (upsert/at-least-once mode); the replay "
-                         "writes them again", after_checkpoint_id)
+                log.info(
+                    "Jdbc sink: rows of epochs after checkpoint %d stay (upsert/at-least-once mode); the replay "
+                    "writes them again",
+                    after_checkpoint_id,
+                )
             return
         connection = self._connect()
         try:
@@ -168,9 +175,15 @@ class JdbcSinkCommitter(SinkCommitter):
             transactions.forget(connection, self.sink.schema, self.tag, [gid for gid, _, _ in newer])
             client.execute(connection, "COMMIT")
             expected = sum(count for _, _, count in newer)
-            log.warning("Jdbc sink: deleted %d row(s) of %d transaction(s) committed after checkpoint %d from %s "
-                        "(they will be written again)%s", deleted, len(newer), after_checkpoint_id, self.sink.describe(),
-                        "" if deleted == expected else f"; {expected - deleted} were changed or deleted since")
+            log.warning(
+                "Jdbc sink: deleted %d row(s) of %d transaction(s) committed after checkpoint %d from %s "
+                "(they will be written again)%s",
+                deleted,
+                len(newer),
+                after_checkpoint_id,
+                self.sink.describe(),
+                "" if deleted == expected else f"; {expected - deleted} were changed or deleted since",
+            )
         finally:
             client.close_quietly(connection)
 
@@ -184,7 +197,10 @@ class JdbcSinkCommitter(SinkCommitter):
         try:
             for xact in transactions.prepared(connection, self.tag):
                 transactions.rollback(connection, xact.gid)
-            if client.query(connection, f"SELECT to_regclass({client.quote_literal(qualified(self.sink.schema, transactions.COMMIT_LOG))}) IS NOT NULL")[0][0]:
+            if client.query(
+                connection,
+                f"SELECT to_regclass({client.quote_literal(qualified(self.sink.schema, transactions.COMMIT_LOG))}) IS NOT NULL",
+            )[0][0]:
                 transactions.forget(connection, self.sink.schema, self.tag)
             self._drop_stages(connection)
         finally:

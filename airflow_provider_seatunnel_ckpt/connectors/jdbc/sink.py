@@ -56,9 +56,23 @@ class JdbcSink(Sink):
             self.plugin_name,
             options,
             known={
-                "url", "driver", "user", "password", "database", "table", "primary_keys", "is_exactly_once",
-                "enable_upsert", "generate_sink_sql", "batch_size", "schema_save_mode", "data_save_mode",
-                "xa_data_source_class_name", "max_retries", "connection_check_timeout_sec", "query",
+                "url",
+                "driver",
+                "user",
+                "password",
+                "database",
+                "table",
+                "primary_keys",
+                "is_exactly_once",
+                "enable_upsert",
+                "generate_sink_sql",
+                "batch_size",
+                "schema_save_mode",
+                "data_save_mode",
+                "xa_data_source_class_name",
+                "max_retries",
+                "connection_check_timeout_sec",
+                "query",
             },
         )
         timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
@@ -72,10 +86,14 @@ class JdbcSink(Sink):
         self.primary_keys: list[str] = opts.str_list("primary_keys") if opts.has("primary_keys") else []
         self.exactly_once = opts.bool("is_exactly_once", True)
         if not opts.bool("generate_sink_sql", True) or opts.has("query"):
-            raise ConfigError("generate_sink_sql", "only generate_sink_sql: true is supported (the sink writes its own COPY); "
-                                                   "remove query")
+            raise ConfigError(
+                "generate_sink_sql",
+                "only generate_sink_sql: true is supported (the sink writes its own COPY); remove query",
+            )
         self.batch_size: int = opts.int("batch_size", DEFAULT_BATCH_SIZE, minimum=1)
-        self.schema_save_mode: str = opts.str("schema_save_mode", "create_schema_when_not_exist", choices=SCHEMA_SAVE_MODES)
+        self.schema_save_mode: str = opts.str(
+            "schema_save_mode", "create_schema_when_not_exist", choices=SCHEMA_SAVE_MODES
+        )
         data_mode = opts.str("data_save_mode", "append_data", choices=("append_data",))
         assert data_mode == "append_data"
         self.upsert = not self.exactly_once and bool(self.primary_keys)
@@ -100,8 +118,9 @@ class JdbcSink(Sink):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set(),
-                     _stages={})
+        state.update(
+            _pool=[], _lock=None, _columns=None, _closed=False, _prepare_lock=None, _released_stale=set(), _stages={}
+        )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -132,31 +151,42 @@ class JdbcSink(Sink):
                     )
             exists = self._table_exists(connection)
             if not exists and self.schema_save_mode == "error_when_schema_not_exist":
-                raise ConfigError("table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+                raise ConfigError(
+                    "table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)"
+                )
             if exists:
                 columns = self._read_columns(connection)
                 missing = [k for k in self.primary_keys if k not in columns]
                 if missing:
-                    raise ConfigError("primary_keys", f"{', '.join(missing)} not in {self.describe()}; columns: {', '.join(columns)}")
+                    raise ConfigError(
+                        "primary_keys", f"{', '.join(missing)} not in {self.describe()}; columns: {', '.join(columns)}"
+                    )
                 self._keys_unique = bool(self.primary_keys) and self._has_unique_index(connection)
                 if self.upsert and not self._keys_unique:
                     raise self._no_unique_index("upserts")
                 if self.plain_by_key and not self._keys_unique:
-                    raise self._no_unique_index("upserts by key (enable_upsert, true by default; false appends "
-                                                "the rows instead)")
+                    raise self._no_unique_index(
+                        "upserts by key (enable_upsert, true by default; false appends the rows instead)"
+                    )
             if not self.exactly_once and not self.primary_keys:
-                log.warning("sink[0]: is_exactly_once is false and no primary_keys: rows replayed after a failure are "
-                            "written again (at least once)")
+                log.warning(
+                    "sink[0]: is_exactly_once is false and no primary_keys: rows replayed after a failure are "
+                    "written again (at least once)"
+                )
             if self.upsert and not self.enable_upsert:
-                log.warning("sink[0]: enable_upsert: false is not used with is_exactly_once: false: rows are upserted "
-                            "by primary_keys, so that a replay after a failure writes the same keys again instead of "
-                            "failing on them")
+                log.warning(
+                    "sink[0]: enable_upsert: false is not used with is_exactly_once: false: rows are upserted "
+                    "by primary_keys, so that a replay after a failure writes the same keys again instead of "
+                    "failing on them"
+                )
             if self.exactly_once:
                 transactions.ensure_commit_log(connection, self.schema)
         except ConfigError:
             raise
         except Exception as err:
-            raise ConnectorError(f"Jdbc sink: checking {self.describe()} failed: {client.reason(err, self.target)}") from None
+            raise ConnectorError(
+                f"Jdbc sink: checking {self.describe()} failed: {client.reason(err, self.target)}"
+            ) from None
         finally:
             client.close_quietly(connection)
 
@@ -167,26 +197,37 @@ class JdbcSink(Sink):
         if not has_kinds(schema):
             missing = [k for k in self.primary_keys if k not in schema.names] if self.plain_by_key else []
             if missing:
-                raise ConfigError("primary_keys", f"{missing[0]!r} is not a column of the rows to upsert by key "
-                                                  f"({', '.join(schema.names)}); or set enable_upsert: false to "
-                                                  "append them")
+                raise ConfigError(
+                    "primary_keys",
+                    f"{missing[0]!r} is not a column of the rows to upsert by key "
+                    f"({', '.join(schema.names)}); or set enable_upsert: false to "
+                    "append them",
+                )
             return
         self.accepts_change_rows()
         missing = [k for k in self.primary_keys if k not in schema.names]
         if missing:
-            raise ConfigError("primary_keys", f"{missing[0]!r} is not a column of the rows to apply by key "
-                                              f"({', '.join(without_kinds(schema).names)})")
+            raise ConfigError(
+                "primary_keys",
+                f"{missing[0]!r} is not a column of the rows to apply by key "
+                f"({', '.join(without_kinds(schema).names)})",
+            )
         if self._keys_unique is False:
             raise self._no_unique_index("applying change rows")
 
     def accepts_change_rows(self) -> None:
         if not self.primary_keys:
-            raise ConfigError("primary_keys", "is required to apply change rows (updates and deletes) to "
-                                              f"{self.describe()}: list the key columns")
+            raise ConfigError(
+                "primary_keys",
+                f"is required to apply change rows (updates and deletes) to {self.describe()}: list the key columns",
+            )
 
     def _no_unique_index(self, need: str) -> ConfigError:
-        return ConfigError("primary_keys", f"{self.describe()} has no primary key or unique index on "
-                                           f"({', '.join(self.primary_keys)}), which {need} need")
+        return ConfigError(
+            "primary_keys",
+            f"{self.describe()} has no primary key or unique index on "
+            f"({', '.join(self.primary_keys)}), which {need} need",
+        )
 
     def _table_exists(self, connection: Any) -> bool:
         rows = client.query(connection, f"SELECT to_regclass({client.quote_literal(self.table)}) IS NOT NULL")
@@ -280,9 +321,14 @@ class JdbcSink(Sink):
             for xact in transactions.prepared(connection, tag, run, subtask):
                 if xact.run_attempt == run and xact.attempt <= attempt and xact.checkpoint_id > after_checkpoint_id:
                     transactions.rollback(connection, xact.gid)
-                    log.info("Jdbc sink: subtask %d rolled back %s: prepared by its previous registration for "
-                             "checkpoint %d, after the restored checkpoint %d", subtask, xact.gid, xact.checkpoint_id,
-                             after_checkpoint_id)
+                    log.info(
+                        "Jdbc sink: subtask %d rolled back %s: prepared by its previous registration for "
+                        "checkpoint %d, after the restored checkpoint %d",
+                        subtask,
+                        xact.gid,
+                        xact.checkpoint_id,
+                        after_checkpoint_id,
+                    )
         except BaseException:
             client.close_quietly(connection)
             raise
@@ -305,8 +351,9 @@ class JdbcSink(Sink):
                 client.execute(connection, staging.create_sql(stage, self.table))
             except Exception as err:
                 if client.sqlstate(err) not in client.DUPLICATE_OBJECT:  # another subtask made it first
-                    raise ConnectorError(f"Jdbc sink: creating the stage {name} for {self.describe()} failed: "
-                                         f"{client.reason(err)}") from None
+                    raise ConnectorError(
+                        f"Jdbc sink: creating the stage {name} for {self.describe()} failed: {client.reason(err)}"
+                    ) from None
             found = (name, staging.data_columns(connection, stage))
         except BaseException:
             client.close_quietly(connection)
@@ -335,8 +382,10 @@ class JdbcSink(Sink):
         for field in schema:
             kind = pg_type(field.type)
             if kind is None:
-                raise ConnectorError(f"Jdbc sink: column {field.name!r} has Arrow type {field.type}, which has no "
-                                     f"PostgreSQL column type; cast it in a transform")
+                raise ConnectorError(
+                    f"Jdbc sink: column {field.name!r} has Arrow type {field.type}, which has no "
+                    f"PostgreSQL column type; cast it in a transform"
+                )
             not_null = " NOT NULL" if field.name in self.primary_keys else ""
             parts.append(f"{quote_ident(field.name)} {kind}{not_null}")
         if self.primary_keys:
@@ -407,14 +456,18 @@ class JdbcSinkWriter(SinkWriter):
         for name, column in zip(batch.schema.names, batch.columns):
             target = self._columns.get(name)
             if target is None:
-                raise ConnectorError(f"Jdbc sink: column {name!r} of the data is not in {self.sink.describe()}; "
-                                     f"its columns: {', '.join(self._columns)}")
+                raise ConnectorError(
+                    f"Jdbc sink: column {name!r} of the data is not in {self.sink.describe()}; "
+                    f"its columns: {', '.join(self._columns)}"
+                )
             if not column.type.equals(target.type):
                 try:
                     column = column.cast(target.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                    raise ConnectorError(f"Jdbc sink: column {name!r} ({column.type}) cannot be written to "
-                                         f"{self.sink.describe()} ({target.type}): {err}") from None
+                    raise ConnectorError(
+                        f"Jdbc sink: column {name!r} ({column.type}) cannot be written to "
+                        f"{self.sink.describe()} ({target.type}): {err}"
+                    ) from None
             arrays.append(column)
             fields.append(pa.field(name, target.type))
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -441,23 +494,29 @@ class JdbcSinkWriter(SinkWriter):
             if state == client.UNIQUE_VIOLATION and not keyed:
                 raise ConnectorError(
                     f"Jdbc sink: subtask {self.subtask} appended a key {self.sink.describe()} already holds "
-                    f"({client.detail(err) or client.reason(err)}): {self._appends_why()}") from None
+                    f"({client.detail(err) or client.reason(err)}): {self._appends_why()}"
+                ) from None
             if state != client.LOCK_NOT_AVAILABLE:
                 raise
             # appended, the keys may be held by another writer of this job; upserted (upsert
             # mode), only by another session: no writer of the job holds a key past a flush
-            holder = ("two writers of this job appending one key fail here instead of waiting for ever; or a long "
-                      f"transaction of another session); {self._appends_why()}" if not keyed
-                      else "a long transaction of another session)")
+            holder = (
+                "two writers of this job appending one key fail here instead of waiting for ever; or a long "
+                f"transaction of another session); {self._appends_why()}"
+                if not keyed
+                else "a long transaction of another session)"
+            )
             raise ConnectorError(
                 f"Jdbc sink: subtask {self.subtask} waited {LOCK_WAIT_S:g} s for a row lock on {self.sink.describe()}: "
-                f"another transaction holds rows with the same keys ({holder}: {client.reason(err)}") from None
+                f"another transaction holds rows with the same keys ({holder}: {client.reason(err)}"
+            ) from None
 
     def _appends_why(self) -> str:
         """Why this sink appends plain rows, and what writes them by key instead."""
         if self.sink.primary_keys:
-            return ("with enable_upsert: false rows are appended, each key once; remove it to upsert them by "
-                    "primary_keys")
+            return (
+                "with enable_upsert: false rows are appended, each key once; remove it to upsert them by primary_keys"
+            )
         return "without primary_keys rows are appended, each key once; set primary_keys to upsert them by key"
 
     def _append(self, batches: list[pa.RecordBatch]) -> None:
@@ -493,19 +552,24 @@ class JdbcSinkWriter(SinkWriter):
         an epoch already committed, again at every restore, and the job could never go on."""
         schema = data.schema
         if not self.sink.primary_keys:  # accepts() refuses it before Spark starts when the schema is known
-            raise ConnectorError(f"Jdbc sink: change rows reach {self.sink.describe()}, which applies them by key: "
-                                 "set primary_keys")
+            raise ConnectorError(
+                f"Jdbc sink: change rows reach {self.sink.describe()}, which applies them by key: set primary_keys"
+            )
         missing = [k for k in self.sink.primary_keys if k not in schema.names]
         if missing:
             hint = "; or set enable_upsert: false to append them" if plain and self.sink.plain_by_key else ""
-            raise ConnectorError(f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
-                                 f"{', '.join(schema.names)}{hint}")
+            raise ConnectorError(
+                f"Jdbc sink: primary key column {missing[0]!r} is not in the rows; their columns: "
+                f"{', '.join(schema.names)}{hint}"
+            )
         for key in self.sink.primary_keys:
             nulls = data.column(key).null_count
             if nulls:
-                raise ConnectorError(f"Jdbc sink: subtask {self.subtask}: primary key column {key!r} is null in "
-                                     f"{nulls} of {data.num_rows} row(s) for {self.sink.describe()}, which writes "
-                                     "rows by key: a null key names no row; filter such rows out before the sink")
+                raise ConnectorError(
+                    f"Jdbc sink: subtask {self.subtask}: primary key column {key!r} is null in "
+                    f"{nulls} of {data.num_rows} row(s) for {self.sink.describe()}, which writes "
+                    "rows by key: a null key names no row; filter such rows out before the sink"
+                )
 
     def _commit_flush(self, keyed: bool) -> None:
         """Upsert mode: apply the flush's changes and commit, unless the sink was released."""
@@ -526,8 +590,19 @@ class JdbcSinkWriter(SinkWriter):
         gid = transactions.gid_for(self.tag, self.subtask, self.attempt, checkpoint_id, self.run_attempt)
         # the log counts the rows this transaction puts in the table (a restore to an older
         # checkpoint deletes them by its xid); staged rows are counted when applied
-        client.execute(self._connection, transactions.log_row_sql(
-            self.sink.schema, gid, self.tag, self.sink.table, self.subtask, self.attempt, checkpoint_id, self.appended))
+        client.execute(
+            self._connection,
+            transactions.log_row_sql(
+                self.sink.schema,
+                gid,
+                self.tag,
+                self.sink.table,
+                self.subtask,
+                self.attempt,
+                checkpoint_id,
+                self.appended,
+            ),
+        )
         # Under the sink's prepare lock, against close(): once the subtask has released
         # this sink instance (a re-registration restarts it from the restored checkpoint,
         # or the attempt ends), nobody will ever commit this epoch, and a prepared
@@ -552,8 +627,10 @@ class JdbcSinkWriter(SinkWriter):
         except Exception:  # a broken session: the server rolls back when it goes
             pass
         client.close_quietly(connection)
-        raise ConnectorError(f"Jdbc sink: subtask {self.subtask} released its sink before {before}; its "
-                             "transaction was rolled back (its rows are read again)")
+        raise ConnectorError(
+            f"Jdbc sink: subtask {self.subtask} released its sink before {before}; its "
+            "transaction was rolled back (its rows are read again)"
+        )
 
     def _release(self) -> None:
         connection, self._connection = self._connection, None

@@ -93,9 +93,21 @@ class JdbcSource(Source):
             self.plugin_name,
             options,
             known={
-                "url", "driver", "user", "password", "query", "table", "table_path", "where", "where_condition",
-                "partition_column", "partition_num", "partition_lower_bound", "partition_upper_bound",
-                "fetch_size", "connection_check_timeout_sec",
+                "url",
+                "driver",
+                "user",
+                "password",
+                "query",
+                "table",
+                "table_path",
+                "where",
+                "where_condition",
+                "partition_column",
+                "partition_num",
+                "partition_lower_bound",
+                "partition_upper_bound",
+                "fetch_size",
+                "connection_check_timeout_sec",
             },
         )
         timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
@@ -138,8 +150,9 @@ class JdbcSource(Source):
 
     def _table_dataset(self, schema: str | None, table: str, database: str | None = None) -> Dataset:
         target = self.target
-        return postgres_dataset(target.host, target.port, database or target.database,
-                                schema or target.current_schema, table)
+        return postgres_dataset(
+            target.host, target.port, database or target.database, schema or target.current_schema, table
+        )
 
     # ---- SQL --------------------------------------------------------------------------------
     def relation(self) -> str:
@@ -192,7 +205,9 @@ class JdbcSource(Source):
                 cursor.execute(base)
                 schema = cursor.fetch_arrow_table().schema
         except Exception as err:
-            raise ConfigError(self.relation_key, f"{client.reason(err, self.target)} ({self.target.describe()})") from None
+            raise ConfigError(
+                self.relation_key, f"{client.reason(err, self.target)} ({self.target.describe()})"
+            ) from None
         if self.where:
             try:
                 client.query(connection, self._select("1", tail=" LIMIT 0"))
@@ -215,13 +230,17 @@ class JdbcSource(Source):
             wanted = self.partition_column.strip('"')
             matches = [n for n in names if n == wanted] or [n for n in names if n.lower() == wanted.lower()]
             if not matches:
-                raise ConfigError("partition_column", f"{self.partition_column!r} is not a column of {self.describe()}; "
-                                                      f"columns: {', '.join(names)}")
+                raise ConfigError(
+                    "partition_column",
+                    f"{self.partition_column!r} is not a column of {self.describe()}; columns: {', '.join(names)}",
+                )
             name = matches[0]
         kind = _key_kind(schema.field(name).type)
         if kind is None:
-            raise ConfigError("partition_column", f"{name!r} has type {schema.field(name).type}; use an integer, date, "
-                                                  "timestamp or text column")
+            raise ConfigError(
+                "partition_column",
+                f"{name!r} has type {schema.field(name).type}; use an integer, date, timestamp or text column",
+            )
         return KeyColumn(name, kind)
 
     def _table_oid(self, connection: Any) -> int | None:
@@ -255,9 +274,15 @@ class JdbcSource(Source):
             )
             unique, not_null = rows[0] if rows else (False, False)
             unique_not_null = bool(unique) and bool(not_null)
-            if unique and not not_null and client.query(connection, self._select("1", [f"{column} IS NULL"], " LIMIT 1")):
-                raise ConfigError("partition_column", f"{key.name!r} is NULL in some rows of {self.describe()}; "
-                                                      "rows without a key cannot be read by key")
+            if (
+                unique
+                and not not_null
+                and client.query(connection, self._select("1", [f"{column} IS NULL"], " LIMIT 1"))
+            ):
+                raise ConfigError(
+                    "partition_column",
+                    f"{key.name!r} is NULL in some rows of {self.describe()}; rows without a key cannot be read by key",
+                )
         if unique_not_null:
             return
         duplicate = client.query(
@@ -270,8 +295,10 @@ class JdbcSource(Source):
                 "a restore resumes after the last key read, so the key must be unique",
             )
         if client.query(connection, self._select("1", [f"{column} IS NULL"], " LIMIT 1")):
-            raise ConfigError("partition_column", f"{key.name!r} is NULL in some rows of {self.describe()}; "
-                                                  "rows without a key cannot be read by key")
+            raise ConfigError(
+                "partition_column",
+                f"{key.name!r} is NULL in some rows of {self.describe()}; rows without a key cannot be read by key",
+            )
 
     def splits(self, parallelism: int) -> list[Split]:
         connection = client.connect(self.target)
@@ -323,7 +350,11 @@ def _parse_bound(value: Any, key: KeyColumn, option: str) -> Any:
                 raise ValueError
             return int(value)
         if key.kind == "date":
-            return value if isinstance(value, dt.date) and not isinstance(value, dt.datetime) else dt.date.fromisoformat(str(value))
+            return (
+                value
+                if isinstance(value, dt.date) and not isinstance(value, dt.datetime)
+                else dt.date.fromisoformat(str(value))
+            )
         if isinstance(value, dt.datetime):
             return value
         return dt.datetime.fromisoformat(str(value))
@@ -438,8 +469,10 @@ class JdbcReader(SourceReader):
         """Rows arrive in key order, so a repeated key shows up as two neighbours."""
         repeated = None
         if keys.null_count:
-            raise ValueError(f"{option_key(self._source, 'partition_column')}: {self._key.name!r} is NULL in a row of "
-                             f"{self._source.describe()}; rows without a key cannot be read by key")
+            raise ValueError(
+                f"{option_key(self._source, 'partition_column')}: {self._key.name!r} is NULL in a row of "
+                f"{self._source.describe()}; rows without a key cannot be read by key"
+            )
         if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
             index = pc.index(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1)), True).as_py()
             repeated = keys[index + 1].as_py()

@@ -56,8 +56,10 @@ def stage_name(tag: str, layout: str) -> str:
 
 def layout_sql(table: str) -> str:
     """The target's columns and their types, as text (what the stage is named by)."""
-    return ("SELECT string_agg(quote_ident(attname) || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
-            f"FROM pg_attribute WHERE attrelid = {quote_literal(table)}::regclass AND attnum > 0 AND NOT attisdropped")
+    return (
+        "SELECT string_agg(quote_ident(attname) || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
+        f"FROM pg_attribute WHERE attrelid = {quote_literal(table)}::regclass AND attnum > 0 AND NOT attisdropped"
+    )
 
 
 def create_sql(stage: str, table: str, temporary: bool = False) -> str:
@@ -68,9 +70,12 @@ def create_sql(stage: str, table: str, temporary: bool = False) -> str:
 
 def data_columns(connection: Any, stage: str) -> list[str]:
     """The stage's columns that are the target's, in order (what a row's bits refer to)."""
-    rows = client.query(connection, "SELECT attname::text FROM pg_attribute "
-                                    f"WHERE attrelid = {quote_literal(stage)}::regclass AND attnum > 0 "
-                                    "AND NOT attisdropped ORDER BY attnum")
+    rows = client.query(
+        connection,
+        "SELECT attname::text FROM pg_attribute "
+        f"WHERE attrelid = {quote_literal(stage)}::regclass AND attnum > 0 "
+        "AND NOT attisdropped ORDER BY attnum",
+    )
     return [r[0] for r in rows if r[0] not in META]
 
 
@@ -78,9 +83,12 @@ def stages_of(connection: Any, schema: str | None, tag: str) -> list[str]:
     """The qualified stages of one sink of a job (one per target layout it wrote)."""
     where = f"n.nspname = {quote_literal(schema)}" if schema else "pg_table_is_visible(c.oid)"
     like = quote_literal(f"{STAGE_PREFIX}{tag}\\_%")
-    rows = client.query(connection, "SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n "
-                                    f"ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relname LIKE {like} "
-                                    f"AND {where} ORDER BY 2")
+    rows = client.query(
+        connection,
+        "SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n "
+        f"ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relname LIKE {like} "
+        f"AND {where} ORDER BY 2",
+    )
     return [qualified(nsp if schema else None, name) for nsp, name in rows]
 
 
@@ -97,8 +105,11 @@ def mask(names: Sequence[str], columns: Sequence[str]) -> bytes:
 def staged(rows: pa.RecordBatch, kinds: pa.Array, first_seq: int, columns: Sequence[str]) -> pa.RecordBatch:
     """``rows`` (cast to the target's types, without kinds) as stage rows."""
     count = rows.num_rows
-    meta = [pa.array(range(first_seq, first_seq + count), pa.int64()), kinds.cast(pa.int16()),
-            pa.repeat(pa.scalar(mask(rows.schema.names, columns), pa.binary()), count)]
+    meta = [
+        pa.array(range(first_seq, first_seq + count), pa.int64()),
+        kinds.cast(pa.int16()),
+        pa.repeat(pa.scalar(mask(rows.schema.names, columns), pa.binary()), count),
+    ]
     return pa.RecordBatch.from_arrays(meta + list(rows.columns), names=[*META, *rows.schema.names])
 
 
@@ -121,17 +132,19 @@ def apply(connection: Any, stage: str, table: str, keys: Sequence[str], writers:
         source, order = stage, SEQ
     else:
         pairs = ", ".join(f"({quote_literal(str(xid))}::xid, {i})" for i, xid in enumerate(writers))
-        source = (f"(SELECT s.*, w.o AS __st_writer FROM {stage} s JOIN (VALUES {pairs}) AS w(x, o) "
-                  "ON s.xmin = w.x)")
+        source = f"(SELECT s.*, w.o AS __st_writer FROM {stage} s JOIN (VALUES {pairs}) AS w(x, o) ON s.xmin = w.x)"
         order = f"__st_writer DESC, {SEQ}"
-    layouts = [bytes(r[0]) for r in client.query(
-        connection, f"SELECT DISTINCT {COLUMNS} FROM {source} AS s WHERE {KIND} NOT IN {REMOVING}")]
+    layouts = [
+        bytes(r[0])
+        for r in client.query(
+            connection, f"SELECT DISTINCT {COLUMNS} FROM {source} AS s WHERE {KIND} NOT IN {REMOVING}"
+        )
+    ]
     if not layouts and not client.query(connection, f"SELECT 1 FROM {source} AS s LIMIT 1"):
         return None
     key_list = ", ".join(quote_ident(k) for k in keys)
     columns = data_columns(connection, stage)
-    parts = [f"latest AS (SELECT DISTINCT ON ({key_list}) * FROM {source} AS s "
-             f"ORDER BY {key_list}, {order} DESC)"]
+    parts = [f"latest AS (SELECT DISTINCT ON ({key_list}) * FROM {source} AS s ORDER BY {key_list}, {order} DESC)"]
     match = " AND ".join(f"t.{quote_ident(k)} = l.{quote_ident(k)}" for k in keys)
     parts.append(f"gone AS (DELETE FROM {table} t USING latest l WHERE l.{KIND} IN {REMOVING} AND {match})")
     for index, bits in enumerate(layouts):
@@ -147,12 +160,16 @@ def _upsert(table: str, names: Sequence[str], keys: Sequence[str], bits: bytes) 
     action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
     key_list = ", ".join(quote_ident(k) for k in keys)
     # key order: two sessions upserting overlapping keys take their locks in one order
-    return (f"INSERT INTO {table} ({columns}) SELECT {columns} FROM latest "
-            f"WHERE {KIND} NOT IN {REMOVING} AND {COLUMNS} = '\\x{bits.hex()}'::bytea ORDER BY {key_list} "
-            f"ON CONFLICT ({key_list}) {action}")
+    return (
+        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM latest "
+        f"WHERE {KIND} NOT IN {REMOVING} AND {COLUMNS} = '\\x{bits.hex()}'::bytea ORDER BY {key_list} "
+        f"ON CONFLICT ({key_list}) {action}"
+    )
 
 
 def forget(connection: Any, stage: str, writers: Sequence[int]) -> None:
     """Delete the staged rows of these staging transactions (applied, or of discarded epochs)."""
     if writers:
-        client.execute(connection, f"DELETE FROM {stage} WHERE xmin = ANY(ARRAY[{in_list(str(int(x)) for x in writers)}]::xid[])")
+        client.execute(
+            connection, f"DELETE FROM {stage} WHERE xmin = ANY(ARRAY[{in_list(str(int(x)) for x in writers)}]::xid[])"
+        )

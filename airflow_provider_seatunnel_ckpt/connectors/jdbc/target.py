@@ -29,7 +29,9 @@ _JDBC_PARAMS = {
     "applicationname": "application_name",
     "connecttimeout": "connect_timeout",
 }
-_LIBPQ_PARAMS = frozenset({"sslmode", "sslrootcert", "sslcert", "sslkey", "application_name", "connect_timeout", "options"})
+_LIBPQ_PARAMS = frozenset(
+    {"sslmode", "sslrootcert", "sslcert", "sslkey", "application_name", "connect_timeout", "options"}
+)
 DRIVER_CLASS = "org.postgresql.Driver"
 
 
@@ -72,14 +74,16 @@ def parse_target(options: Mapping[str, Any], timeout_s: int = DEFAULT_CONNECT_TI
     """The target of a connector's ``url``, ``user`` and ``password`` options."""
     url = options.get("url")
     if not isinstance(url, str) or not url.strip():
-        raise ConfigError("url", "is required: jdbc:postgresql://host:port/database (or postgresql://host:port/database)")
+        raise ConfigError(
+            "url", "is required: jdbc:postgresql://host:port/database (or postgresql://host:port/database)"
+        )
     url = url.strip()
     driver = options.get("driver")
     if driver is not None and str(driver).strip() != DRIVER_CLASS:
         raise ConfigError("driver", f"only PostgreSQL is supported ({DRIVER_CLASS}), got {driver!r}")
     lowered = url.lower()
     if lowered.startswith("jdbc:postgresql:"):
-        rest = url[len("jdbc:postgresql:"):]
+        rest = url[len("jdbc:postgresql:") :]
         if not rest.startswith("//"):
             raise ConfigError("url", f"expected jdbc:postgresql://host:port/database, got {_without_password(url)!r}")
         parts = urlsplit("postgresql:" + rest)
@@ -89,8 +93,11 @@ def parse_target(options: Mapping[str, Any], timeout_s: int = DEFAULT_CONNECT_TI
         jdbc = False
     else:
         scheme = url.split(":", 1)[0] if ":" in url else url
-        raise ConfigError("url", f"unsupported database {scheme!r}: the Jdbc connector speaks PostgreSQL "
-                                 "(jdbc:postgresql://host:port/database)")
+        raise ConfigError(
+            "url",
+            f"unsupported database {scheme!r}: the Jdbc connector speaks PostgreSQL "
+            "(jdbc:postgresql://host:port/database)",
+        )
     try:
         port = parts.port or DEFAULT_PORT
     except ValueError:

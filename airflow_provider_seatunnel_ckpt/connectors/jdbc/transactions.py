@@ -90,8 +90,9 @@ def parse_gid(gid: str) -> Gid | None:
     if match is None:
         return None
     run = match.group(2)
-    return Gid(match.group(1), int(match.group(3)), int(match.group(4)), int(match.group(5)),
-               None if run is None else int(run))
+    return Gid(
+        match.group(1), int(match.group(3)), int(match.group(4)), int(match.group(5)), None if run is None else int(run)
+    )
 
 
 def older_run(gid_run: int | None, run_attempt: int) -> bool:
@@ -109,8 +110,14 @@ class PreparedTransaction:
     run_attempt: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"gid": self.gid, "run_attempt": self.run_attempt, "subtask": self.subtask, "attempt": self.attempt,
-                "checkpoint_id": self.checkpoint_id, "prepared_at": self.prepared_at}
+        return {
+            "gid": self.gid,
+            "run_attempt": self.run_attempt,
+            "subtask": self.subtask,
+            "attempt": self.attempt,
+            "checkpoint_id": self.checkpoint_id,
+            "prepared_at": self.prepared_at,
+        }
 
 
 def ensure_commit_log(connection: Any, schema: str | None) -> None:
@@ -127,8 +134,9 @@ def ensure_commit_log(connection: Any, schema: str | None) -> None:
             raise
 
 
-def log_row_sql(schema: str | None, gid: str, tag: str, target: str, subtask: int, attempt: int,
-                checkpoint_id: int, rows: int) -> str:
+def log_row_sql(
+    schema: str | None, gid: str, tag: str, target: str, subtask: int, attempt: int, checkpoint_id: int, rows: int
+) -> str:
     """The commit-log insert a prepared transaction runs inside itself."""
     return (
         f"INSERT INTO {qualified(schema, COMMIT_LOG)} (gid, job_tag, target, subtask, attempt, checkpoint_id, xid, row_count) "
@@ -153,12 +161,15 @@ def xids_of(connection: Any, schema: str | None, gids: Iterable[str]) -> dict[st
     gids = list(gids)
     if not gids:
         return {}
-    rows = client.query(connection, f"SELECT gid, xid FROM {qualified(schema, COMMIT_LOG)} WHERE gid IN ({in_list(gids)})")
+    rows = client.query(
+        connection, f"SELECT gid, xid FROM {qualified(schema, COMMIT_LOG)} WHERE gid IN ({in_list(gids)})"
+    )
     return {gid: int(xid) % _XID_MODULUS for gid, xid in rows}
 
 
-def prepared(connection: Any, tag: str, run_attempt: int | None = None, subtask: int | None = None
-             ) -> list[PreparedTransaction]:
+def prepared(
+    connection: Any, tag: str, run_attempt: int | None = None, subtask: int | None = None
+) -> list[PreparedTransaction]:
     """This job's prepared transactions in the connection's database, oldest first: of
     every run and subtask, or of one run's one subtask (``run_attempt`` and ``subtask``)."""
     prefix = f"{GID_PREFIX}-{tag}-"
@@ -173,8 +184,11 @@ def prepared(connection: Any, tag: str, run_attempt: int | None = None, subtask:
     for gid, prepared_at in rows:
         parsed = parse_gid(gid)
         if parsed is not None:
-            found.append(PreparedTransaction(gid, parsed.subtask, parsed.attempt, parsed.checkpoint_id, prepared_at,
-                                             parsed.run_attempt))
+            found.append(
+                PreparedTransaction(
+                    gid, parsed.subtask, parsed.attempt, parsed.checkpoint_id, prepared_at, parsed.run_attempt
+                )
+            )
     return found
 
 
@@ -187,7 +201,9 @@ def commit(connection: Any, gid: str, schema: str | None, describe: str) -> bool
         if client.is_connection_error(err):
             raise  # the caller reconnects and tries again
         if client.sqlstate(err) != client.UNDEFINED_OBJECT:
-            raise ConnectorError(f"Jdbc sink: COMMIT PREPARED {gid} at {describe} failed: {client.reason(err)}") from None
+            raise ConnectorError(
+                f"Jdbc sink: COMMIT PREPARED {gid} at {describe} failed: {client.reason(err)}"
+            ) from None
     rows = client.query(connection, f"SELECT 1 FROM {qualified(schema, COMMIT_LOG)} WHERE gid = {quote_literal(gid)}")
     if rows:
         return False

@@ -113,7 +113,12 @@ def pg_type(arrow_type: pa.DataType) -> str | None:
         return f"numeric({t.precision}, {t.scale})"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "text"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
+    if (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_binary_view(t)
+    ):
         return "bytea"
     if pa.types.is_date(t):
         return "date"

@@ -36,9 +36,20 @@ def _field(name: str, kind: pa.DataType, key: str) -> dict[str, Any]:
 
 
 def _type(name: str, kind: pa.DataType, key: str) -> Any:
-    simple = {pa.string(): "string", pa.large_string(): "string", pa.binary(): "bytes", pa.large_binary(): "bytes",
-              pa.int8(): "int", pa.int16(): "int", pa.int32(): "int", pa.int64(): "long", pa.float32(): "float",
-              pa.float64(): "double", pa.bool_(): "boolean", pa.null(): "null"}
+    simple = {
+        pa.string(): "string",
+        pa.large_string(): "string",
+        pa.binary(): "bytes",
+        pa.large_binary(): "bytes",
+        pa.int8(): "int",
+        pa.int16(): "int",
+        pa.int32(): "int",
+        pa.int64(): "long",
+        pa.float32(): "float",
+        pa.float64(): "double",
+        pa.bool_(): "boolean",
+        pa.null(): "null",
+    }
     if kind in simple:
         return simple[kind]
     if pa.types.is_decimal(kind):
@@ -102,7 +113,9 @@ class AvroCodec:
                 schemaless_writer(buffer, self.parsed, record)
             except (ValueError, TypeError) as err:
                 empty = [name for name, value in record.items() if value is None]
-                why = f"column {empty[0]!r} is null, and SeaTunnel's avro schema has no nullable field" if empty else err
+                why = (
+                    f"column {empty[0]!r} is null, and SeaTunnel's avro schema has no nullable field" if empty else err
+                )
                 raise ConnectorError(f"Kafka sink: a row cannot be written as avro: {why}") from None
             values.append(buffer.getvalue())
         return values

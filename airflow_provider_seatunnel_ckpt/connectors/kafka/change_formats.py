@@ -68,7 +68,9 @@ class ChangeDecoder:
         self.change_rows = () if fmt == "compatible_kafka_connect_json" else KINDS[1:]
         self.schema = schema.append(KIND_FIELD) if self.change_rows else schema
         self._changes: Callable[[Any], list[Change]] = {
-            "canal_json": _canal, "maxwell_json": _maxwell, "ogg_json": _ogg,
+            "canal_json": _canal,
+            "maxwell_json": _maxwell,
+            "ogg_json": _ogg,
             "debezium_json": (lambda doc: _debezium(doc.get("payload") if debezium_schema_included else doc)),
             "compatible_kafka_connect_json": _kafka_connect,
         }[fmt]
@@ -160,8 +162,9 @@ def _maxwell(doc: Mapping[str, Any]) -> list[Change]:
 def _before(doc: Mapping[str, Any], op: str) -> Any:
     before = doc.get("before")
     if before is None:
-        raise ChangeRecordError(f"the before image of a {op} is null (for PostgreSQL, set the table's "
-                                "REPLICA IDENTITY to FULL)")
+        raise ChangeRecordError(
+            f"the before image of a {op} is null (for PostgreSQL, set the table's REPLICA IDENTITY to FULL)"
+        )
     return before
 
 
@@ -183,8 +186,10 @@ def _ogg(doc: Mapping[str, Any]) -> list[Change]:
 
 def _debezium(payload: Any) -> list[Change]:
     if not isinstance(payload, Mapping):
-        raise ChangeRecordError("no payload object (set debezium_record_include_schema: false for records "
-                                "without Kafka Connect's schema envelope)")
+        raise ChangeRecordError(
+            "no payload object (set debezium_record_include_schema: false for records "
+            "without Kafka Connect's schema envelope)"
+        )
     return _images(payload, "op", ("c", "r"), "u", "d")
 
 
@@ -239,7 +244,11 @@ def encoding_sql(fmt: str, row_expression: str, kind_column: str | None) -> str:
     struct, ``kind_column`` the quoted row-kind column (None: every row is an insert)."""
     deleted = f"{kind_column} IN ({UPDATE_BEFORE}, {DELETE})" if kind_column else "false"
     if fmt == "debezium_json":
-        return (f"to_json(struct_pack(before := CASE WHEN {deleted} THEN {row_expression} END, "
-                f"after := CASE WHEN {deleted} THEN NULL ELSE {row_expression} END, "
-                f"op := CASE WHEN {deleted} THEN 'd' ELSE 'c' END))")
-    return f"to_json(struct_pack(data := {row_expression}, type := CASE WHEN {deleted} THEN 'DELETE' ELSE 'INSERT' END))"
+        return (
+            f"to_json(struct_pack(before := CASE WHEN {deleted} THEN {row_expression} END, "
+            f"after := CASE WHEN {deleted} THEN NULL ELSE {row_expression} END, "
+            f"op := CASE WHEN {deleted} THEN 'd' ELSE 'c' END))"
+        )
+    return (
+        f"to_json(struct_pack(data := {row_expression}, type := CASE WHEN {deleted} THEN 'DELETE' ELSE 'INSERT' END))"
+    )

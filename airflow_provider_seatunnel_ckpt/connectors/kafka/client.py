@@ -25,9 +25,15 @@ class KafkaTarget:
         self.bootstrap_servers: str = opts.str("bootstrap.servers")
         extra = opts.values.get("kafka.config") or {}
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
-            raise ConfigError("kafka.config", f"expected a mapping of librdkafka properties, got {type(extra).__name__}")
-        self.config = {key: value if isinstance(value, (bool, int, float)) else str(value) for key, value in extra.items()}
-        self.connect_timeout_s: float = opts.float("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=0.1)
+            raise ConfigError(
+                "kafka.config", f"expected a mapping of librdkafka properties, got {type(extra).__name__}"
+            )
+        self.config = {
+            key: value if isinstance(value, (bool, int, float)) else str(value) for key, value in extra.items()
+        }
+        self.connect_timeout_s: float = opts.float(
+            "connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=0.1
+        )
 
     def describe(self) -> str:
         return f"Kafka at {self.bootstrap_servers}"
@@ -60,4 +66,6 @@ def metadata(consumer: Any, target: KafkaTarget) -> Any:
     try:
         return consumer.list_topics(timeout=target.connect_timeout_s)
     except KafkaException as err:
-        raise ConnectorError(f"{target.describe()}: no answer within {target.connect_timeout_s:g} s ({reason(err)})") from None
+        raise ConnectorError(
+            f"{target.describe()}: no answer within {target.connect_timeout_s:g} s ({reason(err)})"
+        ) from None

@@ -110,8 +110,9 @@ def start_transaction(sink: ProducingSink, name: str) -> Transaction:
             if eos.get("idemp_state") == "Assigned" and eos.get("producer_id", -1) >= 0:
                 coordinates.update(producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"])
 
-    config = sink.producer_config(**{"transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
-                                     "statistics.interval.ms": STATS_INTERVAL_MS})
+    config = sink.producer_config(
+        **{"transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS, "statistics.interval.ms": STATS_INTERVAL_MS}
+    )
     config.update({"transactional.id": name, "stats_cb": statistics})
     producing = Producing(sink, config)
     timeout_s = sink.target.connect_timeout_s
@@ -122,11 +123,13 @@ def start_transaction(sink: ProducingSink, name: str) -> Transaction:
         while not coordinates and time.monotonic() < deadline:
             producing.producer.poll(STATS_INTERVAL_MS / 1000)
     except KafkaException as err:
-        raise ConnectorError(f"Kafka sink: starting transaction {name!r} at {sink.describe()} failed: "
-                             f"{reason(err)}") from None
+        raise ConnectorError(
+            f"Kafka sink: starting transaction {name!r} at {sink.describe()} failed: {reason(err)}"
+        ) from None
     if not coordinates:
-        raise ConnectorError(f"Kafka sink: librdkafka reported no producer id for transaction {name!r} "
-                             f"within {timeout_s:g} s")
+        raise ConnectorError(
+            f"Kafka sink: librdkafka reported no producer id for transaction {name!r} within {timeout_s:g} s"
+        )
     return Transaction(name, producing, coordinates["producer_id"], coordinates["producer_epoch"])
 
 
@@ -136,8 +139,11 @@ def lingering_ranges(run_attempt: int, after_checkpoint_id: int) -> list[tuple[i
     if run_attempt <= 0:
         return [(0, after_checkpoint_id + 1)]
     older = range(run_attempt - 1, max(0, run_attempt - 1 - LINGERING_RUNS), -1)
-    return [(run_attempt, after_checkpoint_id + 1), *((run, after_checkpoint_id) for run in older),
-            (0, after_checkpoint_id)]
+    return [
+        (run_attempt, after_checkpoint_id + 1),
+        *((run, after_checkpoint_id) for run in older),
+        (0, after_checkpoint_id),
+    ]
 
 
 def fence_lingering(sink: ProducingSink, prefix: str, subtask: int, after_checkpoint_id: int) -> int:
@@ -191,8 +197,9 @@ class ProducerPipeline:
         if not self._fenced:
             self._fenced = True
             fence_lingering(self.sink, self.prefix, self.subtask, after_checkpoint_id)
-        return start_transaction(self.sink, transactional_id(self.prefix, self.subtask, after_checkpoint_id,
-                                                             self.run_attempt))
+        return start_transaction(
+            self.sink, transactional_id(self.prefix, self.subtask, after_checkpoint_id, self.run_attempt)
+        )
 
     def transaction_after(self, after_checkpoint_id: int) -> Future[Transaction]:
         """The producer for the epoch after ``after_checkpoint_id``; starts the next one's."""
@@ -323,7 +330,8 @@ class TransactionCommitter(SinkCommitter):
             f"transactions that cannot be un-published: restore the newest checkpoint instead (--restore latest), "
             f"or, to accept that the records of {named} are published a second time, delete {delete} first "
             f"(seatunnel-ckpt delete --job-id {self.job_id} --pipeline 1 {which}, with the run's --config) "
-            f"and run again (docs/kafka.md)")
+            f"and run again (docs/kafka.md)",
+        )
 
     def rollback(self, after_checkpoint_id: int) -> None:
         """Nothing can be un-published: refuses (``check_rollback``) when this committer

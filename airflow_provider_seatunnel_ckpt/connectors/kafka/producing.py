@@ -57,8 +57,9 @@ class Producing:
         try:
             self.producer = Producer(dict(config))
         except (KafkaException, ValueError, TypeError) as err:
-            raise ConfigError(option_key(sink, "kafka.config"),
-                              f"librdkafka refused the configuration: {reason(err)}") from None
+            raise ConfigError(
+                option_key(sink, "kafka.config"), f"librdkafka refused the configuration: {reason(err)}"
+            ) from None
 
     def delivered(self, err: Any, _message: Any) -> None:
         if err is not None:
@@ -90,6 +91,7 @@ class Producing:
         """Wait until the broker acknowledged every record produced so far."""
         left = self.producer.flush(FLUSH_TIMEOUT_S)
         if left:
-            raise ConnectorError(f"Kafka sink: {left} records to {self.sink.describe()} not acknowledged "
-                                 f"within {FLUSH_TIMEOUT_S:g} s")
+            raise ConnectorError(
+                f"Kafka sink: {left} records to {self.sink.describe()} not acknowledged within {FLUSH_TIMEOUT_S:g} s"
+            )
         self.check_deliveries()

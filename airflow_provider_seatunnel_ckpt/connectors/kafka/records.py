@@ -39,10 +39,16 @@ from .change_formats import SOURCE_FORMATS, ChangeDecoder
 FORMATS = ("json", "text", "raw", "avro", *SOURCE_FORMATS)
 ERROR_WAYS = ("fail", "skip")
 
-RAW_SCHEMA = pa.schema([
-    pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()), pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64()),
-])
+RAW_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.int64()),
+    ]
+)
 TEXT_SCHEMA = pa.schema([pa.field("content", pa.string())])
 
 
@@ -68,8 +74,14 @@ class RecordDecoder:
     #: the change kinds its batches may carry (``Source.change_rows``)
     change_rows: tuple[str, ...] = ()
 
-    def __init__(self, fmt: str, schema: pa.Schema | None, delimiter: str, skip_errors: bool,
-                 debezium_schema_included: bool = True):
+    def __init__(
+        self,
+        fmt: str,
+        schema: pa.Schema | None,
+        delimiter: str,
+        skip_errors: bool,
+        debezium_schema_included: bool = True,
+    ):
         self.format = fmt
         self.skip_errors = skip_errors
         self.delimiter = delimiter
@@ -135,8 +147,9 @@ class RecordDecoder:
             if b"\n" in value or b"\r" in value:
                 raise DecodeError(index, "the value holds a line break")
         if self.format == "text" and self.schema is TEXT_SCHEMA:
-            return pa.RecordBatch.from_arrays([pa.array([v.decode("utf-8", "replace") for v in values], pa.string())],
-                                              schema=TEXT_SCHEMA)
+            return pa.RecordBatch.from_arrays(
+                [pa.array([v.decode("utf-8", "replace") for v in values], pa.string())], schema=TEXT_SCHEMA
+            )
         buffer = b"\n".join(values) + b"\n"
         try:
             if self.format == "json":
@@ -146,14 +159,17 @@ class RecordDecoder:
                     read_options=pajson.ReadOptions(block_size=max(len(buffer), 1 << 20)),
                     parse_options=pajson.ParseOptions(
                         explicit_schema=pa.schema([f for f in self.schema if f.name not in mapped]),
-                        unexpected_field_behavior="ignore"),
+                        unexpected_field_behavior="ignore",
+                    ),
                 )
                 if mapped:
                     table = self._with_maps(table, values)
             else:
                 table = pacsv.read_csv(
                     io.BytesIO(buffer),
-                    read_options=pacsv.ReadOptions(column_names=self.schema.names, block_size=max(len(buffer), 1 << 20)),
+                    read_options=pacsv.ReadOptions(
+                        column_names=self.schema.names, block_size=max(len(buffer), 1 << 20)
+                    ),
                     parse_options=pacsv.ParseOptions(delimiter=self.delimiter, quote_char=False),
                     convert_options=pacsv.ConvertOptions(column_types=self.schema, strings_can_be_null=True),
                 )
@@ -162,7 +178,6 @@ class RecordDecoder:
         if table.num_rows != len(values):  # an empty line, or a value holding a delimiter row
             raise DecodeError(0, f"{len(values)} records decoded into {table.num_rows} rows")
         return table.select(self.schema.names).cast(self.schema).combine_chunks().to_batches()[0]
-
 
     def _with_maps(self, table: pa.Table, values: Sequence[bytes]) -> pa.Table:
         """The map columns of json records, decoded record by record (SeaTunnel's rules)."""

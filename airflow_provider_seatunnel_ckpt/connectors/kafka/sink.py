@@ -49,8 +49,18 @@ from .producing import Producing
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
 _ROWS = "kafka_rows"
-_KNOWN = {"bootstrap.servers", "topic", "format", "field_delimiter", "partition_key_fields", "partition",
-          "kafka.config", "semantics", "transaction_prefix", "connection_check_timeout_sec"}
+_KNOWN = {
+    "bootstrap.servers",
+    "topic",
+    "format",
+    "field_delimiter",
+    "partition_key_fields",
+    "partition",
+    "kafka.config",
+    "semantics",
+    "transaction_prefix",
+    "connection_check_timeout_sec",
+}
 
 
 def _ident(name: str) -> str:
@@ -77,8 +87,10 @@ class KafkaSink(Sink):
         self.semantics: str = opts.str("semantics", "at_least_once", choices=SEMANTICS)
         self.transaction_prefix: str | None = opts.str("transaction_prefix", None)
         if "transactional.id" in self.target.config:
-            raise ConfigError("kafka.config", "transactional.id is chosen by the sink per subtask and epoch; "
-                                              "set transaction_prefix instead")
+            raise ConfigError(
+                "kafka.config",
+                "transactional.id is chosen by the sink per subtask and epoch; set transaction_prefix instead",
+            )
         self._encoders: dict[tuple[str, ...], BatchQuery] = {}
         self._shared: Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
         self._pipelines: dict[int, ProducerPipeline] = {}  # EXACTLY_ONCE: each subtask's transactional producers
@@ -131,8 +143,10 @@ class KafkaSink(Sink):
         names = tuple(batch.schema.names)
         missing = [f for f in self.key_fields if f not in names]
         if missing:
-            raise ConfigError(option_key(self, "partition_key_fields"), f"no column {missing[0]!r} in the batch "
-                                                                         f"(columns: {list(names)})")
+            raise ConfigError(
+                option_key(self, "partition_key_fields"),
+                f"no column {missing[0]!r} in the batch (columns: {list(names)})",
+            )
         if self.format == "avro":
             return self._encode_avro(batch)
         encoder = self._encoders.get(names)
@@ -159,8 +173,9 @@ class KafkaSink(Sink):
     def _key_encoder(self) -> BatchQuery:
         names = tuple(self.key_fields)
         if names not in self._encoders:
-            self._encoders[names] = BatchQuery(f"SELECT {self._expression(names)} AS k FROM {_ROWS}",
-                                               "partition_key_fields")
+            self._encoders[names] = BatchQuery(
+                f"SELECT {self._expression(names)} AS k FROM {_ROWS}", "partition_key_fields"
+            )
         return self._encoders[names]
 
     # ---- producing ------------------------------------------------------------------------------

@@ -71,11 +71,28 @@ DEFAULT_GROUP = "SeaTunnel-Consumer-Group"
 #: subtask's other partitions and barriers get their turn
 POLL_WAIT_S = 0.05
 _KNOWN = {
-    "bootstrap.servers", "topic", "pattern", "consumer.group", "start_mode", "start_mode.offsets",
-    "start_mode.timestamp", "stop_mode", "stop_mode.timestamp", "format", "schema", "field_delimiter",
-    "format_error_handle_way", "kafka.config", "connection_check_timeout_sec", "batch_size", "commit_on_checkpoint",
-    "partition-discovery.interval-millis", "debezium_record_include_schema", "key_converter_schema_enabled",
-    "value_converter_schema_enabled", "job.mode",
+    "bootstrap.servers",
+    "topic",
+    "pattern",
+    "consumer.group",
+    "start_mode",
+    "start_mode.offsets",
+    "start_mode.timestamp",
+    "stop_mode",
+    "stop_mode.timestamp",
+    "format",
+    "schema",
+    "field_delimiter",
+    "format_error_handle_way",
+    "kafka.config",
+    "connection_check_timeout_sec",
+    "batch_size",
+    "commit_on_checkpoint",
+    "partition-discovery.interval-millis",
+    "debezium_record_include_schema",
+    "key_converter_schema_enabled",
+    "value_converter_schema_enabled",
+    "job.mode",
 }
 
 
@@ -104,8 +121,9 @@ class KafkaSource(Source):
         self.start_offsets = self._specific_offsets(opts) if self.start_mode == "specific_offsets" else {}
         self.start_ms = opts.int("start_mode.timestamp", minimum=0) if self.start_mode == "timestamp" else None
         batch_job = opts.str("job.mode", "streaming", choices=("batch", "streaming")) == "batch"
-        self.stop_mode: str = opts.str("stop_mode", "end_offsets_at_start" if batch_job else "unbounded",
-                                       choices=STOP_MODES)
+        self.stop_mode: str = opts.str(
+            "stop_mode", "end_offsets_at_start" if batch_job else "unbounded", choices=STOP_MODES
+        )
         self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
         self.format: str = opts.str("format", "json", choices=FORMATS)
         if self.format == "avro":
@@ -119,8 +137,13 @@ class KafkaSource(Source):
         # envelope's payload either way (SeaTunnel reads ``payload`` in both cases too)
         opts.bool("key_converter_schema_enabled", True)
         opts.bool("value_converter_schema_enabled", True)
-        self.decoder = RecordDecoder(self.format, schema, delimiter, skip,
-                                     debezium_schema_included=opts.bool("debezium_record_include_schema", True))
+        self.decoder = RecordDecoder(
+            self.format,
+            schema,
+            delimiter,
+            skip,
+            debezium_schema_included=opts.bool("debezium_record_include_schema", True),
+        )
         self.change_rows = self.decoder.change_rows
         self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
         self.commit_on_checkpoint: bool = opts.bool("commit_on_checkpoint", True)
@@ -148,12 +171,22 @@ class KafkaSource(Source):
     def _specific_offsets(opts: Options) -> dict[tuple[str, int], int]:
         value = opts.values.get("start_mode.offsets")
         if not isinstance(value, Mapping) or not value:
-            raise ConfigError("start_mode.offsets", "is required for start_mode specific_offsets: {topic-partition: offset}")
+            raise ConfigError(
+                "start_mode.offsets", "is required for start_mode specific_offsets: {topic-partition: offset}"
+            )
         offsets = {}
         for key, offset in value.items():
             topic, _, partition = str(key).rpartition("-")
-            if not topic or not partition.isdigit() or isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                raise ConfigError(f"start_mode.offsets.{key}", f"expected <topic>-<partition>: <offset >= 0>, got {offset!r}")
+            if (
+                not topic
+                or not partition.isdigit()
+                or isinstance(offset, bool)
+                or not isinstance(offset, int)
+                or offset < 0
+            ):
+                raise ConfigError(
+                    f"start_mode.offsets.{key}", f"expected <topic>-<partition>: <offset >= 0>, got {offset!r}"
+                )
             offsets[(topic, int(partition))] = offset
         return offsets
 
@@ -183,7 +216,9 @@ class KafkaSource(Source):
             expression = re.compile(self.topics[0])
             names = sorted(t for t in topics if expression.fullmatch(t) and not t.startswith("__"))
             if not names:
-                raise ConfigError(option_key(self, "topic"), f"no topic matches {self.topics[0]!r} at {self.target.describe()}")
+                raise ConfigError(
+                    option_key(self, "topic"), f"no topic matches {self.topics[0]!r} at {self.target.describe()}"
+                )
         else:
             names = self.topics
             for name in names:
@@ -199,9 +234,18 @@ class KafkaSource(Source):
             stops = self._stop_offsets(consumer, partitions)
         finally:
             consumer.close()
-        return [Split(f"{topic}-{partition}", {"topic": topic, "partition": partition, "start": starts[(topic, partition)],
-                                              "stop": stops.get((topic, partition))})
-                for topic, partition in partitions]
+        return [
+            Split(
+                f"{topic}-{partition}",
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "start": starts[(topic, partition)],
+                    "stop": stops.get((topic, partition)),
+                },
+            )
+            for topic, partition in partitions
+        ]
 
     def discover_splits(self, known: Sequence[Split]) -> list[Split]:
         """Unbounded: partitions created since the plan was made (a topic grown, or a new
@@ -216,16 +260,22 @@ class KafkaSource(Source):
             starts = {tp: low for tp, (low, _) in self._watermarks(consumer, new).items()} if new else {}
         finally:
             consumer.close()
-        return [Split(f"{topic}-{partition}", {"topic": topic, "partition": partition,
-                                              "start": starts[(topic, partition)], "stop": None})
-                for topic, partition in new]
+        return [
+            Split(
+                f"{topic}-{partition}",
+                {"topic": topic, "partition": partition, "start": starts[(topic, partition)], "stop": None},
+            )
+            for topic, partition in new
+        ]
 
     def _watermarks(self, consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
-            return {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.target.connect_timeout_s)
-                    for tp in partitions}
+            return {
+                tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.target.connect_timeout_s)
+                for tp in partitions
+            }
         except KafkaException as err:
             raise ConnectorError(f"{self.describe()}: reading the partitions' offsets failed: {reason(err)}") from None
 
@@ -234,8 +284,9 @@ class KafkaSource(Source):
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
-            found = consumer.offsets_for_times([TopicPartition(t, p, ms) for t, p in partitions],
-                                               timeout=self.target.connect_timeout_s)
+            found = consumer.offsets_for_times(
+                [TopicPartition(t, p, ms) for t, p in partitions], timeout=self.target.connect_timeout_s
+            )
         except KafkaException as err:
             raise ConnectorError(f"{self.describe()}: looking offsets up by time failed: {reason(err)}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in found}
@@ -247,17 +298,21 @@ class KafkaSource(Source):
         if self.start_mode == "latest":
             return {tp: high for tp, (_, high) in marks.items()}
         if self.start_mode == "timestamp":
-            return {tp: offset if offset >= 0 else marks[tp][1]
-                    for tp, offset in self._at_time(consumer, partitions, self.start_ms).items()}
+            return {
+                tp: offset if offset >= 0 else marks[tp][1]
+                for tp, offset in self._at_time(consumer, partitions, self.start_ms).items()
+            }
         if self.start_mode == "specific_offsets":
             return {tp: self.start_offsets.get(tp, low) for tp, (low, _) in marks.items()}
         if self.start_mode == "group_offsets":
             try:
-                committed = consumer.committed([TopicPartition(*tp) for tp in partitions],
-                                               timeout=self.target.connect_timeout_s)
+                committed = consumer.committed(
+                    [TopicPartition(*tp) for tp in partitions], timeout=self.target.connect_timeout_s
+                )
             except KafkaException as err:
-                raise ConnectorError(f"{self.describe()}: reading group {self.group!r}'s offsets failed: "
-                                     f"{reason(err)}") from None
+                raise ConnectorError(
+                    f"{self.describe()}: reading group {self.group!r}'s offsets failed: {reason(err)}"
+                ) from None
             found = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0}
             return {tp: found.get(tp, low) for tp, (low, _) in marks.items()}
         return {tp: low for tp, (low, _) in marks.items()}
@@ -268,8 +323,10 @@ class KafkaSource(Source):
         marks = self._watermarks(consumer, partitions)
         if self.stop_mode == "end_offsets_at_start":
             return {tp: high for tp, (_, high) in marks.items()}
-        return {tp: offset if offset >= 0 else marks[tp][1]
-                for tp, offset in self._at_time(consumer, partitions, self.stop_ms).items()}
+        return {
+            tp: offset if offset >= 0 else marks[tp][1]
+            for tp, offset in self._at_time(consumer, partitions, self.stop_ms).items()
+        }
 
     # ---- executors ---------------------------------------------------------------------------
     def checkpoint_completed(self, positions: Mapping[str, JsonValue]) -> None:
@@ -316,10 +373,15 @@ class KafkaReader(SourceReader):
         self.batch_size = batch_size
         self.consumer = None
         if self.stop is None or self.offset < self.stop:
-            self.consumer = source.target.consumer(**{
-                "group.id": source.group, "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "enable.partition.eof": True, "auto.offset.reset": "error",
-            })
+            self.consumer = source.target.consumer(
+                **{
+                    "group.id": source.group,
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "enable.partition.eof": True,
+                    "auto.offset.reset": "error",
+                }
+            )
             self.consumer.assign([TopicPartition(self.topic, self.partition, self.offset)])
 
     def read_batch(self) -> pa.RecordBatch | None:
@@ -329,7 +391,8 @@ class KafkaReader(SourceReader):
         # What the consumer prefetched, at once; only an empty queue waits (consume waits
         # for all ``wanted`` records or the timeout, whichever comes first).
         messages = self.consumer.consume(num_messages=wanted, timeout=0) or self.consumer.consume(
-            num_messages=wanted, timeout=POLL_WAIT_S)
+            num_messages=wanted, timeout=POLL_WAIT_S
+        )
         records = []
         for message in messages:
             error = message.error()
@@ -342,8 +405,10 @@ class KafkaReader(SourceReader):
                 end = message.offset() if self.stop is None else min(message.offset(), self.stop)
                 self.offset = max(self.offset, end)
             else:
-                raise ConnectorError(f"{self.source.describe()}: reading partition {self.partition} of {self.topic!r} "
-                                     f"failed: {reason(error)}")
+                raise ConnectorError(
+                    f"{self.source.describe()}: reading partition {self.partition} of {self.topic!r} "
+                    f"failed: {reason(error)}"
+                )
         if not records:
             return _empty(self.source.decoder.schema)
         try:
@@ -357,9 +422,14 @@ class KafkaReader(SourceReader):
             ) from None
         if decoded.skipped:
             self.skipped += len(decoded.skipped)
-            log.warning("Kafka source: skipped %d malformed records of %s-%d (offsets %s), %d in all",
-                        len(decoded.skipped), self.topic, self.partition,
-                        ", ".join(str(records[i].offset()) for i in decoded.skipped[:5]), self.skipped)
+            log.warning(
+                "Kafka source: skipped %d malformed records of %s-%d (offsets %s), %d in all",
+                len(decoded.skipped),
+                self.topic,
+                self.partition,
+                ", ".join(str(records[i].offset()) for i in decoded.skipped[:5]),
+                self.skipped,
+            )
         self.offset = max(self.offset, records[-1].offset() + 1)
         return decoded.batch
 

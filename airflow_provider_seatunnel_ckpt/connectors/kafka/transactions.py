@@ -72,9 +72,11 @@ class ForgottenTransaction(Exception):
 
 
 def kafka_python_config(target: KafkaTarget) -> dict[str, Any]:
-    config: dict[str, Any] = {"bootstrap_servers": target.bootstrap_servers.split(","),
-                              "request_timeout_ms": int(REQUEST_TIMEOUT_S * 1000),
-                              "api_version_auto_timeout_ms": int(target.connect_timeout_s * 1000)}
+    config: dict[str, Any] = {
+        "bootstrap_servers": target.bootstrap_servers.split(","),
+        "request_timeout_ms": int(REQUEST_TIMEOUT_S * 1000),
+        "api_version_auto_timeout_ms": int(target.connect_timeout_s * 1000),
+    }
     for key, value in target.config.items():
         name = LIBRDKAFKA_TO_KAFKA_PYTHON.get(key)
         if name is not None:
@@ -151,8 +153,10 @@ class TransactionCoordinators:
         try:
             self._coordinator(transactional_id)
         except Retriable as err:
-            raise ConnectorError(f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "
-                                 f"reach the transaction coordinator at {self.target.describe()}: {err}") from None
+            raise ConnectorError(
+                f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "
+                f"reach the transaction coordinator at {self.target.describe()}: {err}"
+            ) from None
 
     def end(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
         """Commit (or abort) the open transaction of ``transactional_id``, made by that
@@ -179,8 +183,11 @@ class TransactionCoordinators:
             # completed checkpoint's are, or failed loudly then. Flink's committer skips it too.
             if not commit:
                 return
-            log.warning("Kafka sink: %s; it was committed when its checkpoint completed, more than "
-                        "transactional.id.expiration.ms ago, so there is nothing left to commit", err)
+            log.warning(
+                "Kafka sink: %s; it was committed when its checkpoint completed, more than "
+                "transactional.id.expiration.ms ago, so there is nothing left to commit",
+                err,
+            )
 
     def fence(self, transactional_id: str, timeout_ms: int) -> int:
         """Claim ``transactional_id`` with a new epoch, as a new producer would: the broker
@@ -219,19 +226,25 @@ def _raise_for(error_code: int, what: str) -> None:
     if getattr(error, "retriable", False):
         raise Retriable(f"{what}: {error.__name__}")
     if error in (errors.ProducerFencedError, errors.InvalidProducerEpochError, errors.InvalidTxnStateError):
-        raise ConnectorError(f"Kafka sink: {what}: {error.__name__}: the broker no longer holds this transaction open; "
-                             f"it was aborted (its transaction.timeout.ms passed, or a newer producer claimed the id) "
-                             f"and its records are lost to read_committed readers")
+        raise ConnectorError(
+            f"Kafka sink: {what}: {error.__name__}: the broker no longer holds this transaction open; "
+            f"it was aborted (its transaction.timeout.ms passed, or a newer producer claimed the id) "
+            f"and its records are lost to read_committed readers"
+        )
     raise ConnectorError(f"Kafka sink: {what}: {error.__name__}")
 
 
-def commit_info(transactional_id: str, producer_id: int, producer_epoch: int,
-                checkpoint_id: int | None = None) -> dict[str, Any]:
+def commit_info(
+    transactional_id: str, producer_id: int, producer_epoch: int, checkpoint_id: int | None = None
+) -> dict[str, Any]:
     """What a prepared transaction leaves in the checkpoint. ``checkpoint_id`` (the barrier
     that prepared it) lets the committer tell what it committed; infos written by older
     releases lack it, and nothing else reads it."""
-    info: dict[str, Any] = {"transactional_id": transactional_id, "producer_id": producer_id,
-                            "producer_epoch": producer_epoch}
+    info: dict[str, Any] = {
+        "transactional_id": transactional_id,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+    }
     if checkpoint_id is not None:
         info["checkpoint_id"] = checkpoint_id
     return info

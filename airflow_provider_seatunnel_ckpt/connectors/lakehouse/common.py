@@ -49,8 +49,12 @@ def _endpoint(options: Mapping[str, Any]) -> str | None:
 def s3_properties(options: Mapping[str, Any]) -> dict[str, str]:
     """pyiceberg FileIO properties (``s3.*``) for the same S3 the storage options name."""
     props = {}
-    for ours, theirs in (("fs.s3a.access.key", "s3.access-key-id"), ("fs.s3a.secret.key", "s3.secret-access-key"),
-                         ("fs.s3a.session.token", "s3.session-token"), ("fs.s3a.endpoint.region", "s3.region")):
+    for ours, theirs in (
+        ("fs.s3a.access.key", "s3.access-key-id"),
+        ("fs.s3a.secret.key", "s3.secret-access-key"),
+        ("fs.s3a.session.token", "s3.session-token"),
+        ("fs.s3a.endpoint.region", "s3.region"),
+    ):
         if options.get(ours):
             props[theirs] = str(options[ours])
     endpoint = _endpoint(options)
@@ -65,8 +69,12 @@ def s3_properties(options: Mapping[str, Any]) -> dict[str, str]:
 def object_store_options(options: Mapping[str, Any]) -> dict[str, str]:
     """delta-rs (object_store) storage options for the same S3 the storage options name."""
     props = {}
-    for ours, theirs in (("fs.s3a.access.key", "AWS_ACCESS_KEY_ID"), ("fs.s3a.secret.key", "AWS_SECRET_ACCESS_KEY"),
-                         ("fs.s3a.session.token", "AWS_SESSION_TOKEN"), ("fs.s3a.endpoint.region", "AWS_REGION")):
+    for ours, theirs in (
+        ("fs.s3a.access.key", "AWS_ACCESS_KEY_ID"),
+        ("fs.s3a.secret.key", "AWS_SECRET_ACCESS_KEY"),
+        ("fs.s3a.session.token", "AWS_SESSION_TOKEN"),
+        ("fs.s3a.endpoint.region", "AWS_REGION"),
+    ):
         if options.get(ours):
             props[theirs] = str(options[ours])
     endpoint = _endpoint(options)
@@ -97,25 +105,27 @@ class TableLocation:
     def to_url(self, path: str) -> str:
         if not path.startswith(self.root + "/"):
             raise ValueError(f"{path!r} is not inside the table at {self.url}")
-        return self.url + path[len(self.root):]
+        return self.url + path[len(self.root) :]
 
     def to_path(self, url: str) -> str | None:
         """The ``fs`` path of a data file URL under this table (None if elsewhere)."""
         text = url if "://" in url else "file://" + url
         base = self.url if "://" in self.url else "file://" + self.url
         mine, theirs = urlsplit(base), urlsplit(text)
-        same_store = (mine.scheme.replace("s3a", "s3"), mine.netloc) == (theirs.scheme.replace("s3a", "s3"), theirs.netloc)
+        same_store = (mine.scheme.replace("s3a", "s3"), mine.netloc) == (
+            theirs.scheme.replace("s3a", "s3"),
+            theirs.netloc,
+        )
         if not same_store or not (theirs.path + "/").startswith(mine.path.rstrip("/") + "/"):
             return None
-        return self.root + theirs.path[len(mine.path.rstrip("/")):]
+        return self.root + theirs.path[len(mine.path.rstrip("/")) :]
 
 
 def data_file_infos(checkpoint_id: int, files: list[DataFile], location: TableLocation) -> JsonValue:
     """A writer's commit info: the checkpoint and its data files (None when it wrote none)."""
     if not files:
         return None
-    return {"checkpoint": checkpoint_id,
-            "files": [f.to_json() | {"url": location.to_url(f.path)} for f in files]}
+    return {"checkpoint": checkpoint_id, "files": [f.to_json() | {"url": location.to_url(f.path)} for f in files]}
 
 
 @dataclass(frozen=True)
@@ -163,8 +173,12 @@ def commit_attempts(refused: type[BaseException]) -> Retrying:
     job committed meanwhile (a fenced driver's commit in flight, the claimant's replay) is
     found and skipped, never added twice; the commit itself asserts the table state the
     rule read. A library's own retry must not rebuild the commit past that check."""
-    return Retrying(stop=stop_after_attempt(COMMIT_ATTEMPTS), reraise=True, wait=wait_exponential(multiplier=0.05, max=2),
-                    retry=retry_if_exception_type(refused))
+    return Retrying(
+        stop=stop_after_attempt(COMMIT_ATTEMPTS),
+        reraise=True,
+        wait=wait_exponential(multiplier=0.05, max=2),
+        retry=retry_if_exception_type(refused),
+    )
 
 
 def check_mapping(options: Mapping[str, Any], key: str, example: str) -> dict[str, str]:

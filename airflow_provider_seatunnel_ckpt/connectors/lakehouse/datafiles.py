@@ -68,8 +68,13 @@ class DataFile:
     def from_json(cls, doc: Mapping[str, Any]) -> DataFile:
         if not isinstance(doc, Mapping) or not isinstance(doc.get("path"), str):
             raise ValueError(f"malformed data file entry {doc!r}")
-        return cls(doc["path"], int(doc["rows"]), int(doc["size"]), dict(doc.get("partition") or {}),
-                   dict(doc.get("stats") or {}))
+        return cls(
+            doc["path"],
+            int(doc["rows"]),
+            int(doc["size"]),
+            dict(doc.get("partition") or {}),
+            dict(doc.get("stats") or {}),
+        )
 
 
 def split_by(keys: Sequence[pa.Array], batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], pa.RecordBatch]]:
@@ -81,8 +86,11 @@ def split_by(keys: Sequence[pa.Array], batch: pa.RecordBatch) -> list[tuple[tupl
     if all(len(pc.unique(k)) == 1 for k in keys):  # the common case: one partition per batch
         return [(tuple(k[0].as_py() for k in keys), batch)]
     columns = {f"k{i}": k for i, k in enumerate(keys)}
-    grouped = pa.table({**columns, "row": pa.array(range(batch.num_rows), pa.int64())}).group_by(
-        list(columns), use_threads=False).aggregate([("row", "list")])
+    grouped = (
+        pa.table({**columns, "row": pa.array(range(batch.num_rows), pa.int64())})
+        .group_by(list(columns), use_threads=False)
+        .aggregate([("row", "list")])
+    )
     out = []
     for i in range(grouped.num_rows):
         values = tuple(grouped.column(f"k{j}")[i].as_py() for j in range(len(keys)))

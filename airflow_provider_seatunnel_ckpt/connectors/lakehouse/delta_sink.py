@@ -76,10 +76,21 @@ class DeltaSink(Sink):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options,
-                       known={"path", "partition_by", "schema_save_mode", "data_save_mode", "mode", "compression",
-                              "max_file_bytes"},
-                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known={
+                "path",
+                "partition_by",
+                "schema_save_mode",
+                "data_save_mode",
+                "mode",
+                "compression",
+                "max_file_bytes",
+            },
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
         self.path: str = opts.str("path")
         opts.str("mode", "append", choices=("append",))
         self.create_missing, _ = parse_modes(opts)
@@ -117,11 +128,18 @@ class DeltaSink(Sink):
 
         missing = [c for c in self.partition_by if c not in schema.names]
         if missing:
-            raise ConfigError(option_key(self, "partition_by"), f"{', '.join(missing)} not in the job's output "
-                                                                f"(columns: {', '.join(schema.names)})")
+            raise ConfigError(
+                option_key(self, "partition_by"),
+                f"{', '.join(missing)} not in the job's output (columns: {', '.join(schema.names)})",
+            )
         try:
-            DeltaTable.create(self.uri, storable_schema(schema, fixed_binary=False), mode="ignore", partition_by=self.partition_by or None,
-                              storage_options=self.delta_options)
+            DeltaTable.create(
+                self.uri,
+                storable_schema(schema, fixed_binary=False),
+                mode="ignore",
+                partition_by=self.partition_by or None,
+                storage_options=self.delta_options,
+            )
         except Exception as err:
             if self.load_table() is None:  # not a lost race: a real failure
                 raise ConnectorError(f"cannot create {self.describe()}: {reason(err)}") from None
@@ -134,13 +152,18 @@ class DeltaSink(Sink):
         table = self.load_table()
         if table is None:
             if not self.create_missing:
-                raise ConfigError("path", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+                raise ConfigError(
+                    "path", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)"
+                )
             return
         have = list(table.metadata().partition_columns)
         if self.partition_by and have != self.partition_by:
-            raise ConfigError("partition_by", f"{self.describe()} exists and is partitioned by "
-                                              f"{', '.join(have) or 'nothing'}; partition_by only applies to a table "
-                                              "the sink creates")
+            raise ConfigError(
+                "partition_by",
+                f"{self.describe()} exists and is partitioned by "
+                f"{', '.join(have) or 'nothing'}; partition_by only applies to a table "
+                "the sink creates",
+            )
 
     def table_schema(self, table: Any) -> pa.Schema:
         """The table's columns as Arrow, without metadata."""
@@ -172,10 +195,17 @@ class DeltaWriter(TableWriter):
             return pa.RecordBatch.from_arrays([batch.column(f.name) for f in stored], schema=stored)
 
         return DataFileWriter(
-            location.fs, location.root, self.job_id, self.subtask, self.attempt, schema=stored,
-            partition_names=partitions, partitioner=partitioner if partitions else None,
+            location.fs,
+            location.root,
+            self.job_id,
+            self.subtask,
+            self.attempt,
+            schema=stored,
+            partition_names=partitions,
+            partitioner=partitioner if partitions else None,
             prepare=without_partitions if partitions else None,
-            compression=self.sink.compression, max_file_bytes=self.sink.max_file_bytes,
+            compression=self.sink.compression,
+            max_file_bytes=self.sink.max_file_bytes,
         )
 
 
@@ -209,12 +239,23 @@ class DeltaCommitter(SinkCommitter):
                 done = self.last_committed(table)
                 checkpoint, left = not_yet_committed(files, done)
                 if not left:
-                    log.info("Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
-                             max(f.checkpoint for f in files), self.job_id, self.sink.describe(), done)
+                    log.info(
+                        "Delta sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
+                        max(f.checkpoint for f in files),
+                        self.job_id,
+                        self.sink.describe(),
+                        done,
+                    )
                     return
                 self._add(table, checkpoint, left)
-                log.info("Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                         self.job_id, self.sink.describe(), len(left), sum(f.file.rows for f in left))
+                log.info(
+                    "Delta sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))",
+                    checkpoint,
+                    self.job_id,
+                    self.sink.describe(),
+                    len(left),
+                    sum(f.file.rows for f in left),
+                )
 
     def _add(self, table: Any, checkpoint: int, files: list[CommitFile]) -> None:
         """One commit: the files' ``add`` actions and the application transaction
@@ -226,17 +267,28 @@ class DeltaCommitter(SinkCommitter):
         now_ms = int(time.time() * 1000)
         root = self.sink.location.root
         actions = [
-            AddAction(path=quote(entry.file.path[len(root) + 1:], safe="/="), size=entry.file.size,
-                      partition_values=dict(entry.file.partition), modification_time=now_ms,
-                      data_change=True, stats=json.dumps({"numRecords": entry.file.rows}))
+            AddAction(
+                path=quote(entry.file.path[len(root) + 1 :], safe="/="),
+                size=entry.file.size,
+                partition_values=dict(entry.file.partition),
+                modification_time=now_ms,
+                data_change=True,
+                stats=json.dumps({"numRecords": entry.file.rows}),
+            )
             for entry in files
         ]
         properties = CommitProperties(
-            app_transactions=[Transaction(self.app_id, checkpoint)], max_commit_retries=COMMIT_RETRIES,
-            custom_metadata={"seatunnel.job-id": self.job_id, "seatunnel.checkpoint-id": str(checkpoint)})
-        table.create_write_transaction(actions, mode="append", schema=table.schema(),
-                                       partition_by=list(table.metadata().partition_columns) or None,
-                                       commit_properties=properties)
+            app_transactions=[Transaction(self.app_id, checkpoint)],
+            max_commit_retries=COMMIT_RETRIES,
+            custom_metadata={"seatunnel.job-id": self.job_id, "seatunnel.checkpoint-id": str(checkpoint)},
+        )
+        table.create_write_transaction(
+            actions,
+            mode="append",
+            schema=table.schema(),
+            partition_by=list(table.metadata().partition_columns) or None,
+            commit_properties=properties,
+        )
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()
@@ -247,8 +299,12 @@ class DeltaCommitter(SinkCommitter):
         referenced = {location.to_path(uri) for uri in table.file_uris()}
         prefix = file_prefix(self.job_id)
         for info in location.fs.walk_files(location.root):
-            if info.name.startswith(prefix) and info.path not in kept and info.path not in referenced \
-                    and "/_delta_log/" not in info.path:
+            if (
+                info.name.startswith(prefix)
+                and info.path not in kept
+                and info.path not in referenced
+                and "/_delta_log/" not in info.path
+            ):
                 delete_quietly(location.fs, info.path, "Delta")
 
     def check_rollback(self, after_checkpoint_id: int, newer_checkpoint_ids: Sequence[int] = ()) -> None:
@@ -263,7 +319,8 @@ class DeltaCommitter(SinkCommitter):
                 f"{self.sink.describe()} already holds the rows of checkpoint {done} of job {self.job_id} (table version "
                 f"{table.version()} or earlier); a table commit cannot be undone by restoring checkpoint "
                 f"{after_checkpoint_id}: restore checkpoint {done} or newer, or restore the table yourself "
-                "(docs/lakehouse.md)")
+                "(docs/lakehouse.md)",
+            )
 
     def rollback(self, after_checkpoint_id: int) -> None:
         """Nothing to remove; refuses as ``check_rollback`` does."""
@@ -275,14 +332,23 @@ class DeltaCommitter(SinkCommitter):
         table = self.sink.load_table()
         if table is None or self.last_committed(table) is None:
             return
-        table.create_write_transaction([], mode="append", schema=table.schema(),
-                                       partition_by=list(table.metadata().partition_columns) or None,
-                                       commit_properties=CommitProperties(app_transactions=[Transaction(self.app_id, 0)]))
+        table.create_write_transaction(
+            [],
+            mode="append",
+            schema=table.schema(),
+            partition_by=list(table.metadata().partition_columns) or None,
+            commit_properties=CommitProperties(app_transactions=[Transaction(self.app_id, 0)]),
+        )
 
     def pending(self) -> list[dict[str, Any]]:
         table = self.sink.load_table()
-        return [{"table": self.sink.location.url, "last_committed_checkpoint": self.last_committed(table) if table else None,
-                 "version": table.version() if table else None}]
+        return [
+            {
+                "table": self.sink.location.url,
+                "last_committed_checkpoint": self.last_committed(table) if table else None,
+                "version": table.version() if table else None,
+            }
+        ]
 
     def _table(self) -> Any:
         table = self.sink.load_table()

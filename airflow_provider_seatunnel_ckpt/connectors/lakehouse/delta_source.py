@@ -41,10 +41,14 @@ def filter_expression(value: Any, key: str = "filter") -> pc.Expression | None:
     """``[[col, op, value], ...]`` -> one pyarrow expression (all conditions AND-ed)."""
     if value is None:
         return None
-    if not isinstance(value, (list, tuple)) or not value or not all(
-            isinstance(c, (list, tuple)) and len(c) == 3 and isinstance(c[0], str) for c in value):
-        raise ConfigError(key, f"expected a list of [column, op, value] conditions, e.g. [[day, '=', '2024-01-02']], "
-                               f"got {value!r}")
+    if (
+        not isinstance(value, (list, tuple))
+        or not value
+        or not all(isinstance(c, (list, tuple)) and len(c) == 3 and isinstance(c[0], str) for c in value)
+    ):
+        raise ConfigError(
+            key, f"expected a list of [column, op, value] conditions, e.g. [[day, '=', '2024-01-02']], got {value!r}"
+        )
     expression = None
     for column, op, operand in value:
         field = pc.field(column)
@@ -52,8 +56,13 @@ def filter_expression(value: Any, key: str = "filter") -> pc.Expression | None:
         if op in ("=", "=="):
             condition = field == operand
         elif op in ("!=", "<", "<=", ">", ">="):
-            condition = {"!=": field != operand, "<": field < operand, "<=": field <= operand,
-                         ">": field > operand, ">=": field >= operand}[op]
+            condition = {
+                "!=": field != operand,
+                "<": field < operand,
+                "<=": field <= operand,
+                ">": field > operand,
+                ">=": field >= operand,
+            }[op]
         elif op in ("in", "not in"):
             if not isinstance(operand, (list, tuple)):
                 raise ConfigError(key, f"{op!r} needs a list of values, got {operand!r}")
@@ -70,9 +79,13 @@ class DeltaSource(Source):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options,
-                       known={"path", "version", "as_of_timestamp", "read_columns", "filter", "batch_size"},
-                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known={"path", "version", "as_of_timestamp", "read_columns", "filter", "batch_size"},
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
         opts.str("path")
         self.version: int | None = opts.int("version", None, minimum=0)
         self.as_of_ms: int | None = opts.int("as_of_timestamp", None, minimum=0)
@@ -124,8 +137,10 @@ class DeltaSource(Source):
         dataset = table.to_pyarrow_dataset()
         for name in self.columns or ():
             if name not in dataset.schema.names:
-                raise ConfigError(option_key(self, "read_columns"),
-                                  f"{self.describe()} has no column {name!r} (columns: {', '.join(dataset.schema.names)})")
+                raise ConfigError(
+                    option_key(self, "read_columns"),
+                    f"{self.describe()} has no column {name!r} (columns: {', '.join(dataset.schema.names)})",
+                )
         for column, _, _ in self.filter_value or ():
             if column not in dataset.schema.names:
                 raise ConfigError(option_key(self, "filter"), f"{self.describe()} has no column {column!r}")
@@ -156,7 +171,10 @@ class DeltaReader(RowCountReader):
         dataset = source.dataset(source.table(int(self.split.spec["version"])))
         fragments = [f for f in dataset.get_fragments() if f.path == self.split.spec["file"]]
         if len(fragments) != 1:
-            raise ConfigError(option_key(source, "path"), f"{source.describe()} version {self.split.spec['version']} "
-                                                          f"no longer lists {self.split.spec['file']}")
-        return fragments[0].to_batches(schema=dataset.schema, columns=source.columns, filter=source.filter,
-                                       batch_size=self.batch_size)
+            raise ConfigError(
+                option_key(source, "path"),
+                f"{source.describe()} version {self.split.spec['version']} no longer lists {self.split.spec['file']}",
+            )
+        return fragments[0].to_batches(
+            schema=dataset.schema, columns=source.columns, filter=source.filter, batch_size=self.batch_size
+        )

@@ -38,8 +38,11 @@ class IcebergTableAccess:
         self.identifier = f"{self.namespace}.{self.table_name}"
         config = options.get("iceberg.catalog.config")
         if not isinstance(config, Mapping) or not config:
-            raise ConfigError("iceberg.catalog.config", "is required: the catalog's properties, e.g. "
-                                                        "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}")
+            raise ConfigError(
+                "iceberg.catalog.config",
+                "is required: the catalog's properties, e.g. "
+                "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}",
+            )
         self.catalog_config = {str(k): str(v) for k, v in config.items()}
         #: SeaTunnel's ``type = hadoop``: our own catalog over a local warehouse (.iceberg_hadoop_catalog)
         self.hadoop_catalog = self.catalog_config.get("type", "").strip().lower() == "hadoop"
@@ -49,10 +52,12 @@ class IcebergTableAccess:
             warehouse = self.catalog_config.get("warehouse", "")
             if not warehouse or local_warehouse(warehouse) is None:
                 # commits there would not be atomic: object stores cannot refuse an existing name
-                raise ConfigError("iceberg.catalog.config.warehouse",
-                                  f"{warehouse or 'missing'}: a hadoop catalog needs a local warehouse (file:// or a "
-                                  "path); elsewhere use a SQL catalog: {type = sql, uri = \"sqlite:////path/catalog.db\", "
-                                  f"warehouse = \"{warehouse or 's3://bucket/warehouse'}\"}}, or REST, Hive or Glue")
+                raise ConfigError(
+                    "iceberg.catalog.config.warehouse",
+                    f"{warehouse or 'missing'}: a hadoop catalog needs a local warehouse (file:// or a "
+                    'path); elsewhere use a SQL catalog: {type = sql, uri = "sqlite:////path/catalog.db", '
+                    f'warehouse = "{warehouse or "s3://bucket/warehouse"}"}}, or REST, Hive or Glue',
+                )
         self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
         self.storage_options = storage_of(options)
         self._catalog: Any = None
@@ -81,8 +86,12 @@ class IcebergTableAccess:
         _make_sqlite_directory(properties)
         # A SQL catalog creates its own tables when first opened: subtasks opening a new
         # catalog at once race on that ("table iceberg_tables already exists"); again works.
-        retrying = Retrying(stop=stop_after_attempt(4), wait=wait_random(0.05, 0.3), reraise=True,
-                            retry=retry_if_not_exception_type(ValueError))
+        retrying = Retrying(
+            stop=stop_after_attempt(4),
+            wait=wait_random(0.05, 0.3),
+            reraise=True,
+            retry=retry_if_not_exception_type(ValueError),
+        )
         try:
             return retrying(load_catalog, self.catalog_name, **properties)
         except ValueError as err:  # an unknown type, a malformed property
@@ -111,5 +120,4 @@ def _make_sqlite_directory(properties: Mapping[str, str]) -> None:
     """A SQL catalog in a sqlite file: make the file's directory (sqlite makes the file)."""
     uri = properties.get("uri", "")
     if properties.get("type", "").lower() == "sql" and uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
-        os.makedirs(os.path.dirname(uri[len("sqlite:///"):]) or ".", exist_ok=True)
-
+        os.makedirs(os.path.dirname(uri[len("sqlite:///") :]) or ".", exist_ok=True)

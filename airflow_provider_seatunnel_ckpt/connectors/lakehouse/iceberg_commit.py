@@ -39,7 +39,8 @@ def without_library_retries(table: Table) -> Table:
     so only this in-memory copy carries it: the catalog applies the commit's updates (a
     snapshot, a branch) to the table it holds, whose properties stay the user's."""
     metadata = table.metadata.model_copy(
-        update={"properties": {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}})
+        update={"properties": {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}}
+    )
     return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog, table.config)
 
 

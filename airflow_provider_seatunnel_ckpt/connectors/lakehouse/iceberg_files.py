@@ -47,23 +47,33 @@ def statistics_of(table_metadata: Any) -> Any:
 
     def describe(metadata: pq.FileMetaData) -> dict[str, Any]:
         stats = data_file_statistics_from_parquet_metadata(
-            parquet_metadata=metadata, stats_columns=plan, parquet_column_mapping=mapping).to_serialized_dict()
+            parquet_metadata=metadata, stats_columns=plan, parquet_column_mapping=mapping
+        ).to_serialized_dict()
         return {name: _encode(value) for name, value in stats.items()}
 
     return describe
 
 
-def data_file(path_url: str, size: int, partition: Sequence[Any], stats: Mapping[str, Any], spec_id: int,
-              format_version: int) -> Any:
+def data_file(
+    path_url: str, size: int, partition: Sequence[Any], stats: Mapping[str, Any], spec_id: int, format_version: int
+) -> Any:
     """A pyiceberg ``DataFile`` (manifest entry) for a file a writer described."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
     arguments = {name: _decode(name, value) for name, value in stats.items()}
     return DataFile.from_args(
-        _table_format_version=format_version, content=DataFileContent.DATA, file_path=path_url,
-        file_format=FileFormat.PARQUET, partition=Record(*partition), file_size_in_bytes=size, sort_order_id=None,
-        spec_id=spec_id, equality_ids=None, key_metadata=None, **arguments,
+        _table_format_version=format_version,
+        content=DataFileContent.DATA,
+        file_path=path_url,
+        file_format=FileFormat.PARQUET,
+        partition=Record(*partition),
+        file_size_in_bytes=size,
+        sort_order_id=None,
+        spec_id=spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        **arguments,
     )
 
 

@@ -84,8 +84,10 @@ class HadoopCatalog(MetastoreCatalog):
         super().__init__(name, **properties)
         root = local_warehouse(properties.get("warehouse", ""))
         if root is None:
-            raise ValueError(f"warehouse {properties.get('warehouse')!r}: a hadoop catalog needs a local "
-                             "directory (file:// or a path)")
+            raise ValueError(
+                f"warehouse {properties.get('warehouse')!r}: a hadoop catalog needs a local "
+                "directory (file:// or a path)"
+            )
         self.root = Path(root)
         #: writes of metadata files and the hint: fsynced, atomic (the checkpoint storage's own)
         self._files = LocalFileSystem()
@@ -146,8 +148,13 @@ class HadoopCatalog(MetastoreCatalog):
         location = self._url(path)
         io = self._load_file_io(location=location)
         metadata = FromInputFile.table_metadata(io.new_input(location))
-        return Table(identifier=parts, metadata=metadata, metadata_location=location,
-                     io=self._load_file_io(metadata.properties, location), catalog=self), version
+        return Table(
+            identifier=parts,
+            metadata=metadata,
+            metadata_location=location,
+            io=self._load_file_io(metadata.properties, location),
+            catalog=self,
+        ), version
 
     def load_table(self, identifier: str | Identifier) -> Table:
         return self._load(identifier)[0]
@@ -171,11 +178,21 @@ class HadoopCatalog(MetastoreCatalog):
 
         format_version = int(properties.get(TableProperties.FORMAT_VERSION, TableProperties.DEFAULT_FORMAT_VERSION))
         schema = self._convert_schema_if_needed(schema, format_version)
-        metadata = new_table_metadata(location=self._url(table_dir), schema=schema, partition_spec=partition_spec,
-                                      sort_order=sort_order, properties=properties)
+        metadata = new_table_metadata(
+            location=self._url(table_dir),
+            schema=schema,
+            partition_spec=partition_spec,
+            sort_order=sort_order,
+            properties=properties,
+        )
         metadata_location = self._url(table_dir / "metadata" / "v1.metadata.json")
-        return StagedTable(identifier=parts, metadata=metadata, metadata_location=metadata_location,
-                           io=self._load_file_io(properties, metadata_location), catalog=self)
+        return StagedTable(
+            identifier=parts,
+            metadata=metadata,
+            metadata_location=metadata_location,
+            io=self._load_file_io(properties, metadata_location),
+            catalog=self,
+        )
 
     def create_table(self, identifier: str | Identifier, schema: Schema | Any, *args: Any, **kwargs: Any) -> Table:
         """pyiceberg's ``create_table`` (location, partition_spec, sort_order, properties)."""
@@ -187,7 +204,9 @@ class HadoopCatalog(MetastoreCatalog):
             raise TableAlreadyExistsError(f"Table {'.'.join(parts)} already exists") from None
         return self.load_table(parts)
 
-    def commit_table(self, table: Table, requirements: tuple[Any, ...], updates: tuple[Any, ...]) -> CommitTableResponse:
+    def commit_table(
+        self, table: Table, requirements: tuple[Any, ...], updates: tuple[Any, ...]
+    ) -> CommitTableResponse:
         parts, table_dir = self._table_dir(table.name())
         try:
             current, base_version = self._load(parts)
@@ -215,14 +234,17 @@ class HadoopCatalog(MetastoreCatalog):
         version = base_version + 1
         versions = self._versions(metadata_dir)
         if versions and max(versions) != base_version:
-            raise CommitFailedException(f"{metadata_dir.parent}: version {max(versions)} was committed while this "
-                                        f"commit was based on version {base_version}")
+            raise CommitFailedException(
+                f"{metadata_dir.parent}: version {max(versions)} was committed while this "
+                f"commit was based on version {base_version}"
+            )
         final = metadata_dir / f"v{version}.metadata.json"
         try:
             self._files.create_new(str(final), _metadata_bytes(metadata))
         except FileExistsError:
-            raise CommitFailedException(f"{metadata_dir.parent}: version {version} was committed by another "
-                                        "writer") from None
+            raise CommitFailedException(
+                f"{metadata_dir.parent}: version {version} was committed by another writer"
+            ) from None
         self._write_hint(metadata_dir, version)
         return self._url(final)
 
@@ -252,8 +274,9 @@ class HadoopCatalog(MetastoreCatalog):
         directory = self._namespace_dir(parts)
         if not directory.is_dir() or self._is_table_dir(directory):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(parts)}")
-        return sorted(parts + (child.name,) for child in directory.iterdir()
-                      if child.is_dir() and self._is_table_dir(child))
+        return sorted(
+            parts + (child.name,) for child in directory.iterdir() if child.is_dir() and self._is_table_dir(child)
+        )
 
     # ---- namespaces -----------------------------------------------------------------------------
     def create_namespace(self, namespace: str | Identifier, properties: Properties = EMPTY_DICT) -> None:
@@ -280,8 +303,11 @@ class HadoopCatalog(MetastoreCatalog):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(parts)}")
         if not directory.is_dir():
             return []
-        return sorted(parts + (child.name,) for child in directory.iterdir()
-                      if child.is_dir() and not child.name.startswith(".") and not self._is_table_dir(child))
+        return sorted(
+            parts + (child.name,)
+            for child in directory.iterdir()
+            if child.is_dir() and not child.name.startswith(".") and not self._is_table_dir(child)
+        )
 
     def load_namespace_properties(self, namespace: str | Identifier) -> Properties:
         directory = self._namespace_dir(namespace)

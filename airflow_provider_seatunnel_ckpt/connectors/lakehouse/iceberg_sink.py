@@ -92,8 +92,10 @@ JOB_ID_PROPERTY = "seatunnel.job-id"
 CHECKPOINT_PROPERTY = "seatunnel.checkpoint-id"
 #: table property: this job's snapshots at or before this snapshot id are from an earlier run
 RESTART_PROPERTY = "seatunnel.job.{tag}.restart-after-snapshot"
-_TRANSFORM = re.compile(r"^\s*(identity|year|month|day|hour|bucket|truncate|void)\s*\(\s*(?:(\d+)\s*,\s*)?([^()\s,]+)\s*\)\s*$",
-                        re.IGNORECASE)
+_TRANSFORM = re.compile(
+    r"^\s*(identity|year|month|day|hour|bucket|truncate|void)\s*\(\s*(?:(\d+)\s*,\s*)?([^()\s,]+)\s*\)\s*$",
+    re.IGNORECASE,
+)
 
 
 def parse_partition_field(text: str, key: str = "partition_by") -> tuple[str, str]:
@@ -105,8 +107,11 @@ def parse_partition_field(text: str, key: str = "partition_by") -> tuple[str, st
         return text.strip(), "identity"
     match = _TRANSFORM.match(text)
     if not match:
-        raise ConfigError(key, f"{text!r} is not a partition field: use col, year(col), month(col), day(col), "
-                               "hour(col), bucket(N, col) or truncate(W, col)")
+        raise ConfigError(
+            key,
+            f"{text!r} is not a partition field: use col, year(col), month(col), day(col), "
+            "hour(col), bucket(N, col) or truncate(W, col)",
+        )
     name, width, column = match.group(1).lower(), match.group(2), match.group(3)
     if name in ("bucket", "truncate"):
         if width is None:
@@ -123,10 +128,20 @@ class IcebergSink(IcebergTableAccess, Sink):
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
         opts = Options(
-            self.plugin_name, options,
-            known=TABLE_OPTIONS | {"schema_save_mode", "data_save_mode", "partition_by", "iceberg.table.partition-keys",
-                                   "iceberg.table.write-props", "iceberg.table.commit-branch", "max_file_bytes"},
-            extra=is_storage_option, extra_hint=STORAGE_HINT,
+            self.plugin_name,
+            options,
+            known=TABLE_OPTIONS
+            | {
+                "schema_save_mode",
+                "data_save_mode",
+                "partition_by",
+                "iceberg.table.partition-keys",
+                "iceberg.table.write-props",
+                "iceberg.table.commit-branch",
+                "max_file_bytes",
+            },
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
         )
         self.read_table_options(opts, options)
         self.create_missing, _ = parse_modes(opts)
@@ -140,12 +155,16 @@ class IcebergSink(IcebergTableAccess, Sink):
         if raw is not None and (isinstance(raw, str) or not isinstance(raw, (list, tuple))):
             raise ConfigError("partition_by", f"expected a list such as [day(ts), bucket(16, id)], got {raw!r}")
         self.partition_by = [parse_partition_field(f) for f in raw or ()]
-        self.write_props = check_mapping(options, "iceberg.table.write-props", "{write.parquet.compression-codec: zstd}")
+        self.write_props = check_mapping(
+            options, "iceberg.table.write-props", "{write.parquet.compression-codec: zstd}"
+        )
         codec = self.write_props.get("write.parquet.compression-codec", "zstd").lower()
         codec = "none" if codec == "uncompressed" else codec
         if codec not in PARQUET_CODECS:
-            raise ConfigError("iceberg.table.write-props", f"write.parquet.compression-codec {codec!r} is not one of "
-                                                           f"{', '.join(PARQUET_CODECS)}")
+            raise ConfigError(
+                "iceberg.table.write-props",
+                f"write.parquet.compression-codec {codec!r} is not one of {', '.join(PARQUET_CODECS)}",
+            )
         self.compression = codec
         self.branch: str = opts.str("iceberg.table.commit-branch", "main")
         self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
@@ -161,8 +180,9 @@ class IcebergSink(IcebergTableAccess, Sink):
         except Exception:  # lost a race with another subtask; creating the table tells
             pass
         try:
-            with catalog.create_table_transaction(self.identifier, schema=storable_schema(schema),
-                                                  properties=self.write_props) as txn:
+            with catalog.create_table_transaction(
+                self.identifier, schema=storable_schema(schema), properties=self.write_props
+            ) as txn:
                 if self.partition_by:
                     with txn.update_spec() as spec:
                         for column, transform in self.partition_by:
@@ -184,7 +204,9 @@ class IcebergSink(IcebergTableAccess, Sink):
         table = self.load_table()
         if table is None:
             if not self.create_missing:
-                raise ConfigError("table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+                raise ConfigError(
+                    "table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)"
+                )
             return
         if self.partition_by:
             wanted = [(c, t) for c, t in self.partition_by]
@@ -192,8 +214,11 @@ class IcebergSink(IcebergTableAccess, Sink):
             have = [(table.schema().find_column_name(f.source_id), str(f.transform)) for f in spec.fields]
             if have != wanted:
                 shown = ", ".join(f"{t}({c})" for c, t in have) or "nothing"
-                raise ConfigError("partition_by", f"{self.describe()} exists and is partitioned by {shown}; "
-                                                  "partition_by only applies to a table the sink creates")
+                raise ConfigError(
+                    "partition_by",
+                    f"{self.describe()} exists and is partitioned by {shown}; "
+                    "partition_by only applies to a table the sink creates",
+                )
         self.location_of(table)
 
     def table_schema(self, table: Any) -> pa.Schema:
@@ -220,23 +245,33 @@ class IcebergWriter(TableWriter):
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
         iceberg_schema = table.schema()
-        fields = [(iceberg_schema.find_column_name(f.source_id), iceberg_schema.find_type(f.source_id), f)
-                  for f in table.spec().fields]
+        fields = [
+            (iceberg_schema.find_column_name(f.source_id), iceberg_schema.find_type(f.source_id), f)
+            for f in table.spec().fields
+        ]
 
         def partitioner(batch: pa.RecordBatch) -> list[tuple[tuple[Any, ...], pa.RecordBatch]]:
-            keys = [partition_representation(f.transform.pyarrow_transform(kind)(batch.column(column)))
-                    for column, kind, f in fields]
+            keys = [
+                partition_representation(f.transform.pyarrow_transform(kind)(batch.column(column)))
+                for column, kind, f in fields
+            ]
             return split_by(keys, batch)
 
         spec_id = table.spec().spec_id
         describe = statistics_of(table.metadata)
         return DataFileWriter(
-            location.fs, f"{location.root}/data", self.job_id, self.subtask, self.attempt,
+            location.fs,
+            f"{location.root}/data",
+            self.job_id,
+            self.subtask,
+            self.attempt,
             # field ids in the files: readers map columns by id, as for files Iceberg writers make
             schema=schema_to_pyarrow(iceberg_schema, include_field_ids=True),
-            partition_names=[f.name for _, _, f in fields], partitioner=partitioner if fields else None,
+            partition_names=[f.name for _, _, f in fields],
+            partitioner=partitioner if fields else None,
             describe=lambda metadata: {**describe(metadata), "spec_id": spec_id},
-            compression=self.sink.compression, max_file_bytes=self.sink.max_file_bytes,
+            compression=self.sink.compression,
+            max_file_bytes=self.sink.max_file_bytes,
         )
 
 
@@ -276,9 +311,13 @@ class IcebergCommitter(SinkCommitter):
                 done, _ = self.last_committed(table)
                 checkpoint, left = not_yet_committed(files, done)
                 if not left:
-                    log.info("Iceberg sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
-                             max(f.checkpoint for f in collect(commit_infos, "Iceberg")), self.job_id,
-                             self.sink.describe(), done)
+                    log.info(
+                        "Iceberg sink: checkpoint %d of job %s is already in %s (up to %d); not committed again",
+                        max(f.checkpoint for f in collect(commit_infos, "Iceberg")),
+                        self.job_id,
+                        self.sink.describe(),
+                        done,
+                    )
                     return
                 properties = {JOB_ID_PROPERTY: self.job_id, CHECKPOINT_PROPERTY: str(checkpoint)}
                 version = table.metadata.format_version
@@ -294,12 +333,26 @@ class IcebergCommitter(SinkCommitter):
                         for entry in left:
                             stats = dict(entry.file.stats)
                             spec_id = stats.pop("spec_id")
-                            append.append_data_file(data_file(entry.url, entry.file.size,
-                                                              list(entry.file.partition.values()), stats, spec_id, version))
+                            append.append_data_file(
+                                data_file(
+                                    entry.url,
+                                    entry.file.size,
+                                    list(entry.file.partition.values()),
+                                    stats,
+                                    spec_id,
+                                    version,
+                                )
+                            )
                     if new_branch:
                         StartBranch(txn, self.sink.branch, append.snapshot_id).commit()
-                log.info("Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))", checkpoint,
-                         self.job_id, self.sink.describe(), len(left), sum(f.file.rows for f in left))
+                log.info(
+                    "Iceberg sink: committed checkpoint %d of job %s to %s (%d file(s), %d row(s))",
+                    checkpoint,
+                    self.job_id,
+                    self.sink.describe(),
+                    len(left),
+                    sum(f.file.rows for f in left),
+                )
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
         table = self.sink.load_table()
@@ -333,7 +386,8 @@ class IcebergCommitter(SinkCommitter):
                 "--restore",
                 f"{self.sink.describe()} already holds snapshot {snapshot_id} with the rows of checkpoint {done} of job "
                 f"{self.job_id}; a table commit cannot be undone by restoring checkpoint {after_checkpoint_id}: restore "
-                f"checkpoint {done} or newer, or roll the table back yourself (docs/lakehouse.md)")
+                f"checkpoint {done} or newer, or roll the table back yourself (docs/lakehouse.md)",
+            )
 
     def rollback(self, after_checkpoint_id: int) -> None:
         """Nothing to remove (a restore never goes below the table's newest snapshot of

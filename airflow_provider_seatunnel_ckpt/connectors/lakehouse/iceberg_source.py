@@ -45,19 +45,35 @@ class IcebergSource(IcebergTableAccess, Source):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options,
-                       known=TABLE_OPTIONS | {"snapshot_id", "use_snapshot_id", "as_of_timestamp",
-                                              "use_snapshot_timestamp", "read_columns", "filter", "batch_size",
-                                              "schema"},
-                       extra=is_storage_option, extra_hint=STORAGE_HINT)
+        opts = Options(
+            self.plugin_name,
+            options,
+            known=TABLE_OPTIONS
+            | {
+                "snapshot_id",
+                "use_snapshot_id",
+                "as_of_timestamp",
+                "use_snapshot_timestamp",
+                "read_columns",
+                "filter",
+                "batch_size",
+                "schema",
+            },
+            extra=is_storage_option,
+            extra_hint=STORAGE_HINT,
+        )
         self.read_table_options(opts, options)
         for ours, theirs in (("snapshot_id", "use_snapshot_id"), ("as_of_timestamp", "use_snapshot_timestamp")):
             if opts.has(ours) and opts.has(theirs):
                 raise ConfigError(ours, f"give {ours} or {theirs}, not both")
-        self.snapshot_id: int | None = opts.int("snapshot_id", None) if opts.has("snapshot_id") else \
-            opts.int("use_snapshot_id", None)
-        self.as_of_ms: int | None = opts.int("as_of_timestamp", None, minimum=0) if opts.has("as_of_timestamp") else \
-            opts.int("use_snapshot_timestamp", None, minimum=0)
+        self.snapshot_id: int | None = (
+            opts.int("snapshot_id", None) if opts.has("snapshot_id") else opts.int("use_snapshot_id", None)
+        )
+        self.as_of_ms: int | None = (
+            opts.int("as_of_timestamp", None, minimum=0)
+            if opts.has("as_of_timestamp")
+            else opts.int("use_snapshot_timestamp", None, minimum=0)
+        )
         if self.snapshot_id is not None and self.as_of_ms is not None:
             raise ConfigError("snapshot_id", "give a snapshot id or a timestamp, not both")
         self.columns: tuple[str, ...] = tuple(opts.str_list("read_columns")) if opts.has("read_columns") else ("*",)
@@ -82,13 +98,17 @@ class IcebergSource(IcebergTableAccess, Source):
     def _snapshot(self, table: Any) -> int | None:
         if self.snapshot_id is not None:
             if table.snapshot_by_id(self.snapshot_id) is None:
-                raise ConfigError(option_key(self, "snapshot_id"), f"{self.describe()} has no snapshot {self.snapshot_id}")
+                raise ConfigError(
+                    option_key(self, "snapshot_id"), f"{self.describe()} has no snapshot {self.snapshot_id}"
+                )
             return self.snapshot_id
         if self.as_of_ms is not None:
             snapshot = table.snapshot_as_of_timestamp(self.as_of_ms)
             if snapshot is None:
-                raise ConfigError(option_key(self, "as_of_timestamp"),
-                                  f"{self.describe()} has no snapshot at or before {self.as_of_ms} ms")
+                raise ConfigError(
+                    option_key(self, "as_of_timestamp"),
+                    f"{self.describe()} has no snapshot at or before {self.as_of_ms} ms",
+                )
             return snapshot.snapshot_id
         current = table.current_snapshot()
         return current.snapshot_id if current is not None else None
@@ -102,8 +122,12 @@ class IcebergSource(IcebergTableAccess, Source):
             row_filter = parse(self.filter) if self.filter else AlwaysTrue()
         except Exception as err:
             raise ConfigError(option_key(self, "filter"), f"cannot parse {self.filter!r}: {_first_line(err)}") from None
-        scan = table.scan(row_filter=row_filter, selected_fields=self.columns, case_sensitive=self.case_sensitive,
-                          snapshot_id=snapshot_id)
+        scan = table.scan(
+            row_filter=row_filter,
+            selected_fields=self.columns,
+            case_sensitive=self.case_sensitive,
+            snapshot_id=snapshot_id,
+        )
         try:
             scan.projection()
         except Exception as err:
@@ -136,8 +160,13 @@ class IcebergSource(IcebergTableAccess, Source):
         if snapshot_id is None:
             return []  # an empty table: nothing to read
         tasks = sorted(self._scan(table, snapshot_id).plan_files(), key=lambda task: task.file.file_path)
-        return [Split(task.file.file_path, {"snapshot_id": snapshot_id, "file": task.file.file_path,
-                                            "records": task.file.record_count}) for task in tasks]
+        return [
+            Split(
+                task.file.file_path,
+                {"snapshot_id": snapshot_id, "file": task.file.file_path, "records": task.file.record_count},
+            )
+            for task in tasks
+        ]
 
     def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """A batch as read, in the declared ``schema``'s column order and types."""
@@ -170,8 +199,11 @@ class IcebergReader(RowCountReader):
         file = self.split.spec["file"]
         tasks = [task for task in scan.plan_files() if task.file.file_path == file]
         if len(tasks) != 1:  # expired snapshot, or a file rewritten in place
-            raise ConfigError(option_key(source, "table"), f"{source.describe()}: snapshot {self.split.spec['snapshot_id']} "
-                                                           f"no longer lists {file}; was it expired while the job ran?")
+            raise ConfigError(
+                option_key(source, "table"),
+                f"{source.describe()}: snapshot {self.split.spec['snapshot_id']} "
+                f"no longer lists {file}; was it expired while the job ran?",
+            )
         arrow_scan = ArrowScan(table.metadata, table.io, scan.projection(), scan.row_filter, source.case_sensitive)
         for batch in arrow_scan.to_record_batches(tasks):
             if source.declared is not None:
@@ -183,4 +215,3 @@ class IcebergReader(RowCountReader):
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-

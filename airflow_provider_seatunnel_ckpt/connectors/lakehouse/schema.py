@@ -65,8 +65,9 @@ def _widens(source: pa.DataType, target: pa.DataType) -> bool:
     if any(t(source) for t in list_like) and any(t(target) for t in list_like):
         return _widens(source.value_type, target.value_type)
     if pa.types.is_struct(source) and pa.types.is_struct(target):
-        return [f.name for f in source] == [f.name for f in target] and \
-            all(_widens(a.type, b.type) for a, b in zip(source, target))
+        return [f.name for f in source] == [f.name for f in target] and all(
+            _widens(a.type, b.type) for a, b in zip(source, target)
+        )
     return False
 
 
@@ -80,15 +81,23 @@ def check_compatible(source: pa.Schema, target: pa.Schema, table: str, key: str 
     names = set(target.names)
     for f in source:
         if f.name not in names:
-            raise ConfigError(key, f"{table} has no column {f.name!r} (columns: {', '.join(target.names)}); "
-                                   "the job's output must use the table's column names")
+            raise ConfigError(
+                key,
+                f"{table} has no column {f.name!r} (columns: {', '.join(target.names)}); "
+                "the job's output must use the table's column names",
+            )
         wanted = target.field(f.name).type
         if not _widens(f.type, wanted):
-            raise ConfigError(key, f"column {f.name!r} is {_shown(f.type)} in the job's output but {_shown(wanted)} in {table}: "
-                                   "the types are incompatible (the table's schema is not changed by a job)")
+            raise ConfigError(
+                key,
+                f"column {f.name!r} is {_shown(f.type)} in the job's output but {_shown(wanted)} in {table}: "
+                "the types are incompatible (the table's schema is not changed by a job)",
+            )
     for f in target:
         if f.name not in source.names and not f.nullable:
-            raise ConfigError(key, f"{table} requires column {f.name!r} ({_shown(f.type)}), which the job's output lacks")
+            raise ConfigError(
+                key, f"{table} requires column {f.name!r} ({_shown(f.type)}), which the job's output lacks"
+            )
 
 
 def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:

@@ -49,7 +49,9 @@ class TableWriter(SinkWriter):
         table = self.sink.load_table()
         if table is None:
             if not self.sink.create_missing:
-                raise ConfigError(key, f"{self.sink.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)")
+                raise ConfigError(
+                    key, f"{self.sink.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)"
+                )
             table = self.sink.create_table(schema)
         self._target = self.sink.table_schema(table)
         check_compatible(schema, self._target, self.sink.describe(), key=key)

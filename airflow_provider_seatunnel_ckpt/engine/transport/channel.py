@@ -289,10 +289,15 @@ class ChannelConnection:
         self._remote_nonce = nonce
         self._local_nonce = self._new_nonce()
         mac = _mac(self._key, "hello", self._remote_nonce, self._local_nonce)
-        self._queue({
-            "type": "hello", "protocol": self.protocol, "peer": self.label,
-            "nonce": self._local_nonce, "mac": mac,
-        })
+        self._queue(
+            {
+                "type": "hello",
+                "protocol": self.protocol,
+                "peer": self.label,
+                "nonce": self._local_nonce,
+                "mac": mac,
+            }
+        )
         if not same_protocol:
             # The hello above still goes out, so the driver logs the mismatch too.
             raise ProtocolError(

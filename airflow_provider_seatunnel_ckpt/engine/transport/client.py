@@ -188,7 +188,9 @@ class ControlClient:
             thread.join(timeout_s)
             if thread.is_alive():
                 log.warning(
-                    "control channel: %s reader did not stop within %g s (is a callback blocked?)", self._label, timeout_s
+                    "control channel: %s reader did not stop within %g s (is a callback blocked?)",
+                    self._label,
+                    timeout_s,
                 )
 
     def __enter__(self) -> ControlClient:
@@ -217,7 +219,10 @@ class ControlClient:
             exc = state.outcome.exception() if state.outcome else None
             log.warning(
                 "control channel: %s could not reach the driver at %s (attempt %d of %d, retrying): %s",
-                self._label, where, state.attempt_number, self._connect_attempts,
+                self._label,
+                where,
+                state.attempt_number,
+                self._connect_attempts,
                 describe_error(exc) if exc else "unknown error",
             )
 
@@ -277,7 +282,10 @@ class ControlClient:
                 log.warning("control channel: %s lost the driver at %s: %s", self._label, where, describe_error(error))
                 break
             log.warning(
-                "control channel: %s lost the driver at %s (%s); reconnecting", self._label, where, describe_error(error)
+                "control channel: %s lost the driver at %s (%s); reconnecting",
+                self._label,
+                where,
+                describe_error(error),
             )
             try:
                 sock, machine = self._open_with_retries()

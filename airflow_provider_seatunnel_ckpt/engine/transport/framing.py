@@ -65,15 +65,11 @@ def encode_frame(message: Mapping[str, Any], max_frame_bytes: int = DEFAULT_MAX_
     if not isinstance(message, Mapping):
         raise ProtocolError(f"a frame must hold a JSON object, got {type(message).__name__}")
     try:
-        body = json.dumps(
-            dict(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        ).encode("utf-8")
+        body = json.dumps(dict(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"message is not JSON-safe: {exc}") from None
     if len(body) > max_frame_bytes:
-        raise ProtocolError(
-            f"outgoing frame of {len(body)} bytes exceeds the limit of {max_frame_bytes} bytes"
-        )
+        raise ProtocolError(f"outgoing frame of {len(body)} bytes exceeds the limit of {max_frame_bytes} bytes")
     return _HEADER.pack(len(body)) + body
 
 
@@ -137,12 +133,11 @@ class FrameReader:
                 expected = "a frame header" if length is None else f"{length} bytes"
                 self._fail()
                 raise ProtocolError(
-                    f"the peer closed the connection in the middle of a frame "
-                    f"({got} bytes received of {expected})"
+                    f"the peer closed the connection in the middle of a frame ({got} bytes received of {expected})"
                 )
             return END_OF_STREAM
-        body = bytes(self._buffer[_HEADER.size:_HEADER.size + length])
-        del self._buffer[:_HEADER.size + length]
+        body = bytes(self._buffer[_HEADER.size : _HEADER.size + length])
+        del self._buffer[: _HEADER.size + length]
         self._length = None
         try:
             return _decode_body(body)
@@ -156,9 +151,7 @@ class FrameReader:
         (length,) = _HEADER.unpack_from(self._buffer)
         if length > self.max_frame_bytes:
             self._fail()
-            raise ProtocolError(
-                f"incoming frame of {length} bytes exceeds the limit of {self.max_frame_bytes} bytes"
-            )
+            raise ProtocolError(f"incoming frame of {length} bytes exceeds the limit of {self.max_frame_bytes} bytes")
         self._length = length
 
     def _fail(self) -> None:

@@ -161,11 +161,7 @@ class ControlServer:
     def connections(self) -> dict[int, PeerInfo]:
         """The authenticated connections, by connection id."""
         with self._lock:
-            return {
-                c.id: PeerInfo(c.id, c.label, c.address)
-                for c in self._connections.values()
-                if c.label is not None
-            }
+            return {c.id: PeerInfo(c.id, c.label, c.address) for c in self._connections.values() if c.label is not None}
 
     def send(self, connection_id: int, message: Any) -> None:
         """Send one message to one connection; safe from any thread.
@@ -233,7 +229,8 @@ class ControlServer:
                 if conn.thread.is_alive():
                     log.warning(
                         "control channel: %s did not stop within %g s (is a callback blocked?)",
-                        conn.describe(), timeout_s,
+                        conn.describe(),
+                        timeout_s,
                     )
         log.debug("control channel: closed %s", format_address(self._address))
 
@@ -251,9 +248,7 @@ class ControlServer:
     __str__ = __repr__
 
     def __reduce__(self) -> Any:
-        raise TypeError(
-            "a ControlServer cannot be pickled; pass server.address and server.token to the executors"
-        )
+        raise TypeError("a ControlServer cannot be pickled; pass server.address and server.token to the executors")
 
     # --- internals ---
 
@@ -293,7 +288,9 @@ class ControlServer:
                         if self._closed:
                             return
                         log.warning(
-                            "control channel: accept failed on %s: %s", format_address(self._address), describe_error(exc)
+                            "control channel: accept failed on %s: %s",
+                            format_address(self._address),
+                            describe_error(exc),
                         )
                         time.sleep(0.1)  # e.g. out of file descriptors: do not spin
                         continue
@@ -302,9 +299,14 @@ class ControlServer:
     def _admit(self, sock: socket.socket, address: str) -> None:
         conn = _ServerConnection(next(self._ids), sock, address)
         with self._lock:
-            refused = "the server is closing" if self._closed else (
-                f"too many connections ({self._max_connections})"
-                if len(self._connections) >= self._max_connections else None
+            refused = (
+                "the server is closing"
+                if self._closed
+                else (
+                    f"too many connections ({self._max_connections})"
+                    if len(self._connections) >= self._max_connections
+                    else None
+                )
             )
             if refused is None:
                 self._connections[conn.id] = conn
@@ -321,9 +323,7 @@ class ControlServer:
     def _warn_rejected(self, conn: _ServerConnection, machine: ChannelConnection, reason: str) -> None:
         # ONE line: who, from where, why. Never the token, the MAC or a nonce.
         claimed = f" (claims to be {machine.claimed_peer!r})" if machine.claimed_peer else ""
-        log.warning(
-            "control channel: rejected connection %d from %s%s: %s", conn.id, conn.address, claimed, reason
-        )
+        log.warning("control channel: rejected connection %d from %s%s: %s", conn.id, conn.address, claimed, reason)
 
     def _serve(self, conn: _ServerConnection) -> None:
         sock = conn.sock

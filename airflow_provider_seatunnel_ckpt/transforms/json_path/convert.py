@@ -29,9 +29,10 @@ _DEC = decimal.Context(prec=1000, Emin=-999999, Emax=999999)
 
 _JAVA_FLOAT = re.compile(
     r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?"
-    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?)")
+    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?)"
+)
 _JAVA_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_RANGES = {8: (-2**7, 2**7 - 1), 16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1), 64: (-2**63, 2**63 - 1)}
+_RANGES = {8: (-(2**7), 2**7 - 1), 16: (-(2**15), 2**15 - 1), 32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
 _CONTROL = "".join(chr(i) for i in range(33))
 
 
@@ -43,10 +44,10 @@ def _java_trim(text: str) -> str:
 def _parse_java_int(text: str, bits: int) -> int:
     low, high = _RANGES[bits]
     if not re.fullmatch(r"[+-]?\d+", text):
-        raise HardError(f"NumberFormatException: For input string: \"{text}\"")
+        raise HardError(f'NumberFormatException: For input string: "{text}"')
     number = int(text)
     if not low <= number <= high:
-        raise HardError(f"NumberFormatException: Value out of range. Value:\"{text}\"")
+        raise HardError(f'NumberFormatException: Value out of range. Value:"{text}"')
     return number
 
 
@@ -54,8 +55,9 @@ def _parse_java_float(text: str) -> float:
     """Double.parseDouble / Float.parseFloat (they trim themselves)."""
     body = _java_trim(text)
     if not _JAVA_FLOAT.fullmatch(body):
-        raise HardError(f"NumberFormatException: For input string: \"{text}\"" if body else
-                        "NumberFormatException: empty String")
+        raise HardError(
+            f'NumberFormatException: For input string: "{text}"' if body else "NumberFormatException: empty String"
+        )
     core = body.rstrip("fFdD")  # the type suffix (a hex float's exponent is decimal digits)
     if "NaN" in core:
         return math.nan
@@ -155,8 +157,11 @@ class Converters:
     def _warn(self, text: str) -> None:
         if not self.warned:
             self.warned = True
-            log.warning("%s: %r has digits past the microsecond; they are dropped (SeaTunnel keeps nanoseconds)",
-                        self.where, text)
+            log.warning(
+                "%s: %r has digits past the microsecond; they are dropped (SeaTunnel keeps nanoseconds)",
+                self.where,
+                text,
+            )
 
 
 def _to_int(node: Any, bits: int) -> int:
@@ -175,13 +180,18 @@ def _to_decimal(node: Any, kind: pa.Decimal128Type) -> decimal.Decimal:
     else:
         text = node_text(node)  # new BigDecimal(text): no trim
         if not _JAVA_DECIMAL.fullmatch(text):
-            raise HardError("NumberFormatException: Character array is missing \"exponent\" mark 'e' or 'E'."
-                            if text else "NumberFormatException: empty String")
+            raise HardError(
+                "NumberFormatException: Character array is missing \"exponent\" mark 'e' or 'E'."
+                if text
+                else "NumberFormatException: empty String"
+            )
         value = decimal.Decimal(text)
     fitted = value.quantize(decimal.Decimal(1).scaleb(-kind.scale), context=_DEC)
     if fitted != value or abs(fitted) >= decimal.Decimal(10) ** (kind.precision - kind.scale):
-        raise HardError(f"{java_decimal_text(value)} does not fit {type_name(kind)} (SeaTunnel passes the unscaled "
-                        "value on; here the column's type must hold it)")
+        raise HardError(
+            f"{java_decimal_text(value)} does not fit {type_name(kind)} (SeaTunnel passes the unscaled "
+            "value on; here the column's type must hold it)"
+        )
     return fitted
 
 

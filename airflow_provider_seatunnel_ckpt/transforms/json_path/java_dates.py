@@ -31,8 +31,10 @@ def parse_timestamp(text: str, lost_digits: Callable[[str], None]) -> dt.datetim
         if len(text) == 14:
             date_sep, strict = "", False
         else:
-            raise HardError(f"ErrorCode:[COMMON-33], ErrorDescription:[The datetime format '{text}' of field "
-                            "'null' is not supported. Please check the datetime format.]")
+            raise HardError(
+                f"ErrorCode:[COMMON-33], ErrorDescription:[The datetime format '{text}' of field "
+                "'null' is not supported. Please check the datetime format.]"
+            )
     match = _TIMESTAMP_PARSE[date_sep].fullmatch(text)
     if match is None:
         raise HardError(f"DateTimeParseException: Text '{text}' could not be parsed")
@@ -69,9 +71,16 @@ def _resolve_date(text: str, year: int, month: int, day: int, strict: bool) -> d
     return dt.date(year, month, day)
 
 
-_DATE_FORMATS = [re.compile(p) for p in (r"([0-9]{4})-([0-9]{2})-([0-9]{2})", r"([0-9]{4})年([0-9]{2})月([0-9]{2})日",
-                                         r"([0-9]{4})/([0-9]{2})/([0-9]{2})", r"([0-9]{4})\.([0-9]{2})\.([0-9]{2})",
-                                         r"([0-9]{4})([0-9]{2})([0-9]{2})")]
+_DATE_FORMATS = [
+    re.compile(p)
+    for p in (
+        r"([0-9]{4})-([0-9]{2})-([0-9]{2})",
+        r"([0-9]{4})年([0-9]{2})月([0-9]{2})日",
+        r"([0-9]{4})/([0-9]{2})/([0-9]{2})",
+        r"([0-9]{4})\.([0-9]{2})\.([0-9]{2})",
+        r"([0-9]{4})([0-9]{2})([0-9]{2})",
+    )
+]
 
 
 def parse_date(text: str) -> dt.date:
@@ -80,32 +89,46 @@ def parse_date(text: str) -> dt.date:
         match = pattern.fullmatch(text)
         if match:
             return _resolve_date(text, int(match[1]), int(match[2]), int(match[3]), strict=False)
-    raise HardError(f"ErrorCode:[COMMON-20], ErrorDescription:[The date format '{text}' of field 'null' is not "
-                    "supported. Please check the date format.]")
+    raise HardError(
+        f"ErrorCode:[COMMON-20], ErrorDescription:[The date format '{text}' of field 'null' is not "
+        "supported. Please check the date format.]"
+    )
 
 
 _JSPACE = r"[ \t\n\x0b\f\r]"
 #: DateTimeUtils.matchDateTimeFormatter: by length (19; more, under key 20), the pattern
 #: that picks the formatter, the formatter's date separator and whether it is STRICT
 _TIMESTAMP_FORMATS = {
-    19: [(re.compile(rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), "- ", False),
-         (re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"), "-T", False),
-         (re.compile(rf"[0-9]{{4}}/[0-9]{{2}}/[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), "/ ", False),
-         (re.compile(rf"[0-9]{{4}}\.[0-9]{{2}}\.[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), ". ", False)],
-    20: [(re.compile(rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), "- iso", False),
-         (re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}.*", re.S), "-Tiso", True),
-         (re.compile(rf"[0-9]{{4}}/[0-9]{{2}}/[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), "/ iso", False),
-         (re.compile(rf"[0-9]{{4}}\.[0-9]{{2}}\.[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), ". iso", False),
-         (re.compile(rf"[0-9]{{4}}年[0-9]{{2}}月[0-9]{{2}}日{_JSPACE}[0-9]{{2}}时[0-9]{{2}}分[0-9]{{2}}秒"), "cn", False)],
+    19: [
+        (re.compile(rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), "- ", False),
+        (re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"), "-T", False),
+        (re.compile(rf"[0-9]{{4}}/[0-9]{{2}}/[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), "/ ", False),
+        (re.compile(rf"[0-9]{{4}}\.[0-9]{{2}}\.[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}"), ". ", False),
+    ],
+    20: [
+        (re.compile(rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), "- iso", False),
+        (re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}.*", re.S), "-Tiso", True),
+        (re.compile(rf"[0-9]{{4}}/[0-9]{{2}}/[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), "/ iso", False),
+        (re.compile(rf"[0-9]{{4}}\.[0-9]{{2}}\.[0-9]{{2}}{_JSPACE}[0-9]{{2}}:[0-9]{{2}}.*", re.S), ". iso", False),
+        (
+            re.compile(rf"[0-9]{{4}}年[0-9]{{2}}月[0-9]{{2}}日{_JSPACE}[0-9]{{2}}时[0-9]{{2}}分[0-9]{{2}}秒"),
+            "cn",
+            False,
+        ),
+    ],
 }
 _D = r"(?P<y>[0-9]{4})%s(?P<mo>[0-9]{2})%s(?P<d>[0-9]{2})"
 _ISO_TIME = r"(?P<h>[0-9]{2}):(?P<mi>[0-9]{2})(?::(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{0,9}))?)?"
 _HMS = r"(?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})(?P<f>)"
 _TIMESTAMP_PARSE = {
-    "- ": re.compile(_D % ("-", "-") + " " + _HMS), "-T": re.compile(_D % ("-", "-") + "T" + _HMS),
-    "/ ": re.compile(_D % ("/", "/") + " " + _HMS), ". ": re.compile(_D % (r"\.", r"\.") + " " + _HMS),
-    "- iso": re.compile(_D % ("-", "-") + " " + _ISO_TIME), "-Tiso": re.compile(_D % ("-", "-") + "T" + _ISO_TIME),
-    "/ iso": re.compile(_D % ("/", "/") + " " + _ISO_TIME), ". iso": re.compile(_D % (r"\.", r"\.") + " " + _ISO_TIME),
+    "- ": re.compile(_D % ("-", "-") + " " + _HMS),
+    "-T": re.compile(_D % ("-", "-") + "T" + _HMS),
+    "/ ": re.compile(_D % ("/", "/") + " " + _HMS),
+    ". ": re.compile(_D % (r"\.", r"\.") + " " + _HMS),
+    "- iso": re.compile(_D % ("-", "-") + " " + _ISO_TIME),
+    "-Tiso": re.compile(_D % ("-", "-") + "T" + _ISO_TIME),
+    "/ iso": re.compile(_D % ("/", "/") + " " + _ISO_TIME),
+    ". iso": re.compile(_D % (r"\.", r"\.") + " " + _ISO_TIME),
     "cn": re.compile(_D % ("年", "月") + "日 (?P<h>[0-9]{2})时(?P<mi>[0-9]{2})分(?P<s>[0-9]{2})秒(?P<f>)"),
     "": re.compile(_D % ("", "") + "(?P<h>[0-9]{2})(?P<mi>[0-9]{2})(?P<s>[0-9]{2})(?P<f>)"),
 }

@@ -136,7 +136,7 @@ class CompiledPath:
 def _parse_index(text: str) -> int:
     """Integer.parseInt, whose message Jayway passes on (Python's int() takes more, like ``1_0``)."""
     if not re.fullmatch(r"[+-]?\d+", text):
-        raise ValueError(f"For input string: \"{text}\"")
+        raise ValueError(f'For input string: "{text}"')
     return int(text)
 
 
@@ -252,8 +252,9 @@ class _Compiler:
         while self.inb(read):
             c = self.s[read]
             if c == " ":
-                raise ValueError(f"Use bracket notion ['my prop'] if your property contains blank characters. "
-                                 f"position: {self.pos}")
+                raise ValueError(
+                    f"Use bracket notion ['my prop'] if your property contains blank characters. position: {self.pos}"
+                )
             if c in ".[":
                 end = read
                 break
@@ -339,8 +340,10 @@ class _Compiler:
             elif c == quote:
                 if in_prop:
                     if self.next_sig(read) not in ("]", ","):
-                        raise ValueError("Property must be separated by comma or Property must be terminated "
-                                         f"close square bracket at index {read}")
+                        raise ValueError(
+                            "Property must be separated by comma or Property must be terminated "
+                            f"close square bracket at index {read}"
+                        )
                     end = read
                     names.append(_unescape(self.s[start:end]))
                     in_prop = False
@@ -374,7 +377,7 @@ def _unescape(text: str) -> str:
             break
         nxt = text[i + 1]
         if nxt == "u":
-            digits = text[i + 2:i + 6]
+            digits = text[i + 2 : i + 6]
             try:
                 out.append(chr(int(digits, 16)))
             except ValueError:

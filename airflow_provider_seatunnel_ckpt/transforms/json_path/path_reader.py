@@ -38,9 +38,11 @@ def _eval(path: CompiledPath, token: Token, current: str, model: Any, out: list[
             if not token.upstream_definite():
                 return
             found = "null" if model is None else _java_class(model)
-            raise PathError(f"Expected to find an object with property {token.fragment()} in path {current} "
-                            f"but found '{found}'. This is not a json object according to the JsonProvider: "
-                            "'com.jayway.jsonpath.spi.json.JsonSmartJsonProvider'.")
+            raise PathError(
+                f"Expected to find an object with property {token.fragment()} in path {current} "
+                f"but found '{found}'. This is not a json object according to the JsonProvider: "
+                "'com.jayway.jsonpath.spi.json.JsonSmartJsonProvider'."
+            )
         names = token.names  # type: ignore[attr-defined]
         if len(names) == 1 or token.leaf:
             _object_property(path, token, current, model, names, out)
@@ -53,8 +55,9 @@ def _eval(path: CompiledPath, token: Token, current: str, model: Any, out: list[
                 return
             if model is None:
                 raise PathError(f"The path {current} is null")
-            raise PathError(f"Filter: {token.fragment()} can only be applied to arrays. Current context is: "
-                            f"{node_json(model)}")
+            raise PathError(
+                f"Filter: {token.fragment()} can only be applied to arrays. Current context is: {node_json(model)}"
+            )
         if kind == "index":
             for index in token.indexes:  # type: ignore[attr-defined]
                 _array_index(path, token, index, current, model, out)
@@ -71,8 +74,9 @@ def _eval(path: CompiledPath, token: Token, current: str, model: Any, out: list[
         _walk(path, token.next, current, model, out)  # type: ignore[arg-type]
 
 
-def _object_property(path: CompiledPath, token: Token, current: str, model: dict, names: list[str],
-                     out: list[Any]) -> None:
+def _object_property(
+    path: CompiledPath, token: Token, current: str, model: dict, names: list[str], out: list[Any]
+) -> None:
     if len(names) == 1:
         name = names[0]
         here = f"{current}['{name}']"
@@ -159,7 +163,7 @@ def _java_class(value: Any) -> str:
     if isinstance(value, str):
         return "java.lang.String"
     if isinstance(value, int):
-        return "java.lang.Integer" if -2**31 <= value < 2**31 else "java.lang.Long"
+        return "java.lang.Integer" if -(2**31) <= value < 2**31 else "java.lang.Long"
     if isinstance(value, float):
         return "java.lang.Double"
     if isinstance(value, decimal.Decimal):

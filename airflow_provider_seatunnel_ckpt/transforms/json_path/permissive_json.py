@@ -118,7 +118,7 @@ class _SmartParser:
         if close == -1:
             self.pos = self.n
             raise self.error("Unexpected End Of File")
-        body = self.s[self.pos + 1:close]
+        body = self.s[self.pos + 1 : close]
         if "\\" not in body:
             self.pos = close
             self.read()

@@ -43,12 +43,14 @@ class _Column:
     def __init__(self, index: int, entry: Any, key: str):
         where = f"{key}[{index}]"
         if not isinstance(entry, Mapping):
-            raise ConfigError(where, f"expected {{src_field, path, dest_field[, dest_type, column_error_handle_way]}}, "
-                                     f"got {entry!r}")
+            raise ConfigError(
+                where, f"expected {{src_field, path, dest_field[, dest_type, column_error_handle_way]}}, got {entry!r}"
+            )
         for name in entry:
             if name not in _COLUMN_KEYS:
-                raise ConfigError(f"{where}.{name}", f"unknown option for a JsonPath column; known options: "
-                                                     f"{', '.join(_COLUMN_KEYS)}")
+                raise ConfigError(
+                    f"{where}.{name}", f"unknown option for a JsonPath column; known options: {', '.join(_COLUMN_KEYS)}"
+                )
         values = {}
         for name in ("path", "src_field", "dest_field"):  # SeaTunnel checks them in this order
             value = entry.get(name)
@@ -61,8 +63,10 @@ class _Column:
         self.kind = seatunnel_type(dest_type, f"{where}.dest_type")
         way = entry.get("column_error_handle_way")
         if way is not None and way not in _WAYS:
-            raise ConfigError(f"{where}.column_error_handle_way",
-                              f"{way!r} is not one of {', '.join(_WAYS)} (SeaTunnel reads it in capitals)")
+            raise ConfigError(
+                f"{where}.column_error_handle_way",
+                f"{way!r} is not one of {', '.join(_WAYS)} (SeaTunnel reads it in capitals)",
+            )
         self.way: str | None = way
         try:
             self.path = compile_path(self.path_text)
@@ -144,8 +148,9 @@ class JsonPathTransform(Transform):
             try:
                 distinct = pa.array(values, type=column.kind)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
-                raise DataError(f"{option_key(self, column.where)}: a {type_name(column.kind)} value does not fit: "
-                                f"{err}") from None
+                raise DataError(
+                    f"{option_key(self, column.where)}: a {type_name(column.kind)} value does not fit: {err}"
+                ) from None
             outputs.append(pc.take(distinct, indices))
             positions = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
             valid = positions >= 0
@@ -163,8 +168,10 @@ class JsonPathTransform(Transform):
             column = self.columns[number]
             indices, texts, _ = sources[column.src]
             position = indices[row].as_py()
-            raise DataError(f"{option_key(self, column.where)}: JsonPath {column.path_text!r} on {column.src} "
-                            f"{_preview(texts[position])}: {messages[number][position]}")
+            raise DataError(
+                f"{option_key(self, column.where)}: JsonPath {column.path_text!r} on {column.src} "
+                f"{_preview(texts[position])}: {messages[number][position]}"
+            )
         result = batch
         for column, values in zip(self.columns, outputs):
             field = pa.field(column.dest, column.kind, nullable=True)

@@ -33,7 +33,9 @@ def is_one_line_refusal(result: RunResult, key: str | None = None) -> bool:
     """Exit 2 with a single ``error:`` line (naming ``key`` when given) and no traceback."""
     lines = error_lines(result)
     return (
-        result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr
+        result.returncode == 2
+        and len(lines) == 1
+        and "Traceback" not in result.stderr
         and (key is None or key in lines[0])
     )
 

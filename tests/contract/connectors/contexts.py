@@ -20,35 +20,23 @@ from typing import Any
 
 #: the sink cases, in the table's order: name -> what it proves
 SINK_CASES: dict[str, str] = {
-    "restart_before_first_checkpoint":
-        "(i) a driver killed before its first checkpoint; the rerun starts over and ends exact",
-    "replay_committed_epoch":
-        "(ii) committing a checkpoint's output again, old and new, in any order, changes nothing",
-    "late_commit_of_fenced_driver":
-        "(iii) a driver taken over while it stood still commits its first, then a later, checkpoint after "
-        "the claimant's newer commits: nothing changes (retries inside client libraries included)",
-    "two_writers_one_target":
-        "(iv) two tables and two subtasks with the same ids on one target: never hangs, exact",
-    "mixed_schemas_and_row_kinds":
-        "(v) change rows and plain rows from two sources into one sink: written correctly, or refused by --check",
-    "restore_older_checkpoint":
-        "(vi) a restore to an older checkpoint than the latest (rolled back, or refused in one line) ends exact",
-    "nothing_left_after_delete_on_finish":
-        "(vii) a finished delete-on-finish job leaves nothing in checkpoint storage and no staged work behind",
-    "sink_layout_changed":
-        "(viii) sinks reordered, or one removed, between a kill and the restore: exact, or refused in one line",
+    "restart_before_first_checkpoint": "(i) a driver killed before its first checkpoint; the rerun starts over and ends exact",
+    "replay_committed_epoch": "(ii) committing a checkpoint's output again, old and new, in any order, changes nothing",
+    "late_commit_of_fenced_driver": "(iii) a driver taken over while it stood still commits its first, then a later, checkpoint after "
+    "the claimant's newer commits: nothing changes (retries inside client libraries included)",
+    "two_writers_one_target": "(iv) two tables and two subtasks with the same ids on one target: never hangs, exact",
+    "mixed_schemas_and_row_kinds": "(v) change rows and plain rows from two sources into one sink: written correctly, or refused by --check",
+    "restore_older_checkpoint": "(vi) a restore to an older checkpoint than the latest (rolled back, or refused in one line) ends exact",
+    "nothing_left_after_delete_on_finish": "(vii) a finished delete-on-finish job leaves nothing in checkpoint storage and no staged work behind",
+    "sink_layout_changed": "(viii) sinks reordered, or one removed, between a kill and the restore: exact, or refused in one line",
 }
 
 #: the source cases
 SOURCE_CASES: dict[str, str] = {
-    "restart_before_first_checkpoint":
-        "(i) a driver killed before its first checkpoint; the rerun reads the positions the first attempt planned",
-    "kill_and_resume":
-        "a driver killed after some checkpoints; the rerun continues from the latest, every row once",
-    "restore_older_checkpoint":
-        "(vi) a restore to an older checkpoint ends exact",
-    "nothing_left_after_delete_on_finish":
-        "(vii) a finished delete-on-finish job leaves nothing in checkpoint storage",
+    "restart_before_first_checkpoint": "(i) a driver killed before its first checkpoint; the rerun reads the positions the first attempt planned",
+    "kill_and_resume": "a driver killed after some checkpoints; the rerun continues from the latest, every row once",
+    "restore_older_checkpoint": "(vi) a restore to an older checkpoint ends exact",
+    "nothing_left_after_delete_on_finish": "(vii) a finished delete-on-finish job leaves nothing in checkpoint storage",
 }
 
 _names = itertools.count()

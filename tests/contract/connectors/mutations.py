@@ -80,8 +80,13 @@ def _changes_applied_in_prepared_transaction() -> contextlib.AbstractContextMana
         if self.sink.exactly_once and self._stage is not None:
             client.execute(self._connection, "SET LOCAL lock_timeout = 0")
             xid = client.query(self._connection, "SELECT txid_current()")[0][0]
-            staging.apply(self._connection, sink.qualified(self.sink.schema, self._stage), self.sink.table,
-                          self.sink.primary_keys, [int(xid)])
+            staging.apply(
+                self._connection,
+                sink.qualified(self.sink.schema, self._stage),
+                self.sink.table,
+                self.sink.primary_keys,
+                [int(xid)],
+            )
 
     return mock.patch.object(sink.JdbcSinkWriter, "_write_changes", write_then_apply)
 
@@ -115,8 +120,9 @@ def _one_schema_per_flush() -> contextlib.AbstractContextManager[Any]:
     stack = contextlib.ExitStack()
     stack.enter_context(mock.patch.object(routing.Router, "__init__", plain_rows_without_kinds))
     stack.enter_context(mock.patch.object(sink.JdbcSinkWriter, "_flush", flush_as_the_first_batch))
-    stack.enter_context(mock.patch.object(sink, "_same_schema_runs",
-                                          lambda batches: iter([pa.Table.from_batches(batches)])))
+    stack.enter_context(
+        mock.patch.object(sink, "_same_schema_runs", lambda batches: iter([pa.Table.from_batches(batches)]))
+    )
     return stack
 
 
@@ -129,23 +135,54 @@ def _kafka_ids_without_sink_place() -> contextlib.AbstractContextManager[Any]:
 
 
 MUTATIONS: tuple[ContractMutation, ...] = (
-    ContractMutation("rerun-without-checkpoint-makes-a-new-plan", "47.1 (plan of the first attempt)",
-                     _simulation("rerun-without-checkpoint-makes-a-new-plan"),
-                     "test_source_contract and restart_before_first_checkpoint"),
-    ContractMutation("iceberg-new-branch-unasserted", "47.2a (late first commit to a branch)",
-                     _new_branch_unasserted, "late_commit_of_fenced_driver and Iceberg-branch"),
-    ContractMutation("iceberg-library-retries", "47.2b (pyiceberg's own retries)",
-                     _library_retries_left_on, "late_commit_of_fenced_driver and Iceberg"),
-    ContractMutation("jdbc-changes-applied-in-prepared-transaction", "47.3 (two writers, one key, one epoch)",
-                     _changes_applied_in_prepared_transaction, "two_writers_one_target and Jdbc"),
-    ContractMutation("jdbc-one-schema-per-flush", "47.4 (change and plain rows into one sink)",
-                     _one_schema_per_flush, "mixed_schemas_and_row_kinds and Jdbc"),
-    ContractMutation("sink-output-matched-by-place", "47.5 (sink identity)",
-                     _simulation("sink-output-matched-by-place"), "sink_layout_changed"),
-    ContractMutation("delete-on-finish-keeps-the-job", "47.6 (storage outliving its job)",
-                     _simulation("delete-on-finish-keeps-the-job"), "nothing_left_after_delete_on_finish"),
-    ContractMutation("kafka-sinks-share-transactional-ids", "found by the suite (two Kafka sinks of one job)",
-                     _kafka_ids_without_sink_place, "sink_layout_changed and Kafka"),
+    ContractMutation(
+        "rerun-without-checkpoint-makes-a-new-plan",
+        "47.1 (plan of the first attempt)",
+        _simulation("rerun-without-checkpoint-makes-a-new-plan"),
+        "test_source_contract and restart_before_first_checkpoint",
+    ),
+    ContractMutation(
+        "iceberg-new-branch-unasserted",
+        "47.2a (late first commit to a branch)",
+        _new_branch_unasserted,
+        "late_commit_of_fenced_driver and Iceberg-branch",
+    ),
+    ContractMutation(
+        "iceberg-library-retries",
+        "47.2b (pyiceberg's own retries)",
+        _library_retries_left_on,
+        "late_commit_of_fenced_driver and Iceberg",
+    ),
+    ContractMutation(
+        "jdbc-changes-applied-in-prepared-transaction",
+        "47.3 (two writers, one key, one epoch)",
+        _changes_applied_in_prepared_transaction,
+        "two_writers_one_target and Jdbc",
+    ),
+    ContractMutation(
+        "jdbc-one-schema-per-flush",
+        "47.4 (change and plain rows into one sink)",
+        _one_schema_per_flush,
+        "mixed_schemas_and_row_kinds and Jdbc",
+    ),
+    ContractMutation(
+        "sink-output-matched-by-place",
+        "47.5 (sink identity)",
+        _simulation("sink-output-matched-by-place"),
+        "sink_layout_changed",
+    ),
+    ContractMutation(
+        "delete-on-finish-keeps-the-job",
+        "47.6 (storage outliving its job)",
+        _simulation("delete-on-finish-keeps-the-job"),
+        "nothing_left_after_delete_on_finish",
+    ),
+    ContractMutation(
+        "kafka-sinks-share-transactional-ids",
+        "found by the suite (two Kafka sinks of one job)",
+        _kafka_ids_without_sink_place,
+        "sink_layout_changed and Kafka",
+    ),
 )
 
 
@@ -193,12 +230,17 @@ def main(argv: list[str]) -> int:
             selection += ["-n", str(args.workers)]
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "tests/contract/connectors", "-q", "-p", "no:cacheprovider", *selection],
-            cwd=REPO, env={**os.environ, MUTATION_ENV: mutation.name}, capture_output=True, text=True,
+            cwd=REPO,
+            env={**os.environ, MUTATION_ENV: mutation.name},
+            capture_output=True,
+            text=True,
         )
         failed = _failed_cases(run.stdout)
         missed += not failed
-        rows.append(f"| `{mutation.name}` | {mutation.defect} | {'all' if args.all_cases else mutation.cases} | "
-                     f"{_caught_by(failed)} |")
+        rows.append(
+            f"| `{mutation.name}` | {mutation.defect} | {'all' if args.all_cases else mutation.cases} | "
+            f"{_caught_by(failed)} |"
+        )
         print(rows[-1], flush=True)
     print("\n".join(rows))
     return 1 if missed else 0

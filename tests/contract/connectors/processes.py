@@ -74,7 +74,8 @@ class ForkedDriver:
         self.stderr_path = log_dir / f"{name}.stderr"
         self.started = time.monotonic()
         self.process = _fork_context().Process(
-            target=_child, args=(self.args, dict(env), str(log_dir), str(self.stdout_path), str(self.stderr_path)),
+            target=_child,
+            args=(self.args, dict(env), str(log_dir), str(self.stdout_path), str(self.stderr_path)),
             daemon=False,
         )
         self.process.start()

@@ -123,16 +123,30 @@ def test_late_commit_of_fenced_driver(sink_context: SinkUnderTest, ws: ContractW
 def _two_writer_jobs(ctx: SinkUnderTest, ws: ContractWorkspace, target: str) -> dict[str, tuple[Path, list[int]]]:
     rows = 400
     ids = list(range(rows))
-    fake = {"plugin_name": "FakeSource", "parallelism": 1, "tables_configs": [
-        {"schema": {"table": f"contract.t{n}", "fields": {"id": "bigint"}},
-         "rows": [{"kind": "INSERT", "fields": [i]} for i in ids]} for n in (1, 2)]}
+    fake = {
+        "plugin_name": "FakeSource",
+        "parallelism": 1,
+        "tables_configs": [
+            {
+                "schema": {"table": f"contract.t{n}", "fields": {"id": "bigint"}},
+                "rows": [{"kind": "INSERT", "fields": [i]} for i in ids],
+            }
+            for n in (1, 2)
+        ],
+    }
     tables = ws.job([fake], [ctx.sink(target)], name="two_tables")
     # two sources with the same ids, the second's shifted so each id is read by both subtasks
     shifted = ws.job(
         [sequence(rows, plugin_output="a"), sequence(rows, plugin_output="b")],
         [ctx.sink(target) | {"plugin_input": ["a", "c"]}],
-        [{"plugin_name": "Sql", "plugin_input": "b", "plugin_output": "c",
-          "query": f"select (id + {rows // 2}) % {rows} as id from b"}],
+        [
+            {
+                "plugin_name": "Sql",
+                "plugin_input": "b",
+                "plugin_output": "c",
+                "query": f"select (id + {rows // 2}) % {rows} as id from b",
+            }
+        ],
         name="two_subtasks",
     )
     twice = ids if ctx.upsert else ids + ids
@@ -156,18 +170,31 @@ def test_two_writers_one_target(sink_context: SinkUnderTest, ws: ContractWorkspa
 
 
 # ---- (v) -----------------------------------------------------------------------------------
-CHANGES = [("INSERT", 5000), ("UPDATE_BEFORE", 5000), ("UPDATE_AFTER", 5000), ("INSERT", 5001), ("DELETE", 5001),
-           ("INSERT", 5002)]
+CHANGES = [
+    ("INSERT", 5000),
+    ("UPDATE_BEFORE", 5000),
+    ("UPDATE_AFTER", 5000),
+    ("INSERT", 5001),
+    ("DELETE", 5001),
+    ("INSERT", 5002),
+]
 
 
 def test_mixed_schemas_and_row_kinds(sink_context: SinkUnderTest, ws: ContractWorkspace) -> None:
     applies(sink_context, "mixed_schemas_and_row_kinds")
     target = sink_context.new_target()
-    changes = {"plugin_name": "FakeSource", "parallelism": 1, "plugin_output": "changes",
-               "schema": {"fields": {"id": "bigint"}},
-               "rows": [{"kind": kind, "fields": [key]} for kind, key in CHANGES]}
-    job = ws.job([changes, sequence(600, plugin_output="plain")],
-                 [sink_context.sink(target) | {"plugin_input": ["changes", "plain"]}], parallelism=1)
+    changes = {
+        "plugin_name": "FakeSource",
+        "parallelism": 1,
+        "plugin_output": "changes",
+        "schema": {"fields": {"id": "bigint"}},
+        "rows": [{"kind": kind, "fields": [key]} for kind, key in CHANGES],
+    }
+    job = ws.job(
+        [changes, sequence(600, plugin_output="plain")],
+        [sink_context.sink(target) | {"plugin_input": ["changes", "plain"]}],
+        parallelism=1,
+    )
     config = ws.config()
     check = ws.run(job, config, "--check")
     if check.returncode != 0:
@@ -221,7 +248,9 @@ def test_sink_layout_changed(sink_context: SinkUnderTest, ws: ContractWorkspace,
     after_sinks = [sink_two, sink_one] if change == "swapped" else [sink_two]
     after = ws.job([source], after_sinks, name="after")
     result = ws.run(after, config)
-    if result.returncode != 0:  # the stored output of a sink the job no longer has (as Flink's state of an operator uid)
+    if (
+        result.returncode != 0
+    ):  # the stored output of a sink the job no longer has (as Flink's state of an operator uid)
         assert is_one_line_refusal(result, "--restore"), result.explain()
         # the refusal changed nothing: the job as it was resumes, exact
         assert_succeeded(ws.run(before, config))

@@ -39,13 +39,23 @@ def applies(ctx: SourceUnderTest, case: str) -> None:
 
 def job_for(ctx: SourceUnderTest, ws: ContractWorkspace, dataset: str) -> tuple[Path, str]:
     output = f"file://{ws.root}/output/"
-    job = ws.job([ctx.source(dataset)], [{"plugin_name": "File", "path": output, "format": "parquet"}],
-                 [{"plugin_name": "Python", "function": "tests.contract.connectors.test_source_contract:pace"}])
+    job = ws.job(
+        [ctx.source(dataset)],
+        [{"plugin_name": "File", "path": output, "format": "parquet"}],
+        [{"plugin_name": "Python", "function": "tests.contract.connectors.test_source_contract:pace"}],
+    )
     return job, output
 
 
-def finish(ctx: SourceUnderTest, ws: ContractWorkspace, job: Path, config: Path, output: str,
-           expected: Sequence[int], *args: str) -> Any:
+def finish(
+    ctx: SourceUnderTest,
+    ws: ContractWorkspace,
+    job: Path,
+    config: Path,
+    output: str,
+    expected: Sequence[int],
+    *args: str,
+) -> Any:
     """Run the job to its end: a bounded source ends by itself; an unbounded one is stopped
     with a savepoint once every expected row is committed (extra rows then show as such)."""
     if ctx.bounded:
@@ -53,8 +63,11 @@ def finish(ctx: SourceUnderTest, ws: ContractWorkspace, job: Path, config: Path,
         assert_succeeded(result)
         return result
     with ws.start(job, config, *args) as driver:
-        wait_until(lambda: len(read_ids(output)) >= len(expected) or driver.poll() is not None, 120,
-                   f"{len(expected)} committed rows")
+        wait_until(
+            lambda: len(read_ids(output)) >= len(expected) or driver.poll() is not None,
+            120,
+            f"{len(expected)} committed rows",
+        )
         ws.storage(config).write_document(JOB_ID, STOP_REQUEST, {"requested_ms": 0, "by": "contract"})
         result = driver.wait(60)
     assert_succeeded(result)
@@ -86,8 +99,9 @@ def test_restart_before_first_checkpoint(source_context: SourceUnderTest, ws: Co
 
 
 # ---- after checkpoints: kill, then resume (from the latest, or an older one) ------------------------
-def _killed_after_two_checkpoints(ctx: SourceUnderTest, ws: ContractWorkspace, *restore: str,
-                                  retention: str = "retain-on-finish") -> Any:
+def _killed_after_two_checkpoints(
+    ctx: SourceUnderTest, ws: ContractWorkspace, *restore: str, retention: str = "retain-on-finish"
+) -> Any:
     """Rows in, a run killed once checkpoint 2 is committed, and the rerun to the end with
     ``restore`` arguments; every expected row must be there once. Returns the rerun."""
     dataset = ctx.new_dataset()

@@ -63,7 +63,9 @@ class _Conf:
 
 
 class _Partitions:
-    def __init__(self, context: ThreadContext, items: list[Any], function: Callable[[int, Any], Iterable[Any]] | None = None):
+    def __init__(
+        self, context: ThreadContext, items: list[Any], function: Callable[[int, Any], Iterable[Any]] | None = None
+    ):
         self._context, self._items, self._function = context, items, function
 
     def mapPartitionsWithIndex(self, function: Callable[[int, Any], Iterable[Any]]) -> _Partitions:
@@ -82,16 +84,20 @@ class _Partitions:
                     return
                 except BaseException as err:  # as Spark: retried, the last failure fails the job
                     if not isinstance(err, TaskKilled):  # what an executor's log would say
-                        print(f"subtask {index} attempt {attempt} failed: {type(err).__name__}: {err}",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"subtask {index} attempt {attempt} failed: {type(err).__name__}: {err}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     if attempt == MAX_FAILURES - 1 or self._context.cancelled.is_set():
                         errors.append(err)
                         return
                 finally:
                     _current.task = None
 
-        threads = [threading.Thread(target=task, args=(i,), name=f"subtask-{i}", daemon=True)
-                   for i in range(len(self._items))]
+        threads = [
+            threading.Thread(target=task, args=(i,), name=f"subtask-{i}", daemon=True) for i in range(len(self._items))
+        ]
         self._context.threads.extend(threads)
         for thread in threads:
             thread.start()

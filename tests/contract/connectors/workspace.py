@@ -37,18 +37,38 @@ class ContractWorkspace:
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
 
-    def config(self, *, interval: int = 250, timeout: int = 60_000, max_retained: int = 20,
-               retention: str = "retain-on-finish", name: str = "seatunnel.yaml") -> Path:
+    def config(
+        self,
+        *,
+        interval: int = 250,
+        timeout: int = 60_000,
+        max_retained: int = 20,
+        retention: str = "retain-on-finish",
+        name: str = "seatunnel.yaml",
+    ) -> Path:
         plugin = {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{self.checkpoints}/"}
-        document = checkpoint_config(plugin, interval=interval, timeout=timeout, tolerable_failure=0,
-                                     max_retained=max_retained, **{"externalized-retention": retention})
+        document = checkpoint_config(
+            plugin,
+            interval=interval,
+            timeout=timeout,
+            tolerable_failure=0,
+            max_retained=max_retained,
+            **{"externalized-retention": retention},
+        )
         path = self.root / name
         path.write_text(yaml.safe_dump(document, sort_keys=False))
         return path
 
-    def job(self, sources: Sequence[Mapping[str, Any]], sinks: Sequence[Mapping[str, Any]],
-            transforms: Sequence[Mapping[str, Any]] = (), *, parallelism: int = 2, name: str = "job",
-            env: Mapping[str, Any] | None = None) -> Path:
+    def job(
+        self,
+        sources: Sequence[Mapping[str, Any]],
+        sinks: Sequence[Mapping[str, Any]],
+        transforms: Sequence[Mapping[str, Any]] = (),
+        *,
+        parallelism: int = 2,
+        name: str = "job",
+        env: Mapping[str, Any] | None = None,
+    ) -> Path:
         document: dict[str, Any] = {
             "env": {"job.name": "contract", "parallelism": parallelism, "batch_size": 100, **(env or {})},
             "source": [dict(s) for s in sources],
@@ -66,11 +86,14 @@ class ContractWorkspace:
         argv = ["run", str(job), "--config", str(config), "--job-id", JOB_ID, *args]
         return ForkedDriver(argv, env, self.root / "logs", f"run{self.runs:02d}")
 
-    def run(self, job: Path, config: Path, *args: str, faults: Mapping[str, Any] | None = None,
-            timeout: float = 120) -> RunResult:
+    def run(
+        self, job: Path, config: Path, *args: str, faults: Mapping[str, Any] | None = None, timeout: float = 120
+    ) -> RunResult:
         return self.start(job, config, *args, faults=faults).wait(timeout)
 
-    def killed_run(self, job: Path, config: Path, *args: str, faults: Mapping[str, Any], timeout: float = 120) -> RunResult:
+    def killed_run(
+        self, job: Path, config: Path, *args: str, faults: Mapping[str, Any], timeout: float = 120
+    ) -> RunResult:
         """A run that must end by one of its kill points (SIGKILL: exit -9)."""
         result = self.run(job, config, *args, faults=faults, timeout=timeout)
         assert result.returncode == -9, f"the run was to die at {dict(faults)}\n{result.explain()}"

@@ -75,8 +75,12 @@ def s3_options(server: Any, secret: str = S3_SECRET_KEY) -> dict[str, str]:
 
 @pytest.fixture
 def s3_plugin_config(s3_server: Any, s3_bucket: str) -> dict[str, str]:
-    return {"storage.type": "s3", "s3.bucket": f"s3a://{s3_bucket}", "namespace": "/seatunnel/checkpoint/",
-            **s3_options(s3_server)}
+    return {
+        "storage.type": "s3",
+        "s3.bucket": f"s3a://{s3_bucket}",
+        "namespace": "/seatunnel/checkpoint/",
+        **s3_options(s3_server),
+    }
 
 
 @pytest.fixture

@@ -55,8 +55,15 @@ def spark_environment() -> dict[str, str]:
     """The environment every Spark process of the tests runs with: loopback only, the
     venv's Python for executors, no user-level settings leaking in."""
     env = dict(os.environ)
-    for key in ("SEATUNNEL_CKPT_CONFIG", "SEATUNNEL_CKPT_MASTER", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
-                "SPARK_CONF_DIR", "SPARK_ENV_LOADED"):
+    for key in (
+        "SEATUNNEL_CKPT_CONFIG",
+        "SEATUNNEL_CKPT_MASTER",
+        "SPARK_HOME",
+        "PYSPARK_PYTHON",
+        "PYSPARK_DRIVER_PYTHON",
+        "SPARK_CONF_DIR",
+        "SPARK_ENV_LOADED",
+    ):
         env.pop(key, None)
     env.update(
         PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
@@ -184,8 +191,13 @@ class Driver:
         self._stderr = open(self.stderr_path, "wb")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            self.args, env=dict(env), cwd=str(log_dir), stdin=subprocess.DEVNULL,
-            stdout=self._stdout, stderr=self._stderr, start_new_session=True,
+            self.args,
+            env=dict(env),
+            cwd=str(log_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=self._stdout,
+            stderr=self._stderr,
+            start_new_session=True,
         )
         self.killed = False
 
@@ -231,7 +243,9 @@ class Driver:
             kill_tree(self.proc.pid)
             self.proc.wait(timeout=30)
             self._close()
-            raise AssertionError(f"{' '.join(self.args)} still running after {timeout} s\n{self.stderr()[-8000:]}") from err
+            raise AssertionError(
+                f"{' '.join(self.args)} still running after {timeout} s\n{self.stderr()[-8000:]}"
+            ) from err
         self._close()
         # whatever the driver left behind (it should leave nothing) goes too
         kill_tree(self.proc.pid)
@@ -266,8 +280,13 @@ def checkpoint_config(
     storage: dict[str, Any] = {"type": storage_type, "max-retained": max_retained}
     if plugin_config is not None:
         storage["plugin-config"] = dict(plugin_config)
-    checkpoint = {"interval": interval, "timeout": timeout, "tolerable-failure": tolerable_failure,
-                  "storage": storage, **extra}
+    checkpoint = {
+        "interval": interval,
+        "timeout": timeout,
+        "tolerable-failure": tolerable_failure,
+        "storage": storage,
+        **extra,
+    }
     return {"seatunnel": {"engine": {"checkpoint": checkpoint}}}
 
 
@@ -296,7 +315,9 @@ class Workspace:
         """plugin-config of a local checkpoint storage, as SeaTunnel users write it."""
         return {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{self.checkpoints}/"}
 
-    def write_config(self, plugin_config: Mapping[str, Any] | None = None, name: str = "seatunnel.yaml", **kwargs: Any) -> Path:
+    def write_config(
+        self, plugin_config: Mapping[str, Any] | None = None, name: str = "seatunnel.yaml", **kwargs: Any
+    ) -> Path:
         if plugin_config is None and kwargs.get("storage_type", "hdfs") == "hdfs":
             plugin_config = self.local_storage()
         path = self.root / name
@@ -316,8 +337,10 @@ class Workspace:
     ) -> Path:
         if sink is None:
             sink = {"plugin_name": "File", "path": f"file://{self.output}/", "format": "parquet"}
-        doc: dict[str, Any] = {"env": {"job.name": name, "parallelism": parallelism, **(env or {})},
-                               "source": [dict(source)]}
+        doc: dict[str, Any] = {
+            "env": {"job.name": name, "parallelism": parallelism, **(env or {})},
+            "source": [dict(source)],
+        }
         if transforms:
             doc["transform"] = [dict(t) for t in transforms]
         doc["sink"] = [dict(sink)]
@@ -325,7 +348,9 @@ class Workspace:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
-    def command(self, job: Path, config: Path | None, job_id: str | None, *extra: str, master: str | None = None) -> list[str]:
+    def command(
+        self, job: Path, config: Path | None, job_id: str | None, *extra: str, master: str | None = None
+    ) -> list[str]:
         args = [str(VENV_BIN / "seatunnel-ckpt"), "run", str(job)]
         if config is not None:
             args += ["--config", str(config)]
@@ -333,14 +358,30 @@ class Workspace:
             args += ["--job-id", job_id]
         return args + ["--master", master or self.master, *extra]
 
-    def start(self, job: Path, config: Path | None, job_id: str | None, *extra: str, master: str | None = None,
-              env: Mapping[str, str] | None = None) -> Driver:
+    def start(
+        self,
+        job: Path,
+        config: Path | None,
+        job_id: str | None,
+        *extra: str,
+        master: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Driver:
         self.runs += 1
-        return Driver(self.command(job, config, job_id, *extra, master=master), env or self.env, self.logs,
-                      f"run{self.runs:03d}")
+        return Driver(
+            self.command(job, config, job_id, *extra, master=master), env or self.env, self.logs, f"run{self.runs:03d}"
+        )
 
-    def run(self, job: Path, config: Path | None, job_id: str | None, *extra: str, timeout: float = 300,
-            master: str | None = None, env: Mapping[str, str] | None = None) -> RunResult:
+    def run(
+        self,
+        job: Path,
+        config: Path | None,
+        job_id: str | None,
+        *extra: str,
+        timeout: float = 300,
+        master: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
         return self.start(job, config, job_id, *extra, master=master, env=env).wait(timeout)
 
 
@@ -363,8 +404,9 @@ def checkpoint_dir(config: Path, job_id: str, checkpoint_id: int, pipeline_id: i
     return Path(storage.describe(job_id, pipeline_id, checkpoint_id).removeprefix("file://"))
 
 
-def read_output(url: str, fmt: str = "parquet", options: Mapping[str, Any] | None = None,
-                columns: Sequence[str] | None = None) -> pa.Table:
+def read_output(
+    url: str, fmt: str = "parquet", options: Mapping[str, Any] | None = None, columns: Sequence[str] | None = None
+) -> pa.Table:
     """Every committed (visible) file under ``url``, read with pyarrow into one table."""
     from airflow_provider_seatunnel_ckpt.storage.urls import filesystem_for_url
 
@@ -400,7 +442,9 @@ def _decode(data: bytes, fmt: str, columns: Sequence[str] | None) -> pa.Table:
 
 
 def committed_files(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(("_", "."))) if directory.exists() else []
+    return (
+        sorted(p.name for p in directory.iterdir() if not p.name.startswith(("_", "."))) if directory.exists() else []
+    )
 
 
 @dataclass(frozen=True)
@@ -416,8 +460,10 @@ class Tally:
         return self.lost == 0 and self.duplicated == 0 and self.unexpected == 0 and self.rows == self.expected
 
     def __str__(self) -> str:
-        return (f"{self.rows:,} rows for {self.expected:,} ids: lost {self.lost:,}, "
-                f"duplicated {self.duplicated:,}, unexpected {self.unexpected:,}")
+        return (
+            f"{self.rows:,} rows for {self.expected:,} ids: lost {self.lost:,}, "
+            f"duplicated {self.duplicated:,}, unexpected {self.unexpected:,}"
+        )
 
 
 def tally(ids: Any, expected: int | Iterable[int]) -> Tally:
@@ -426,13 +472,23 @@ def tally(ids: Any, expected: int | Iterable[int]) -> Tally:
     if isinstance(expected, int):
         inside = values[(values >= 0) & (values < expected)]
         counts = np.bincount(inside, minlength=expected)
-        return Tally(len(values), expected, int((counts == 0).sum()), int((counts[counts > 1] - 1).sum()),
-                     len(values) - len(inside))
+        return Tally(
+            len(values),
+            expected,
+            int((counts == 0).sum()),
+            int((counts[counts > 1] - 1).sum()),
+            len(values) - len(inside),
+        )
     wanted = np.unique(np.asarray(list(expected), dtype=np.int64))
     uniq, counts = np.unique(values, return_counts=True)
     present = np.isin(wanted, uniq)
-    return Tally(len(values), len(wanted), int((~present).sum()), int((counts[counts > 1] - 1).sum()),
-                 int((~np.isin(uniq, wanted)).sum()))
+    return Tally(
+        len(values),
+        len(wanted),
+        int((~present).sum()),
+        int((counts[counts > 1] - 1).sum()),
+        int((~np.isin(uniq, wanted)).sum()),
+    )
 
 
 def assert_exactly_once(table: pa.Table, expected: int | Iterable[int], column: str = "id") -> Tally:
@@ -487,8 +543,9 @@ def master_is_idle(state: Mapping[str, Any]) -> bool:
     )
 
 
-def start_standalone_cluster(root: Path, env: Mapping[str, str], cores: int = 2, memory: str = "2g",
-                             timeout: float = 120) -> StandaloneCluster:
+def start_standalone_cluster(
+    root: Path, env: Mapping[str, str], cores: int = 2, memory: str = "2g", timeout: float = 120
+) -> StandaloneCluster:
     """``spark-class`` Master and one Worker on 127.0.0.1; returns once the worker registered."""
     root.mkdir(parents=True, exist_ok=True)
     port, webui = free_port(), free_port()
@@ -499,13 +556,32 @@ def start_standalone_cluster(root: Path, env: Mapping[str, str], cores: int = 2,
 
     def spawn(name: str, args: list[str]) -> None:
         out = open(root / f"{name}.log", "wb")
-        procs.append(subprocess.Popen([spark_class, *args], env=env, cwd=str(root), stdin=subprocess.DEVNULL,
-                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [spark_class, *args],
+                env=env,
+                cwd=str(root),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
         out.close()
 
     try:
-        spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                         "--webui-port", str(webui)])
+        spawn(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(webui),
+            ],
+        )
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(OSError, ValueError):
@@ -514,9 +590,23 @@ def start_standalone_cluster(root: Path, env: Mapping[str, str], cores: int = 2,
             if time.monotonic() > deadline or procs[0].poll() is not None:
                 raise RuntimeError(f"the Spark master did not start:\n{(root / 'master.log').read_text()[-4000:]}")
             time.sleep(0.3)
-        spawn("worker", ["org.apache.spark.deploy.worker.Worker", cluster.master_url, "--host", "127.0.0.1",
-                         "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory,
-                         "--work-dir", str(root / "work")])
+        spawn(
+            "worker",
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                cluster.master_url,
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                str(cores),
+                "--memory",
+                memory,
+                "--work-dir",
+                str(root / "work"),
+            ],
+        )
         while cluster.alive_workers() < 1:
             if time.monotonic() > deadline or procs[1].poll() is not None:
                 raise RuntimeError(f"the Spark worker did not register:\n{(root / 'worker.log').read_text()[-4000:]}")
@@ -579,4 +669,3 @@ class FakeChannel:
                 return found[-1]
             time.sleep(0.01)
         raise AssertionError(f"nothing matched; sent: {self.sent}")
-

@@ -33,8 +33,10 @@ class FakeTI:
 
 def _start(workspace: Workspace, job_id: str) -> tuple[Any, Path, Path]:
     config = workspace.write_config(interval=1000)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 6_000, "batch_size": 1_000},
-                              env={INTERVAL_KEY: 500, "spark.seatunnel.preloadDaemon": "false"})
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 6_000, "batch_size": 1_000},
+        env={INTERVAL_KEY: 500, "spark.seatunnel.preloadDaemon": "false"},
+    )
     driver = workspace.start(job, config, job_id)
     storage = open_storage(config)
     deadline = time.monotonic() + 60

@@ -27,8 +27,10 @@ ROWS = 300_000
 # 2,000 splits of 150 rows, each with 16 running counts: by checkpoint 3 each subtask has
 # finished enough of them that its state is too big to inline, so it is a file of its own
 SOURCE = {"plugin_name": "Sequence", "rows": ROWS, "splits": 2_000, "batch_size": 3_000, "rows_per_second": 50_000}
-COUNTS = [{"plugin_name": "Python", "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
-          {"plugin_name": "CountByKey", "key": "bucket"}]
+COUNTS = [
+    {"plugin_name": "Python", "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
+    {"plugin_name": "CountByKey", "key": "bucket"},
+]
 
 
 @pytest.fixture(params=["local", "s3", "hdfs", "oss"])
@@ -60,12 +62,16 @@ def test_checkpoint_kill_and_restore(workspace: Workspace, persistent_backend: t
     manifest = storage.read_manifest(job_id, 1, latest)
     # The executors uploaded their state as files (too big to inline), verified above.
     assert sorted(manifest.subtask_states) == [0, 1]
-    assert all(h.file and h.size > INLINE_STATE_LIMIT for h in manifest.subtask_states.values()), manifest.subtask_states
+    assert all(h.file and h.size > INLINE_STATE_LIMIT for h in manifest.subtask_states.values()), (
+        manifest.subtask_states
+    )
     assert storage.read_document(job_id, "job.json")["status"] == "running"  # killed, never released
 
     result = workspace.run(job, config, job_id)
     assert result.returncode == 0, result.explain()
-    assert re.search(rf"attempt 2: 2 subtasks, 2000 splits, from checkpoint {latest}\b", result.stderr), result.explain()
+    assert re.search(rf"attempt 2: 2 subtasks, 2000 splits, from checkpoint {latest}\b", result.stderr), (
+        result.explain()
+    )
     assert_exactly_once(read_output(f"file://{workspace.output}/"), ROWS)
     job_doc = storage.read_document(job_id, "job.json")
     assert job_doc["status"] == "finished" and job_doc["attempt"] == 2

@@ -167,7 +167,9 @@ def test_python_transform_and_count_by_key_survive_a_driver_kill(workspace: Work
     counts = table.column("count").to_numpy()
     expected = _expected_counts(ids, rows, splits=2)
     bad = np.flatnonzero(counts != expected)
-    assert bad.size == 0, f"{bad.size} rows have a wrong running count, e.g. id {ids[bad[0]]}: {counts[bad[0]]} != {expected[bad[0]]}"
+    assert bad.size == 0, (
+        f"{bad.size} rows have a wrong running count, e.g. id {ids[bad[0]]}: {counts[bad[0]]} != {expected[bad[0]]}"
+    )
 
 
 def test_filter_rename_select(workspace: Workspace) -> None:
@@ -193,12 +195,17 @@ def test_console_sink_prints_on_the_drivers_stdout(workspace: Workspace) -> None
     """As with Structured Streaming's console sink, rows go to the driver's stdout and
     progress to its stderr (executors' stdout would end up on the JVM's stderr)."""
     config = workspace.write_config()
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": 1_000, "batch_size": 250},
-                              {"plugin_name": "Console", "limit": 2})
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": 1_000, "batch_size": 250}, {"plugin_name": "Console", "limit": 2}
+    )
     result = workspace.run(job, config, "console")
     finished(result)
-    blocks = re.findall(r"^\[Console subtask (\d)\] checkpoint (\d+): ([\d,]+) rows? in (\d+) batch(?:es)? "
-                        r"\(total ([\d,]+)\)$", result.stdout, re.MULTILINE)
+    blocks = re.findall(
+        r"^\[Console subtask (\d)\] checkpoint (\d+): ([\d,]+) rows? in (\d+) batch(?:es)? "
+        r"\(total ([\d,]+)\)$",
+        result.stdout,
+        re.MULTILINE,
+    )
     assert blocks, result.explain()
     for subtask in ("0", "1"):
         mine = [b for b in blocks if b[0] == subtask]

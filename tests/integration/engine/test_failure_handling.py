@@ -61,8 +61,14 @@ def _fail_metadata_of(proxy: Any, spared: set[int]) -> None:
         pytest.param({2}, {1, 3, 4}, [2], id="a-success-resets-the-count"),
     ],
 )
-def test_tolerable_failure(workspace: Workspace, s3_server: Any, s3_plugin_config: dict[str, str],
-                           spared: set[int], failed: set[int], completed: list[int]) -> None:
+def test_tolerable_failure(
+    workspace: Workspace,
+    s3_server: Any,
+    s3_plugin_config: dict[str, str],
+    spared: set[int],
+    failed: set[int],
+    completed: list[int],
+) -> None:
     """tolerable-failure: 1 -> the job fails at the 2nd *consecutive* failed checkpoint.
 
     With checkpoint 2 spared, 1 fails, 2 completes (the count resets), 3 and 4 fail:
@@ -86,7 +92,8 @@ def test_tolerable_failure(workspace: Workspace, s3_server: Any, s3_plugin_confi
     history = read_history(open_storage(config), "tolerable")
     assert {c.id for c in history.checkpoints if c.status == "failed"} == failed
     assert {c.reason.split(":")[0] for c in history.checkpoints if c.status == "failed"} == {
-        FailureReason.IO_ERROR.message}
+        FailureReason.IO_ERROR.message
+    }
     assert [c.id for c in history.checkpoints if c.status == "completed"] == completed
     assert [(r.attempt, r.id) for r in history.restores] == [(1, None)]
 
@@ -107,11 +114,13 @@ def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str)
     config = workspace.write_config(interval=500, max_retained=5)
     # 2,000 splits of 200 rows, each with 16 running counts: each subtask's state is too big
     # to inline by checkpoint 4, so it is a file of its own.
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "splits": 2_000, "batch_size": 4_000,
-                               "rows_per_second": 50_000},
-                              transforms=[{"plugin_name": "Python",
-                                           "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
-                                          {"plugin_name": "CountByKey", "key": "bucket"}])
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "splits": 2_000, "batch_size": 4_000, "rows_per_second": 50_000},
+        transforms=[
+            {"plugin_name": "Python", "function": "airflow_provider_seatunnel_ckpt.examples.transforms:add_bucket"},
+            {"plugin_name": "CountByKey", "key": "bucket"},
+        ],
+    )
     with workspace.start(job, config, "corrupt") as first:
         assert first.wait_for(r"checkpoint 4 \(checkpoint\) completed", 120), first.stderr()
         deadline = time.monotonic() + 20  # kill once the latest checkpoint's output is committed
@@ -124,7 +133,9 @@ def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str)
     ids = completed_ids(config, "corrupt")
     latest, previous = ids[-1], ids[-2]
     directory = checkpoint_dir(config, "corrupt", latest)
-    target = directory / (Layout.task_state_name(0, 0, 1) if damage == "state-file" else "_metadata")  # the first run claims attempt 1
+    target = directory / (
+        Layout.task_state_name(0, 0, 1) if damage == "state-file" else "_metadata"
+    )  # the first run claims attempt 1
     assert target.exists(), sorted(p.name for p in directory.iterdir())
     _flip_byte(target)
     # Output committed after the previous checkpoint: normally the damaged one's (a
@@ -133,12 +144,16 @@ def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str)
 
     result = workspace.run(job, config, "corrupt", "--restore", "latest")
     assert result.returncode == 0, result.explain()
-    assert re.search(rf"checkpoint {latest} is damaged, not restoring from it: .*(sha256|checksum|corrupt)",
-                     result.stderr, re.IGNORECASE), result.explain()
+    assert re.search(
+        rf"checkpoint {latest} is damaged, not restoring from it: .*(sha256|checksum|corrupt)",
+        result.stderr,
+        re.IGNORECASE,
+    ), result.explain()
     assert f"from checkpoint {previous};" in result.stderr, result.explain()
     if newer_output:
-        assert re.search(rf"removed {len(newer_output)} committed file\(s\) newer than checkpoint {previous}\b",
-                         result.stderr), result.explain()
+        assert re.search(
+            rf"removed {len(newer_output)} committed file\(s\) newer than checkpoint {previous}\b", result.stderr
+        ), result.explain()
     else:
         assert "committed file(s) newer than" not in result.stderr, result.explain()
     assert "Traceback" not in result.stderr
@@ -146,14 +161,19 @@ def test_corrupt_latest_checkpoint_falls_back(workspace: Workspace, damage: str)
     assert latest not in completed_ids(config, "corrupt")  # discarded with its rolled-back output
 
 
-def test_secrets_never_leak(workspace: Workspace, s3_server: Any, s3_plugin_config: dict[str, str],
-                            oss_plugin_config: dict[str, str]) -> None:
+def test_secrets_never_leak(
+    workspace: Workspace, s3_server: Any, s3_plugin_config: dict[str, str], oss_plugin_config: dict[str, str]
+) -> None:
     """S3 checkpoint storage and an OSS sink, both with secrets in configuration files:
     neither secret may show in the driver's output (debug logging on, storage retries
     logged) nor in the arguments of any process the run starts (JVM, Python workers)."""
     bucket = oss_plugin_config["oss.bucket"]
-    sink = {"plugin_name": "File", "path": f"{bucket}/out/", "format": "jsonl",
-            **{k: v for k, v in oss_plugin_config.items() if k.startswith("fs.oss.")}}
+    sink = {
+        "plugin_name": "File",
+        "path": f"{bucket}/out/",
+        "format": "jsonl",
+        **{k: v for k, v in oss_plugin_config.items() if k.startswith("fs.oss.")},
+    }
     config = workspace.write_config(s3_plugin_config, interval=400)
     job = workspace.write_job({"plugin_name": "Sequence", "rows": 150_000, "rows_per_second": 50_000}, sink)
     s3_server.proxy.fail_next(3, status=503)  # retries are logged: with the bucket, never the key
@@ -173,12 +193,15 @@ def test_secrets_never_leak(workspace: Workspace, s3_server: Any, s3_plugin_conf
         assert secret not in result.stdout and secret not in result.stderr
         assert not [a for a in arguments if secret in a]
     assert "DEBUG" in result.stderr or "debug" in result.stderr.lower()
-    table = read_output(f"{bucket}/out/", "jsonl", {k: v for k, v in oss_plugin_config.items() if k.startswith("fs.oss.")})
+    table = read_output(
+        f"{bucket}/out/", "jsonl", {k: v for k, v in oss_plugin_config.items() if k.startswith("fs.oss.")}
+    )
     assert_exactly_once(table, 150_000)
 
 
-def test_storage_outage_during_restore_is_not_damage(workspace: Workspace, s3_server: Any,
-                                                     s3_plugin_config: dict[str, str]) -> None:
+def test_storage_outage_during_restore_is_not_damage(
+    workspace: Workspace, s3_server: Any, s3_plugin_config: dict[str, str]
+) -> None:
     """Reading the latest ``_metadata`` fails on every retry while a run restores: the
     run must fail (and be retried later), not take the checkpoint for damaged, fall back
     to an older one (or to the start) and roll back committed output."""

@@ -33,7 +33,9 @@ def test_restore_latest_none_discard_and_missing_id(workspace: Workspace) -> Non
     # latest (the default) with nothing stored: starts fresh and says so.
     fresh = workspace.run(job, config, "modes", "--restore", "latest")
     assert fresh.returncode == 0, fresh.explain()
-    assert re.search(r"job modes: no completed checkpoint in \S+; starting from the beginning", fresh.stderr), fresh.explain()
+    assert re.search(r"job modes: no completed checkpoint in \S+; starting from the beginning", fresh.stderr), (
+        fresh.explain()
+    )
     first_files = committed_files(workspace.output)
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
     ids = completed_ids(config, "modes")
@@ -61,7 +63,9 @@ def test_restore_latest_none_discard_and_missing_id(workspace: Workspace) -> Non
     assert "discarding existing checkpoints" in again.stderr
     now = committed_files(workspace.output)
     assert {name: (workspace.output / name).read_bytes() for name in first_files} == first_bytes
-    assert_exactly_once(pa.concat_tables([pq.read_table(workspace.output / n) for n in now if n not in first_files]), rows)
+    assert_exactly_once(
+        pa.concat_tables([pq.read_table(workspace.output / n) for n in now if n not in first_files]), rows
+    )
     # The old checkpoints are gone, but ids keep growing: they are never reused.
     assert min(completed_ids(config, "modes")) > max(ids)
 
@@ -78,7 +82,9 @@ def test_restore_an_older_checkpoint_rolls_back_newer_output(workspace: Workspac
     result = workspace.run(job, config, "older", "--restore", str(older))
     assert result.returncode == 0, result.explain()
     assert f"from checkpoint {older};" in result.stderr, result.explain()
-    assert re.search(rf"removed \d+ committed file\(s\) newer than checkpoint {older}\b", result.stderr), result.explain()
+    assert re.search(rf"removed \d+ committed file\(s\) newer than checkpoint {older}\b", result.stderr), (
+        result.explain()
+    )
     # The checkpoints of the abandoned timeline are deleted (restoring one later would
     # point at output that was just rolled back), and their ids are not reused.
     newer = ", ".join(str(i) for i in ids if i > older)
@@ -93,9 +99,24 @@ def test_restore_an_older_checkpoint_rolls_back_newer_output(workspace: Workspac
 def _check_history(config, job_id: str, first_ids: list[int], restored: int, after: list[int], rows: int) -> None:
     """The history keeps the checkpoints retention deleted, says where each attempt
     restored from, and matches every ``_metadata`` still in storage."""
-    result = subprocess.run([sys.executable, "-m", "airflow_provider_seatunnel_ckpt", "history", "--config",
-                             str(config), "--job-id", job_id, "--json", "--limit", "0"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_seatunnel_ckpt",
+            "history",
+            "--config",
+            str(config),
+            "--job-id",
+            job_id,
+            "--json",
+            "--limit",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     history = json.loads(result.stdout)
     completed = [c for c in history["checkpoints"] if c["status"] == "completed"]
@@ -109,9 +130,13 @@ def _check_history(config, job_id: str, first_ids: list[int], restored: int, aft
         stats = storage.read_manifest(job_id, 1, checkpoint_id).statistics
         entry = next(c for c in completed if c["id"] == checkpoint_id)
         assert (entry["rows"], entry["state_bytes"], entry["trigger_ms"]) == (
-            stats["rows"], stats["state_bytes"], stats["trigger_ms"])
+            stats["rows"],
+            stats["state_bytes"],
+            stats["trigger_ms"],
+        )
         assert [s["ack_ms"] for s in entry["subtasks"]] == [
-            stats["subtasks"][str(i)]["ack_latency_ms"] for i in range(len(entry["subtasks"]))]
+            stats["subtasks"][str(i)]["ack_latency_ms"] for i in range(len(entry["subtasks"]))
+        ]
 
 
 @pytest.mark.parametrize(
@@ -133,8 +158,9 @@ def test_rescale_on_restore(workspace: Workspace, before: int, after: int, split
     result = workspace.run(job_after, config, "rescale")
     assert result.returncode == 0, result.explain()
     assert f"rescaling from {before} to {after} subtasks" in result.stderr, result.explain()
-    assert re.search(rf"attempt 2: {after} subtasks, {splits or before} splits, from checkpoint {latest};", result.stderr), \
-        result.explain()
+    assert re.search(
+        rf"attempt 2: {after} subtasks, {splits or before} splits, from checkpoint {latest};", result.stderr
+    ), result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)
 
 
@@ -149,11 +175,19 @@ def test_a_finished_job_with_delete_on_finish_leaves_nothing_in_storage(workspac
     with workspace.start(job, config, "forget") as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
         driver.kill()
-    assert {p.name for p in job_dir.iterdir()} >= {"fence", "plans", "history", "attempts", "heartbeat", "job.json",
-                                                    "pipeline-1"}
+    assert {p.name for p in job_dir.iterdir()} >= {
+        "fence",
+        "plans",
+        "history",
+        "attempts",
+        "heartbeat",
+        "job.json",
+        "pipeline-1",
+    }
     result = workspace.run(job, config, "forget")
     assert result.returncode == 0, result.explain()
-    assert re.search(r"job forget: finished; deleted from \S+ \(externalized-retention: delete-on-finish\)",
-                     result.stderr), result.explain()
+    assert re.search(
+        r"job forget: finished; deleted from \S+ \(externalized-retention: delete-on-finish\)", result.stderr
+    ), result.explain()
     assert not job_dir.exists(), sorted(str(p.relative_to(job_dir)) for p in job_dir.rglob("*"))
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)

@@ -24,30 +24,44 @@ ROWS = [{"id": i, "name": f"n{i}", "price": decimal.Decimal(i) / 4} for i in ran
 def _s3(request: pytest.FixtureRequest) -> dict[str, Any]:
     server = request.getfixturevalue("s3_server")
     bucket = request.getfixturevalue("s3_bucket")
-    return {"plugin_name": "S3File", "bucket": f"s3a://{bucket}", "fs.s3a.endpoint": server.endpoint_url,
-            "fs.s3a.endpoint.region": S3_REGION, "fs.s3a.path.style.access": "true",
-            "access_key": "engine-access-key", "secret_key": S3_SECRET_KEY}
+    return {
+        "plugin_name": "S3File",
+        "bucket": f"s3a://{bucket}",
+        "fs.s3a.endpoint": server.endpoint_url,
+        "fs.s3a.endpoint.region": S3_REGION,
+        "fs.s3a.path.style.access": "true",
+        "access_key": "engine-access-key",
+        "secret_key": S3_SECRET_KEY,
+    }
 
 
 def _oss(request: pytest.FixtureRequest) -> dict[str, Any]:
     server = request.getfixturevalue("oss_server")
     bucket = f"seatunnel-{uuid.uuid4().hex[:12]}"
     server.create_bucket(bucket)
-    return {"plugin_name": "OssFile", "bucket": f"oss://{bucket}", "endpoint": server.endpoint,
-            "access_key": OSS_ACCESS_KEY_ID, "access_secret": OSS_ACCESS_KEY_SECRET}
+    return {
+        "plugin_name": "OssFile",
+        "bucket": f"oss://{bucket}",
+        "endpoint": server.endpoint,
+        "access_key": OSS_ACCESS_KEY_ID,
+        "access_secret": OSS_ACCESS_KEY_SECRET,
+    }
 
 
 def _hdfs(request: pytest.FixtureRequest) -> dict[str, Any]:
     server = request.getfixturevalue("webhdfs_server")
-    return {"plugin_name": "HdfsFile", "fs.defaultFS": "hdfs://127.0.0.1:8020",
-            "webhdfs.url": f"http://127.0.0.1:{server.port}"}
+    return {
+        "plugin_name": "HdfsFile",
+        "fs.defaultFS": "hdfs://127.0.0.1:8020",
+        "webhdfs.url": f"http://127.0.0.1:{server.port}",
+    }
 
 
 @pytest.mark.parametrize("connection", [_s3, _oss, _hdfs], ids=["S3File", "OssFile", "HdfsFile"])
 @pytest.mark.parametrize("file_format", ["text", "parquet"])
 def test_a_sink_writes_exactly_what_the_source_reads_back(
-        request: pytest.FixtureRequest, connection: Callable[[pytest.FixtureRequest], dict[str, Any]],
-        file_format: str) -> None:
+    request: pytest.FixtureRequest, connection: Callable[[pytest.FixtureRequest], dict[str, Any]], file_format: str
+) -> None:
     options = {**connection(request), "path": f"/seatunnel/{file_format}", "file_format_type": file_format}
     sink = load_sink(options, "sink[0]")
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(10, 2))])
@@ -59,7 +73,10 @@ def test_a_sink_writes_exactly_what_the_source_reads_back(
     committer.commit([info])
     committer.commit([info])  # a replay after a restore publishes the same files again: no second copy
     source = load_source({**options, "schema": SCHEMA}, "source[0]")
-    rows = [row for split in source.splits(1)
-            for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
-            for row in batch.to_pylist()]
+    rows = [
+        row
+        for split in source.splits(1)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+        for row in batch.to_pylist()
+    ]
     assert sorted(rows, key=lambda r: r["id"]) == ROWS

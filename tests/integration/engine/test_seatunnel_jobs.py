@@ -22,18 +22,23 @@ def test_a_seatunnel_file_runs_unchanged_and_one_whose_rule_breaks_fails_with_on
     assert "job fake-to-assert finished" in passing.stderr
 
     # several tables from one FakeSource (tables_configs), each with its own Assert rules
-    tables = workspace.run(FIXTURES / "connector-assert-e2e" / "fakesource_to_multi_table_assert.conf", config,
-                           "multi-table")
+    tables = workspace.run(
+        FIXTURES / "connector-assert-e2e" / "fakesource_to_multi_table_assert.conf", config, "multi-table"
+    )
     assert tables.returncode == 0, tables.explain()
     assert "job multi-table finished" in tables.stderr
 
     # SeaTunnel's own test expects this job to fail: one of its rows has score 200 > MAX 100
-    failing = workspace.run(FIXTURES / "connector-fake-e2e" / "fake_to_assert_with_multitable_exception.conf", config,
-                            "multitable-exception")
+    failing = workspace.run(
+        FIXTURES / "connector-fake-e2e" / "fake_to_assert_with_multitable_exception.conf",
+        config,
+        "multitable-exception",
+    )
     assert failing.returncode == 1, failing.explain()
     assert _error_lines(failing.stderr) == [
         "error: job multitable-exception failed: sink[0].rules.field_rules[0].field_value[0]: score = 200 breaks MAX 100 "
-        "(row {'pk_id': 3, 'name': 'C', 'score': 200})"], failing.explain()
+        "(row {'pk_id': 3, 'name': 'C', 'score': 200})"
+    ], failing.explain()
     assert "Traceback" not in failing.stderr, failing.explain()
 
 
@@ -78,7 +83,9 @@ def test_variables_as_seatunnel_passes_them_and_a_row_count_checked_at_the_end(w
     assert ok.returncode == 0, ok.explain()
     short = workspace.run(job, config, "scored-short", "--variable", "rows=19")
     assert short.returncode == 1, short.explain()
-    assert _error_lines(short.stderr) == ["error: job scored-short failed: sink[0].rules.row_rules[0]: 38 rows break MIN_ROW 40"]
+    assert _error_lines(short.stderr) == [
+        "error: job scored-short failed: sink[0].rules.row_rules[0]: 38 rows break MIN_ROW 40"
+    ]
 
 
 TABLES_TO_FILES = """

@@ -21,9 +21,11 @@ JOB_ID = "identity"
 
 
 def _job(workspace: Workspace, name: str, sinks: list[dict[str, Any]]) -> Path:
-    doc = {"env": {"job.name": JOB_ID, "parallelism": 2},
-           "source": [{"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 20_000, "plugin_output": "ids"}],
-           "sink": [{**sink, "plugin_input": "ids"} for sink in sinks]}
+    doc = {
+        "env": {"job.name": JOB_ID, "parallelism": 2},
+        "source": [{"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 20_000, "plugin_output": "ids"}],
+        "sink": [{**sink, "plugin_input": "ids"} for sink in sinks],
+    }
     path = workspace.root / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -44,8 +46,10 @@ def test_sinks_reordered_after_a_kill_each_end_exact_and_one_removed_is_refused(
     assert removed.returncode == 2, removed.explain()
     lines = [line for line in removed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in removed.stderr, removed.explain()
-    assert lines[0].startswith(f"error: --restore: checkpoint {checkpoints[-1]} holds output of sink LocalFile "
-                               f"(file://{workspace.root}/b) that this job no longer has; "), removed.explain()
+    assert lines[0].startswith(
+        f"error: --restore: checkpoint {checkpoints[-1]} holds output of sink LocalFile "
+        f"(file://{workspace.root}/b) that this job no longer has; "
+    ), removed.explain()
     assert "--allow-non-restored-state" in lines[0]
     assert completed_ids(config, JOB_ID) == checkpoints
     assert (committed_files(workspace.root / "a"), committed_files(workspace.root / "b")) == committed

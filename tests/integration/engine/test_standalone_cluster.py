@@ -72,8 +72,9 @@ def test_driver_killed_and_resumed_on_the_cluster(workspace: Workspace, standalo
     assert time.monotonic() - started < 300
 
 
-def test_the_preloading_daemon_on_the_cluster_with_killed_workers(workspace: Workspace,
-                                                                  standalone: StandaloneCluster) -> None:
+def test_the_preloading_daemon_on_the_cluster_with_killed_workers(
+    workspace: Workspace, standalone: StandaloneCluster
+) -> None:
     """``spark.seatunnel.preloadDaemon=true`` (the package is installed where the executors
     run): the executor forks its Python workers from the engine's daemon, and subtasks
     killed there are retried from it, exactly once."""
@@ -81,8 +82,16 @@ def test_the_preloading_daemon_on_the_cluster_with_killed_workers(workspace: Wor
     standalone.wait_idle()
     config = workspace.write_config(interval=500)
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 50_000})
-    with workspace.start(job, config, "standalone-preload", "--conf", "spark.seatunnel.preloadDaemon=true",
-                         "--conf", "spark.task.maxFailures=20", master=standalone.master_url) as driver:
+    with workspace.start(
+        job,
+        config,
+        "standalone-preload",
+        "--conf",
+        "spark.seatunnel.preloadDaemon=true",
+        "--conf",
+        "spark.task.maxFailures=20",
+        master=standalone.master_url,
+    ) as driver:
         assert driver.wait_for(r"checkpoint 2 \(checkpoint\) completed", 180), driver.stderr()
         for kill in range(2):
             workers = pyspark_workers(standalone.processes[1].pid)
@@ -90,7 +99,9 @@ def test_the_preloading_daemon_on_the_cluster_with_killed_workers(workspace: Wor
             daemon = parent_pid(workers[0])
             assert daemon is not None and "-m airflow_provider_seatunnel_ckpt.engine.worker_daemon" in cmdline(daemon)
             os.kill(workers[0], signal.SIGKILL)
-            assert driver.wait_for(rf"(subtask-\d+/attempt-[1-9].*connected[\s\S]*){{{kill + 1}}}", 120), driver.stderr()
+            assert driver.wait_for(rf"(subtask-\d+/attempt-[1-9].*connected[\s\S]*){{{kill + 1}}}", 120), (
+                driver.stderr()
+            )
         result = driver.wait(300)
     assert result.returncode == 0, result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), rows)

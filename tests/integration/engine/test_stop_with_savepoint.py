@@ -33,8 +33,11 @@ def _ids_covered_by(storage, checkpoint_id: int) -> set[int]:
         state = decode_subtask_state(data, f"subtask {subtask}")
         for split_id, split_state in state.splits.items():
             spec = splits[split_id]
-            position = spec["end"] if split_state.finished else (
-                split_state.position if split_state.position is not None else spec["start"])
+            position = (
+                spec["end"]
+                if split_state.finished
+                else (split_state.position if split_state.position is not None else spec["start"])
+            )
             covered.update(range(spec["start"], position))
         for start, step, count in state.finished:  # finished splits without state: plan indices
             for index in range(start, start + step * count, step):
@@ -47,8 +50,9 @@ def test_stop_with_savepoint_then_resume(workspace: Workspace) -> None:
     rows = 600_000
     # The stopping run deletes its checkpoints on finish and keeps one: neither may
     # touch the savepoint. The resuming run keeps them, so the savepoint can be checked.
-    stop_config = workspace.write_config(interval=500, max_retained=1, name="stop.yaml",
-                                         **{"externalized-retention": "delete-on-finish"})
+    stop_config = workspace.write_config(
+        interval=500, max_retained=1, name="stop.yaml", **{"externalized-retention": "delete-on-finish"}
+    )
     resume_config = workspace.write_config(interval=500, max_retained=1, name="resume.yaml")
     job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 20_000, "batch_size": 1_000})
     storage = open_storage(stop_config)

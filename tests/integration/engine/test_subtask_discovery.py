@@ -114,7 +114,8 @@ def test_discovered_splits_are_read_while_running_and_snapshotted(runtime: tuple
 
 
 def test_a_restart_takes_the_discovered_splits_from_its_restore_state(
-        runtime: tuple[SubtaskRuntime, FakeChannel]) -> None:
+    runtime: tuple[SubtaskRuntime, FakeChannel],
+) -> None:
     subtask, channel = runtime
     time.sleep(0.3)
     channel.on_reconnect()  # re-registered: the coordinator's answer names the discovered splits

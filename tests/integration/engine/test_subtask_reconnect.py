@@ -94,8 +94,9 @@ def runtime() -> Iterable[tuple[SubtaskRuntime, FakeChannel]]:
     thread.join(5)
 
 
-def start_subtask(context: SubtaskContext, subtask_index: int = 0) -> tuple[
-        SubtaskRuntime, FakeChannel, threading.Thread, list[BaseException]]:
+def start_subtask(
+    context: SubtaskContext, subtask_index: int = 0
+) -> tuple[SubtaskRuntime, FakeChannel, threading.Thread, list[BaseException]]:
     """Subtask ``subtask_index`` (attempt 0) running on a thread over a FakeChannel,
     registered and waiting for its RestoreState; the list collects what ``run`` raised."""
     channels: list[FakeChannel] = []
@@ -164,6 +165,5 @@ def test_new_barrier_is_not_snapshotted_from_the_old_state(runtime: tuple[Subtas
     ack = channel.wait_for(lambda m: isinstance(m, Ack) and m.checkpoint_id == 5)
     position = _position(ack)
     assert position is None or position < 300, (
-        f"checkpoint 5 was snapshotted at position {position}: the state of the old registration, "
-        "not the restored one"
+        f"checkpoint 5 was snapshotted at position {position}: the state of the old registration, not the restored one"
     )

@@ -58,8 +58,11 @@ def on_our_server(text: str, db: Database) -> str:
     import re
 
     text = re.sub(r'url = "jdbc:postgresql://postgresql:5432/test[^"]*"', f'url = "{db.url}"', text)
-    return text.replace("user = test", "user = postgres").replace(
-        "password = test", f'password = "{db.server.password}"').replace("database = test", f"database = {db.name}")
+    return (
+        text.replace("user = test", "user = postgres")
+        .replace("password = test", f'password = "{db.server.password}"')
+        .replace("database = test", f"database = {db.name}")
+    )
 
 
 def prepared_gids(db: Database) -> list[str]:

@@ -50,16 +50,59 @@ def test_bad_input_is_one_line_before_spark_starts(workspace: Workspace, db: Dat
     config = workspace.write_config()
     variables = variables_file(db, workspace.root)
     cases = [
-        ("missing-table", _jdbc(table="public.nope"), None, 2, "source[0].table", 'relation "public.nope" does not exist'),
+        (
+            "missing-table",
+            _jdbc(table="public.nope"),
+            None,
+            2,
+            "source[0].table",
+            'relation "public.nope" does not exist',
+        ),
         ("bad-type", _jdbc(table="odd"), None, 2, "source[0].table", "PostgreSQL type inet"),
-        ("no-column", _jdbc(table="good", partition_column="idd"), None, 2, "source[0].partition_column", "'idd' is not a column"),
-        ("not-unique", _jdbc(table="dupes", partition_column="id"), None, 2, "source[0].partition_column", "not unique"),
-        ("wrong-password", {**_jdbc(table="good"), "password": "Wr0ng-Pass-Phrase"}, None, 2, "source[0].password",
-         'password authentication failed for user "postgres"'),
-        ("sink-missing", {"plugin_name": "Sequence", "rows": 10},
-         _jdbc(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST"), 2, "sink[0].table", "does not exist"),
-        ("unreachable", {**_jdbc(table="good"), "url": f"jdbc:postgresql://127.0.0.1:{free_port()}/x",
-                         "connection_check_timeout_sec": 3}, None, 1, "source[0]", "cannot connect to postgresql://postgres@127.0.0.1"),
+        (
+            "no-column",
+            _jdbc(table="good", partition_column="idd"),
+            None,
+            2,
+            "source[0].partition_column",
+            "'idd' is not a column",
+        ),
+        (
+            "not-unique",
+            _jdbc(table="dupes", partition_column="id"),
+            None,
+            2,
+            "source[0].partition_column",
+            "not unique",
+        ),
+        (
+            "wrong-password",
+            {**_jdbc(table="good"), "password": "Wr0ng-Pass-Phrase"},
+            None,
+            2,
+            "source[0].password",
+            'password authentication failed for user "postgres"',
+        ),
+        (
+            "sink-missing",
+            {"plugin_name": "Sequence", "rows": 10},
+            _jdbc(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST"),
+            2,
+            "sink[0].table",
+            "does not exist",
+        ),
+        (
+            "unreachable",
+            {
+                **_jdbc(table="good"),
+                "url": f"jdbc:postgresql://127.0.0.1:{free_port()}/x",
+                "connection_check_timeout_sec": 3,
+            },
+            None,
+            1,
+            "source[0]",
+            "cannot connect to postgresql://postgres@127.0.0.1",
+        ),
     ]
     for name, source, sink, code, key, words in cases:
         job = workspace.write_job(source, sink, name=name)
@@ -89,8 +132,11 @@ def test_postgres_to_parquet_and_sequence_to_postgres(workspace: Workspace, db: 
     assert str(table.schema.field("amount").type) == "decimal128(12, 2)"
     assert pc.sum(table.column("amount")).as_py() == db.sql("SELECT sum(amount) FROM src")[0][0]
 
-    write_job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 150_000},
-                                    _jdbc(table="public.dst", primary_keys=["id"]), name="write")
+    write_job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 150_000},
+        _jdbc(table="public.dst", primary_keys=["id"]),
+        name="write",
+    )
     result = workspace.run(write_job, config, "pg-write", "--variables", str(variables))
     assert result.returncode == 0, result.explain()
     assert db.ids("dst") == (rows, rows, 0, rows - 1)
@@ -129,8 +175,19 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
             time.sleep(1.0)
             in_flight.append(_kill_with_prepared_in_flight(driver, db))
         # what the dead run left prepared is what ``inspect --job-file`` lists
-        listed = _cli(workspace, "inspect", "--config", str(config), "--job-id", "rescale", "--json",
-                      "--job-file", str(jobs[parallelism]), "--variables", variables)
+        listed = _cli(
+            workspace,
+            "inspect",
+            "--config",
+            str(config),
+            "--job-id",
+            "rescale",
+            "--json",
+            "--job-file",
+            str(jobs[parallelism]),
+            "--variables",
+            variables,
+        )
         pending = json.loads(listed.stdout)["sink_pending"]
         assert sorted(p["gid"] for p in pending) == sorted(prepared_gids(db)) != []
         assert db.server.password not in listed.stdout + listed.stderr
@@ -147,20 +204,34 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
     older = ids[len(ids) // 2]
     again = workspace.run(jobs[2], config, "rescale", "--restore", str(older), "--variables", variables)
     assert again.returncode == 0, again.explain()
-    match = re.search(rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}", again.stderr)
+    match = re.search(
+        rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}", again.stderr
+    )
     assert match and int(match.group(1)) > 0, again.explain()
     assert db.ids("out") == (rows, rows, 0, rows - 1)
 
     # ``delete --yes --job-file`` of a job killed with prepared work rolls that work back
     # and forgets the job's commit log rows; what its completed checkpoints committed stays
-    doomed = workspace.write_job(source, _jdbc(table="doomed_out", primary_keys=["id"]), parallelism=2,
-                                 file_name="doomed.yaml")
+    doomed = workspace.write_job(
+        source, _jdbc(table="doomed_out", primary_keys=["id"]), parallelism=2, file_name="doomed.yaml"
+    )
     with workspace.start(doomed, config, "doomed", "--variables", variables) as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 120), driver.stderr()
         assert _kill_with_prepared_in_flight(driver, db)
     committed = db.ids("doomed_out")
-    deleted = _cli(workspace, "delete", "--config", str(config), "--job-id", "doomed", "--yes",
-                   "--job-file", str(doomed), "--variables", variables)
+    deleted = _cli(
+        workspace,
+        "delete",
+        "--config",
+        str(config),
+        "--job-id",
+        "doomed",
+        "--yes",
+        "--job-file",
+        str(doomed),
+        "--variables",
+        variables,
+    )
     assert "deleted job doomed" in deleted.stdout, deleted.stderr
     assert prepared_gids(db) == []
     assert db.ids("doomed_out") == committed
@@ -170,8 +241,9 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
 
 def _cli(workspace: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
     """A ``seatunnel-ckpt`` storage command, as a user runs it; it must succeed."""
-    result = subprocess.run([str(VENV_BIN / "seatunnel-ckpt"), *args], env=workspace.env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [str(VENV_BIN / "seatunnel-ckpt"), *args], env=workspace.env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
 
@@ -188,12 +260,21 @@ def test_two_jdbc_sinks_of_one_job_each_write_every_row_once_through_a_kill(work
     config = workspace.write_config(interval=500)
     variables = variables_file(db, workspace.root)
     job = workspace.root / "two-sinks.yaml"
-    job.write_text(yaml.safe_dump({
-        "env": {"job.name": "two-sinks", "parallelism": 2},
-        "source": [{"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "plugin_output": "seq"}],
-        "sink": [_jdbc(table="public.left_t", primary_keys=["id"], plugin_input="seq"),
-                 _jdbc(table="public.right_t", primary_keys=["id"], plugin_input="seq")],
-    }, sort_keys=False))
+    job.write_text(
+        yaml.safe_dump(
+            {
+                "env": {"job.name": "two-sinks", "parallelism": 2},
+                "source": [
+                    {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "plugin_output": "seq"}
+                ],
+                "sink": [
+                    _jdbc(table="public.left_t", primary_keys=["id"], plugin_input="seq"),
+                    _jdbc(table="public.right_t", primary_keys=["id"], plugin_input="seq"),
+                ],
+            },
+            sort_keys=False,
+        )
+    )
     with workspace.start(job, config, "two-sinks", "--variables", str(variables)) as first:
         assert first.wait_for(r"checkpoint 2 \(checkpoint\) completed", 120), first.stderr()
         assert _kill_with_prepared_in_flight(first, db) > 0

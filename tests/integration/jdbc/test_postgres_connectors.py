@@ -40,7 +40,9 @@ def _ids(batches: list[pa.RecordBatch], column: str = "id") -> list[Any]:
 # ---- source ------------------------------------------------------------------------------------
 def test_integer_key_ranges_cover_every_row_once(db: Database) -> None:
     db.sql("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10, 2), note text, doc jsonb)")
-    db.sql("INSERT INTO orders SELECT g, g / 4.0, 'n' || g, jsonb_build_object('g', g) FROM generate_series(1, 10000) g")
+    db.sql(
+        "INSERT INTO orders SELECT g, g / 4.0, 'n' || g, jsonb_build_object('g', g) FROM generate_series(1, 10000) g"
+    )
     source = _source(db, table="public.orders", partition_num=4, fetch_size=777)
     source.preflight()
     splits = source.splits(2)
@@ -84,8 +86,10 @@ def test_reader_resumes_after_its_position_mid_split(db: Database) -> None:
 
 def test_date_timestamp_and_text_keys(db: Database) -> None:
     db.sql("CREATE TABLE ev (day date PRIMARY KEY, at timestamptz UNIQUE NOT NULL, name text UNIQUE NOT NULL, id int)")
-    db.sql("INSERT INTO ev SELECT date '2024-01-01' + g, timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', "
-           "'name-' || g, g FROM generate_series(0, 999) g")
+    db.sql(
+        "INSERT INTO ev SELECT date '2024-01-01' + g, timestamptz '2024-01-01 00:00+00' + g * interval '1 hour', "
+        "'name-' || g, g FROM generate_series(0, 999) g"
+    )
     for column in ("day", "at", "name"):
         source = _source(db, table="ev", partition_column=column, partition_num=3, fetch_size=128)
         source.preflight()
@@ -96,7 +100,9 @@ def test_date_timestamp_and_text_keys(db: Database) -> None:
 def test_query_source_with_where(db: Database) -> None:
     db.sql("CREATE TABLE a (id int PRIMARY KEY, k int)")
     db.sql("INSERT INTO a SELECT g, g % 3 FROM generate_series(1, 900) g")
-    source = _source(db, query="SELECT id, k * 10 AS k10 FROM a", where="k10 = 20", partition_column="id", partition_num=2)
+    source = _source(
+        db, query="SELECT id, k * 10 AS k10 FROM a", where="k10 = 20", partition_column="id", partition_num=2
+    )
     source.preflight()
     ids = _ids(_read_all(source))
     assert sorted(ids) == [i for i in range(1, 901) if i % 3 == 2]
@@ -116,18 +122,44 @@ def test_primary_key_is_the_default_partition_column(db: Database) -> None:
     "setup, options, key, words",
     [
         ("", {"table": "missing"}, "table", 'relation "missing" does not exist'),
-        ("CREATE TABLE t (id int PRIMARY KEY, addr inet)", {"table": "t"}, "table", "column 'addr' has PostgreSQL type inet"),
+        (
+            "CREATE TABLE t (id int PRIMARY KEY, addr inet)",
+            {"table": "t"},
+            "table",
+            "column 'addr' has PostgreSQL type inet",
+        ),
         ("CREATE TABLE t (id int PRIMARY KEY, n numeric)", {"table": "t"}, "table", "numeric without precision"),
-        ("CREATE TABLE t (id int PRIMARY KEY)", {"table": "t", "partition_column": "nope"}, "partition_column",
-         "'nope' is not a column"),
-        ("CREATE TABLE t (id int, v int); INSERT INTO t VALUES (1, 1), (1, 2), (2, 3)", {"table": "t", "partition_column": "id"},
-         "partition_column", "'id' is not unique"),
-        ("CREATE TABLE t (id int UNIQUE); INSERT INTO t VALUES (1), (NULL)", {"table": "t", "partition_column": "id"},
-         "partition_column", "is NULL in some rows"),
+        (
+            "CREATE TABLE t (id int PRIMARY KEY)",
+            {"table": "t", "partition_column": "nope"},
+            "partition_column",
+            "'nope' is not a column",
+        ),
+        (
+            "CREATE TABLE t (id int, v int); INSERT INTO t VALUES (1, 1), (1, 2), (2, 3)",
+            {"table": "t", "partition_column": "id"},
+            "partition_column",
+            "'id' is not unique",
+        ),
+        (
+            "CREATE TABLE t (id int UNIQUE); INSERT INTO t VALUES (1), (NULL)",
+            {"table": "t", "partition_column": "id"},
+            "partition_column",
+            "is NULL in some rows",
+        ),
         ("CREATE TABLE t (id int)", {"table": "t"}, "partition_column", "no single-column primary key"),
-        ("CREATE TABLE t (id int PRIMARY KEY, f float8 UNIQUE)", {"table": "t", "partition_column": "f"}, "partition_column",
-         "use an integer, date, timestamp or text column"),
-        ("CREATE TABLE t (id int PRIMARY KEY)", {"table": "t", "where": "nope > 1"}, "where", 'column "nope" does not exist'),
+        (
+            "CREATE TABLE t (id int PRIMARY KEY, f float8 UNIQUE)",
+            {"table": "t", "partition_column": "f"},
+            "partition_column",
+            "use an integer, date, timestamp or text column",
+        ),
+        (
+            "CREATE TABLE t (id int PRIMARY KEY)",
+            {"table": "t", "where": "nope > 1"},
+            "where",
+            'column "nope" does not exist',
+        ),
         ("", {"query": "SELEC 1"}, "query", "syntax error at or near"),
     ],
 )
@@ -148,12 +180,22 @@ def test_wrong_password_and_unreachable_server(db: Database) -> None:
     with pytest.raises(ConfigError) as err:
         source.preflight()
     assert err.value.key == "password" and "not-the-Password-42" not in str(err.value)
-    assert "password authentication failed for user" in str(err.value) and "postgresql://postgres@127.0.0.1" in str(err.value)
+    assert "password authentication failed for user" in str(err.value) and "postgresql://postgres@127.0.0.1" in str(
+        err.value
+    )
     from tests.integration.engine.support import free_port
 
     started = time.monotonic()
-    source = load_source({"plugin_name": "Jdbc", "url": f"jdbc:postgresql://127.0.0.1:{free_port()}/x", "table": "t",
-                          "user": "u", "password": "pw-secret-9", "connection_check_timeout_sec": 3})
+    source = load_source(
+        {
+            "plugin_name": "Jdbc",
+            "url": f"jdbc:postgresql://127.0.0.1:{free_port()}/x",
+            "table": "t",
+            "user": "u",
+            "password": "pw-secret-9",
+            "connection_check_timeout_sec": 3,
+        }
+    )
     with pytest.raises(ConnectorError) as unreachable:
         source.preflight()
     assert time.monotonic() - started < 10
@@ -191,8 +233,9 @@ def test_prepared_epochs_are_invisible_until_committed(db: Database) -> None:
     committer.commit([info])  # a replay: found in the commit log, nothing happens
     assert db.ids("out") == (1000, 1000, 0, 999)
     # the table was created from the Arrow schema, with the primary key
-    assert db.sql("SELECT data_type FROM information_schema.columns WHERE table_name = 'out' ORDER BY ordinal_position") == [
-        ("bigint",), ("text",)]
+    assert db.sql(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'out' ORDER BY ordinal_position"
+    ) == [("bigint",), ("text",)]
     sink.close()
 
 
@@ -278,8 +321,15 @@ def test_exactly_once_needs_prepared_transactions(postgres_server: Any) -> None:
     from tests.servers.postgres import PostgresServer
 
     with PostgresServer(max_prepared_transactions=0) as server:
-        sink = load_sink({"plugin_name": "Jdbc", "url": server.jdbc_url("postgres"), "user": "postgres",
-                          "password": server.password, "table": "t"})
+        sink = load_sink(
+            {
+                "plugin_name": "Jdbc",
+                "url": server.jdbc_url("postgres"),
+                "user": "postgres",
+                "password": server.password,
+                "table": "t",
+            }
+        )
         with pytest.raises(ConfigError) as err:
             sink.preflight()
         assert err.value.key == "is_exactly_once"
@@ -297,8 +347,11 @@ def test_sink_preflight_errors(db: Database) -> None:
         _sink(db, table="nokey", primary_keys=["zzz"])
     # exactly once, rows are upserted by primary_keys (enable_upsert, SeaTunnel's default), which
     # needs the index too; appended, they do not
-    with pytest.raises(ConfigError, match=r"primary_keys: .* has no primary key or unique index on \(id\), which "
-                                          r"upserts by key \(enable_upsert, true by default; false appends"):
+    with pytest.raises(
+        ConfigError,
+        match=r"primary_keys: .* has no primary key or unique index on \(id\), which "
+        r"upserts by key \(enable_upsert, true by default; false appends",
+    ):
         _sink(db, table="nokey", primary_keys=["id"])
     _sink(db, table="nokey", primary_keys=["id"], enable_upsert=False).close()
 
@@ -307,8 +360,13 @@ def _changes(rows: list[tuple[int, str | None, int]]) -> pa.RecordBatch:
     """(id, name, kind) rows with SeaTunnel's row kinds (0 INSERT, 1 UPDATE_BEFORE, 2 UPDATE_AFTER, 3 DELETE)."""
     from airflow_provider_seatunnel_ckpt.connectors.api import ROW_KIND
 
-    return pa.record_batch({"id": pa.array([r[0] for r in rows], pa.int64()), "name": [r[1] for r in rows],
-                            ROW_KIND: pa.array([r[2] for r in rows], pa.int8())})
+    return pa.record_batch(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "name": [r[1] for r in rows],
+            ROW_KIND: pa.array([r[2] for r in rows], pa.int8()),
+        }
+    )
 
 
 @pytest.mark.parametrize("exactly_once", [True, False])
@@ -318,11 +376,18 @@ def test_change_rows_are_applied_by_key_the_last_change_of_a_key_winning(db: Dat
     sink = _sink(db, table="out", primary_keys=["id"], is_exactly_once=exactly_once, batch_size=4)
     committer = sink.create_committer("job-ch")
     epoch = [
-        (4, "a", 0), (4, "a", 1), (4, "b", 2), (4, "b", 3), (4, "c", 0),  # inserted, updated, deleted, inserted again
-        (1, "old1", 1), (10, "old1", 2),  # an update that changes the key
+        (4, "a", 0),
+        (4, "a", 1),
+        (4, "b", 2),
+        (4, "b", 3),
+        (4, "c", 0),  # inserted, updated, deleted, inserted again
+        (1, "old1", 1),
+        (10, "old1", 2),  # an update that changes the key
         (2, "old2", 3),  # a delete
-        (3, "old3", 1), (3, "new3", 2),  # an update
-        (5, "gone", 0), (5, "gone", 3),  # inserted and deleted within the epoch
+        (3, "old3", 1),
+        (3, "new3", 2),  # an update
+        (5, "gone", 0),
+        (5, "gone", 3),  # inserted and deleted within the epoch
     ]
     writer = sink.create_writer("job-ch", 0, 0)
     writer.write(_changes(epoch[:7]))  # two flushes (batch_size 4 rows): the order across them counts

@@ -49,11 +49,15 @@ def _bounded(db: Database, work: Callable[[], Any], seconds: float = BOUND_S) ->
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        waiting = db.sql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{db.name}' AND wait_event_type = 'Lock'")
+        waiting = db.sql(
+            f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{db.name}' AND wait_event_type = 'Lock'"
+        )
         for gid in prepared_gids(db):
             db.sql(f"ROLLBACK PREPARED '{gid}'")
-        db.sql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db.name}' "
-               "AND pid <> pg_backend_pid()")
+        db.sql(
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db.name}' "
+            "AND pid <> pg_backend_pid()"
+        )
         thread.join(30)
         pytest.fail(f"still blocked after {seconds:g} s; {waiting[0][0]} session(s) waiting on a lock")
     if "error" in outcome:
@@ -66,8 +70,11 @@ def _changes() -> list[tuple[str, int, str, int]]:
     """(kind, id, name, score) for ids 1..40: inserted; even ids updated; every fifth deleted;
     id 41 inserted, deleted and inserted again; id 42 inserted and deleted."""
     rows = [("INSERT", i, f"a{i}", i) for i in range(1, 41)]
-    rows += [change for i in range(2, 41, 2) for change in
-             (("UPDATE_BEFORE", i, f"a{i}", i), ("UPDATE_AFTER", i, f"b{i}", i * 10))]
+    rows += [
+        change
+        for i in range(2, 41, 2)
+        for change in (("UPDATE_BEFORE", i, f"a{i}", i), ("UPDATE_AFTER", i, f"b{i}", i * 10))
+    ]
     rows += [("DELETE", i, f"b{i}" if i % 2 == 0 else f"a{i}", 0) for i in range(5, 41, 5)]
     rows += [("INSERT", 41, "x", 1), ("DELETE", 41, "x", 1), ("INSERT", 41, "y", 2)]
     rows += [("INSERT", 42, "z", 1), ("DELETE", 42, "z", 1)]
@@ -98,8 +105,10 @@ def _fake(changes: list[tuple[str, int, str, int]], **extra: Any) -> dict[str, A
 
 def _tables(*tables: tuple[str, list[tuple[str, int, str, int]]]) -> dict[str, Any]:
     """One FakeSource of several tables (``tables_configs``), each with its rows."""
-    return {"plugin_name": "FakeSource", "tables_configs": [
-        {"schema": {"table": name, **SCHEMA}, "rows": _rows(changes)} for name, changes in tables]}
+    return {
+        "plugin_name": "FakeSource",
+        "tables_configs": [{"schema": {"table": name, **SCHEMA}, "rows": _rows(changes)} for name, changes in tables],
+    }
 
 
 def _job(tmp_path: Path, db: Database, sources: list[dict], *, parallelism: int = 1, **sink: Any) -> Path:
@@ -107,8 +116,16 @@ def _job(tmp_path: Path, db: Database, sources: list[dict], *, parallelism: int 
     if len(sources) > 1:
         jdbc["plugin_input"] = [s["plugin_output"] for s in sources]
     path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump({"env": {"job.name": "keys", "parallelism": parallelism, "job.mode": "BATCH"},
-                                    "source": sources, "sink": [jdbc]}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "env": {"job.name": "keys", "parallelism": parallelism, "job.mode": "BATCH"},
+                "source": sources,
+                "sink": [jdbc],
+            },
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -117,8 +134,12 @@ def _table(db: Database) -> dict[int, tuple]:
 
 
 def _stages(db: Database) -> list[str]:
-    return [r[0] for r in db.sql("SELECT relname FROM pg_class WHERE relname LIKE 'seatunnel\\_ckpt\\_stage\\_%' "
-                                 "AND relkind = 'r'")]
+    return [
+        r[0]
+        for r in db.sql(
+            "SELECT relname FROM pg_class WHERE relname LIKE 'seatunnel\\_ckpt\\_stage\\_%' AND relkind = 'r'"
+        )
+    ]
 
 
 def _left_behind(db: Database) -> list[Any]:
@@ -189,7 +210,8 @@ def test_tables_of_one_source_appending_one_key_upsert_it_once(tmp_path: Path, d
 
 
 def test_with_enable_upsert_false_two_subtasks_appending_one_key_fail_fast_and_say_why(
-        tmp_path: Path, db: Database) -> None:
+    tmp_path: Path, db: Database
+) -> None:
     """``enable_upsert: false`` appends plain rows (COPY), SeaTunnel's faster path for data
     without duplicate keys: the same key from two subtasks is a duplicate key, which must
     fail in bounded time, saying so, instead of waiting for ever."""
@@ -222,8 +244,11 @@ def test_a_null_key_fails_the_writer_not_the_commit(db: Database) -> None:
     writer = sink.create_writer("nulls", 0, 0)
     writer.open(0)
     writer.write(pa.record_batch({"id": pa.array([1, None, 3], pa.int64()), "name": ["a", "b", "c"]}))
-    with pytest.raises(ConnectorError, match=r"^Jdbc sink: subtask 0: primary key column 'id' is null in 1 of 3 "
-                                             r"row\(s\) for table .*out.*: a null key names no row; filter"):
+    with pytest.raises(
+        ConnectorError,
+        match=r"^Jdbc sink: subtask 0: primary key column 'id' is null in 1 of 3 "
+        r"row\(s\) for table .*out.*: a null key names no row; filter",
+    ):
         writer.prepare_commit(1)
     writer.close()
     assert prepared_gids(db) == [] and _table(db) == {}
@@ -344,12 +369,21 @@ def test_one_flush_of_differing_compatible_schemas_and_kinds(db: Database, exact
     its default), rows with and without kinds, all in one flush."""
     db.sql("CREATE TABLE out (id bigint PRIMARY KEY, name text, score integer, note text DEFAULT 'dflt')")
     db.sql("INSERT INTO out VALUES (1, 'old', 1, 'kept'), (2, 'gone', 2, 'x')")
-    sink = load_sink({"plugin_name": "Jdbc", **db.options(), "table": "out", "primary_keys": ["id"],
-                      "is_exactly_once": exactly_once})
+    sink = load_sink(
+        {"plugin_name": "Jdbc", **db.options(), "table": "out", "primary_keys": ["id"], "is_exactly_once": exactly_once}
+    )
     sink.preflight()
     writer = sink.create_writer("mixed-schemas", 0, 0)
-    writer.write(_batch({"id": pa.array([1, 2, 3], pa.int32()), "name": ["new", "gone", "c"],
-                         "score": pa.array([10, 2, 30], pa.int64())}, kinds=[2, 3, 0]))
+    writer.write(
+        _batch(
+            {
+                "id": pa.array([1, 2, 3], pa.int32()),
+                "name": ["new", "gone", "c"],
+                "score": pa.array([10, 2, 30], pa.int64()),
+            },
+            kinds=[2, 3, 0],
+        )
+    )
     writer.write(_batch({"score": pa.array([40], pa.int16()), "id": pa.array([4], pa.int64()), "name": ["d"]}))
     # no score: a new row gets its default, an existing one keeps its value; the last change of a key counts
     writer.write(_batch({"id": pa.array([5, 3, 1], pa.int64()), "name": ["e", "c2", "newer"]}))
@@ -357,7 +391,11 @@ def test_one_flush_of_differing_compatible_schemas_and_kinds(db: Database, exact
     if exactly_once:
         sink.create_committer("mixed-schemas").commit([info])
     assert db.sql("SELECT id, name, score, note FROM out ORDER BY id") == [
-        (1, "newer", 1, "kept"), (3, "c2", None, "dflt"), (4, "d", 40, "dflt"), (5, "e", None, "dflt")]
+        (1, "newer", 1, "kept"),
+        (3, "c2", None, "dflt"),
+        (4, "d", 40, "dflt"),
+        (5, "e", None, "dflt"),
+    ]
     sink.close()
 
 
@@ -367,8 +405,12 @@ def _spark_job(workspace: Any, name: str, sources: list[dict], **sink: Any) -> P
     if len(sources) > 1:
         jdbc["plugin_input"] = [s["plugin_output"] for s in sources]
     path = workspace.root / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"env": {"job.name": name, "parallelism": 2, "job.mode": "BATCH"},
-                                    "source": sources, "sink": [jdbc]}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {"env": {"job.name": name, "parallelism": 2, "job.mode": "BATCH"}, "source": sources, "sink": [jdbc]},
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -380,7 +422,8 @@ def _slowly(source: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill_and_a_restore(
-        workspace: Any, db: Database) -> None:
+    workspace: Any, db: Database
+) -> None:
     """``tables_configs`` into one table at parallelism 2: both tables and both subtasks
     change the same keys in every epoch. The run finishes (it used to hang until the
     checkpoint expired, and every restore hung again), through a driver killed with
@@ -409,13 +452,15 @@ def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill
 
     ids = completed_ids(Path(config), "shared")
     older = ids[len(ids) // 2]
-    again = workspace.run(job, config, "shared", "--restore", str(older), "--variables", variables,
-                          timeout=SPARK_BOUND_S)
+    again = workspace.run(
+        job, config, "shared", "--restore", str(older), "--variables", variables, timeout=SPARK_BOUND_S
+    )
     assert again.returncode == 0, again.explain()
     # a line for each table's sink with epochs after it: what one table's epochs applied may all
     # have been overwritten since by the other's (the same keys), which deletes none of it
-    deleted = re.findall(rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}",
-                         again.stderr)
+    deleted = re.findall(
+        rf"deleted (\d+) row\(s\) of \d+ transaction\(s\) committed after checkpoint {older}", again.stderr
+    )
     assert deleted and sum(map(int, deleted)) > 0, again.explain()
     assert _table(db) == expected
     assert _left_behind(db) == [] and not _stages(db)
@@ -430,21 +475,26 @@ def test_a_change_source_and_a_plain_source_under_spark_pass_the_check_and_run(w
     from tests.integration.engine.support import completed_ids
 
     changes, plain = _changes(), [("INSERT", i, f"p{i}", -i) for i in range(200, 220)]
-    sources = [_slowly({**_fake(changes), "plugin_output": "changes"}),
-               _slowly({**_fake(plain), "plugin_output": "plain"})]
+    sources = [
+        _slowly({**_fake(changes), "plugin_output": "changes"}),
+        _slowly({**_fake(plain), "plugin_output": "plain"}),
+    ]
     job = _spark_job(workspace, "mixed", sources)
     config = workspace.write_config(interval=200, max_retained=100)
     variables = str(variables_file(db, workspace.root))
     checked = workspace.run(job, None, None, "--check", "--variables", variables, timeout=120)
     assert checked.returncode == 0, checked.explain()
-    assert "sink[0] Jdbc <- changes, plain: id int64, name string, score int32; each row with its kind" in checked.stdout
+    assert (
+        "sink[0] Jdbc <- changes, plain: id int64, name string, score int32; each row with its kind" in checked.stdout
+    )
     result = workspace.run(job, config, "mixed", "--variables", variables, timeout=SPARK_BOUND_S)
     assert result.returncode == 0, result.explain()
     expected = _applied(changes + plain)
     assert _table(db) == expected and len(expected) == 53
     older = completed_ids(Path(config), "mixed")[1]
-    again = workspace.run(job, config, "mixed", "--restore", str(older), "--variables", variables, timeout=SPARK_BOUND_S)
+    again = workspace.run(
+        job, config, "mixed", "--restore", str(older), "--variables", variables, timeout=SPARK_BOUND_S
+    )
     assert again.returncode == 0, again.explain()
     assert _table(db) == expected
     assert _left_behind(db) == [] and not _stages(db)
-

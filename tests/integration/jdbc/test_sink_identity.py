@@ -32,8 +32,10 @@ def test_swapped_jdbc_sinks_on_one_database_are_refused_then_restore_as_they_wer
     line = str(refused.value)
     port = db.server.port
     assert "\n" not in line and "password" not in line and db.server.password not in line
-    assert line.startswith(f"--restore: checkpoint 1 holds output of sink Jdbc (postgres://127.0.0.1:{port}/"
-                           f"{db.name}.public.t1) that this job no longer has (this job's sink Jdbc 'sink[1]' "), line
+    assert line.startswith(
+        f"--restore: checkpoint 1 holds output of sink Jdbc (postgres://127.0.0.1:{port}/"
+        f"{db.name}.public.t1) that this job no longer has (this job's sink Jdbc 'sink[1]' "
+    ), line
     # nothing changed: both epochs still prepared, neither table has a row
     assert sorted(prepared_gids(db)) == prepared
     assert db.ids("t1")[0] == db.ids("t2")[0] == 0
@@ -44,8 +46,9 @@ def test_swapped_jdbc_sinks_on_one_database_are_refused_then_restore_as_they_wer
     assert prepared_gids(db) == []
 
 
-def test_swapped_jdbc_sinks_restoring_an_older_checkpoint_are_refused_not_duplicated(tmp_path: Path,
-                                                                                     db: Database) -> None:
+def test_swapped_jdbc_sinks_restoring_an_older_checkpoint_are_refused_not_duplicated(
+    tmp_path: Path, db: Database
+) -> None:
     """Taken by place, each sink rolled back the newer epoch of the table it now writes by
     the other table's commit-log rows, which deleted nothing, and wrote it again: 40 rows
     for 30 ids in each table."""

@@ -114,7 +114,8 @@ def start_subtask(context: SubtaskContext) -> tuple[SubtaskRuntime, FakeChannel,
 
 # ---- item 6: the reconnect race ------------------------------------------------------------------
 def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_restarted_subtask(
-        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real subtask runtime (fake control channel) with the real Jdbc sink: the old
     registration's PREPARE of checkpoint 1 is held until the driver's discard_orphans
     has run, then lands. The restarted subtask writes the same keys again (it restarts
@@ -141,8 +142,9 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
     from airflow_provider_seatunnel_ckpt.connectors.sequence import SequenceSource
 
     splits = tuple(SequenceSource({"rows": 1_000_000}).splits(1))
-    context = SubtaskContext(job_id, 1, spec.to_json(), splits, ("127.0.0.1", 1), "t" * 32, storage=None,
-                             run_attempt=run_attempt)
+    context = SubtaskContext(
+        job_id, 1, spec.to_json(), splits, ("127.0.0.1", 1), "t" * 32, storage=None, run_attempt=run_attempt
+    )
     subtask, channel, thread, errors = start_subtask(context)
     try:
         channel.deliver(RestoreState(None))
@@ -164,10 +166,13 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
             time.sleep(0.05)
         if ack is None:
             stuck = prepared_gids(db)
-            waiting = db.sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                             "AND datname = current_database()")[0][0]
-            pytest.fail(f"checkpoint 2 was never acknowledged (errors: {errors}); prepared: {stuck}; "
-                        f"sessions waiting for a lock: {waiting}")
+            waiting = db.sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )[0][0]
+            pytest.fail(
+                f"checkpoint 2 was never acknowledged (errors: {errors}); prepared: {stuck}; "
+                f"sessions waiting for a lock: {waiting}"
+            )
         infos = [info for _epoch, info in ack.sink_commit_info or []]
         assert [epoch for epoch, _ in ack.sink_commit_info] == [2]
         assert prepared_gids(db) == [infos[0]["gid"]], "the old registration's prepared transaction is still there"
@@ -215,7 +220,9 @@ def test_a_subtask_attempt_rolls_back_its_runs_stale_prepared_transactions_when_
     old_sink = _sink(db, 5)
     infos = {}
     for name, subtask, attempt, checkpoint, keys in [
-        ("restored", 0, 0, 3, (0, 10)), ("stale", 0, 0, 4, (10, 20)), ("neighbour", 1, 0, 4, (100, 110)),
+        ("restored", 0, 0, 3, (0, 10)),
+        ("stale", 0, 0, 4, (10, 20)),
+        ("neighbour", 1, 0, 4, (100, 110)),
     ]:
         writer = old_sink.create_writer(job, subtask, attempt)
         writer.write(_batch(*keys))
@@ -241,7 +248,8 @@ def test_a_subtask_attempt_rolls_back_its_runs_stale_prepared_transactions_when_
 # ---- item 1: zombie drivers -----------------------------------------------------------------------
 @pytest.mark.parametrize("enable_upsert", [False, True], ids=["appended", "upserted-by-key"])
 def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_touching_each_other(
-        db: Database, enable_upsert: bool) -> None:
+    db: Database, enable_upsert: bool
+) -> None:
     """Both ways the sink writes plain rows: appended into the table, and staged, then
     upserted by key by the committer (which applies only the staged rows of the
     transactions it commits: the claimant's, never the zombie's)."""
@@ -263,8 +271,10 @@ def test_zombie_and_claimant_prepare_the_same_subtask_and_checkpoint_without_tou
         barrier.wait(5)
         results[name] = writer.prepare_commit(12)
 
-    threads = [threading.Thread(target=prepare, args=(name, writer), daemon=True)
-               for name, writer in (("zombie", zombie), ("claimant", claimant))]
+    threads = [
+        threading.Thread(target=prepare, args=(name, writer), daemon=True)
+        for name, writer in (("zombie", zombie), ("claimant", claimant))
+    ]
     for thread in threads:
         thread.start()
     _within(10, lambda: [t.join() for t in threads], db, "preparing checkpoint 12 on both drivers")

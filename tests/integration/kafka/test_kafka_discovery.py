@@ -45,16 +45,24 @@ def _kill_a_worker(driver: Driver, rng: random.Random) -> int:
 
 
 def test_a_topic_created_while_the_job_runs_is_read_without_a_restart_exactly_once_under_kills(
-        workspace: Workspace, kafka_cluster: Any) -> None:
+    workspace: Workspace, kafka_cluster: Any
+) -> None:
     rng = random.Random(20261126)
     topic = f"grow-{next(_names)}"
     later = f"{topic}-more"
     kafka_cluster.create_topic(topic, PARTITIONS)
     _produce(kafka_cluster, topic, range(0, 30_000))
-    source = {"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers,
-              "topic": f"{topic}(-more)?", "pattern": True, "consumer.group": f"discovery-{topic}",
-              "start_mode": "earliest", "format": "json", "schema": SCHEMA,
-              "partition-discovery.interval-millis": 500}
+    source = {
+        "plugin_name": "Kafka",
+        "bootstrap.servers": kafka_cluster.bootstrap_servers,
+        "topic": f"{topic}(-more)?",
+        "pattern": True,
+        "consumer.group": f"discovery-{topic}",
+        "start_mode": "earliest",
+        "format": "json",
+        "schema": SCHEMA,
+        "partition-discovery.interval-millis": 500,
+    }
     job = workspace.write_job(source, name="grow")
     config = workspace.write_config(interval=500, tolerable_failure=10)
     storage = open_storage(config)
@@ -70,8 +78,9 @@ def test_a_topic_created_while_the_job_runs_is_read_without_a_restart_exactly_on
                 return
             assert driver.poll() is None, driver.stderr()[-4000:]
             time.sleep(0.25)
-        raise AssertionError(f"{len(committed())} of {count} records committed after {within} s\n"
-                             f"{driver.stderr()[-4000:]}")
+        raise AssertionError(
+            f"{len(committed())} of {count} records committed after {within} s\n{driver.stderr()[-4000:]}"
+        )
 
     with workspace.start(job, config, "grow", *retries) as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()

@@ -22,8 +22,16 @@ _names = itertools.count()
 
 
 def kafka_source(cluster: Any, topic: str, **options: Any) -> dict[str, Any]:
-    return {"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": topic,
-            "consumer.group": f"e2e-{topic}", "start_mode": "earliest", "format": "json", "schema": SCHEMA, **options}
+    return {
+        "plugin_name": "Kafka",
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "topic": topic,
+        "consumer.group": f"e2e-{topic}",
+        "start_mode": "earliest",
+        "format": "json",
+        "schema": SCHEMA,
+        **options,
+    }
 
 
 def produce(cluster: Any, topic: str, ids: range) -> None:
@@ -37,8 +45,12 @@ def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace
     config = workspace.write_config(interval=500)
     job = workspace.write_job(
         kafka_source(kafka_cluster, topic, stop_mode="end_offsets_at_start", batch_size=5_000),
-        transforms=[{"plugin_name": "Sql", "query": "select id, upper(name) as name, score * 2 as twice from events "
-                                                    "where id % 3 <> 0"}],
+        transforms=[
+            {
+                "plugin_name": "Sql",
+                "query": "select id, upper(name) as name, score * 2 as twice from events where id % 3 <> 0",
+            }
+        ],
     )
     result = workspace.run(job, config, "kafka-bounded")
     assert result.returncode == 0, result.explain()
@@ -64,8 +76,9 @@ def committed_offsets(cluster: Any, topic: str) -> list[int]:
         consumer.close()
 
 
-def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(workspace: Workspace,
-                                                                      kafka_cluster: Any) -> None:
+def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(
+    workspace: Workspace, kafka_cluster: Any
+) -> None:
     topic = f"live-{next(_names)}"
     kafka_cluster.create_topic(topic, PARTITIONS)
     config = workspace.write_config(interval=500)
@@ -110,7 +123,9 @@ def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(workspace
 
     produce(kafka_cluster, topic, range(60_000, 90_000))  # while the job is stopped
     kafka_cluster.create_topic(f"{topic}-later", 2)
-    kafka_cluster.produce_json(f"{topic}-later", ({"id": i, "name": f"n{i}", "score": 0} for i in range(90_000, 95_000)), 2)
+    kafka_cluster.produce_json(
+        f"{topic}-later", ({"id": i, "name": f"n{i}", "score": 0} for i in range(90_000, 95_000)), 2
+    )
     with workspace.start(job, config, "live", "--restore", "latest") as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
         assert f"2 new splits since the stored plan: {topic}-later-0, {topic}-later-1" in driver.stderr()

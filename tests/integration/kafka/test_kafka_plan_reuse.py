@@ -23,14 +23,24 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 _names = itertools.count()
 
 
-def test_latest_rerun_before_the_first_checkpoint_reads_from_the_first_start(workspace: Workspace,
-                                                                            kafka_cluster: Any) -> None:
+def test_latest_rerun_before_the_first_checkpoint_reads_from_the_first_start(
+    workspace: Workspace, kafka_cluster: Any
+) -> None:
     topic = f"latest-{next(_names)}"
     kafka_cluster.create_topic(topic, PARTITIONS)
     produce(kafka_cluster, topic, range(0, 10))  # before the job: latest skips them
-    job = workspace.write_job({"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers,
-                               "topic": topic, "consumer.group": f"g-{topic}", "start_mode": "latest",
-                               "format": "json", "schema": SCHEMA}, name="latest")
+    job = workspace.write_job(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "topic": topic,
+            "consumer.group": f"g-{topic}",
+            "start_mode": "latest",
+            "format": "json",
+            "schema": SCHEMA,
+        },
+        name="latest",
+    )
     # The first run never reaches a checkpoint; the rerun checkpoints often, so its
     # output shows when it has read everything.
     never = workspace.write_config(interval=600_000, timeout=600_000, name="never.yaml")

@@ -46,8 +46,16 @@ def consume_all(cluster: Any, topic: str, partitions: int) -> list[Any]:
 
 def test_rows_become_json_records_keyed_by_the_key_fields(kafka_cluster: Any) -> None:
     topic = new_topic(kafka_cluster)
-    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": topic,
-                      "partition_key_fields": ["user"], "semantics": "AT_LEAST_ONCE"}, "sink[0]")
+    sink = load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "topic": topic,
+            "partition_key_fields": ["user"],
+            "semantics": "AT_LEAST_ONCE",
+        },
+        "sink[0]",
+    )
     sink.preflight()
     writer = sink.create_writer("job", 0, 0)
     for start in (0, 500):
@@ -68,8 +76,16 @@ def test_rows_become_json_records_keyed_by_the_key_fields(kafka_cluster: Any) ->
 
 def test_text_format_and_a_fixed_partition(kafka_cluster: Any) -> None:
     topic = new_topic(kafka_cluster, 2)
-    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": kafka_cluster.bootstrap_servers, "topic": topic,
-                      "format": "text", "field_delimiter": "|", "partition": 1})
+    sink = load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "topic": topic,
+            "format": "text",
+            "field_delimiter": "|",
+            "partition": 1,
+        }
+    )
     writer = sink.create_writer("job", 0, 0)
     writer.write(pa.record_batch({"id": [1, 2], "name": ["a", None]}))
     writer.prepare_commit(1)
@@ -86,14 +102,21 @@ def test_bad_sink_options(kafka_cluster: Any) -> None:
         sink.create_writer("job", 0, 0).write(pa.record_batch({"id": [1]}))
 
 
-def sequence_to_kafka_through_a_driver_kill(workspace: Workspace, cluster: Any, topic: str, rows: int,
-                                            semantics: str) -> str:
+def sequence_to_kafka_through_a_driver_kill(
+    workspace: Workspace, cluster: Any, topic: str, rows: int, semantics: str
+) -> str:
     """Run Sequence -> Kafka, SIGKILL the driver inside an epoch after a few checkpoints,
     restore the latest; returns both runs' stderr, for a failing assertion to show."""
     config = workspace.write_config(interval=500)
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "batch_size": 5_000},
-                              {"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers,
-                               "topic": topic, "semantics": semantics})
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 40_000, "batch_size": 5_000},
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "topic": topic,
+            "semantics": semantics,
+        },
+    )
     name = f"to-kafka-{semantics.lower()}"
     with workspace.start(job, config, name) as driver:
         assert driver.wait_for(r"checkpoint [3-9] \(checkpoint\) completed", 180), driver.stderr()

@@ -33,8 +33,16 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def exactly_once_sink(cluster: Any, topic: str, **extra: Any) -> Any:
-    return load_sink({"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": topic,
-                      "semantics": "EXACTLY_ONCE", **extra}, "sink[0]")
+    return load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "topic": topic,
+            "semantics": "EXACTLY_ONCE",
+            **extra,
+        },
+        "sink[0]",
+    )
 
 
 def committed_ids(cluster: Any, topic: str, partitions: int = 3) -> list[int]:
@@ -113,8 +121,16 @@ def test_protocol_lingering_transactions_are_fenced_upwards_until_an_unused_id(m
             pass
 
     monkeypatch.setattr(exactly_once, "TransactionCoordinators", Coordinators)
-    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t",
-                      "semantics": "EXACTLY_ONCE", "transaction_prefix": "p"}, "sink[0]")
+    sink = load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": "127.0.0.1:1",
+            "topic": "t",
+            "semantics": "EXACTLY_ONCE",
+            "transaction_prefix": "p",
+        },
+        "sink[0]",
+    )
     assert exactly_once.fence_lingering(sink, "p", 1, 4) == 2
     assert claimed == ["p-1-5", "p-1-6", "p-1-7"]
 
@@ -124,8 +140,9 @@ def test_protocol_the_next_epochs_producer_is_initialised_ahead_and_a_wrong_gues
 ) -> None:
     started: list[str] = []
     real_start = exactly_once.start_transaction
-    monkeypatch.setattr(exactly_once, "start_transaction",
-                        lambda sink, name: started.append(name) or real_start(sink, name))
+    monkeypatch.setattr(
+        exactly_once, "start_transaction", lambda sink, name: started.append(name) or real_start(sink, name)
+    )
     monkeypatch.setattr(exactly_once, "fence_lingering", lambda *args: started.append("fence") or 0)
     topic = new_topic(kafka_cluster)
     sink = exactly_once_sink(kafka_cluster, topic, transaction_prefix="ahead")
@@ -160,23 +177,31 @@ def test_protocol_sequence_to_kafka_exactly_once_in_the_read_committed_view_thro
     runs = sequence_to_kafka_through_a_driver_kill(workspace, kafka_cluster, topic, rows, "EXACTLY_ONCE")
     ids = np.array(committed_ids(kafka_cluster, topic, 4))
     assert np.array_equal(ids, np.arange(rows)), (
-        f"{len(ids)} ids visible to read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}")
+        f"{len(ids)} ids visible to read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}"
+    )
 
 
 def test_the_audit_check_finds_a_claim_between_prepare_and_commit(tmp_path: Any) -> None:
     """The chaos test's audit check (claimed_while_prepared) on hand-written logs."""
+
     def check(*events: tuple[str, str, float]) -> tuple[list[str], int]:
         log = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.jsonl"
         log.write_text("".join(json.dumps({"event": e, "id": i, "at": t, "process": 1}) + "\n" for e, i, t in events))
         return claimed_while_prepared(log)
 
     assert check(("start", "p-0-1", 1.0), ("prepare", "p-0-1", 2.0), ("commit", "p-0-1", 3.0)) == ([], 1)
-    hazards, _ = check(("start", "p-0-1", 1.0), ("prepare", "p-0-1", 2.0), ("fence", "p-0-1", 2.5),
-                       ("commit", "p-0-1", 3.0))
+    hazards, _ = check(
+        ("start", "p-0-1", 1.0), ("prepare", "p-0-1", 2.0), ("fence", "p-0-1", 2.5), ("commit", "p-0-1", 3.0)
+    )
     assert len(hazards) == 1 and hazards[0].startswith("p-0-1: claimed at 2.500")
     # an epoch prepared, never committed, claimed again by the next run, prepared and committed: fine
-    assert check(("start", "p-0-1", 1.0), ("prepare", "p-0-1", 2.0), ("start", "p-0-1", 5.0),
-                 ("prepare", "p-0-1", 6.0), ("commit", "p-0-1", 7.0)) == ([], 1)
+    assert check(
+        ("start", "p-0-1", 1.0),
+        ("prepare", "p-0-1", 2.0),
+        ("start", "p-0-1", 5.0),
+        ("prepare", "p-0-1", 6.0),
+        ("commit", "p-0-1", 7.0),
+    ) == ([], 1)
 
 
 def test_two_exactly_once_sinks_of_one_job_never_share_a_transaction(kafka_cluster: Any) -> None:

@@ -30,9 +30,16 @@ def topic_with(cluster: Any, rows: int, partitions: int = 3) -> str:
 
 
 def source(cluster: Any, topic: str, **options: Any) -> Any:
-    entry = {"plugin_name": "Kafka", "bootstrap.servers": cluster.bootstrap_servers, "topic": topic,
-             "format": "json", "schema": SCHEMA, "stop_mode": "end_offsets_at_start", "start_mode": "earliest",
-             **options}
+    entry = {
+        "plugin_name": "Kafka",
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "topic": topic,
+        "format": "json",
+        "schema": SCHEMA,
+        "stop_mode": "end_offsets_at_start",
+        "start_mode": "earliest",
+        **options,
+    }
     src = load_source(entry, "source[0]")
     src.preflight()
     return src
@@ -141,7 +148,10 @@ def test_malformed_json_fails_naming_the_record_or_is_skipped_and_counted(kafka_
     with pytest.raises(ConfigError) as err:
         read_all(failing, failing.splits(1))
     assert err.value.key == "source[0].format"
-    assert f"record 4 of {name}-0 is not valid json" in err.value.problem and "format_error_handle_way" in err.value.problem
+    assert (
+        f"record 4 of {name}-0 is not valid json" in err.value.problem
+        and "format_error_handle_way" in err.value.problem
+    )
     skipping = source(kafka_cluster, name, format_error_handle_way="skip")
     result = read_all(skipping, skipping.splits(1))
     assert ids_of(result) == [0, 1, 2, 3, 5, 6, 8, 9]
@@ -152,14 +162,18 @@ def test_text_and_raw_formats(kafka_cluster: Any) -> None:
     name = f"text-{next(_names)}"
     kafka_cluster.create_topic(name, 1)
     kafka_cluster.produce(name, [b"1|ann", b"2|bob"], keys=[b"k1", b"k2"], partition_of=lambda i: 0)
-    text = source(kafka_cluster, name, format="text", field_delimiter="|",
-                  schema={"fields": {"id": "int", "name": "string"}})
+    text = source(
+        kafka_cluster, name, format="text", field_delimiter="|", schema={"fields": {"id": "int", "name": "string"}}
+    )
     assert [t.to_pylist() for t, _ in read_all(text, text.splits(1)).values()] == [
-        [{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}]]
+        [{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}]
+    ]
     plain = source(kafka_cluster, name, format="text", schema=None)
-    assert [t.column("content").to_pylist() for t, _ in read_all(plain, plain.splits(1)).values()] == [["1|ann", "2|bob"]]
+    assert [t.column("content").to_pylist() for t, _ in read_all(plain, plain.splits(1)).values()] == [
+        ["1|ann", "2|bob"]
+    ]
     raw = source(kafka_cluster, name, format="raw", schema=None)
-    (table, _), = read_all(raw, raw.splits(1)).values()
+    ((table, _),) = read_all(raw, raw.splits(1)).values()
     assert table.column("key").to_pylist() == [b"k1", b"k2"] and table.column("offset").to_pylist() == [0, 1]
     assert table.column("topic").to_pylist() == [name, name] and table.column("value")[1].as_py() == b"2|bob"
 
@@ -169,7 +183,11 @@ def test_bad_options_name_the_key() -> None:
     cases = [
         ({"start_mode": "newest"}, "source[0].start_mode", "is not one of"),
         ({"start_mode": "specific_offsets"}, "source[0].start_mode.offsets", "is required"),
-        ({"start_mode": "specific_offsets", "start_mode.offsets": {"t-x": 1}}, "source[0].start_mode.offsets.t-x", "expected"),
+        (
+            {"start_mode": "specific_offsets", "start_mode.offsets": {"t-x": 1}},
+            "source[0].start_mode.offsets.t-x",
+            "expected",
+        ),
         ({"schema": None}, "source[0].schema", "is required for format json"),
         ({"schema": {"fields": {"a": "integer"}}}, "source[0].schema.fields.a", "unknown type 'integer'"),
         ({"topic": ["a", "b"], "pattern": True}, "source[0].topic", "one regular expression"),
@@ -178,8 +196,7 @@ def test_bad_options_name_the_key() -> None:
         ({"kafka.config": ["x"]}, "source[0].kafka.config", "expected a mapping"),
         ({"poll.timeout": 5}, "source[0].poll.timeout", "unknown option for Kafka"),
         ({"partition-discovery.interval-millis": -5}, "source[0].partition-discovery.interval-millis", ">= -1"),
-        ({"partition-discovery.interval-millis": "often"}, "source[0].partition-discovery.interval-millis",
-         "integer"),
+        ({"partition-discovery.interval-millis": "often"}, "source[0].partition-discovery.interval-millis", "integer"),
     ]
     for extra, key, problem in cases:
         with pytest.raises(ConfigError) as err:
@@ -192,8 +209,16 @@ def test_an_unknown_topic_and_an_unreachable_broker(kafka_cluster: Any) -> None:
         source(kafka_cluster, "nope")
     started = time.monotonic()
     with pytest.raises(ConnectorError) as err:
-        load_source({"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:9", "topic": "t", "schema": SCHEMA,
-                     "connection_check_timeout_sec": 2, "kafka.config": {"sasl.password": "s3cret"}}).preflight()
+        load_source(
+            {
+                "plugin_name": "Kafka",
+                "bootstrap.servers": "127.0.0.1:9",
+                "topic": "t",
+                "schema": SCHEMA,
+                "connection_check_timeout_sec": 2,
+                "kafka.config": {"sasl.password": "s3cret"},
+            }
+        ).preflight()
     assert time.monotonic() - started < 10
     assert "Kafka at 127.0.0.1:9: no answer within 2 s" in str(err.value) and "s3cret" not in str(err.value)
 
@@ -207,7 +232,8 @@ def test_a_restore_discovers_partitions_created_since_the_plan(kafka_cluster: An
     kafka_cluster.create_topic(f"{first}-later", 3)
     found = src.discover_splits(known)
     assert [(s.split_id, s.spec["start"], s.spec["stop"]) for s in found] == [
-        (f"{first}-later-{p}", 0, None) for p in range(3)]
+        (f"{first}-later-{p}", 0, None) for p in range(3)
+    ]
     bounded = source(kafka_cluster, pattern, pattern=True)
     assert bounded.discover_splits(known) == []  # a bounded job keeps what it started with
 

@@ -38,8 +38,16 @@ pytestmark = pytest.mark.timeout(120)
 
 def run_sink(bootstrap_servers: str, topic: str, run_attempt: int, **extra: Any) -> Any:
     """The sink as the engine hands it to a subtask or the driver of run ``run_attempt``."""
-    sink = load_sink({"plugin_name": "Kafka", "bootstrap.servers": bootstrap_servers, "topic": topic,
-                      "semantics": "EXACTLY_ONCE", **extra}, "sink[0]")
+    sink = load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": bootstrap_servers,
+            "topic": topic,
+            "semantics": "EXACTLY_ONCE",
+            **extra,
+        },
+        "sink[0]",
+    )
     sink.run_attempt = run_attempt
     return sink
 
@@ -138,8 +146,9 @@ class FakeCoordinators:
         pass
 
 
-def fenced_by(monkeypatch: pytest.MonkeyPatch, run_attempt: int, after: int,
-              epochs: dict[str, int]) -> tuple[int, list[str]]:
+def fenced_by(
+    monkeypatch: pytest.MonkeyPatch, run_attempt: int, after: int, epochs: dict[str, int]
+) -> tuple[int, list[str]]:
     monkeypatch.setattr(exactly_once, "TransactionCoordinators", FakeCoordinators)
     FakeCoordinators.epochs, FakeCoordinators.claimed = epochs, []
     sink = run_sink("127.0.0.1:1", "t", run_attempt, transaction_prefix="p")
@@ -153,10 +162,16 @@ def test_protocol_the_claimant_fences_what_older_runs_left_open_after_the_restor
     # run 2's epochs after 4 and 5; an older release's (no run in the id) epoch after 4.
     epochs = {"p-1-5-r3": 1, "p-1-4-r2": 3, "p-1-5-r2": 1, "p-1-4": 2}
     fenced, claimed = fenced_by(monkeypatch, 3, 4, epochs)
-    assert claimed == ["p-1-5-r3", "p-1-6-r3",            # its own run above the id it starts with
-                       "p-1-4-r2", "p-1-5-r2", "p-1-6-r2",  # each older run from the restored id up
-                       "p-1-4-r1",
-                       "p-1-4", "p-1-5"]                    # the ids older releases used
+    assert claimed == [
+        "p-1-5-r3",
+        "p-1-6-r3",  # its own run above the id it starts with
+        "p-1-4-r2",
+        "p-1-5-r2",
+        "p-1-6-r2",  # each older run from the restored id up
+        "p-1-4-r1",
+        "p-1-4",
+        "p-1-5",
+    ]  # the ids older releases used
     assert fenced == 4
     # never a newer run's id, never one of the restored checkpoint's own transactions (< 4)
     run_9 = fenced_by(monkeypatch, 9, 4, {})[1]
@@ -191,7 +206,8 @@ def test_protocol_rollback_refuses_behind_what_the_committer_committed(kafka_clu
 
 def test_at_least_once_accepts_a_restore_behind_completed_checkpoints() -> None:
     """Duplicates after a restore are the AT_LEAST_ONCE sink's documented contract."""
-    committer = load_sink({"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t"},
-                          "sink[0]").create_committer("job")
+    committer = load_sink(
+        {"plugin_name": "Kafka", "bootstrap.servers": "127.0.0.1:1", "topic": "t"}, "sink[0]"
+    ).create_committer("job")
     committer.check_rollback(7, [8, 9])
     committer.rollback(7)

@@ -67,23 +67,34 @@ def table(db: Database, name: str) -> list[list[Any]]:
 
 def sink_table(db: Database) -> None:
     """SeaTunnel's KafkaFormatIT creates this table before its jobs run."""
-    db.sql("CREATE TABLE sink (id INT NOT NULL PRIMARY KEY, name varchar(255), description varchar(255), "
-           "weight varchar(255))")
+    db.sql(
+        "CREATE TABLE sink (id INT NOT NULL PRIMARY KEY, name varchar(255), description varchar(255), "
+        "weight varchar(255))"
+    )
 
 
 def _canal(row: tuple[Any, ...], kind: str) -> str:
     id_, name, description, weight = row
-    return ('{"data":{"id":%d,"name":"%s","description":"%s","weight":"%s"},"type":"%s"}'
-            % (id_, name, description, weight, kind))
+    return '{"data":{"id":%d,"name":"%s","description":"%s","weight":"%s"},"type":"%s"}' % (
+        id_,
+        name,
+        description,
+        weight,
+        kind,
+    )
 
 
 # KafkaFormatIT's expected rows (apache/seatunnel at the fixtures' commit)
 PRODUCTS = {
-    1101: ("scooter", "Small 2-wheel scooter"), 1102: ("car battery", "12V car battery"),
+    1101: ("scooter", "Small 2-wheel scooter"),
+    1102: ("car battery", "12V car battery"),
     1103: ("12-pack drill bits", "12-pack of drill bits with sizes ranging from #40 to #3"),
-    1104: ("hammer", "12oz carpenter's hammer"), 1105: ("hammer", "14oz carpenter's hammer"),
-    1106: ("hammer", "16oz carpenter's hammer"), 1107: ("rocks", "box of assorted rocks"),
-    1108: ("jacket", "water resistent black wind breaker"), 1109: ("spare tire", "24 inch spare tire"),
+    1104: ("hammer", "12oz carpenter's hammer"),
+    1105: ("hammer", "14oz carpenter's hammer"),
+    1106: ("hammer", "16oz carpenter's hammer"),
+    1107: ("rocks", "box of assorted rocks"),
+    1108: ("jacket", "water resistent black wind breaker"),
+    1109: ("spare tire", "24 inch spare tire"),
 }
 
 
@@ -91,25 +102,66 @@ def _product(id_: int, weight: str, offset: int = 0) -> tuple[Any, ...]:
     return (id_ - offset, *PRODUCTS[id_], weight)
 
 
-CANAL_INSERTS = [(1101, "3.14"), (1102, "8.1"), (1103, "0.8"), (1104, "0.75"), (1105, "0.875"), (1106, "1.0"),
-                 (1107, "5.3"), (1108, "0.1"), (1109, "22.2")]
-CANAL_CHANGES = [(1101, "3.14", "DELETE"), (1101, "4.56", "INSERT"), (1107, "5.3", "DELETE"), (1107, "7.88", "INSERT"),
-                 (1109, "22.2", "DELETE")]
-CANAL_TABLE = [[1101, "scooter", "Small 2-wheel scooter", "4.56"], [1102, "car battery", "12V car battery", "8.1"],
-               [1103, "12-pack drill bits", "12-pack of drill bits with sizes ranging from #40 to #3", "0.8"],
-               [1104, "hammer", "12oz carpenter's hammer", "0.75"], [1105, "hammer", "14oz carpenter's hammer", "0.875"],
-               [1106, "hammer", "16oz carpenter's hammer", "1.0"], [1107, "rocks", "box of assorted rocks", "7.88"],
-               [1108, "jacket", "water resistent black wind breaker", "0.1"]]
+CANAL_INSERTS = [
+    (1101, "3.14"),
+    (1102, "8.1"),
+    (1103, "0.8"),
+    (1104, "0.75"),
+    (1105, "0.875"),
+    (1106, "1.0"),
+    (1107, "5.3"),
+    (1108, "0.1"),
+    (1109, "22.2"),
+]
+CANAL_CHANGES = [
+    (1101, "3.14", "DELETE"),
+    (1101, "4.56", "INSERT"),
+    (1107, "5.3", "DELETE"),
+    (1107, "7.88", "INSERT"),
+    (1109, "22.2", "DELETE"),
+]
+CANAL_TABLE = [
+    [1101, "scooter", "Small 2-wheel scooter", "4.56"],
+    [1102, "car battery", "12V car battery", "8.1"],
+    [1103, "12-pack drill bits", "12-pack of drill bits with sizes ranging from #40 to #3", "0.8"],
+    [1104, "hammer", "12oz carpenter's hammer", "0.75"],
+    [1105, "hammer", "14oz carpenter's hammer", "0.875"],
+    [1106, "hammer", "16oz carpenter's hammer", "1.0"],
+    [1107, "rocks", "box of assorted rocks", "7.88"],
+    [1108, "jacket", "water resistent black wind breaker", "0.1"],
+]
 
 
-@pytest.mark.parametrize("fmt, offset, files", [
-    ("canal", 0, ("canal_data.txt", "test-cdc_mds", "kafka_source_canal_to_kafka.conf", "test-canal-sink",
-                  "kafka_source_canal_cdc_to_pgsql.conf")),
-    ("maxwell", 1000, ("maxwell_data.txt", "maxwell-test-cdc_mds", "kafkasource_maxwell_to_kafka.conf",
-                       "test-maxwell-sink", "kafkasource_maxwell_cdc_to_pgsql.conf")),
-])
+@pytest.mark.parametrize(
+    "fmt, offset, files",
+    [
+        (
+            "canal",
+            0,
+            (
+                "canal_data.txt",
+                "test-cdc_mds",
+                "kafka_source_canal_to_kafka.conf",
+                "test-canal-sink",
+                "kafka_source_canal_cdc_to_pgsql.conf",
+            ),
+        ),
+        (
+            "maxwell",
+            1000,
+            (
+                "maxwell_data.txt",
+                "maxwell-test-cdc_mds",
+                "kafkasource_maxwell_to_kafka.conf",
+                "test-maxwell-sink",
+                "kafkasource_maxwell_cdc_to_pgsql.conf",
+            ),
+        ),
+    ],
+)
 def test_canal_and_maxwell_changes_reach_kafka_as_seatunnel_writes_them_and_postgres_by_key(
-        kafka_cluster: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]) -> None:
+    kafka_cluster: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]
+) -> None:
     data, source_topic, to_kafka, sink_topic, to_pg = files
     load_topic(kafka_cluster, source_topic, data)
     kafka_cluster.create_topic(sink_topic, 1)
@@ -126,8 +178,17 @@ def test_canal_and_maxwell_changes_reach_kafka_as_seatunnel_writes_them_and_post
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
 
-OGG_WEIGHTS = {101: "3.140000104904175", 102: "8.100000381469727", 103: "0.800000011920929", 104: "0.75",
-               105: "0.875", 106: "1", 107: "5.300000190734863", 108: "0.10000000149011612", 109: "22.200000762939453"}
+OGG_WEIGHTS = {
+    101: "3.140000104904175",
+    102: "8.100000381469727",
+    103: "0.800000011920929",
+    104: "0.75",
+    105: "0.875",
+    106: "1",
+    107: "5.300000190734863",
+    108: "0.10000000149011612",
+    109: "22.200000762939453",
+}
 
 
 def ogg_table() -> list[list[Any]]:
@@ -148,8 +209,10 @@ def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp
     big = (111, "scooter", "Big 2-wheel scooter ")
     assert values[-4:] == [
         _canal((110, "jacket", "new water resistent white wind breaker", "0.5"), "INSERT"),
-        _canal((*big, "5.179999828338623"), "DELETE"), _canal((*big, "5.170000076293945"), "INSERT"),
-        _canal((*big, "5.170000076293945"), "DELETE")]
+        _canal((*big, "5.179999828338623"), "DELETE"),
+        _canal((*big, "5.170000076293945"), "INSERT"),
+        _canal((*big, "5.170000076293945"), "DELETE"),
+    ]
 
     sink_table(db)
     run_in_process(on_our_servers("kafka_source_ogg_to_pgsql.conf", kafka_cluster, db, tmp_path))
@@ -157,23 +220,38 @@ def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp
 
 
 def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
-        kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
+    kafka_cluster: Any, db: Database, tmp_path: Path
+) -> None:
     load_topic(kafka_cluster, "dbserver1.debezium.products", "debezium_data.txt")
     kafka_cluster.create_topic("test-debezium-sink", 1)
     assert run_in_process(on_our_servers("kafkasource_debezium_to_kafka.conf", kafka_cluster, None, tmp_path)) == 3
     values = values_of(kafka_cluster, "test-debezium-sink")
-    assert len(values) == 3 and all(v.startswith('{"before":null,"after":{"id":') and v.endswith('"op":"c"}')
-                                    for v in values)
+    assert len(values) == 3 and all(
+        v.startswith('{"before":null,"after":{"id":') and v.endswith('"op":"c"}') for v in values
+    )
 
     run_in_process(on_our_servers("kafkasource_debezium_cdc_to_pgsql.conf", kafka_cluster, db, tmp_path))
-    rows = db.sql("SELECT id, f_smallint, f_int_unsigned, f_bigint_unsigned::text, f_float, f_date::text, "
-                  "f_datetime::text, f_timestamp::text, f_bit1, f_bit64, f_time::text, f_tinyint, f_year FROM sink2 "
-                  "ORDER BY id")
+    rows = db.sql(
+        "SELECT id, f_smallint, f_int_unsigned, f_bigint_unsigned::text, f_float, f_date::text, "
+        "f_datetime::text, f_timestamp::text, f_bit1, f_bit64, f_time::text, f_tinyint, f_year FROM sink2 "
+        "ORDER BY id"
+    )
     # KafkaFormatIT's expected values (the bit(64) text Debezium sends reads as 0, as in SeaTunnel)
     assert [row[0] for row in rows] == [1, 2, 3]
     assert [row[-1] for row in rows] == [2022, 2013, 2021]
-    assert rows[0][1:-1] == (12345, 7654321, "987654321", pytest.approx(12.34), "2022-04-27", "2022-04-27 14:30:00",
-                             "2023-04-27 03:08:40", True, 0, "14:30:00", -128)
+    assert rows[0][1:-1] == (
+        12345,
+        7654321,
+        "987654321",
+        pytest.approx(12.34),
+        "2022-04-27",
+        "2022-04-27 14:30:00",
+        "2023-04-27 03:08:40",
+        True,
+        0,
+        "14:30:00",
+        -128,
+    )
 
 
 def test_kafka_connect_json_records_are_inserts(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
@@ -183,8 +261,9 @@ def test_kafka_connect_json_records_are_inserts(kafka_cluster: Any, db: Database
     assert table(db, "sink") == [[15, "test", "test", "20"], [16, "test-001", "test", "30"], [18, "sdc", "sdc", "sdc"]]
 
 
-def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Database, tmp_path: Path,
-                                                  workspace: Any) -> None:
+def test_canal_changes_reach_postgres_under_spark(
+    kafka_cluster: Any, db: Database, tmp_path: Path, workspace: Any
+) -> None:
     """The same file through ``seatunnel-ckpt run`` on local Spark: the change rows cross
     the engine (subtask, barriers, the driver's two-phase commit) with their kinds."""
     load_topic(kafka_cluster, "test-cdc_mds", "canal_data.txt")
@@ -196,8 +275,9 @@ def test_canal_changes_reach_postgres_under_spark(kafka_cluster: Any, db: Databa
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
 
-def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: Any, db: Database,
-                                                               tmp_path: Path) -> None:
+def test_a_table_list_of_two_topics_and_formats_into_one_table(
+    kafka_cluster: Any, db: Database, tmp_path: Path
+) -> None:
     """``table_list``: an ogg topic (by pattern) and a canal topic, each its own table and
     format, both applied to one PostgreSQL table (KafkaFormatIT.checkFormatCanalAndOgg)."""
     load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
@@ -210,16 +290,27 @@ def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_cluster: An
 
 # SeaTunnel's Avro schema of kafka_avro_to_assert.conf's row type, written out by hand from
 # SeaTunnelRowTypeToAvroSchemaConverter (not from connectors/kafka/avro_format.py)
-ASSERT_SCHEMA = {"type": "record", "name": "SeaTunnelRecord", "fields": [
-    {"name": "id", "type": "long"}, {"name": "c_map", "type": {"type": "map", "values": "int"}},
-    {"name": "c_array", "type": {"type": "array", "items": "int"}}, {"name": "c_string", "type": "string"},
-    {"name": "c_boolean", "type": "boolean"}, {"name": "c_tinyint", "type": "int"}, {"name": "c_smallint", "type": "int"},
-    {"name": "c_int", "type": "int"}, {"name": "c_bigint", "type": "long"}, {"name": "c_float", "type": "float"},
-    {"name": "c_double", "type": "double"},
-    {"name": "c_decimal", "type": {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 1}},
-    {"name": "c_bytes", "type": "bytes"}, {"name": "c_date", "type": {"type": "int", "logicalType": "date"}},
-    {"name": "c_timestamp", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
-]}
+ASSERT_SCHEMA = {
+    "type": "record",
+    "name": "SeaTunnelRecord",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "c_map", "type": {"type": "map", "values": "int"}},
+        {"name": "c_array", "type": {"type": "array", "items": "int"}},
+        {"name": "c_string", "type": "string"},
+        {"name": "c_boolean", "type": "boolean"},
+        {"name": "c_tinyint", "type": "int"},
+        {"name": "c_smallint", "type": "int"},
+        {"name": "c_int", "type": "int"},
+        {"name": "c_bigint", "type": "long"},
+        {"name": "c_float", "type": "float"},
+        {"name": "c_double", "type": "double"},
+        {"name": "c_decimal", "type": {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 1}},
+        {"name": "c_bytes", "type": "bytes"},
+        {"name": "c_date", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "c_timestamp", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    ],
+}
 
 
 def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluster: Any, tmp_path: Path) -> None:
@@ -237,11 +328,27 @@ def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluste
     values = []
     for i in range(100):
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, parsed, {
-            "id": i, "c_map": {"key": 1}, "c_array": [1], "c_string": "string", "c_boolean": False, "c_tinyint": 1,
-            "c_smallint": 1, "c_int": 1, "c_bigint": 1, "c_float": 1.1, "c_double": 1.1,
-            "c_decimal": decimal.Decimal("1.1"), "c_bytes": b"test", "c_date": dt.date(2024, 1, 1),
-            "c_timestamp": dt.datetime(2024, 1, 1, 12, 0, 0, 123000)})
+        fastavro.schemaless_writer(
+            out,
+            parsed,
+            {
+                "id": i,
+                "c_map": {"key": 1},
+                "c_array": [1],
+                "c_string": "string",
+                "c_boolean": False,
+                "c_tinyint": 1,
+                "c_smallint": 1,
+                "c_int": 1,
+                "c_bigint": 1,
+                "c_float": 1.1,
+                "c_double": 1.1,
+                "c_decimal": decimal.Decimal("1.1"),
+                "c_bytes": b"test",
+                "c_date": dt.date(2024, 1, 1),
+                "c_timestamp": dt.datetime(2024, 1, 1, 12, 0, 0, 123000),
+            },
+        )
         values.append(out.getvalue())
     kafka_cluster.create_topic("test_avro_topic", 1)
     kafka_cluster.produce("test_avro_topic", values)
@@ -264,5 +371,9 @@ def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluste
         consumer.close()
     # KafkaIT.testFakeSourceToKafkaAvroFormat: 90 records, every field of its type
     assert len(rows) == 90 and all(row["c_string"] == "fake_source_avro" for row in rows)
-    assert all(isinstance(row["c_timestamp"], dt.datetime) and isinstance(row["c_decimal"], decimal.Decimal)
-               and isinstance(row["c_row"]["c_date"], dt.date) for row in rows)
+    assert all(
+        isinstance(row["c_timestamp"], dt.datetime)
+        and isinstance(row["c_decimal"], decimal.Decimal)
+        and isinstance(row["c_row"]["c_date"], dt.date)
+        for row in rows
+    )

@@ -28,9 +28,15 @@ class Warehouse:
     storage: dict[str, str]
 
     def iceberg(self, table: str = "t", namespace: str = "ns", **extra: Any) -> dict[str, Any]:
-        return {"plugin_name": "Iceberg", "catalog_name": "test", "namespace": namespace, "table": table,
-                "iceberg.catalog.config": {"type": "sql", "uri": f"sqlite:///{self.catalog_db}", "warehouse": self.url},
-                **self.storage, **extra}
+        return {
+            "plugin_name": "Iceberg",
+            "catalog_name": "test",
+            "namespace": namespace,
+            "table": table,
+            "iceberg.catalog.config": {"type": "sql", "uri": f"sqlite:///{self.catalog_db}", "warehouse": self.url},
+            **self.storage,
+            **extra,
+        }
 
     def delta(self, table: str = "t", **extra: Any) -> dict[str, Any]:
         return {"plugin_name": "Delta", "path": f"{self.url}/delta/{table}", **self.storage, **extra}
@@ -70,5 +76,6 @@ def duckdb_lake(storage: dict[str, str]) -> Any:
         endpoint = storage["fs.s3a.endpoint"].split("://", 1)[1]
         connection.execute(
             "CREATE SECRET s3test (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false)",
-            [storage["fs.s3a.access.key"], storage["fs.s3a.secret.key"], storage["fs.s3a.endpoint.region"], endpoint])
+            [storage["fs.s3a.access.key"], storage["fs.s3a.secret.key"], storage["fs.s3a.endpoint.region"], endpoint],
+        )
     return connection

@@ -24,8 +24,11 @@ class Iceberg:
 
     def commits(self, sink: Any, job_id: str) -> list[str]:
         """Checkpoint ids of this job's commits, oldest first."""
-        return [s.summary["seatunnel.checkpoint-id"] for s in sink.load_table().snapshots()
-                if s.summary.get("seatunnel.job-id") == job_id]
+        return [
+            s.summary["seatunnel.checkpoint-id"]
+            for s in sink.load_table().snapshots()
+            if s.summary.get("seatunnel.job-id") == job_id
+        ]
 
     def data_dir(self, sink: Any) -> tuple[Any, str]:
         location = sink.location_of(sink.load_table())
@@ -65,8 +68,9 @@ class Delta:
     def append_other(self, sink: Any, ids: list[int]) -> None:
         from deltalake import write_deltalake
 
-        write_deltalake(sink.uri, pa.table({"id": pa.array(ids, pa.int64())}), mode="append",
-                        storage_options=sink.delta_options)
+        write_deltalake(
+            sink.uri, pa.table({"id": pa.array(ids, pa.int64())}), mode="append", storage_options=sink.delta_options
+        )
 
     def duckdb_scan(self, sink: Any) -> str:
         return f"delta_scan('{sink.location.url}')"

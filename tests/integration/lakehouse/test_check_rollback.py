@@ -26,8 +26,9 @@ def table_state(table_format: Any, sink: Any, job_id: str) -> tuple[Any, ...]:
     return version, table_format.commits(sink, job_id), table_format.ids(sink), data_files(table_format, sink)
 
 
-def test_check_rollback_refuses_an_older_restore_and_changes_nothing(table_format: Any,
-                                                                     local_warehouse: Warehouse) -> None:
+def test_check_rollback_refuses_an_older_restore_and_changes_nothing(
+    table_format: Any, local_warehouse: Warehouse
+) -> None:
     sink = new_sink(table_format, local_warehouse)
     writer = sink.create_writer("job-k", 0, 0)
     committer = sink.create_committer("job-k")

@@ -32,8 +32,9 @@ def test_partitioned_table(warehouse: Warehouse) -> None:
     one_day = table.to_pyarrow_table(filters=[("day", "=", datetime.date(2024, 1, 2))])
     assert sorted(one_day.column("id").to_pylist()) == list(range(1, 300, 3))
     duck = duckdb_lake(warehouse.storage)
-    assert duck.execute(f"SELECT count(DISTINCT id), count(DISTINCT day) FROM delta_scan('{sink.location.url}')"
-                        ).fetchall() == [(300, 3)]
+    assert duck.execute(
+        f"SELECT count(DISTINCT id), count(DISTINCT day) FROM delta_scan('{sink.location.url}')"
+    ).fetchall() == [(300, 3)]
 
 
 def test_bad_input_is_one_clear_error_before_data_is_written(warehouse: Warehouse) -> None:
@@ -48,7 +49,9 @@ def test_bad_input_is_one_clear_error_before_data_is_written(warehouse: Warehous
     before = data_files(FORMAT, sink)
     with pytest.raises(ConfigError) as err:
         sink.create_writer("job-b", 0, 1).write(pa.record_batch([pa.array(["a"])], names=["id"]))
-    assert err.value.key == "sink[0].path" and "column 'id' is string in the job's output but int64" in err.value.problem
+    assert (
+        err.value.key == "sink[0].path" and "column 'id' is string in the job's output but int64" in err.value.problem
+    )
     assert data_files(FORMAT, sink) == before
 
     with pytest.raises(ConfigError) as err:
@@ -60,12 +63,15 @@ def test_bad_input_is_one_clear_error_before_data_is_written(warehouse: Warehous
     assert err.value.key == "sink[0].partition_by" and "nope not in the job's output" in err.value.problem
 
 
-@pytest.mark.parametrize("options, key, words", [
-    ({"mode": "overwrite"}, "mode", "is not one of"),
-    ({"partition_by": "day"}, "partition_by", "expected a non-empty list"),
-    ({"compression": "lzo"}, "compression", "is not one of"),
-    ({"path": "ftp://x/y"}, "path", "unsupported scheme"),
-])
+@pytest.mark.parametrize(
+    "options, key, words",
+    [
+        ({"mode": "overwrite"}, "mode", "is not one of"),
+        ({"partition_by": "day"}, "partition_by", "expected a non-empty list"),
+        ({"compression": "lzo"}, "compression", "is not one of"),
+        ({"path": "ftp://x/y"}, "path", "unsupported scheme"),
+    ],
+)
 def test_option_errors_name_the_option(options: dict, key: str, words: str, tmp_path: Any) -> None:
     with pytest.raises(ConfigError) as err:
         load_sink({"plugin_name": "Delta", "path": f"file://{tmp_path}/t", **options})

@@ -41,8 +41,9 @@ def test_copy_then_restore_older_is_refused(workspace: Workspace, local_warehous
     refused = workspace.run(job, config, "ice", "--restore", str(older))
     assert refused.returncode != 0, refused.explain()
     lines = _error_lines(refused.stderr)
-    assert len(lines) == 1 and "a table commit cannot be undone" in lines[0] and f"checkpoint {older}" in lines[0], \
+    assert len(lines) == 1 and "a table commit cannot be undone" in lines[0] and f"checkpoint {older}" in lines[0], (
         refused.explain()
+    )
     assert "Traceback" not in refused.stderr
     assert load_sink(sink).load_table().metadata_location == before
 
@@ -51,10 +52,18 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
     config = workspace.write_config()
     source = {"plugin_name": "Sequence", "rows": 1000}
     cases = [
-        ("bad-catalog", {**local_warehouse.iceberg(), "iceberg.catalog.config": {"type": "nessie-ish"}},
-         "sink[0].iceberg.catalog.config", "nessie-ish"),
-        ("no-table", local_warehouse.iceberg(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST"),
-         "sink[0].table", "does not exist"),
+        (
+            "bad-catalog",
+            {**local_warehouse.iceberg(), "iceberg.catalog.config": {"type": "nessie-ish"}},
+            "sink[0].iceberg.catalog.config",
+            "nessie-ish",
+        ),
+        (
+            "no-table",
+            local_warehouse.iceberg(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST"),
+            "sink[0].table",
+            "does not exist",
+        ),
     ]
     for name, sink, key, words in cases:
         started = time.monotonic()
@@ -76,8 +85,10 @@ def test_bad_input_is_one_line(workspace: Workspace, local_warehouse: Warehouse)
     result = workspace.run(workspace.write_job(source, options, name="changed"), config, "changed", timeout=300)
     assert result.returncode == 2, result.explain()
     lines = _error_lines(result.stderr)
-    assert len(lines) == 1 and "sink[0].table: column 'id' is int64 in the job's output but string in Iceberg table " \
-        "ns.strings" in lines[0], result.explain()
+    assert (
+        len(lines) == 1
+        and "sink[0].table: column 'id' is int64 in the job's output but string in Iceberg table ns.strings" in lines[0]
+    ), result.explain()
     assert "attempt 1:" not in result.stderr, f"Spark started\n{result.explain()}"
     data = load_sink(options).location_of(table)
     assert not data.fs.exists(f"{data.root}/data") or not list(data.fs.walk_files(f"{data.root}/data"))
@@ -90,11 +101,14 @@ def test_delta_bad_input_is_one_line(workspace: Workspace, local_warehouse: Ware
     config = workspace.write_config()
     source = {"plugin_name": "Sequence", "rows": 1000}
     missing = local_warehouse.delta(table="nope", schema_save_mode="ERROR_WHEN_SCHEMA_NOT_EXIST")
-    result = workspace.run(workspace.write_job(source, missing, name="delta-missing"), config, "delta-missing", timeout=120)
+    result = workspace.run(
+        workspace.write_job(source, missing, name="delta-missing"), config, "delta-missing", timeout=120
+    )
     assert result.returncode == 2, result.explain()
     lines = _error_lines(result.stderr)
-    assert len(lines) == 1 and lines[0].startswith("error: sink[0].path: ") and "does not exist" in lines[0], \
+    assert len(lines) == 1 and lines[0].startswith("error: sink[0].path: ") and "does not exist" in lines[0], (
         result.explain()
+    )
     assert "attempt 1:" not in result.stderr, result.explain()
 
     # a table whose id column is a string: the job's int64 ids do not fit, and nothing is committed
@@ -102,12 +116,14 @@ def test_delta_bad_input_is_one_line(workspace: Workspace, local_warehouse: Ware
     path = load_sink(changed).uri
     write_deltalake(path, pa.table({"id": pa.array(["a"], pa.string())}))
     files_before = set(DeltaTable(path).file_uris())
-    result = workspace.run(workspace.write_job(source, changed, name="delta-changed"), config, "delta-changed",
-                           timeout=300)
+    result = workspace.run(
+        workspace.write_job(source, changed, name="delta-changed"), config, "delta-changed", timeout=300
+    )
     assert result.returncode == 2, result.explain()
     lines = _error_lines(result.stderr)
-    assert len(lines) == 1 and "column 'id' is int64 in the job's output but string in Delta table" in lines[0], \
+    assert len(lines) == 1 and "column 'id' is int64 in the job's output but string in Delta table" in lines[0], (
         result.explain()
+    )
     assert "Traceback" not in result.stderr, result.explain()
     assert "attempt 1:" not in result.stderr, result.explain()
     table = DeltaTable(path)

@@ -43,8 +43,11 @@ def _fake_rows(job: Path) -> list[dict[str, Any]]:
     """What the job's FakeSource emits (repeatable: seeded by split and position)."""
     source = load_sources(load_job(job).sources)[0]
     source.preflight()
-    batches = [batch for split in source.splits(1)
-               for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))]
+    batches = [
+        batch
+        for split in source.splits(1)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+    ]
     return pa.Table.from_batches(batches).to_pylist()
 
 
@@ -52,11 +55,14 @@ def _key(row: dict[str, Any]) -> tuple:
     return row["c_bigint"], row["c_string"], row["c_timestamp"]
 
 
-@pytest.mark.parametrize("name, branch", [
-    ("fake_to_iceberg.conf", None),
-    # the first commit to a new table starts the branch, main stays empty (IcebergSinkWithBranchIT)
-    ("fake_to_iceberg_with_branch.conf", "commit-branch"),
-])
+@pytest.mark.parametrize(
+    "name, branch",
+    [
+        ("fake_to_iceberg.conf", None),
+        # the first commit to a new table starts the branch, main stays empty (IcebergSinkWithBranchIT)
+        ("fake_to_iceberg_with_branch.conf", "commit-branch"),
+    ],
+)
 def test_seatunnel_fake_to_iceberg_writes_a_table_java_can_read(tmp_path: Path, name: str, branch: str | None) -> None:
     job = _job_in(tmp_path, name)
     assert run_in_process(job) == 100
@@ -73,8 +79,21 @@ def test_seatunnel_fake_to_iceberg_writes_a_table_java_can_read(tmp_path: Path, 
 
     expected = sorted(_fake_rows(job), key=_key)
     got = sorted(read.to_pylist(), key=_key)
-    for column in ("c_string", "c_boolean", "c_tinyint", "c_smallint", "c_int", "c_bigint", "c_float", "c_double",
-                   "c_decimal", "c_bytes", "c_date", "c_timestamp", "c_array"):
+    for column in (
+        "c_string",
+        "c_boolean",
+        "c_tinyint",
+        "c_smallint",
+        "c_int",
+        "c_bigint",
+        "c_float",
+        "c_double",
+        "c_decimal",
+        "c_bytes",
+        "c_date",
+        "c_timestamp",
+        "c_array",
+    ):
         assert [r[column] for r in got] == [r[column] for r in expected], column
     assert [dict(r["c_map"]) for r in got] == [dict(r["c_map"]) for r in expected]
     assert isinstance(got[0]["c_decimal"], decimal.Decimal) and isinstance(got[0]["c_date"], datetime.date)
@@ -174,8 +193,9 @@ def test_racing_commits_one_wins_the_other_fails_and_the_table_stays_consistent(
     assert setup.list_tables("ns") == [("ns", "t")] and setup.list_namespaces() == [("ns",)]
 
 
-def _race(first: HadoopCatalog, second: HadoopCatalog, tables: list[Any],
-          ranges: list[tuple[int, int]] | None = None) -> list[Any]:
+def _race(
+    first: HadoopCatalog, second: HadoopCatalog, tables: list[Any], ranges: list[tuple[int, int]] | None = None
+) -> list[Any]:
     """Append to ``tables`` (one per catalog) at once, their first publish held until both
     have computed their commit from the same version: "ok" or the exception, per table."""
     ranges = ranges or [(0, 10), (10, 20)]
@@ -210,12 +230,25 @@ def _race(first: HadoopCatalog, second: HadoopCatalog, tables: list[Any],
     return outcomes
 
 
-SOURCE_SCHEMA = pa.schema([
-    ("f1", pa.int64()), ("f2", pa.bool_()), ("f3", pa.int32()), ("f4", pa.int64()), ("f5", pa.float32()),
-    ("f6", pa.float64()), ("f7", pa.date32()), ("f9", pa.timestamp("us", tz="UTC")), ("f10", pa.timestamp("us")),
-    ("f11", pa.string()), ("f12", pa.binary(10)), ("f13", pa.binary()), ("f14", pa.decimal128(19, 9)),
-    ("f15", pa.list_(pa.int32())), ("f16", pa.map_(pa.string(), pa.int32())),
-])
+SOURCE_SCHEMA = pa.schema(
+    [
+        ("f1", pa.int64()),
+        ("f2", pa.bool_()),
+        ("f3", pa.int32()),
+        ("f4", pa.int64()),
+        ("f5", pa.float32()),
+        ("f6", pa.float64()),
+        ("f7", pa.date32()),
+        ("f9", pa.timestamp("us", tz="UTC")),
+        ("f10", pa.timestamp("us")),
+        ("f11", pa.string()),
+        ("f12", pa.binary(10)),
+        ("f13", pa.binary()),
+        ("f14", pa.decimal128(19, 9)),
+        ("f15", pa.list_(pa.int32())),
+        ("f16", pa.map_(pa.string(), pa.int32())),
+    ]
+)
 
 
 def _source_table(warehouse: str) -> None:
@@ -224,16 +257,38 @@ def _source_table(warehouse: str) -> None:
     catalog.create_namespace("database1")
     table = catalog.create_table("database1.source", schema=SOURCE_SCHEMA)
     ts = datetime.datetime(2024, 1, 2, 3, 4, 5)
-    table.append(pa.Table.from_pylist([
-        {"f1": i, "f2": i % 2 == 0, "f3": i, "f4": i * 10, "f5": i / 2, "f6": i / 4, "f7": datetime.date(2024, 1, 1),
-         "f9": ts.replace(tzinfo=datetime.UTC), "f10": ts, "f11": f"s{i}", "f12": b"0123456789",
-         "f13": bytes([i]), "f14": decimal.Decimal(i) / 8, "f15": [i, i + 1], "f16": [("k", i)]}
-        for i in range(100)], schema=SOURCE_SCHEMA))
+    table.append(
+        pa.Table.from_pylist(
+            [
+                {
+                    "f1": i,
+                    "f2": i % 2 == 0,
+                    "f3": i,
+                    "f4": i * 10,
+                    "f5": i / 2,
+                    "f6": i / 4,
+                    "f7": datetime.date(2024, 1, 1),
+                    "f9": ts.replace(tzinfo=datetime.UTC),
+                    "f10": ts,
+                    "f11": f"s{i}",
+                    "f12": b"0123456789",
+                    "f13": bytes([i]),
+                    "f14": decimal.Decimal(i) / 8,
+                    "f15": [i, i + 1],
+                    "f16": [("k", i)],
+                }
+                for i in range(100)
+            ],
+            schema=SOURCE_SCHEMA,
+        )
+    )
 
 
 def _read(source: Any) -> pa.Table:
     source.preflight()
-    batches = [b for split in source.splits(1) for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))]
+    batches = [
+        b for split in source.splits(1) for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+    ]
     return pa.Table.from_batches(batches, schema=source.produced_schema())
 
 
@@ -243,17 +298,38 @@ def test_iceberg_source_schema_reads_those_columns_in_those_types(tmp_path: Path
     _source_table(warehouse)
     assert run_in_process(job) == 100  # its Assert: f1 bigint, not null, 0..99
 
-    options = {"plugin_name": "Iceberg", "catalog_name": "seatunnel", "namespace": "database1", "table": "source",
-               "iceberg.catalog.config": {"type": "hadoop", "warehouse": warehouse}}
-    source = load_source({**options, "schema": {"fields": {"f11": "string", "f1": "int", "f9": "timestamp",
-                                                           "f12": "bytes", "f6": "float"}}})
+    options = {
+        "plugin_name": "Iceberg",
+        "catalog_name": "seatunnel",
+        "namespace": "database1",
+        "table": "source",
+        "iceberg.catalog.config": {"type": "hadoop", "warehouse": warehouse},
+    }
+    source = load_source(
+        {
+            **options,
+            "schema": {"fields": {"f11": "string", "f1": "int", "f9": "timestamp", "f12": "bytes", "f6": "float"}},
+        }
+    )
     read = _read(source)
-    assert read.schema == pa.schema([("f11", pa.string()), ("f1", pa.int32()), ("f9", pa.timestamp("us")),
-                                     ("f12", pa.binary()), ("f6", pa.float32())])
+    assert read.schema == pa.schema(
+        [
+            ("f11", pa.string()),
+            ("f1", pa.int32()),
+            ("f9", pa.timestamp("us")),
+            ("f12", pa.binary()),
+            ("f6", pa.float32()),
+        ]
+    )
     rows = sorted(read.to_pylist(), key=lambda r: r["f1"])
     assert len(rows) == 100
-    assert rows[3] == {"f11": "s3", "f1": 3, "f9": datetime.datetime(2024, 1, 2, 3, 4, 5), "f12": b"0123456789",
-                       "f6": 0.75}
+    assert rows[3] == {
+        "f11": "s3",
+        "f1": 3,
+        "f9": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "f12": b"0123456789",
+        "f6": 0.75,
+    }
 
     with pytest.raises(ConfigError) as err:
         load_source({**options, "schema": {"fields": {"f1": "bigint", "nope": "string"}}}).preflight()
@@ -278,7 +354,8 @@ def test_a_hadoop_catalog_off_local_disk_is_one_line_naming_the_warehouse(wareho
 
 
 def test_a_new_metadata_version_is_on_disk_before_its_name_and_the_name_before_the_commit_returns(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 47, defect 6: ``v<N>.metadata.json`` must be fsynced before it is linked, and
     the directory after, else an OS crash can leave the newest version (the one every
     reader takes) empty, or lose a commit the sink already reported.
@@ -304,6 +381,7 @@ def test_a_new_metadata_version_is_on_disk_before_its_name_and_the_name_before_t
         def call(source: Any, destination: Any, *args: Any, **kwargs: Any) -> None:
             calls.append((name, os.fspath(source), os.fspath(destination)))
             real[name](source, destination, *args, **kwargs)
+
         return call
 
     monkeypatch.setattr(os, "fsync", fsync)

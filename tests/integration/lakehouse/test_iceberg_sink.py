@@ -53,7 +53,9 @@ def test_bad_input_is_one_clear_error_before_data_is_written(warehouse: Warehous
     changed = sink.create_writer("job-b", 0, 1)
     with pytest.raises(ConfigError) as err:
         changed.write(pa.record_batch([pa.array(["a"])], names=["id"]))
-    assert err.value.key == "sink[0].table" and "column 'id' is string in the job's output but int64" in err.value.problem
+    assert (
+        err.value.key == "sink[0].table" and "column 'id' is string in the job's output but int64" in err.value.problem
+    )
     assert data_files(FORMAT, sink) == before
 
     with pytest.raises(ConfigError) as err:
@@ -61,18 +63,29 @@ def test_bad_input_is_one_clear_error_before_data_is_written(warehouse: Warehous
     assert err.value.key == "partition_by" and "exists and is partitioned by nothing" in err.value.problem
 
 
-@pytest.mark.parametrize("options, key, words", [
-    ({"partition_by": ["bucket(id)"]}, "partition_by", "needs a width"),
-    ({"partition_by": ["weird(id)"]}, "partition_by", "is not a partition field"),
-    ({"partition_by": "id"}, "partition_by", "expected a list"),
-    ({"schema_save_mode": "RECREATE_SCHEMA"}, "schema_save_mode", "is not one of"),
-    ({"iceberg.table.write-props": {"write.parquet.compression-codec": "lzo"}}, "iceberg.table.write-props", "lzo"),
-    ({"iceberg.catalog.config": None}, "iceberg.catalog.config", "is required"),
-    ({"fs.s3a.nonsense": None, "nope": 1}, "nope", "unknown option"),
-])
+@pytest.mark.parametrize(
+    "options, key, words",
+    [
+        ({"partition_by": ["bucket(id)"]}, "partition_by", "needs a width"),
+        ({"partition_by": ["weird(id)"]}, "partition_by", "is not a partition field"),
+        ({"partition_by": "id"}, "partition_by", "expected a list"),
+        ({"schema_save_mode": "RECREATE_SCHEMA"}, "schema_save_mode", "is not one of"),
+        ({"iceberg.table.write-props": {"write.parquet.compression-codec": "lzo"}}, "iceberg.table.write-props", "lzo"),
+        ({"iceberg.catalog.config": None}, "iceberg.catalog.config", "is required"),
+        ({"fs.s3a.nonsense": None, "nope": 1}, "nope", "unknown option"),
+    ],
+)
 def test_option_errors_name_the_option(options: dict, key: str, words: str, tmp_path: Any) -> None:
-    base = {"plugin_name": "Iceberg", "namespace": "ns", "table": "t",
-            "iceberg.catalog.config": {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db", "warehouse": f"file://{tmp_path}"}}
+    base = {
+        "plugin_name": "Iceberg",
+        "namespace": "ns",
+        "table": "t",
+        "iceberg.catalog.config": {
+            "type": "sql",
+            "uri": f"sqlite:///{tmp_path}/c.db",
+            "warehouse": f"file://{tmp_path}",
+        },
+    }
     with pytest.raises(ConfigError) as err:
         load_sink({**base, **options})
     assert err.value.key == f"sink[0].{key}" and words in err.value.problem
@@ -81,8 +94,14 @@ def test_option_errors_name_the_option(options: dict, key: str, words: str, tmp_
 def test_maps_lists_and_rows_go_into_the_table_the_sink_created(warehouse: Warehouse) -> None:
     """Iceberg names and flags the children of nested types its own way (a required map
     key): a job's map, list and row columns still fit the table it created, run after run."""
-    schema = pa.schema([("id", pa.int64()), ("m", pa.map_(pa.string(), pa.string())), ("l", pa.list_(pa.int32())),
-                        ("r", pa.struct([("a", pa.int32()), ("b", pa.map_(pa.string(), pa.int64()))]))])
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("m", pa.map_(pa.string(), pa.string())),
+            ("l", pa.list_(pa.int32())),
+            ("r", pa.struct([("a", pa.int32()), ("b", pa.map_(pa.string(), pa.int64()))])),
+        ]
+    )
     rows = [{"id": 1, "m": [("k", "v")], "l": [1, 2], "r": {"a": 3, "b": [("x", 4)]}}]
     for attempt in range(2):
         sink = load_sink(warehouse.iceberg())

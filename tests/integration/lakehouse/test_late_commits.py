@@ -48,10 +48,20 @@ class Target:
     def options(self, **extra: Any) -> dict[str, Any]:
         if self.kind == "delta":
             return {"plugin_name": "Delta", "path": f"{self.url}/delta/t", **self.storage, **extra}
-        catalog = ({"type": "hadoop", "warehouse": self.url} if self.kind == "iceberg-hadoop"
-                   else {"type": "sql", "uri": f"sqlite:///{self.catalog_db}", "warehouse": self.url})
-        return {"plugin_name": "Iceberg", "catalog_name": "test", "namespace": "ns", "table": "t",
-                "iceberg.catalog.config": catalog, **self.storage, **extra}
+        catalog = (
+            {"type": "hadoop", "warehouse": self.url}
+            if self.kind == "iceberg-hadoop"
+            else {"type": "sql", "uri": f"sqlite:///{self.catalog_db}", "warehouse": self.url}
+        )
+        return {
+            "plugin_name": "Iceberg",
+            "catalog_name": "test",
+            "namespace": "ns",
+            "table": "t",
+            "iceberg.catalog.config": catalog,
+            **self.storage,
+            **extra,
+        }
 
     def sink(self, **extra: Any) -> Any:
         """A driver's sink: its own object, its own catalog connection."""
@@ -85,8 +95,11 @@ class Target:
         that lands beside the branch is a commit too)."""
         if not self.iceberg:
             return self.commits(sink)
-        return [s.summary["seatunnel.checkpoint-id"] for s in sink.load_table().snapshots()
-                if s.summary.get("seatunnel.job-id") == JOB]
+        return [
+            s.summary["seatunnel.checkpoint-id"]
+            for s in sink.load_table().snapshots()
+            if s.summary.get("seatunnel.job-id") == JOB
+        ]
 
 
 TARGETS = [("iceberg", "local"), ("iceberg", "s3"), ("iceberg-hadoop", "local"), ("delta", "local"), ("delta", "s3")]
@@ -171,8 +184,12 @@ def test_a_fenced_drivers_late_commit_after_the_claimants_commits_changes_nothin
     assert target.commits(claimant) == ["1", "2"]
 
 
-@pytest.mark.parametrize("target", [t for t in TARGETS if t[0].startswith("iceberg")], indirect=True,
-                         ids=[f"{kind}-{where}" for kind, where in TARGETS if kind.startswith("iceberg")])
+@pytest.mark.parametrize(
+    "target",
+    [t for t in TARGETS if t[0].startswith("iceberg")],
+    indirect=True,
+    ids=[f"{kind}-{where}" for kind, where in TARGETS if kind.startswith("iceberg")],
+)
 def test_a_fenced_drivers_late_first_commit_to_a_new_branch_changes_nothing(target: Target) -> None:
     """Defect 2a: on a table without snapshots the sink's first commit starts the branch.
     The fenced driver read the table before the claimant started the branch and committed

@@ -28,8 +28,9 @@ def test_a_second_writer_during_the_job(workspace: Workspace, local_warehouse: W
     table_format = FORMATS[name]
     options = table_format.options(local_warehouse)
     load_sink(options).create_table(pa.schema([("id", pa.int64())]))  # both writers append to it
-    job = workspace.write_job({"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 40_000, "batch_size": 2_000},
-                              options)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 40_000, "batch_size": 2_000}, options
+    )
     config = workspace.write_config(interval=300)
     sink = load_sink(options)
     stop = threading.Event()

@@ -41,8 +41,9 @@ def test_one_commit_per_checkpoint_and_replays_are_skipped(table_format: Any, wa
     assert table_format.commits(sink, "job-a") == ["1", "3"]
     assert table_format.ids(sink) == list(range(1200))
     duck = duckdb_lake(warehouse.storage)
-    assert duck.execute(f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {table_format.duckdb_scan(sink)}"
-                        ).fetchall() == [(1200, 1200, 0, 1199)]
+    assert duck.execute(
+        f"SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {table_format.duckdb_scan(sink)}"
+    ).fetchall() == [(1200, 1200, 0, 1199)]
     assert committer.pending()[0]["last_committed_checkpoint"] == 3
 
 

@@ -34,8 +34,7 @@ def _fill(table_format: Any, warehouse: Warehouse, batches: list[tuple[int, int]
         for subtask, (low, high) in enumerate(((start, (start + stop) // 2), ((start + stop) // 2, stop))):
             writer = sink.create_writer("fill", subtask, 0)
             ids = pa.array(range(low, high), pa.int64())
-            writer.write(pa.record_batch([ids, pc.divide(ids, 100)],
-                                         names=["id", "bucket"]))
+            writer.write(pa.record_batch([ids, pc.divide(ids, 100)], names=["id", "bucket"]))
             infos.append(writer.prepare_commit(checkpoint))
         committer.commit(infos)
     return sink
@@ -89,8 +88,11 @@ def test_time_travel_projection_and_filters(table_format: Any, warehouse: Wareho
     middle_ms = int(time.time() * 1000)
     time.sleep(1.1)
     writer = sink.create_writer("more", 0, 0)
-    writer.write(pa.record_batch([pa.array(range(1000, 1500), pa.int64()), pa.array([10] * 500, pa.int64())],
-                                 names=["id", "bucket"]))
+    writer.write(
+        pa.record_batch(
+            [pa.array(range(1000, 1500), pa.int64()), pa.array([10] * 500, pa.int64())], names=["id", "bucket"]
+        )
+    )
     sink.create_committer("more").commit([writer.prepare_commit(1)])
 
     if table_format.name == "iceberg":
@@ -117,17 +119,21 @@ def test_time_travel_projection_and_filters(table_format: Any, warehouse: Wareho
 def test_bad_input_names_the_option(table_format: Any, warehouse: Warehouse) -> None:
     _fill(table_format, warehouse, [(0, 10)])
     if table_format.name == "iceberg":
-        cases = [({"table": "nope"}, "table", "does not exist"),
-                 ({"snapshot_id": 42}, "snapshot_id", "has no snapshot 42"),
-                 ({"read_columns": ["id", "nope"]}, "read_columns", "nope"),
-                 ({"filter": "id >>> 3"}, "filter", "cannot parse"),
-                 ({"filter": "nope > 3"}, "filter", "nope")]
+        cases = [
+            ({"table": "nope"}, "table", "does not exist"),
+            ({"snapshot_id": 42}, "snapshot_id", "has no snapshot 42"),
+            ({"read_columns": ["id", "nope"]}, "read_columns", "nope"),
+            ({"filter": "id >>> 3"}, "filter", "cannot parse"),
+            ({"filter": "nope > 3"}, "filter", "nope"),
+        ]
     else:
-        cases = [({"path": table_format.options(warehouse, table="nope")["path"]}, "path", "is not a Delta table"),
-                 ({"version": 42}, "version", ""),
-                 ({"read_columns": ["id", "nope"]}, "read_columns", "has no column 'nope'"),
-                 ({"filter": [["nope", "=", 1]]}, "filter", "has no column 'nope'"),
-                 ({"filter": "id > 3"}, "filter", "expected a list")]
+        cases = [
+            ({"path": table_format.options(warehouse, table="nope")["path"]}, "path", "is not a Delta table"),
+            ({"version": 42}, "version", ""),
+            ({"read_columns": ["id", "nope"]}, "read_columns", "has no column 'nope'"),
+            ({"filter": [["nope", "=", 1]]}, "filter", "has no column 'nope'"),
+            ({"filter": "id > 3"}, "filter", "expected a list"),
+        ]
     for options, key, words in cases:
         with pytest.raises(ConfigError) as err:
             _source(table_format, warehouse, **options).preflight()

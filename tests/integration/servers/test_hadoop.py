@@ -28,16 +28,20 @@ def test_webhdfs_create_read_list(hdfs_cluster: Any) -> None:
     status = client.status(f"{base}/b.txt")
     assert (status["length"], status["owner"], status["type"]) == (100_000, "tester", "FILE")
     # plain HTTP: the NameNode's own answer, not a client library's idea of it
-    answer = requests.get(f"{hdfs_cluster.webhdfs_url}/webhdfs/v1{base}",
-                          params={"op": "GETCONTENTSUMMARY", "user.name": "tester"}, timeout=30)
+    answer = requests.get(
+        f"{hdfs_cluster.webhdfs_url}/webhdfs/v1{base}",
+        params={"op": "GETCONTENTSUMMARY", "user.name": "tester"},
+        timeout=30,
+    )
     assert answer.json()["ContentSummary"]["length"] == 100_010
 
 
 def test_ha_cluster_answers_through_the_active_namenode(hdfs_ha_cluster: Any) -> None:
     cluster = hdfs_ha_cluster
     assert [nn["state"] for nn in cluster.namenodes] == ["active", "standby"]
-    standby = requests.get(f"{cluster.webhdfs_urls[1]}/webhdfs/v1/",
-                           params={"op": "LISTSTATUS", "user.name": "tester"}, timeout=30)
+    standby = requests.get(
+        f"{cluster.webhdfs_urls[1]}/webhdfs/v1/", params={"op": "LISTSTATUS", "user.name": "tester"}, timeout=30
+    )
     assert standby.status_code == 403
     assert standby.json()["RemoteException"]["exception"] == "StandbyException"
     base = _path()
@@ -53,8 +57,9 @@ def test_ha_cluster_answers_through_the_active_namenode(hdfs_ha_cluster: Any) ->
         assert sorted(client.list(base)) == ["after", "before"]
         with client.read(f"{base}/before") as reader:
             assert reader.read() == b"1"
-        old_active = requests.get(f"{cluster.webhdfs_urls[0]}/webhdfs/v1/",
-                                  params={"op": "LISTSTATUS", "user.name": "tester"}, timeout=30)
+        old_active = requests.get(
+            f"{cluster.webhdfs_urls[0]}/webhdfs/v1/", params={"op": "LISTSTATUS", "user.name": "tester"}, timeout=30
+        )
         assert old_active.status_code == 403
     finally:
         cluster.failover()  # nn1 active again for the tests after this one
@@ -77,16 +82,19 @@ def test_kerberos_cluster_accepts_a_kinit_ticket(hdfs_kerberos_cluster: Any, tmp
     base_url = f"http://localhost:{cluster.active_namenode['http_port']}/webhdfs/v1"
 
     def negotiate() -> dict[str, str]:
-        return {"Authorization": "Negotiate " + spnego.negotiate_token("localhost", ccache=ccache,
-                                                                       krb5_conf=krb["krb5_conf"])}
+        return {
+            "Authorization": "Negotiate "
+            + spnego.negotiate_token("localhost", ccache=ccache, krb5_conf=krb["krb5_conf"])
+        }
 
     listing = requests.get(f"{base_url}/", params={"op": "LISTSTATUS"}, headers=negotiate(), timeout=30)
     assert listing.status_code == 200, listing.text
     assert "hadoop.auth" in listing.cookies
     # a write: the NameNode redirects to the DataNode with a delegation token in the URL
     path = _path()
-    redirect = requests.put(f"{base_url}{path}", params={"op": "CREATE"}, headers=negotiate(),
-                            allow_redirects=False, timeout=30)
+    redirect = requests.put(
+        f"{base_url}{path}", params={"op": "CREATE"}, headers=negotiate(), allow_redirects=False, timeout=30
+    )
     assert redirect.status_code == 307, redirect.text
     assert "delegation=" in redirect.headers["Location"]
     created = requests.put(redirect.headers["Location"], data=b"secured bytes", timeout=30)

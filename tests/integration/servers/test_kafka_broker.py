@@ -17,9 +17,16 @@ def _topic(kafka: Any, partitions: int = 1, replication: int = 1) -> str:
 
 
 def _read_all(kafka: Any, topic: str, isolation: str, expected_at_least: int = 0) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "isolation.level": isolation, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     values: list[bytes] = []
     try:
@@ -48,8 +55,9 @@ def test_produce_and_consume(kafka_broker: Any) -> None:
 
 def test_aborted_transaction_is_invisible_to_read_committed(kafka_broker: Any) -> None:
     topic = _topic(kafka_broker)
-    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
-                         "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer = Producer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"}
+    )
     producer.init_transactions(30)
     for batch, commit in (("a", True), ("b", False), ("c", True)):
         producer.begin_transaction()
@@ -75,8 +83,12 @@ def test_kafka_python_client_sees_the_broker(kafka_broker: Any) -> None:
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
     producer.send(topic, b"hello").get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=kafka_broker.bootstrap_servers,
-                             auto_offset_reset="earliest", consumer_timeout_ms=30_000)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=30_000,
+    )
     try:
         assert next(iter(consumer)).value == b"hello"
     finally:

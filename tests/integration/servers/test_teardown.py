@@ -55,9 +55,12 @@ time.sleep(600)
 
 
 def _kill_python_side(module: str, cls: str, args: str, workdir: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(module=module, cls=cls, args=args), str(ROOT),
-                              str(workdir)],
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(module=module, cls=cls, args=args), str(ROOT), str(workdir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         pids = json.loads(child.stdout.readline())
         assert pids and all(psutil.pid_exists(p) for p in pids)

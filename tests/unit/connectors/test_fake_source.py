@@ -22,16 +22,27 @@ def fake(**options: Any) -> Any:
 
 def read_all(source: Any, parallelism: int) -> list[pa.RecordBatch]:
     splits = source.splits(parallelism)
-    return [batch for subtask in range(parallelism) for split in assign_splits(splits, parallelism, subtask)
-            for batch in iter_batches(source.create_reader(split, None, ReaderContext(subtask, parallelism)))]
+    return [
+        batch
+        for subtask in range(parallelism)
+        for split in assign_splits(splits, parallelism, subtask)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(subtask, parallelism)))
+    ]
 
 
 def test_row_num_is_per_reader_cut_into_split_num_splits_as_in_seatunnel() -> None:
     source = fake(**{"row.num": 10, "split.num": 4})
     splits = source.splits(2)
     assert [(s.split_id, s.spec["rows"]) for s in splits] == [
-        ("fake-00000-00000", 3), ("fake-00001-00000", 3), ("fake-00000-00001", 3), ("fake-00001-00001", 3),
-        ("fake-00000-00002", 3), ("fake-00001-00002", 3), ("fake-00000-00003", 1), ("fake-00001-00003", 1)]
+        ("fake-00000-00000", 3),
+        ("fake-00001-00000", 3),
+        ("fake-00000-00001", 3),
+        ("fake-00001-00001", 3),
+        ("fake-00000-00002", 3),
+        ("fake-00001-00002", 3),
+        ("fake-00000-00003", 1),
+        ("fake-00001-00003", 1),
+    ]
     # dealt by position, reader r's splits go to subtask r
     assert {s.spec["reader"] for s in assign_splits(splits, 2, 1)} == {1}
     assert sum(b.num_rows for b in read_all(source, 2)) == 20
@@ -54,12 +65,37 @@ def test_values_are_the_same_however_the_split_is_resumed() -> None:
 
 
 def test_every_seatunnel_type_gets_values_of_its_arrow_type() -> None:
-    fields = {"s": "string", "b": "boolean", "t": "tinyint", "sm": "smallint", "i": "int", "l": "bigint",
-              "f": "float", "d": "double", "dec": "decimal(30, 8)", "n": "null", "by": "bytes", "da": "date",
-              "ti": "time", "ts": "timestamp", "arr": "array<int>", "m": "map<string, array<int>>",
-              "r": {"a": "int", "b": {"c": "string"}}}
-    source = load_source({"plugin_name": "FakeSource", "row.num": 50, "string.length": 7, "array.size": 3,
-                          "map.size": 2, "bytes.length": 4, "schema": {"fields": fields}}, "source[0]")
+    fields = {
+        "s": "string",
+        "b": "boolean",
+        "t": "tinyint",
+        "sm": "smallint",
+        "i": "int",
+        "l": "bigint",
+        "f": "float",
+        "d": "double",
+        "dec": "decimal(30, 8)",
+        "n": "null",
+        "by": "bytes",
+        "da": "date",
+        "ti": "time",
+        "ts": "timestamp",
+        "arr": "array<int>",
+        "m": "map<string, array<int>>",
+        "r": {"a": "int", "b": {"c": "string"}},
+    }
+    source = load_source(
+        {
+            "plugin_name": "FakeSource",
+            "row.num": 50,
+            "string.length": 7,
+            "array.size": 3,
+            "map.size": 2,
+            "bytes.length": 4,
+            "schema": {"fields": fields},
+        },
+        "source[0]",
+    )
     (batch,) = read_all(source, 1)
     assert batch.schema == source.produced_schema()
     row = batch.to_pylist()[0]
@@ -74,9 +110,20 @@ def test_every_seatunnel_type_gets_values_of_its_arrow_type() -> None:
 
 
 def test_ranges_and_templates_bound_the_values() -> None:
-    source = load_source({"plugin_name": "FakeSource", "row.num": 300, "int.min": 5, "int.max": 8,
-                          "string.template": ["x", "y"], "date.year.template": [2020], "double.min": 1, "double.max": 2,
-                          "schema": {"fields": {"i": "int", "s": "string", "d": "date", "x": "double"}}}, "source[0]")
+    source = load_source(
+        {
+            "plugin_name": "FakeSource",
+            "row.num": 300,
+            "int.min": 5,
+            "int.max": 8,
+            "string.template": ["x", "y"],
+            "date.year.template": [2020],
+            "double.min": 1,
+            "double.max": 2,
+            "schema": {"fields": {"i": "int", "s": "string", "d": "date", "x": "double"}},
+        },
+        "source[0]",
+    )
     rows = pa.Table.from_batches(read_all(source, 1)).to_pylist()
     assert {r["i"] for r in rows} == {5, 6, 7}  # the upper bound is exclusive, as in SeaTunnel
     assert {r["s"] for r in rows} == {"x", "y"} and {r["d"].year for r in rows} == {2020}
@@ -84,43 +131,99 @@ def test_ranges_and_templates_bound_the_values() -> None:
 
 
 def test_explicit_rows_are_emitted_by_every_split_and_converted_by_seatunnel_rules() -> None:
-    source = load_source({"plugin_name": "FakeSource", "split.num": 2, "row.num": 4, "schema": {"fields": {
-        "id": "int", "d": "date", "ts": "timestamp", "dec": "decimal(10, 2)", "by": "bytes", "m": "map<string, int>",
-        "r": "{x = int, y = string}"}},
-        "rows": [{"kind": "INSERT", "fields": [1, "2024/01/02", "2024-01-02T03:04:05.5", "9.5", "bWlJWmo=", {"k": "7"}, [3, "z"]]},
-                 {"kind": "INSERT", "fields": {"id": "2"}}]}, "source[0]")
+    source = load_source(
+        {
+            "plugin_name": "FakeSource",
+            "split.num": 2,
+            "row.num": 4,
+            "schema": {
+                "fields": {
+                    "id": "int",
+                    "d": "date",
+                    "ts": "timestamp",
+                    "dec": "decimal(10, 2)",
+                    "by": "bytes",
+                    "m": "map<string, int>",
+                    "r": "{x = int, y = string}",
+                }
+            },
+            "rows": [
+                {
+                    "kind": "INSERT",
+                    "fields": [1, "2024/01/02", "2024-01-02T03:04:05.5", "9.5", "bWlJWmo=", {"k": "7"}, [3, "z"]],
+                },
+                {"kind": "INSERT", "fields": {"id": "2"}},
+            ],
+        },
+        "source[0]",
+    )
     rows = pa.Table.from_batches(read_all(source, 1)).to_pylist()
     assert len(rows) == 4  # the two rows, once per split
-    assert rows[0] == {"id": 1, "d": dt.date(2024, 1, 2), "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 500000),
-                       "dec": decimal.Decimal("9.50"), "by": b"miIZj", "m": [("k", 7)], "r": {"x": 3, "y": "z"}}
+    assert rows[0] == {
+        "id": 1,
+        "d": dt.date(2024, 1, 2),
+        "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 500000),
+        "dec": decimal.Decimal("9.50"),
+        "by": b"miIZj",
+        "m": [("k", 7)],
+        "r": {"x": 3, "y": "z"},
+    }
     assert rows[1] == {"id": 2, "d": None, "ts": None, "dec": None, "by": None, "m": None, "r": None}
 
 
 def test_columns_form_keeps_its_lengths_and_defaults() -> None:
-    source = load_source({"plugin_name": "FakeSource", "row.num": 3, "schema": {"columns": [
-        {"name": "id", "type": "bigint", "nullable": False},
-        {"name": "name", "type": "string", "columnLength": 4},
-        {"name": "empty", "type": "string"},  # no columnLength: SeaTunnel's columns form gives ""
-        {"name": "country", "type": "string", "defaultValue": "NL"}]}}, "source[0]")
+    source = load_source(
+        {
+            "plugin_name": "FakeSource",
+            "row.num": 3,
+            "schema": {
+                "columns": [
+                    {"name": "id", "type": "bigint", "nullable": False},
+                    {"name": "name", "type": "string", "columnLength": 4},
+                    {"name": "empty", "type": "string"},  # no columnLength: SeaTunnel's columns form gives ""
+                    {"name": "country", "type": "string", "defaultValue": "NL"},
+                ]
+            },
+        },
+        "source[0]",
+    )
     rows = pa.Table.from_batches(read_all(source, 1)).to_pylist()
     assert [len(r["name"]) for r in rows] == [4, 4, 4] and {r["empty"] for r in rows} == {""}
     assert {r["country"] for r in rows} == {"NL"}
     assert source.produced_schema().field("id").nullable is False
 
 
-@pytest.mark.parametrize("options, message", [
-    ({}, "source[0].schema: is required for FakeSource (its fields or columns)"),
-    ({"schema": SCHEMA, "int.min": -1}, "source[0].int.min: should >= 0 and <= 2.14748e+09, got -1 (as in SeaTunnel)"),
-    ({"schema": SCHEMA, "string.fake.mode": "template"}, "source[0].string.template: is required when string.fake.mode is template"),
-    ({"schema": SCHEMA, "rows": [{"kind": "delete", "fields": [1]}]},
-     "source[0].rows[0].kind: 'delete' is not a row kind (one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE)"),
-    ({"schema": SCHEMA, "tables_configs": []},
-     "source[0].tables_configs: expected a list of table blocks, each with its own options and schema"),
-    ({"schema": {"fields": {"x": "decimal"}}}, "source[0].schema.fields.x: decimal needs its precision and scale, e.g. decimal(10, 2)"),
-    ({"schema": SCHEMA, "rows": [{"fields": ["not a number"]}]},
-     "source[0].rows[0].fields.id: 'not a number' is not a int64 value: invalid literal for int() with base 10: 'not a number'"),
-    ({"schema": SCHEMA, "row_num": 3}, "source[0].row_num: unknown option for FakeSource"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({}, "source[0].schema: is required for FakeSource (its fields or columns)"),
+        (
+            {"schema": SCHEMA, "int.min": -1},
+            "source[0].int.min: should >= 0 and <= 2.14748e+09, got -1 (as in SeaTunnel)",
+        ),
+        (
+            {"schema": SCHEMA, "string.fake.mode": "template"},
+            "source[0].string.template: is required when string.fake.mode is template",
+        ),
+        (
+            {"schema": SCHEMA, "rows": [{"kind": "delete", "fields": [1]}]},
+            "source[0].rows[0].kind: 'delete' is not a row kind (one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE)",
+        ),
+        (
+            {"schema": SCHEMA, "tables_configs": []},
+            "source[0].tables_configs: expected a list of table blocks, each with its own options and schema",
+        ),
+        (
+            {"schema": {"fields": {"x": "decimal"}}},
+            "source[0].schema.fields.x: decimal needs its precision and scale, e.g. decimal(10, 2)",
+        ),
+        (
+            {"schema": SCHEMA, "rows": [{"fields": ["not a number"]}]},
+            "source[0].rows[0].fields.id: 'not a number' is not a int64 value: invalid literal for int() with base 10: 'not a number'",
+        ),
+        ({"schema": SCHEMA, "row_num": 3}, "source[0].row_num: unknown option for FakeSource"),
+    ],
+)
 def test_bad_options_are_one_line_naming_the_key(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_source({"plugin_name": "FakeSource", **options}, "source[0]")

@@ -112,7 +112,9 @@ def test_commit_twice_is_a_noop_and_replays_after_partial_commit(base_url):
         writer.write(batch(start, 10))
     info = writer.prepare_commit(4)
     assert len(info["staged"]) == 3 and info["rows"] == 30
-    assert [f.rsplit("/", 1)[1] for f in info["final"]] == [f"part-189f4003-00000-0-0000000004-{i}.parquet" for i in range(3)]
+    assert [f.rsplit("/", 1)[1] for f in info["final"]] == [
+        f"part-189f4003-00000-0-0000000004-{i}.parquet" for i in range(3)
+    ]
     committer = sink.create_committer("j")
     sink.fs.move(info["staged"][0], info["final"][0])  # a crash after the first move
     committer.commit([info])
@@ -386,10 +388,14 @@ def test_jsonl_encodes_binary_and_timestamps(tmp_path):
 
     sink = FileSink({"path": str(tmp_path), "format": "jsonl"})
     writer = sink.create_writer("j", 0, 0)
-    writer.write(pa.record_batch({
-        "b": pa.array([b"\x00\xff"], pa.binary()),
-        "t": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s")),
-    }))
+    writer.write(
+        pa.record_batch(
+            {
+                "b": pa.array([b"\x00\xff"], pa.binary()),
+                "t": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s")),
+            }
+        )
+    )
     info = writer.prepare_commit(1)
     assert json.loads(sink.fs.read(info["staged"][0])) == {"b": "AP8=", "t": "2024-01-02T03:04:05"}
 
@@ -468,7 +474,10 @@ def test_console_writer_prints_nothing_and_keeps_the_epochs_first_rows(capsys):
     # Executor stdout ends up on the executor JVM's stderr: the writer must not print.
     assert capsys.readouterr() == ("", "")
     assert writer.prepare_commit(4) == {
-        "subtask": 1, "checkpoint": 4, "rows": 7, "batches": 2,
+        "subtask": 1,
+        "checkpoint": 4,
+        "rows": 7,
+        "batches": 2,
         "sample": ["{'id': 0, 'name': 'n0'}", "{'id': 1, 'name': 'n1'}", "{'id': 2, 'name': 'n2'}"],
     }
     assert sink.create_writer("j", 0, 0).prepare_commit(4) is None  # an idle epoch prints nothing
@@ -563,8 +572,14 @@ def test_many_open_files_write_what_they_gathered_past_a_limit(tmp_path, monkeyp
     from airflow_provider_seatunnel_ckpt.connectors.file import sink as file_sink
 
     monkeypatch.setattr(file_sink, "MAX_GATHERED_BYTES", 200_000)
-    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path / "out"), "file_format_type": "parquet",
-                      "partition_by": ["k"]})
+    sink = load_sink(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path / "out"),
+            "file_format_type": "parquet",
+            "partition_by": ["k"],
+        }
+    )
     writer = sink.create_writer("j", 0, 0)
     for n in range(40):
         ids = np.arange(n * 1000, (n + 1) * 1000, dtype=np.int64)

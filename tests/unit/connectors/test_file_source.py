@@ -48,8 +48,17 @@ def rows_of(batches) -> list[dict]:
 # ---- splits ----------------------------------------------------------------------------------
 def test_splits_are_sorted_visible_files_with_relative_ids(base_url):
     table = make_table(10)
-    for name in ["b.parquet", "a.csv", "sub/c.jsonl", "sub/deeper/d.parquet", "_SUCCESS", ".a.csv.crc",
-                 "_staging/job/0-0-x.parquet", ".hidden/e.parquet", "sub/_temporary/f.csv"]:
+    for name in [
+        "b.parquet",
+        "a.csv",
+        "sub/c.jsonl",
+        "sub/deeper/d.parquet",
+        "_SUCCESS",
+        ".a.csv.crc",
+        "_staging/job/0-0-x.parquet",
+        ".hidden/e.parquet",
+        "sub/_temporary/f.csv",
+    ]:
         put(base_url, name, encode(table, file_source.format_from_name(name) or "csv"))
     source = FileSource({"path": base_url})
     splits = source.splits(2)
@@ -189,8 +198,12 @@ def test_parquet_resume_skips_row_groups_with_range_reads(tmp_path):
 
 def test_parquet_first_batch_does_not_fetch_the_whole_file(tmp_path):
     n = 200_000
-    pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64)}), tmp_path / "big.parquet", row_group_size=20_000,
-                   compression="none")
+    pq.write_table(
+        pa.table({"id": np.arange(n, dtype=np.int64)}),
+        tmp_path / "big.parquet",
+        row_group_size=20_000,
+        compression="none",
+    )
     source = FileSource({"path": str(tmp_path)})
     reader = source.create_reader(source.splits(1)[0], None, ReaderContext(0, 1, batch_size=1000))
     assert reader.read_batch().num_rows == 1000

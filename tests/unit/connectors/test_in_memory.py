@@ -79,7 +79,9 @@ def test_runtime_exception_list_names_the_entry_of_the_attempt():
 
 def test_assert_options():
     sink(assert_options_key="a", assert_options_value="a")
-    with pytest.raises(ConfigError, match=r"^sink\[0\]\.assert_options_key: assert key and value not match! key = a, value = b"):
+    with pytest.raises(
+        ConfigError, match=r"^sink\[0\]\.assert_options_key: assert key and value not match! key = a, value = b"
+    ):
         sink(assert_options_key="a", assert_options_value="b")
     with pytest.raises(ConfigError, match=r"^sink\[0\]\.assert_options_value: is required"):
         sink(assert_options_key="a")
@@ -92,13 +94,16 @@ def test_unfilled_placeholders_match_anything_with_a_warning(caplog):
         sink(assert_options_key="t=y, pk=${primary_key}", assert_options_value="t=x, pk=id,name")
 
 
-@pytest.mark.parametrize("options, key", [
-    ({"throw_exception": "maybe"}, "throw_exception"),
-    ({"checkpoint_sleep": 5}, "checkpoint_sleep"),
-    ({"throw_runtime_exception_list": "boom"}, "throw_runtime_exception_list"),
-    ({"throw_runtime_exception_list": []}, "throw_runtime_exception_list"),
-    ({"no_such_option": 1}, "no_such_option"),
-])
+@pytest.mark.parametrize(
+    "options, key",
+    [
+        ({"throw_exception": "maybe"}, "throw_exception"),
+        ({"checkpoint_sleep": 5}, "checkpoint_sleep"),
+        ({"throw_runtime_exception_list": "boom"}, "throw_runtime_exception_list"),
+        ({"throw_runtime_exception_list": []}, "throw_runtime_exception_list"),
+        ({"no_such_option": 1}, "no_such_option"),
+    ],
+)
 def test_bad_options_name_the_key(options, key):
     with pytest.raises(ConfigError) as err:
         sink(**options)

@@ -122,8 +122,11 @@ def test_plain_rows_whose_keys_are_not_among_their_columns_fail_the_check() -> N
 
     jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t", "primary_keys": ["idd"]}
     job = {"env": {"parallelism": 1}, "source": [{"plugin_name": "Sequence", "rows": 10}], "sink": [jdbc]}
-    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to upsert "
-                                          r"by key \(id\); or set enable_upsert: false to append them$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to upsert "
+        r"by key \(id\); or set enable_upsert: false to append them$",
+    ):
         check_job(load_job(job))
     check_job(load_job({**job, "sink": [{**jdbc, "enable_upsert": False}]}))
     check_job(load_job({**job, "sink": [{**jdbc, "primary_keys": ["id"]}]}))
@@ -164,6 +167,8 @@ def test_driver_errors_become_one_line_without_the_password() -> None:
         "\tIs the server running on that host and accepting TCP/IP connections?\n"
     )
     assert reason(raw, target) == "Connection refused (is the server running and reachable?)"
-    raw = Exception("NOT_FOUND: Failed to prepare query: ERROR:  relation \"x\" does not exist\nLINE 1: select\n\n"
-                    "Query was: select hunter22. SQLSTATE: 42P01")
+    raw = Exception(
+        'NOT_FOUND: Failed to prepare query: ERROR:  relation "x" does not exist\nLINE 1: select\n\n'
+        "Query was: select hunter22. SQLSTATE: 42P01"
+    )
     assert reason(raw, target) == 'relation "x" does not exist'

@@ -28,17 +28,39 @@ class Message:
 
 
 def test_the_schema_is_seatunnels() -> None:
-    schema = parse_schema({"fields": {"id": "bigint", "small": "tinyint", "price": "decimal(10, 2)", "at": "timestamp",
-                                      "day": "date", "tags": "map<string, int>", "nested": {"n": "array<string>"}}})
-    assert avro_schema(schema) == {"type": "record", "name": "SeaTunnelRecord", "fields": [
-        {"name": "id", "type": "long"}, {"name": "small", "type": "int"},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
-        {"name": "at", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
-        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "tags", "type": {"type": "map", "values": "int"}},
-        {"name": "nested", "type": {"type": "record", "name": "nested",
-                                    "fields": [{"name": "n", "type": {"type": "array", "items": "string"}}]}},
-    ]}
+    schema = parse_schema(
+        {
+            "fields": {
+                "id": "bigint",
+                "small": "tinyint",
+                "price": "decimal(10, 2)",
+                "at": "timestamp",
+                "day": "date",
+                "tags": "map<string, int>",
+                "nested": {"n": "array<string>"},
+            }
+        }
+    )
+    assert avro_schema(schema) == {
+        "type": "record",
+        "name": "SeaTunnelRecord",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "small", "type": "int"},
+            {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+            {"name": "at", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "tags", "type": {"type": "map", "values": "int"}},
+            {
+                "name": "nested",
+                "type": {
+                    "type": "record",
+                    "name": "nested",
+                    "fields": [{"name": "n", "type": {"type": "array", "items": "string"}}],
+                },
+            },
+        ],
+    }
     with pytest.raises(ConfigError, match="column 't' is time64"):
         avro_schema(parse_schema({"fields": {"t": "time"}}))
 
@@ -47,11 +69,27 @@ def test_a_datum_is_avros_binary_encoding_and_reads_back() -> None:
     codec = AvroCodec(parse_schema({"fields": {"id": "bigint", "s": "string"}}))
     # the Avro spec: long 1 is the zig-zag varint 0x02, "ab" its length 2 (0x04) and bytes
     assert codec.encode(pa.record_batch({"id": pa.array([1, -1], pa.int64()), "s": ["ab", ""]})) == [
-        b"\x02\x04ab", b"\x01\x00"]
-    schema = parse_schema({"fields": {"m": "map<string, smallint>", "d": "decimal(2, 1)", "at": "timestamp",
-                                      "day": "date", "r": {"x": "int"}}})
-    row = {"m": [("k", 1)], "d": decimal.Decimal("1.1"), "at": dt.datetime(2024, 1, 2, 3, 4, 5, 6000),
-           "day": dt.date(2024, 1, 2), "r": {"x": 7}}
+        b"\x02\x04ab",
+        b"\x01\x00",
+    ]
+    schema = parse_schema(
+        {
+            "fields": {
+                "m": "map<string, smallint>",
+                "d": "decimal(2, 1)",
+                "at": "timestamp",
+                "day": "date",
+                "r": {"x": "int"},
+            }
+        }
+    )
+    row = {
+        "m": [("k", 1)],
+        "d": decimal.Decimal("1.1"),
+        "at": dt.datetime(2024, 1, 2, 3, 4, 5, 6000),
+        "day": dt.date(2024, 1, 2),
+        "r": {"x": 7},
+    }
     codec = AvroCodec(schema)
     [value] = codec.encode(pa.RecordBatch.from_pylist([row], schema=schema))
     assert codec.decode_one(value) == row

@@ -25,11 +25,14 @@ SCHEMA = parse_schema({"fields": {"id": "bigint", "tags": "map<string, string>",
 
 def test_map_columns_of_json_records_are_decoded_with_the_rest() -> None:
     decoder = RecordDecoder("json", SCHEMA, ",", skip_errors=False)
-    batch = decoder.decode([Message({"id": 1, "tags": {"a": "x", "b": "y"}, "nested": {"m": {"k": "2"}}, "other": 5}),
-                            Message({"id": 2})]).batch
+    batch = decoder.decode(
+        [Message({"id": 1, "tags": {"a": "x", "b": "y"}, "nested": {"m": {"k": "2"}}, "other": 5}), Message({"id": 2})]
+    ).batch
     assert batch.schema == SCHEMA
-    assert batch.to_pylist() == [{"id": 1, "tags": [("a", "x"), ("b", "y")], "nested": {"m": [("k", 2)]}},
-                                 {"id": 2, "tags": None, "nested": None}]
+    assert batch.to_pylist() == [
+        {"id": 1, "tags": [("a", "x"), ("b", "y")], "nested": {"m": [("k", 2)]}},
+        {"id": 2, "tags": None, "nested": None},
+    ]
 
 
 def test_a_record_whose_map_is_not_an_object_is_a_decode_error_naming_its_position() -> None:

@@ -41,17 +41,31 @@ def test_every_builtin_loads():
         transform_class(name)
     for name in connectors.sinks:
         sink_class(name)
-    assert set(connectors.transforms) == {"python", "countbykey", "select", "rename", "filter", "sql",
-                                          "fieldmapper", "copy", "replace", "jsonpath", "split", "filterrowkind",
-                                          "rowkindextractor"}
+    assert set(connectors.transforms) == {
+        "python",
+        "countbykey",
+        "select",
+        "rename",
+        "filter",
+        "sql",
+        "fieldmapper",
+        "copy",
+        "replace",
+        "jsonpath",
+        "split",
+        "filterrowkind",
+        "rowkindextractor",
+    }
 
 
 def test_unknown_plugin_lists_known_ones():
     with pytest.raises(ConfigError) as err:
         load_source({"plugin_name": "Pulsar"}, "source[2]")
     assert err.value.key == "source[2].plugin_name"
-    assert ("unknown source 'Pulsar'; known sources: Delta, FakeSource, File, HdfsFile, Iceberg, Jdbc, Kafka, LocalFile, "
-            "OssFile, S3File, Sequence") in err.value.problem
+    assert (
+        "unknown source 'Pulsar'; known sources: Delta, FakeSource, File, HdfsFile, Iceberg, Jdbc, Kafka, LocalFile, "
+        "OssFile, S3File, Sequence"
+    ) in err.value.problem
 
 
 def test_missing_or_bad_plugin_name():

@@ -44,8 +44,14 @@ def test_sink_to_s3_then_source_with_range_reads(s3, bucket):
     writer = sink.create_writer("s3job", 0, 0)
     n = 120_000
     for start in range(0, n, 20_000):
-        writer.write(pa.record_batch({"id": np.arange(start, start + 20_000, dtype=np.int64),
-                                      "v": np.random.default_rng(start).random(20_000)}))
+        writer.write(
+            pa.record_batch(
+                {
+                    "id": np.arange(start, start + 20_000, dtype=np.int64),
+                    "v": np.random.default_rng(start).random(20_000),
+                }
+            )
+        )
     info = writer.prepare_commit(1)
 
     def keys() -> list[str]:

@@ -34,8 +34,12 @@ def test_local_urls(url, root):
 def test_s3_url_takes_bucket_from_url_and_passes_options():
     fs, root = filesystem_for_url(
         "s3a://my-bucket/some/prefix/",
-        {"fs.s3a.endpoint": "http://127.0.0.1:9000", "fs.s3a.path.style.access": True,
-         "fs.s3a.access.key": "a", "fs.s3a.secret.key": "b"},
+        {
+            "fs.s3a.endpoint": "http://127.0.0.1:9000",
+            "fs.s3a.path.style.access": True,
+            "fs.s3a.access.key": "a",
+            "fs.s3a.secret.key": "b",
+        },
     )
     assert isinstance(fs, S3FileSystem)
     assert (fs.bucket, root, fs.endpoint_url) == ("my-bucket", "/some/prefix", "http://127.0.0.1:9000")

@@ -233,8 +233,7 @@ def of_type(actions: list[Action], action_type: type) -> list:
 def messages(actions: list[Action], message_type: type) -> list:
     """Messages of one type sent in ``actions``, by Broadcast or SendToSubtask."""
     return [
-        a.message for a in actions
-        if isinstance(a, (Broadcast, SendToSubtask)) and isinstance(a.message, message_type)
+        a.message for a in actions if isinstance(a, (Broadcast, SendToSubtask)) and isinstance(a.message, message_type)
     ]
 
 

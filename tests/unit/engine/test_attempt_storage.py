@@ -47,17 +47,44 @@ class Topic(Source):
 class Attempt:
     """One ``seatunnel-ckpt run`` up to its plan: the real claim, restore choice and plan."""
 
-    def __init__(self, tmp_path: Path, *, rows: int = 10, restore: str = "latest", discard: bool = False,
-                 history_size: int = 1000, retention: str = "retain-on-finish"):
-        job = load_job({"env": {"job.name": JOB_ID, "parallelism": 2},
-                        "source": [{"plugin_name": "Sequence", "rows": rows}],
-                        "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}]})
-        config = load_config({"seatunnel": {"engine": {"checkpoint": {
-            "history-size": history_size, "externalized-retention": retention, "storage": {
-            "type": "hdfs", "plugin-config": {"storage.type": "local", "namespace": f"{tmp_path}/ns/"}}}}}})
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        rows: int = 10,
+        restore: str = "latest",
+        discard: bool = False,
+        history_size: int = 1000,
+        retention: str = "retain-on-finish",
+    ):
+        job = load_job(
+            {
+                "env": {"job.name": JOB_ID, "parallelism": 2},
+                "source": [{"plugin_name": "Sequence", "rows": rows}],
+                "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
+            }
+        )
+        config = load_config(
+            {
+                "seatunnel": {
+                    "engine": {
+                        "checkpoint": {
+                            "history-size": history_size,
+                            "externalized-retention": retention,
+                            "storage": {
+                                "type": "hdfs",
+                                "plugin-config": {"storage.type": "local", "namespace": f"{tmp_path}/ns/"},
+                            },
+                        }
+                    }
+                }
+            }
+        )
         self.lines: list[str] = []
-        self.run = JobRun(RunRequest(job=job, config=config, job_id=JOB_ID, restore=restore, discard_existing=discard),
-                          progress=self.lines.append)
+        self.run = JobRun(
+            RunRequest(job=job, config=config, job_id=JOB_ID, restore=restore, discard_existing=discard),
+            progress=self.lines.append,
+        )
         self.sink = FileSink({"path": f"file://{tmp_path}/out/", "format": "jsonl"})
         self.token = f"token-{id(self)}"
         self.committer = self.sink.create_committer(JOB_ID)
@@ -84,8 +111,10 @@ def test_a_rerun_before_the_first_checkpoint_reads_the_first_attempt_s_plan_and_
     assert plan == first and topic.plans_made == 1
     assert (ref["attempt"], ref["count"], ref["sha256"]) == (2, 3, first_ref["sha256"])
     assert ref[SOURCE_KEY] == first_ref[SOURCE_KEY]
-    assert rerun.lines[-1] == f"job {JOB_ID}: nothing to restore; reading the 3 splits attempt 1 planned, from where " \
-                              "that attempt started"
+    assert (
+        rerun.lines[-1] == f"job {JOB_ID}: nothing to restore; reading the 3 splits attempt 1 planned, from where "
+        "that attempt started"
+    )
     # The plan lives on as attempt 2's document, the one its checkpoints refer to; attempt
     # 1's, which nothing refers to, is pruned.
     assert rerun.storage.list_documents(JOB_ID, "plans") == ["000002.json"]
@@ -113,8 +142,10 @@ def test_a_changed_source_or_a_discard_makes_a_new_plan(tmp_path: Path) -> None:
     changed = Attempt(tmp_path, rows=20)  # another source definition under the same job id
     plan, _ = changed.plan(topic)
     assert [spec["start"] for _, spec in plan] == [110, 110, 110] and topic.plans_made == 2
-    assert changed.lines[-1] == f"job {JOB_ID}: the source options differ from those attempt 1 planned its splits " \
-                                "with; making a new split plan (where each split starts is resolved again)"
+    assert (
+        changed.lines[-1] == f"job {JOB_ID}: the source options differ from those attempt 1 planned its splits "
+        "with; making a new split plan (where each split starts is resolved again)"
+    )
     topic.produce(100)
 
     discarding = Attempt(tmp_path, rows=20, restore="none", discard=True)
@@ -128,8 +159,9 @@ def test_a_plan_of_an_earlier_release_without_a_digest_is_not_reused(tmp_path: P
     topic = Topic()
     first = Attempt(tmp_path)
     plan, _ = first.plan(topic)
-    first.storage.write_document(JOB_ID, plan_path(1), {"format": "seatunnel-ckpt/split-plan", "version": 1,
-                                                        "splits": plan})
+    first.storage.write_document(
+        JOB_ID, plan_path(1), {"format": "seatunnel-ckpt/split-plan", "version": 1, "splits": plan}
+    )
     topic.produce(5)
     rerun = Attempt(tmp_path)
     assert [spec["start"] for _, spec in rerun.plan(topic)[0]] == [15, 15, 15]
@@ -148,10 +180,15 @@ def test_a_driver_taken_over_stores_no_plan(tmp_path: Path, builder: Any) -> Non
 
     with pytest.raises(Fenced, match="was taken over by another driver"):
         zombie.run.plan_splits(topic, None)
-    loop = DriverLoop(builder.build().coordinator, CompletedCheckpointStore(zombie.storage, JOB_ID, 1),
-                      committer=None, fence=zombie.run.fence, properties={REF_KEY: ref},
-                      split_plan=[*plan_entries(topic.splits(2)), ["t-new", {"partition": 3, "start": 0}]],
-                      progress=lambda line: None)
+    loop = DriverLoop(
+        builder.build().coordinator,
+        CompletedCheckpointStore(zombie.storage, JOB_ID, 1),
+        committer=None,
+        fence=zombie.run.fence,
+        properties={REF_KEY: ref},
+        split_plan=[*plan_entries(topic.splits(2)), ["t-new", {"partition": 3, "start": 0}]],
+        progress=lambda line: None,
+    )
     with pytest.raises(Fenced, match="was taken over by another driver"):
         loop._store_plan()
     assert claimant.storage.list_documents(JOB_ID, "plans") == ["000002.json"]

@@ -179,9 +179,7 @@ def test_restore_state_is_routed_to_the_right_subtask(builder):
     assert [(a.subtask, a.attempt) for a in sends] == [(2, 0), (0, 0), (1, 0)]
     for subtask in h.subtasks:
         i = subtask.index
-        assert subtask.restore == RestoreState(
-            5, (StateHandle.of_bytes(state_of(i, 5)),), commit_info_of(i, 5)
-        )
+        assert subtask.restore == RestoreState(5, (StateHandle.of_bytes(state_of(i, 5)),), commit_info_of(i, 5))
 
 
 def test_reregistration_aborts_pending_checkpoints_without_counting(builder):

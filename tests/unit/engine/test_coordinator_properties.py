@@ -27,8 +27,12 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.h = CoordinatorBuilder(
-            num_subtasks=N, interval_ms=100, timeout_ms=350, min_pause_ms=30,
-            max_concurrent=2, tolerable_failure=3,
+            num_subtasks=N,
+            interval_ms=100,
+            timeout_ms=350,
+            min_pause_ms=30,
+            max_concurrent=2,
+            tolerable_failure=3,
         ).started()
         self.persisted_ids: set[int] = set()
         self.seen = 0  # how much of the action log the restore invariant has checked
@@ -125,7 +129,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def restores_use_the_newest_durable_checkpoint_and_never_race_a_write(self):
-        new, self.seen = self.h.log[self.seen:], len(self.h.log)
+        new, self.seen = self.h.log[self.seen :], len(self.h.log)
         restores = [a.message for a in new if isinstance(a, SendToSubtask) and isinstance(a.message, RestoreState)]
         if restores:
             assert CheckpointState.PERSISTING not in self.c.in_flight.values()

@@ -133,8 +133,15 @@ def test_wakeups_track_the_nearest_deadline(builder):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("interval_ms", 0), ("timeout_ms", 0), ("min_pause_ms", -1), ("max_concurrent", 0),
-     ("tolerable_failure", -1), ("interval_ms", True), ("timeout_ms", 1.5)],
+    [
+        ("interval_ms", 0),
+        ("timeout_ms", 0),
+        ("min_pause_ms", -1),
+        ("max_concurrent", 0),
+        ("tolerable_failure", -1),
+        ("interval_ms", True),
+        ("timeout_ms", 1.5),
+    ],
 )
 def test_settings_reject_values_that_would_break_the_schedule(field, value):
     kwargs = dict(interval_ms=1, timeout_ms=1)

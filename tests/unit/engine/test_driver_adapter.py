@@ -21,8 +21,9 @@ from .harness import Unfenced, of_type
     ],
 )
 def test_job_finished_sets_the_outcome_once_committed(builder, action, final, savepoint):
-    loop = DriverLoop(builder.started().coordinator, store=None, committer=None, fence=Unfenced(),
-                      progress=lambda line: None)
+    loop = DriverLoop(
+        builder.started().coordinator, store=None, committer=None, fence=Unfenced(), progress=lambda line: None
+    )
     try:
         loop._execute([action])
         assert not loop.outcome.finished  # not before the ordered storage worker got there
@@ -89,8 +90,10 @@ def test_a_failed_stop_savepoint_is_reported_and_the_job_keeps_running(builder):
         loop._poll_requests()
         [savepoint] = h.coordinator.in_flight
         loop._execute(h.coordinator.on_decline(Decline(savepoint, 1, 0, "disk full")))
-        assert lines[-1] == (f"stop-with-savepoint: savepoint {savepoint} failed (declined); "
-                             "the job keeps running, request the stop again")
+        assert lines[-1] == (
+            f"stop-with-savepoint: savepoint {savepoint} failed (declined); "
+            "the job keeps running, request the stop again"
+        )
         assert h.coordinator.lifecycle is Lifecycle.ACTIVE
         loop._poll_requests()  # the request was consumed: no retry
         assert h.coordinator.in_flight == {}
@@ -114,8 +117,14 @@ def test_a_restarted_subtask_has_its_stale_sink_work_discarded(builder):
 
     h = builder.build()
     committer = RecordingCommitter()
-    loop = DriverLoop(h.coordinator, Store(), committer=committer, fence=Unfenced(), progress=lambda line: None,
-                      durable_infos=[{"gid": "restored"}])
+    loop = DriverLoop(
+        h.coordinator,
+        Store(),
+        committer=committer,
+        fence=Unfenced(),
+        progress=lambda line: None,
+        durable_infos=[{"gid": "restored"}],
+    )
     try:
         for subtask in (0, 1):  # the first registration of each subtask: nothing to discard
             loop._handle(("message", f"conn-{subtask}", encode(Register(subtask, 0))))
@@ -134,16 +143,37 @@ def _local_storage(tmp_path):
     from airflow_provider_seatunnel_ckpt.config import load_config
     from airflow_provider_seatunnel_ckpt.storage import create_storage
 
-    config = load_config({"seatunnel": {"engine": {"checkpoint": {"storage": {"type": "hdfs", "plugin-config": {
-        "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}}}})
+    config = load_config(
+        {
+            "seatunnel": {
+                "engine": {
+                    "checkpoint": {
+                        "storage": {
+                            "type": "hdfs",
+                            "plugin-config": {
+                                "storage.type": "hdfs",
+                                "fs.defaultFS": "file:///",
+                                "namespace": f"{tmp_path}/checkpoints/",
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    )
     return create_storage(config.storage)
 
 
 def _storage_loop(builder, storage, fence):
     from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 
-    return DriverLoop(builder.build().coordinator, CompletedCheckpointStore(storage, "zombie", 1), committer=None,
-                      fence=fence, progress=lambda line: None)
+    return DriverLoop(
+        builder.build().coordinator,
+        CompletedCheckpointStore(storage, "zombie", 1),
+        committer=None,
+        fence=fence,
+        progress=lambda line: None,
+    )
 
 
 def _files(storage, checkpoint_id, savepoint=False):
@@ -207,8 +237,9 @@ def test_the_loop_waits_instead_of_spinning_while_nothing_is_due(builder, monkey
 
     monkeypatch.setattr(driver_module, "REQUEST_POLL_S", 0.05)
     h = builder.started()
-    loop = DriverLoop(h.coordinator, Store(), committer=None, fence=Unfenced(), progress=lambda line: None,
-                      clock=h.clock)
+    loop = DriverLoop(
+        h.coordinator, Store(), committer=None, fence=Unfenced(), progress=lambda line: None, clock=h.clock
+    )
     ticks = []
     real_tick = h.coordinator.on_tick
     monkeypatch.setattr(h.coordinator, "on_tick", lambda: ticks.append(1) or real_tick())
@@ -235,8 +266,9 @@ def test_a_message_over_a_replaced_connection_is_ignored(builder):
     from airflow_provider_seatunnel_ckpt.engine.messages import EndOfInput, Register, encode
 
     h = builder.build()
-    loop = DriverLoop(h.coordinator, Store(), committer=RecordingCommitter(), fence=Unfenced(),
-                      progress=lambda line: None)
+    loop = DriverLoop(
+        h.coordinator, Store(), committer=RecordingCommitter(), fence=Unfenced(), progress=lambda line: None
+    )
     try:
         loop._handle(("message", "old-0", encode(Register(0, 0))))
         loop._handle(("message", "conn-1", encode(Register(1, 0))))

@@ -30,8 +30,11 @@ def test_rejects_a_tolerable_count_that_is_not_a_non_negative_integer(bad):
 
 def test_the_counted_reasons_are_flinks():
     assert set(COUNTED) == {
-        FailureReason.EXPIRED, FailureReason.DECLINED, FailureReason.IO_ERROR,
-        FailureReason.ASYNC_ERROR, FailureReason.FINALIZE_ERROR,
+        FailureReason.EXPIRED,
+        FailureReason.DECLINED,
+        FailureReason.IO_ERROR,
+        FailureReason.ASYNC_ERROR,
+        FailureReason.FINALIZE_ERROR,
     }
 
 

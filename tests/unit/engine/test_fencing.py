@@ -24,8 +24,14 @@ def storage() -> FileSystemCheckpointStorage:
 
 
 def manifest(checkpoint_id: int) -> CheckpointManifest:
-    return CheckpointManifest(job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, kind=CheckpointKind.CHECKPOINT,
-                              trigger_ms=1, complete_ms=2)
+    return CheckpointManifest(
+        job_id=JOB,
+        pipeline_id=1,
+        checkpoint_id=checkpoint_id,
+        kind=CheckpointKind.CHECKPOINT,
+        trigger_ms=1,
+        complete_ms=2,
+    )
 
 
 def complete(storage, checkpoint_id: int) -> None:

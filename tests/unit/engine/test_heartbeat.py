@@ -142,8 +142,9 @@ def test_the_fingerprint_depends_on_the_definition_only() -> None:
 # ---- the writer ----------------------------------------------------------------------------------
 def test_the_writer_advances_the_sequence_and_carries_the_drivers_facts(storage: Any) -> None:
     status = {"application_id": "local-123", "last_checkpoint_id": None}
-    writer = HeartbeatWriter(storage, JOB, 3, interval_ms=1_500, fingerprint="abc", status=lambda: status,
-                             wall_ms=lambda: 42)
+    writer = HeartbeatWriter(
+        storage, JOB, 3, interval_ms=1_500, fingerprint="abc", status=lambda: status, wall_ms=lambda: 42
+    )
     assert writer.beat() and writer.beat()
     status["last_checkpoint_id"] = 7
     assert writer.beat()
@@ -161,8 +162,12 @@ def test_the_last_record_ends_the_writer(storage: Any) -> None:
     assert writer.end("failed", "boom", last_checkpoint_id=4)
     assert not writer.beat()  # nothing after the last record
     final = read_newest(storage, JOB)
-    assert final is not None and (final.state, final.error, final.last_checkpoint_id, final.sequence) == \
-        ("failed", "boom", 4, 2)
+    assert final is not None and (final.state, final.error, final.last_checkpoint_id, final.sequence) == (
+        "failed",
+        "boom",
+        4,
+        2,
+    )
     with pytest.raises(AssertionError):
         HeartbeatWriter(storage, JOB, 1).end("running")
 
@@ -218,22 +223,39 @@ def _request(tmp_path: Path, env: dict[str, Any] | None = None) -> Any:
     from airflow_provider_seatunnel_ckpt.config import load_config
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
-    checkpoint = {"interval": 1000, "storage": {"type": "hdfs", "plugin-config": {
-        "storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}}
-    job = load_job({
-        "env": {"job.name": JOB, "parallelism": 2, **(env or {})},
-        "source": [{"plugin_name": "Sequence", "rows": 10}],
-        "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
-    })
-    return runner.RunRequest(job=job, config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
-                             job_id=JOB, master="spark://nowhere.invalid:7077")
+    checkpoint = {
+        "interval": 1000,
+        "storage": {
+            "type": "hdfs",
+            "plugin-config": {
+                "storage.type": "hdfs",
+                "fs.defaultFS": "file:///",
+                "namespace": f"{tmp_path}/checkpoints/",
+            },
+        },
+    }
+    job = load_job(
+        {
+            "env": {"job.name": JOB, "parallelism": 2, **(env or {})},
+            "source": [{"plugin_name": "Sequence", "rows": 10}],
+            "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
+        }
+    )
+    return runner.RunRequest(
+        job=job,
+        config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
+        job_id=JOB,
+        master="spark://nowhere.invalid:7077",
+    )
 
 
 def _no_spark(request: Any) -> Any:
     raise RuntimeError("no Spark here")
 
 
-def test_a_run_heartbeats_from_its_claim_and_ends_with_its_outcome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_heartbeats_from_its_claim_and_ends_with_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(launch, "build_spark", _no_spark)
     request = _request(tmp_path)
     run = runner.JobRun(request, progress=lambda line: None)

@@ -47,13 +47,25 @@ class FakeTime:
 class FakeDriver:
     """A driver as storage sees it: job.json, a heartbeat every interval, checkpoints."""
 
-    def __init__(self, storage: Any, time: FakeTime, attempt: int = 1, interval_s: float = 2.0,
-                 fingerprint: str | None = FINGERPRINT):
+    def __init__(
+        self,
+        storage: Any,
+        time: FakeTime,
+        attempt: int = 1,
+        interval_s: float = 2.0,
+        fingerprint: str | None = FINGERPRINT,
+    ):
         self.storage, self.time, self.attempt = storage, time, attempt
         self.last: int | None = None
-        self.writer = HeartbeatWriter(storage, JOB, attempt, interval_ms=int(interval_s * 1000), fingerprint=fingerprint,
-                                      status=lambda: {"last_checkpoint_id": self.last, "application_id": "app-1"},
-                                      wall_ms=lambda: 0)  # a writer clock stuck at 1970 changes nothing
+        self.writer = HeartbeatWriter(
+            storage,
+            JOB,
+            attempt,
+            interval_ms=int(interval_s * 1000),
+            fingerprint=fingerprint,
+            status=lambda: {"last_checkpoint_id": self.last, "application_id": "app-1"},
+            wall_ms=lambda: 0,
+        )  # a writer clock stuck at 1970 changes nothing
         self.interval_s = interval_s
         self.beating = True
         storage.write_document(JOB, "job.json", {"status": "running", "attempt": attempt})
@@ -68,14 +80,23 @@ class FakeDriver:
             self.time.at(self.time.now + self.interval_s, self._beat)
 
     def checkpoint(self, checkpoint_id: int, rows: int = 1000) -> None:
-        self.storage.complete_checkpoint(CheckpointManifest(
-            job_id=JOB, pipeline_id=1, checkpoint_id=checkpoint_id, kind=CheckpointKind.CHECKPOINT, trigger_ms=1,
-            complete_ms=2, statistics={"rows": rows, "duration_ms": 5}))
+        self.storage.complete_checkpoint(
+            CheckpointManifest(
+                job_id=JOB,
+                pipeline_id=1,
+                checkpoint_id=checkpoint_id,
+                kind=CheckpointKind.CHECKPOINT,
+                trigger_ms=1,
+                complete_ms=2,
+                statistics={"rows": rows, "duration_ms": 5},
+            )
+        )
         self.last = checkpoint_id
 
     def finish(self, status: str = "finished", final: int | None = None, error: str | None = None) -> None:
-        self.storage.write_document(JOB, "job.json", {"status": status, "attempt": self.attempt,
-                                                      "final_checkpoint_id": final, "error": error})
+        self.storage.write_document(
+            JOB, "job.json", {"status": status, "attempt": self.attempt, "final_checkpoint_id": final, "error": error}
+        )
         self.writer.end(status, error, last_checkpoint_id=self.last)
 
     def die(self) -> None:
@@ -92,11 +113,21 @@ def time() -> FakeTime:
     return FakeTime()
 
 
-def tracker(storage: Any, time: FakeTime, caplog: pytest.LogCaptureFixture, fingerprint: str | None = FINGERPRINT,
-            ) -> DriverTracker:
+def tracker(
+    storage: Any,
+    time: FakeTime,
+    caplog: pytest.LogCaptureFixture,
+    fingerprint: str | None = FINGERPRINT,
+) -> DriverTracker:
     caplog.set_level(logging.INFO)
-    return DriverTracker(storage, JOB, logging.getLogger("attach-test"), fingerprint=fingerprint,
-                         clock=lambda: time.now, sleep=time.sleep)
+    return DriverTracker(
+        storage,
+        JOB,
+        logging.getLogger("attach-test"),
+        fingerprint=fingerprint,
+        clock=lambda: time.now,
+        sleep=time.sleep,
+    )
 
 
 def test_a_live_driver_is_attached_to_followed_and_its_checkpoints_reported(storage, time, caplog) -> None:
@@ -165,8 +196,7 @@ def test_a_stopped_job_ends_the_attachment_as_stopped(storage, time, caplog) -> 
 
 
 @pytest.mark.parametrize("deletes_on_finish", [True, False])
-def test_a_job_deleted_as_it_finishes_ends_the_attachment_as_finished(storage, time, caplog,
-                                                                    deletes_on_finish) -> None:
+def test_a_job_deleted_as_it_finishes_ends_the_attachment_as_finished(storage, time, caplog, deletes_on_finish) -> None:
     """With delete-on-finish the driver deletes the finished job, its heartbeat and
     job.json too, often before the next poll: that is the job's end, never a reason to run
     it again (issue 47, defect 6). Without it, a vanished job is taken over as before."""
@@ -175,8 +205,15 @@ def test_a_job_deleted_as_it_finishes_ends_the_attachment_as_finished(storage, t
     time.at(3.0, lambda: driver.checkpoint(1))
     time.at(5.1, lambda: (driver.finish("finished", final=1), storage.delete_checkpoint(JOB)))
     caplog.set_level(logging.INFO)
-    tracked = DriverTracker(storage, JOB, logging.getLogger("attach-test"), fingerprint=FINGERPRINT,
-                            clock=lambda: time.now, sleep=time.sleep, deletes_on_finish=deletes_on_finish).track()
+    tracked = DriverTracker(
+        storage,
+        JOB,
+        logging.getLogger("attach-test"),
+        fingerprint=FINGERPRINT,
+        clock=lambda: time.now,
+        sleep=time.sleep,
+        deletes_on_finish=deletes_on_finish,
+    ).track()
     assert tracked is not None and tracked.checkpoints == [1]
     if deletes_on_finish:
         assert (tracked.outcome, tracked.status) == ("finished", {})

@@ -54,13 +54,25 @@ stats = st.builds(AckStats, sync_ms=ids, async_ms=ids, state_bytes=ids, rows_sin
 
 any_message = st.one_of(
     st.builds(Register, subtask=ids, attempt=ids),
-    st.builds(Ack, checkpoint_id=ids, subtask=ids, attempt=ids, state_handles=handle_tuples,
-              sink_commit_info=json_values, stats=stats),
+    st.builds(
+        Ack,
+        checkpoint_id=ids,
+        subtask=ids,
+        attempt=ids,
+        state_handles=handle_tuples,
+        sink_commit_info=json_values,
+        stats=stats,
+    ),
     st.builds(Decline, checkpoint_id=ids, subtask=ids, attempt=ids, reason=texts),
     st.builds(EndOfInput, subtask=ids, attempt=ids),
     st.builds(TaskFailed, subtask=ids, attempt=ids, error=texts),
-    st.builds(RestoreState, checkpoint_id=st.none() | ids, state_handles=handle_tuples,
-              sink_commit_info=json_values, added_splits=split_plans),
+    st.builds(
+        RestoreState,
+        checkpoint_id=st.none() | ids,
+        state_handles=handle_tuples,
+        sink_commit_info=json_values,
+        added_splits=split_plans,
+    ),
     st.builds(AddSplits, added_splits=split_plans),
     st.builds(TriggerBarrier, checkpoint_id=ids, kind=st.sampled_from(CheckpointKind), timestamp_ms=ids),
     st.builds(NotifyComplete, checkpoint_id=ids),
@@ -71,8 +83,16 @@ any_message = st.one_of(
 
 def test_every_message_type_is_covered_by_the_strategy():
     assert set(MESSAGE_TYPES) == {
-        "register", "ack", "decline", "end_of_input", "task_failed",
-        "restore_state", "trigger_barrier", "notify_complete", "abort_checkpoint", "finish_job",
+        "register",
+        "ack",
+        "decline",
+        "end_of_input",
+        "task_failed",
+        "restore_state",
+        "trigger_barrier",
+        "notify_complete",
+        "abort_checkpoint",
+        "finish_job",
         "add_splits",
     }
 
@@ -93,8 +113,12 @@ def test_json_round_trip_is_lossless_and_json_safe(message):
 
 def _garbage():
     return st.one_of(
-        st.none(), st.booleans(), st.integers(min_value=-5, max_value=5), texts,
-        st.floats(allow_nan=False), st.lists(st.integers(), max_size=2),
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-5, max_value=5),
+        texts,
+        st.floats(allow_nan=False),
+        st.lists(st.integers(), max_size=2),
         st.dictionaries(texts, st.integers(), max_size=2),
     )
 
@@ -155,12 +179,18 @@ def _ack_with(**changes):
         (_ack_with(sink_commit_info={"a": (1, 2)}), "field sink_commit_info.a: tuple is not JSON-safe"),
         (_ack_with(stats__sync_ms=-2), "ack message, field stats.sync_ms: expected a non-negative integer"),
         (_ack_with(stats__bogus=1), r"ack message, field stats: unknown field\(s\) \['bogus'\]"),
-        ({"type": "trigger_barrier", "checkpoint_id": 1, "kind": "snapshot", "timestamp_ms": 0},
-         "trigger_barrier message, field kind: expected one of checkpoint, savepoint, final, got 'snapshot'"),
-        ({"type": "restore_state", "checkpoint_id": -1},
-         "restore_state message, field checkpoint_id: expected a non-negative integer"),
-        ({"type": "decline", "checkpoint_id": 1, "subtask": 0, "attempt": 0, "reason": 5},
-         "decline message, field reason: expected a string, got int"),
+        (
+            {"type": "trigger_barrier", "checkpoint_id": 1, "kind": "snapshot", "timestamp_ms": 0},
+            "trigger_barrier message, field kind: expected one of checkpoint, savepoint, final, got 'snapshot'",
+        ),
+        (
+            {"type": "restore_state", "checkpoint_id": -1},
+            "restore_state message, field checkpoint_id: expected a non-negative integer",
+        ),
+        (
+            {"type": "decline", "checkpoint_id": 1, "subtask": 0, "attempt": 0, "reason": 5},
+            "decline message, field reason: expected a string, got int",
+        ),
     ],
 )
 def test_malformed_messages_name_the_type_and_field(raw, expected):
@@ -185,7 +215,9 @@ def test_invalid_messages_cannot_even_be_constructed():
         Ack(1, 0, 0, sink_commit_info={"1": {2}})
     with pytest.raises(ProtocolError, match=r"add_splits message, field added_splits\[0\]: expected \[split_id, spec"):
         AddSplits((("orders-0",),))
-    with pytest.raises(ProtocolError, match=r"add_splits message, field added_splits\[0\].start: nan is not valid JSON"):
+    with pytest.raises(
+        ProtocolError, match=r"add_splits message, field added_splits\[0\].start: nan is not valid JSON"
+    ):
         AddSplits((("orders-0", {"start": float("nan")}),))
 
 

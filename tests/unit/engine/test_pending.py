@@ -52,7 +52,9 @@ def test_transitions_follow_the_table_and_illegal_ones_name_event_state_and_id(s
     if event is CheckpointEvent.ALL_ACKED and state is CheckpointState.PENDING:
         p.acknowledge(Ack(7, 0, 0), 150)
     if target is None:
-        with pytest.raises(ProtocolError, match=rf"checkpoint 7: event '{event.value}' is illegal in state {state.name}"):
+        with pytest.raises(
+            ProtocolError, match=rf"checkpoint 7: event '{event.value}' is illegal in state {state.name}"
+        ):
             FIRE[event](p)
         assert p.state is state
     else:

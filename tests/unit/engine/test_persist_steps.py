@@ -80,7 +80,9 @@ class _Committer:
 def _with_state_files(checkpoint):
     """The checkpoint as if each subtask had uploaded its state to a file of its own."""
     subtasks = tuple(
-        dataclasses.replace(s, state_handles=(StateHandle(size=1, sha256="0" * 64, path=f"task-{s.subtask}-{s.attempt}.state"),))
+        dataclasses.replace(
+            s, state_handles=(StateHandle(size=1, sha256="0" * 64, path=f"task-{s.subtask}-{s.attempt}.state"),)
+        )
         for s in checkpoint.subtasks
     )
     return dataclasses.replace(checkpoint, subtasks=subtasks)
@@ -94,8 +96,13 @@ def _complete_one(builder, steps: _Steps) -> tuple[DriverLoop, list[str], tuple]
     [checkpoint] = h.persist_requests
     checkpoint = _with_state_files(checkpoint)
     lines: list[str] = []
-    loop = DriverLoop(h.coordinator, CompletedCheckpointStore(steps, "job", 1), _Committer(),
-                      fence=steps, progress=lambda line: (lines.append(line), steps._end("reported complete")))
+    loop = DriverLoop(
+        h.coordinator,
+        CompletedCheckpointStore(steps, "job", 1),
+        _Committer(),
+        fence=steps,
+        progress=lambda line: (lines.append(line), steps._end("reported complete")),
+    )
     try:
         loop._persist(checkpoint, wall_ms())
         event = loop.events.get(timeout=10)
@@ -110,7 +117,9 @@ def test_the_reservation_runs_beside_the_state_file_check_and_both_precede_the_w
     steps = _Steps()
     loop, lines, event = _complete_one(builder, steps)
     assert event[0] == "persisted"
-    assert steps.ended.index("write _metadata") > max(steps.ended.index(f"reserve {event[1]}"), steps.ended.index("check state files"))
+    assert steps.ended.index("write _metadata") > max(
+        steps.ended.index(f"reserve {event[1]}"), steps.ended.index("check state files")
+    )
     [record] = loop.outcome.completed
     # side by side: about one step, not two
     assert STEP_S * 1000 <= record.persist_ms < 1.8 * STEP_S * 1000, record.persist_ms
@@ -146,13 +155,21 @@ class _Run:
     def __init__(self, builder, steps: _Steps):
         self.h = builder.with_(num_subtasks=2).started()
         self.steps = steps
-        self.loop = DriverLoop(self.h.coordinator, CompletedCheckpointStore(steps, "job", 1), _Committer(),
-                               fence=steps, progress=lambda line: None)
+        self.loop = DriverLoop(
+            self.h.coordinator,
+            CompletedCheckpointStore(steps, "job", 1),
+            _Committer(),
+            fence=steps,
+            progress=lambda line: None,
+        )
 
     def trigger(self) -> int:
         cid = self.h.trigger()
-        [broadcast] = [a for a in self.h.log if isinstance(a, Broadcast) and isinstance(a.message, TriggerBarrier)
-                       and a.message.checkpoint_id == cid]
+        [broadcast] = [
+            a
+            for a in self.h.log
+            if isinstance(a, Broadcast) and isinstance(a.message, TriggerBarrier) and a.message.checkpoint_id == cid
+        ]
         self.loop._execute([broadcast])
         return cid
 

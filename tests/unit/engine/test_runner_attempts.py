@@ -20,27 +20,44 @@ JOB_ID = "attempts"
 
 
 def _storage(tmp_path: Path, max_retained: int = 3) -> dict[str, Any]:
-    return {"type": "hdfs", "max-retained": max_retained,
-            "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"}}
+    return {
+        "type": "hdfs",
+        "max-retained": max_retained,
+        "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///", "namespace": f"{tmp_path}/checkpoints/"},
+    }
 
 
 def _request(tmp_path: Path, **config: Any) -> RunRequest:
     checkpoint = {
         "interval": 1000,
-        "storage": {"type": "hdfs", "plugin-config": {"storage.type": "hdfs", "fs.defaultFS": "file:///",
-                                                      "namespace": f"{tmp_path}/checkpoints/"}},
+        "storage": {
+            "type": "hdfs",
+            "plugin-config": {
+                "storage.type": "hdfs",
+                "fs.defaultFS": "file:///",
+                "namespace": f"{tmp_path}/checkpoints/",
+            },
+        },
         **config,
     }
-    job = load_job({
-        "env": {"job.name": JOB_ID, "parallelism": 2},
-        "source": [{"plugin_name": "Sequence", "rows": 10}],
-        "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
-    })
-    return RunRequest(job=job, config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
-                      job_id=JOB_ID, master="spark://nowhere.invalid:7077")
+    job = load_job(
+        {
+            "env": {"job.name": JOB_ID, "parallelism": 2},
+            "source": [{"plugin_name": "Sequence", "rows": 10}],
+            "sink": [{"plugin_name": "File", "path": f"file://{tmp_path}/out/", "format": "jsonl"}],
+        }
+    )
+    return RunRequest(
+        job=job,
+        config=load_config({"seatunnel": {"engine": {"checkpoint": checkpoint}}}),
+        job_id=JOB_ID,
+        master="spark://nowhere.invalid:7077",
+    )
 
 
-def test_spark_failing_to_start_finalises_the_attempt_as_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spark_failing_to_start_finalises_the_attempt_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_spark(request: RunRequest) -> Any:
         raise RuntimeError("Could not parse Master URL: 'spark://nowhere.invalid:7077'\n\tat org.apache.spark...")
 
@@ -91,7 +108,11 @@ def test_a_stop_with_savepoint_is_recorded_as_stopped(tmp_path: Path) -> None:
     run._release(Outcome(finished=True, completed=[record], stopped_savepoint_id=7), "token")
     job = run.storage.read_document(JOB_ID, "job.json")
     assert (job["status"], job["savepoint_id"], job["final_checkpoint_id"], job["last_checkpoint_id"]) == (
-        "stopped", 7, None, 7)
+        "stopped",
+        7,
+        None,
+        7,
+    )
     attempt = run.storage.read_document(JOB_ID, "attempts/000001.json")
     assert (attempt["outcome"], attempt["savepoint_id"]) == ("stopped", 7)
 
@@ -184,8 +205,10 @@ def _completed(run: JobRun, *ids: int, savepoint: bool = False) -> None:
 
 
 def _ids(run: JobRun) -> list[tuple[int, bool, bool]]:
-    return [(e.checkpoint_id, e.savepoint, e.completed)
-            for e in run.storage.list_checkpoint_entries(JOB_ID, runner.PIPELINE_ID)]
+    return [
+        (e.checkpoint_id, e.savepoint, e.completed)
+        for e in run.storage.list_checkpoint_entries(JOB_ID, runner.PIPELINE_ID)
+    ]
 
 
 def test_a_sink_that_cannot_roll_back_refuses_before_newer_checkpoints_are_deleted(tmp_path: Path) -> None:

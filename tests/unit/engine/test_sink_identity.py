@@ -93,8 +93,9 @@ def test_a_removed_sink_is_refused_in_one_line_then_dropped_when_allowed(tmp_pat
         ClaimedRun(tmp_path, [file_sink(tmp_path, "a")]).claim()
     line = str(refused.value)
     assert "\n" not in line
-    assert line.startswith(f"--restore: checkpoint 1 holds output of sink LocalFile (file://{tmp_path}/b) that this "
-                           "job no longer has; ")
+    assert line.startswith(
+        f"--restore: checkpoint 1 holds output of sink LocalFile (file://{tmp_path}/b) that this job no longer has; "
+    )
     assert "--allow-non-restored-state" in line
     # before anything changed: the checkpoint, the staged output, nothing committed
     assert (staged(tmp_path, "a"), staged(tmp_path, "b")) == staged_before and all(staged_before)
@@ -115,16 +116,20 @@ def test_two_sinks_of_one_plugin_swapped_are_refused_in_one_line(tmp_path: Path)
         ClaimedRun(tmp_path, [file_sink(tmp_path, "b"), file_sink(tmp_path, "a")]).claim()
     line = str(refused.value)
     assert "\n" not in line
-    assert line.startswith(f"--restore: checkpoint 1 holds output of sink File (file://{tmp_path}/a) that this job no "
-                           f"longer has (this job's sink File 'sink[1]' (file://{tmp_path}/a) writes there too")
+    assert line.startswith(
+        f"--restore: checkpoint 1 holds output of sink File (file://{tmp_path}/a) that this job no "
+        f"longer has (this job's sink File 'sink[1]' (file://{tmp_path}/a) writes there too"
+    )
     assert not committed(tmp_path / "a") and not committed(tmp_path / "b")
     finish(tmp_path, [file_sink(tmp_path, "a"), file_sink(tmp_path, "b")])  # as it was: exact
     assert committed(tmp_path / "a") == once(range(ROWS)) == committed(tmp_path / "b")
 
 
 def _tables_source(*tables: str) -> dict[str, Any]:
-    return {"plugin_name": "FakeSource",
-            "tables_configs": [{"schema": {"table": t, "fields": {"id": "bigint"}}, "row.num": 1} for t in tables]}
+    return {
+        "plugin_name": "FakeSource",
+        "tables_configs": [{"schema": {"table": t, "fields": {"id": "bigint"}}, "row.num": 1} for t in tables],
+    }
 
 
 def test_a_table_added_after_the_others_starts_after_the_checkpoint(tmp_path: Path) -> None:

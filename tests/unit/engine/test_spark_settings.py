@@ -39,23 +39,48 @@ MAX_FAILURES = "spark.task.maxFailures"
 
 #: (settings, the key refused, words its line must hold, the setting the engine uses instead)
 BREAKING = {
-    "speculation": ({SPECULATION: "true"}, SPECULATION, ["true", "second copy of a running subtask",
-                                                         "remove it or set it to false"], {SPECULATION: "false"}),
-    "dynamic allocation": ({DYNAMIC: "true"}, DYNAMIC, ["true", "fewer executors than the subtasks need at once",
-                                                       "no checkpoint completes", "spark.executor.instances"],
-                           {DYNAMIC: "false"}),
-    "exclusion": ({EXCLUDE: "true"}, EXCLUDE, ["true", "executor it failed on", "instead of failing over",
-                                               f"{EXCLUDE_TS}=false"], {EXCLUDE_TS: "false"}),
-    "task and stage exclusion": ({EXCLUDE_TS: "TRUE"}, EXCLUDE_TS, ["TRUE", "executor it failed on",
-                                                                    "remove it or set it to false"],
-                                 {EXCLUDE_TS: "false"}),
-    "idle kill": ({KILL: "true", IDLE: "60s"}, KILL, ["true", f"{IDLE}=60s", "after 60 s without output",
-                                                      "retried over and over", "remove it or set it to false"],
-                  {KILL: "false"}),
-    "no attempts": ({MAX_FAILURES: "0"}, MAX_FAILURES, ["0 is not a number of attempts", "set it to 1 or more"],
-                    {MAX_FAILURES: "4"}),
-    "negative attempts": ({MAX_FAILURES: "-1"}, MAX_FAILURES, ["-1 is not a number of attempts"],
-                          {MAX_FAILURES: "4"}),
+    "speculation": (
+        {SPECULATION: "true"},
+        SPECULATION,
+        ["true", "second copy of a running subtask", "remove it or set it to false"],
+        {SPECULATION: "false"},
+    ),
+    "dynamic allocation": (
+        {DYNAMIC: "true"},
+        DYNAMIC,
+        [
+            "true",
+            "fewer executors than the subtasks need at once",
+            "no checkpoint completes",
+            "spark.executor.instances",
+        ],
+        {DYNAMIC: "false"},
+    ),
+    "exclusion": (
+        {EXCLUDE: "true"},
+        EXCLUDE,
+        ["true", "executor it failed on", "instead of failing over", f"{EXCLUDE_TS}=false"],
+        {EXCLUDE_TS: "false"},
+    ),
+    "task and stage exclusion": (
+        {EXCLUDE_TS: "TRUE"},
+        EXCLUDE_TS,
+        ["TRUE", "executor it failed on", "remove it or set it to false"],
+        {EXCLUDE_TS: "false"},
+    ),
+    "idle kill": (
+        {KILL: "true", IDLE: "60s"},
+        KILL,
+        ["true", f"{IDLE}=60s", "after 60 s without output", "retried over and over", "remove it or set it to false"],
+        {KILL: "false"},
+    ),
+    "no attempts": (
+        {MAX_FAILURES: "0"},
+        MAX_FAILURES,
+        ["0 is not a number of attempts", "set it to 1 or more"],
+        {MAX_FAILURES: "4"},
+    ),
+    "negative attempts": ({MAX_FAILURES: "-1"}, MAX_FAILURES, ["-1 is not a number of attempts"], {MAX_FAILURES: "4"}),
 }
 
 
@@ -89,14 +114,17 @@ def test_a_refusal_reads_as_the_issue_asks() -> None:
     )
 
 
-@pytest.mark.parametrize(("key", "value", "expected"), [
-    (SPECULATION, "yes", "spark.speculation: expected true or false, got yes"),
-    (DYNAMIC, "", "spark.dynamicAllocation.enabled: expected true or false, got ''"),
-    (EXCLUDE, "1", "spark.excludeOnFailure.enabled: expected true or false, got 1"),
-    (KILL, "on", "spark.python.worker.killOnIdleTimeout: expected true or false, got on"),
-    (MAX_FAILURES, "four", "spark.task.maxFailures: expected an integer, got four; set it to 1 or more"),
-    (MAX_FAILURES, "4.0", "spark.task.maxFailures: expected an integer, got 4.0; set it to 1 or more"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        (SPECULATION, "yes", "spark.speculation: expected true or false, got yes"),
+        (DYNAMIC, "", "spark.dynamicAllocation.enabled: expected true or false, got ''"),
+        (EXCLUDE, "1", "spark.excludeOnFailure.enabled: expected true or false, got 1"),
+        (KILL, "on", "spark.python.worker.killOnIdleTimeout: expected true or false, got on"),
+        (MAX_FAILURES, "four", "spark.task.maxFailures: expected an integer, got four; set it to 1 or more"),
+        (MAX_FAILURES, "4.0", "spark.task.maxFailures: expected an integer, got 4.0; set it to 1 or more"),
+    ],
+)
 def test_an_unreadable_value_of_the_job_is_refused(key: str, value: str, expected: str) -> None:
     assert str(_refusal({key: value})).startswith(expected)
 
@@ -121,9 +149,14 @@ def test_the_warning_is_logged_by_default(caplog: pytest.LogCaptureFixture) -> N
         check_spark_settings({}, {SPECULATION: "true", DYNAMIC: "true"})
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.WARNING]
     assert caplog.records[0].getMessage().startswith("spark.speculation: true would let Spark start a second copy")
-    assert caplog.records[1].getMessage().endswith(
-        "this job runs with spark.dynamicAllocation.enabled=false; give it its executors with "
-        "spark.executor.instances (or spark.cores.max on a standalone cluster)")
+    assert (
+        caplog.records[1]
+        .getMessage()
+        .endswith(
+            "this job runs with spark.dynamicAllocation.enabled=false; give it its executors with "
+            "spark.executor.instances (or spark.cores.max on a standalone cluster)"
+        )
+    )
 
 
 def test_an_unreadable_value_from_spark_submit_is_replaced_when_the_engine_sets_that_key() -> None:
@@ -145,36 +178,47 @@ def test_an_unreadable_value_from_spark_submit_the_engine_does_not_replace_is_le
 def test_the_engine_settings_are_returned_even_when_nothing_was_seen() -> None:
     # spark-defaults.conf read when pyspark starts the JVM itself is not visible before
     # it starts: the engine's values are applied anyway (the session builder's win).
-    assert check_spark_settings({}) == dict(ENFORCED) == {
-        SPECULATION: "false", DYNAMIC: "false", EXCLUDE_TS: "false", KILL: "false"}
+    assert (
+        check_spark_settings({})
+        == dict(ENFORCED)
+        == {SPECULATION: "false", DYNAMIC: "false", EXCLUDE_TS: "false", KILL: "false"}
+    )
 
 
 # ---- what is not flagged ------------------------------------------------------------------------
-@pytest.mark.parametrize("settings", [
-    {SPECULATION: "false", DYNAMIC: " FALSE "},
-    # tuning keys do nothing without speculation / dynamic allocation
-    {"spark.speculation.task.duration.threshold": "10s", "spark.speculation.multiplier": "1.1",
-     "spark.dynamicAllocation.maxExecutors": "2", "spark.dynamicAllocation.shuffleTracking.enabled": "true"},
-    # application-level exclusion only: Spark 4 asks taskAndStage first
-    {EXCLUDE: "true", EXCLUDE_TS: "false"},
-    {"spark.excludeOnFailure.application.enabled": "true", "spark.excludeOnFailure.killExcludedExecutors": "true"},
-    # the idle timeout alone only logs; the kill without a timeout never fires
-    {IDLE: "60"},
-    {KILL: "true"},
-    {KILL: "true", IDLE: "0"},
-    {KILL: "true", IDLE: "500ms"},  # whole seconds: 0, no timeout
-    {KILL: "false", IDLE: "60"},
-    # a subtask on a decommissioned executor fails over like one on a lost executor
-    {"spark.decommission.enabled": "true", "spark.executor.decommission.killInterval": "60s"},
-    # one attempt is a choice (fail fast, let Airflow retry), not a break
-    {MAX_FAILURES: "1"}, {MAX_FAILURES: " +8 "},
-    # one Spark job per application: the scheduling mode has nothing to choose between
-    {"spark.scheduler.mode": "FAIR"},
-    # fewer slots than cores: a matter for the slot check, not a broken model
-    {"spark.task.cpus": "2", "spark.default.parallelism": "200"},
-    # Spark 4 reads the old name no more
-    {"spark.blacklist.enabled": "true"},
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {SPECULATION: "false", DYNAMIC: " FALSE "},
+        # tuning keys do nothing without speculation / dynamic allocation
+        {
+            "spark.speculation.task.duration.threshold": "10s",
+            "spark.speculation.multiplier": "1.1",
+            "spark.dynamicAllocation.maxExecutors": "2",
+            "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        },
+        # application-level exclusion only: Spark 4 asks taskAndStage first
+        {EXCLUDE: "true", EXCLUDE_TS: "false"},
+        {"spark.excludeOnFailure.application.enabled": "true", "spark.excludeOnFailure.killExcludedExecutors": "true"},
+        # the idle timeout alone only logs; the kill without a timeout never fires
+        {IDLE: "60"},
+        {KILL: "true"},
+        {KILL: "true", IDLE: "0"},
+        {KILL: "true", IDLE: "500ms"},  # whole seconds: 0, no timeout
+        {KILL: "false", IDLE: "60"},
+        # a subtask on a decommissioned executor fails over like one on a lost executor
+        {"spark.decommission.enabled": "true", "spark.executor.decommission.killInterval": "60s"},
+        # one attempt is a choice (fail fast, let Airflow retry), not a break
+        {MAX_FAILURES: "1"},
+        {MAX_FAILURES: " +8 "},
+        # one Spark job per application: the scheduling mode has nothing to choose between
+        {"spark.scheduler.mode": "FAIR"},
+        # fewer slots than cores: a matter for the slot check, not a broken model
+        {"spark.task.cpus": "2", "spark.default.parallelism": "200"},
+        # Spark 4 reads the old name no more
+        {"spark.blacklist.enabled": "true"},
+    ],
+)
 def test_settings_that_do_not_break_the_model_pass_silently(settings: dict[str, str]) -> None:
     assert check_spark_settings(settings, warn=_no_warning) == dict(ENFORCED)
     assert check_spark_settings({}, settings, warn=_no_warning) == dict(ENFORCED)
@@ -237,8 +281,10 @@ def test_a_running_context_with_a_breaking_setting_is_refused() -> None:
         check_running_spark_settings({"spark.master": "spark://m:7077", SPECULATION: "true"})
     line = str(caught.value)
     assert line.startswith("spark.speculation: true would let Spark start a second copy")
-    assert line.endswith("(in a Spark context created before the job, whose settings can no longer change); "
-                         "remove it or set it to false where that context is created")
+    assert line.endswith(
+        "(in a Spark context created before the job, whose settings can no longer change); "
+        "remove it or set it to false where that context is created"
+    )
 
 
 def test_a_context_built_with_the_returned_settings_passes() -> None:
@@ -248,24 +294,37 @@ def test_a_context_built_with_the_returned_settings_passes() -> None:
 
 
 # ---- reading values as Spark does -----------------------------------------------------------------
-@pytest.mark.parametrize(("text", "value"), [
-    ("true", True), ("TRUE", True), ("True", True), ("tRuE", True), (" true ", True), ("\ttrue\n", True),
-    ("false", False), ("FALSE", False), ("\x00false\x1f", False),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("True", True),
+        ("tRuE", True),
+        (" true ", True),
+        ("\ttrue\n", True),
+        ("false", False),
+        ("FALSE", False),
+        ("\x00false\x1f", False),
+    ],
+)
 def test_booleans_read_as_spark_reads_them(text: str, value: bool) -> None:
     assert parse_spark_bool(text) is value
 
 
-@pytest.mark.parametrize("text", ["", " ", "yes", "no", "1", "0", "t", "f", "on", "true!", "tru e", "\u00a0true",
-                                  "true\u2003"])
+@pytest.mark.parametrize(
+    "text", ["", " ", "yes", "no", "1", "0", "t", "f", "on", "true!", "tru e", "\u00a0true", "true\u2003"]
+)
 def test_anything_else_is_not_a_boolean(text: str) -> None:
     # Java's trim strips characters up to U+0020 only, so a non-breaking space stays
     with pytest.raises(ValueError, match="expected true or false"):
         parse_spark_bool(text)
 
 
-@pytest.mark.parametrize(("text", "value"), [("4", 4), (" 4 ", 4), ("+4", 4), ("-1", -1), ("0", 0),
-                                             ("2147483647", 2**31 - 1), ("-2147483648", -(2**31))])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("4", 4), (" 4 ", 4), ("+4", 4), ("-1", -1), ("0", 0), ("2147483647", 2**31 - 1), ("-2147483648", -(2**31))],
+)
 def test_integers_read_as_spark_reads_them(text: str, value: int) -> None:
     assert parse_spark_int(text) == value
 
@@ -276,10 +335,24 @@ def test_anything_else_is_not_an_integer(text: str) -> None:
         parse_spark_int(text)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("60", 60), ("60s", 60), (" 60S ", 60), ("5min", 300), ("1m", 60), ("2h", 7200), ("1d", 86400),
-    ("500ms", 0), ("1500ms", 1), ("1000000us", 1), ("0", 0), ("-5", -5), ("-1500ms", -1),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("60", 60),
+        ("60s", 60),
+        (" 60S ", 60),
+        ("5min", 300),
+        ("1m", 60),
+        ("2h", 7200),
+        ("1d", 86400),
+        ("500ms", 0),
+        ("1500ms", 1),
+        ("1000000us", 1),
+        ("0", 0),
+        ("-5", -5),
+        ("-1500ms", -1),
+    ],
+)
 def test_durations_read_as_spark_reads_them(text: str, seconds: int) -> None:
     assert parse_spark_seconds(text) == seconds
 
@@ -294,6 +367,7 @@ def test_anything_else_is_not_a_duration(text: str) -> None:
 def test_the_check_is_cheap_and_pure(monkeypatch: pytest.MonkeyPatch) -> None:
     """No I/O, no Spark: it can run before anything is claimed or started;
     its arguments are never changed and each call returns a fresh dict."""
+
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the settings check must do no I/O")
 

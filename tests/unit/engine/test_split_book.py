@@ -79,7 +79,9 @@ def test_a_restore_with_another_parallelism_reads_each_split_from_where_it_stood
     in_progress = {sid: st.position for b in books for sid, st in b.states.items()}
     merged = merge_split_states(decode_subtask_state(encoded(b, s), f"s{s}") for s, b in enumerate(books))
     for parallelism in (1, 2, 3, 5):
-        restored = [SplitBook.restored(share_of(plan, parallelism, s), merged, len(plan), "t") for s in range(parallelism)]
+        restored = [
+            SplitBook.restored(share_of(plan, parallelism, s), merged, len(plan), "t") for s in range(parallelism)
+        ]
         for index, split in enumerate(plan):
             owner = restored[index % parallelism]
             assert owner.is_finished(index, split) == (index in finished)
@@ -136,23 +138,27 @@ def test_runs_hold_any_set_of_indices() -> None:
 
 def test_a_state_written_before_runs_existed_restores_and_is_compacted() -> None:
     plan = plan_of(3)
-    legacy = SubtaskState({plan[0].split_id: SplitState(position=4, finished=True),
-                           plan[1].split_id: SplitState(position=2)})
+    legacy = SubtaskState(
+        {plan[0].split_id: SplitState(position=4, finished=True), plan[1].split_id: SplitState(position=2)}
+    )
     book = SplitBook.restored(share_of(plan, 1, 0), legacy, len(plan), "t")
     assert book.finished.runs == [[0, 1, 1]] and set(book.states) == {plan[1].split_id}
     assert [i for i, _ in book.unfinished()] == [1, 2]
 
 
-@pytest.mark.parametrize("finished, splits, message", [
-    ([[0, 1, 5]], {}, r"\[0, 1, 5\] \(start, step, count\) are outside the plan of 4 splits"),
-    ([[0, 1, 10**12]], {}, "outside the plan of 4 splits"),  # refused before any set is built
-    ([[0, 0, 2]], {}, "outside the plan"),
-    ([[1, 1]], {}, "malformed run"),
-    ([[1, True, 1]], {}, "malformed run"),
-    ({"a": 1}, {}, "not a list of runs"),
-    ([[0, 1, 2], [1, 1, 1]], {}, "finished in more than one subtask's state"),
-    ([[2, 1, 1]], {"f0000002": SplitState(position=1)}, "'f0000002' is both finished and in progress"),
-])
+@pytest.mark.parametrize(
+    "finished, splits, message",
+    [
+        ([[0, 1, 5]], {}, r"\[0, 1, 5\] \(start, step, count\) are outside the plan of 4 splits"),
+        ([[0, 1, 10**12]], {}, "outside the plan of 4 splits"),  # refused before any set is built
+        ([[0, 0, 2]], {}, "outside the plan"),
+        ([[1, 1]], {}, "malformed run"),
+        ([[1, True, 1]], {}, "malformed run"),
+        ({"a": 1}, {}, "not a list of runs"),
+        ([[0, 1, 2], [1, 1, 1]], {}, "finished in more than one subtask's state"),
+        ([[2, 1, 1]], {"f0000002": SplitState(position=1)}, "'f0000002' is both finished and in progress"),
+    ],
+)
 def test_damaged_runs_are_refused_with_one_line(finished, splits, message) -> None:
     with pytest.raises(CorruptCheckpointError, match=message):
         SplitBook.restored(share_of(plan_of(4), 1, 0), SubtaskState(splits, finished), 4, "checkpoint 9")

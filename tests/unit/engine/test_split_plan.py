@@ -24,8 +24,10 @@ JOB = "plans"
 @pytest.fixture
 def storage(tmp_path):
     config = tmp_path / "seatunnel.yaml"
-    config.write_text("seatunnel:\n  engine:\n    checkpoint:\n      storage:\n        type: hdfs\n"
-                      f"        plugin-config:\n          storage.type: local\n          namespace: {tmp_path}/ns/\n")
+    config.write_text(
+        "seatunnel:\n  engine:\n    checkpoint:\n      storage:\n        type: hdfs\n"
+        f"        plugin-config:\n          storage.type: local\n          namespace: {tmp_path}/ns/\n"
+    )
     return create_storage(load_config(str(config)).storage)
 
 
@@ -56,7 +58,9 @@ def test_a_missing_or_altered_plan_is_one_line_naming_it(storage) -> None:
     with pytest.raises(CheckpointError, match=r"plans/000001\.json: the first 10 splits do not match"):
         load_plan(storage, JOB, {REF_KEY: ref})
     storage.delete_document(JOB, plan_path(1))
-    with pytest.raises(CheckpointError, match=r"plans/000001\.json: the split plan this checkpoint was taken with is missing"):
+    with pytest.raises(
+        CheckpointError, match=r"plans/000001\.json: the split plan this checkpoint was taken with is missing"
+    ):
         load_plan(storage, JOB, {REF_KEY: ref})
 
 

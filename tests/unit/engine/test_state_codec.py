@@ -245,8 +245,12 @@ def test_a_split_not_started_is_left_out_and_restores_as_new() -> None:
     """A subtask's state names the splits it started: at 100,000 files the ones not yet
     started were half the first checkpoints' bytes (bench/scale_bench.py). A restore reads
     a split it finds no state for from its beginning, which is what a fresh entry means."""
-    states = {"new": SplitState(), "reading": SplitState(position=7), "done": SplitState(position=9, finished=True),
-              "counted": SplitState(operators={"0": {"n": 1}})}
+    states = {
+        "new": SplitState(),
+        "reading": SplitState(position=7),
+        "done": SplitState(position=9, finished=True),
+        "counted": SplitState(operators={"0": {"n": 1}}),
+    }
     decoded = decode_subtask_state(bytes(frame_snapshot(snapshot_split_states(0, states)).to_bytes()), "w").splits
     assert set(decoded) == {"reading", "done", "counted"}
     assert decoded.get("new", SplitState()) == states["new"]

@@ -65,10 +65,24 @@ def test_metadata_statistics_have_checkpoint_and_per_subtask_fields(builder):
         "rows": 20,
         "num_subtasks": 2,
         "subtasks": {
-            "0": {"attempt": 0, "sync_ms": 1, "async_ms": 2, "state_bytes": state_sizes[0], "rows_since_last": 10,
-                  "ack_latency_ms": 75, "ack_ms": 1_700_000_000_075},
-            "1": {"attempt": 0, "sync_ms": 1, "async_ms": 2, "state_bytes": state_sizes[1], "rows_since_last": 10,
-                  "ack_latency_ms": 30, "ack_ms": 1_700_000_000_030},
+            "0": {
+                "attempt": 0,
+                "sync_ms": 1,
+                "async_ms": 2,
+                "state_bytes": state_sizes[0],
+                "rows_since_last": 10,
+                "ack_latency_ms": 75,
+                "ack_ms": 1_700_000_000_075,
+            },
+            "1": {
+                "attempt": 0,
+                "sync_ms": 1,
+                "async_ms": 2,
+                "state_bytes": state_sizes[1],
+                "rows_since_last": 10,
+                "ack_latency_ms": 30,
+                "ack_ms": 1_700_000_000_030,
+            },
         },
     }
     assert LEGACY_KEYS <= stats.keys()

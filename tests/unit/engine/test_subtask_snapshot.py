@@ -192,8 +192,9 @@ def test_a_failed_state_upload_declines_and_the_task_runs_on():
     """The asynchronous part (Flink's CHECKPOINT_ASYNC_EXCEPTION): the checkpoint is
     declined and counts; the task keeps its staged output for the next checkpoint."""
     blob = b"x" * 300_000  # not inline: uploaded
-    runtime, client = _runtime({"range-00000": SplitState(position=5, operators={"0": {"b": blob}})},
-                               storage=FailingStorage())
+    runtime, client = _runtime(
+        {"range-00000": SplitState(position=5, operators={"0": {"b": blob}})}, storage=FailingStorage()
+    )
     try:
         _barrier(runtime, 5)
         runtime._take_barriers()

@@ -79,7 +79,7 @@ def test_frames_split_and_merged_across_chunk_boundaries(chunk):
     reader = FrameReader()
     got = []
     for i in range(0, len(stream), chunk):
-        reader.receive_data(stream[i:i + chunk])
+        reader.receive_data(stream[i : i + chunk])
         got += frames_in(reader)
     reader.receive_data(b"")
     assert got == MESSAGES

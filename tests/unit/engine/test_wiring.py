@@ -42,40 +42,78 @@ def _console(**names: object) -> dict:
 
 # ---- the rules ---------------------------------------------------------------------------
 def test_a_job_without_names_is_a_chain_through_every_transform() -> None:
-    job = load_job(_job([_seq(3)], [_console()], [{"plugin_name": "Filter", "condition": "id > 0"},
-                                                   {"plugin_name": "Filter", "condition": "id > 1"}]))
+    job = load_job(
+        _job(
+            [_seq(3)],
+            [_console()],
+            [{"plugin_name": "Filter", "condition": "id > 0"}, {"plugin_name": "Filter", "condition": "id > 1"}],
+        )
+    )
     assert job.wiring is None and job.graph.is_chain and job.graph.transform_order == (0, 1)
 
 
 def test_named_tables_in_a_chain_keep_the_plain_chain() -> None:
-    job = load_job(_job([_seq(3, plugin_output="a")], [_console(plugin_input="b")],
-                        [{"plugin_name": "Filter", "condition": "id > 0", "plugin_input": "a", "plugin_output": "b"}]))
+    job = load_job(
+        _job(
+            [_seq(3, plugin_output="a")],
+            [_console(plugin_input="b")],
+            [{"plugin_name": "Filter", "condition": "id > 0", "plugin_input": "a", "plugin_output": "b"}],
+        )
+    )
     assert job.wiring is None  # checkpoints and commit infos as they always were
 
 
 def test_the_older_names_and_a_comma_list_work() -> None:
-    job = load_job(_job([_seq(3, result_table_name="a"), _seq(4, result_table_name="b")],
-                        [_console(source_table_name="a, b")]))
+    job = load_job(
+        _job([_seq(3, result_table_name="a"), _seq(4, result_table_name="b")], [_console(source_table_name="a, b")])
+    )
     assert job.wiring is not None and job.wiring.sink_inputs == (("a", "b"),)
 
 
-@pytest.mark.parametrize("sources, transforms, sinks, message", [
-    ([_seq(1), _seq(1)], [], [_console()],
-     r"^source: 2 sources need table names to be wired: plugin_output on each source"),
-    ([_seq(1, plugin_output="a"), _seq(1)], [], [_console(plugin_input="a")],
-     r"^source\[1\]\.plugin_output: is required when a job wires tables by name"),
-    ([_seq(1, plugin_output="a"), _seq(1, plugin_output="a")], [], [_console(plugin_input="a")],
-     r"^source\[1\]\.plugin_output: table 'a' is already produced by source\[0\]"),
-    ([_seq(1, plugin_output="a"), _seq(1, plugin_output="b")], [], [_console(plugin_input="a")],
-     r"^source\[1\]\.plugin_output: table 'b' is read by no transform or sink$"),
-    ([_seq(1, plugin_output="a")], [], [_console(plugin_input="a"), _console(plugin_input="c")],
-     r"^sink\[1\]\.plugin_input: no source or transform produces table 'c' \(produced: 'a'\)$"),
-    ([_seq(1, plugin_output="a")],
-     [{"plugin_name": "Select", "fields": ["id"], "plugin_input": ["a", "y"], "plugin_output": "x"},
-      {"plugin_name": "Select", "fields": ["id"], "plugin_input": "x", "plugin_output": "y"}],
-     [_console(plugin_input="x")],
-     r"^transform\[0\]\.plugin_input: the transforms \[0, 1\] read each other's tables in a cycle$"),
-])
+@pytest.mark.parametrize(
+    "sources, transforms, sinks, message",
+    [
+        (
+            [_seq(1), _seq(1)],
+            [],
+            [_console()],
+            r"^source: 2 sources need table names to be wired: plugin_output on each source",
+        ),
+        (
+            [_seq(1, plugin_output="a"), _seq(1)],
+            [],
+            [_console(plugin_input="a")],
+            r"^source\[1\]\.plugin_output: is required when a job wires tables by name",
+        ),
+        (
+            [_seq(1, plugin_output="a"), _seq(1, plugin_output="a")],
+            [],
+            [_console(plugin_input="a")],
+            r"^source\[1\]\.plugin_output: table 'a' is already produced by source\[0\]",
+        ),
+        (
+            [_seq(1, plugin_output="a"), _seq(1, plugin_output="b")],
+            [],
+            [_console(plugin_input="a")],
+            r"^source\[1\]\.plugin_output: table 'b' is read by no transform or sink$",
+        ),
+        (
+            [_seq(1, plugin_output="a")],
+            [],
+            [_console(plugin_input="a"), _console(plugin_input="c")],
+            r"^sink\[1\]\.plugin_input: no source or transform produces table 'c' \(produced: 'a'\)$",
+        ),
+        (
+            [_seq(1, plugin_output="a")],
+            [
+                {"plugin_name": "Select", "fields": ["id"], "plugin_input": ["a", "y"], "plugin_output": "x"},
+                {"plugin_name": "Select", "fields": ["id"], "plugin_input": "x", "plugin_output": "y"},
+            ],
+            [_console(plugin_input="x")],
+            r"^transform\[0\]\.plugin_input: the transforms \[0, 1\] read each other's tables in a cycle$",
+        ),
+    ],
+)
 def test_a_wiring_mistake_is_one_line_naming_the_key(sources, transforms, sinks, message) -> None:
     with pytest.raises(ConfigError, match=message):
         load_job(_job(sources, sinks, transforms))
@@ -90,10 +128,15 @@ def test_a_simple_graph_with_names_that_do_not_fit_runs_in_file_order_with_a_war
 
 
 def test_transforms_may_come_in_any_order() -> None:
-    wiring = wire([_seq(1, plugin_output="a")],
-                  [{"plugin_name": "Select", "plugin_input": "b", "plugin_output": "c"},
-                   {"plugin_name": "Select", "plugin_input": "a", "plugin_output": "b"}],
-                  [_console(plugin_input="c"), _console(plugin_input="a")], [])
+    wiring = wire(
+        [_seq(1, plugin_output="a")],
+        [
+            {"plugin_name": "Select", "plugin_input": "b", "plugin_output": "c"},
+            {"plugin_name": "Select", "plugin_input": "a", "plugin_output": "b"},
+        ],
+        [_console(plugin_input="c"), _console(plugin_input="a")],
+        [],
+    )
     assert wiring.transform_order == (1, 0)
     assert wiring.consumers("a") == [("transform", 1), ("sink", 1)]
     assert Wiring.from_json(wiring.to_json()) == wiring
@@ -102,9 +145,11 @@ def test_transforms_may_come_in_any_order() -> None:
 # ---- routing and binding ------------------------------------------------------------------
 def _fan_job() -> dict:
     """a -> Filter(id % 2 = 0) -> even -> sink 0; a and b together -> sink 1; b -> sink 2."""
-    return _job([_seq(10, plugin_output="a"), _seq(6, plugin_output="b")],
-                [_console(plugin_input="even"), _console(plugin_input=["a", "b"]), _console(plugin_input="b")],
-                [{"plugin_name": "Filter", "condition": "id % 2 = 0", "plugin_input": "a", "plugin_output": "even"}])
+    return _job(
+        [_seq(10, plugin_output="a"), _seq(6, plugin_output="b")],
+        [_console(plugin_input="even"), _console(plugin_input=["a", "b"]), _console(plugin_input="b")],
+        [{"plugin_name": "Filter", "condition": "id % 2 = 0", "plugin_input": "a", "plugin_output": "even"}],
+    )
 
 
 def test_the_router_takes_each_batch_to_every_sink_that_reads_its_table() -> None:
@@ -131,17 +176,26 @@ def test_binding_gives_each_sink_its_schema_and_refuses_a_fan_in_of_two_row_type
     odd = _fan_job()
     odd["source"][1]["payload_bytes"] = 4
     job = load_job(odd)
-    with pytest.raises(ConfigError, match=r"^sink\[1\]\.plugin_input: tables 'a' and 'b' have different row types "
-                                          r"\(id int64 vs id int64, payload fixed_size_binary\[4\]\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^sink\[1\]\.plugin_input: tables 'a' and 'b' have different row types "
+        r"\(id int64 vs id int64, payload fixed_size_binary\[4\]\)",
+    ):
         bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
 
 
 def test_a_fan_in_compares_row_types_as_seatunnel_does_names_and_types_only() -> None:
     # FakeSource's bigint column is nullable, Sequence's id is not: one row type in SeaTunnel
-    job = load_job({"env": {"parallelism": 1},
-                    "source": [{"plugin_name": "FakeSource", "plugin_output": "a", "schema": {"fields": {"id": "bigint"}}},
-                               _seq(4, plugin_output="b")],
-                    "sink": [{"plugin_name": "Console", "plugin_input": ["a", "b"]}]})
+    job = load_job(
+        {
+            "env": {"parallelism": 1},
+            "source": [
+                {"plugin_name": "FakeSource", "plugin_output": "a", "schema": {"fields": {"id": "bigint"}}},
+                _seq(4, plugin_output="b"),
+            ],
+            "sink": [{"plugin_name": "Console", "plugin_input": ["a", "b"]}],
+        }
+    )
     [schema] = bind_schemas(job.graph, load_sources(job.sources), load_transforms(job.transforms))
     assert schema.names == ["id"] and schema.field("id").type == pa.int64()
 
@@ -154,8 +208,10 @@ def test_a_union_discovers_and_reports_per_source() -> None:
 
 # ---- a group of sinks: each its own two-phase commit ----------------------------------------------
 def _file_sinks(tmp_path: Path) -> list[dict]:
-    return [{"plugin_name": "File", "path": str(tmp_path / f"out{k}"), "format": "parquet", "plugin_input": t}
-            for k, t in enumerate(("a", "b"))]
+    return [
+        {"plugin_name": "File", "path": str(tmp_path / f"out{k}"), "format": "parquet", "plugin_input": t}
+        for k, t in enumerate(("a", "b"))
+    ]
 
 
 def _file_group(tmp_path: Path) -> list:
@@ -219,7 +275,7 @@ def test_the_wiring_example_of_the_docs_runs(tmp_path: Path) -> None:
     from tests.seatunnel_jobs import run_in_process
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "seatunnel.md").read_text()
-    section = docs[docs.index("## Table wiring"):]
+    section = docs[docs.index("## Table wiring") :]
     example = re.search(r"```hocon\n(.*?)```", section, re.S).group(1)
     job = tmp_path / "wired.conf"
     job.write_text(example.replace("/data/", f"{tmp_path}/"))
@@ -247,14 +303,18 @@ def test_run_check_prints_the_wiring_and_runs_nothing(tmp_path: Path, capsys: py
     assert out[4].startswith("sink[1] Assert <- tmp1: ") and out[-1].startswith("ok: the job file is valid")
 
     job = tmp_path / "bad.conf"
-    job.write_text('source {\n  FakeSource { plugin_output = "a", schema = { fields { id = bigint } } }\n'
-                   '  FakeSource { plugin_output = "b", schema = { fields { id = bigint } } }\n}\n'
-                   'sink { Console { plugin_input = ["a", "c"] } }\n')
+    job.write_text(
+        'source {\n  FakeSource { plugin_output = "a", schema = { fields { id = bigint } } }\n'
+        '  FakeSource { plugin_output = "b", schema = { fields { id = bigint } } }\n}\n'
+        'sink { Console { plugin_input = ["a", "c"] } }\n'
+    )
     assert main(["run", "-ck", str(job)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.strip().splitlines()[-1] == \
-        "error: sink[0].plugin_input: no source or transform produces table 'c' (produced: 'a', 'b')"
+    assert (
+        captured.err.strip().splitlines()[-1]
+        == "error: sink[0].plugin_input: no source or transform produces table 'c' (produced: 'a', 'b')"
+    )
 
 
 def test_the_check_example_in_the_docs_is_what_check_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -265,7 +325,7 @@ def test_the_check_example_in_the_docs_is_what_check_prints(tmp_path: Path, caps
 
     docs = Path(__file__).resolve().parents[3] / "docs"
     wiring = (docs / "seatunnel.md").read_text()
-    example = re.search(r"```hocon\n(.*?)```", wiring[wiring.index("## Table wiring"):], re.S).group(1)
+    example = re.search(r"```hocon\n(.*?)```", wiring[wiring.index("## Table wiring") :], re.S).group(1)
     job = tmp_path / "orders.conf"
     job.write_text(example)
     assert main(["run", "--check", str(job)]) == 0
@@ -289,6 +349,8 @@ sink {{ Console {{ plugin_input = ["local", "remote"] }} }}
 """)
     assert main(["run", "--check", str(job)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1:3] == ["source[0] LocalFile -> local: columns known when read",
-                        "source[1] S3File -> remote: columns known when read"]
+    assert out[1:3] == [
+        "source[0] LocalFile -> local: columns known when read",
+        "source[1] S3File -> remote: columns known when read",
+    ]
     assert not (tmp_path / "not-there").exists()

@@ -14,14 +14,37 @@ import pytest
 from airflow_provider_seatunnel_ckpt.cli import main
 
 JOBS = {
-    "yaml flow": ("job.yaml", "env: {parallelism: 1}\nsource:\n  - {plugin_name: Sequence, rows: {{ params.rows }}}\n"
-                  "sink: [{plugin_name: Console}]\n", 3, "rows", "{{ params.rows }}"),
-    "yaml block": ("job.yaml", "env: {parallelism: 1}\nsource:\n  - plugin_name: Sequence\n    rows: {{ params.rows }}\n"
-                   "sink: [{plugin_name: Console}]\n", 4, "rows", "{{ params.rows }}"),
-    "yaml statement": ("job.yaml", "{% if params.big %}\nenv: {parallelism: 1}\n{% endif %}\n", 1, None,
-                       "{% if params.big %}"),
-    "hocon": ("job.conf", "env {\n  parallelism = 1\n}\nsource {\n  FakeSource {\n    row.num = {{ ds }}\n  }\n}\n"
-              "sink {\n  Console {}\n}\n", 6, "row.num", "{{ ds }}"),
+    "yaml flow": (
+        "job.yaml",
+        "env: {parallelism: 1}\nsource:\n  - {plugin_name: Sequence, rows: {{ params.rows }}}\n"
+        "sink: [{plugin_name: Console}]\n",
+        3,
+        "rows",
+        "{{ params.rows }}",
+    ),
+    "yaml block": (
+        "job.yaml",
+        "env: {parallelism: 1}\nsource:\n  - plugin_name: Sequence\n    rows: {{ params.rows }}\n"
+        "sink: [{plugin_name: Console}]\n",
+        4,
+        "rows",
+        "{{ params.rows }}",
+    ),
+    "yaml statement": (
+        "job.yaml",
+        "{% if params.big %}\nenv: {parallelism: 1}\n{% endif %}\n",
+        1,
+        None,
+        "{% if params.big %}",
+    ),
+    "hocon": (
+        "job.conf",
+        "env {\n  parallelism = 1\n}\nsource {\n  FakeSource {\n    row.num = {{ ds }}\n  }\n}\n"
+        "sink {\n  Console {}\n}\n",
+        6,
+        "row.num",
+        "{{ ds }}",
+    ),
 }
 
 

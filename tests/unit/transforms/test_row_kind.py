@@ -29,8 +29,10 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"
 SCHEMA = {"fields": {"id": "bigint", "name": "string"}}
 #: SeaTunnel's changelog: two inserts, an update of the first, a delete of the second
 CHANGES = [
-    {"kind": "INSERT", "fields": [1, "A"]}, {"kind": "INSERT", "fields": [2, "B"]},
-    {"kind": "UPDATE_BEFORE", "fields": [1, "A"]}, {"kind": "UPDATE_AFTER", "fields": [1, "F"]},
+    {"kind": "INSERT", "fields": [1, "A"]},
+    {"kind": "INSERT", "fields": [2, "B"]},
+    {"kind": "UPDATE_BEFORE", "fields": [1, "A"]},
+    {"kind": "UPDATE_AFTER", "fields": [1, "F"]},
     {"kind": "DELETE", "fields": [2, "B"]},
 ]
 
@@ -40,8 +42,11 @@ def _fake(rows: list[dict] = CHANGES, **more: Any) -> dict:
 
 
 def _batches(source: Any) -> list[pa.RecordBatch]:
-    return [batch for split in source.splits(1)
-            for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))]
+    return [
+        batch
+        for split in source.splits(1)
+        for batch in iter_batches(source.create_reader(split, None, ReaderContext(0, 1)))
+    ]
 
 
 def _batch() -> pa.RecordBatch:
@@ -73,21 +78,27 @@ def test_a_restored_reader_resumes_with_the_same_kinds() -> None:
 
 
 def test_fake_source_takes_seatunnels_exact_kind_names_and_keeps_the_column_name_free() -> None:
-    with pytest.raises(ConfigError, match=r"^source\[0\]\.rows\[0\]\.kind: 'Delete' is not a row kind "
-                                          r"\(one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^source\[0\]\.rows\[0\]\.kind: 'Delete' is not a row kind "
+        r"\(one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE\)$",
+    ):
         load_source(_fake([{"kind": "Delete", "fields": [1, "A"]}]), "source[0]")
     with pytest.raises(ConfigError, match=rf"^source\[0\]\.schema: column name '{ROW_KIND}' is reserved"):
         load_source({"plugin_name": "FakeSource", "schema": {"fields": {ROW_KIND: "int"}}}, "source[0]")
 
 
 # ---- FilterRowKind ----------------------------------------------------------------------
-@pytest.mark.parametrize("options, kept, keeps_kinds", [
-    ({"include_kinds": ["INSERT"]}, [(1, "A"), (2, "B")], False),
-    ({"include_kinds": ["update_after", "Insert"]}, [(1, "A"), (2, "B"), (1, "F")], True),  # any case, as SeaTunnel
-    ({"exclude_kinds": ["DELETE"]}, [(1, "A"), (2, "B"), (1, "A"), (1, "F")], True),
-    ({"exclude_kinds": ["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER"]}, [(2, "B")], True),
-    ({"exclude_kinds": ["UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]}, [(1, "A"), (2, "B")], False),
-])
+@pytest.mark.parametrize(
+    "options, kept, keeps_kinds",
+    [
+        ({"include_kinds": ["INSERT"]}, [(1, "A"), (2, "B")], False),
+        ({"include_kinds": ["update_after", "Insert"]}, [(1, "A"), (2, "B"), (1, "F")], True),  # any case, as SeaTunnel
+        ({"exclude_kinds": ["DELETE"]}, [(1, "A"), (2, "B"), (1, "A"), (1, "F")], True),
+        ({"exclude_kinds": ["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER"]}, [(2, "B")], True),
+        ({"exclude_kinds": ["UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]}, [(1, "A"), (2, "B")], False),
+    ],
+)
 def test_filter_row_kind_keeps_the_kinds_asked_for(options: dict, kept: list, keeps_kinds: bool) -> None:
     transform = load_transform({"plugin_name": "FilterRowKind", **options}, "transform[0]")
     batch = _batch()
@@ -103,26 +114,42 @@ def test_filter_row_kind_on_rows_of_inserts_only() -> None:
     assert load_transform({"plugin_name": "FilterRowKind", "exclude_kinds": ["INSERT"]}).process(plain, None) is None
 
 
-@pytest.mark.parametrize("options, message", [
-    ({}, r"^transform\[0\]\.include_kinds: give exactly one of include_kinds and exclude_kinds"),
-    ({"include_kinds": ["INSERT"], "exclude_kinds": ["DELETE"]}, r"^transform\[0\]\.include_kinds: give exactly one"),
-    ({"include_kinds": []}, r"^transform\[0\]\.include_kinds: give exactly one"),
-    ({"exclude_kinds": ["INSERT", "UPSERT"]},
-     r"^transform\[0\]\.exclude_kinds\[1\]: 'UPSERT' is not a row kind \(one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE\)$"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({}, r"^transform\[0\]\.include_kinds: give exactly one of include_kinds and exclude_kinds"),
+        (
+            {"include_kinds": ["INSERT"], "exclude_kinds": ["DELETE"]},
+            r"^transform\[0\]\.include_kinds: give exactly one",
+        ),
+        ({"include_kinds": []}, r"^transform\[0\]\.include_kinds: give exactly one"),
+        (
+            {"exclude_kinds": ["INSERT", "UPSERT"]},
+            r"^transform\[0\]\.exclude_kinds\[1\]: 'UPSERT' is not a row kind \(one of INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE\)$",
+        ),
+    ],
+)
 def test_filter_row_kind_options_are_one_line_errors(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_transform({"plugin_name": "FilterRowKind", **options}, "transform[0]")
 
 
 # ---- RowKindExtractor -------------------------------------------------------------------
-@pytest.mark.parametrize("options, name, values", [
-    ({}, "row_kind", ["+I", "+I", "-U", "+U", "-D"]),
-    ({"transform_type": "SHORT"}, "row_kind", ["+I", "+I", "-U", "+U", "-D"]),
-    ({"custom_field_name": "custom_name", "transform_type": "full"}, "custom_name",
-     ["INSERT", "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]),
-])
-def test_row_kind_extractor_writes_the_kind_and_makes_every_row_an_insert(options: dict, name: str, values: list) -> None:
+@pytest.mark.parametrize(
+    "options, name, values",
+    [
+        ({}, "row_kind", ["+I", "+I", "-U", "+U", "-D"]),
+        ({"transform_type": "SHORT"}, "row_kind", ["+I", "+I", "-U", "+U", "-D"]),
+        (
+            {"custom_field_name": "custom_name", "transform_type": "full"},
+            "custom_name",
+            ["INSERT", "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"],
+        ),
+    ],
+)
+def test_row_kind_extractor_writes_the_kind_and_makes_every_row_an_insert(
+    options: dict, name: str, values: list
+) -> None:
     transform = load_transform({"plugin_name": "RowKindExtractor", **options}, "transform[0]")
     batch = _batch()
     out = transform.process(batch, None)
@@ -143,28 +170,45 @@ def test_row_kind_extractor_refuses_a_field_that_exists() -> None:
 
 
 # ---- the job check ------------------------------------------------------------------------
-@pytest.mark.parametrize("transforms, sink, message", [
-    ([{"plugin_name": "Sql", "query": "select id from fake"}], {"plugin_name": "Console"},
-     r"^transform\[0\]\.plugin_name: Sql does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER/DELETE from "
-     r"source\[0\]\); put FilterRowKind or RowKindExtractor before it$"),
-    ([{"plugin_name": "FilterRowKind", "exclude_kinds": ["DELETE"]},
-      {"plugin_name": "FieldMapper", "field_mapper": {"id": "id"}}], {"plugin_name": "Console"},
-     r"^transform\[1\]\.plugin_name: FieldMapper does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER from source\[0\]\)"),
-    ([], {"plugin_name": "Kafka", "bootstrap.servers": "localhost:9092", "topic": "t", "format": "json"},
-     r"^sink\[0\]\.plugin_name: Kafka does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER/DELETE from source\[0\]\); "
-     r"put FilterRowKind or RowKindExtractor before it$"),
-])
+@pytest.mark.parametrize(
+    "transforms, sink, message",
+    [
+        (
+            [{"plugin_name": "Sql", "query": "select id from fake"}],
+            {"plugin_name": "Console"},
+            r"^transform\[0\]\.plugin_name: Sql does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER/DELETE from "
+            r"source\[0\]\); put FilterRowKind or RowKindExtractor before it$",
+        ),
+        (
+            [
+                {"plugin_name": "FilterRowKind", "exclude_kinds": ["DELETE"]},
+                {"plugin_name": "FieldMapper", "field_mapper": {"id": "id"}},
+            ],
+            {"plugin_name": "Console"},
+            r"^transform\[1\]\.plugin_name: FieldMapper does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER from source\[0\]\)",
+        ),
+        (
+            [],
+            {"plugin_name": "Kafka", "bootstrap.servers": "localhost:9092", "topic": "t", "format": "json"},
+            r"^sink\[0\]\.plugin_name: Kafka does not support change rows \(UPDATE_BEFORE/UPDATE_AFTER/DELETE from source\[0\]\); "
+            r"put FilterRowKind or RowKindExtractor before it$",
+        ),
+    ],
+)
 def test_change_rows_reaching_a_connector_that_does_not_take_them_fail_the_check(
-        transforms: list, sink: dict, message: str) -> None:
+    transforms: list, sink: dict, message: str
+) -> None:
     with pytest.raises(ConfigError, match=message):
         check_job(load_job(_job(transforms, sink)))
 
 
 def test_after_a_filter_or_an_extractor_every_connector_takes_the_rows() -> None:
     sql = {"plugin_name": "Sql", "query": "select id, name from fake"}
-    for first in ({"plugin_name": "FilterRowKind", "include_kinds": ["INSERT"]},
-                  {"plugin_name": "FilterRowKind", "exclude_kinds": ["UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]},
-                  {"plugin_name": "RowKindExtractor"}):
+    for first in (
+        {"plugin_name": "FilterRowKind", "include_kinds": ["INSERT"]},
+        {"plugin_name": "FilterRowKind", "exclude_kinds": ["UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]},
+        {"plugin_name": "RowKindExtractor"},
+    ):
         check_job(load_job(_job([first, sql], {"plugin_name": "Console"})))
 
 
@@ -172,7 +216,11 @@ def test_the_kind_column_never_shows_as_a_column() -> None:
     lines = check_job(load_job(_job([], {"plugin_name": "Console"})))
     assert lines[1] == "source[0] FakeSource: id int64, name string; change rows (UPDATE_BEFORE/UPDATE_AFTER/DELETE)"
     assert lines[2] == "sink[0] Console: id int64, name string; each row with its kind"
-    lines = check_job(load_job(_job([], {"plugin_name": "Assert", "rules": {"row_rules": [{"rule_type": "MIN_ROW", "rule_value": 1}]}})))
+    lines = check_job(
+        load_job(
+            _job([], {"plugin_name": "Assert", "rules": {"row_rules": [{"rule_type": "MIN_ROW", "rule_value": 1}]}})
+        )
+    )
     assert lines[2] == "sink[0] Assert: id int64, name string"
     assert not any(ROW_KIND in line for line in lines)
 
@@ -181,8 +229,16 @@ def test_a_filter_that_lets_no_change_of_its_source_through_gives_plain_rows_dow
     """The source deletes only, the filter drops deletes but would keep updates: its output
     still has the kind column (all inserts), which the engine removes before the Sql."""
     source = _fake([{"kind": "INSERT", "fields": [1, "A"]}, {"kind": "DELETE", "fields": [1, "A"]}])
-    job = load_job(_job([{"plugin_name": "FilterRowKind", "exclude_kinds": ["DELETE"]},
-                         {"plugin_name": "Sql", "query": "select * from t"}], {"plugin_name": "Console"}, source))
+    job = load_job(
+        _job(
+            [
+                {"plugin_name": "FilterRowKind", "exclude_kinds": ["DELETE"]},
+                {"plugin_name": "Sql", "query": "select * from t"},
+            ],
+            {"plugin_name": "Console"},
+            source,
+        )
+    )
     sources, transforms = load_sources(job.sources), load_transforms(job.transforms)
     sinks = load_sinks(job, sources)
     assert [s.names for s in bind_schemas(job.graph, sources, transforms, sinks)] == [["id", "name"]]
@@ -198,8 +254,11 @@ def _two_sources(sink: dict, plain_sink: dict | None = None) -> dict:
     sinks = [{**sink, "plugin_input": ["changes", "plain"]}]
     if plain_sink:
         sinks.append({**plain_sink, "plugin_input": "plain"})
-    return {"env": {"parallelism": 1}, "source": [_fake(plugin_output="changes"), _fake(plain, plugin_output="plain")],
-            "sink": sinks}
+    return {
+        "env": {"parallelism": 1},
+        "source": [_fake(plugin_output="changes"), _fake(plain, plugin_output="plain")],
+        "sink": sinks,
+    }
 
 
 def test_a_sink_fed_by_change_rows_gets_kinds_on_every_batch_its_plain_inputs_as_inserts() -> None:
@@ -210,16 +269,23 @@ def test_a_sink_fed_by_change_rows_gets_kinds_on_every_batch_its_plain_inputs_as
     sources, transforms = load_sources(job.sources), load_transforms(job.transforms)
     sinks = load_sinks(job, sources)
     router = Router(job.graph, transforms, sinks, sources)
-    routed = [(sink, b) for index, source in enumerate(sources) for batch in _batches(source)
-              for sink, b in router.route(batch, index, lambda i: {})]
+    routed = [
+        (sink, b)
+        for index, source in enumerate(sources)
+        for batch in _batches(source)
+        for sink, b in router.route(batch, index, lambda i: {})
+    ]
     kinds = [(sink, b.column(ROW_KIND).to_pylist() if ROW_KIND in b.schema.names else None) for sink, b in routed]
     assert kinds == [(0, [0, 0, 1, 2, 3]), (0, [0]), (1, None)]
 
 
 def test_change_rows_whose_keys_are_not_among_the_rows_fail_the_check() -> None:
     jdbc = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://127.0.0.1:9/db", "table": "t", "primary_keys": ["idd"]}
-    with pytest.raises(ConfigError, match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to apply by "
-                                          r"key \(id, name\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^sink\[0\]\.primary_keys: 'idd' is not a column of the rows to apply by "
+        r"key \(id, name\)$",
+    ):
         check_job(load_job(_two_sources(jdbc)))
     lines = check_job(load_job(_two_sources({**jdbc, "primary_keys": ["id"]})))
     assert lines[3] == "sink[0] Jdbc <- changes, plain: id int64, name string; each row with its kind"
@@ -248,16 +314,37 @@ def test_console_prints_each_rows_kind_as_seatunnels_console_does(capsys: pytest
 
 def test_assert_counts_and_checks_every_row_whatever_its_kind(tmp_path: Path) -> None:
     job = tmp_path / "assert.conf"
-    job.write_text(json.dumps(_job([], {"plugin_name": "Assert", "rules": {
-        "row_rules": [{"rule_type": "MIN_ROW", "rule_value": 5}, {"rule_type": "MAX_ROW", "rule_value": 5}],
-        "field_rules": [{"field_name": "name", "field_type": "string", "field_value": [{"rule_type": "NOT_NULL"}]}]}})))
+    job.write_text(
+        json.dumps(
+            _job(
+                [],
+                {
+                    "plugin_name": "Assert",
+                    "rules": {
+                        "row_rules": [
+                            {"rule_type": "MIN_ROW", "rule_value": 5},
+                            {"rule_type": "MAX_ROW", "rule_value": 5},
+                        ],
+                        "field_rules": [
+                            {"field_name": "name", "field_type": "string", "field_value": [{"rule_type": "NOT_NULL"}]}
+                        ],
+                    },
+                },
+            )
+        )
+    )
     assert run_in_process(job) == 5
 
 
 def test_a_file_sink_writes_change_rows_as_plain_rows(tmp_path: Path) -> None:
     job = tmp_path / "file.json"
-    job.write_text(json.dumps(_job([], {"plugin_name": "LocalFile", "path": str(tmp_path / "out"),
-                                       "file_format_type": "json"})))
+    job.write_text(
+        json.dumps(_job([], {"plugin_name": "LocalFile", "path": str(tmp_path / "out"), "file_format_type": "json"}))
+    )
     assert run_in_process(job) == 5
-    rows = [json.loads(line) for path in sorted((tmp_path / "out").rglob("*.json")) for line in path.read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for path in sorted((tmp_path / "out").rglob("*.json"))
+        for line in path.read_text().splitlines()
+    ]
     assert rows == [{"id": r["fields"][0], "name": r["fields"][1]} for r in CHANGES]  # as SeaTunnel's: no kind

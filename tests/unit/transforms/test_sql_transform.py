@@ -15,11 +15,13 @@ from airflow_provider_seatunnel_ckpt.transforms.filter import (
 
 
 def people(n: int = 6) -> pa.RecordBatch:
-    return pa.record_batch({
-        "id": pa.array(range(n), pa.int64()),
-        "name": [f"p{i}" for i in range(n)],
-        "score": pa.array([i * 1.5 if i % 3 else None for i in range(n)], pa.float64()),
-    })
+    return pa.record_batch(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "name": [f"p{i}" for i in range(n)],
+            "score": pa.array([i * 1.5 if i % 3 else None for i in range(n)], pa.float64()),
+        }
+    )
 
 
 def sql(query: str, key: str = "transform[0]"):
@@ -105,7 +107,10 @@ def test_a_query_cannot_read_files_or_change_the_connection():
 def test_load_job_reports_a_syntax_error_under_its_transform_key(tmp_path):
     job = {
         "source": [{"plugin_name": "Sequence", "rows": 10}],
-        "transform": [{"plugin_name": "Select", "fields": ["id"]}, {"plugin_name": "Sql", "query": "select from where"}],
+        "transform": [
+            {"plugin_name": "Select", "fields": ["id"]},
+            {"plugin_name": "Sql", "query": "select from where"},
+        ],
         "sink": [{"plugin_name": "Console"}],
     }
     with pytest.raises(ConfigError) as err:
@@ -117,7 +122,7 @@ def test_load_job_reports_a_syntax_error_under_its_transform_key(tmp_path):
     "condition, expected",
     [
         ("id % 2 == 0", '("id" % 2) == 0'),
-        ("`user name` == \"bob\"", "\"user name\" == 'bob'"),
+        ('`user name` == "bob"', "\"user name\" == 'bob'"),
         ("flag != true", '"flag" != TRUE'),
         ("name == 'it''s'", "\"name\" == 'it''''s'"),
         ("id = 3 or id = 4", None),  # already SQL
@@ -130,11 +135,13 @@ def test_legacy_filter_conditions_become_sql(condition, expected):
 
 # ---- pass-through columns ---------------------------------------------------------------------
 def wide(n: int = 8) -> pa.RecordBatch:
-    return pa.record_batch({
-        "id": pa.array(range(n), pa.int64()),
-        "payload": pa.array([bytes([i]) * 4 for i in range(n)], pa.binary(4)),
-        "name": [f"n{i}" if i % 3 else None for i in range(n)],
-    })
+    return pa.record_batch(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "payload": pa.array([bytes([i]) * 4 for i in range(n)], pa.binary(4)),
+            "name": [f"n{i}" if i % 3 else None for i in range(n)],
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -162,7 +169,9 @@ def test_wide_columns_passed_through_give_what_duckdb_gives(query, rewritten):
     assert out.schema.names == expected.schema.names
     assert out.to_pylist() == expected.to_pylist()
     if rewritten:  # the column keeps its exact Arrow type
-        assert all(out.schema.field(n).type == batch.schema.field(n).type for n in out.schema.names if n in ("payload", "name"))
+        assert all(
+            out.schema.field(n).type == batch.schema.field(n).type for n in out.schema.names if n in ("payload", "name")
+        )
 
 
 def test_a_column_named_like_the_row_number_turns_the_rewrite_off():

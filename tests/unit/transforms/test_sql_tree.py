@@ -83,8 +83,10 @@ RESPELLED = [
 @pytest.mark.parametrize("query", RESPELLED)
 def test_a_respelled_query_gives_the_same_rows(query: str) -> None:
     connection = duckdb.connect(config={"lambda_syntax": "ENABLE_SINGLE_ARROW"})  # as the Sql transform's
-    connection.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 2, DATE '2024-02-29'), (NULL, 1, NULL), "
-                       "(-3, NULL, DATE '1970-01-01')) AS v(a, b, d)")
+    connection.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES (1, 2, DATE '2024-02-29'), (NULL, 1, NULL), "
+        "(-3, NULL, DATE '1970-01-01')) AS v(a, b, d)"
+    )
     tree = sql_tree.parse(query)
     assert tree is not None
     assert connection.execute(sql_tree.render(tree)).fetchall() == connection.execute(query).fetchall()

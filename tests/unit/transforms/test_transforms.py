@@ -248,7 +248,9 @@ def test_filter_sql_conditions(condition, expected):
     assert (out.column("id").to_pylist() if out is not None else []) == expected
 
 
-@pytest.mark.parametrize("condition", ["id ==", "id >", "(id = 1", "id = 1; drop table x", "1 = 1 union select * from other"])
+@pytest.mark.parametrize(
+    "condition", ["id ==", "id >", "(id = 1", "id = 1; drop table x", "1 = 1 union select * from other"]
+)
 def test_filter_bad_conditions(condition):
     with pytest.raises(ConfigError) as err:
         load_transform({"plugin_name": "Filter", "condition": condition}, "transform[0]")

@@ -28,7 +28,7 @@ def relative_path(root: str, path: str) -> str:
     root = root.rstrip("/")
     if path == root:
         return posixpath.basename(path)
-    return path[len(root):].lstrip("/") if path.startswith(root + "/") else posixpath.basename(path)
+    return path[len(root) :].lstrip("/") if path.startswith(root + "/") else posixpath.basename(path)
 
 
 class BinaryReader(SourceReader):
@@ -54,8 +54,13 @@ class BinaryReader(SourceReader):
         offsets = pa.array([min(i * CHUNK, len(data)) for i in range(count + 1)], pa.int32())
         chunks = pa.BinaryArray.from_buffers(pa.binary(), count, [None, offsets.buffers()[1], pa.py_buffer(data)])
         batch = pa.RecordBatch.from_arrays(
-            [chunks, pa.array([self._relative] * count, pa.string()),
-             pa.array(range(self._next, self._next + count), pa.int64())], schema=SCHEMA)
+            [
+                chunks,
+                pa.array([self._relative] * count, pa.string()),
+                pa.array(range(self._next, self._next + count), pa.int64()),
+            ],
+            schema=SCHEMA,
+        )
         self._next += count
         return batch
 
@@ -69,9 +74,11 @@ class BinaryReader(SourceReader):
 def check_schema(schema: pa.Schema) -> str | None:
     """Why rows of ``schema`` cannot be binary chunks (None: they can)."""
     if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in SCHEMA]:
-        return (f"the binary format writes rows of SeaTunnel's binary schema (data bytes, relativePath string, "
-                f"partIndex bigint), as a binary source reads them; these rows have "
-                f"{', '.join(f'{f.name} {f.type}' for f in schema)}")
+        return (
+            f"the binary format writes rows of SeaTunnel's binary schema (data bytes, relativePath string, "
+            f"partIndex bigint), as a binary source reads them; these rows have "
+            f"{', '.join(f'{f.name} {f.type}' for f in schema)}"
+        )
     return None
 
 
@@ -99,9 +106,11 @@ class BinaryWriter(SinkWriter):
             entry = self._open.get(relative)
             last = entry[1] if entry is not None else -1
             if part is None or relative is None or part - 1 != last:
-                raise ValueError(f"{self._sink.plugin_name} sink: file {relative!r}: last part is {last}, but got "
-                                 f"{part} (a binary file's chunks must come in order from 0, within one checkpoint, "
-                                 "as in SeaTunnel)")
+                raise ValueError(
+                    f"{self._sink.plugin_name} sink: file {relative!r}: last part is {last}, but got "
+                    f"{part} (a binary file's chunks must come in order from 0, within one checkpoint, "
+                    "as in SeaTunnel)"
+                )
             if entry is None:
                 self._check_name(relative)
                 out = self._fs.open_new(f"{self._staging}/{self._prefix}-{self._count:06d}.bin")
@@ -118,8 +127,10 @@ class BinaryWriter(SinkWriter):
     def _check_name(self, relative: str) -> None:
         parts = relative.split("/")
         if not relative or any(p in ("", ".", "..") or is_hidden(p) for p in parts):
-            raise ValueError(f"{self._sink.plugin_name} sink: relativePath {relative!r} does not name a visible file "
-                             f"below {self._fs.describe(self._root)}")
+            raise ValueError(
+                f"{self._sink.plugin_name} sink: relativePath {relative!r} does not name a visible file "
+                f"below {self._fs.describe(self._root)}"
+            )
 
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         if not self._open:

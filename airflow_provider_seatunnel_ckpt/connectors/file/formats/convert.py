@@ -29,7 +29,8 @@ def convert(col: pa.Array, target: pa.DataType, name: str, base64_bytes: bool = 
         by_name = {field.name: child for field, child in zip(col.type, children)}
         converted = [
             convert(by_name[field.name], field.type, f"{name}.{field.name}", base64_bytes)
-            if field.name in by_name else pa.nulls(len(col), field.type)
+            if field.name in by_name
+            else pa.nulls(len(col), field.type)
             for field in target
         ]
         return pa.StructArray.from_arrays(converted, fields=list(target), mask=col.is_null())
@@ -37,8 +38,9 @@ def convert(col: pa.Array, target: pa.DataType, name: str, base64_bytes: bool = 
         return plain_timestamps(col).cast(target, safe=False) if target.tz is None else _cast(col, target, name)
     if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and pa.types.is_list(target):
         offsets, values = _list_parts(col)
-        return pa.ListArray.from_arrays(offsets, convert(values, target.value_type, name, base64_bytes),
-                                        mask=col.is_null())
+        return pa.ListArray.from_arrays(
+            offsets, convert(values, target.value_type, name, base64_bytes), mask=col.is_null()
+        )
     return _cast(col, target, name)
 
 
@@ -61,8 +63,9 @@ def _struct_to_map(col: pa.StructArray, target: pa.MapType, name: str, base64_by
         valid = np.stack([np.asarray(child.is_valid(), dtype=bool) for child in children], axis=1)
     offsets = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int32)
     rows, fields = np.nonzero(valid)
-    keys = convert(pa.array(np.array(names, dtype=object)[fields] if len(fields) else [], pa.string()),
-                   target.key_type, name)
+    keys = convert(
+        pa.array(np.array(names, dtype=object)[fields] if len(fields) else [], pa.string()), target.key_type, name
+    )
     if names:
         items_all = pa.concat_arrays([convert(child, target.item_type, name, base64_bytes) for child in children])
         items = items_all.take(pa.array(fields.astype(np.int64) * n + rows, pa.int64()))

@@ -205,8 +205,10 @@ def convert_cell(value: Any, kind: pa.DataType, delimiter: str) -> Any:
         return parsed
     if pa.types.is_struct(kind):
         parts = _java_split(_java_text(value), delimiter)
-        return {field.name: convert_cell(parts[i], field.type, delimiter) if i < len(parts) else None
-                for i, field in enumerate(kind)}
+        return {
+            field.name: convert_cell(parts[i], field.type, delimiter) if i < len(parts) else None
+            for i, field in enumerate(kind)
+        }
     raise _Bad(f"{type_name(kind)} cannot be read from excel cells")
 
 
@@ -234,8 +236,10 @@ def _column_letter(index: int) -> str:
 def read_entry(stream: Any, size: int, where: str) -> io.BytesIO:
     """An archive's xlsx entry in memory (openpyxl needs a seekable file)."""
     if size > MAX_ENTRY_BYTES:
-        raise ValueError(f"{where}: the entry is {size} bytes; xlsx entries of archives are read into memory, up to "
-                         f"{MAX_ENTRY_BYTES} bytes (store larger workbooks unarchived)")
+        raise ValueError(
+            f"{where}: the entry is {size} bytes; xlsx entries of archives are read into memory, up to "
+            f"{MAX_ENTRY_BYTES} bytes (store larger workbooks unarchived)"
+        )
     data = stream.read(MAX_ENTRY_BYTES + 1)
     if len(data) > MAX_ENTRY_BYTES:
         raise ValueError(f"{where}: the entry is larger than {MAX_ENTRY_BYTES} bytes (the limit for xlsx entries)")
@@ -277,8 +281,11 @@ def xls_sheets(data: bytes) -> tuple[list[str], Any]:
 
     def rows(name: str) -> Any:
         sheet = book.sheet_by_name(name)
-        return ((number + 1, [value(cell) for cell in sheet.row(number)])
-                for number in range(sheet.nrows) if sheet.row_len(number))
+        return (
+            (number + 1, [value(cell) for cell in sheet.row(number)])
+            for number in range(sheet.nrows)
+            if sheet.row_len(number)
+        )
 
     return book.sheet_names(), rows
 
@@ -287,8 +294,17 @@ class ExcelBatches:
     """The rows of one sheet of an xlsx or xls workbook as record batches of ``fields``
     (``(sheet column, name, type)``), ``batch_rows`` rows at most each."""
 
-    def __init__(self, stream: Any, name: str, where: str, sheet_name: str | None, skip: int,
-                 fields: Sequence[tuple[int, str, pa.DataType]], delimiter: str, batch_rows: int):
+    def __init__(
+        self,
+        stream: Any,
+        name: str,
+        where: str,
+        sheet_name: str | None,
+        skip: int,
+        fields: Sequence[tuple[int, str, pa.DataType]],
+        delimiter: str,
+        batch_rows: int,
+    ):
         if not name.endswith(SUFFIXES):
             raise ValueError(f"{where}: only .xlsx and .xls files are read as excel, as in SeaTunnel")
         self._stream = stream
@@ -315,8 +331,10 @@ class ExcelBatches:
             raise ValueError(f"{where}: not a valid {kind} workbook: {detail}") from None
         if sheet_name is not None and sheet_name not in names:
             self.close()
-            raise ValueError(f"{where}: sheet_name {sheet_name!r}: no such sheet; the workbook has "
-                             f"{', '.join(repr(n) for n in names)}")
+            raise ValueError(
+                f"{where}: sheet_name {sheet_name!r}: no such sheet; the workbook has "
+                f"{', '.join(repr(n) for n in names)}"
+            )
         if not names:
             self.close()
             raise ValueError(f"{where}: not a valid {kind} workbook: it has no sheet")
@@ -325,11 +343,13 @@ class ExcelBatches:
             try:  # parsed here, so a broken sheet is the same one line
                 self._rows: Any = iter([(number, values) for number, values in rows(sheet) if number > skip])
             except Exception as exc:
-                raise ValueError(f"{where}: not a valid xls workbook: sheet {sheet!r}: "
-                                 f"{exc or type(exc).__name__}") from None
+                raise ValueError(
+                    f"{where}: not a valid xls workbook: sheet {sheet!r}: {exc or type(exc).__name__}"
+                ) from None
         else:
-            self._rows = _guarded(enumerate(self._book[sheet].iter_rows(min_row=skip + 1, max_col=width), skip + 1),
-                                  where)
+            self._rows = _guarded(
+                enumerate(self._book[sheet].iter_rows(min_row=skip + 1, max_col=width), skip + 1), where
+            )
 
     def read_next_batch(self) -> pa.RecordBatch:
         columns: list[list[Any]] = [[] for _ in self._fields]
@@ -346,9 +366,11 @@ class ExcelBatches:
                     column.append(convert_cell(value, kind, self._delimiter))
                 except (_Bad, ValueError, TypeError, OverflowError, ArithmeticError) as exc:
                     shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-                    raise ValueError(f"{self._where}: row {self._row_number}, column {name} "
-                                     f"({_column_letter(index)}{self._row_number}): cannot read "
-                                     f"{type_name(kind)} from {shown}: {exc}") from None
+                    raise ValueError(
+                        f"{self._where}: row {self._row_number}, column {name} "
+                        f"({_column_letter(index)}{self._row_number}): cannot read "
+                        f"{type_name(kind)} from {shown}: {exc}"
+                    ) from None
             count += 1
             if count >= self._batch_rows:
                 break
@@ -360,8 +382,10 @@ class ExcelBatches:
                 arrays.append(pa.array(column, kind))
             except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
                 first = self._row_number - count + 1
-                raise ValueError(f"{self._where}: rows {first}-{self._row_number}, column {name}: cannot read "
-                                 f"{type_name(kind)}: {str(exc).splitlines()[0]}") from None
+                raise ValueError(
+                    f"{self._where}: rows {first}-{self._row_number}, column {name}: cannot read "
+                    f"{type_name(kind)}: {str(exc).splitlines()[0]}"
+                ) from None
         return pa.RecordBatch.from_arrays(arrays, names=[name for _, name, _ in self._fields])
 
     def close(self) -> None:
@@ -414,8 +438,17 @@ class ExcelEncoder:
     #: rows go to openpyxl's temporary file, not memory
     gathered_bytes = 0
 
-    def __init__(self, schema: pa.Schema, out: Any, sheet_name: str | None, field_delimiter: str,
-                 date_format: str, datetime_format: str, time_format: str, formats: Any):
+    def __init__(
+        self,
+        schema: pa.Schema,
+        out: Any,
+        sheet_name: str | None,
+        field_delimiter: str,
+        date_format: str,
+        datetime_format: str,
+        time_format: str,
+        formats: Any,
+    ):
         import openpyxl
         from openpyxl.cell import WriteOnlyCell
 
@@ -441,8 +474,12 @@ class ExcelEncoder:
             return datetime_format
         if pa.types.is_time(kind):
             return time_format
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) \
-                or pa.types.is_nested(kind):
+        if (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_binary(kind)
+            or pa.types.is_nested(kind)
+        ):
             return "@"
         return "General"
 
@@ -459,8 +496,12 @@ class ExcelEncoder:
         if not batch.num_rows:
             return
         kinds = [field.type for field in batch.schema]
-        columns = [[_maps_as_dicts(v, kind) for v in batch.column(i).to_pylist()] if pa.types.is_map(kind)
-                   else batch.column(i).to_pylist() for i, kind in enumerate(kinds)]
+        columns = [
+            [_maps_as_dicts(v, kind) for v in batch.column(i).to_pylist()]
+            if pa.types.is_map(kind)
+            else batch.column(i).to_pylist()
+            for i, kind in enumerate(kinds)
+        ]
         for values in zip(*columns):
             row = []
             for value, kind, style in zip(values, kinds, self._styles):
@@ -499,8 +540,14 @@ class ExcelEncoder:
             elif pa.types.is_struct(sub):
                 parts.append(self._row_text(item, sub))
             elif pa.types.is_list(sub) or pa.types.is_map(sub):
-                parts.append(json.dumps(dict(item) if pa.types.is_map(sub) else item, default=self._json_default,
-                                        ensure_ascii=False, separators=(",", ":")))
+                parts.append(
+                    json.dumps(
+                        dict(item) if pa.types.is_map(sub) else item,
+                        default=self._json_default,
+                        ensure_ascii=False,
+                        separators=(",", ":"),
+                    )
+                )
             elif isinstance(item, bool):
                 parts.append("true" if item else "false")
             elif isinstance(item, float):

@@ -28,6 +28,7 @@ def _json_parse_type(kind: pa.DataType) -> pa.DataType | None:
         return pa.struct([pa.field(f.name, _json_parse_type(f.type)) for f in kind])
     return kind
 
+
 def _json_content(lines: pa.Array) -> pa.Array:
     """Each json line's ``content`` member as text (a string as it is, another value as its
     json text, as Jackson's ``JsonNode.toString`` gives it; absent or null: null)."""
@@ -43,6 +44,7 @@ def _json_content(lines: pa.Array) -> pa.Array:
         values.append(value)
     return pa.array(values, pa.string())
 
+
 def open_json(stream: Any, selected: list[tuple[int, Column]]) -> Any:
     """pyarrow's json reader over ``stream``, reading the ``selected`` columns."""
     import pyarrow.json as pajson
@@ -53,6 +55,7 @@ def open_json(stream: Any, selected: list[tuple[int, Column]]) -> Any:
     return pajson.open_json(
         stream,
         read_options=pajson.ReadOptions(block_size=STREAM_BLOCK_SIZE),
-        parse_options=pajson.ParseOptions(explicit_schema=explicit,
-                                          unexpected_field_behavior="infer" if infer else "ignore"),
+        parse_options=pajson.ParseOptions(
+            explicit_schema=explicit, unexpected_field_behavior="infer" if infer else "ignore"
+        ),
     )

@@ -13,9 +13,7 @@ from ...api import JsonValue, SourceReader
 class ParquetReader(SourceReader):
     """Row groups before the position are skipped by their footer row counts."""
 
-    def __init__(
-        self, file: RangeFile, offset: int, batch_size: int, where: str, columns: list[str] | None = None
-    ):
+    def __init__(self, file: RangeFile, offset: int, batch_size: int, where: str, columns: list[str] | None = None):
         import pyarrow.parquet as pq
 
         self.file = file

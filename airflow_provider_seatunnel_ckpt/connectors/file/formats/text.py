@@ -25,6 +25,7 @@ from .csv import _csv_quote, split_quoted
 
 log = logging.getLogger(__name__)
 
+
 def _blank_to_null(col: pa.Array) -> pa.Array:
     """SeaTunnel's ``StringUtils.isBlank``: an empty or whitespace-only field is null."""
     blank = pc.match_substring_regex(col, r"^\s*$")
@@ -61,8 +62,12 @@ class TextFormats:
     """How dates, times and timestamps are written (``date_format``...); reading
     recognises any of SeaTunnel's formats."""
 
-    def __init__(self, date_format: str = "yyyy-MM-dd", datetime_format: str = "yyyy-MM-dd HH:mm:ss",
-                 time_format: str = "HH:mm:ss"):
+    def __init__(
+        self,
+        date_format: str = "yyyy-MM-dd",
+        datetime_format: str = "yyyy-MM-dd HH:mm:ss",
+        time_format: str = "HH:mm:ss",
+    ):
         self.date = DATE_FORMATS[date_format]
         self.datetime, self.datetime_digits = DATETIME_FORMATS[datetime_format]
         self.time_digits = TIME_FORMATS[time_format]
@@ -97,8 +102,9 @@ def _parse_timestamp(col: pa.Array, name: str) -> pa.Array:
 
 
 def _parse_time(col: pa.Array, name: str) -> pa.Array:
-    stamps = _cast(pc.binary_join_element_wise("1970-01-01 ", col, ""), pa.timestamp("us"), name,
-                   "a time (HH:mm:ss[.SSS])")
+    stamps = _cast(
+        pc.binary_join_element_wise("1970-01-01 ", col, ""), pa.timestamp("us"), name, "a time (HH:mm:ss[.SSS])"
+    )
     return pc.cast(pc.cast(stamps, pa.int64()), pa.time64("us"))
 
 
@@ -110,8 +116,14 @@ def _cast(col: pa.Array, target: pa.DataType, name: str, what: str | None = None
         raise ValueError(f"column {name}: cannot read {what or type_name(target)}: {detail}") from None
 
 
-def from_text(col: pa.Array, target: pa.DataType, name: str, level: int = 0, base64_bytes: bool = False,
-              blank_is_null: bool = True) -> pa.Array:
+def from_text(
+    col: pa.Array,
+    target: pa.DataType,
+    name: str,
+    level: int = 0,
+    base64_bytes: bool = False,
+    blank_is_null: bool = True,
+) -> pa.Array:
     """Text fields (a string array) as values of ``target``, as SeaTunnel's text format
     reads them: blank is null (``blank_is_null``: text and csv files; a json string is
     what it says), nested values split by the separator of the next level."""
@@ -141,8 +153,9 @@ def from_text(col: pa.Array, target: pa.DataType, name: str, level: int = 0, bas
         return _parse_timestamp(col, name).cast(target)
     if pa.types.is_time(target):
         return _parse_time(col, name).cast(target)
-    if level + 2 >= len(SEPARATORS) and (pa.types.is_map(target) or pa.types.is_list(target)
-                                         or pa.types.is_struct(target)):
+    if level + 2 >= len(SEPARATORS) and (
+        pa.types.is_map(target) or pa.types.is_list(target) or pa.types.is_struct(target)
+    ):
         raise ValueError(f"column {name}: nested too deep for text files ({len(SEPARATORS)} separators)")
     if pa.types.is_list(target):
         lists = _split(col, SEPARATORS[level + 1])
@@ -159,10 +172,13 @@ def from_text(col: pa.Array, target: pa.DataType, name: str, level: int = 0, bas
         return pa.MapArray.from_arrays(offsets, keys, items, mask=entries.is_null())
     if pa.types.is_struct(target):
         parts = _split(col, SEPARATORS[level + 1])
-        children = [from_text(_element(parts, i), field.type, f"{name}.{field.name}", level + 1, base64_bytes,
-                              blank_is_null) for i, field in enumerate(target)]
+        children = [
+            from_text(_element(parts, i), field.type, f"{name}.{field.name}", level + 1, base64_bytes, blank_is_null)
+            for i, field in enumerate(target)
+        ]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=col.is_null())
     raise ValueError(f"column {name}: {type_name(target)} cannot be read from text")
+
 
 def to_text(col: pa.Array, formats: TextFormats, name: str, level: int = 0) -> pa.Array:
     """Values as SeaTunnel's text format writes them (null: empty; nested values joined
@@ -188,8 +204,12 @@ def to_text(col: pa.Array, formats: TextFormats, name: str, level: int = 0) -> p
     elif pa.types.is_time(kind):
         text = pc.cast(pc.cast(col, pa.time64("us")), pa.string())  # HH:MM:SS.ffffff
         text = pc.utf8_slice_codeunits(text, 0, 8 + (1 + formats.time_digits if formats.time_digits else 0))
-    elif pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind) \
-            or pa.types.is_decimal(kind):
+    elif (
+        pa.types.is_boolean(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+    ):
         text = pc.cast(col, pa.string())
     elif level + 2 >= len(SEPARATORS):
         raise ValueError(f"column {name}: nested too deep for text files ({len(SEPARATORS)} separators)")
@@ -202,21 +222,29 @@ def to_text(col: pa.Array, formats: TextFormats, name: str, level: int = 0) -> p
     elif pa.types.is_map(kind):
         offsets, pairs = _list_parts(col)
         keys, items = pairs.flatten()
-        entries = pc.binary_join_element_wise(to_text(keys, formats, name, level + 1),
-                                              to_text(items, formats, name, level + 1), SEPARATORS[level + 2])
+        entries = pc.binary_join_element_wise(
+            to_text(keys, formats, name, level + 1), to_text(items, formats, name, level + 1), SEPARATORS[level + 2]
+        )
         lists = pa.ListArray.from_arrays(offsets, entries, mask=col.is_null())
         text = pc.binary_join(lists, SEPARATORS[level + 1])
     elif pa.types.is_struct(kind):
-        children = [to_text(child, formats, f"{name}.{field.name}", level + 1)
-                    for field, child in zip(kind, col.flatten())]
-        text = pc.binary_join_element_wise(*children, SEPARATORS[level + 1]) if children else \
-            pa.array([""] * len(col), pa.string())
+        children = [
+            to_text(child, formats, f"{name}.{field.name}", level + 1) for field, child in zip(kind, col.flatten())
+        ]
+        text = (
+            pc.binary_join_element_wise(*children, SEPARATORS[level + 1])
+            if children
+            else pa.array([""] * len(col), pa.string())
+        )
         text = pc.if_else(col.is_null(), pa.scalar(None, pa.string()), text)
     else:
         raise ValueError(f"column {name}: {kind} cannot be written to a text file")
     return text.fill_null("")
 
+
 _REGEX_META = frozenset(".$|()[]{}^?*+\\")
+
+
 def _field_splitter(plugin: str, fmt: str, delimiter: str, key: str) -> tuple[str, str]:
     """(how, delimiter) to split a line into fields: SeaTunnel's csv reader splits at the
     delimiter's first character, with ``"`` quoting; its text reader splits with the
@@ -225,19 +253,30 @@ def _field_splitter(plugin: str, fmt: str, delimiter: str, key: str) -> tuple[st
         return "csv", delimiter[0]
     if len(delimiter) == 1:
         if delimiter in _REGEX_META:
-            log.warning("%s source: field_delimiter %r splits at that character here; SeaTunnel's text reader takes "
-                        "it as a Java regular expression (write %r there)", plugin, delimiter, "\\" + delimiter)
+            log.warning(
+                "%s source: field_delimiter %r splits at that character here; SeaTunnel's text reader takes "
+                "it as a Java regular expression (write %r there)",
+                plugin,
+                delimiter,
+                "\\" + delimiter,
+            )
         return "literal", delimiter
     if not set(delimiter) & _REGEX_META:
         return "literal", delimiter
     try:
         compiled = re.compile(delimiter)
     except re.error as exc:
-        raise ConfigError(key, f"{delimiter!r} is not a valid regular expression (the text reader splits with "
-                               f"it as SeaTunnel's does): {exc}") from None
+        raise ConfigError(
+            key,
+            f"{delimiter!r} is not a valid regular expression (the text reader splits with "
+            f"it as SeaTunnel's does): {exc}",
+        ) from None
     if compiled.match("") is not None:
-        raise ConfigError(key, f"{delimiter!r} matches the empty text as a regular expression (SeaTunnel's text "
-                               f"reader would split every character); escape it, e.g. \\\\|")
+        raise ConfigError(
+            key,
+            f"{delimiter!r} matches the empty text as a regular expression (SeaTunnel's text "
+            f"reader would split every character); escape it, e.g. \\\\|",
+        )
     return "regex", delimiter
 
 
@@ -278,7 +317,7 @@ class _LineBatches:
                 if cut < 0:
                     self._carry = buffer
                     continue
-                chunk, self._carry = buffer[:cut], buffer[cut + len(self._bytes):]
+                chunk, self._carry = buffer[:cut], buffer[cut + len(self._bytes) :]
             lines = self._lines(chunk)
             if self._skip:
                 skipped = min(self._skip, len(lines))
@@ -302,6 +341,7 @@ class _LineBatches:
         if not isinstance(self._stream, RangeFile):
             self._stream.close()
 
+
 class _TextEncoder:
     """One text or csv output file in SeaTunnel's text format: the header line when
     asked, then rows separated by ``row_delimiter`` (none after the last row)."""
@@ -309,8 +349,17 @@ class _TextEncoder:
     #: it writes as rows come: nothing is held back (the File sink's writer limits what encoders gather)
     gathered_bytes = 0
 
-    def __init__(self, fmt: str, schema: pa.Schema, out: NewFile, field_delimiter: str, row_delimiter: str,
-                 header: bool, formats: TextFormats, encoding: str | None = None):
+    def __init__(
+        self,
+        fmt: str,
+        schema: pa.Schema,
+        out: NewFile,
+        field_delimiter: str,
+        row_delimiter: str,
+        header: bool,
+        formats: TextFormats,
+        encoding: str | None = None,
+    ):
         self.format = fmt
         self._encoding = encoding
         self.schema = schema

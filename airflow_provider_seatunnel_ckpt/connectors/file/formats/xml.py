@@ -41,8 +41,16 @@ class XmlBatches:
     """The rows of one xml document as batches of string columns ``names`` (null: the
     row has no such field), at most ``batch_size`` rows each."""
 
-    def __init__(self, stream: Any, encoding: str | None, row_tag: str, use_attributes: bool, names: Sequence[str],
-                 where: str, batch_size: int):
+    def __init__(
+        self,
+        stream: Any,
+        encoding: str | None,
+        row_tag: str,
+        use_attributes: bool,
+        names: Sequence[str],
+        where: str,
+        batch_size: int,
+    ):
         self._stream = stream
         self._decoder = codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
         self._row_tag = row_tag
@@ -154,10 +162,13 @@ def _narrow(value: float, bits: int) -> int:
     if value != value:
         whole = 0
     else:
-        whole = int(max(-2**31, min(2**31 - 1, np.trunc(value)))) if abs(value) != float("inf") else \
-            (2**31 - 1 if value > 0 else -2**31)
+        whole = (
+            int(max(-(2**31), min(2**31 - 1, np.trunc(value))))
+            if abs(value) != float("inf")
+            else (2**31 - 1 if value > 0 else -(2**31))
+        )
     if bits < 32:
-        whole = (whole + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
+        whole = (whole + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
     return whole
 
 
@@ -209,8 +220,10 @@ def _value(text: str | None, target: pa.DataType, name: str, formats: XmlFormats
         if not _BIG_DECIMAL.match(text):
             raise ValueError(f"column {name}: {text!r} is not a decimal")
         value = decimal.Decimal(text)
-        if value != value.quantize(decimal.Decimal(1).scaleb(-target.scale), rounding=decimal.ROUND_DOWN) or \
-                len(value.quantize(decimal.Decimal(1).scaleb(-target.scale)).as_tuple().digits) > target.precision:
+        if (
+            value != value.quantize(decimal.Decimal(1).scaleb(-target.scale), rounding=decimal.ROUND_DOWN)
+            or len(value.quantize(decimal.Decimal(1).scaleb(-target.scale)).as_tuple().digits) > target.precision
+        ):
             raise ValueError(f"column {name}: {text} does not fit {type_name(target)}")
         return value
     if pa.types.is_binary(target):
@@ -229,8 +242,10 @@ def _value(text: str | None, target: pa.DataType, name: str, formats: XmlFormats
             parts.pop()
         if len(parts) > target.num_fields:
             raise ValueError(f"column {name}: {len(parts)} parts for a row of {target.num_fields} fields")
-        return {field.name: _value(parts[i] if i < len(parts) else None, field.type, f"{name}.{field.name}", formats)
-                for i, field in enumerate(target)}
+        return {
+            field.name: _value(parts[i] if i < len(parts) else None, field.type, f"{name}.{field.name}", formats)
+            for i, field in enumerate(target)
+        }
     if pa.types.is_map(target) or pa.types.is_list(target):
         try:
             parsed = json.loads(text)
@@ -247,8 +262,10 @@ def _json_value(value: Any, target: pa.DataType, name: str, formats: XmlFormats)
     if pa.types.is_map(target):
         if not isinstance(value, dict):
             raise ValueError(f"column {name}: expected a json object, got {json.dumps(value)[:80]}")
-        return [(_json_value(k, target.key_type, name, formats), _json_value(v, target.item_type, name, formats))
-                for k, v in value.items()]
+        return [
+            (_json_value(k, target.key_type, name, formats), _json_value(v, target.item_type, name, formats))
+            for k, v in value.items()
+        ]
     if pa.types.is_list(target):
         if not isinstance(value, list):
             raise ValueError(f"column {name}: expected a json array, got {json.dumps(value)[:80]}")

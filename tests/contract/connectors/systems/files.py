@@ -137,7 +137,7 @@ class FileSource(SourceUnderTest):
         fs, root = self.place.filesystem(dataset)
         existing = len(list(_walk(fs, root, hidden=False)))
         for n, start in enumerate(range(0, len(ids), ROWS_PER_FILE)):
-            fs.write_atomic(f"{root}/part-{existing + n:05d}.parquet", _parquet(ids[start:start + ROWS_PER_FILE]))
+            fs.write_atomic(f"{root}/part-{existing + n:05d}.parquet", _parquet(ids[start : start + ROWS_PER_FILE]))
 
     def source(self, dataset: str) -> dict[str, Any]:
         return self.dialect(self.place, dataset)
@@ -151,11 +151,16 @@ def _local(request: pytest.FixtureRequest) -> Place:
 def _s3(request: pytest.FixtureRequest) -> Place:
     server = request.getfixturevalue("s3_server")
     bucket = server.create_bucket(f"contract-{uuid.uuid4().hex[:10]}")
-    endpoint = {"fs.s3a.endpoint": server.endpoint_url, "fs.s3a.endpoint.region": REGION,
-                "fs.s3a.path.style.access": "true"}
-    return Place(f"s3a://{bucket}/",
-                 {**endpoint, "fs.s3a.access.key": ACCESS_KEY_ID, "fs.s3a.secret.key": SECRET_ACCESS_KEY},
-                 {**endpoint, "bucket": f"s3a://{bucket}", "access_key": ACCESS_KEY_ID, "secret_key": SECRET_ACCESS_KEY})
+    endpoint = {
+        "fs.s3a.endpoint": server.endpoint_url,
+        "fs.s3a.endpoint.region": REGION,
+        "fs.s3a.path.style.access": "true",
+    }
+    return Place(
+        f"s3a://{bucket}/",
+        {**endpoint, "fs.s3a.access.key": ACCESS_KEY_ID, "fs.s3a.secret.key": SECRET_ACCESS_KEY},
+        {**endpoint, "bucket": f"s3a://{bucket}", "access_key": ACCESS_KEY_ID, "secret_key": SECRET_ACCESS_KEY},
+    )
 
 
 # ---- factories --------------------------------------------------------------------------------

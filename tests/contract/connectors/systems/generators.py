@@ -36,6 +36,12 @@ def sequence(request: pytest.FixtureRequest) -> Iterator[SourceUnderTest]:
 @contextlib.contextmanager
 def fake_source(request: pytest.FixtureRequest) -> Iterator[SourceUnderTest]:
     # one reader: explicit rows are emitted whole by each of the source's readers (SeaTunnel's rule)
-    yield Generator("FakeSource (rows)", {
-        "plugin_name": "FakeSource", "parallelism": 1, "schema": {"fields": {"id": "bigint"}},
-        "rows": [{"kind": "INSERT", "fields": [i]} for i in range(ROWS)]})
+    yield Generator(
+        "FakeSource (rows)",
+        {
+            "plugin_name": "FakeSource",
+            "parallelism": 1,
+            "schema": {"fields": {"id": "bigint"}},
+            "rows": [{"kind": "INSERT", "fields": [i]} for i in range(ROWS)],
+        },
+    )

@@ -26,21 +26,27 @@ class JdbcSink(SinkUnderTest):
         return f"public.{unique('t')}"
 
     def sink(self, target: str) -> dict[str, Any]:
-        return {"plugin_name": "Jdbc", "url": self.server.jdbc_url(self.database), "user": "postgres",
-                "password": self.server.password, "table": target, **self.extra}
+        return {
+            "plugin_name": "Jdbc",
+            "url": self.server.jdbc_url(self.database),
+            "user": "postgres",
+            "password": self.server.password,
+            "table": target,
+            **self.extra,
+        }
 
     def _sql(self, statement: str) -> list[tuple]:
         return self.server.execute(statement, database=self.database)
 
     def committed(self, target: str) -> list[int]:
         schema, table = target.split(".")
-        exists = self._sql(f"SELECT count(*) FROM information_schema.tables WHERE table_schema = '{schema}' "
-                           f"AND table_name = '{table}'")[0][0]
+        exists = self._sql(
+            f"SELECT count(*) FROM information_schema.tables WHERE table_schema = '{schema}' AND table_name = '{table}'"
+        )[0][0]
         return [row[0] for row in self._sql(f"SELECT id FROM {target}")] if exists else []
 
     def leftovers(self, target: str) -> list[str]:
-        return [row[0] for row in self._sql(
-            f"SELECT gid FROM pg_prepared_xacts WHERE database = '{self.database}'")]
+        return [row[0] for row in self._sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{self.database}'")]
 
 
 @contextlib.contextmanager
@@ -70,11 +76,19 @@ class JdbcSource(SourceUnderTest):
         return table
 
     def append(self, dataset: str, ids: Any) -> None:
-        self.server.execute(f"INSERT INTO {dataset} SELECT generate_series({ids[0]}, {ids[-1]})", database=self.database)
+        self.server.execute(
+            f"INSERT INTO {dataset} SELECT generate_series({ids[0]}, {ids[-1]})", database=self.database
+        )
 
     def source(self, dataset: str) -> dict[str, Any]:
-        return {"plugin_name": "Jdbc", "url": self.server.jdbc_url(self.database), "user": "postgres",
-                "password": self.server.password, "table": dataset, "fetch_size": 100}
+        return {
+            "plugin_name": "Jdbc",
+            "url": self.server.jdbc_url(self.database),
+            "user": "postgres",
+            "password": self.server.password,
+            "table": dataset,
+            "fetch_size": 100,
+        }
 
     def expected(self, before: Any, during: Any, after: Any) -> list[int]:
         return [*before, *during, *after]

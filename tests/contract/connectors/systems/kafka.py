@@ -29,12 +29,18 @@ class KafkaSink(SinkUnderTest):
         return topic
 
     def sink(self, target: str) -> dict[str, Any]:
-        return {"plugin_name": "Kafka", "bootstrap.servers": self.cluster.bootstrap_servers, "topic": target,
-                "semantics": "EXACTLY_ONCE"}
+        return {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": self.cluster.bootstrap_servers,
+            "topic": target,
+            "semantics": "EXACTLY_ONCE",
+        }
 
     def committed(self, target: str) -> list[int]:
-        return [json.loads(value)["id"] for value in
-                read_committed_values(self.cluster.bootstrap_servers, target, PARTITIONS)]
+        return [
+            json.loads(value)["id"]
+            for value in read_committed_values(self.cluster.bootstrap_servers, target, PARTITIONS)
+        ]
 
 
 @contextlib.contextmanager
@@ -55,8 +61,10 @@ class KafkaSource(SourceUnderTest):
         if start_mode == "latest":
             reason = "reads as Kafka (earliest) once started; only where it starts differs (case i)"
             self.skips = {"kill_and_resume": reason, "restore_older_checkpoint": reason}
-        self.skips = {**self.skips, "nothing_left_after_delete_on_finish":
-                      "an unbounded job ends with a savepoint, which delete-on-finish keeps (docs/storage.md)"}
+        self.skips = {
+            **self.skips,
+            "nothing_left_after_delete_on_finish": "an unbounded job ends with a savepoint, which delete-on-finish keeps (docs/storage.md)",
+        }
 
     def new_dataset(self) -> str:
         topic = unique("src")
@@ -67,8 +75,14 @@ class KafkaSource(SourceUnderTest):
         self.cluster.produce_json(dataset, ({"id": i} for i in ids), partitions=PARTITIONS)
 
     def source(self, dataset: str) -> dict[str, Any]:
-        return {"plugin_name": "Kafka", "bootstrap.servers": self.cluster.bootstrap_servers, "topic": dataset,
-                "format": "json", "schema": {"fields": {"id": "bigint"}}, "start_mode": self.start_mode}
+        return {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": self.cluster.bootstrap_servers,
+            "topic": dataset,
+            "format": "json",
+            "schema": {"fields": {"id": "bigint"}},
+            "start_mode": self.start_mode,
+        }
 
     def expected(self, before: Any, during: Any, after: Any) -> list[int]:
         return [*during, *after] if self.start_mode == "latest" else [*before, *during, *after]

@@ -26,8 +26,13 @@ class IcebergSink(SinkUnderTest):
         return unique("t")
 
     def sink(self, target: str) -> dict[str, Any]:
-        block = {"plugin_name": "Iceberg", "catalog_name": "contract", "namespace": "ns", "table": target,
-                 "iceberg.catalog.config": dict(self.catalog)}
+        block = {
+            "plugin_name": "Iceberg",
+            "catalog_name": "contract",
+            "namespace": "ns",
+            "table": target,
+            "iceberg.catalog.config": dict(self.catalog),
+        }
         if self.branch:
             block["iceberg.table.commit-branch"] = self.branch
         return block
@@ -114,7 +119,7 @@ class IcebergSource(SourceUnderTest):
         sink = load_sink(self._sink.sink(dataset), "sink[0]")
         table = sink.load_table()
         for start in range(0, len(ids), CHUNK):
-            data = pa.table({"id": pa.array(ids[start:start + CHUNK], pa.int64())})
+            data = pa.table({"id": pa.array(ids[start : start + CHUNK], pa.int64())})
             if table is None:
                 table = sink.create_table(data.schema)
             table.append(data)
@@ -136,7 +141,7 @@ class DeltaSource(SourceUnderTest):
         from deltalake import write_deltalake
 
         for start in range(0, len(ids), CHUNK):
-            write_deltalake(dataset, pa.table({"id": pa.array(ids[start:start + CHUNK], pa.int64())}), mode="append")
+            write_deltalake(dataset, pa.table({"id": pa.array(ids[start : start + CHUNK], pa.int64())}), mode="append")
 
     def source(self, dataset: str) -> dict[str, Any]:
         return {"plugin_name": "Delta", "path": dataset}

@@ -23,9 +23,15 @@ class TestSink(SinkUnderTest):
     def __init__(self, name: str, block: dict[str, Any], keeps_change_rows: bool):
         self.name, self.block, self.keeps_change_rows = name, block, keeps_change_rows
         self.shares_target = True  # nothing is written anywhere
-        self.skips = {case: NO_ROWS_BACK for case in (
-            "restart_before_first_checkpoint", "replay_committed_epoch", "late_commit_of_fenced_driver",
-            "restore_older_checkpoint")}
+        self.skips = {
+            case: NO_ROWS_BACK
+            for case in (
+                "restart_before_first_checkpoint",
+                "replay_committed_epoch",
+                "late_commit_of_fenced_driver",
+                "restore_older_checkpoint",
+            )
+        }
 
     def new_target(self) -> str:
         return unique("none")
