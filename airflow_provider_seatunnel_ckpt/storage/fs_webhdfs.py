@@ -72,8 +72,18 @@ class _HttpFailure(Exception):
 
     @property
     def path_missing(self) -> bool:
-        """Nothing at the path: not found, or a file where a parent directory should be."""
+        """Nothing at the path: not found, or a file where a parent directory should be
+        (Hadoop's name node says so as an AccessControlException ending in "(is not a
+        directory)" for a path below a file; other servers as ParentNotDirectoryException)."""
+        if self.exception == "AccessControlException":
+            return _first_line(self.message).endswith("(is not a directory)")
         return self.exception in ("FileNotFoundException", "ParentNotDirectoryException")
+
+
+def _first_line(message: str | None) -> str:
+    """A RemoteException's message without the Java stack trace some servers append
+    (a DataNode's StandbyException does): errors here are one line."""
+    return (message or "").partition("\n")[0].rstrip()
 
 
 def _failure(res: Any) -> _HttpFailure:
@@ -160,6 +170,9 @@ class WebHdfsFileSystem(FileSystem):
         kerberos_renewer: KerberosTicketRenewer | None = None,
     ):
         self.urls = parse_urls(urls, "urls")
+        #: the order new clients ask the name nodes in: a name node found to be a standby
+        #: by a DataNode's answer goes last (:meth:`_ask_last`)
+        self._name_node_order = list(self.urls)
         self.user = user or None
         if bool(kerberos_principal) != bool(kerberos_keytab):
             missing = "kerberos_keytab" if kerberos_principal else "kerberos_principal"
@@ -250,7 +263,7 @@ class WebHdfsFileSystem(FileSystem):
     def _new_client(self) -> Any:
         import requests
 
-        url = ";".join(self.urls)
+        url = ";".join(self._name_node_order)
         session = requests.Session()
         if self.kerberos_principal:
             try:
@@ -305,10 +318,10 @@ class WebHdfsFileSystem(FileSystem):
                 what += " without a WebHDFS error body (is the URL a WebHDFS name node?)"
             if exc.status == 401:
                 what += ", authentication failed"
-            reason = f"{what}: {exc.message}" if exc.message else what
+            reason = f"{what}: {_first_line(exc.message)}" if exc.message else what
         elif (remote := getattr(exc, "exception", None)) in TRANSIENT_REMOTE_EXCEPTIONS:
             tried = "the name node" if len(self.urls) == 1 else f"all {len(self.urls)} name nodes"
-            reason = f"{remote} from {tried}: {getattr(exc, 'message', '')}"
+            reason = f"{remote} from {tried}: {_first_line(getattr(exc, 'message', ''))}"
         elif type(exc).__name__ == "HdfsError":
             message = str(exc)
             if message.startswith("Authentication failure"):  # the client's text for HTTP 401
@@ -320,12 +333,6 @@ class WebHdfsFileSystem(FileSystem):
         if retried:
             reason += f", after {self.retry_attempts} attempts"
         return CheckpointStorageError(_scrub(f"hdfs: cannot {op} {self.describe(path)}: {reason}"))
-
-    @staticmethod
-    def _check(res: Any) -> Any:
-        if res.status_code >= 400:
-            raise _failure(res)
-        return res
 
     # ---- primitives -------------------------------------------------------------
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
@@ -491,11 +498,29 @@ class WebHdfsFileSystem(FileSystem):
         if not location:
             raise _HttpFailure(res.status_code, None, "CREATE answered without a redirect Location")
         reached_datanode.append(True)
+        name_node = res.url
         res = client._request(method="PUT", url=urljoin(res.url, location), data=payload)
         try:
-            self._check(res)
+            failure = _failure(res) if res.status_code >= 400 else None
         finally:
             res.close()
+        if failure is not None:
+            if failure.exception == "StandbyException":
+                # A standby name node (an HA pair after a failover) redirects a CREATE all
+                # the same, and the DataNode refuses it: the client never sees the standby's
+                # own refusal that makes it try the next name node. Ask that one last; the
+                # retry (StandbyException is transient) then goes to the others.
+                self._ask_last(name_node)
+            raise failure
+
+    def _ask_last(self, url: str) -> None:
+        """New clients of this process ask the name node at ``url`` after the others."""
+        netloc = urlsplit(url).netloc
+        order = self._name_node_order
+        self._name_node_order = [u for u in order if urlsplit(u).netloc != netloc] + [
+            u for u in order if urlsplit(u).netloc == netloc
+        ]
+        self._local.client = None  # this thread's next attempt makes a client in that order
 
     def _rename(self, client: Any, src: str, dst: str, overwrite: bool) -> bool | None:
         """RENAME; True/False for the classic answer, None for a rename2 (options) success."""

@@ -223,6 +223,32 @@ def _webhdfs_wrong_credentials(request: pytest.FixtureRequest) -> Iterator[Backe
         yield Backend("webhdfs", fs, "/ckpt", _webhdfs_faults(server), None, (f"127.0.0.1:{server.port}",))
 
 
+# ---- hdfs: Hadoop's own MiniDFSCluster (tests/servers/hadoop.py, tests/conftest.py) ---------
+# The real HDFS beside the WebHDFS test server above: the server gives the faults, the
+# cluster gives Hadoop's own answers. One cluster per session; each test its own directory.
+@contextlib.contextmanager
+def _hdfs(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    from airflow_provider_seatunnel_ckpt.storage.fs_webhdfs import WebHdfsFileSystem
+
+    cluster = request.getfixturevalue("hdfs_cluster")
+    fs = WebHdfsFileSystem(urls=[cluster.webhdfs_url], user="seatunnel")
+    yield Backend("hdfs", fs, f"/{_unique('contract')}/checkpoint")
+
+
+@contextlib.contextmanager
+def _hdfs_ha(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """An HA pair with the standby NameNode listed first: every call meets a standby first,
+    as a client does after a failover (a CREATE it gets is redirected all the same, and
+    the DataNode then answers StandbyException)."""
+    from airflow_provider_seatunnel_ckpt.storage.fs_webhdfs import WebHdfsFileSystem
+
+    cluster = request.getfixturevalue("hdfs_ha_cluster")
+    by_state = sorted(cluster.namenodes, key=lambda nn: nn["state"] != "standby")
+    urls = [f"http://127.0.0.1:{nn['http_port']}" for nn in by_state]
+    fs = WebHdfsFileSystem(urls=urls, user="seatunnel")
+    yield Backend("hdfs-ha", fs, f"/{_unique('contract')}/checkpoint")
+
+
 # ---- oss (tests/servers/oss.py) ----------------------------------------------------------------
 def _oss_faults(server: Any) -> _ServerFaults:
     def fail_all() -> None:
@@ -274,6 +300,8 @@ BACKENDS: dict[str, BackendFactory] = {
     "s3": BackendFactory(_s3, faulty=_s3_faulty, wrong_credentials=_s3_wrong_credentials),
     "webhdfs": BackendFactory(_webhdfs, faulty=_webhdfs_faulty, wrong_credentials=_webhdfs_wrong_credentials),
     "oss": BackendFactory(_oss, faulty=_oss_faulty, wrong_credentials=_oss_wrong_credentials),
+    "hdfs": BackendFactory(_hdfs),
+    "hdfs-ha": BackendFactory(_hdfs_ha),
 }
 
 

@@ -322,6 +322,20 @@ def test_error_messages_never_carry_tokens(fs, srv):
     assert "delegation=***" in str(err.value)
 
 
+def test_a_java_stack_trace_in_a_remote_exception_stays_out_of_the_error(fs, srv):
+    """A DataNode's StandbyException carries its Java stack trace in the message (seen on
+    Hadoop 3.5's MiniDFSCluster); the error stays one line."""
+    srv.fail_next(
+        1,
+        status=403,
+        exception="AccessControlException",
+        message="Permission denied: user=x\n\tat org.apache.hadoop.ipc.Server$Handler.run(Server.java:3279)\n",
+    )
+    with pytest.raises(CheckpointStorageError) as err:
+        fs.read("/f")
+    assert "\n" not in str(err.value) and str(err.value).endswith("Permission denied: user=x")
+
+
 def test_connection_refused_is_retried_then_reported():
     srv = WebHdfsServer().start()
     url, port = srv.url, srv.port
