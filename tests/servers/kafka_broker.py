@@ -144,5 +144,17 @@ class KafkaBroker(JvmServer):
             tails = "\n".join(self.processes[n].log_tail(20) for n in sorted(wanted) if n != min(wanted))
             raise JvmServerError(f"{exc}\n{tails}") from None
 
+    # --- what the Kafka suites ask of a cluster (as of tests/servers/kafka.py's mock) ---
+    def config(self, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+
+    def create_topic(self, name: str, partitions: int, timeout: float = 30) -> None:
+        """Create ``name`` through the broker's own CreateTopics, and wait for it."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient(self.config(log_level=0))
+        futures = admin.create_topics([NewTopic(name, partitions, min(3, self.nodes))], operation_timeout=timeout)
+        futures[name].result(timeout)
+
     def processes_to_stop(self) -> list[JvmProcess]:
         return list(self.processes.values())

@@ -66,6 +66,18 @@ class Retriable(Exception):
     """The broker asked to try again (or the connection broke): retried by tenacity."""
 
 
+class CoordinatorNotReady(Retriable):
+    """A broker answered, but the transaction coordinator is not ready yet: a new cluster
+    creates its transaction log on the first FindCoordinator, and a coordinator moving to
+    another broker loads its state first."""
+
+
+#: FindCoordinator answers that say "ask again shortly", from a broker that did answer
+_NOT_READY = ("CoordinatorNotAvailableError", "CoordinatorLoadInProgressError", "NotCoordinatorError")
+#: how long the driver's check waits for a coordinator that is not ready yet
+CHECK_WAITS_FOR_S = 30.0
+
+
 class ForgottenTransaction(Exception):
     """The broker has no record of the transactional id: it expired
     (``transactional.id.expiration.ms``, 7 days by default, after the id's last use)."""
@@ -119,6 +131,7 @@ class TransactionCoordinators:
         return future.value
 
     def _coordinator(self, transactional_id: str) -> Any:
+        import kafka.errors as errors
         from kafka.protocol.find_coordinator import FindCoordinatorRequest
 
         client = self._connected()
@@ -127,7 +140,11 @@ class TransactionCoordinators:
             raise Retriable(f"no broker of {self.target.describe()} is reachable")
         version = client.api_version(FindCoordinatorRequest, max_version=2)
         response = self._call(node, FindCoordinatorRequest[version](transactional_id, _TRANSACTION_COORDINATOR))
-        _raise_for(response.error_code, f"finding the coordinator of transaction {transactional_id!r}")
+        what = f"finding the coordinator of transaction {transactional_id!r}"
+        error = errors.for_code(response.error_code)
+        if error.__name__ in _NOT_READY:
+            raise CoordinatorNotReady(f"{what}: {error.__name__}")
+        _raise_for(response.error_code, what)
         node = client.cluster.add_coordinator(response, "transaction", transactional_id)
         # kafka-python keeps an entry per transactional id for good; ids change every epoch,
         # so a long-running driver would keep millions. The broker's node entry stays.
@@ -147,11 +164,20 @@ class TransactionCoordinators:
         return None  # unreachable: tenacity re-raises the last error
 
     def check(self, transactional_id: str) -> None:
-        """Find the transaction coordinator of ``transactional_id`` once, not retried: the
-        driver's check, before Spark starts, that this client reaches the cluster with the
-        connector's security settings, so a commit after the first checkpoint will too."""
+        """Find the transaction coordinator of ``transactional_id``: the driver's check,
+        before Spark starts, that this client reaches the cluster with the connector's
+        security settings, so a commit after the first checkpoint will too. A cluster that
+        does not answer fails it at once; one whose coordinator is not ready yet (a new
+        cluster's first transaction) is asked again for up to ``CHECK_WAITS_FOR_S``."""
         try:
-            self._coordinator(transactional_id)
+            for attempt in tenacity.Retrying(
+                retry=tenacity.retry_if_exception_type(CoordinatorNotReady),
+                stop=tenacity.stop_after_delay(CHECK_WAITS_FOR_S),
+                wait=tenacity.wait_exponential(multiplier=0.05, max=1),
+                reraise=True,
+            ):
+                with attempt:
+                    self._coordinator(transactional_id)
         except Retriable as err:
             raise ConnectorError(
                 f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "

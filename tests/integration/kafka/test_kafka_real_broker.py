@@ -1,0 +1,132 @@
+"""The Kafka sink's EXACTLY_ONCE promise on a real broker (Apache Kafka 4.1, KRaft, the
+session's ``kafka_broker``), read back by real ``isolation.level=read_committed``
+consumers that count every id. librdkafka's mock cluster (the other Kafka files) serves
+every record whatever the isolation level and never aborts a transaction when a new
+producer claims its id: what these tests check is the broker's own answer."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from airflow_provider_seatunnel_ckpt.errors import ConnectorError
+from tests.integration.engine.support import Workspace
+from tests.integration.kafka.test_kafka_sink import new_topic, sequence_to_kafka_through_a_driver_kill
+from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def read_ids(broker: Any, topic: str, partitions: int, isolation: str = "read_committed") -> list[int]:
+    """Every id a consumer of ``isolation`` reads from the start of each partition to its
+    end (for read_committed, the last stable offset: an open transaction hides the rest)."""
+    import json
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        broker.config(
+            **{
+                "group.id": f"count-{uuid.uuid4().hex}",
+                "isolation.level": isolation,
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            }
+        )
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    ids: list[int] = []
+    at_end: set[int] = set()
+    try:
+        while len(at_end) < partitions:
+            for message in consumer.consume(10_000, timeout=1):
+                error = message.error()
+                if error is None:
+                    ids.append(json.loads(message.value())["id"])
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(message.partition())
+                else:
+                    raise AssertionError(f"consuming {topic}: {error}")
+    finally:
+        consumer.close()
+    return sorted(ids)
+
+
+def prepared_epoch(broker: Any, topic: str, subtask: int, ids: range) -> dict[str, Any]:
+    """A subtask's epoch written and prepared (its transaction left open), its writer gone."""
+    writer = exactly_once_sink(broker, topic).create_writer("job", subtask, 0)
+    writer.open(0)
+    writer.write(pa.record_batch({"id": np.arange(ids.start, ids.stop)}))
+    info = writer.prepare_commit(1)
+    writer.close()  # a prepared transaction outlives its writer
+    return info
+
+
+def test_an_epoch_stays_invisible_to_read_committed_until_the_driver_commits_it(kafka_broker: Any) -> None:
+    topic = new_topic(kafka_broker)
+    info = prepared_epoch(kafka_broker, topic, 0, range(1000))
+    assert read_ids(kafka_broker, topic, 3, "read_uncommitted") == list(range(1000))  # in the log
+    assert read_ids(kafka_broker, topic, 3) == []  # and hidden by the open transaction
+    committer = exactly_once_sink(kafka_broker, topic).create_committer("job")  # another client: the driver
+    committer.commit([info])
+    assert read_ids(kafka_broker, topic, 3) == list(range(1000))
+    committer.commit([info])  # a restore commits the restored checkpoint's transactions again
+    assert read_ids(kafka_broker, topic, 3) == list(range(1000))
+    committer.cleanup([info])
+
+
+def test_a_fenced_drivers_transaction_is_aborted_and_its_late_commit_refused_by_the_broker(kafka_broker: Any) -> None:
+    """A new attempt's writer claims the transactional id (InitProducerId): the broker bumps
+    the producer epoch and aborts the open transaction; the old driver's commit, naming the
+    old epoch, is refused, and no record of the aborted epoch ever becomes visible."""
+    topic = new_topic(kafka_broker)
+    zombie = prepared_epoch(kafka_broker, topic, 0, range(0, 100))
+    claimant = exactly_once_sink(kafka_broker, topic).create_writer("job", 0, 0)
+    claimant.open(0)  # the same subtask and epoch: the same transactional id
+    claimant.write(pa.record_batch({"id": np.arange(100, 150)}))
+    claimed = claimant.prepare_commit(1)
+    claimant.close()
+    assert claimed["transactional_id"] == zombie["transactional_id"]
+    assert claimed["producer_id"] == zombie["producer_id"]
+    assert claimed["producer_epoch"] > zombie["producer_epoch"], (zombie, claimed)
+
+    committer = exactly_once_sink(kafka_broker, topic).create_committer("job")
+    with pytest.raises(ConnectorError) as refused:
+        committer.commit([zombie])
+    message = str(refused.value)
+    assert zombie["transactional_id"] in message and "\n" not in message
+    assert any(name in message for name in ("ProducerFenced", "InvalidProducerEpoch")), message
+    assert read_ids(kafka_broker, topic, 3) == []  # the zombie's 100 records were aborted
+
+    committer.commit([claimed])
+    assert read_ids(kafka_broker, topic, 3) == list(range(100, 150))
+
+
+def test_the_drivers_check_on_a_new_cluster_waits_for_its_transaction_coordinator() -> None:
+    """A new cluster creates its transaction log on the first FindCoordinator and answers
+    CoordinatorNotAvailable until it is ready: the driver's check (before Spark starts)
+    asks again instead of refusing the job. Its own broker: the session's is warm."""
+    from tests.servers.kafka_broker import KafkaBroker
+
+    with KafkaBroker(nodes=1) as fresh:
+        topic = new_topic(fresh)
+        sink = exactly_once_sink(fresh, topic)
+        sink.preflight()
+        sink.close()
+
+
+@pytest.mark.slow
+def test_sequence_to_kafka_exactly_once_through_a_driver_kill_counted_by_a_read_committed_consumer(
+    workspace: Workspace, kafka_broker: Any
+) -> None:
+    topic = new_topic(kafka_broker, 4)
+    rows = 200_000
+    runs = sequence_to_kafka_through_a_driver_kill(workspace, kafka_broker, topic, rows, "EXACTLY_ONCE")
+    ids = np.array(read_ids(kafka_broker, topic, 4))
+    assert np.array_equal(ids, np.arange(rows)), (
+        f"{len(ids)} ids read by read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}"
+    )
