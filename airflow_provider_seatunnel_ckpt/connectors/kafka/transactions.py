@@ -72,8 +72,6 @@ class CoordinatorNotReady(Retriable):
     another broker loads its state first."""
 
 
-#: FindCoordinator answers that say "ask again shortly", from a broker that did answer
-_NOT_READY = ("CoordinatorNotAvailableError", "CoordinatorLoadInProgressError", "NotCoordinatorError")
 #: how long the driver's check waits for a coordinator that is not ready yet
 CHECK_WAITS_FOR_S = 30.0
 
@@ -142,7 +140,12 @@ class TransactionCoordinators:
         response = self._call(node, FindCoordinatorRequest[version](transactional_id, _TRANSACTION_COORDINATOR))
         what = f"finding the coordinator of transaction {transactional_id!r}"
         error = errors.for_code(response.error_code)
-        if error.__name__ in _NOT_READY:
+        # answers that say "ask again shortly", from a broker that did answer
+        if error in (
+            errors.CoordinatorNotAvailableError,
+            errors.CoordinatorLoadInProgressError,
+            errors.NotCoordinatorError,
+        ):
             raise CoordinatorNotReady(f"{what}: {error.__name__}")
         _raise_for(response.error_code, what)
         node = client.cluster.add_coordinator(response, "transaction", transactional_id)
@@ -151,10 +154,12 @@ class TransactionCoordinators:
         client.cluster._coordinators.pop(("transaction", transactional_id), None)
         return node
 
-    def _retrying(self, what: str, action: Any) -> Any:
+    def _retrying(
+        self, what: str, action: Any, retry_on: type[Exception] = Retriable, for_s: float = RETRY_FOR_S
+    ) -> Any:
         for attempt in tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(Retriable),
-            stop=tenacity.stop_after_delay(RETRY_FOR_S),
+            retry=tenacity.retry_if_exception_type(retry_on),
+            stop=tenacity.stop_after_delay(for_s),
             wait=tenacity.wait_exponential(multiplier=0.05, max=2),
             before_sleep=lambda state: log.info("Kafka sink: %s: %s; retrying", what, state.outcome.exception()),
             reraise=True,
@@ -170,14 +175,8 @@ class TransactionCoordinators:
         does not answer fails it at once; one whose coordinator is not ready yet (a new
         cluster's first transaction) is asked again for up to ``CHECK_WAITS_FOR_S``."""
         try:
-            for attempt in tenacity.Retrying(
-                retry=tenacity.retry_if_exception_type(CoordinatorNotReady),
-                stop=tenacity.stop_after_delay(CHECK_WAITS_FOR_S),
-                wait=tenacity.wait_exponential(multiplier=0.05, max=1),
-                reraise=True,
-            ):
-                with attempt:
-                    self._coordinator(transactional_id)
+            what = f"finding the coordinator of transaction {transactional_id!r}"
+            self._retrying(what, lambda: self._coordinator(transactional_id), CoordinatorNotReady, CHECK_WAITS_FOR_S)
         except Retriable as err:
             raise ConnectorError(
                 f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "
