@@ -3,7 +3,10 @@
 ``initdb`` into a fresh directory, then ``pg_ctl start`` on a free loopback port with
 ``max_prepared_transactions`` set (the Jdbc sink's two-phase commit needs it). Durability
 settings are relaxed (``fsync=off``): tests crash the *server* (``restart_immediate``),
-never the machine, and WAL replay after a crash still runs.
+never the machine, and WAL replay after a crash still runs. ``synchronous_commit=off`` is
+relaxed too, and it does lose acknowledged commits in a server crash: deliberately, as a
+user's tuned server would, for the Jdbc sink must not depend on it (its committing
+transactions set it on themselves: tests/integration/jdbc/test_durable_commits.py).
 
 PostgreSQL refuses to run as root, and CI runs as root: then the cluster belongs to the
 ``postgres`` system user (created by Debian's package) and lives outside pytest's

@@ -121,6 +121,16 @@ def execute(connection: Any, sql: str, parameters: Sequence[Any] | None = None) 
         cursor.execute(sql, parameters)
 
 
+def begin_durable(connection: Any) -> None:
+    """``BEGIN`` a transaction whose ``COMMIT`` returns only once it is durable, whatever the
+    server's ``synchronous_commit``. The committer's own transactions (an epoch's apply, a
+    restore's delete) are part of the two-phase commit: acknowledged but lost in a server
+    crash, an epoch the engine counts as committed would be missing. ``COMMIT PREPARED``
+    needs none of this: the server always flushes it."""
+    execute(connection, "BEGIN")
+    execute(connection, "SET LOCAL synchronous_commit = on")
+
+
 def close_quietly(connection: Any) -> None:
     if connection is None:
         return

@@ -99,7 +99,7 @@ class JdbcSinkCommitter(SinkCommitter):
 
     def _apply_epoch(self, connection: Any, checkpoint_id: int, stage: str, writers: list[int]) -> None:
         sink = self.sink
-        client.execute(connection, "BEGIN")
+        client.begin_durable(connection)
         try:
             client.execute(connection, f"SET LOCAL lock_timeout = {int(APPLY_LOCK_WAIT_S * 1000)}")
             upserted = staging.apply(connection, stage, sink.table, sink.primary_keys, writers)
@@ -167,7 +167,7 @@ class JdbcSinkCommitter(SinkCommitter):
             newer = transactions.committed_after(connection, self.sink.schema, self.tag, after_checkpoint_id)
             if not newer:
                 return
-            client.execute(connection, "BEGIN")
+            client.begin_durable(connection)
             xids = [xid for _, xid, _ in newer]
             deleted = transactions.delete_rows_of(connection, self.sink.table, xids)
             for stage in staging.stages_of(connection, self.sink.schema, self.tag):

@@ -481,8 +481,8 @@ class JdbcSinkWriter(SinkWriter):
             return
         keyed = self.sink.upsert or self.sink.plain_by_key or any(has_kinds(b.schema) for b in batches)
         try:
-            if not self.sink.exactly_once:
-                client.execute(self._connection, "BEGIN")
+            if not self.sink.exactly_once:  # each flush commits: durably, the checkpoint counts it written
+                client.begin_durable(self._connection)
             if keyed:
                 self._write_changes(batches)
             else:
