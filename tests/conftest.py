@@ -125,6 +125,26 @@ def yarn_cluster() -> Iterator[Any]:
     yield from _hadoop("yarn")
 
 
+#: a test that uses one of these fixtures gets the marker: ``pytest -m "kafka_broker or
+#: hdfs_cluster or yarn"`` selects every test on the real JVM systems (docs/testing.md)
+REAL_SYSTEM_MARKERS = {
+    "kafka_broker": "kafka_broker",
+    "kafka_brokers_3": "kafka_broker",
+    "hdfs_cluster": "hdfs_cluster",
+    "hdfs_ha_cluster": "hdfs_cluster",
+    "hdfs_kerberos_cluster": "hdfs_cluster",
+    "yarn_cluster": "yarn",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in sorted(
+            {REAL_SYSTEM_MARKERS[f] for f in getattr(item, "fixturenames", ()) if f in REAL_SYSTEM_MARKERS}
+        ):
+            item.add_marker(marker)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The chaos report (tests/chaos/conftest.py), for the chaos and the cluster suites."""
     chaos = sys.modules.get("tests.chaos.conftest")

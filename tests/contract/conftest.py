@@ -317,6 +317,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("fs_backend") if callspec else None
+        if name in ("hdfs", "hdfs-ha"):  # the cluster fixture is asked for inside the backend
+            item.add_marker("hdfs_cluster")
         reason = KNOWN_DEVIATIONS.get((name, getattr(item, "originalname", "")))
         if reason is None:
             continue

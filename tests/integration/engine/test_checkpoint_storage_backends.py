@@ -12,13 +12,14 @@ travels inline over the control channel.
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import pytest
 
 from airflow_provider_seatunnel_ckpt.storage.model import INLINE_STATE_LIMIT
 
-from .conftest import S3_SECRET_KEY, s3_options, webhdfs_plugin_config
+from .conftest import S3_SECRET_KEY, s3_options
 from .support import Workspace, assert_exactly_once, open_storage, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -40,8 +41,14 @@ def persistent_backend(request: pytest.FixtureRequest, workspace: Workspace) -> 
         return name, workspace.local_storage()
     if name == "s3":
         return name, request.getfixturevalue("s3_plugin_config")
-    if name == "hdfs":
-        return name, webhdfs_plugin_config(request.getfixturevalue("webhdfs_server"))
+    if name == "hdfs":  # Hadoop's own NameNode (MiniDFSCluster), as a SeaTunnel user configures it
+        cluster = request.getfixturevalue("hdfs_cluster")
+        return name, {
+            "storage.type": "hdfs",
+            "fs.defaultFS": cluster.fs_default,
+            "seatunnel.hadoop.dfs.namenode.http-address": cluster.webhdfs_url.removeprefix("http://"),
+            "namespace": f"/seatunnel-{uuid.uuid4().hex[:8]}/checkpoint/",
+        }
     return name, request.getfixturevalue("oss_plugin_config")
 
 

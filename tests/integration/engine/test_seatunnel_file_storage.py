@@ -1,5 +1,5 @@
-"""SeaTunnel's S3File, OssFile and HdfsFile against the test suite's real protocol servers
-(moto's S3, the OSS and WebHDFS servers in tests/servers): a sink writes through its
+"""SeaTunnel's S3File, OssFile and HdfsFile against the test suite's servers (moto's S3,
+the OSS protocol server in tests/servers, Hadoop's own MiniDFSCluster): a sink writes through its
 two-phase commit with SeaTunnel's connection options, the same connector reads it back."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import decimal
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -49,11 +50,12 @@ def _oss(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def _hdfs(request: pytest.FixtureRequest) -> dict[str, Any]:
-    server = request.getfixturevalue("webhdfs_server")
+    """Hadoop's own NameNode (MiniDFSCluster); its HA pair: tests/integration/hdfs."""
+    cluster = request.getfixturevalue("hdfs_cluster")
     return {
         "plugin_name": "HdfsFile",
-        "fs.defaultFS": "hdfs://127.0.0.1:8020",
-        "webhdfs.url": f"http://127.0.0.1:{server.port}",
+        "fs.defaultFS": cluster.fs_default,
+        "hdfs_site_path": str(Path(cluster.conf_dir) / "hdfs-site.xml"),
     }
 
 
@@ -62,7 +64,8 @@ def _hdfs(request: pytest.FixtureRequest) -> dict[str, Any]:
 def test_a_sink_writes_exactly_what_the_source_reads_back(
     request: pytest.FixtureRequest, connection: Callable[[pytest.FixtureRequest], dict[str, Any]], file_format: str
 ) -> None:
-    options = {**connection(request), "path": f"/seatunnel/{file_format}", "file_format_type": file_format}
+    path = f"/seatunnel-{uuid.uuid4().hex[:8]}/{file_format}"
+    options = {**connection(request), "path": path, "file_format_type": file_format}
     sink = load_sink(options, "sink[0]")
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(10, 2))])
     writer = sink.create_writer("st-storage", 0, 0)
