@@ -398,6 +398,12 @@ class Sink(Connector):
         knows it) cannot be written: an existing table's columns. Runs on the driver after
         ``preflight``, before Spark starts, so the error is one line and nothing is written."""
 
+    def accepts_checkpointing(self, interval_ms: int, timeout_ms: int) -> None:
+        """Raise ``ConfigError`` if this sink cannot keep an epoch's output pending for as
+        long as the job's checkpoints may take to commit it: ``interval_ms`` between them
+        (``checkpoint.interval``), each allowed ``timeout_ms`` (``checkpoint.timeout``).
+        On the driver, before Spark starts: the error comes before any row is written."""
+
     def accepts_change_rows(self) -> None:
         """Raise ``ConfigError`` if this sink (``change_rows = "keep"``) cannot write the
         change rows a source upstream declares, whatever their schema (known or not): on

@@ -73,6 +73,10 @@ class _Sinks(Sink):
         for sink in self.sinks:
             sink.preflight()
 
+    def accepts_checkpointing(self, interval_ms: int, timeout_ms: int) -> None:
+        for sink in self.sinks:
+            sink.accepts_checkpointing(interval_ms, timeout_ms)
+
     def close(self) -> None:
         close_all(self.sinks)
 

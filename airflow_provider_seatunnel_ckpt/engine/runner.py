@@ -52,8 +52,10 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
             preflight(source)
         sinks = load_sinks(job, sources)
         outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
+        checkpoints = request.config
         for sink, output in zip(sinks, outputs):
             preflight(sink)
+            preflight(sink, functools.partial(sink.accepts_checkpointing, checkpoints.interval, checkpoints.timeout))
             if output is not None:
                 preflight(sink, functools.partial(sink.accepts, output))
         sink = one_sink(sinks)

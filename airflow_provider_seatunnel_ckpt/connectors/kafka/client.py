@@ -50,6 +50,17 @@ class KafkaTarget:
         except (KafkaException, ValueError, TypeError) as err:
             raise ConfigError("kafka.config", f"librdkafka refused the configuration: {reason(err)}") from None
 
+    def admin(self) -> Any:
+        """A client of the producer kind, for metadata: a sink's ``kafka.config`` holds
+        producer settings, which a consumer would print a warning about, one per setting."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        try:
+            return AdminClient(self.client_config())
+        except (KafkaException, ValueError, TypeError) as err:
+            raise ConfigError("kafka.config", f"librdkafka refused the configuration: {reason(err)}") from None
+
 
 def reason(err: BaseException) -> str:
     """librdkafka's message for an error, one line."""

@@ -111,7 +111,7 @@ def start_transaction(sink: ProducingSink, name: str) -> Transaction:
                 coordinates.update(producer_id=eos["producer_id"], producer_epoch=eos["producer_epoch"])
 
     config = sink.producer_config(
-        **{"transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS, "statistics.interval.ms": STATS_INTERVAL_MS}
+        **{"transaction.timeout.ms": sink.transaction_timeout_ms, "statistics.interval.ms": STATS_INTERVAL_MS}
     )
     config.update({"transactional.id": name, "stats_cb": statistics})
     producing = Producing(sink, config)
@@ -167,7 +167,7 @@ def fence_lingering(sink: ProducingSink, prefix: str, subtask: int, after_checkp
     skipped because its checkpoint never reached the subtask leaves the ones after it open
     until their timeout. Returns how many ids were fenced."""
     coordinates = TransactionCoordinators(sink.target)
-    timeout_ms = int(sink.producer_config().get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
+    timeout_ms = sink.transaction_timeout_ms
     fenced = 0
     try:
         for run, first in lingering_ranges(sink.run_attempt, after_checkpoint_id):

@@ -35,6 +35,8 @@ class ProducingSink(Protocol):
 
     target: KafkaTarget
     topic: str
+    #: ``transaction.timeout.ms``: what ``kafka.config`` says, else the sink's default
+    transaction_timeout_ms: int
     partition: int | None
     run_attempt: int
 

@@ -44,8 +44,15 @@ from ..options import Options, option_key
 from .avro_format import AvroCodec
 from .change_formats import SINK_FORMATS, encoding_sql
 from .client import KafkaTarget
-from .exactly_once import ProducerPipeline, TransactionalWriter, TransactionCommitter, id_prefix
+from .exactly_once import (
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    ProducerPipeline,
+    TransactionalWriter,
+    TransactionCommitter,
+    id_prefix,
+)
 from .producing import Producing
+from .transactions import TRANSACTION_TIMEOUT
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
 _ROWS = "kafka_rows"
@@ -91,6 +98,8 @@ class KafkaSink(Sink):
                 "kafka.config",
                 "transactional.id is chosen by the sink per subtask and epoch; set transaction_prefix instead",
             )
+        #: how long the brokers keep an epoch's transaction open (EXACTLY_ONCE), ms
+        self.transaction_timeout_ms = self._transaction_timeout()
         self._encoders: dict[tuple[str, ...], BatchQuery] = {}
         self._shared: Producing | None = None  # AT_LEAST_ONCE: one producer for every epoch
         self._pipelines: dict[int, ProducerPipeline] = {}  # EXACTLY_ONCE: each subtask's transactional producers
@@ -102,17 +111,37 @@ class KafkaSink(Sink):
     def describe(self) -> str:
         return f"topic {self.topic!r} at {self.target.describe()}"
 
+    def _transaction_timeout(self) -> int:
+        value = self.target.config.get(TRANSACTION_TIMEOUT, DEFAULT_TRANSACTION_TIMEOUT_MS)
+        try:
+            timeout_ms = int(str(value).strip())
+        except ValueError:
+            timeout_ms = 0
+        if timeout_ms <= 0:
+            raise ConfigError(f"kafka.config.{TRANSACTION_TIMEOUT}", f"expected milliseconds (> 0), got {value!r}")
+        return timeout_ms
+
+    def accepts_checkpointing(self, interval_ms: int, timeout_ms: int) -> None:
+        """An epoch's transaction is open from its first record until the driver commits it
+        after the checkpoint: up to the interval plus the checkpoint's timeout. A broker
+        that aborts it first loses its records (the commit then fails loudly): refused here."""
+        needed = interval_ms + timeout_ms
+        if self.exactly_once and self.transaction_timeout_ms < needed:
+            raise ConfigError(
+                f"kafka.config.{TRANSACTION_TIMEOUT}",
+                f"{self.transaction_timeout_ms} ms is shorter than an epoch's transaction stays open with "
+                f"EXACTLY_ONCE: checkpoint.interval ({interval_ms} ms) + checkpoint.timeout ({timeout_ms} ms) = "
+                f"{needed} ms, after which the broker would abort it before the driver commits it; raise it (the "
+                f"default is {DEFAULT_TRANSACTION_TIMEOUT_MS}) or lower checkpoint.interval / checkpoint.timeout",
+            )
+
     def datasets(self) -> list[Dataset]:
         return kafka_datasets(self.target.bootstrap_servers, [self.topic])
 
     def preflight(self) -> None:
         from .client import metadata
 
-        consumer = self.target.consumer(**{"group.id": "seatunnel-ckpt-preflight"})
-        try:
-            topics = metadata(consumer, self.target).topics
-        finally:
-            consumer.close()
+        topics = metadata(self.target.admin(), self.target).topics
         if self.topic not in topics or topics[self.topic].error is not None:
             raise ConfigError(option_key(self, "topic"), f"no topic {self.topic!r} at {self.target.describe()}")
         if self.partition is not None and self.partition not in topics[self.topic].partitions:
@@ -122,7 +151,8 @@ class KafkaSink(Sink):
 
             coordinators = TransactionCoordinators(self.target, request_timeout_s=self.target.connect_timeout_s)
             try:
-                coordinators.check(f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight")  # any id will do
+                preflight_id = f"{self.transaction_prefix or 'seatunnel-ckpt'}-preflight"  # any id will do
+                coordinators.check(preflight_id, self.transaction_timeout_ms)
             finally:
                 coordinators.close()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import tenacity
 
-from ...errors import ConnectorError
+from ...errors import ConfigError, ConnectorError
 from .client import KafkaTarget
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,8 @@ class CoordinatorNotReady(Retriable):
 
 #: how long the driver's check waits for a coordinator that is not ready yet
 CHECK_WAITS_FOR_S = 30.0
+#: the producer setting (in ``kafka.config``) of how long the broker keeps a transaction open
+TRANSACTION_TIMEOUT = "transaction.timeout.ms"
 
 
 class ForgottenTransaction(Exception):
@@ -168,20 +170,46 @@ class TransactionCoordinators:
                 return action()
         return None  # unreachable: tenacity re-raises the last error
 
-    def check(self, transactional_id: str) -> None:
-        """Find the transaction coordinator of ``transactional_id``: the driver's check,
-        before Spark starts, that this client reaches the cluster with the connector's
-        security settings, so a commit after the first checkpoint will too. A cluster that
-        does not answer fails it at once; one whose coordinator is not ready yet (a new
-        cluster's first transaction) is asked again for up to ``CHECK_WAITS_FOR_S``."""
+    def check(self, transactional_id: str, timeout_ms: int) -> None:
+        """The driver's check, before Spark starts: find the transaction coordinator of
+        ``transactional_id`` and initialise the id as a producer would, with the sink's
+        ``timeout_ms``. So this client reaches the cluster with the connector's security
+        settings (a commit after the first checkpoint will too), and the brokers accept the
+        timeout (at most their ``transaction.max.timeout.ms``; a producer would otherwise
+        fail on an executor). A cluster that does not answer fails it at once; one whose
+        coordinator is not ready yet (a new cluster's first transaction) is asked again for
+        up to ``CHECK_WAITS_FOR_S``."""
+        import kafka.errors as errors
+        from kafka.protocol.init_producer_id import InitProducerIdRequest
+
+        what = f"initialising transaction {transactional_id!r}"
+
+        def initialise() -> int:
+            node = self._coordinator(transactional_id)
+            error_code = self._call(node, InitProducerIdRequest[0](transactional_id, timeout_ms)).error_code
+            if errors.for_code(error_code) in (
+                errors.CoordinatorNotAvailableError,
+                errors.CoordinatorLoadInProgressError,
+                errors.NotCoordinatorError,
+                errors.ConcurrentTransactionsError,
+            ):
+                raise CoordinatorNotReady(f"{what}: {errors.for_code(error_code).__name__}")
+            return int(error_code)
+
         try:
-            what = f"finding the coordinator of transaction {transactional_id!r}"
-            self._retrying(what, lambda: self._coordinator(transactional_id), CoordinatorNotReady, CHECK_WAITS_FOR_S)
+            error_code = self._retrying(what, initialise, CoordinatorNotReady, CHECK_WAITS_FOR_S)
         except Retriable as err:
             raise ConnectorError(
                 f"Kafka sink: EXACTLY_ONCE commits go through kafka-python, which could not "
                 f"reach the transaction coordinator at {self.target.describe()}: {err}"
             ) from None
+        if errors.for_code(error_code) is errors.InvalidTransactionTimeoutError:
+            raise ConfigError(
+                f"kafka.config.{TRANSACTION_TIMEOUT}",
+                f"{timeout_ms} ms is more than the brokers of {self.target.describe()} allow (their "
+                "transaction.max.timeout.ms, 900000 by default): lower it, or raise the brokers' ceiling",
+            )
+        _raise_for(error_code, what)
 
     def end(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
         """Commit (or abort) the open transaction of ``transactional_id``, made by that

@@ -23,8 +23,10 @@ from .driver import FAULTS_ENV
 from .processes import ForkedDriver
 
 JOB_ID = "contract"
-#: a checkpoint interval no run reaches: the run takes no periodic checkpoint
-NEVER_MS = 3_600_000
+#: a checkpoint interval no run reaches: the run takes no periodic checkpoint. Ten minutes,
+#: not more: the Kafka sink's transactions must outlive an interval plus a checkpoint's
+#: timeout (60 s) within their 15-minute transaction.timeout.ms, or the run is refused
+NEVER_MS = 600_000
 
 
 @dataclass

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_provider_seatunnel_ckpt.errors import ConnectorError
+from airflow_provider_seatunnel_ckpt.engine.routing import preflight as routing_preflight
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
 from tests.integration.engine.support import Workspace
 from tests.integration.kafka.test_kafka_sink import new_topic, sequence_to_kafka_through_a_driver_kill
 from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
@@ -130,3 +131,56 @@ def test_sequence_to_kafka_exactly_once_through_a_driver_kill_counted_by_a_read_
     assert np.array_equal(ids, np.arange(rows)), (
         f"{len(ids)} ids read by read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}"
     )
+
+
+def test_a_transaction_timeout_above_the_brokers_ceiling_is_refused_by_the_drivers_check(kafka_broker: Any) -> None:
+    """The broker refuses a producer whose transaction.timeout.ms exceeds its
+    transaction.max.timeout.ms (900000 by default): on an executor, after Spark started.
+    The driver's check initialises a transactional id with the sink's timeout, so the
+    broker's own answer comes first, in one line naming the option."""
+    topic = new_topic(kafka_broker)
+    sink = exactly_once_sink(kafka_broker, topic, **{"kafka.config": {"transaction.timeout.ms": 3_600_000}})
+    try:
+        with pytest.raises(ConfigError) as refused:
+            routing_preflight(sink)
+    finally:
+        sink.close()
+    assert refused.value.key == "sink[0].kafka.config.transaction.timeout.ms"
+    assert "3600000 ms is more than the brokers" in str(refused.value) and "\n" not in str(refused.value)
+    fine = exactly_once_sink(kafka_broker, topic, **{"kafka.config": {"transaction.timeout.ms": 900_000}})
+    try:
+        routing_preflight(fine)  # the ceiling itself is accepted
+    finally:
+        fine.close()
+
+
+@pytest.mark.slow
+def test_a_transaction_timeout_shorter_than_a_checkpoint_refuses_the_job_before_any_record(
+    workspace: Workspace, kafka_broker: Any
+) -> None:
+    """An epoch's transaction stays open for up to checkpoint.interval + checkpoint.timeout;
+    a broker that aborts it sooner would lose its records. The run stops before Spark
+    starts, in one line, and nothing reaches the topic."""
+    topic = new_topic(kafka_broker)
+    config = workspace.write_config(interval=2_000, timeout=30_000)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": 1_000},
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "topic": topic,
+            "semantics": "EXACTLY_ONCE",
+            "kafka.config": {"transaction.timeout.ms": "20000"},
+        },
+    )
+    result = workspace.run(job, config, "short-transactions")
+    assert result.returncode == 2, result.explain()
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "error: sink[0].kafka.config.transaction.timeout.ms: 20000 ms is shorter than an epoch's transaction "
+        "stays open with EXACTLY_ONCE: checkpoint.interval (2000 ms) + checkpoint.timeout (30000 ms) = 32000 ms, "
+        "after which the broker would abort it before the driver commits it; raise it (the default is 900000) "
+        "or lower checkpoint.interval / checkpoint.timeout"
+    ], result.explain()
+    assert read_ids(kafka_broker, topic, 3, "read_uncommitted") == []
+    assert not (workspace.checkpoints / "short-transactions").exists()
