@@ -6,7 +6,10 @@ producer claims its id: what these tests check is the broker's own answer."""
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,7 +19,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine.routing import preflight as routing_preflight
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
 from tests.integration.engine.support import Workspace
-from tests.integration.kafka.test_kafka_sink import new_topic, sequence_to_kafka_through_a_driver_kill
+from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
 
 pytestmark = pytest.mark.timeout(300)
@@ -120,16 +123,68 @@ def test_the_drivers_check_on_a_new_cluster_waits_for_its_transaction_coordinato
         sink.close()
 
 
+@pytest.fixture
+def own_broker() -> Iterator[Any]:
+    """A broker of the test's own, for a test that restarts it (the session's is shared)."""
+    from tests.servers.kafka_broker import KafkaBroker
+
+    with KafkaBroker(nodes=1) as broker:
+        yield broker
+
+
 @pytest.mark.slow
-def test_sequence_to_kafka_exactly_once_through_a_driver_kill_counted_by_a_read_committed_consumer(
-    workspace: Workspace, kafka_broker: Any
+@pytest.mark.timeout(600)
+def test_every_id_once_for_read_committed_through_four_driver_kills_and_a_broker_restart(
+    workspace: Workspace, own_broker: Any
 ) -> None:
-    topic = new_topic(kafka_broker, 4)
-    rows = 200_000
-    runs = sequence_to_kafka_through_a_driver_kill(workspace, kafka_broker, topic, rows, "EXACTLY_ONCE")
-    ids = np.array(read_ids(kafka_broker, topic, 4))
+    """Sequence -> Kafka EXACTLY_ONCE, 4 partitions. Run 1: the broker is SIGKILLed and
+    restarted inside an epoch (producers, the transaction coordinator and the driver's
+    commits wait for it), then the driver is killed inside an epoch after two more
+    checkpoints; runs 2 to 4 are each killed inside an epoch after a checkpoint they
+    completed; run 5 finishes. A read_committed consumer then counts every id."""
+    broker, rows = own_broker, 200_000
+    topic = new_topic(broker, 4)
+    config = workspace.write_config(interval=500, tolerable_failure=10)
+    job = workspace.write_job(
+        {"plugin_name": "Sequence", "rows": rows, "rows_per_second": 10_000, "batch_size": 2_000},
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": broker.bootstrap_servers,
+            "topic": topic,
+            "semantics": "EXACTLY_ONCE",
+        },
+    )
+    name, logs, kills = "kafka-kills", [], []
+    with workspace.start(job, config, name) as driver:
+        assert driver.wait_for(r"checkpoint 2 \(checkpoint\) completed", 180), driver.stderr()
+        time.sleep(0.25)  # inside the next epoch
+        before = len(driver.stderr())
+        broker.kill_node(1)
+        broker.start_node(1)
+        broker.wait_ready()
+        completed = len(re.findall(r"\(checkpoint\) completed", driver.stderr()))
+        assert driver.wait_for(rf"checkpoint {completed + 2} \(checkpoint\) completed", 180), driver.stderr()
+        time.sleep(0.25)
+        driver.kill()
+        kills.append("run 1, after a broker restart")
+        logs.append(driver.stderr())
+        # the run's producers and commits met the restart (librdkafka's or the committer's words)
+        assert re.search(r"Disconnected|retrying", logs[0][before:]), logs[0]
+    for run in range(2, 5):
+        with workspace.start(job, config, name, "--restore", "latest") as driver:
+            assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
+            time.sleep(0.25)
+            assert driver.poll() is None, driver.stderr()
+            driver.kill()
+            kills.append(f"run {run}")
+            logs.append(driver.stderr())
+    result = workspace.run(job, config, name, "--restore", "latest")
+    assert result.returncode == 0, result.explain()
+    assert len(kills) == 4, kills
+    ids = np.array(read_ids(broker, topic, 4))
     assert np.array_equal(ids, np.arange(rows)), (
-        f"{len(ids)} ids read by read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}"
+        f"{len(ids)} ids read by read_committed, {len(np.unique(ids))} distinct, of {rows}\n"
+        + "\n".join(logs + [result.stderr])
     )
 
 

@@ -22,10 +22,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
-from tests.integration.engine.support import Workspace
 from tests.integration.kafka.test_kafka_sink import (
     new_topic,
-    sequence_to_kafka_through_a_driver_kill,
 )
 from tests.servers.kafka import claimed_while_prepared, read_committed_values
 
@@ -166,19 +164,6 @@ def test_bad_exactly_once_options() -> None:
         load_sink({**base, "kafka.config": {"transactional.id": "mine"}}, "sink[0]")
     with pytest.raises(ConfigError, match=r"^sink\[0\]\.transaction_prefix: expected a non-empty string"):
         load_sink({**base, "transaction_prefix": " "}, "sink[0]")
-
-
-@pytest.mark.slow
-def test_protocol_sequence_to_kafka_exactly_once_in_the_read_committed_view_through_a_driver_kill(
-    workspace: Workspace, kafka_cluster: Any
-) -> None:
-    topic = new_topic(kafka_cluster, 4)
-    rows = 200_000
-    runs = sequence_to_kafka_through_a_driver_kill(workspace, kafka_cluster, topic, rows, "EXACTLY_ONCE")
-    ids = np.array(committed_ids(kafka_cluster, topic, 4))
-    assert np.array_equal(ids, np.arange(rows)), (
-        f"{len(ids)} ids visible to read_committed, {len(np.unique(ids))} distinct, of {rows}\n{runs}"
-    )
 
 
 def test_the_audit_check_finds_a_claim_between_prepare_and_commit(tmp_path: Any) -> None:
