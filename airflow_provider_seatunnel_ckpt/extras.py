@@ -90,8 +90,13 @@ def _has_spark_jars() -> bool:
     """pyspark-client (a dependency of the core, through the Spark provider) installs the
     ``pyspark`` package without Spark's jars: only the ``pyspark`` distribution can start
     the engine's driver. Under spark-submit, ``pyspark`` is imported from
-    ``$SPARK_HOME/python/lib/pyspark.zip`` with the jars under ``$SPARK_HOME/jars``."""
+    ``$SPARK_HOME/python/lib/pyspark.zip`` with the jars under ``$SPARK_HOME/jars``; on a
+    cluster's executor (YARN, Kubernetes) from the container's ``pyspark.zip``, without a
+    ``SPARK_HOME``: Spark's own Python, run by a JVM that has the jars."""
     spec = _find("pyspark")
+    origin = str(getattr(spec, "origin", None) or "")
+    if f".zip{os.sep}" in origin:
+        return True
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
     spark_home = os.environ.get("SPARK_HOME")
     if spark_home:

@@ -185,6 +185,8 @@ class LaunchDuty(RunState):
         self.progress(
             f"job {request.job_id} attempt {self.attempt_number}: {job.parallelism} subtasks, {len(splits)} splits, "
             f"from {restored_text}; checkpoints every {config.interval} ms to {self.storage.describe(request.job_id)}"
+            # the id to find the run by in YARN's or Spark's UI and logs (yarn logs -applicationId)
+            + (f"; Spark application {self._application_id}" if self._application_id else "")
         )
         spark_thread = threading.Thread(
             target=self._run_spark_job, args=(context, subtask_context, loop), name="spark-job", daemon=True

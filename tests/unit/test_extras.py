@@ -418,3 +418,31 @@ def test_a_core_install_runs_the_airflow_face_and_names_the_engine_extra(core_ve
         f"error: source[0].plugin_name: connector Sequence needs the 'engine' extra: pip install '{DIST}[engine]'\n"
     )
     assert report["started"] == []
+
+
+def test_spark_s_own_python_in_a_zip_counts_as_spark_on_an_executor(tmp_path):
+    """On a YARN (or any cluster) executor, PySpark is Spark's own ``pyspark.zip`` from the
+    container, with no jars beside it and no SPARK_HOME: the JVM that runs the worker has
+    them. Found on a MiniYARNCluster: every connector refused to load there ("needs the
+    'engine' extra") and every subtask failed four times."""
+    import zipfile
+
+    import pyspark
+
+    archive = tmp_path / "pyspark.zip"
+    package = Path(pyspark.__file__).parent
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for path in package.rglob("*"):  # as Spark's own zip: the Python side, no jars
+            inside = path.relative_to(package)
+            if path.is_file() and inside.parts[0] not in ("jars", "__pycache__") and "__pycache__" not in inside.parts:
+                zipped.write(path, Path("pyspark") / inside)
+    code = (
+        f"import importlib.util, sys\nsys.path.insert(0, {str(archive)!r})\n"
+        "origin = importlib.util.find_spec('pyspark').origin\nassert '.zip' in origin, origin\n"
+        "from airflow_provider_seatunnel_ckpt.extras import missing_modules\n"
+        "print(missing_modules('engine'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_HOME"}
+    process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert process.stdout.strip() == "[]"

@@ -1,0 +1,3 @@
+"""The YARN suite reuses the engine suite's Spark fixtures (``workspace``)."""
+
+from tests.integration.engine.conftest import spark_env, workspace  # noqa: F401 - fixtures re-exported
