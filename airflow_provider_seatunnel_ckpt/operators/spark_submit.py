@@ -424,11 +424,17 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         return result
 
     def _load_job(self, job_source: Any) -> tuple[Any, Mapping[str, str]]:
+        """The job as the driver will resolve it, and the connections' variables (which the
+        driver gets in a private file). The driver fills a ``${NAME}`` from those variables,
+        then from its environment: this task's ``env_vars`` over the worker's. So the
+        job's assets and lineage name the paths it writes (``day=${RUN_DAY}`` with
+        ``env_vars={"RUN_DAY": "{{ ds }}"}``), resolved once, the same way."""
         from ..hooks.variables import variables_for
         from ..jobfile.job import load_job
 
         variables = variables_for(self.connections)
-        return load_job(job_source, variables), variables
+        environment = {str(k): str(v) for k, v in (self.env_vars or {}).items()}
+        return load_job(job_source, {**environment, **variables}), variables
 
     # ---- lineage: called by the OpenLineage provider, when it is installed --------------------
     def get_openlineage_facets_on_start(self) -> Any:

@@ -4,6 +4,8 @@ in test_example_dags.py (the provider's file transport)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from airflow_provider_seatunnel_ckpt.operators.datasets import sink_datasets, source_datasets
@@ -159,3 +161,51 @@ def test_start_events_carry_the_rendered_jobs_datasets(tmp_path):
     assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out/2026-01-02")]
     assert lineage.run_facets["seatunnelCheckpoint"].job_id == "20260102"
     assert "secret" not in repr(lineage)
+
+
+def test_a_variable_from_env_vars_is_resolved_in_lineage_and_in_the_asset_event_as_the_driver_resolves_it(
+    tmp_path, monkeypatch
+):
+    """docs/airflow.md's pattern: ``env_vars={"RUN_DAY": "{{ ds }}"}`` and ``${RUN_DAY}`` in
+    the job file. The driver fills it from its environment; the operator's lineage and its
+    asset event must name the same path, not ``day=${RUN_DAY}`` (an asset Airflow would
+    create, wrongly, on the first event)."""
+    from collections import defaultdict
+
+    from airflow.providers.openlineage.extractors.base import DefaultExtractor
+    from airflow.sdk import DAG
+
+    from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
+    from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator
+    from airflow_provider_seatunnel_ckpt.storage import CheckpointKind, PipelineState
+
+    monkeypatch.delenv("RUN_DAY", raising=False)
+    config = (
+        f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
+    )
+    job = (
+        "env: {job.name: j, parallelism: 1}\n"
+        "source: [{plugin_name: Sequence, rows: 10}]\n"
+        "sink: [{plugin_name: File, path: 'file:///out/day=${RUN_DAY}/', format: parquet}]\n"
+    )
+    with DAG("env_vars_lineage", schedule=None):
+        op = CheckpointedSparkSubmitOperator(
+            task_id="etl", job_file=job, config_file=config, job_id="done", env_vars={"RUN_DAY": "{{ ds }}"}
+        )
+    op.render_template_fields({"ds": "2026-01-02"})
+    lineage = DefaultExtractor(op).extract()
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [("file", "/out/day=2026-01-02")]
+
+    # a finished job (no spark-submit): the task announces its output
+    storage = get_checkpoint_hook(config_file=config).storage
+    storage.store_checkpoint(
+        PipelineState(job_id="done", pipeline_id=1, checkpoint_id=4, states=b"", kind=CheckpointKind.FINAL)
+    )
+    storage.write_document("done", "job.json", {"status": "finished", "attempt": 1, "final_checkpoint_id": 4})
+    announced: list[str] = []
+    alias_events = SimpleNamespace(add=lambda asset, extra: announced.append(asset.uri))
+    ti = SimpleNamespace(
+        dag_id="env_vars_lineage", task_id="etl", run_id="r", map_index=-1, xcom_push=lambda **kw: None
+    )
+    op.execute({"ti": ti, "outlet_events": defaultdict(lambda: alias_events)})
+    assert announced == ["file:///out/day=2026-01-02"]
