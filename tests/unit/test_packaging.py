@@ -57,6 +57,20 @@ def test_the_wheel_names_the_projects_urls(wheel):
     assert all(re.match(r"https://", url) for url in urls.values()), urls
 
 
+def test_the_wheel_publishes_no_test_or_benchmark_tooling(wheel):
+    """pytest, moto, selenium, py-spy, matplotlib... are this repository's, not its users':
+    they live in dependency groups (PEP 735), which a wheel does not publish."""
+    (metadata_name,) = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    metadata = email.message_from_bytes(wheel.read(metadata_name))
+    published = set(metadata.get_all("Provides-Extra") or [])
+    assert published.isdisjoint({"test", "bench"}), published
+    requirements = " ".join(metadata.get_all("Requires-Dist") or [])
+    for tool in ("pytest", "moto", "selenium", "py-spy", "matplotlib", "hypothesis", "ruff", "mypy"):
+        assert not re.search(rf"(^|\s){re.escape(tool)}\b", requirements), tool
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]
+    assert {"test", "bench"} <= set(groups)
+
+
 def test_the_changelog_has_an_unreleased_section_first():
     text = (ROOT / "CHANGELOG.md").read_text()
     headings = re.findall(r"^## (.+)$", text, re.M)
