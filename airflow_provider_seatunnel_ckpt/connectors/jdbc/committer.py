@@ -39,13 +39,14 @@ class JdbcSinkCommitter(SinkCommitter):
     def _connect(self) -> Any:
         return client.connect(self.sink.target)
 
-    def _with_connection(self, work: Any) -> Any:
+    def _with_connection(self, work: Any, attempts: int | None = None) -> Any:
         """Run ``work(connection)``, reconnecting and starting over while the server is
-        unreachable (a restart, a failover) for up to ``COMMIT_RETRY_S``: every step is
-        idempotent (a commit already done is found in the commit log)."""
+        unreachable (a restart, a failover) for up to ``COMMIT_RETRY_S``, or ``attempts``
+        times: every step is idempotent (a commit already done is found in the commit log)."""
+        stop = tenacity.stop_after_attempt(attempts) if attempts else tenacity.stop_after_delay(COMMIT_RETRY_S)
         for attempt in tenacity.Retrying(
             retry=tenacity.retry_if_exception(client.is_connection_error),
-            stop=tenacity.stop_after_delay(COMMIT_RETRY_S),
+            stop=stop,
             wait=tenacity.wait_exponential(multiplier=0.2, max=5),
             reraise=True,
             before_sleep=lambda state: log.warning("Jdbc sink: %s; retrying", state.outcome.exception()),
@@ -81,7 +82,7 @@ class JdbcSinkCommitter(SinkCommitter):
             if staged:
                 self._apply(connection, staged)
 
-        self._with_connection(commit_all)
+        self._with_connection(commit_all, self.sink.max_commit_attempts)  # SeaTunnel's max_commit_attempts
 
     def _apply(self, connection: Any, staged: list[tuple[str, str]]) -> None:
         """Apply the committed staged changes (:mod:`.staging`), one transaction per epoch

@@ -26,7 +26,7 @@ from ...errors import ConfigError, ConnectorError
 from ..api import Dataset, JsonValue, Sink, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
 from ..datasets import postgres_dataset
 from ..options import Options
-from . import client, staging, transactions
+from . import client, query, staging, transactions
 from .client import qualified, quote_ident
 from .committer import JdbcSinkCommitter
 from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
@@ -73,6 +73,10 @@ class JdbcSink(Sink):
                 "max_retries",
                 "connection_check_timeout_sec",
                 "query",
+                "max_commit_attempts",
+                "use_copy_statement",
+                "transaction_timeout_sec",
+                "properties",
             },
         )
         timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
@@ -80,15 +84,35 @@ class JdbcSink(Sink):
         if opts.has("database"):
             target = target.with_database(opts.str("database"))
         self.target: PgTarget = target
-        schema, self.table_name = client.split_table_name(opts.str("table"))
+        #: SeaTunnel's hand-written INSERT (generate_sink_sql: false), as libpq runs it: :mod:`.query`
+        self.query: str | None = None
+        self.query_parameters = 0
+        if opts.has("query"):
+            if opts.bool("generate_sink_sql", False):
+                raise ConfigError("generate_sink_sql", "true writes generated SQL to table: remove it, or remove query")
+            self.query, self.query_parameters = query.numbered(opts.str("query"))
+            table_text = opts.str("table") if opts.has("table") else query.insert_target(self.query)
+            schema, self.table_name = client.split_table_name(table_text, "table" if opts.has("table") else "query")
+        elif not opts.bool("generate_sink_sql", True):
+            raise ConfigError("generate_sink_sql", "false needs query (the INSERT to write each row with)")
+        else:
+            schema, self.table_name = client.split_table_name(opts.str("table"))
         self.schema = schema or target.current_schema
         self.table = qualified(self.schema, self.table_name)
         self.primary_keys: list[str] = opts.str_list("primary_keys") if opts.has("primary_keys") else []
+        if self.query is not None and self.primary_keys:
+            raise ConfigError("primary_keys", "applies to generated SQL; a hand-written query writes rows as it says")
         self.exactly_once = opts.bool("is_exactly_once", True)
-        if not opts.bool("generate_sink_sql", True) or opts.has("query"):
-            raise ConfigError(
-                "generate_sink_sql",
-                "only generate_sink_sql: true is supported (the sink writes its own COPY); remove query",
+        #: SeaTunnel's max_commit_attempts: how many times the driver tries a commit (None:
+        #: for up to COMMIT_RETRY_S while the server is unreachable)
+        self.max_commit_attempts: int | None = opts.int("max_commit_attempts", None, minimum=1)
+        # COPY is how rows are appended whatever use_copy_statement says: the same rows either way
+        opts.bool("use_copy_statement", False)
+        if opts.has("transaction_timeout_sec") and opts.int("transaction_timeout_sec", -1, minimum=-1) != -1:
+            log.warning(
+                "%s: transaction_timeout_sec is not used: PostgreSQL's prepared transactions do not time out, "
+                "an epoch's transaction waits for the driver's commit however long a checkpoint takes",
+                getattr(self, "config_key", "sink"),
             )
         self.batch_size: int = opts.int("batch_size", DEFAULT_BATCH_SIZE, minimum=1)
         self.schema_save_mode: str = opts.str(
@@ -150,11 +174,13 @@ class JdbcSink(Sink):
                         "primary_keys (idempotent upsert, effectively once on replay)",
                     )
             exists = self._table_exists(connection)
-            if not exists and self.schema_save_mode == "error_when_schema_not_exist":
+            if self.query is not None:
+                self._check_query(connection, exists)
+            elif not exists and self.schema_save_mode == "error_when_schema_not_exist":
                 raise ConfigError(
                     "table", f"{self.describe()} does not exist (schema_save_mode: ERROR_WHEN_SCHEMA_NOT_EXIST)"
                 )
-            if exists:
+            if exists and self.query is None:
                 columns = self._read_columns(connection)
                 missing = [k for k in self.primary_keys if k not in columns]
                 if missing:
@@ -190,10 +216,34 @@ class JdbcSink(Sink):
         finally:
             client.close_quietly(connection)
 
+    def _check_query(self, connection: Any, table_exists: bool) -> None:
+        """The hand-written INSERT, prepared (parsed and planned against the table, never
+        run): a mistake in it is one line before Spark starts, not a failed epoch."""
+        if not table_exists:
+            raise ConfigError("query", f"{self.describe()} does not exist: the query inserts into an existing table")
+        try:
+            client.execute(connection, f"PREPARE seatunnel_ckpt_query_check AS {self.query}")
+        except Exception as err:
+            if client.is_connection_error(err):
+                raise
+            raise ConfigError("query", f"PostgreSQL refuses it: {client.reason(err, self.target)}") from None
+        client.execute(connection, "DEALLOCATE seatunnel_ckpt_query_check")
+
     def accepts(self, schema: pa.Schema) -> None:
         """Change rows (and the plain rows sent with them, inserts) are applied by key: the
         keys must be set, be columns of the rows, and (after preflight) have a unique index.
-        So are plain rows upserted by key (``plain_by_key``)."""
+        So are plain rows upserted by key (``plain_by_key``). A hand-written query takes
+        each row's fields, in order, for its placeholders: as many as the rows have."""
+        if self.query is not None:
+            if has_kinds(schema):
+                self.accepts_change_rows()
+            if len(schema) != self.query_parameters:
+                raise ConfigError(
+                    "query",
+                    f"has {self.query_parameters} ? placeholder(s) but the rows have {len(schema)} field(s) "
+                    f"({', '.join(schema.names)}), which fill them in order",
+                )
+            return
         if not has_kinds(schema):
             missing = [k for k in self.primary_keys if k not in schema.names] if self.plain_by_key else []
             if missing:
@@ -216,6 +266,12 @@ class JdbcSink(Sink):
             raise self._no_unique_index("applying change rows")
 
     def accepts_change_rows(self) -> None:
+        if self.query is not None:
+            raise ConfigError(
+                "query",
+                "writes each row with a hand-written INSERT, which cannot apply change rows (updates and deletes): "
+                f"set table and primary_keys instead to apply them to {self.describe()}",
+            )
         if not self.primary_keys:
             raise ConfigError(
                 "primary_keys",
@@ -440,7 +496,8 @@ class JdbcSinkWriter(SinkWriter):
     def _begin(self, schema: pa.Schema) -> None:
         connection = self.sink.acquire()
         try:
-            self._columns = self.sink.columns(connection, without_kinds(schema))
+            if self.sink.query is None:  # a hand-written query names its own columns
+                self._columns = self.sink.columns(connection, without_kinds(schema))
             if self.sink.upsert:
                 client.execute(connection, staging.create_sql(staging.TEMP_STAGE, self.sink.table, temporary=True))
             if self.sink.exactly_once:
@@ -483,7 +540,9 @@ class JdbcSinkWriter(SinkWriter):
         try:
             if not self.sink.exactly_once:  # each flush commits: durably, the checkpoint counts it written
                 client.begin_durable(self._connection)
-            if keyed:
+            if self.sink.query is not None:
+                self._insert(batches)
+            elif keyed:
                 self._write_changes(batches)
             else:
                 self._append(batches)
@@ -525,6 +584,17 @@ class JdbcSinkWriter(SinkWriter):
                 cursor.adbc_ingest(self.sink.table_name, run, mode="append", db_schema_name=self.sink.schema)
             self.appended += run.num_rows
             self.rows += run.num_rows
+
+    def _insert(self, batches: list[pa.RecordBatch]) -> None:
+        """The hand-written query, once per row, each row's fields bound to its placeholders
+        (the batch is sent as the statement's parameters: one round trip per batch)."""
+        for batch in batches:
+            if has_kinds(batch.schema):
+                self.sink.accepts_change_rows()  # raises: checked before Spark starts when the schema is known
+            with self._connection.cursor() as cursor:
+                cursor.executemany(self.sink.query, batch)
+            self.appended += batch.num_rows
+            self.rows += batch.num_rows
 
     def _write_changes(self, batches: list[pa.RecordBatch]) -> None:
         """Change rows (plain rows as inserts) into the stage, each with its place and kind."""

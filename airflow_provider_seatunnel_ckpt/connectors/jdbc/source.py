@@ -108,6 +108,7 @@ class JdbcSource(Source):
                 "partition_upper_bound",
                 "fetch_size",
                 "connection_check_timeout_sec",
+                "properties",
             },
         )
         timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)

@@ -110,19 +110,30 @@ def parse_target(options: Mapping[str, Any], timeout_s: int = DEFAULT_CONNECT_TI
     password = unquote(parts.password) if parts.password is not None else None
     params: dict[str, str] = {}
     current_schema = None
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    # SeaTunnel's properties: the JDBC driver's connection properties, read as the URL's own
+    # parameters are; a parameter the URL also sets is the URL's (as PgJDBC does)
+    properties = options.get("properties")
+    if properties is not None and not isinstance(properties, Mapping):
+        raise ConfigError(
+            "properties", f"expected a map of JDBC connection properties, got {type(properties).__name__}"
+        )
+    given = [("properties", str(k), "" if v is None else str(v)) for k, v in (properties or {}).items()]
+    given += [("url", k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    for where, key, value in given:
+        as_jdbc = jdbc or where == "properties"
         if key == "user":
             user = value
         elif key == "password":
             password = value
-        elif jdbc and key.lower() == "currentschema":
+        elif as_jdbc and key.lower() == "currentschema":
             current_schema = value
-        elif jdbc and key.lower() in _JDBC_PARAMS:
+        elif as_jdbc and key.lower() in _JDBC_PARAMS:
             params[_JDBC_PARAMS[key.lower()]] = value
-        elif not jdbc and key in _LIBPQ_PARAMS:
+        elif not as_jdbc and key in _LIBPQ_PARAMS:
             params[key] = value
         else:
-            log.warning("url: parameter %r is not supported by the PostgreSQL connector and is ignored", key)
+            what = "property" if where == "properties" else "parameter"
+            log.warning("%s: %s %r is not supported by the PostgreSQL connector and is ignored", where, what, key)
     for name in ("user", "password"):
         value = options.get(name)
         if value is not None and not isinstance(value, str):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
+import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.jdbc.client import reason, split_table_name
 from airflow_provider_seatunnel_ckpt.connectors.jdbc.target import parse_target
+from airflow_provider_seatunnel_ckpt.engine.routing import preflight
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 
 SECRET = "pa:ss/w@rd?x"
@@ -87,7 +91,7 @@ def test_sink_options() -> None:
     assert sink.exactly_once and not sink.upsert and sink.table == '"s"."t"'
     sink = load_sink({**base, "is_exactly_once": "false", "primary_keys": ["id"]})
     assert not sink.exactly_once and sink.upsert
-    with pytest.raises(ConfigError, match=r"sink\[0\]\.generate_sink_sql: only generate_sink_sql: true"):
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.generate_sink_sql: false needs query"):
         load_sink({**base, "generate_sink_sql": False})
     with pytest.raises(ConfigError, match=r"sink\[0\]\.schema_save_mode: 'RECREATE_SCHEMA' is not one of"):
         load_sink({**base, "schema_save_mode": "RECREATE_SCHEMA"})
@@ -172,3 +176,48 @@ def test_driver_errors_become_one_line_without_the_password() -> None:
         "Query was: select hunter22. SQLSTATE: 42P01"
     )
     assert reason(raw, target) == 'relation "x" does not exist'
+
+
+def test_seatunnels_hand_written_sink_query() -> None:
+    """SeaTunnel's generate_sink_sql: false mode: an INSERT whose ? placeholders take each
+    row's fields in order; its table is the INSERT's (for the commit log and restores)."""
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d?currentSchema=s"}
+    text = "INSERT INTO pg_sink (id, note) VALUES (?, '?' || ?) -- why?\n"
+    sink = load_sink({**base, "query": text})
+    assert sink.query == "INSERT INTO pg_sink (id, note) VALUES ($1, '?' || $2) -- why?"
+    assert (sink.query_parameters, sink.table) == (2, '"s"."pg_sink"')
+    quoted = load_sink({**base, "query": 'insert into "My Schema"."T" values (?)'})
+    assert quoted.table == '"My Schema"."T"'
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.query: expected an INSERT INTO <table>"):
+        load_sink({**base, "query": "UPDATE t SET a = ?"})
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.primary_keys: applies to generated SQL"):
+        load_sink({**base, "query": text, "primary_keys": ["id"]})
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.generate_sink_sql: true writes generated SQL"):
+        load_sink({**base, "query": text, "generate_sink_sql": True})
+    two = pa.schema([("id", pa.int64()), ("note", pa.string())])
+    sink.accepts(two)
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.query: has 2 \? placeholder\(s\) but the rows have 1 field"):
+        preflight(sink, functools.partial(sink.accepts, pa.schema([("id", pa.int64())])))
+    with pytest.raises(ConfigError, match=r"sink\[0\]\.query: writes each row with a hand-written INSERT"):
+        preflight(sink, sink.accepts_change_rows)
+
+
+def test_seatunnels_other_jdbc_options_are_accepted_with_their_meaning(caplog: pytest.LogCaptureFixture) -> None:
+    base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d?ApplicationName=url", "table": "t"}
+    sink = load_sink({**base, "max_commit_attempts": 3, "use_copy_statement": True})
+    assert sink.max_commit_attempts == 3
+    assert load_sink(base).max_commit_attempts is None  # reconnects for up to a minute
+    with caplog.at_level("WARNING"):
+        load_sink({**base, "transaction_timeout_sec": 86400})
+        # the source's (and sink's) JDBC connection properties; the URL's own parameters win
+        source = load_source(
+            {
+                **base,
+                "properties": {"sslmode": "require", "ApplicationName": "props", "currentSchema": "s", "useSSL": False},
+            }
+        )
+    params = dict(source.target.params)
+    assert (params["sslmode"], params["application_name"], source.target.current_schema) == ("require", "url", "s")
+    assert "properties: property 'useSSL' is not supported by the PostgreSQL connector" in caplog.text
+    with pytest.raises(ConfigError, match=r"source\[0\]\.properties: expected a map of JDBC connection properties"):
+        load_source({**base, "properties": "sslmode=require"})
