@@ -144,7 +144,8 @@ class KerberosTicketRenewer:
 
     # ---- public -----------------------------------------------------------------
     def ensure_fresh(self) -> None:
-        """Make sure a ticket for ``principal`` is valid for at least ``margin_s`` more."""
+        """Make sure a ticket for ``principal`` is valid for at least ``margin_s`` more (half
+        its lifetime, for a ticket shorter than twice the margin)."""
         with self._lock:
             now = self._clock()
             if self._renew_at is not None and now < self._renew_at and now < self._next_check:
@@ -170,10 +171,10 @@ class KerberosTicketRenewer:
             if not _same_principal(ticket.principal, self.principal):
                 return None
             lifetime = max(0.0, ticket.expires - ticket.start)
-            return min(
-                ticket.start + RENEW_AT_LIFETIME_FRACTION * lifetime,
-                ticket.expires - self.margin_s,
-            )
+            # at most half the lifetime: a ticket no longer than the margin (a KDC's
+            # ticket_lifetime of minutes) must not be due the moment it is issued
+            margin = min(self.margin_s, lifetime / 2)
+            return min(ticket.start + RENEW_AT_LIFETIME_FRACTION * lifetime, ticket.expires - margin)
         if valid and self._last_kinit is not None:
             return self._last_kinit + self.fallback_refresh_s  # dates unreadable: renew on a timer
         return None  # no ticket, or one of unknown age we did not get ourselves: kinit now

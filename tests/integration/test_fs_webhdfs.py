@@ -687,6 +687,20 @@ def test_renewer_renews_within_the_margin_of_short_tickets(krb):
     assert len(krb.kinit_calls()) == 2
 
 
+def test_renewer_keeps_a_ticket_shorter_than_its_margin_for_half_its_life(krb):
+    """A KDC issuing 4-minute tickets, under the 5-minute margin: the renewal was due the
+    moment a ticket was issued, and the renewer refused every fresh ticket (found on
+    Hadoop's MiniKdc, tests/integration/hdfs/test_kerberos_storage.py)."""
+    krb.lifetime = 240
+    renewer = krb.renewer(margin_s=300)
+    renewer.ensure_fresh()
+    renewer.ensure_fresh()
+    assert len(krb.kinit_calls()) == 1  # the fresh ticket is used
+    krb.advance(150)  # past half its life: renewed
+    renewer.ensure_fresh()
+    assert len(krb.kinit_calls()) == 2
+
+
 def test_renewer_checks_the_cache_only_every_interval(krb):
     renewer = krb.renewer(check_interval_s=60)
     renewer.ensure_fresh()
