@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from tests.servers.kafka_records import ProducesRecords
 
 _CHILD = r"""
 import ctypes, glob, os, sys
@@ -58,7 +59,7 @@ for line in sys.stdin:  # "topic <name> <partitions>" until the parent closes ou
 """
 
 
-class KafkaMockCluster:
+class KafkaMockCluster(ProducesRecords):
     def __init__(self, brokers: int = 3):
         self.brokers = brokers
         self.bootstrap_servers = ""
@@ -115,68 +116,6 @@ class KafkaMockCluster:
             return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0] for p in range(partitions)]
         finally:
             consumer.close()
-
-    def produce(
-        self,
-        topic: str,
-        values: Iterable[bytes],
-        keys: Iterable[bytes] | None = None,
-        partition_of: Any = None,
-        timestamp_ms: int | None = None,
-    ) -> int:
-        """Produce ``values`` (optionally with ``keys``; ``partition_of(index)`` picks a
-        partition); returns how many, after every one was acknowledged."""
-        from confluent_kafka import Producer
-
-        producer = Producer(
-            self.config(
-                **{
-                    "linger.ms": 5,
-                    "batch.num.messages": 10_000,
-                    "queue.buffering.max.messages": 1_000_000,
-                    "acks": "all",
-                }
-            )
-        )
-        failures: list[Any] = []
-
-        def delivered(err: Any, _msg: Any) -> None:
-            if err is not None:
-                failures.append(err)
-
-        count = 0
-        key_list = list(keys) if keys is not None else None
-        for index, value in enumerate(values):
-            extra: dict[str, Any] = {}
-            if key_list is not None:
-                extra["key"] = key_list[index]
-            if partition_of is not None:
-                extra["partition"] = partition_of(index)
-            if timestamp_ms is not None:
-                extra["timestamp"] = timestamp_ms
-            while True:
-                try:
-                    producer.produce(topic, value, on_delivery=delivered, **extra)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-            count += 1
-            if count % 10_000 == 0:
-                producer.poll(0)
-        producer.flush(60)
-        if failures:
-            raise RuntimeError(f"{len(failures)} records not acknowledged, e.g. {failures[0]}")
-        return count
-
-    def produce_json(self, topic: str, rows: Iterable[dict[str, Any]], partitions: int, **kwargs: Any) -> int:
-        """Each row as a JSON value, partition ``id % partitions``."""
-        rows = list(rows)
-        return self.produce(
-            topic,
-            (json.dumps(r, separators=(",", ":")).encode() for r in rows),
-            partition_of=lambda i: rows[i]["id"] % partitions,
-            **kwargs,
-        )
 
 
 def read_committed_values(bootstrap_servers: str, topic: str, partitions: int) -> list[bytes]:

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.servers.jvm import JvmProcess, JvmServer, JvmServerError, free_ports, port_open, run_main, wait_until
+from tests.servers.kafka_records import ProducesRecords
 
 KAFKA_VERSION = "4.1.1"  # tests/servers/jvm/pom.xml
 
 
-class KafkaBroker(JvmServer):
+class KafkaBroker(JvmServer, ProducesRecords):
     def __init__(self, nodes: int = 1, workdir: Path | None = None, start_timeout: float = 120):
         super().__init__(workdir, "kafka-broker-")
         self.nodes = nodes

@@ -191,18 +191,30 @@ class ProducerPipeline:
         self.run_attempt = sink.run_attempt  # set by the engine before any writer exists
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"kafka-transactions-{subtask}")
         self._ahead: tuple[int, Future[Transaction]] | None = None
-        self._fenced = False
+        #: the attempt's fencing of lingering ids: queued first, before any producer starts
+        self._fencing: Future[int] | None = None
 
     def _start(self, after_checkpoint_id: int) -> Transaction:
-        if not self._fenced:
-            self._fenced = True
-            fence_lingering(self.sink, self.prefix, self.subtask, after_checkpoint_id)
+        assert self._fencing is not None
+        self._fencing.result()  # done (the thread runs in order); raises its failure
         return start_transaction(
             self.sink, transactional_id(self.prefix, self.subtask, after_checkpoint_id, self.run_attempt)
         )
 
+    def wait_fenced(self) -> None:
+        """Until what earlier attempts and runs left open after the restored checkpoint is
+        fenced. An epoch that wrote nothing waits for it before its checkpoint is
+        acknowledged: a later restore starts above those ids and would never fence them,
+        and they would hold every read_committed reader back for transaction.timeout.ms."""
+        if self._fencing is not None:
+            self._fencing.result()
+
     def transaction_after(self, after_checkpoint_id: int) -> Future[Transaction]:
         """The producer for the epoch after ``after_checkpoint_id``; starts the next one's."""
+        if self._fencing is None:  # the attempt's first epoch: after the restored checkpoint
+            self._fencing = self._thread.submit(
+                fence_lingering, self.sink, self.prefix, self.subtask, after_checkpoint_id
+            )
         ahead = self._ahead
         if ahead is not None and ahead[0] == after_checkpoint_id and not _failed(ahead[1]):
             current = ahead[1]
@@ -263,6 +275,7 @@ class TransactionalWriter(SinkWriter):
     def prepare_commit(self, checkpoint_id: int) -> JsonValue:
         transaction = self._transaction
         if transaction is None:
+            self.pipeline.wait_fenced()  # see there
             return None  # nothing written this epoch: no transaction to commit
         transaction.producing.flush()
         audit("prepare", transaction.name)

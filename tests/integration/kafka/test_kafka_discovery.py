@@ -1,16 +1,19 @@
-"""Live partition discovery (``partition-discovery.interval-millis``) against librdkafka's
-mock cluster: a topic created while an unbounded job runs is read without a restart,
-by the running subtasks, by subtask attempts retried after their Python worker was
-killed, and by a run restored after the driver was killed; every id exactly once."""
+"""Live partition discovery (``partition-discovery.interval-millis``) on the real broker
+(Apache Kafka 4.1, KRaft, the session's ``kafka_broker``): a topic created through the
+broker's own CreateTopics while an unbounded job runs is read without a restart, by the
+running subtasks, by subtask attempts retried after their Python worker was killed, and
+by a run restored after the driver was killed; every id exactly once. The kills are of
+the job's processes, never of the broker, so nothing stays on librdkafka's mock cluster;
+the topics have names of their own on the shared broker."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 import re
 import signal
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -22,11 +25,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 PARTITIONS = 3
 SCHEMA = {"fields": {"id": "bigint", "name": "string"}}
-_names = itertools.count()
 
 
-def _produce(cluster: Any, topic: str, ids: range) -> None:
-    cluster.produce_json(topic, ({"id": i, "name": f"n{i}"} for i in ids), PARTITIONS)
+def _produce(broker: Any, topic: str, ids: range) -> None:
+    broker.produce_json(topic, ({"id": i, "name": f"n{i}"} for i in ids), PARTITIONS)
 
 
 def _kill_a_worker(driver: Driver, rng: random.Random) -> int:
@@ -45,16 +47,16 @@ def _kill_a_worker(driver: Driver, rng: random.Random) -> int:
 
 
 def test_a_topic_created_while_the_job_runs_is_read_without_a_restart_exactly_once_under_kills(
-    workspace: Workspace, kafka_cluster: Any
+    workspace: Workspace, kafka_broker: Any
 ) -> None:
     rng = random.Random(20261126)
-    topic = f"grow-{next(_names)}"
+    topic = f"grow-{uuid.uuid4().hex[:8]}"  # unique on the shared broker
     later = f"{topic}-more"
-    kafka_cluster.create_topic(topic, PARTITIONS)
-    _produce(kafka_cluster, topic, range(0, 30_000))
+    kafka_broker.create_topic(topic, PARTITIONS)
+    _produce(kafka_broker, topic, range(0, 30_000))
     source = {
         "plugin_name": "Kafka",
-        "bootstrap.servers": kafka_cluster.bootstrap_servers,
+        "bootstrap.servers": kafka_broker.bootstrap_servers,
         "topic": f"{topic}(-more)?",
         "pattern": True,
         "consumer.group": f"discovery-{topic}",
@@ -85,8 +87,8 @@ def test_a_topic_created_while_the_job_runs_is_read_without_a_restart_exactly_on
     with workspace.start(job, config, "grow", *retries) as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
         caught_up(30_000, driver)
-        kafka_cluster.create_topic(later, PARTITIONS)
-        _produce(kafka_cluster, later, range(30_000, 60_000))
+        kafka_broker.create_topic(later, PARTITIONS)
+        _produce(kafka_broker, later, range(30_000, 60_000))
         names = ", ".join(f"{later}-{p}" for p in range(PARTITIONS))
         assert driver.wait_for(rf"{PARTITIONS} new splits discovered: {names}", 30), driver.stderr()[-4000:]
         caught_up(60_000, driver)  # read by the running subtasks: no restart
@@ -97,14 +99,14 @@ def test_a_topic_created_while_the_job_runs_is_read_without_a_restart_exactly_on
         for _ in range(2):
             time.sleep(rng.uniform(0.5, 1.5))
             _kill_a_worker(driver, rng)
-        _produce(kafka_cluster, later, range(60_000, 75_000))
+        _produce(kafka_broker, later, range(60_000, 75_000))
         caught_up(75_000, driver, within=120)
         assert re.search(r"subtask-\d+/attempt-[1-9]", driver.stderr()), "no subtask attempt was retried"
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 60)
         driver.kill()  # SIGKILL: the next run restores the plan with the discovered splits
 
-    _produce(kafka_cluster, later, range(75_000, 85_000))
-    _produce(kafka_cluster, topic, range(85_000, 90_000))
+    _produce(kafka_broker, later, range(75_000, 85_000))
+    _produce(kafka_broker, topic, range(85_000, 90_000))
     with workspace.start(job, config, "grow", "--restore", "latest", *retries) as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180), driver.stderr()
         caught_up(90_000, driver)

@@ -239,3 +239,45 @@ def test_a_transaction_timeout_shorter_than_a_checkpoint_refuses_the_job_before_
     ], result.explain()
     assert read_ids(kafka_broker, topic, 3, "read_uncommitted") == []
     assert not (workspace.checkpoints / "short-transactions").exists()
+
+
+def test_an_epoch_without_records_is_not_prepared_before_the_attempts_lingering_ids_are_fenced(
+    kafka_broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the four-kills test under load: a run whose subtasks wrote nothing before
+    their checkpoint completed (a slow start) acknowledged it before fencing what the run
+    before left open after the restored checkpoint. The next restore starts above those
+    ids and never fences them: they held every read_committed reader back for
+    transaction.timeout.ms (132,000 ids unseen). An empty epoch now waits for the fence."""
+    from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
+
+    topic = new_topic(kafka_broker)
+    left_open = exactly_once_sink(kafka_broker, topic)
+    left_open.run_attempt = 1
+    leftover = left_open.create_writer("job", 0, 0)
+    leftover.open(5)  # run 1's epoch after checkpoint 5, killed before its barrier
+    leftover.write(pa.record_batch({"id": np.arange(0, 100)}))
+    leftover.prepare_commit(6)
+    fenced: list[str] = []
+    real_fence = exactly_once.fence_lingering
+
+    def slow_fence(*args: Any) -> int:
+        time.sleep(1.0)  # a broker answering ConcurrentTransactions for a while
+        count = real_fence(*args)
+        fenced.append("done")
+        return count
+
+    monkeypatch.setattr(exactly_once, "fence_lingering", slow_fence)
+    run_2 = exactly_once_sink(kafka_broker, topic)
+    run_2.run_attempt = 2
+    writer = run_2.create_writer("job", 0, 0)
+    writer.open(5)  # run 2 restores checkpoint 5
+    assert writer.prepare_commit(7) is None  # no record in this epoch
+    assert fenced == ["done"], "the empty epoch was acknowledged before the lingering ids were fenced"
+    writer.close()
+    later = run_2.create_writer("job", 0, 0)
+    later.open(7)
+    later.write(pa.record_batch({"id": np.arange(100, 110)}))
+    run_2.create_committer("job").commit([later.prepare_commit(8)])
+    later.close()
+    assert read_ids(kafka_broker, topic, 3) == list(range(100, 110))  # nothing holds the readers back

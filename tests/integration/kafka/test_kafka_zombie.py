@@ -2,18 +2,22 @@
 
 After a new run claims the job (run attempt N+1), the old driver may still run (a
 zombie) and its subtasks keep starting transactions. Their transactional ids must never
-be the claimant's: on a real broker a zombie's ``init_transactions`` under the claimant's
-id bumps the epoch and aborts the claimant's prepared transaction, whose commit then
-fails as lost on every replay. librdkafka's mock cluster does not abort on such a claim
-(it gives every producer a new producer id, and lets a fenced one commit), so, as in the
-chaos test, the transaction audit trail is what shows it: no id may be claimed (started
-or fenced) between its ``prepare`` and its ``commit`` (``claimed_while_prepared``). What a
-``read_committed`` reader sees is computed from the log's markers.
+be the claimant's: a zombie's ``init_transactions`` under the claimant's id would bump
+the epoch and abort the claimant's prepared transaction, whose commit would then fail as
+lost on every replay. The tests with a cluster run on the real broker (Apache Kafka 4.1,
+KRaft, the session's ``kafka_broker``), which does abort on such a claim: the claimant's
+commit succeeding is the broker's own answer, the transaction audit trail shows no id
+claimed between its ``prepare`` and its ``commit`` (``claimed_while_prepared``), and
+real ``read_committed`` consumers (``read_ids``) count every id: the zombie's records
+reach the log but none of them is visible, and its driver's late commit of a
+transaction the claimant fenced is refused by the broker.
 
 Also: the claimant still fences what older runs left open after the restored checkpoint
-(the probing rule, with a fake coordinator: the mock answers every probe with epoch 0),
-and the committer refuses a restore behind completed checkpoints whose transactions it
-cannot un-publish (``check_rollback``)."""
+(the probing rule), and the committer refuses a restore behind completed checkpoints
+whose transactions it cannot un-publish (``check_rollback``, ``rollback``). The probing
+rule stays on a fake coordinator: it checks the exact order of the probes for made-up
+histories (an id's epoch), which a broker neither reports nor lets a test set up in one
+call. librdkafka's mock cluster is used by none of these tests."""
 
 from __future__ import annotations
 
@@ -29,9 +33,10 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
 from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV
-from airflow_provider_seatunnel_ckpt.errors import ConfigError
+from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
+from tests.integration.kafka.test_kafka_real_broker import read_ids
 from tests.integration.kafka.test_kafka_sink import new_topic
-from tests.servers.kafka import claimed_while_prepared, read_committed_values
+from tests.servers.kafka import claimed_while_prepared
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,14 +75,15 @@ def claims_after(audit: Path, transactional_id: str, since: float) -> list[dict[
 
 
 def test_protocol_a_zombie_runs_transactions_never_claim_the_claimants_prepared_one(
-    kafka_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     audit = tmp_path / "transactions.jsonl"
     monkeypatch.setenv(AUDIT_ENV, str(audit))
-    servers = kafka_cluster.bootstrap_servers
-    topic = new_topic(kafka_cluster)
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(kafka_broker)
     zombie, claimant = run_sink(servers, topic, 1), run_sink(servers, topic, 2)
     zombie_again = run_sink(servers, topic, 1)  # a zombie subtask restarted by the zombie's Spark
+    zombie_ids = [*range(1000, 1010), *range(2000, 2010), *range(3000, 3010)]
     try:
         # run 1 completes checkpoint 5 (its driver commits it), opens the epoch after it ...
         in_5 = epoch(zombie, 4, range(900, 910), prepare_as=5)
@@ -93,16 +99,25 @@ def test_protocol_a_zombie_runs_transactions_never_claim_the_claimants_prepared_
         # the zombie runs on after the claimant prepared: its epoch after 5 prepared (its
         # driver can no longer complete checkpoint 6), the next one, and a restarted
         # subtask of it restoring checkpoint 5 again (fencing and starting transactions)
-        zombie_open.prepare_commit(6)
+        zombie_6 = zombie_open.prepare_commit(6)
         zombie_open.close()
         epoch(zombie, 6, range(2000, 2010), prepare_as=None)
         epoch(zombie_again, 5, range(3000, 3010), prepare_as=6)
 
-        committer.commit([in_6])  # the claimant's checkpoint 6 completed
+        committer.commit([in_6])  # the claimant's checkpoint 6 completed: the broker accepts it
         claims = claims_after(audit, in_6["transactional_id"], prepared_at)
         assert claims == [], f"the zombie claimed the claimant's prepared transaction: {claims}"
         assert claimed_while_prepared(audit) == ([], 3)
-        visible = sorted(json.loads(v)["id"] for v in read_committed_values(servers, topic, 3))
+        # the zombie driver's late commit of its epoch after 5: the claimant fenced that id
+        with pytest.raises(ConnectorError, match="ProducerFenced|InvalidProducerEpoch"):
+            run_sink(servers, topic, 1).create_committer("job").commit([zombie_6])
+        # the zombie's prepared epochs reached the log (its unprepared one was aborted, its
+        # queued records purged), and read_committed sees no record of any of them (the
+        # restarted subtask's stays open, uncommittable for the zombie, until its timeout)
+        in_the_log = set(read_ids(kafka_broker, topic, 3, "read_uncommitted"))
+        assert {*range(1000, 1010), *range(3000, 3010)} <= in_the_log
+        visible = read_ids(kafka_broker, topic, 3)
+        assert not set(visible) & set(zombie_ids), "a zombie's record became visible to read_committed"
         assert visible == [*range(0, 100), *range(900, 910)]  # checkpoint 5's rows and the claimant's, once
     finally:
         for sink in (zombie, claimant, zombie_again):
@@ -110,20 +125,28 @@ def test_protocol_a_zombie_runs_transactions_never_claim_the_claimants_prepared_
 
 
 def test_protocol_transactional_ids_carry_the_run_attempt_and_older_releases_ids_stay_readable(
-    kafka_cluster: Any,
+    kafka_broker: Any,
 ) -> None:
-    servers = kafka_cluster.bootstrap_servers
-    topic = new_topic(kafka_cluster)
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(kafka_broker)
     legacy, run_2, run_3 = (run_sink(servers, topic, run, transaction_prefix="orders") for run in (0, 2, 3))
     try:
         old = epoch(legacy, 3, range(0, 10), prepare_as=4)  # as an older release named it
         assert old["transactional_id"] == "orders-job-0-3"
+        run_2.create_committer("job").commit([old])  # run 2 restores checkpoint 4: a restore commits what it names
         new = epoch(run_2, 4, range(10, 20), prepare_as=5)
         assert new["transactional_id"] == "orders-job-0-4-r2"
-        assert epoch(run_3, 4, range(20, 30), prepare_as=5)["transactional_id"] == "orders-job-0-4-r3"
-        run_3.create_committer("job").commit([old, new])  # a restore commits what the checkpoint names
-        visible = sorted(json.loads(v)["id"] for v in read_committed_values(servers, topic, 3))
-        assert visible == list(range(20))
+        # run 2 is taken over before checkpoint 5 completes: run 3 restores checkpoint 4 too
+        committer = run_3.create_committer("job")
+        committer.commit([old])  # the older release's id, committed again: accepted
+        claimed = epoch(run_3, 4, range(20, 30), prepare_as=5)
+        assert claimed["transactional_id"] == "orders-job-0-4-r3"
+        committer.commit([claimed])  # run 3's checkpoint 5 completed
+        # run 3 fenced run 2's epoch after the restored checkpoint: its late commit is refused
+        with pytest.raises(ConnectorError, match="ProducerFenced|InvalidProducerEpoch"):
+            run_2.create_committer("job").commit([new])
+        assert read_ids(kafka_broker, topic, 3, "read_uncommitted") == list(range(30))  # all in the log
+        assert read_ids(kafka_broker, topic, 3) == [*range(0, 10), *range(20, 30)]  # run 2's epoch never
     finally:
         for sink in (legacy, run_2, run_3):
             sink.close()
@@ -155,6 +178,7 @@ def fenced_by(
     return exactly_once.fence_lingering(sink, "p", 1, after), FakeCoordinators.claimed
 
 
+# stays on a fake coordinator: it checks the probe order for made-up id histories, which a broker cannot give
 def test_protocol_the_claimant_fences_what_older_runs_left_open_after_the_restored_checkpoint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -191,9 +215,9 @@ def test_protocol_a_restore_behind_completed_checkpoints_is_refused_in_one_line(
     assert "seatunnel-ckpt delete --job-id nightly --pipeline 1 --checkpoint 8" in error.problem
 
 
-def test_protocol_rollback_refuses_behind_what_the_committer_committed(kafka_cluster: Any) -> None:
-    topic = new_topic(kafka_cluster)
-    sink = run_sink(kafka_cluster.bootstrap_servers, topic, 2)
+def test_protocol_rollback_refuses_behind_what_the_committer_committed(kafka_broker: Any) -> None:
+    topic = new_topic(kafka_broker)
+    sink = run_sink(kafka_broker.bootstrap_servers, topic, 2)
     try:
         committer = sink.create_committer("job")
         committer.commit([epoch(sink, 5, range(10), prepare_as=6)])

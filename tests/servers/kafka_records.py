@@ -1,0 +1,78 @@
+"""Records for a test to read back, produced into the mock cluster or the real broker
+alike: anything with ``config(**extra)`` (librdkafka's settings to reach it) gets these."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+
+class ProducesRecords:
+    """``produce`` and ``produce_json`` through a confluent-kafka producer, every record
+    acknowledged (``acks=all``) before they return."""
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def produce(
+        self,
+        topic: str,
+        values: Iterable[bytes],
+        keys: Iterable[bytes] | None = None,
+        partition_of: Any = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
+        """Produce ``values`` (optionally with ``keys``; ``partition_of(index)`` picks a
+        partition); returns how many, after every one was acknowledged."""
+        from confluent_kafka import Producer
+
+        producer = Producer(
+            self.config(
+                **{
+                    "linger.ms": 5,
+                    "batch.num.messages": 10_000,
+                    "queue.buffering.max.messages": 1_000_000,
+                    "acks": "all",
+                }
+            )
+        )
+        failures: list[Any] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+
+        count = 0
+        key_list = list(keys) if keys is not None else None
+        for index, value in enumerate(values):
+            extra: dict[str, Any] = {}
+            if key_list is not None:
+                extra["key"] = key_list[index]
+            if partition_of is not None:
+                extra["partition"] = partition_of(index)
+            if timestamp_ms is not None:
+                extra["timestamp"] = timestamp_ms
+            while True:
+                try:
+                    producer.produce(topic, value, on_delivery=delivered, **extra)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            count += 1
+            if count % 10_000 == 0:
+                producer.poll(0)
+        producer.flush(60)
+        if failures:
+            raise RuntimeError(f"{len(failures)} records not acknowledged, e.g. {failures[0]}")
+        return count
+
+    def produce_json(self, topic: str, rows: Iterable[dict[str, Any]], partitions: int, **kwargs: Any) -> int:
+        """Each row as a JSON value, partition ``id % partitions``."""
+        rows = list(rows)
+        return self.produce(
+            topic,
+            (json.dumps(r, separators=(",", ":")).encode() for r in rows),
+            partition_of=lambda i: rows[i]["id"] % partitions,
+            **kwargs,
+        )
