@@ -1,13 +1,16 @@
 """Which optional install (pip "extra") each part of the engine needs, checked up front.
 
 ``pip install airflow-provider-seatunnel-ckpt`` is the core: the Airflow face and
-checkpoint storage. Running a job needs the ``engine`` extra (PySpark with its jars,
-Arrow) and, per connector family, ``jdbc``, ``kafka``, ``iceberg``, ``delta`` or ``sql``;
-``all`` is every one of them. The connector registry calls :func:`require` before it
-imports a connector's module, so a job that needs a missing extra fails when its file is
-loaded (on the worker, before spark-submit; in ``seatunnel-ckpt run``, before the
-SparkSession) with one line naming the ``pip install`` to run, not with an ImportError
-from deep inside a Spark task.
+checkpoint storage on the local disk. Running a job needs the ``engine`` extra (PySpark
+with its jars, Arrow) and, per connector family, ``jdbc``, ``kafka``, ``iceberg``,
+``delta`` or ``sql``; checkpoint storage (and data paths) on S3, OSS or HDFS needs the
+``s3``, ``oss`` or ``hdfs`` extra, ``storage`` being all three; ``all`` is every one of
+them. The connector registry calls :func:`require` before it imports a connector's
+module, and the storage plugin when a configuration selects a backend
+(``FileSystem.require_client``), so a job or a configuration that needs a missing extra
+fails when its file is loaded (on the worker, before spark-submit; in ``seatunnel-ckpt
+run``, before the SparkSession) with one line naming the ``pip install`` to run, not
+with an ImportError from deep inside a Spark task.
 
 Only ``importlib.util.find_spec`` and installed metadata are consulted: nothing is
 imported here.
@@ -23,7 +26,7 @@ from .errors import ConfigError
 
 DISTRIBUTION = "airflow-provider-seatunnel-ckpt"
 
-#: extra -> top-level modules the engine imports from what the extra installs
+#: extra -> top-level modules the package imports from what the extra installs
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "engine": ("pyspark", "pyarrow", "numpy"),
     "jdbc": ("adbc_driver_postgresql",),
@@ -34,7 +37,15 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "lzo": ("lzallright",),
     "excel": ("openpyxl", "xlrd"),
     "avro": ("fastavro",),
+    # checkpoint storage clients (storage/fs_s3.py, fs_oss.py, fs_webhdfs.py), which import
+    # requests themselves beside the client built on it
+    "s3": ("boto3", "botocore"),
+    "oss": ("oss2", "requests"),
+    "hdfs": ("hdfs", "requests"),
 }
+#: the extras of checkpoint storage: Airflow's scheduler-side components (API server,
+#: triggerer) read checkpoints without Spark, so these do not imply the engine
+STORAGE_EXTRAS = frozenset({"s3", "oss", "hdfs"})
 
 
 class MissingExtra(ConfigError):
@@ -48,6 +59,8 @@ def pip_install(extra: str) -> str:
 def missing_modules(extra: str) -> list[str]:
     """The modules of ``extra`` (and of the engine, which every connector extra implies)
     that cannot be imported here."""
+    if extra in STORAGE_EXTRAS:
+        return [name for name in EXTRA_MODULES[extra] if _find(name) is None]
     names = EXTRA_MODULES["engine"] + (EXTRA_MODULES[extra] if extra != "engine" else ())
     missing = [name for name in names if _find(name) is None]
     if "pyspark" not in missing and not _has_spark_jars():
@@ -62,7 +75,8 @@ def require(extra: str, what: str, key: str = "") -> None:
         raise ValueError(f"unknown extra {extra!r}; known: {', '.join(EXTRA_MODULES)}")
     if missing_modules(extra):
         raise MissingExtra(key, f"{what} needs the '{extra}' extra: {pip_install(extra)}")
-    check_pyspark_client()
+    if extra not in STORAGE_EXTRAS:
+        check_pyspark_client()
 
 
 def check_pyspark_client() -> None:

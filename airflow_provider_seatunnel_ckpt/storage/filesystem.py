@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from ..extras import MissingExtra, require
 from . import retry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,6 +124,12 @@ class FileSystem:
     #: backend name used in messages and logs, e.g. ``"s3"``
     backend = "abstract"
 
+    #: the pip extra that installs the client library this backend imports (extras.py),
+    #: e.g. ``"s3"``; None when the core has all it needs
+    extra: str | None = None
+    #: how the message naming that extra names the backend, e.g. ``"S3"``
+    title = ""
+
     #: True when ``walk_files`` is ONE listing request for a whole tree (object stores:
     #: a prefix listing without delimiter), so callers may prefer it to a listing per
     #: directory plus a probe per file.
@@ -153,6 +160,16 @@ class FileSystem:
         """Human-readable location for messages, e.g. ``s3://bucket/key`` (no secrets)."""
         return f"{self.backend}://{path.lstrip('/')}"
 
+    @classmethod
+    def require_client(cls, key: str = "", what: str = "checkpoint storage") -> None:
+        """``MissingExtra`` (one line: the ``pip install`` to run) unless this backend's
+        client library is installed. The core installs none of them and the backends
+        import theirs only to build a client, so this runs where a configuration selects
+        the backend (``key``: the option that did) and again where a client is built
+        (a file system unpickled on a Spark node without the extra)."""
+        if cls.extra is not None:
+            require(cls.extra, f"{cls.title} {what}", key)
+
     # ---- for network backends --------------------------------------------------------
     #: the shared retry policy (``retry.py``); network backends take these as arguments
     retry_attempts = retry.DEFAULT_ATTEMPTS
@@ -171,7 +188,7 @@ class FileSystem:
     ) -> T:
         """Run one request under the shared retry policy with this instance's settings.
         With ``to_error``, whatever still fails (other than ``FileNotFoundError``,
-        ``FileExistsError`` and ``CheckpointStorageError``) is raised as
+        ``FileExistsError``, ``CheckpointStorageError`` and ``MissingExtra``) is raised as
         ``to_error(op, path, exc)``."""
         try:
             return retry.call_with_retries(
@@ -182,7 +199,7 @@ class FileSystem:
                 initial_wait_s=self.retry_initial_wait_s,
                 max_wait_s=self.retry_max_wait_s,
             )
-        except (FileNotFoundError, FileExistsError):
+        except (FileNotFoundError, FileExistsError, MissingExtra):  # MissingExtra: no client to retry with
             raise
         except Exception as exc:
             from ..errors import CheckpointStorageError

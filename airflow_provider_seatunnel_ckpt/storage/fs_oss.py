@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from airflow_provider_seatunnel_ckpt.errors import BackendMissing, CheckpointStorageError, ConfigError
+from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
 from airflow_provider_seatunnel_ckpt.storage import retry
 from airflow_provider_seatunnel_ckpt.storage.filesystem import Bytes, FileInfo, FileSystem
 
@@ -53,8 +53,9 @@ _HADOOP_PREFIX = "seatunnel.hadoop."
 def _import_oss2() -> Any:
     try:
         import oss2
-    except ImportError as e:  # pragma: no cover - oss2 is a hard dependency today
-        raise BackendMissing("oss: the oss2 package is required for OSS checkpoint storage; pip install oss2") from e
+    except ImportError:
+        OssFileSystem.require_client()  # not installed: the extra to install, in one line
+        raise  # installed but broken: the ImportError says how
     return oss2
 
 
@@ -97,6 +98,8 @@ class OssFileSystem(FileSystem):
 
     backend = "oss"
     flat_listing = True
+    extra = "oss"
+    title = "OSS"
 
     def __init__(
         self,

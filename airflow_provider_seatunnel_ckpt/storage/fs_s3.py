@@ -169,6 +169,8 @@ def _sign_checksum_not_payload(request: Any, **_: Any) -> None:
 class S3FileSystem(FileSystem):
     backend = "s3"
     flat_listing = True
+    extra = "s3"
+    title = "S3"
 
     def __init__(
         self,
@@ -481,6 +483,7 @@ class S3FileSystem(FileSystem):
             return client
         with _SESSION_LOCK:
             if self._client is None or self._client_pid != pid:
+                self.require_client()
                 from botocore import UNSIGNED
                 from botocore.config import Config
 

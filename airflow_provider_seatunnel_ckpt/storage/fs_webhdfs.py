@@ -102,7 +102,7 @@ def _is_transient(exc: BaseException) -> bool:
         return exc.transient
     try:
         from hdfs.util import HdfsError
-    except ImportError:  # pragma: no cover - hdfs is a hard dependency
+    except ImportError:  # the hdfs extra is missing: no client raised this
         HdfsError = ()
     if isinstance(exc, HdfsError):  # raised by the client after trying every name node
         return getattr(exc, "exception", None) in TRANSIENT_REMOTE_EXCEPTIONS
@@ -154,6 +154,8 @@ class WebHdfsFileSystem(FileSystem):
     """HDFS through WebHDFS; several ``urls`` = the name nodes of an HA pair (or more)."""
 
     backend = "hdfs"
+    extra = "hdfs"
+    title = "HDFS"
 
     def __init__(
         self,
@@ -261,6 +263,7 @@ class WebHdfsFileSystem(FileSystem):
         return client
 
     def _new_client(self) -> Any:
+        self.require_client()
         import requests
 
         url = ";".join(self._name_node_order)

@@ -8,7 +8,9 @@
 * ``localfile``: SeaTunnel's deprecated native local-file plugin; same as local.
 * ``memory``: in-process, for development and tests (Flink's JobManagerCheckpointStorage).
 
-The file systems are imported only when used, so an S3 user never imports oss2.
+The file systems are imported only when used, so an S3 user never imports oss2; the
+core installs none of the client libraries (the ``s3``, ``oss`` and ``hdfs`` extras do),
+and selecting a backend whose library is missing is a one-line error naming its extra.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ _KNOWN_KEYS = {
 _KNOWN_PREFIXES = ("fs.s3a.", "fs.oss.", "fs.hdfs.", "webhdfs.", "seatunnel.hadoop.", "hadoop.", "dfs.", "memory.")
 
 _BACKENDS = {
-    # backend -> (module, class, what to install when missing)
-    "local": ("fs_local", "LocalFileSystem"),
-    "webhdfs": ("fs_webhdfs", "WebHdfsFileSystem"),
-    "s3": ("fs_s3", "S3FileSystem"),
-    "oss": ("fs_oss", "OssFileSystem"),
+    # backend -> (module, class, the plugin-config key that selects it: named when the
+    # backend's client library is missing). fs.defaultFS for WebHDFS: its scheme is what
+    # picks HDFS over the local disk (file:///), with or without storage.type: hdfs.
+    "local": ("fs_local", "LocalFileSystem", "storage.type"),
+    "webhdfs": ("fs_webhdfs", "WebHdfsFileSystem", "fs.defaultFS"),
+    "s3": ("fs_s3", "S3FileSystem", "storage.type"),
+    "oss": ("fs_oss", "OssFileSystem", "storage.type"),
 }
 
 
@@ -123,10 +127,11 @@ def hdfs_backend(plugin_config: Mapping[str, Any], key_prefix: str, warnings: li
 def _filesystem(backend: str, plugin_config: Mapping[str, Any], key_prefix: str) -> Any:
     import importlib
 
-    module_name, class_name = _BACKENDS[backend]
-    module = importlib.import_module(f"{__package__}.{module_name}")
+    module_name, class_name, selected_by = _BACKENDS[backend]
+    filesystem = getattr(importlib.import_module(f"{__package__}.{module_name}"), class_name)
+    filesystem.require_client(f"{key_prefix}.{selected_by}")
     try:
-        return getattr(module, class_name).from_plugin_config(dict(plugin_config))
+        return filesystem.from_plugin_config(dict(plugin_config))
     except ConfigError as err:
         raise _reprefix(err, key_prefix) from None
 

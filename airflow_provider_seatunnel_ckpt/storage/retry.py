@@ -68,11 +68,11 @@ def is_transient_network_error(exc: BaseException) -> bool:
 
     if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout)):
         return True
-    try:  # requests is a dependency of hdfs and oss2; boto3 wraps urllib3 itself
+    try:  # requests: the hdfs and oss extras' HTTP client (boto3 wraps urllib3 itself)
         import requests
 
         if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
             return True
-    except ImportError:  # pragma: no cover - requests always present with our deps
+    except ImportError:  # pragma: no cover - Airflow brings requests; without it, no requests error
         pass
     return False

@@ -128,6 +128,7 @@ def _bucket_name(value: str) -> str:
 
 
 def _build(cls: Any, config: dict[str, Any], key: str, from_url: str | None = None) -> FileSystem:
+    cls.require_client(key, "storage")  # the URL's scheme chose the backend
     try:
         return cls.from_plugin_config(config)
     except ConfigError as err:

@@ -52,8 +52,23 @@ def lower_bounds() -> dict[str, str]:
     return bounds
 
 
-#: the extras scripts/floor installs (besides the core)
-FLOOR_EXTRAS = ("engine", "jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro", "openlineage")
+#: the extras scripts/floor installs (besides the core): all's (the storage extra's three
+#: included) and openlineage
+FLOOR_EXTRAS = (
+    "engine",
+    "jdbc",
+    "kafka",
+    "iceberg",
+    "delta",
+    "sql",
+    "lzo",
+    "excel",
+    "avro",
+    "s3",
+    "oss",
+    "hdfs",
+    "openlineage",
+)
 
 
 @pytest.mark.skipif(not FLOOR, reason="only in the floor environment (scripts/floor)")

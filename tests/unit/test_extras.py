@@ -2,10 +2,12 @@
 
 ``pip install airflow-provider-seatunnel-ckpt`` is what schedulers, DAG processors, API
 servers and triggerers run: importing the provider, its operators, sensors, triggers,
-hooks and provider info, and parsing every shipped DAG, must not import PySpark, Arrow or
-any connector library. Jobs need the ``engine`` extra and one per connector family; a job
-whose extra is missing fails when its file is loaded, before Spark starts, with one line
-naming the ``pip install`` to run.
+hooks and provider info, and parsing every shipped DAG, must not import PySpark, Arrow,
+any connector library or any checkpoint storage client (boto3, oss2, hdfs). Jobs need the
+``engine`` extra and one per connector family; a job whose extra is missing fails when
+its file is loaded, before Spark starts, with one line naming the ``pip install`` to run.
+Checkpoint storage on S3, OSS or HDFS needs the ``s3``, ``oss`` or ``hdfs`` extra, and
+says so in one line when a configuration selects it.
 
 Everything runs in subprocesses (Airflow is only ever imported by tests/airflow's own
 process): libraries are hidden the way an absent install looks to Python
@@ -46,6 +48,8 @@ CONNECTOR_MODULES = [
     "psycopg",
 ]
 HEAVY = ENGINE_MODULES + CONNECTOR_MODULES
+#: what the storage extras (s3, oss, hdfs) install: the checkpoint storage clients
+STORAGE_MODULES = ["boto3", "botocore", "oss2", "hdfs"]
 
 #: runs before the code under test: hides modules, records started processes and, at
 #: exit, which watched modules got imported
@@ -117,7 +121,7 @@ def run_python(
     args: list[str],
     tmp_path: Path,
     hidden: list[str],
-    watched: list[str] = HEAVY,
+    watched: list[str] = HEAVY + STORAGE_MODULES,
     env: dict[str, str] | None = None,
     timeout: float = 180,
 ):
@@ -149,14 +153,14 @@ def run_python(
 
 def run_cli(python: str, args: list[str], tmp_path: Path, hidden: list[str], env: dict[str, str] | None = None):
     code = "import sys\nfrom airflow_provider_seatunnel_ckpt.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    return run_python(python, code, args, tmp_path, hidden, watched=HEAVY, env=env)
+    return run_python(python, code, args, tmp_path, hidden, env=env)
 
 
 # ------------------------------------------------------------------ the core import path
 
 
-def test_the_airflow_face_and_every_dag_load_without_engine_or_connector_libraries(tmp_path):
-    process, report = run_python(sys.executable, AIRFLOW_FACE, DAG_FOLDERS, tmp_path, hidden=HEAVY)
+def test_the_airflow_face_and_every_dag_load_without_engine_connector_or_storage_libraries(tmp_path):
+    process, report = run_python(sys.executable, AIRFLOW_FACE, DAG_FOLDERS, tmp_path, hidden=HEAVY + STORAGE_MODULES)
     assert process.returncode == 0, process.stderr[-3000:]
     summary = json.loads(process.stdout.strip().splitlines()[-1])
     assert summary["modules"] >= 20 and summary["connection_types"] >= 1
@@ -261,6 +265,127 @@ def test_a_job_with_its_extras_installed_gets_past_the_check(tmp_path):
     assert report["started"] == []
 
 
+# ------------------------------------------------------------------ a missing storage client: one line
+
+
+#: per storage backend: the extra its client library comes from, its file system (module
+#: of storage/ and class), the library hidden, how messages name the backend, the
+#: plugin-config key that selects it and a plugin-config
+STORAGE = {
+    "s3": dict(
+        extra="s3",
+        filesystem="fs_s3:S3FileSystem",
+        hidden=["boto3"],
+        title="S3",
+        key="storage.type",
+        plugin_config={"storage.type": "s3", "s3.bucket": "s3a://ckpt", "fs.s3a.endpoint": "http://127.0.0.1:9"},
+    ),
+    "oss": dict(
+        extra="oss",
+        filesystem="fs_oss:OssFileSystem",
+        hidden=["oss2"],
+        title="OSS",
+        key="storage.type",
+        plugin_config={
+            "storage.type": "oss",
+            "oss.bucket": "oss://ckpt",
+            "fs.oss.endpoint": "http://127.0.0.1:9",
+            "fs.oss.accessKeyId": "id",
+            "fs.oss.accessKeySecret": "secret",
+        },
+    ),
+    "hdfs": dict(
+        extra="hdfs",
+        filesystem="fs_webhdfs:WebHdfsFileSystem",
+        hidden=["hdfs"],
+        title="HDFS",
+        key="fs.defaultFS",  # its scheme picks WebHDFS (file:/// is the local disk)
+        plugin_config={"fs.defaultFS": "hdfs://127.0.0.1:9"},
+    ),
+}
+
+
+def storage_config(tmp_path: Path, backend: str) -> str:
+    path = tmp_path / "seatunnel.yaml"
+    block = {"storage": {"type": "hdfs", "plugin-config": STORAGE[backend]["plugin_config"]}}
+    path.write_text(json.dumps({"seatunnel": {"engine": {"checkpoint": block}}}))  # JSON is YAML
+    return str(path)
+
+
+def missing_storage_line(backend: str, key: str) -> str:
+    spec = STORAGE[backend]
+    prefix = f"{key}: " if key else ""
+    return f"{prefix}{spec['title']} checkpoint storage needs the '{spec['extra']}' extra: pip install '{DIST}[{spec['extra']}]'"
+
+
+@pytest.mark.parametrize("backend", STORAGE)
+def test_checkpoint_storage_without_its_client_library_names_its_extra_in_one_line(backend, tmp_path):
+    spec = STORAGE[backend]
+    config = storage_config(tmp_path, backend)
+    process, report = run_cli(sys.executable, ["list", "--config", config], tmp_path, hidden=spec["hidden"])
+    assert process.returncode == 2, process.stderr[-3000:]
+    key = f"seatunnel.engine.checkpoint.storage.plugin-config.{spec['key']}"
+    assert process.stderr == f"error: {missing_storage_line(backend, key)}\n"
+    assert report["started"] == []
+
+    # the Airflow face opens storage through a hook: the same line
+    code = textwrap.dedent(
+        f"""
+        from airflow_provider_seatunnel_ckpt.hooks.base import CheckpointStorageHook
+        from airflow_provider_seatunnel_ckpt.extras import MissingExtra
+        try:
+            CheckpointStorageHook(config_file={config!r}).storage
+        except MissingExtra as err:
+            print(err)
+        """
+    )
+    process, _ = run_python(sys.executable, code, [], tmp_path, hidden=spec["hidden"])
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert process.stdout == missing_storage_line(backend, key) + "\n"
+
+    # a file system built without the check (unpickled on a Spark executor, say) says the
+    # same at its first request, without a key
+    code = textwrap.dedent(
+        f"""
+        import importlib
+        from airflow_provider_seatunnel_ckpt.extras import MissingExtra
+        module, name = {spec["filesystem"]!r}.split(":")
+        cls = getattr(importlib.import_module("airflow_provider_seatunnel_ckpt.storage." + module), name)
+        fs = cls.from_plugin_config({spec["plugin_config"]!r})
+        try:
+            fs.info("/x")
+        except MissingExtra as err:
+            print(err)
+        """
+    )
+    process, _ = run_python(sys.executable, code, [], tmp_path, hidden=spec["hidden"])
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert process.stdout == missing_storage_line(backend, "") + "\n"
+
+
+@pytest.mark.parametrize("backend", STORAGE)
+def test_checkpoint_storage_needs_no_engine(backend, tmp_path):
+    """The storage extras serve Airflow components, which have no Spark: the check of a
+    storage extra asks nothing of the engine's libraries."""
+    process, report = run_cli(
+        sys.executable, ["validate", storage_config(tmp_path, backend)], tmp_path, hidden=ENGINE_MODULES
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert report["loaded"] == []
+
+
+def test_a_job_with_a_data_path_on_s3_names_the_s3_extra(tmp_path):
+    """Connectors reach S3, OSS and HDFS through the same file systems (storage/urls.py)."""
+    source = "{plugin_name: S3File, path: 's3a://data/in/', file_format_type: json, schema: {fields: {id: bigint}}}"
+    job = job_file(tmp_path, source)
+    process, report = run_cli(
+        sys.executable, ["run", job, "--job-id", "j1"], tmp_path, hidden=["boto3"], env={"SEATUNNEL_CKPT_CONFIG": ""}
+    )
+    assert process.returncode == 2, process.stderr[-3000:]
+    assert process.stderr == f"error: source[0].path: S3 storage needs the 's3' extra: pip install '{DIST}[s3]'\n"
+    assert report["started"] == []
+
+
 # ------------------------------------------------------------------ pyspark and pyspark-client
 
 
@@ -309,7 +434,7 @@ def names(requirements: list[str]) -> set[str]:
     return {Requirement(r).name for r in requirements}
 
 
-def test_the_core_brings_no_engine_and_no_connector_library():
+def test_the_core_brings_no_engine_no_connector_and_no_storage_library():
     core = names(project()["dependencies"])
     heavy = {
         "pyspark",
@@ -322,9 +447,27 @@ def test_the_core_brings_no_engine_and_no_connector_library():
         "pyiceberg",
         "deltalake",
         "duckdb",
+        # the storage clients: oss2 needs crcmod, built from source where no wheel fits
+        "boto3",
+        "oss2",
+        "hdfs",
     }
     assert core & heavy == set()
-    assert {"apache-airflow", "apache-airflow-providers-apache-spark", "boto3", "oss2", "hdfs"} <= core
+    assert {"apache-airflow", "apache-airflow-providers-apache-spark"} <= core
+
+
+def test_each_storage_extra_brings_its_client_without_the_engine_and_storage_brings_all_three():
+    extras = project()["optional-dependencies"]
+    # the package's own WebHDFS and OSS code uses requests (storage/fs_webhdfs.py, fs_oss.py)
+    expected = {"s3": {"boto3"}, "oss": {"oss2", "requests"}, "hdfs": {"hdfs", "requests"}}
+    for extra, clients in expected.items():
+        # Airflow components without Spark install them: no engine
+        assert names(extras[extra]) == clients, extra
+    (storage,) = [Requirement(r) for r in extras["storage"]]
+    assert storage.name == DIST and storage.extras == {"s3", "oss", "hdfs"}
+    # Kerberos is a way of reaching HDFS: the kerberos extra brings the hdfs one
+    self_refs = [Requirement(r) for r in extras["kerberos"] if Requirement(r).name == DIST]
+    assert [r.extras for r in self_refs] == [{"hdfs"}]
 
 
 def test_each_connector_extra_brings_the_engine_and_all_brings_every_extra():
@@ -333,11 +476,12 @@ def test_each_connector_extra_brings_the_engine_and_all_brings_every_extra():
     # one release for both: the Spark provider floats pyspark-client
     assert str(engine["pyspark"].specifier) == str(engine["pyspark-client"].specifier)
     assert str(engine["pyspark"].specifier).startswith("==")
-    for extra in ("jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro"):
+    connectors = ("jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro")
+    for extra in connectors:
         self_refs = [Requirement(r) for r in extras[extra] if Requirement(r).name == DIST]
         assert [r.extras for r in self_refs] == [{"engine"}], extra
     (everything,) = [Requirement(r) for r in extras["all"]]
-    assert everything.extras == {"engine", "jdbc", "kafka", "iceberg", "delta", "sql", "lzo", "excel", "avro"}
+    assert everything.extras == {"engine", *connectors, "storage"}
     # the suite runs every connector: scripts/bootstrap installs the all extra with the test group
     assert "--extra all" in (ROOT / "scripts" / "bootstrap").read_text()
 
@@ -376,7 +520,7 @@ def core_venv(tmp_path_factory) -> Path:
     return venv
 
 
-def test_a_core_install_has_no_engine_and_no_connector_library(core_venv):
+def test_a_core_install_has_no_engine_no_connector_and_no_storage_library(core_venv):
     listed = subprocess.run(
         [
             str(core_venv / "bin" / "python"),
@@ -401,11 +545,16 @@ def test_a_core_install_has_no_engine_and_no_connector_library(core_venv):
         "pyiceberg",
         "deltalake",
         "duckdb",
+        "boto3",
+        "botocore",
+        "oss2",
+        "crcmod",
+        "hdfs",
     }
     assert installed & absent == set()
 
 
-def test_a_core_install_runs_the_airflow_face_and_names_the_engine_extra(core_venv, tmp_path):
+def test_a_core_install_runs_the_airflow_face_and_names_the_engine_and_storage_extras(core_venv, tmp_path):
     python = str(core_venv / "bin" / "python")
     # pyarrow comes with the Spark provider's pyspark-client; the core still must not import it
     process, report = run_python(python, AIRFLOW_FACE, DAG_FOLDERS, tmp_path, hidden=["pyarrow"])
@@ -419,6 +568,13 @@ def test_a_core_install_runs_the_airflow_face_and_names_the_engine_extra(core_ve
         f"error: source[0].plugin_name: connector Sequence needs the 'engine' extra: pip install '{DIST}[engine]'\n"
     )
     assert report["started"] == []
+
+    # no storage client is installed: none is hidden here
+    for backend, spec in STORAGE.items():
+        process, _ = run_cli(python, ["list", "--config", storage_config(tmp_path, backend)], tmp_path, hidden=[])
+        assert process.returncode == 2, process.stderr[-3000:]
+        key = f"seatunnel.engine.checkpoint.storage.plugin-config.{spec['key']}"
+        assert process.stderr == f"error: {missing_storage_line(backend, key)}\n"
 
 
 def test_spark_s_own_python_in_a_zip_counts_as_spark_on_an_executor(tmp_path):
