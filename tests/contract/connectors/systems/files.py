@@ -86,12 +86,18 @@ def _walk_all(fs: Any, root: str) -> Iterator[Any]:
 
 
 def read_ids(url: str, options: Mapping[str, Any] | None = None) -> list[int]:
-    """The ``id`` of every row of the visible (committed) parquet files under ``url``."""
+    """The ``id`` of every row of the visible (committed) parquet files under ``url``. A
+    file gone between the listing and its read is skipped: a test polls while the job runs,
+    and a restore to an older checkpoint deletes the newer epochs' files meanwhile (the
+    poll counts again; the final count is taken after the job ended)."""
     fs, root = filesystem_for_url(url, dict(options or {}))
     ids: list[int] = []
     for entry in _walk(fs, root, hidden=False):
-        table = pq.read_table(pa.BufferReader(fs.read(entry.path)), columns=["id"])
-        ids.extend(table.column("id").to_pylist())
+        try:
+            data = fs.read(entry.path)
+        except FileNotFoundError:
+            continue
+        ids.extend(pq.read_table(pa.BufferReader(data), columns=["id"]).column("id").to_pylist())
     return ids
 
 
