@@ -131,7 +131,6 @@ class TransactionCoordinators:
         return future.value
 
     def _coordinator(self, transactional_id: str) -> Any:
-        import kafka.errors as errors
         from kafka.protocol.find_coordinator import FindCoordinatorRequest
 
         client = self._connected()
@@ -141,14 +140,7 @@ class TransactionCoordinators:
         version = client.api_version(FindCoordinatorRequest, max_version=2)
         response = self._call(node, FindCoordinatorRequest[version](transactional_id, _TRANSACTION_COORDINATOR))
         what = f"finding the coordinator of transaction {transactional_id!r}"
-        error = errors.for_code(response.error_code)
-        # answers that say "ask again shortly", from a broker that did answer
-        if error in (
-            errors.CoordinatorNotAvailableError,
-            errors.CoordinatorLoadInProgressError,
-            errors.NotCoordinatorError,
-        ):
-            raise CoordinatorNotReady(f"{what}: {error.__name__}")
+        _raise_if_not_ready(response.error_code, what)
         _raise_for(response.error_code, what)
         node = client.cluster.add_coordinator(response, "transaction", transactional_id)
         # kafka-python keeps an entry per transactional id for good; ids change every epoch,
@@ -187,13 +179,7 @@ class TransactionCoordinators:
         def initialise() -> int:
             node = self._coordinator(transactional_id)
             error_code = self._call(node, InitProducerIdRequest[0](transactional_id, timeout_ms)).error_code
-            if errors.for_code(error_code) in (
-                errors.CoordinatorNotAvailableError,
-                errors.CoordinatorLoadInProgressError,
-                errors.NotCoordinatorError,
-                errors.ConcurrentTransactionsError,
-            ):
-                raise CoordinatorNotReady(f"{what}: {errors.for_code(error_code).__name__}")
+            _raise_if_not_ready(error_code, what, also=(errors.ConcurrentTransactionsError,))
             return int(error_code)
 
         try:
@@ -266,6 +252,17 @@ class TransactionCoordinators:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _raise_if_not_ready(error_code: int, what: str, also: tuple[type, ...] = ()) -> None:
+    """``CoordinatorNotReady`` for the answers that say "ask again shortly", from a broker
+    that did answer (a coordinator being created, loading or moving; ``also``: more)."""
+    import kafka.errors as errors
+
+    error = errors.for_code(error_code)
+    not_ready = (errors.CoordinatorNotAvailableError, errors.CoordinatorLoadInProgressError, errors.NotCoordinatorError)
+    if error in not_ready + also:
+        raise CoordinatorNotReady(f"{what}: {error.__name__}")
 
 
 def _raise_for(error_code: int, what: str) -> None:
