@@ -88,7 +88,8 @@ class KafkaBroker(JvmServer, ProducesRecords):
         run_main(
             "kafka",
             "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(self._properties(node)), "--ignore-formatted"],
+            # "=" binds the id: a random one may start with "-", which argparse would take for an option.
+            ["format", f"--cluster-id={self.cluster_id}", "-c", str(self._properties(node)), "--ignore-formatted"],
         )
 
     def start_node(self, node: int) -> None:

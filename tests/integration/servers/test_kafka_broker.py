@@ -112,3 +112,16 @@ def test_three_brokers_survive_losing_one(kafka_brokers_3: Any) -> None:
         kafka.wait_ready([3])
     metadata = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(timeout=10)
     assert set(metadata.brokers) == {1, 2, 3}
+
+
+def test_a_cluster_id_that_starts_with_a_dash_formats(tmp_path: Any) -> None:
+    """A random cluster id is base64: one in 64 starts with "-", which the format tool's
+    argument parser once took for an option (a CI run failed on it)."""
+    from tests.servers.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(workdir=tmp_path)
+    broker.cluster_id = "-" + broker.cluster_id[1:]
+    broker._format(1)
+
+    meta = (tmp_path / "node-1" / "data" / "meta.properties").read_text()
+    assert f"cluster.id={broker.cluster_id}" in meta
