@@ -7,13 +7,16 @@ configured as a SeaTunnel user configures it, with fail-overs while the data mov
 * a real job whose checkpoint storage is that name service, configured with the
   ``seatunnel.yaml`` HA keys of SeaTunnel's example (docs/storage.md, "HDFS HA"), writing
   through ``HdfsFile``: the NameNodes swap while it checkpoints, its driver is killed,
-  and the rerun, on the other NameNode, ends with every id once.
+  and the rerun, on the other NameNode, ends with every id once;
+* the checkpoint storage with the NameNodes swapping at a chosen step inside one
+  checkpoint's write.
 
 Every fail-over is undone at the end: the session's cluster leaves nn1 active.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import uuid
@@ -27,6 +30,7 @@ import requests
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
+from airflow_provider_seatunnel_ckpt.storage.model import PipelineState
 from tests.integration.engine.support import Workspace, assert_exactly_once, open_storage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -158,3 +162,46 @@ def test_a_job_on_hdfs_ha_survives_a_failover_and_a_driver_kill(cluster: Any, wo
     assert result.returncode == 0, result.explain()
     assert re.search(r"attempt 2: .* from checkpoint \d+", result.stderr), result.explain()
     assert_exactly_once(_read_back(output, IDS), ROWS)
+
+
+#: where, inside one checkpoint write, the NameNodes swap: after the NameNode's answer to
+#: (WebHDFS operation, a file whose name holds this)
+FAILOVER_POINTS = {
+    "state-file-redirected-to-its-datanode": ("CREATE", "coordinator.state"),
+    "state-file-in-place-before-_metadata": ("RENAME", "coordinator.state"),
+    "_metadata-redirected-to-its-datanode": ("CREATE", "_metadata"),
+}
+
+
+@pytest.mark.parametrize("point", FAILOVER_POINTS)
+def test_a_failover_inside_one_checkpoint_write_leaves_it_complete_and_readable(
+    cluster: Any, workspace: Workspace, point: str
+) -> None:
+    """The NameNodes swap at a chosen step of one checkpoint's write (the state file's
+    data on its way to the DataNode, the state file renamed into place but no
+    ``_metadata`` yet, ``_metadata``'s data on its way): the write goes on against the new
+    active NameNode, and the checkpoint is complete, verified and read back byte for byte
+    by a second client. The swap is triggered from the client's own HTTP session (a
+    response hook), so it falls at that step every time, not by timing."""
+    op, name_part = FAILOVER_POINTS[point]
+    config = workspace.write_config(_ha_plugin_config(cluster, f"/seatunnel-{uuid.uuid4().hex[:8]}/checkpoint/"))
+    storage = open_storage(config)
+    swapped: list[str] = []
+
+    def fail_over_once(response: Any, *args: Any, **kwargs: Any) -> None:
+        url = response.url
+        if not swapped and f"op={op}".lower() in url.lower() and name_part in url:
+            cluster.failover()
+            swapped.append(url)
+
+    storage.fs._client()._session.hooks["response"].append(fail_over_once)
+    state = PipelineState(job_id="ha-write", pipeline_id=1, checkpoint_id=7, states=os.urandom(3 * 1024 * 1024))
+    storage.store_checkpoint(state)
+
+    assert swapped, f"no {op} of a {name_part} file was seen: the failover point was never reached"
+    assert cluster.active_namenode["id"] == "nn2"
+    reader = open_storage(config)
+    assert [(e.checkpoint_id, e.completed) for e in reader.list_checkpoint_entries("ha-write", 1)] == [(7, True)]
+    assert reader.verify_checkpoint("ha-write", 1, 7) == []
+    latest = reader.get_latest_checkpoint_by_job_id_and_pipeline_id("ha-write", 1)
+    assert latest is not None and latest.states == state.states
