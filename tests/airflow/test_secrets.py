@@ -22,14 +22,6 @@ from .conftest import AIRFLOW_HOME, VENV_BIN, airflow_dags_test, metadata_rows, 
 DAG_ID = "example_checkpointed_etl_s3"
 
 
-@pytest.fixture(scope="module")
-def s3_server():
-    from tests.servers.s3 import S3Server
-
-    with S3Server() as server:
-        yield server
-
-
 def spark_submit_spy(directory: Path, record: Path, secret: str) -> Path:
     """A ``spark-submit`` first on PATH that records how it was called, then runs the real one."""
     directory.mkdir()

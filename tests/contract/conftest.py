@@ -109,14 +109,6 @@ class _ProxyFaults:
         return self.proxy.request_count
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[Any]:
-    from tests.servers.s3 import S3Server
-
-    with S3Server(proxy=True) as server:
-        yield server
-
-
 @contextlib.contextmanager
 def _s3(request: pytest.FixtureRequest) -> Iterator[Backend]:
     server = request.getfixturevalue("s3_server")

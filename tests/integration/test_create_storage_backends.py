@@ -95,15 +95,7 @@ def validate_output(config_path: str, capsys: pytest.CaptureFixture[str]) -> dic
     return json.loads(captured.out)
 
 
-# ---- S3 (moto behind a recording proxy) ------------------------------------------------------
-@pytest.fixture(scope="module")
-def s3_server():
-    from tests.servers.s3 import S3Server
-
-    with S3Server(proxy=True) as server:
-        yield server
-
-
+# ---- S3 (moto behind a recording proxy: the session's s3_server, tests/conftest.py) ------------
 def test_s3_from_seatunnel_yaml(s3_server, tmp_path, capsys):
     bucket = s3_server.create_bucket(f"ckpt-{uuid.uuid4().hex[:12]}")
     secret = "s3-SeCrEt-" + uuid.uuid4().hex
