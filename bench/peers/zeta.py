@@ -23,23 +23,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from bench.peers.process import REPO_ROOT, PeerError, PeerRun, ensure_installed, run_logged
+
 SEATUNNEL_VERSION = "2.3.4"  # tests/servers/jvm/pom.xml, seatunnel.version
 HOME = REPO_ROOT / ".cache" / "zeta" / "home"
 TEMPLATES = REPO_ROOT / "tests" / "servers" / "jvm" / "zeta"
@@ -63,40 +61,21 @@ HAZELCAST_JAVA_OPTIONS = [
 _FILE_SINKS = {"localfile", "hdfsfile", "s3file", "ossfile", "ftpfile", "sftpfile"}
 
 
-class ZetaError(RuntimeError):
-    pass
-
-
 @dataclass
-class ZetaRun:
-    """One job run: ``exit_code`` (0: the job FINISHED), ``wall_s`` (the JVM's whole life:
-    start, Hazelcast member, job, shutdown), ``outputs`` (sink label -> where its rows went:
-    a file sink's path, the log for Console), ``stats`` (SeaTunnel's own "Job Statistic
-    Information": start/end time, total_time_s, read/write/failed counts)."""
+class ZetaRun(PeerRun):
+    """A ``PeerRun`` (``wall_s``: the JVM's whole life: start, Hazelcast member, job,
+    shutdown; ``exit_code`` 0: the job FINISHED), with ``outputs`` (sink label -> where its
+    rows went: a file sink's path, the log for Console) and ``stats`` (SeaTunnel's own "Job
+    Statistic Information": start/end time, total_time_s, read/write/failed counts)."""
 
-    exit_code: int
-    wall_s: float
-    work_dir: Path
-    log: Path
-    checkpoint_dir: Path
     outputs: dict[str, str] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
-    timed_out: bool = False
-    command: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for key in ("work_dir", "log", "checkpoint_dir"):
-            data[key] = str(data[key])
-        return data
 
 
 def ensure_home() -> Path:
     """The SEATUNNEL_HOME of Zeta, laid out on first use (``scripts/jvm-servers zeta``:
     about 20 s and 150 MB of Maven Central from an empty cache, then a stamp check)."""
-    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "jvm-servers"), "zeta"], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ZetaError("scripts/jvm-servers zeta failed:\n" + "\n".join(done.stderr.strip().splitlines()[-40:]))
+    ensure_installed("zeta")
     return HOME
 
 
@@ -111,7 +90,7 @@ def java_binary(java: str | os.PathLike | None = None) -> str:
         return str(path)
     found = shutil.which("java")
     if found is None:
-        raise ZetaError("Java 17 is required for Zeta (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)")
+        raise PeerError("Java 17 is required for Zeta (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)")
     return found
 
 
@@ -188,13 +167,6 @@ def job_statistics(log: Path) -> dict[str, Any]:
     return stats
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: the JVM gets SIGKILL when the Python process that started it dies."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    os.setsid()
-
-
 def run_job(
     job_file: str | os.PathLike,
     *,
@@ -262,30 +234,10 @@ def run_job(
     for key, value in (variables or {}).items():
         command += ["-i", f"{key}={value}"]
     env = dict(os.environ, SEATUNNEL_HOME=str(home))
-    timed_out = False
-    start = time.monotonic()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            start_new_session=not sys.platform.startswith("linux"),
-        )
-        try:
-            exit_code = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            exit_code = process.wait()
-    wall = time.monotonic() - start
+    exit_code, wall, timed_out = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
     return ZetaRun(
         exit_code=exit_code,
-        wall_s=round(wall, 3),
+        wall_s=wall,
         work_dir=work,
         log=log,
         checkpoint_dir=checkpoints,

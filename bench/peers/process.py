@@ -1,0 +1,86 @@
+"""A peer's JVM (or PyFlink's Python, which starts one) as a child process: logged to a
+file, killed with everything it started when the time is up or when we die; and what
+every peer's run reports."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class PeerError(RuntimeError):
+    pass
+
+
+@dataclass
+class PeerRun:
+    """One run of a peer: ``exit_code`` (0: the job finished), ``wall_s`` (the whole
+    process), its work directory, log and checkpoint directory."""
+
+    exit_code: int
+    wall_s: float
+    work_dir: Path
+    log: Path
+    checkpoint_dir: Path
+    timed_out: bool = False
+    command: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("work_dir", "log", "checkpoint_dir"):
+            data[key] = str(data[key])
+        return data
+
+
+def ensure_installed(peer: str) -> None:
+    """``scripts/jvm-servers <peer>``: installs the peer on first use, then a stamp check."""
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "jvm-servers"), peer], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise PeerError(f"scripts/jvm-servers {peer} failed:\n" + "\n".join(done.stderr.strip().splitlines()[-40:]))
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGKILL when the Python process that started it dies; and it
+    leads a process group of its own, so a timeout can kill what it started too."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    os.setsid()
+
+
+def run_logged(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float
+) -> tuple[int, float, bool]:
+    """Run ``command`` with stdout and stderr into ``log``; (exit code, wall seconds,
+    timed out). After ``timeout_s`` its process group is SIGKILLed (exit code -9)."""
+    timed_out = False
+    start = time.monotonic()
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            start_new_session=not sys.platform.startswith("linux"),
+        )
+        try:
+            exit_code = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            exit_code = process.wait()
+    return exit_code, round(time.monotonic() - start, 3), timed_out
