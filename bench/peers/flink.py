@@ -85,36 +85,43 @@ def run_pipeline(
     log = work / "flink.log"
     command = [str(python), str(JOB_PROGRAM), str(spec)]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    exit_code, wall, timed_out = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
+    finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
     job_s = None
     lines = log.read_text(errors="replace").strip().splitlines()
-    if exit_code == 0 and lines and lines[-1].startswith("{"):
+    if finished.exit_code == 0 and lines and lines[-1].startswith("{"):
         job_s = json.loads(lines[-1]).get("job_s")
     return FlinkRun(
-        exit_code=exit_code,
-        wall_s=wall,
+        exit_code=finished.exit_code,
+        wall_s=finished.wall_s,
         work_dir=work,
         log=log,
         checkpoint_dir=checkpoints,
-        timed_out=timed_out,
+        timed_out=finished.timed_out,
+        peak_rss_mib=finished.peak_rss_mib,
         command=command,
         job_s=job_s,
     )
 
 
+#: the workload's SQL transform, in both engines' dialects (FakeSource's and datagen's
+#: columns: id, name, score)
+WORKLOAD_QUERY = "SELECT id, UPPER(name) AS name, score * 2 AS score2 FROM fake WHERE score >= 0"
+
+
 def datagen_sql_to_parquet(rows: int, out: str | os.PathLike, rows_per_second: int = 10_000_000) -> list[str]:
     """FakeSource -> Sql -> LocalFile in Flink's terms: ``datagen`` with ids 0..rows-1 (a
-    sequence) and an 8-character name, a SQL projection and filter, a parquet ``filesystem``
-    sink. datagen's default rate caps it at 10,000 rows/s: raised, to measure like for like."""
+    sequence), an 8-character name and a score in [0, 1000), the workload's query, a
+    parquet ``filesystem`` sink. datagen's default rate caps it at 10,000 rows/s: raised,
+    to measure like for like."""
     return [
-        f"""CREATE TABLE fake (id BIGINT, name STRING) WITH (
+        f"""CREATE TABLE fake (id BIGINT, name STRING, score DOUBLE) WITH (
             'connector' = 'datagen', 'number-of-rows' = '{int(rows)}',
             'rows-per-second' = '{int(rows_per_second)}',
             'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '{int(rows) - 1}',
-            'fields.name.length' = '8')""",
-        f"""CREATE TABLE sink (id BIGINT, name STRING, bucket INT) WITH (
+            'fields.name.length' = '8', 'fields.score.min' = '0', 'fields.score.max' = '1000')""",
+        f"""CREATE TABLE sink (id BIGINT, name STRING, score2 DOUBLE) WITH (
             'connector' = 'filesystem', 'path' = '{Path(out).resolve().as_uri()}', 'format' = 'parquet')""",
-        "INSERT INTO sink SELECT id, UPPER(name), CAST(id % 10 AS INT) FROM fake WHERE id >= 0",
+        f"INSERT INTO sink {WORKLOAD_QUERY}",
     ]
 
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,8 @@ class PeerRun:
     checkpoint_dir: Path
     timed_out: bool = False
     command: list[str] = field(default_factory=list)
+    #: the largest resident memory of the process and all it started, together
+    peak_rss_mib: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -58,11 +61,44 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     os.setsid()
 
 
-def run_logged(
-    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float
-) -> tuple[int, float, bool]:
-    """Run ``command`` with stdout and stderr into ``log``; (exit code, wall seconds,
-    timed out). After ``timeout_s`` its process group is SIGKILLed (exit code -9)."""
+class PeakMemory(threading.Thread):
+    """Samples the resident memory of ``pid`` and every process under it (a JVM, Python
+    workers) every ``period_s``; ``peak_mib`` is the largest sum seen."""
+
+    def __init__(self, pid: int, period_s: float = 0.2):
+        super().__init__(daemon=True)
+        self.pid, self.period_s = pid, period_s
+        self.peak_mib = 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.done.is_set():
+            try:
+                root = psutil.Process(self.pid)
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            total = 0
+            for process in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += process.memory_info().rss
+            self.peak_mib = max(self.peak_mib, total / 2**20)
+            self.done.wait(self.period_s)
+
+
+@dataclass
+class Finished:
+    exit_code: int
+    wall_s: float
+    timed_out: bool
+    peak_rss_mib: float
+
+
+def run_logged(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float) -> Finished:
+    """Run ``command`` with stdout and stderr into ``log``, sampling the memory of its
+    process tree. After ``timeout_s`` its process group is SIGKILLed (exit code -9)."""
     timed_out = False
     start = time.monotonic()
     with open(log, "wb") as out:
@@ -76,6 +112,8 @@ def run_logged(
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             start_new_session=not sys.platform.startswith("linux"),
         )
+        memory = PeakMemory(process.pid)
+        memory.start()
         try:
             exit_code = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -83,4 +121,7 @@ def run_logged(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             exit_code = process.wait()
-    return exit_code, round(time.monotonic() - start, 3), timed_out
+        finally:
+            memory.done.set()
+            memory.join(5)
+    return Finished(exit_code, round(time.monotonic() - start, 3), timed_out, round(memory.peak_mib, 1))

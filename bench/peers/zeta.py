@@ -234,16 +234,17 @@ def run_job(
     for key, value in (variables or {}).items():
         command += ["-i", f"{key}={value}"]
     env = dict(os.environ, SEATUNNEL_HOME=str(home))
-    exit_code, wall, timed_out = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
+    finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
     return ZetaRun(
-        exit_code=exit_code,
-        wall_s=wall,
+        exit_code=finished.exit_code,
+        wall_s=finished.wall_s,
         work_dir=work,
         log=log,
         checkpoint_dir=checkpoints,
         outputs=sink_outputs(job, log, variables),
         stats=job_statistics(log),
-        timed_out=timed_out,
+        timed_out=finished.timed_out,
+        peak_rss_mib=finished.peak_rss_mib,
         command=command,
     )
 
