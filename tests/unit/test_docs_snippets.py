@@ -1,0 +1,756 @@
+"""Docs that run (issue #50): every fenced block of README.md and docs/*.md is executed or
+validated here, by its language, and every error line the docs quote is one the code
+prints.
+
+* ``python``: run in a temporary directory, with the files it reads written there first
+  (SETUP); a block that needs a live system is compiled and its imports resolved instead,
+  and says why in COMPILE_ONLY.
+* ``yaml``: parsed; a ``seatunnel.yaml`` (a ``seatunnel:`` or ``checkpoint:`` document) is
+  loaded by ``load_config``, a job file (``env``/``source``/``transform``/``sink``) by
+  ``load_job`` and ``check_job``, what ``seatunnel-ckpt run --check`` does; a fragment of a
+  job file is completed by what FRAGMENTS adds, so that it is checked in a whole job.
+* ``hocon``: SeaTunnel's job files: read and checked the same way.
+* ``json``, ``toml``: parsed (JSON_FRAGMENTS: the excerpts of a larger document).
+* ``bash``, ``console``: their shell text parses (``bash -n``), and every ``seatunnel-ckpt``
+  command in them is accepted by the CLI's own argument parser.
+* error and warning lines (``error: ...`` in a console, bash or plain block, or in
+  backticks in prose): printed by the package, by test_troubleshooting.py's convention
+  (``...`` and ``<placeholder>`` stand for what varies), extended to quotes of real output
+  whose values were filled in: see :func:`printed_by_the_code`.
+* untagged blocks are text (diagrams, layouts, output): none may start like a command.
+
+Blocks are found by page and a short fingerprint of their text, never by position, so
+edits elsewhere in a page do not move a table entry onto another block; an entry whose
+block is gone fails :func:`test_every_table_entry_names_one_block`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.unit.test_troubleshooting import literal_pieces
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # relative to the repository root
+    line: int  # of the opening fence, 1-based
+    language: str
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}:{self.language or 'text'}"
+
+
+def fenced_blocks() -> list[Block]:
+    found = []
+    for page in PAGES:
+        lines = page.read_text().splitlines()
+        index = 0
+        while index < len(lines):
+            opening = re.match(r"\s*(`{3,}|~{3,})\s*([\w+-]*)", lines[index])
+            if not opening:
+                index += 1
+                continue
+            fence, start, body = opening.group(1), index, []
+            indent = len(lines[index]) - len(lines[index].lstrip())
+            index += 1
+            while index < len(lines) and not lines[index].strip().startswith(fence):
+                body.append(lines[index][indent:] if lines[index][:indent].isspace() else lines[index])
+                index += 1
+            rel = str(page.relative_to(ROOT))
+            found.append(Block(rel, start + 1, opening.group(2), "\n".join(body) + "\n"))
+            index += 1
+    return found
+
+
+BLOCKS = fenced_blocks()
+
+
+def blocks(language: str) -> list[Block]:
+    return [block for block in BLOCKS if block.language == language]
+
+
+def the_block(page: str, fingerprint: str) -> Block:
+    matches = [block for block in BLOCKS if block.page == page and fingerprint in block.text]
+    assert len(matches) == 1, f"{page}: {len(matches)} blocks hold {fingerprint!r}, the table expects one"
+    return matches[0]
+
+
+def entry(block: Block, table: dict[tuple[str, str], Any]) -> Any:
+    for (page, fingerprint), value in table.items():
+        if page == block.page and fingerprint in block.text:
+            return value
+    return None
+
+
+# ----------------------------------------------------------------------------- tables
+
+#: blocks another test runs already; checking them here too would be a second copy
+COVERED_ELSEWHERE: dict[tuple[str, str], str] = {
+    # every python block of the page, executed in order in one namespace
+    ("docs/airflow.md", "```python"): "tests/airflow/test_docs.py::test_every_python_example_runs",
+    (
+        "README.md",
+        "from airflow.sdk import DAG",
+    ): "tests/airflow/test_docs.py::test_readme_dag_ends_in_success_after_a_recovery",
+}
+
+
+def covered_elsewhere(block: Block) -> str | None:
+    if block.page == "docs/airflow.md" and block.language == "python":
+        return COVERED_ELSEWHERE[("docs/airflow.md", "```python")]
+    return entry(block, {key: value for key, value in COVERED_ELSEWHERE.items() if key[1] != "```python"})
+
+
+LOCAL_CONFIG = """\
+seatunnel:
+  engine:
+    checkpoint:
+      interval: 6000
+      storage:
+        type: localfile
+        max-retained: 3
+        plugin-config:
+          namespace: {tmp}/checkpoint/
+"""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a python block needs around it: files in its directory (``{tmp}`` is the
+    directory), python blocks of the same page to run before it (their fingerprints), and
+    the modules it may leave registered (cleaned up after)."""
+
+    files: dict[str, str | tuple[str, str]]  # name: text, or (page, fingerprint) of a block
+    before: tuple[str, ...] = ()
+    import_path: str = ""  # a directory (under tmp) put on sys.path
+
+
+#: every python block run here that reads files: the files, written to its directory
+SETUP: dict[tuple[str, str], Setup] = {
+    # "cfg = load_config("seatunnel.yaml")": any valid seatunnel.yaml; the local disk
+    ("README.md", 'cfg = load_config("seatunnel.yaml")'): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
+    ("docs/history.md", "read_history("): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
+    ("docs/storage.md", "cfg = load_config"): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
+    ("docs/storage.md", "for checkpoint_id in range(1, 6)"): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
+    # reads the checkpoints the command-line session's script (the block after it) made
+    ("docs/storage.md", "logging.basicConfig"): Setup(
+        {"seatunnel.yaml": LOCAL_CONFIG}, before=("for checkpoint_id in range(1, 6)",)
+    ),
+    # the plugin example: its module importable (src/ layout, as its pyproject says), its
+    # seatunnel.yaml (the page's, the database moved into the temporary directory)
+    ("docs/storage.md", "print(storage_types())\nstorage = create_storage"): Setup(
+        {
+            "src/seatunnel_ckpt_sqlite/__init__.py": ("docs/storage.md", "class SqliteStorageFactory"),
+            "seatunnel.yaml": ("docs/storage.md", "        type: sqlite\n"),
+        },
+        before=('register_storage("sqlite"',),
+        import_path="src",
+    ),
+    # the plugin's seatunnel.yaml: validated by the plugin, registered as the page does
+    ("docs/storage.md", "        type: sqlite\n"): Setup(
+        {"src/seatunnel_ckpt_sqlite/__init__.py": ("docs/storage.md", "class SqliteStorageFactory")},
+        before=('register_storage("sqlite"',),
+        import_path="src",
+    ),
+    ("docs/storage.md", 'register_storage("sqlite"'): Setup(
+        {"src/seatunnel_ckpt_sqlite/__init__.py": ("docs/storage.md", "class SqliteStorageFactory")},
+        import_path="src",
+    ),
+}
+
+#: python blocks only compiled, their imports resolved: why running them is not possible here
+COMPILE_ONLY: dict[tuple[str, str], str] = {
+    # the plugin's module: importing it defines classes and runs nothing; its behaviour is
+    # run by the two blocks that use it (SETUP puts it on sys.path)
+    ("docs/storage.md", "class SqliteStorageFactory"): "a module, run through the blocks that import it",
+}
+
+#: a job file's variables, as a run is given them (-i name=value or the environment)
+VARIABLES = {
+    "PG_URL": "postgresql://127.0.0.1:5432/shop",
+    "PG_USER": "shop",
+    "PG_PASSWORD": "secret",
+    "KAFKA_USER": "user",
+    "KAFKA_PASSWORD": "secret",
+    "S3_KEY": "key",
+    "S3_SECRET": "secret",
+}
+
+#: text a reader replaces before use: Jinja the operator renders before the job runs, and
+#: the docs' ``...`` for what is the reader's own
+FILLED_IN = {
+    ("docs/airflow.md", "# dags/jobs/daily.yaml"): {"{{ ds }}": "2026-12-01"},
+    ("docs/lakehouse.md", "postgresql+psycopg://..."): {
+        "postgresql+psycopg://...": "postgresql+psycopg://lake@db/catalog"
+    },
+}
+
+SEQUENCE = {"plugin_name": "Sequence", "rows": 10}
+CONSOLE = {"plugin_name": "Console"}
+
+#: excerpts of a job file: what completes each into a job, so that it is checked whole
+FRAGMENTS: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("docs/kafka.md", 'topic: "orders-.*"'): lambda doc: {**doc, "sink": [CONSOLE]},
+    ("docs/kafka.md", "semantics: AT_LEAST_ONCE"): lambda doc: {
+        "source": [{**SEQUENCE, "plugin_output": "orders"}],
+        "transform": [{"plugin_name": "Sql", "query": "select id, 'c' || id::varchar as customer from orders"}],
+        **doc,
+    },
+    ("docs/kafka.md", "semantics: EXACTLY_ONCE"): lambda doc: {"source": [SEQUENCE], **doc},
+    # a list of sinks (the page's sentence above it says so)
+    ("docs/lakehouse.md", "  - plugin_name: Iceberg\n    namespace: analytics"): lambda doc: {
+        "source": [SEQUENCE],
+        "sink": doc,
+    },
+    ("docs/lakehouse.md", "- plugin_name: Delta\n    path:"): lambda doc: {
+        **doc,
+        "sink": [{**CONSOLE, "plugin_input": ["iceberg_events", "delta_events"]}],
+    },
+    # HOCON excerpts: completed as text, in SeaTunnel's syntax
+    ("docs/seatunnel.md", "split.num = 4"): lambda text: text + "sink { Console {} }\n",
+    ("docs/seatunnel.md", "rule_type = MIN_LENGTH"): lambda text: (
+        "source { FakeSource { row.num = 200, string.length = 6,"
+        " schema = { fields { id = bigint, name = string } } } }\n" + text
+    ),
+    ("docs/seatunnel.md", "JsonPath {"): lambda text: (
+        'source { FakeSource { plugin_output = "events", row.num = 3,'
+        " schema = { fields { payload = string } } } }\n" + text + 'sink { Console { plugin_input = "parsed" } }\n'
+    ),
+    ("docs/lakehouse.md", "iceberg.catalog.config = {"): lambda text: (
+        "source { FakeSource { row.num = 3, schema = { fields { id = bigint } } } }\n"
+        'sink { Iceberg { catalog_name = "seatunnel", namespace = "db", table = "t"\n' + text + "} }\n"
+    ),
+}
+
+#: job files whose check needs a live system: loaded (parsed, wired, every option read)
+#: but not bound to their tables, which ``check_job`` reads from the system
+LIVE_SYSTEM = {
+    (
+        "docs/lakehouse.md",
+        "postgresql+psycopg://...",
+    ): "the Iceberg sink reads its table's schema from the catalog (PostgreSQL)",
+}
+
+#: JSON excerpts (one member of a larger object): parsed inside braces
+JSON_FRAGMENTS = {
+    ("docs/airflow.md", '"seatunnelCheckpoint"'): "a facet of an OpenLineage run event",
+    ("docs/architecture.md", '"statistics": {'): "one member of a checkpoint's _metadata header",
+}
+
+#: yaml that is neither a seatunnel.yaml nor a job file: parsed only (none today)
+YAML_OTHER: dict[tuple[str, str], str] = {}
+
+
+# ----------------------------------------------------------------------------- python
+
+
+def written(text: str | tuple[str, str], tmp: Path) -> str:
+    if isinstance(text, tuple):
+        block = the_block(*text)
+        text = block.text
+        if block.language == "yaml":  # the database file the page chose: moved under tmp
+            text = re.sub(r"(sqlite\.path): /", rf"\1: {tmp}/", text)
+            for path in re.findall(r"sqlite\.path: (\S+)", text):
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return text.replace("{tmp}", str(tmp))
+
+
+@pytest.fixture
+def registries() -> Iterator[None]:
+    """The storage and connector registries as they were: blocks register plugins."""
+    from airflow_provider_seatunnel_ckpt import connectors
+    from airflow_provider_seatunnel_ckpt.storage import registry
+
+    storage, kinds = dict(registry._registry), {kind: dict(names) for kind, names in connectors._registry.items()}
+    modules = set(sys.modules)
+    yield
+    registry._registry.clear()
+    registry._registry.update(storage)
+    for kind, names in kinds.items():
+        connectors._registry[kind].clear()
+        connectors._registry[kind].update(names)
+    for name in set(sys.modules) - modules:
+        if name.startswith("seatunnel_ckpt_sqlite"):
+            del sys.modules[name]
+
+
+def run_python(block: Block) -> str:
+    """Run the block as a script (in the current directory): its standard output."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.text, block.id, "exec"), {"__name__": "__main__"})  # our own docs
+    return out.getvalue()
+
+
+def imports_resolve(block: Block) -> None:
+    """Compiled, and every module it imports (and every name it imports from one) exists."""
+    import importlib
+
+    tree = compile(block.text, block.id, "exec", flags=0x400)  # ast.PyCF_ONLY_AST
+    for node in __import__("ast").walk(tree):
+        if type(node).__name__ == "Import":
+            for alias in node.names:
+                importlib.import_module(alias.name)
+        elif type(node).__name__ == "ImportFrom" and node.level == 0:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), (
+                    f"{block.id}: {node.module} has no {alias.name}"
+                )
+    compile(block.text, block.id, "exec")
+
+
+PYTHON = [block for block in blocks("python") if not covered_elsewhere(block)]
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[block.id for block in PYTHON])
+def test_python_block_runs(block, tmp_path, monkeypatch, registries):
+    if entry(block, COMPILE_ONLY) is not None:
+        imports_resolve(block)
+        return
+    prepare(block, tmp_path, monkeypatch)
+    run_python(block)
+
+
+def prepare(block: Block, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block's SETUP: its files written to ``tmp``, its working directory, the blocks
+    it follows run."""
+    setup = entry(block, SETUP) or Setup({})
+    for name, text in setup.files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(written(text, tmp))
+    if setup.import_path:
+        monkeypatch.syspath_prepend(str(tmp / setup.import_path))
+    monkeypatch.chdir(tmp)
+    for fingerprint in setup.before:
+        run_python(the_block(block.page, fingerprint))
+
+
+# ----------------------------------------------------------------------------- yaml, hocon
+
+
+def check_job_file(doc: Any, block: Block) -> None:
+    """What ``seatunnel-ckpt run --check`` does with a job file (or, for LIVE_SYSTEM, what
+    a run checks before it contacts a system)."""
+    from airflow_provider_seatunnel_ckpt.engine.job_check import check_job
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+
+    job = load_job(doc, VARIABLES)
+    if entry(block, LIVE_SYSTEM) is None:
+        lines = check_job(job)
+        assert lines[-1].startswith("ok: "), lines
+
+
+def under(tmp: Path, text: str) -> str:
+    """The job's paths under /tmp moved into the test's directory: checking a job opens
+    its local catalogs (an Iceberg catalog database is created when missing)."""
+    return text.replace("/tmp/", f"{tmp}/")
+
+
+def is_job(doc: Any) -> bool:
+    return isinstance(doc, dict) and bool({"env", "source", "transform", "sink"} & set(doc))
+
+
+def validate_yaml(block: Block, tmp: Path) -> str:
+    """The block validated by what reads it; what it was taken for."""
+    from airflow_provider_seatunnel_ckpt.config import load_config
+
+    text = block.text
+    for template, value in (entry(block, FILLED_IN) or {}).items():
+        text = text.replace(template, value)
+    doc = yaml.safe_load(text)
+    if (complete := entry(block, FRAGMENTS)) is not None:
+        doc = complete(doc)
+    if isinstance(doc, dict) and ({"seatunnel", "checkpoint"} & set(doc)):
+        load_config(text)
+        return "seatunnel.yaml"
+    if is_job(doc):
+        check_job_file(yaml.safe_load(under(tmp, json.dumps(doc))), block)
+        return "job file"
+    assert entry(block, YAML_OTHER), (
+        f"{block.id}: neither a seatunnel.yaml nor a job file; say what it is in YAML_OTHER"
+    )
+    return "other"
+
+
+def heredocs(block: Block) -> list[tuple[str, str]]:
+    """(file name, text) of every ``cat > name <<'END'`` in a shell block."""
+    return [(name, body) for name, _, body in re.findall(r"cat > (\S+) <<'?(\w+)'?\n(.*?)\n\2\n", block.text, re.S)]
+
+
+YAML = blocks("yaml") + [
+    Block(block.page, block.line, "yaml", body + "\n")
+    for block in blocks("bash")
+    for name, body in heredocs(block)
+    if name.endswith((".yaml", ".yml"))
+]
+
+
+@pytest.mark.parametrize("block", YAML, ids=[block.id for block in YAML])
+def test_yaml_block_is_valid(block, tmp_path, monkeypatch, registries):
+    prepare(block, tmp_path, monkeypatch)
+    validate_yaml(block, tmp_path)
+
+
+HOCON = blocks("hocon")
+
+
+@pytest.mark.parametrize("block", HOCON, ids=[block.id for block in HOCON])
+def test_hocon_block_is_a_valid_job(block, tmp_path):
+    from airflow_provider_seatunnel_ckpt.jobfile.hocon import parse_hocon
+
+    text = block.text
+    if (complete := entry(block, FRAGMENTS)) is not None:
+        parse_hocon(text, block.id)  # the excerpt itself parses
+        text = complete(text)
+    check_job_file(under(tmp_path, text), block)
+
+
+def test_json_and_toml_blocks_parse():
+    for block in blocks("json"):
+        json.loads("{" + block.text + "}" if entry(block, JSON_FRAGMENTS) else block.text)
+    for block in blocks("toml"):
+        tomllib.loads(block.text)
+    assert len(blocks("json")) + len(blocks("toml")) >= 3
+
+
+# ----------------------------------------------------------------------------- shell
+
+
+def shell_commands(block: Block) -> list[str]:
+    """The commands of a bash block, or the ``$ `` lines of a console transcript (with
+    their ``\\`` continuations)."""
+    if block.language == "bash":
+        text = block.text
+    else:
+        text, taking = "", False
+        for line in block.text.splitlines():
+            if line.startswith("$ "):
+                text, taking = text + line[2:] + "\n", line.endswith("\\")
+            elif taking:
+                text, taking = text + line + "\n", line.endswith("\\")
+    return [line for line in text.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+SHELL = blocks("bash") + blocks("console")
+
+
+def test_every_shell_block_parses():
+    for block in SHELL:
+        # <placeholders> are for the reader to fill in: a word to the shell
+        text = "\n".join(shell_commands(block))
+        text = re.sub(r"<[\w .-]+>", "PLACEHOLDER", text)
+        result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, f"{block.id}: {result.stderr}"
+    assert len(SHELL) >= 40
+
+
+def command_words(text: str) -> list[list[str]]:
+    """The simple commands of shell text, as words: split at newlines (outside quotes),
+    ``;``, ``&&``, ``||`` and ``|``, comments dropped, ``<placeholders>`` as one word."""
+    # a ";" after each newline: shlex's comments swallow the newline that ends them
+    lexer = shlex.shlex(
+        re.sub(r"<[\w .-]+>", "PLACEHOLDER", text).replace("\n", "\n;"), posix=True, punctuation_chars=";&|"
+    )
+    lexer.whitespace_split, lexer.commenters = True, "#"
+    commands, words = [], []
+    tokens = list(lexer)
+    for token in tokens:
+        if set(token) <= set(";&|"):
+            commands, words = commands + [words] if words else commands, []
+        else:
+            words.append(token)
+    return [*commands, words] if words else commands
+
+
+def without_redirections(words: list[str]) -> list[str]:
+    """``> file``, ``2>&1``...: the shell's, not the command's arguments."""
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif re.fullmatch(r"\d*(>>?|<)(&\d+)?", word):
+            skip = not word.endswith(tuple("0123456789"))
+        else:
+            kept.append(word)
+    return kept
+
+
+def seatunnel_ckpt_commands() -> list[tuple[Block, list[str]]]:
+    found = []
+    for block in SHELL:
+        for words in command_words("\n".join(shell_commands(block))):
+            while words and re.fullmatch(r"\w+=.*", words[0], re.S):  # VAR=value before the command
+                words = words[1:]
+            if words and Path(words[0]).name == "seatunnel-ckpt":
+                found.append((block, without_redirections(words[1:])))
+    return found
+
+
+def test_every_seatunnel_ckpt_command_shown_is_one_the_cli_accepts(capsys):
+    from airflow_provider_seatunnel_ckpt.cli import build_parser
+
+    commands = seatunnel_ckpt_commands()
+    assert len(commands) >= 20
+    parser = build_parser()
+    for block, argv in commands:
+        # [--pipeline 1]: optional parts of a synopsis, shown in brackets
+        argv = [word.strip("[]") for word in argv]
+        try:
+            parser.parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"{block.id}: seatunnel-ckpt {shlex.join(argv)}: {capsys.readouterr().err}")
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+def pydantic_says() -> str:
+    from pydantic import BaseModel, Field, ValidationError
+
+    class Interval(BaseModel):
+        interval: int = Field(gt=0)
+
+    try:
+        Interval(interval=-5)
+    except ValidationError as err:
+        message = str(err.errors()[0]["msg"])
+        return message[0].lower() + message[1:]  # as config.py lowers its first letter
+    raise AssertionError("pydantic accepted -5 for a field > 0")
+
+
+def duckdb_says() -> str:
+    import duckdb
+
+    try:
+        duckdb.sql("select idd from (select 1 as id) as t").fetchall()
+    except duckdb.Error as err:
+        return str(err).replace("\n", "; ")  # the one-line error joins its lines with "; "
+    raise AssertionError("DuckDB found a column that is not there")
+
+
+#: parts of quoted messages other software writes (the package adds the key before them),
+#: and the check that it still writes them so: then matched as "..."
+FOREIGN: dict[str, Callable[[], bool]] = {
+    # a pydantic validation message (config.py's keys are checked by pydantic)
+    "input should be greater than 0": lambda: pydantic_says() == "input should be greater than 0",
+    # DuckDB's binder, running a Sql transform's query against the source's columns
+    'Binder Error: Referenced column "idd" not found in FROM clause!; Candidate bindings: "id"': lambda: (
+        duckdb_says() == 'Binder Error: Referenced column "idd" not found in FROM clause!; Candidate bindings: "id"'
+    ),
+}
+
+#: values in quoted messages that read as prose: what they are
+PROSE_VALUES = {
+    # a '// comment' line pasted into YAML becomes a key: the message names that key
+    "// if you used kerberos": "the key a pasted comment of storage.md's Kerberos example makes",
+}
+
+#: a quoted message: ``error:``/``warning:`` lines, and log lines as the docs' logging
+#: format prints them (``WARNING <logger>: <message>``)
+MESSAGE_LINE = re.compile(r"^\s*(?:(?:error|warning): |(?:WARNING|ERROR) airflow_provider_seatunnel_ckpt[\w.]*: )(.*)")
+
+
+def quoted_messages() -> list[tuple[str, str]]:
+    """(where, message) for every error or warning line of a console, bash or plain block,
+    and every backticked ``error: ...``/``warning: ...`` in prose."""
+    found = []
+    for block in BLOCKS:
+        if block.language in ("console", "bash", ""):
+            for line in block.text.splitlines():
+                if match := MESSAGE_LINE.match(line):
+                    found.append((block.id, match.group(1)))
+    for page in PAGES:
+        prose = re.sub(r"^\s*(`{3,}).*?^\s*\1", "", page.read_text(), flags=re.S | re.M)
+        for match in re.finditer(r"(?<!`)`((?:error|warning): [^`]+)`", prose):
+            text = re.sub(r"\s*\n\s*", " ", match.group(1))
+            found.append((str(page.relative_to(ROOT)), text.split(": ", 1)[1]))
+    return found
+
+
+PLACEHOLDER = re.compile(r"\.\.\.|…|<[^<>\s][^<>]*>")
+#: two lowercase words in a row: prose, which a value (a name, number, path) is not
+PROSE = re.compile(r"(?<![\w./'-])[a-z]{2,} [a-z]{2,}(?![\w/'-])")
+
+
+@dataclass(frozen=True)
+class Literals:
+    """The package's string literals, split at their placeholders, ready for matching."""
+
+    whole: frozenset[str]  # pieces a rendered message holds whole, between two values
+    lengths: tuple[int, ...]
+    joined: str  # every piece, NUL-separated: a substring of it lies within one piece
+
+    @classmethod
+    def of(cls, pieces: set[str]) -> Literals:
+        # a short word ("at", "no") as a whole literal is too common to vouch for a sentence
+        whole = frozenset(piece for piece in pieces if len(piece) >= 4 and re.search(r"[A-Za-z]", piece))
+        return cls(whole, tuple(sorted({len(piece) for piece in whole})), "\0".join(pieces))
+
+    def longest_within_a_piece(self, text: str, from_end: bool = False) -> int:
+        """The longest start (or end) of ``text`` that lies within one piece."""
+        low, high = 0, len(text)  # the starts and ends of a substring are substrings: bisect
+        while low < high:
+            mid = (low + high + 1) // 2
+            part = text[len(text) - mid :] if from_end else text[:mid]
+            low, high = (mid, high) if part in self.joined else (low, mid - 1)
+        return low
+
+
+def printed_by_the_code(message: str, literals: Literals) -> list[str]:
+    """The parts of ``message`` the package does not print: [] when it does.
+
+    test_troubleshooting.py's convention: a message is split at ``...`` (and here also at
+    ``<placeholder>``), and its static text comes from the string literals of the package,
+    f-string fields counting as placeholders. A quote of real output has the fields filled
+    in, so each fragment is read as whole literal pieces (the text between two fields, as
+    the code writes it) with values between them; next to a ``...`` a fragment may start
+    or end inside a piece. The reading with the fewest letters left over is taken, and
+    what is left over, the values, must not be prose: a sentence reworded in the docs or
+    in the code leaves words no piece holds."""
+    missing = []
+    fragments = PLACEHOLDER.split(message)
+    for index, fragment in enumerate(fragments):
+        size = len(fragment)
+        # cost[i]: fewest letters outside pieces in fragment[:i], reading it as segments;
+        # the last segment is fragment[begin[i]:i], a piece (or part of one) unless is_gap[i]
+        cost, begin, is_gap = [0] + [size + 1] * size, [0] * (size + 1), [False] * (size + 1)
+        if index > 0:  # after a placeholder: may begin inside a piece
+            for end in range(1, literals.longest_within_a_piece(fragment) + 1):
+                cost[end] = 0
+        tail = size - literals.longest_within_a_piece(fragment, from_end=True) if index < len(fragments) - 1 else size
+        for pos in range(size):
+            if pos >= tail and cost[pos] < cost[size]:  # before a placeholder: may end inside a piece
+                cost[size], begin[size], is_gap[size] = cost[pos], pos, False
+            if cost[pos] + fragment[pos].isalpha() < cost[pos + 1]:
+                cost[pos + 1], begin[pos + 1], is_gap[pos + 1] = cost[pos] + fragment[pos].isalpha(), pos, True
+            for length in literals.lengths:
+                if pos + length > size:
+                    break
+                if cost[pos] < cost[pos + length] and fragment[pos : pos + length] in literals.whole:
+                    cost[pos + length], begin[pos + length], is_gap[pos + length] = cost[pos], pos, False
+        gaps, gap, pos = [], "", size
+        while pos > 0:
+            if is_gap[pos]:
+                gap = fragment[begin[pos] : pos] + gap
+            else:
+                gaps.append(gap)
+                gap = ""
+            pos = begin[pos]
+        gaps.append(gap)
+        missing += [gap.strip() for gap in gaps if PROSE.search(gap)]
+    return missing
+
+
+@pytest.fixture(scope="module")
+def literals() -> Literals:
+    return Literals.of(literal_pieces())
+
+
+def test_every_quoted_error_is_printed_by_the_code(literals):
+    # a page's own example code (storage.md's plugin) prints messages the page quotes
+    example_code = {
+        page: Literals.of(literal_pieces([block.text for block in blocks("python") if block.page == page]))
+        for page in {block.page for block in BLOCKS}
+    }
+    messages = quoted_messages()
+    assert len(messages) >= 40, messages
+    missing = []
+    for where, message in messages:
+        for part, still_printed in FOREIGN.items():
+            if part in message:
+                assert still_printed(), f"{where}: {part!r} is no longer what the software that prints it says"
+                message = message.replace(part, "...")
+        for value in PROSE_VALUES:
+            message = message.replace(value, "...")
+        page = where.split(":")[0]
+        gaps = printed_by_the_code(message, literals)
+        if gaps and printed_by_the_code(message, example_code[page]):
+            missing.append((where, message, gaps))
+    assert not missing, "\n".join(map(str, missing))
+
+
+def test_a_reworded_or_invented_message_is_caught(literals):
+    """The check itself: a real message passes with its values filled in; the same with
+    its words changed, and test_troubleshooting.py's stale entries, do not."""
+    real = "source[0].rows: must be >= 0, got -5"
+    assert printed_by_the_code(real, literals) == []
+    for stale in (
+        "source[0].rows: should not be negative, got -5",
+        "restore='latest' but there is no checkpoint at all",
+        "job nightly failed: the sink exploded while writing",
+    ):
+        assert printed_by_the_code(stale, literals), stale
+
+
+# ----------------------------------------------------------------------------- the rest
+
+#: the first words of a command: a plain block starting so is code without a language
+COMMAND_START = re.compile(
+    r"^(\$ |\.venv/|scripts/|seatunnel-ckpt |spark-submit|python |pip |airflow |export |source |cat |mkdir |--)"
+)
+
+
+#: plain blocks that are command synopses (UPPERCASE words are values, [brackets]
+#: optional): each line, with its values filled in, is checked by the CLI's parser
+SYNOPSES = {("docs/storage.md", "seatunnel-ckpt list    --config"): "the storage commands' options"}
+
+
+def test_synopses_name_options_the_cli_has(capsys):
+    from airflow_provider_seatunnel_ckpt.cli import build_parser
+
+    for page, fingerprint in SYNOPSES:
+        block = the_block(page, fingerprint)
+        for line in block.text.splitlines():
+            argv = [re.sub(r"^[A-Z]+$", "1", word.strip("[]")) for word in shlex.split(line)[1:]]
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit:
+                pytest.fail(f"{block.id}: {line}: {capsys.readouterr().err}")
+
+
+def test_plain_blocks_are_text():
+    plain = blocks("")
+    assert plain, "no plain block found: the fence parser is broken"
+    code = [block.id for block in plain if COMMAND_START.match(block.text) and not entry(block, SYNOPSES)]
+    assert not code, f"code blocks without a language (tag them bash, console, yaml...): {code}"
+
+
+def test_every_block_is_of_a_known_language():
+    known = {"python", "yaml", "hocon", "json", "toml", "bash", "console", ""}
+    assert {block.language for block in BLOCKS} <= known, {block.id for block in BLOCKS if block.language not in known}
+
+
+def test_every_table_entry_names_one_block():
+    for table in (SETUP, COMPILE_ONLY, FILLED_IN, FRAGMENTS, LIVE_SYSTEM, JSON_FRAGMENTS, YAML_OTHER, SYNOPSES):
+        for page, fingerprint in table:
+            the_block(page, fingerprint)
+    for setup in SETUP.values():
+        for text in setup.files.values():
+            if isinstance(text, tuple):
+                the_block(*text)
+    for (page, fingerprint), value in COVERED_ELSEWHERE.items():
+        if fingerprint != "```python":
+            the_block(page, fingerprint)
+        test_file, _, test_name = value.partition("::")
+        assert f"def {test_name}(" in (ROOT / test_file).read_text(), value
