@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import re
 import shlex
 import subprocess
@@ -54,6 +55,7 @@ class Block:
     line: int  # of the opening fence, 1-based
     language: str
     text: str
+    end: int = 0  # the line of the closing fence
 
     @property
     def id(self) -> str:
@@ -77,7 +79,7 @@ def fenced_blocks() -> list[Block]:
                 body.append(lines[index][indent:] if lines[index][:indent].isspace() else lines[index])
                 index += 1
             rel = str(page.relative_to(ROOT))
-            found.append(Block(rel, start + 1, opening.group(2), "\n".join(body) + "\n"))
+            found.append(Block(rel, start + 1, opening.group(2), "\n".join(body) + "\n", index + 1))
             index += 1
     return found
 
@@ -93,6 +95,17 @@ def the_block(page: str, fingerprint: str) -> Block:
     matches = [block for block in BLOCKS if block.page == page and fingerprint in block.text]
     assert len(matches) == 1, f"{page}: {len(matches)} blocks hold {fingerprint!r}, the table expects one"
     return matches[0]
+
+
+def output_after(block: Block) -> Block | None:
+    """The plain block right after ``block`` (nothing but blank lines between): the
+    output the page shows for it."""
+    lines = (ROOT / block.page).read_text().splitlines()
+    following = [other for other in BLOCKS if other.page == block.page and other.line > block.end]
+    if not following or following[0].language:
+        return None
+    between = lines[block.end : following[0].line - 1]
+    return following[0] if all(not line.strip() for line in between) else None
 
 
 def entry(block: Block, table: dict[tuple[str, str], Any]) -> Any:
@@ -121,17 +134,17 @@ def covered_elsewhere(block: Block) -> str | None:
     return entry(block, {key: value for key, value in COVERED_ELSEWHERE.items() if key[1] != "```python"})
 
 
-LOCAL_CONFIG = """\
-seatunnel:
-  engine:
-    checkpoint:
-      interval: 6000
-      storage:
-        type: localfile
-        max-retained: 3
-        plugin-config:
-          namespace: {tmp}/checkpoint/
-"""
+#: storage.md's seatunnel.yaml, the one its Python examples and command-line session use
+#: (its namespace under /tmp, which the tests move into their own directory)
+STORAGE_CONFIG = ("docs/storage.md", "namespace: /tmp/seatunnel-demo/checkpoint/")
+
+
+def flip_a_bit_of_checkpoint_5(tmp: Path) -> None:
+    """storage.md: "After flipping a bit in the _metadata of checkpoint 5": its first."""
+    metadata = tmp / "seatunnel-demo/checkpoint/orders-etl/pipeline-1/chk-00000000000000000005/_metadata"
+    data = bytearray(metadata.read_bytes())
+    data[0] ^= 1
+    metadata.write_bytes(bytes(data))
 
 
 @dataclass(frozen=True)
@@ -143,18 +156,21 @@ class Setup:
     files: dict[str, str | tuple[str, str]]  # name: text, or (page, fingerprint) of a block
     before: tuple[str, ...] = ()
     import_path: str = ""  # a directory (under tmp) put on sys.path
+    then: Callable[[Path], None] | None = None  # after the blocks before it: what the page did
 
 
 #: every python block run here that reads files: the files, written to its directory
 SETUP: dict[tuple[str, str], Setup] = {
-    # "cfg = load_config("seatunnel.yaml")": any valid seatunnel.yaml; the local disk
-    ("README.md", 'cfg = load_config("seatunnel.yaml")'): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
-    ("docs/history.md", "read_history("): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
-    ("docs/storage.md", "cfg = load_config"): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
-    ("docs/storage.md", "for checkpoint_id in range(1, 6)"): Setup({"seatunnel.yaml": LOCAL_CONFIG}),
-    # reads the checkpoints the command-line session's script (the block after it) made
+    # load_config("seatunnel.yaml"): README and history.md name no particular one
+    ("README.md", 'cfg = load_config("seatunnel.yaml")'): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
+    ("docs/history.md", "read_history("): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
+    ("docs/storage.md", "cfg = load_config"): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
+    ("docs/storage.md", "for checkpoint_id in range(1, 6)"): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
+    # the checkpoints of the session's script (the block after it), one of them damaged
     ("docs/storage.md", "logging.basicConfig"): Setup(
-        {"seatunnel.yaml": LOCAL_CONFIG}, before=("for checkpoint_id in range(1, 6)",)
+        {"seatunnel.yaml": STORAGE_CONFIG},
+        before=("for checkpoint_id in range(1, 6)",),
+        then=flip_a_bit_of_checkpoint_5,
     ),
     # the plugin example: its module importable (src/ layout, as its pyproject says), its
     # seatunnel.yaml (the page's, the database moved into the temporary directory)
@@ -268,9 +284,9 @@ def written(text: str | tuple[str, str], tmp: Path) -> str:
     if isinstance(text, tuple):
         block = the_block(*text)
         text = block.text
-        if block.language == "yaml":  # the database file the page chose: moved under tmp
-            text = re.sub(r"(sqlite\.path): /", rf"\1: {tmp}/", text)
-            for path in re.findall(r"sqlite\.path: (\S+)", text):
+        if block.language == "yaml":  # the paths the page chose under /tmp: moved into tmp
+            text = text.replace(" /tmp/", f" {tmp}/")
+            for path in re.findall(r"sqlite\.path: (\S+)", text):  # the plugin's database's directory
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
     return text.replace("{tmp}", str(tmp))
 
@@ -295,10 +311,21 @@ def registries() -> Iterator[None]:
 
 
 def run_python(block: Block) -> str:
-    """Run the block as a script (in the current directory): its standard output."""
+    """Run the block as a script (in the current directory): what it prints, with what it
+    logs in the format its ``logging.basicConfig`` asks for (pytest's own handlers on the
+    root logger make that call a no-op here)."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block.text, block.id, "exec"), {"__name__": "__main__"})  # our own docs
+    handler = None
+    if logged := re.search(r"logging\.basicConfig\(format=\"([^\"]+)\"\)", block.text):
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(logging.Formatter(logged.group(1)))
+        logging.getLogger().addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(block.text, block.id, "exec"), {"__name__": "__main__"})  # our own docs
+    finally:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
     return out.getvalue()
 
 
@@ -329,7 +356,9 @@ def test_python_block_runs(block, tmp_path, monkeypatch, registries):
         imports_resolve(block)
         return
     prepare(block, tmp_path, monkeypatch)
-    run_python(block)
+    printed = run_python(block).replace(f"{tmp_path}/", "/tmp/")  # where the page's paths were
+    if (shown := output_after(block)) is not None:
+        assert printed.splitlines() == shown.text.splitlines(), f"{block.id} prints, unlike {shown.id}:\n{printed}"
 
 
 def prepare(block: Block, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -344,6 +373,8 @@ def prepare(block: Block, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp)
     for fingerprint in setup.before:
         run_python(the_block(block.page, fingerprint))
+    if setup.then is not None:
+        setup.then(tmp)
 
 
 # ----------------------------------------------------------------------------- yaml, hocon
