@@ -149,14 +149,15 @@ def flip_a_bit_of_checkpoint_5(tmp: Path) -> None:
 
 @dataclass(frozen=True)
 class Setup:
-    """What a python block needs around it: files in its directory (``{tmp}`` is the
-    directory), python blocks of the same page to run before it (their fingerprints), and
-    the modules it may leave registered (cleaned up after)."""
+    """What a python block or a console session needs around it: files in its directory
+    (``{tmp}`` is the test's directory), blocks of the same page to run before it (python
+    blocks, console sessions: their fingerprints), where it runs."""
 
     files: dict[str, str | tuple[str, str]]  # name: text, or (page, fingerprint) of a block
     before: tuple[str, ...] = ()
     import_path: str = ""  # a directory (under tmp) put on sys.path
     then: Callable[[Path], None] | None = None  # after the blocks before it: what the page did
+    cwd: str = ""  # the directory (under tmp) it runs in, and its files are written to
 
 
 #: every python block run here that reads files: the files, written to its directory
@@ -186,6 +187,47 @@ SETUP: dict[tuple[str, str], Setup] = {
     ("docs/storage.md", "        type: sqlite\n"): Setup(
         {"src/seatunnel_ckpt_sqlite/__init__.py": ("docs/storage.md", "class SqliteStorageFactory")},
         before=('register_storage("sqlite"',),
+        import_path="src",
+    ),
+    # console sessions: the files they name, the checkpoints they look at
+    ("docs/configuration.md", "$ seatunnel-ckpt validate tests/fixtures/seed000_localfile.yaml"): Setup(
+        {
+            "tests/fixtures/seed000_localfile.yaml": (ROOT / "tests/fixtures/seed000_localfile.yaml").read_text(),
+            # not shown on the page: an interval of -5, as the error says
+            "bad.yaml": "seatunnel:\n  engine:\n    checkpoint:\n      interval: -5\n",
+        }
+    ),
+    ("docs/jobs.md", "$ seatunnel-ckpt run --check orders.conf"): Setup(
+        {"orders.conf": ("docs/seatunnel.md", 'LocalFile { plugin_input = "big"')}
+    ),
+    ("docs/storage.md", "$ seatunnel-ckpt validate localfile.yaml"): Setup(
+        {"localfile.yaml": ("docs/storage.md", "        type: localfile\n")}
+    ),
+    ("docs/storage.md", "--job-id ../etc"): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
+    ("docs/storage.md", "$ seatunnel-ckpt list --config seatunnel.yaml\nclicks\norders-etl"): Setup(
+        {"seatunnel.yaml": STORAGE_CONFIG}, before=("for checkpoint_id in range(1, 6)",), cwd="seatunnel-demo"
+    ),
+    ("docs/storage.md", "$ seatunnel-ckpt inspect --config seatunnel.yaml --job-id orders-etl --pipeline 2\n"): Setup(
+        {"seatunnel.yaml": STORAGE_CONFIG}, before=("for checkpoint_id in range(1, 6)",), cwd="seatunnel-demo"
+    ),
+    ("docs/storage.md", "$ truncate -s 5000"): Setup(
+        {"seatunnel.yaml": STORAGE_CONFIG}, before=("for checkpoint_id in range(1, 6)",), cwd="seatunnel-demo"
+    ),
+    # after the damage the session before it did
+    ("docs/storage.md", "$ seatunnel-ckpt delete --config"): Setup(
+        {"seatunnel.yaml": STORAGE_CONFIG},
+        before=("for checkpoint_id in range(1, 6)", "$ truncate -s 5000"),
+        cwd="seatunnel-demo",
+    ),
+    ("docs/storage.md", "$ seatunnel-ckpt validate s3_minio.yaml"): Setup(
+        {"s3_minio.yaml": ("docs/storage.md", "fs.s3a.endpoint: http://minio.internal:9000")}
+    ),
+    ("docs/storage.md", "sqlite:///tmp/plugdemo/run/checkpoints.db/seatunnel/checkpoint/orders-etl"): Setup(
+        {
+            "src/seatunnel_ckpt_sqlite/__init__.py": ("docs/storage.md", "class SqliteStorageFactory"),
+            "seatunnel.yaml": ("docs/storage.md", "        type: sqlite\n"),
+        },
+        before=('register_storage("sqlite"', "print(storage_types())\nstorage = create_storage"),
         import_path="src",
     ),
     ("docs/storage.md", 'register_storage("sqlite"'): Setup(
@@ -365,14 +407,16 @@ def prepare(block: Block, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The block's SETUP: its files written to ``tmp``, its working directory, the blocks
     it follows run."""
     setup = entry(block, SETUP) or Setup({})
+    home = tmp / setup.cwd
     for name, text in setup.files.items():
-        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / name).write_text(written(text, tmp))
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(written(text, tmp))
     if setup.import_path:
-        monkeypatch.syspath_prepend(str(tmp / setup.import_path))
-    monkeypatch.chdir(tmp)
+        monkeypatch.syspath_prepend(str(home / setup.import_path))
+    monkeypatch.chdir(home)
     for fingerprint in setup.before:
-        run_python(the_block(block.page, fingerprint))
+        earlier = the_block(block.page, fingerprint)
+        run_python(earlier) if earlier.language == "python" else replay(earlier)
     if setup.then is not None:
         setup.then(tmp)
 
@@ -551,6 +595,129 @@ def test_every_seatunnel_ckpt_command_shown_is_one_the_cli_accepts(capsys):
             parser.parse_args(argv)
         except SystemExit:
             pytest.fail(f"{block.id}: seatunnel-ckpt {shlex.join(argv)}: {capsys.readouterr().err}")
+
+
+# ----------------------------------------------------------------------------- console sessions
+
+
+@dataclass(frozen=True)
+class Step:
+    command: str
+    shown: list[str]  # the lines the page shows after it
+
+
+def steps(block: Block) -> list[Step]:
+    found: list[Step] = []
+    continued = False
+    for line in block.text.splitlines():
+        if line.startswith("$ ") or continued:
+            command = line[2:] if line.startswith("$ ") and not continued else line
+            if continued:
+                found[-1] = Step(found[-1].command + "\n" + command, [])
+            else:
+                found.append(Step(command, []))
+            continued = line.endswith("\\")
+        else:
+            found[-1].shown.append(line)
+    return found
+
+
+def run_cli(argv: list[str]) -> tuple[int, str]:
+    """``seatunnel-ckpt`` in this process (a second each as a process): exit code, and
+    stdout and stderr as the terminal shows them, interleaved."""
+    from airflow_provider_seatunnel_ckpt.cli import main
+
+    package_log = logging.getLogger("airflow_provider_seatunnel_ckpt")
+    saved = package_log.handlers[:], package_log.level, package_log.propagate
+    out = io.StringIO()
+    redirect = "> /dev/null" if ">" in argv else None
+    argv = without_redirections(argv)
+    try:
+        with contextlib.redirect_stderr(out):
+            with contextlib.redirect_stdout(io.StringIO() if redirect else out):
+                code = main(argv)
+    except SystemExit as stopped:  # the parser's errors
+        code = int(stopped.code or 0)
+    finally:  # the CLI sets up the package's logging for a process: undone for the next test
+        package_log.handlers[:], package_log.level, package_log.propagate = saved
+    return code, out.getvalue()
+
+
+def replay(block: Block) -> list[tuple[Step, list[str]]]:
+    """Run a console session's commands in the current directory: each step with the
+    lines it printed. ``cat FILE`` shows a file the session uses: it is written as shown."""
+    done = []
+    for step in steps(block):
+        command = step.command.replace("\\\n", " ")
+        status = command.endswith('; echo "exit $?"')
+        command = command.removesuffix('; echo "exit $?"')
+        words = shlex.split(command)
+        if words[0] == "cat" and len(words) == 2:
+            Path(words[1]).write_text("\n".join(step.shown) + "\n")
+            code, printed = 0, "\n".join(step.shown) + "\n"
+        elif words[0] == "seatunnel-ckpt":
+            code, printed = run_cli(words[1:])
+        else:  # a file damaged on purpose (truncate, a bit flipped by python3 -c)
+            result = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60)
+            code, printed = result.returncode, result.stdout + result.stderr
+        lines = printed.splitlines() + ([f"exit {code}"] if status else [])
+        done.append((step, lines))
+    return done
+
+
+def same(printed: list[str], shown: list[str], varying: re.Pattern[str] | None = None) -> bool:
+    """Lines alike, a shown line ``...`` standing for any number of lines, and a line
+    ``varying`` matches only up to the end of that match (its value changes every run)."""
+    if not shown:
+        return not printed
+    if shown[0].strip() == "...":
+        return any(same(printed[skip:], shown[1:], varying) for skip in range(len(printed) + 1))
+    if not printed:
+        return False
+    head = varying.match(shown[0]) if varying else None
+    alike = printed[0].startswith(head.group(0)) if head else printed[0] == shown[0]
+    return alike and same(printed[1:], shown[1:], varying)
+
+
+#: sessions printing values that change every run: the lines that hold them (as a regex
+#: matching the line up to the value)
+VARYING: dict[tuple[str, str], re.Pattern[str]] = {
+    # the times the checkpoint was taken, and the manifest's checksum, over them
+    (
+        "docs/storage.md",
+        "$ seatunnel-ckpt inspect --config seatunnel.yaml --job-id orders-etl --pipeline 2\n",
+    ): re.compile(r'^  "(complete_ms|trigger_ms|sha256)": '),
+}
+
+
+#: console sessions not replayed here, and why
+NOT_REPLAYED = {
+    ("docs/airflow.md", "airflow dags test example_fail_and_recover"): (
+        "runs a Spark job through Airflow: tests/airflow/test_example_dags.py runs that DAG"
+    ),
+    ("docs/storage.md", "Input/output error"): "needs a disk that fails to read (EIO)",
+    (
+        "docs/storage.md",
+        "$ cat down.yaml",
+    ): "retries an absent name node for seconds (test_fs_webhdfs.py tests the retries)",
+    ("docs/storage.md", "$ pip install ./seatunnel-ckpt-sqlite"): (
+        "installs a distribution; the plugin is imported from its source instead (SETUP)"
+    ),
+}
+
+CONSOLE_BLOCKS = blocks("console")
+
+
+@pytest.mark.parametrize("block", CONSOLE_BLOCKS, ids=[block.id for block in CONSOLE_BLOCKS])
+def test_console_session_prints_what_the_page_shows(block, tmp_path, monkeypatch, registries):
+    if entry(block, NOT_REPLAYED) is not None:
+        return
+    prepare(block, tmp_path, monkeypatch)
+    for step, printed in replay(block):
+        printed = [line.replace(f"{tmp_path}/", "/tmp/") for line in printed]
+        assert same(printed, step.shown, entry(block, VARYING)), (
+            f"{block.id}: $ {step.command}\nprinted:\n" + "\n".join(printed)
+        )
 
 
 # ----------------------------------------------------------------------------- messages
@@ -773,7 +940,18 @@ def test_every_block_is_of_a_known_language():
 
 
 def test_every_table_entry_names_one_block():
-    for table in (SETUP, COMPILE_ONLY, FILLED_IN, FRAGMENTS, LIVE_SYSTEM, JSON_FRAGMENTS, YAML_OTHER, SYNOPSES):
+    for table in (
+        SETUP,
+        COMPILE_ONLY,
+        FILLED_IN,
+        FRAGMENTS,
+        LIVE_SYSTEM,
+        JSON_FRAGMENTS,
+        YAML_OTHER,
+        SYNOPSES,
+        NOT_REPLAYED,
+        VARYING,
+    ):
         for page, fingerprint in table:
             the_block(page, fingerprint)
     for setup in SETUP.values():
