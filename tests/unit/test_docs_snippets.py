@@ -3,8 +3,10 @@ validated here, by its language, and every error line the docs quote is one the 
 prints.
 
 * ``python``: run in a temporary directory, with the files it reads written there first
-  (SETUP); a block that needs a live system is compiled and its imports resolved instead,
-  and says why in COMPILE_ONLY.
+  (SETUP); what it prints is the plain block right after it, when the page shows one. A
+  block that cannot run here is compiled and its imports resolved instead, and says why
+  in COMPILE_ONLY; the blocks tests/airflow/test_docs.py runs are left to it
+  (COVERED_ELSEWHERE).
 * ``yaml``: parsed; a ``seatunnel.yaml`` (a ``seatunnel:`` or ``checkpoint:`` document) is
   loaded by ``load_config``, a job file (``env``/``source``/``transform``/``sink``) by
   ``load_job`` and ``check_job``, what ``seatunnel-ckpt run --check`` does; a fragment of a
@@ -12,7 +14,9 @@ prints.
 * ``hocon``: SeaTunnel's job files: read and checked the same way.
 * ``json``, ``toml``: parsed (JSON_FRAGMENTS: the excerpts of a larger document).
 * ``bash``, ``console``: their shell text parses (``bash -n``), and every ``seatunnel-ckpt``
-  command in them is accepted by the CLI's own argument parser.
+  command in them is accepted by the CLI's own argument parser. A console session is
+  replayed (the files and checkpoints it names made first) and prints what the page
+  shows; NOT_REPLAYED says why for the others.
 * error and warning lines (``error: ...`` in a console, bash or plain block, or in
   backticks in prose): printed by the package, by test_troubleshooting.py's convention
   (``...`` and ``<placeholder>`` stand for what varies), extended to quotes of real output
@@ -26,7 +30,10 @@ block is gone fails :func:`test_every_table_entry_names_one_block`.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
+import importlib.util
 import io
 import json
 import logging
@@ -117,10 +124,13 @@ def entry(block: Block, table: dict[tuple[str, str], Any]) -> Any:
 
 # ----------------------------------------------------------------------------- tables
 
-#: blocks another test runs already; checking them here too would be a second copy
+#: python blocks another test runs already (running them here too would be a second copy):
+#: the test that does; an empty fingerprint is every python block of the page
 COVERED_ELSEWHERE: dict[tuple[str, str], str] = {
-    # every python block of the page, executed in order in one namespace
-    ("docs/airflow.md", "```python"): "tests/airflow/test_docs.py::test_every_python_example_runs",
+    # executed in order in one namespace, with the page's connections exported, their
+    # DAGs' tasks and the hook's answers checked
+    ("docs/airflow.md", ""): "tests/airflow/test_docs.py::test_every_python_example_runs",
+    # built, and its trigger rules run through a failed and a recovered job
     (
         "README.md",
         "from airflow.sdk import DAG",
@@ -129,9 +139,7 @@ COVERED_ELSEWHERE: dict[tuple[str, str], str] = {
 
 
 def covered_elsewhere(block: Block) -> str | None:
-    if block.page == "docs/airflow.md" and block.language == "python":
-        return COVERED_ELSEWHERE[("docs/airflow.md", "```python")]
-    return entry(block, {key: value for key, value in COVERED_ELSEWHERE.items() if key[1] != "```python"})
+    return entry(block, COVERED_ELSEWHERE) if block.language == "python" else None
 
 
 #: storage.md's seatunnel.yaml, the one its Python examples and command-line session use
@@ -340,10 +348,14 @@ def registries() -> Iterator[None]:
     from airflow_provider_seatunnel_ckpt.storage import registry
 
     storage, kinds = dict(registry._registry), {kind: dict(names) for kind, names in connectors._registry.items()}
+    conflicts, discovered = dict(registry._conflicts), registry._discovered
     modules = set(sys.modules)
     yield
     registry._registry.clear()
     registry._registry.update(storage)
+    registry._conflicts.clear()
+    registry._conflicts.update(conflicts)
+    registry._discovered = discovered  # entry points found during the test: found again
     for kind, names in kinds.items():
         connectors._registry[kind].clear()
         connectors._registry[kind].update(names)
@@ -373,20 +385,17 @@ def run_python(block: Block) -> str:
 
 def imports_resolve(block: Block) -> None:
     """Compiled, and every module it imports (and every name it imports from one) exists."""
-    import importlib
-
-    tree = compile(block.text, block.id, "exec", flags=0x400)  # ast.PyCF_ONLY_AST
-    for node in __import__("ast").walk(tree):
-        if type(node).__name__ == "Import":
+    compile(block.text, block.id, "exec")
+    for node in ast.walk(ast.parse(block.text, block.id)):
+        if isinstance(node, ast.Import):
             for alias in node.names:
                 importlib.import_module(alias.name)
-        elif type(node).__name__ == "ImportFrom" and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             module = importlib.import_module(node.module)
             for alias in node.names:
                 assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), (
                     f"{block.id}: {node.module} has no {alias.name}"
                 )
-    compile(block.text, block.id, "exec")
 
 
 PYTHON = [block for block in blocks("python") if not covered_elsewhere(block)]
@@ -959,7 +968,7 @@ def test_every_table_entry_names_one_block():
             if isinstance(text, tuple):
                 the_block(*text)
     for (page, fingerprint), value in COVERED_ELSEWHERE.items():
-        if fingerprint != "```python":
+        if fingerprint:
             the_block(page, fingerprint)
         test_file, _, test_name = value.partition("::")
         assert f"def {test_name}(" in (ROOT / test_file).read_text(), value
