@@ -518,6 +518,24 @@ def test_json_and_toml_blocks_parse():
     assert len(blocks("json")) + len(blocks("toml")) >= 3
 
 
+def test_the_plugin_pyproject_registers_the_plugin_the_page_writes(tmp_path, monkeypatch, registries):
+    """storage.md's plugin distribution: its entry point is in the group the registry
+    reads, and names the factory class of the page's module, which builds a storage."""
+    from airflow_provider_seatunnel_ckpt.storage import registry
+
+    project = tomllib.loads(the_block("docs/storage.md", 'name = "seatunnel-ckpt-sqlite"').text)
+    (entry_points,) = project["project"]["entry-points"].values()
+    assert list(project["project"]["entry-points"]) == [registry.ENTRY_POINT_GROUP]
+    module = tmp_path / "seatunnel_ckpt_sqlite/__init__.py"
+    module.parent.mkdir()
+    module.write_text(the_block("docs/storage.md", "class SqliteStorageFactory").text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, target in entry_points.items():
+        registry.register_storage(name, target)
+        storage = registry.get_factory(name).create({"sqlite.path": str(tmp_path / "c.db")})
+        assert storage.list_jobs() == []  # an empty database, opened
+
+
 # ----------------------------------------------------------------------------- shell
 
 
@@ -708,7 +726,7 @@ NOT_REPLAYED = {
     (
         "docs/storage.md",
         "$ cat down.yaml",
-    ): "retries an absent name node for seconds (test_fs_webhdfs.py tests the retries)",
+    ): "needs nothing listening on 127.0.0.1:9870, where the HDFS servers other tests start may be",
     ("docs/storage.md", "$ pip install ./seatunnel-ckpt-sqlite"): (
         "installs a distribution; the plugin is imported from its source instead (SETUP)"
     ),
