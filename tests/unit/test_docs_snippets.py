@@ -37,6 +37,7 @@ import importlib.util
 import io
 import json
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -569,7 +570,9 @@ def test_every_shell_block_parses():
 
 def command_words(text: str) -> list[list[str]]:
     """The simple commands of shell text, as words: split at newlines (outside quotes),
-    ``;``, ``&&``, ``||`` and ``|``, comments dropped, ``<placeholders>`` as one word."""
+    ``;``, ``&&``, ``||`` and ``|``, comments dropped, ``<placeholders>`` as one word,
+    here-documents' text left out (it is a file's, checked as one: see YAML)."""
+    text = re.sub(r"(<<-?'?(\w+)'?)\n.*?\n\2\n", r"\1\n", text, flags=re.S)
     # a ";" after each newline: shlex's comments swallow the newline that ends them
     lexer = shlex.shlex(
         re.sub(r"<[\w .-]+>", "PLACEHOLDER", text).replace("\n", "\n;"), posix=True, punctuation_chars=";&|"
@@ -622,6 +625,43 @@ def test_every_seatunnel_ckpt_command_shown_is_one_the_cli_accepts(capsys):
             parser.parse_args(argv)
         except SystemExit:
             pytest.fail(f"{block.id}: seatunnel-ckpt {shlex.join(argv)}: {capsys.readouterr().err}")
+
+
+def test_every_file_and_module_a_command_names_exists():
+    """The repository's scripts the commands run, the Python files and modules they hand
+    to python, the tests they hand to pytest and the programs under .venv/bin/."""
+    missing, checked = [], 0
+    for block in SHELL:
+        for words in command_words("\n".join(shell_commands(block))):
+            while words and re.fullmatch(r"\w+=.*", words[0], re.S):  # VAR=value before the command
+                words = words[1:]
+            if not words:
+                continue
+            program, rest = words[0], words[1:]
+            named: list[tuple[str, bool]] = []  # (what, found)
+            if program.startswith("scripts/") or (program == "source" and rest and rest[0].startswith("scripts/")):
+                script = ROOT / (rest[0] if program == "source" else program)
+                named.append(
+                    (
+                        str(script.relative_to(ROOT)),
+                        script.is_file() and (program == "source" or os.access(script, os.X_OK)),
+                    )
+                )
+            elif program.startswith(".venv/bin/"):
+                named.append((program, (Path(sys.executable).parent / Path(program).name).exists()))
+            if Path(program).name in ("python", "python3") and rest:
+                if rest[0] == "-m" and len(rest) > 1:
+                    named.append((f"python -m {rest[1]}", importlib.util.find_spec(rest[1]) is not None))
+                    if rest[1] == "pytest":
+                        named += [
+                            (word, (ROOT / word.split("::")[0]).exists()) for word in rest if word.startswith("tests/")
+                        ]
+                elif rest[0].endswith(".py"):
+                    named.append((rest[0], (ROOT / rest[0]).is_file()))
+            checked += len(named)
+            missing += [f"{block.id}: {what}" for what, found in named if not found]
+    assert not missing, missing
+    assert checked >= 15, checked
 
 
 # ----------------------------------------------------------------------------- console sessions
