@@ -169,7 +169,8 @@ class Setup:
     cwd: str = ""  # the directory (under tmp) it runs in, and its files are written to
 
 
-#: every python block run here that reads files: the files, written to its directory
+#: every block run here that reads files or follows another block (python blocks, yaml
+#: read by a plugin, console sessions): what it needs
 SETUP: dict[tuple[str, str], Setup] = {
     # load_config("seatunnel.yaml"): README and history.md name no particular one
     ("README.md", 'cfg = load_config("seatunnel.yaml")'): Setup({"seatunnel.yaml": STORAGE_CONFIG}),
@@ -456,8 +457,9 @@ def is_job(doc: Any) -> bool:
     return isinstance(doc, dict) and bool({"env", "source", "transform", "sink"} & set(doc))
 
 
-def validate_yaml(block: Block, tmp: Path) -> str:
-    """The block validated by what reads it; what it was taken for."""
+def validate_yaml(block: Block, tmp: Path) -> None:
+    """The block validated by what reads it: the checkpoint configuration's loader, the
+    job-file check, or (YAML_OTHER) only parsed."""
     from airflow_provider_seatunnel_ckpt.config import load_config
 
     text = block.text
@@ -468,14 +470,12 @@ def validate_yaml(block: Block, tmp: Path) -> str:
         doc = complete(doc)
     if isinstance(doc, dict) and ({"seatunnel", "checkpoint"} & set(doc)):
         load_config(text)
-        return "seatunnel.yaml"
-    if is_job(doc):
+    elif is_job(doc):
         check_job_file(yaml.safe_load(under(tmp, json.dumps(doc))), block)
-        return "job file"
-    assert entry(block, YAML_OTHER), (
-        f"{block.id}: neither a seatunnel.yaml nor a job file; say what it is in YAML_OTHER"
-    )
-    return "other"
+    else:
+        assert entry(block, YAML_OTHER), (
+            f"{block.id}: neither a seatunnel.yaml nor a job file; say what it is in YAML_OTHER"
+        )
 
 
 def heredocs(block: Block) -> list[tuple[str, str]]:
@@ -1040,6 +1040,10 @@ def test_every_table_entry_names_one_block():
     ):
         for page, fingerprint in table:
             the_block(page, fingerprint)
+        # a block two entries of one table fit would get the first silently
+        for block in BLOCKS:
+            fitting = [key for key in table if key[0] == block.page and key[1] in block.text]
+            assert len(fitting) <= 1, f"{block.id} fits {fitting}: make the fingerprints tell them apart"
     for setup in SETUP.values():
         for text in setup.files.values():
             if isinstance(text, tuple):
