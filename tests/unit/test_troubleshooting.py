@@ -51,11 +51,17 @@ def troubleshooting_messages() -> list[tuple[str, str]]:
     return found
 
 
-def literal_pieces() -> set[str]:
-    """The text of every string literal of the package, split at its placeholders."""
+def literal_pieces(sources: list[str] | None = None) -> set[str]:
+    """The text of every string literal of the package (or of the given Python sources),
+    split at its placeholders."""
     pieces: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    trees = (
+        [ast.parse(text) for text in sources]
+        if sources is not None
+        else [ast.parse(path.read_text(), str(path)) for path in PACKAGE.rglob("*.py")]
+    )
+    for tree in trees:
+        for node in ast.walk(tree):
             if isinstance(node, ast.JoinedStr):
                 parts = [value.value for value in node.values if isinstance(value, ast.Constant)]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
