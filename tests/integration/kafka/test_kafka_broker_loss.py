@@ -61,6 +61,13 @@ def coordinator_of(kafka: Any, transactional_id: str) -> int:
     return int(partitions[(0 if h == -(1 << 31) else abs(h)) % len(partitions)].leader)
 
 
+def leaders(kafka: Any, topic: str) -> set[int]:
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(kafka.config(log_level=0)).list_topics(topic, timeout=10)
+    return {p.leader for p in metadata.topics[topic].partitions.values()}
+
+
 def open_transaction(audit: Path, subtask: int, after_checkpoint: int) -> str:
     """The id of ``subtask``'s epoch after ``after_checkpoint``, as its producer started it."""
     pattern = re.compile(rf"-{subtask}-{after_checkpoint}-r\d+$")
@@ -84,7 +91,7 @@ def test_every_id_once_when_the_transaction_coordinators_broker_is_lost_and_come
 ) -> None:
     """Sequence -> Kafka EXACTLY_ONCE (4 partitions, RF 3, min ISR 2), 1 s checkpoints.
     Run 1: after its second checkpoint the node coordinating subtask 0's open transaction
-    is SIGKILLed; the run completes two more checkpoints on two nodes and its driver is
+    (and leading some of the topic's partitions) is SIGKILLed; the run completes two more checkpoints on two nodes and its driver is
     SIGKILLed inside an epoch. Run 2 restores on two nodes (committing the restored
     checkpoint's transactions again and fencing run 1's open ones through the new
     coordinators), completes a checkpoint, the node comes back while it writes, and the
@@ -102,6 +109,8 @@ def test_every_id_once_when_the_transaction_coordinators_broker_is_lost_and_come
             assert driver.wait_for(r"checkpoint 2 \(checkpoint\) completed", 180), driver.stderr()
             transaction = open_transaction(audit, 0, 2)
             lost = coordinator_of(kafka, transaction)
+            # 4 partitions' leaders spread over 3 nodes: the node leads some of the output too
+            assert lost in leaders(kafka, topic), (lost, leaders(kafka, topic))
             killed_at = len(driver.stderr())
             kafka.kill_node(lost)
             after = completed(driver)
