@@ -1,9 +1,10 @@
-"""Scale, duration axis (issue #34): a soak of Kafka (mock) -> Sql -> File at 1 s checkpoints
+"""Scale, duration axis (issue #34): a soak of Kafka -> Sql -> File at 1 s checkpoints
 with a driver SIGKILL every ``--kill-every-s`` and a restart with ``--restore latest``.
 
 The job: the ``Kafka`` source, unbounded (``stop_mode: unbounded``, the default) on a topic
 of 6 partitions of librdkafka's mock cluster (tests/servers/kafka.py, its own process on
-loopback), a ``Sql`` transform, the ``File`` sink (parquet, two-phase commit), parallelism
+loopback) or, with ``--kafka real``, of Apache Kafka's own broker (tests/servers/kafka_broker.py,
+one KRaft node in a JVM; CI's 5-minute form runs on it), a ``Sql`` transform, the ``File`` sink (parquet, two-phase commit), parallelism
 2 on ``local[2]``, a checkpoint every second to local disk with the default retention
 (``max-retained`` 3, ``history-size`` 1000). Each run is a real ``seatunnel-ckpt run``
 driver in its own session (bench/_procs.py ``Proc``), as a user runs it. A producer thread
@@ -50,7 +51,7 @@ multiple of the window, the result also gives each metric's ratio against the fi
 whose driver had the same age (``age_matched``), which separates growth across restarts
 (a leak that survives a restart: storage, output) from a process warming up.
 
-``python bench/scale_soak.py [--minutes 60] [--kill-every-s 600] [--window-s 300] [--rate 2000]``;
+``python bench/scale_soak.py [--minutes 60] [--kill-every-s 600] [--window-s 300] [--rate 2000] [--kafka real]``;
 ``--quick``: 3 minutes, 60 s windows, a kill every 90 s. CI runs a 5-minute form through
 :func:`run` (tests/chaos/test_soak.py) and asserts its counts, not its timings. The result is printed as JSON and
 written to ``bench/results/scale_soak.json`` (``--no-out``: not written), the plot to
@@ -72,6 +73,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -549,7 +551,7 @@ def recoveries(soak: Soak) -> list[float]:
 
 
 # ---- plot ---------------------------------------------------------------------------------------------
-def make_plot(windows: list[dict[str, Any]], window_s: float) -> list[str]:
+def make_plot(windows: list[dict[str, Any]], window_s: float, kafka: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -584,16 +586,44 @@ def make_plot(windows: list[dict[str, Any]], window_s: float) -> list[str]:
     ax2.grid(True, lw=0.3)
     handles = ax2.get_legend_handles_labels()[0] + ax3.get_legend_handles_labels()[0]
     ax2.legend(handles, [h.get_label() for h in handles], fontsize=7)
-    fig.suptitle("Soak: Kafka (mock) -> Sql -> File, 1 s checkpoints, driver SIGKILL + restore latest periodically")
+    fig.suptitle(f"Soak: Kafka ({kafka}) -> Sql -> File, 1 s checkpoints, driver SIGKILL + restore latest periodically")
     return save_figure(fig, "scale_soak.png")
 
 
 # ---- main ---------------------------------------------------------------------------------------------
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from tests.servers.kafka import KafkaMockCluster
+def low_watermarks(bootstrap: str) -> list[int]:
+    """The topic's first offset per partition (the mock drops old records past ~5 MB)."""
+    from confluent_kafka import Consumer, TopicPartition
 
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "low-watermarks"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[0] for p in range(PARTITIONS)]
+    finally:
+        consumer.close()
+
+
+@contextlib.contextmanager
+def own_kafka(kind: str) -> Iterator[Any]:
+    """A Kafka of the soak's own: librdkafka's mock (``mock``) or the real broker (``real``)."""
+    if kind == "real":
+        from tests.servers.kafka_broker import KafkaBroker
+
+        with KafkaBroker(nodes=1) as broker:
+            yield broker
+    else:
+        from tests.servers.kafka import KafkaMockCluster
+
+        with KafkaMockCluster(brokers=1) as cluster:
+            yield cluster
+
+
+def run(args: argparse.Namespace, work: Path, kafka: Any = None) -> dict[str, Any]:
+    """The soak on ``kafka`` (anything with ``bootstrap_servers`` and ``create_topic``: the
+    test's broker), or on a Kafka of its own (``args.kafka``)."""
     seconds = args.minutes * 60
-    with KafkaMockCluster(brokers=1) as kafka:
+    with contextlib.ExitStack() as stack:
+        if kafka is None:
+            kafka = stack.enter_context(own_kafka(getattr(args, "kafka", "mock")))
         kafka.create_topic(TOPIC, PARTITIONS)
         job, config, output, namespace = write_files(work, kafka.bootstrap_servers)
         soak = Soak(work, job, config, namespace)
@@ -616,7 +646,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             soak.kill_all()
             with contextlib.suppress(Exception):
                 producer.stop()
-        low_watermarks = kafka.low_watermarks(TOPIC, PARTITIONS)
+        low = low_watermarks(kafka.bootstrap_servers)
     counted = count_output(output, sent, producer.failed)
     log(f"output: {counted}")
     count = int(seconds // args.window_s)
@@ -632,7 +662,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "events": soak.events,
         "recovery_s": recoveries(soak),
         "driver_runs": len(soak.runs),
-        "low_watermarks_at_end": low_watermarks,
+        "low_watermarks_at_end": low,
         "storage_objects_after_stop": {"total": final_objects[1], "by_dir": final_objects[2]}
         if final_objects
         else None,
@@ -725,6 +755,12 @@ def main() -> int:
     parser.add_argument("--kill-every-s", type=float, default=600.0)
     parser.add_argument("--window-s", type=float, default=300.0)
     parser.add_argument("--rate", type=int, default=2000, help="records/s the producer writes")
+    parser.add_argument(
+        "--kafka",
+        choices=("mock", "real"),
+        default="mock",
+        help="librdkafka's mock cluster (the published figures) or Apache Kafka's broker (a JVM, built on first use)",
+    )
     parser.add_argument("--quick", action="store_true", help="3 minutes, 60 s windows, a kill every 90 s")
     parser.add_argument("--out", action="store_true", help="write the result file (the default)")
     parser.add_argument("--no-out", action="store_true", help="do not write bench/results/scale_soak.json")
@@ -744,7 +780,7 @@ def main() -> int:
     summary, targets, notes = summarize(raw, args)
     result = {
         "benchmark": NAME,
-        "description": f"Kafka (mock, {PARTITIONS} partitions) -> Sql -> File (parquet), parallelism {PARALLELISM}, "
+        "description": f"Kafka ({args.kafka}, {PARTITIONS} partitions) -> Sql -> File (parquet), parallelism {PARALLELISM}, "
         f"{INTERVAL_MS} ms checkpoints on local disk, {args.rate:,} records/s produced for "
         f"{args.minutes:g} min, driver SIGKILL + --restore latest every {args.kill_every_s:g} s",
         "machine": machine,
@@ -753,6 +789,7 @@ def main() -> int:
             "window_s": args.window_s,
             "kill_every_s": args.kill_every_s,
             "rate": args.rate,
+            "kafka": args.kafka,
             "partitions": PARTITIONS,
             "parallelism": PARALLELISM,
             "interval_ms": INTERVAL_MS,
@@ -765,7 +802,7 @@ def main() -> int:
         "summary": summary,
         "targets": targets,
         # --no-out runs (trials) leave docs/img alone too
-        "plots": make_plot(raw["windows"], args.window_s) if raw["windows"] and not args.no_out else [],
+        "plots": make_plot(raw["windows"], args.window_s, args.kafka) if raw["windows"] and not args.no_out else [],
         "notes": notes,
     }
     emit(result, NAME, not args.no_out)

@@ -122,6 +122,11 @@ class TransactionCoordinators:
             if time.monotonic() > deadline:
                 raise Retriable(f"broker {node} of {self.target.describe()} not reachable")
             client.poll(timeout_ms=100)
+            if client.connection_failed(node):
+                # Refused: the broker is gone. Its coordinators move to another within the
+                # cluster's session timeout; asking for the coordinator again finds it, where
+                # waiting out the request timeout here stalled every commit (and checkpoint).
+                raise Retriable(f"broker {node} of {self.target.describe()} refused the connection")
         future = client.send(node, request)
         client.poll(future=future, timeout_ms=self.request_timeout_s * 1000)
         if not future.is_done:
