@@ -393,6 +393,10 @@ class Sink(Connector):
     def preflight(self) -> None:
         """As ``Source.preflight``: live checks on the driver before Spark starts."""
 
+    #: ``accepts`` reads the sink's target (a table from its catalog or its path): a run
+    #: asks it, ``run --check``, which contacts no system, leaves it to the run
+    accepts_reads_the_target = False
+
     def accepts(self, schema: pa.Schema) -> None:
         """Raise ``ConfigError`` if rows of ``schema`` (the job's output, when the driver
         knows it) cannot be written: an existing table's columns. Runs on the driver after

@@ -69,6 +69,10 @@ class _Sinks(Sink):
     def datasets(self) -> list[Dataset]:
         return [dataset for sink in self.sinks for dataset in sink.datasets()]
 
+    @property
+    def accepts_reads_the_target(self) -> bool:  # type: ignore[override]  # its sinks' answer
+        return any(sink.accepts_reads_the_target for sink in self.sinks)
+
     def preflight(self) -> None:
         for sink in self.sinks:
             sink.preflight()

@@ -366,6 +366,21 @@ def registries() -> Iterator[None]:
             del sys.modules[name]
 
 
+@contextlib.contextmanager
+def package_logging_restored(fresh: bool = False) -> Iterator[None]:
+    """The package logger's handlers, level and propagation as they were, afterwards (the
+    CLI sets them up for a process, and other tests run it in this one); with ``fresh``,
+    as a new process has them meanwhile: no handler, propagating to the root."""
+    package_log = logging.getLogger("airflow_provider_seatunnel_ckpt")
+    saved = package_log.handlers[:], package_log.level, package_log.propagate
+    if fresh:
+        package_log.handlers[:], package_log.level, package_log.propagate = [], logging.NOTSET, True
+    try:
+        yield
+    finally:
+        package_log.handlers[:], package_log.level, package_log.propagate = saved
+
+
 def run_python(block: Block) -> str:
     """Run the block as a script (in the current directory): what it prints, with what it
     logs in the format its ``logging.basicConfig`` asks for (pytest's own handlers on the
@@ -377,7 +392,7 @@ def run_python(block: Block) -> str:
         handler.setFormatter(logging.Formatter(logged.group(1)))
         logging.getLogger().addHandler(handler)
     try:
-        with contextlib.redirect_stdout(out):
+        with package_logging_restored(fresh=True), contextlib.redirect_stdout(out):
             exec(compile(block.text, block.id, "exec"), {"__name__": "__main__"})  # our own docs
     finally:
         if handler is not None:
@@ -694,19 +709,15 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
     stdout and stderr as the terminal shows them, interleaved."""
     from airflow_provider_seatunnel_ckpt.cli import main
 
-    package_log = logging.getLogger("airflow_provider_seatunnel_ckpt")
-    saved = package_log.handlers[:], package_log.level, package_log.propagate
     out = io.StringIO()
     redirect = "> /dev/null" if ">" in argv else None
     argv = without_redirections(argv)
     try:
-        with contextlib.redirect_stderr(out):
+        with package_logging_restored(fresh=True), contextlib.redirect_stderr(out):
             with contextlib.redirect_stdout(io.StringIO() if redirect else out):
                 code = main(argv)
     except SystemExit as stopped:  # the parser's errors
         code = int(stopped.code or 0)
-    finally:  # the CLI sets up the package's logging for a process: undone for the next test
-        package_log.handlers[:], package_log.level, package_log.propagate = saved
     return code, out.getvalue()
 
 

@@ -169,6 +169,8 @@ class DeltaSink(Sink):
         """The table's columns as Arrow, without metadata."""
         return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pa.schema(table.schema().to_arrow())])
 
+    accepts_reads_the_target = True
+
     def accepts(self, schema: pa.Schema) -> None:
         check_table_accepts(self, schema, "path")
 

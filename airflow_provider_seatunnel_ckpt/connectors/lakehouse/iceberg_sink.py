@@ -227,6 +227,8 @@ class IcebergSink(IcebergTableAccess, Sink):
 
         return schema_to_pyarrow(table.schema(), include_field_ids=False)
 
+    accepts_reads_the_target = True
+
     def accepts(self, schema: pa.Schema) -> None:
         check_table_accepts(self, schema, "table")
 
