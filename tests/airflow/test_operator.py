@@ -79,7 +79,7 @@ def test_arguments_that_cannot_work_are_refused_by_both_operators_and_by_partial
 
 def test_status_poll_interval_has_no_effect_and_says_so():
     with pytest.warns(
-        UserWarning, match="status_poll_interval has no effect: it only tracks a cluster-mode driver"
+        UserWarning, match="status_poll_interval has no effect: it only tracks a standalone cluster.s driver"
     ) as caught:
         CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", status_poll_interval=5)
     assert caught[0].filename == __file__  # the line of the DAG file that passed it
