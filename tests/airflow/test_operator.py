@@ -50,6 +50,7 @@ with DAG("inert_argument", schedule=None, start_date=datetime(2026, 1, 1)):
         "java_class='org.example.Main'",
         "openlineage_inject_parent_job_info=True",
         "openlineage_inject_transport_info=True",
+        "yarn_track_via_rm_api=True",
     ],
 )
 def test_a_spark_submit_argument_that_cannot_work_is_a_dag_import_error_naming_it(argument, tmp_path):

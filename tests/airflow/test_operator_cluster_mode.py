@@ -99,3 +99,22 @@ def test_a_name_shipped_twice_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
         AirflowFailException, match=r"^files: seatunnel.yaml would reach the driver's working directory"
     ):
         op.execute(fake_context({}))
+
+
+def test_killing_the_task_asks_the_driver_in_the_application_master_to_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopping spark-submit would leave the application running in YARN: on_kill asks
+    its driver for a savepoint and a stop, through the request the driver polls for."""
+    from airflow_provider_seatunnel_ckpt.hooks.base import STOP_REQUEST
+
+    op = _yarn_operator(tmp_path, monkeypatch, job_id="in-the-am")
+
+    def submit(hook: Any, application: str = "", **kwargs: Any) -> None:
+        op.on_kill()  # Airflow kills the task while spark-submit waits for the application
+        raise Submitted
+
+    monkeypatch.setattr(_EngineSubmitHook, "submit", submit)
+    with pytest.raises(Submitted):
+        op.execute(fake_context({}))
+    assert op.checkpoint_hook.storage.read_document("in-the-am", STOP_REQUEST)["by"] == "airflow"
