@@ -46,15 +46,16 @@ def check_cluster_conf(conf: Mapping[str, Any]) -> None:
         )
 
 
-def shipped_files(user_files: str | None, paths: Sequence[Path]) -> str:
+def shipped_files(user_files: str | None, paths: Sequence[str]) -> str:
     """The ``--files`` value: the user's files, then the driver's own. YARN localizes every
-    file by its name, so two with the same name cannot both reach the driver."""
+    file by its name (or the ``#name`` after it), so two with the same name cannot both
+    reach the driver."""
     entries = [f.strip() for f in (user_files or "").split(",") if f.strip()]
-    names = [Path(f.split("#", 1)[-1]).name for f in entries] + [p.name for p in paths]
+    names = [Path(f.split("#", 1)[-1]).name for f in entries] + [Path(p).name for p in paths]
     clashing = sorted({name for name in names if names.count(name) > 1})
     if clashing:
         raise AirflowFailException(
             f"files: {', '.join(clashing)} would reach the driver's working directory twice in cluster mode "
             "(the job file, seatunnel.yaml and variables.yaml are shipped there too); rename one"
         )
-    return ",".join([*entries, *map(str, paths)])
+    return ",".join([*entries, *paths])

@@ -515,23 +515,21 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         if cluster:
             check_cluster_conf(self.conf or {})
         with tempfile.TemporaryDirectory(prefix="seatunnel-ckpt-") as workdir:  # 0700
-            files = [
-                _write_private(
-                    Path(workdir) / "seatunnel.yaml", yaml.safe_dump(hook.effective_config_document(), sort_keys=False)
-                )
-            ]
+            config_path = _write_private(
+                Path(workdir) / "seatunnel.yaml", yaml.safe_dump(hook.effective_config_document(), sort_keys=False)
+            )
             if _is_inline(job_source):
                 text = job_source if isinstance(job_source, str) else yaml.safe_dump(dict(job_source))
                 # a rendered job file keeps its name: the engine names the job after it
                 default_name = "job.conf" if looks_like_hocon(text) else "job.yaml"
-                job_path = _write_private(Path(workdir) / (self._job_file_name or default_name), text)
+                job_path = str(_write_private(Path(workdir) / (self._job_file_name or default_name), text))
             else:
-                job_path = Path(str(job_source))
-            files.insert(0, job_path)
+                job_path = str(job_source)
+            files = [job_path, str(config_path)]
             if variables:
-                files.append(_write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables))))
+                files.append(str(_write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables)))))
             # cluster mode: the driver finds the shipped files by name in its working directory
-            named = [p.name if cluster else str(p) for p in files]
+            named = [Path(f).name if cluster else f for f in files]
             args = [named[0], "--config", named[1], "--job-id", job_id, "--restore", restore]
             if self.allow_non_restored_state:
                 args.append("--allow-non-restored-state")
@@ -651,6 +649,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
                     "outcome": a.get("outcome"),
                     "restored_from": a.get("restored_from"),
                     "checkpoints_completed": a.get("checkpoints_completed"),
+                    "application_id": a.get("application_id"),  # on YARN: for yarn logs -applicationId
                     "error": a.get("error"),
                 }
                 for a in attempts

@@ -4,7 +4,7 @@ application master, its files shipped with ``--files``. The application master i
 SIGKILLed after two checkpoints; with one application attempt allowed the application
 fails, the task's retry submits a new one, which resumes from the latest checkpoint, and
 every id of the output on HDFS is there once. Both application ids are in the task log and
-in the checkpoint view's answer."""
+in the checkpoint view's answer (and in the task's return value)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from airflow_provider_seatunnel_ckpt.ui.responses import history_page
 from tests.integration.engine.support import assert_exactly_once, checkpoint_config, descendants, open_storage
 from tests.integration.yarn.yarn_apps import APPLICATION_MASTER_CLASS, hdfs_settings, read_ids, yarn_jvm_pids
 
-from .conftest import VENV_BIN, metadata_rows, task_states
+from .conftest import VENV_BIN, metadata_rows, task_states, xcom_values
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -100,6 +100,8 @@ def test_a_retry_resumes_a_job_whose_driver_died_in_yarn_cluster_mode(
     assert second_application and second_application != first_application
     for application in (first_application, second_application):
         assert f"the driver ran in YARN application {application}" in text, text[-8000:]
+    returned = xcom_values(DAG_ID)[("etl", "return_value")]
+    assert [a["application_id"] for a in returned["attempts"]] == [first_application, second_application]
     assert_exactly_once(read_ids(output), ROWS)
 
     # the checkpoint view's /api/history answer, as its route builds it from the task's XCom
