@@ -31,7 +31,7 @@ from ..storage.layout import validate_job_id
 from ..ui import VIEW_XCOM_KEY
 from ..ui.link import CheckpointViewLink
 from .assets import alias_name, sink_asset_uri
-from .cluster_mode import check_cluster_conf, runs_on_yarn_cluster, shipped_files
+from .cluster_mode import WAIT_KEY, check_cluster_conf, runs_on_yarn_cluster, shipped_files
 from .engine_archive import engine_archive
 
 if TYPE_CHECKING:
@@ -565,6 +565,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         ):
             conf["spark.pyspark.driver.python"] = sys.executable  # the driver runs here (client mode)
         conf.setdefault("spark.log.level", DEFAULT_SPARK_LOG_LEVEL)  # keep Spark's INFO chatter out of task logs
+        if cluster_files is not None:  # on the command line: a properties file cannot turn it off
+            conf[WAIT_KEY] = "true"
         try:
             self.application_args = application_args
             self.py_files = ",".join([str(engine_archive()), *([self.py_files] if self.py_files else [])])

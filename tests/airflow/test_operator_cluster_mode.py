@@ -80,6 +80,7 @@ def test_yarn_cluster_mode_ships_the_drivers_files_and_names_them(
         op.execute(fake_context({}))
     command = seen["command"]
     assert command[command.index("--deploy-mode") + 1] == "cluster"
+    assert "spark.yarn.submit.waitAppCompletion=true" in command  # the task follows the application
     assert [Path(p).name for p in seen["shipped"]] == ["lookup.csv", "job.yaml", "seatunnel.yaml", "variables.yaml"]
     assert all(stat.S_IMODE(seen["modes"][name]) == 0o600 for name in ("job.yaml", "seatunnel.yaml", "variables.yaml"))
     assert SECRET in seen["texts"]["variables.yaml"]
