@@ -8,17 +8,20 @@ completed, and spark-submit ends with the application's success; every id is cou
 
 The job is submitted with ``--restore none`` (start from the beginning, refuse
 checkpoints): the arguments of attempt 1, which YARN repeats for attempt 2, so this also
-proves a re-attempt resumes instead of refusing (engine/yarn_attempt.py)."""
+proves a re-attempt resumes instead of refusing (engine/yarn_attempt.py). The staging
+directory the configuration travels through is checked to be 700 while the job runs."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from typing import Any
 
 import pytest
+import requests
 
 from airflow_provider_seatunnel_ckpt.engine import spark_app
 from tests.integration.engine.support import VENV_BIN, Driver, Workspace, assert_exactly_once, descendants, open_storage
@@ -69,6 +72,16 @@ def test_cluster_mode_is_exact_through_an_executor_container_kill_and_an_applica
         submitted = submit.wait_for(r"Submitted application (application_\d+_\d+)", 120)
         assert submitted, submit.stderr()[-6000:]
         application_id = submitted.group(1)
+        # the configuration travelled through the application's staging directory: only
+        # its owner may enter it
+        staging = re.search(
+            r"-> hdfs://[^/]+(/\S+/\.sparkStaging/" + application_id + r")/seatunnel\.yaml", submit.stderr()
+        )
+        assert staging, submit.stderr()[-6000:]
+        status = requests.get(
+            f"{yarn_cluster.webhdfs_url}/webhdfs/v1{staging.group(1)}", params={"op": "GETFILESTATUS"}, timeout=30
+        ).json()["FileStatus"]
+        assert status["permission"] == "700", status
         _wait_for_checkpoint(storage, 2, submit)
         executors = yarn_jvm_pids(application_id)
         assert len(executors) == 2, executors  # one subtask each
