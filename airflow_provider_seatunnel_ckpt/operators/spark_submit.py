@@ -510,8 +510,8 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     def _run_engine(
         self, hook: CheckpointStorageHook, job_id: str, job_source: Any, restore: str, variables: Mapping[str, str]
     ) -> None:
-        # the connection decides where the driver runs (a hook without arguments reads it)
-        cluster = runs_on_yarn_cluster(self._spark_submit_hook([])._connection)
+        # the connection decides where the driver runs (the plain hook resolves it)
+        cluster = runs_on_yarn_cluster(self._get_hook()._connection)
         if cluster:
             check_cluster_conf(self.conf or {})
         with tempfile.TemporaryDirectory(prefix="seatunnel-ckpt-") as workdir:  # 0700

@@ -422,7 +422,7 @@ def test_only_an_operator_that_allows_it_lets_the_engine_drop_output_of_removed_
         def submit(self, application):
             pass
 
-    def submit_hook(self, application_args):
+    def submit_hook(self, application_args, cluster_files=None):
         submitted.append((self.task_id, application_args))
         return SubmitHook()
 
