@@ -83,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .driver import first_line
     from .runner import JobRun, RunRequest
+    from .yarn_attempt import application_master_attempt, restore_for_attempt
 
     config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
     spark_conf = {}
@@ -92,14 +93,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError("--conf", f"expected KEY=VALUE, got {item!r}")
         spark_conf[key.strip()] = value
     master = args.master
-    if master is None and "SPARK_ENV_LOADED" not in os.environ and not os.environ.get("SEATUNNEL_CKPT_MASTER"):
+    # Under spark-submit the master is spark-submit's. Its launcher script sets
+    # SPARK_ENV_LOADED; Spark's PythonRunner, which starts this driver, sets
+    # PYSPARK_GATEWAY_PORT, also in YARN's application master (cluster mode), whose
+    # container does not inherit the launcher's environment.
+    under_spark_submit = "SPARK_ENV_LOADED" in os.environ or "PYSPARK_GATEWAY_PORT" in os.environ
+    if master is None and not under_spark_submit and not os.environ.get("SEATUNNEL_CKPT_MASTER"):
         master = "local[*]"  # not under spark-submit: run locally
+    restore, discard_existing = restore_for_attempt(args.restore, args.discard_existing)
+    if (restore, discard_existing) != (args.restore, args.discard_existing):
+        print(
+            f"YARN application attempt {application_master_attempt()}: resuming from the latest checkpoint "
+            f"(--restore {args.restore}{' --discard-existing' if args.discard_existing else ''} was the first attempt's)",
+            file=sys.stderr,
+        )
     request = RunRequest(
         job=job,
         config=config,
         job_id=args.job_id or job.name,
-        restore=args.restore,
-        discard_existing=args.discard_existing,
+        restore=restore,
+        discard_existing=discard_existing,
         allow_non_restored_state=args.allow_non_restored_state,
         master=master,
         spark_conf=spark_conf,

@@ -133,6 +133,9 @@ class LaunchDuty(RunState):
         if not owns_spark:  # a context given to the job: its settings can no longer change
             check_running_spark_settings(dict(context.getConf().getAll()))
         self._application_id = context.applicationId
+        # for the checkpoint view and `history`: the attempt's record names its Spark
+        # application (on YARN: the id for `yarn logs`, the same for every YARN re-attempt)
+        self._record_attempt({"application_id": self._application_id})
         self._heartbeat_conf(context.getConf().get(INTERVAL_KEY))
         endpoint = control_endpoint(context.getConf().get, context.master)
         source = one_source(sources)

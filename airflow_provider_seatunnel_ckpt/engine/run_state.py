@@ -81,6 +81,9 @@ class RunState:
         self.sink_layout: tuple[Any, ...] = ()
 
     if TYPE_CHECKING:  # what one duty calls of another; JobRun (engine/runner.py) has them all
+        # engine/claim.py
+        def _record_attempt(self, fields: dict[str, Any]) -> None: ...
+
         # engine/liveness.py
         def _heartbeat_conf(self, configured: str | None) -> None: ...
         def _end_heartbeat(self, state: str, error: str | None, last: int | None) -> None: ...

@@ -31,6 +31,7 @@ from ..storage.layout import validate_job_id
 from ..ui import VIEW_XCOM_KEY
 from ..ui.link import CheckpointViewLink
 from .assets import alias_name, sink_asset_uri
+from .cluster_mode import WAIT_KEY, check_cluster_conf, runs_on_yarn_cluster, shipped_files
 from .engine_archive import engine_archive
 
 if TYPE_CHECKING:
@@ -136,11 +137,14 @@ _REFUSED_ARGUMENTS = {
     "reports the job's datasets and checkpoint run to OpenLineage itself",
     "openlineage_inject_transport_info": "the engine's Spark job gets no OpenLineage injection; the operator "
     "reports the job's datasets and checkpoint run to OpenLineage itself",
+    # it makes spark-submit return once YARN accepts the application, and only the
+    # parent's execute() (which ours replaces) would then follow it
+    "yarn_track_via_rm_api": "the operator follows a YARN application through spark-submit, which waits for it",
 }
 #: arguments that change nothing here but harm nothing either (the parent ignores them in
 #: client mode too): a warning
 _INERT_ARGUMENTS = {
-    "status_poll_interval": "it only tracks a cluster-mode driver, and deploy_mode=cluster is refused",
+    "status_poll_interval": "it only tracks a standalone cluster's driver, and deploy_mode=cluster is refused there",
 }
 
 
@@ -212,7 +216,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     Pushes XCom ``job_id`` before submitting (for sensors and the recovery operator),
     then ``final_checkpoint_id`` and a return value with the final checkpoint's
     statistics. Never pushes, logs or puts on the command line a credential: the
-    effective configuration goes to the driver in a 0600 temp file, deleted afterwards.
+    effective configuration goes to the driver in a 0600 temp file, deleted afterwards
+    (in YARN cluster mode through the application's private staging directory, see
+    :mod:`airflow_provider_seatunnel_ckpt.operators.cluster_mode`).
     """
 
     # The parent's (conf, env_vars, files, py_files, jars, name, keytab, ...) plus ours.
@@ -269,6 +275,9 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
         self._lineage_run: dict[str, Any] | None = None
         #: (hook, job id) while this try waits for a previous try's live driver (on_kill stops it)
         self._attached_to: tuple[CheckpointStorageHook, str] | None = None
+        #: (hook, job id) while this try's driver runs in YARN's application master: not a
+        #: child of spark-submit, so on_kill asks it to stop through storage
+        self._cluster_driver: tuple[CheckpointStorageHook, str] | None = None
 
     # ---- assets of mapped tasks ---------------------------------------------------------------
     @classmethod
@@ -501,6 +510,10 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
     def _run_engine(
         self, hook: CheckpointStorageHook, job_id: str, job_source: Any, restore: str, variables: Mapping[str, str]
     ) -> None:
+        # the connection decides where the driver runs (the plain hook resolves it)
+        cluster = runs_on_yarn_cluster(self._get_hook()._connection)
+        if cluster:
+            check_cluster_conf(self.conf or {})
         with tempfile.TemporaryDirectory(prefix="seatunnel-ckpt-") as workdir:  # 0700
             config_path = _write_private(
                 Path(workdir) / "seatunnel.yaml", yaml.safe_dump(hook.effective_config_document(), sort_keys=False)
@@ -512,43 +525,59 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
                 job_path = str(_write_private(Path(workdir) / (self._job_file_name or default_name), text))
             else:
                 job_path = str(job_source)
-            args = [job_path, "--config", str(config_path), "--job-id", job_id, "--restore", restore]
+            files = [job_path, str(config_path)]
+            if variables:
+                files.append(str(_write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables)))))
+            # cluster mode: the driver finds the shipped files by name in its working directory
+            named = [Path(f).name if cluster else f for f in files]
+            args = [named[0], "--config", named[1], "--job-id", job_id, "--restore", restore]
             if self.allow_non_restored_state:
                 args.append("--allow-non-restored-state")
             if variables:
-                variables_path = _write_private(Path(workdir) / "variables.yaml", yaml.safe_dump(dict(variables)))
-                args += ["--variables", str(variables_path)]
+                args += ["--variables", named[2]]
             args += [str(a) for a in self.application_args or []]
-            spark_hook = self._spark_submit_hook(args)
-            if spark_hook._connection.get("deploy_mode") == "cluster":
-                raise AirflowFailException(
-                    "deploy_mode=cluster is not supported: the checkpoint configuration (with credentials) "
-                    "is handed to the driver as a private local file; run the driver in client mode"
-                )
+            spark_hook = self._spark_submit_hook(args, shipped_files(self.files, files) if cluster else None)
+            self._cluster_driver = (hook, job_id) if cluster else None
             try:
                 spark_hook.submit(self.application)
             except AirflowException as err:
                 raise self._failure(hook, job_id, spark_hook) from err
+            finally:
+                self._cluster_driver = None
+                if cluster and spark_hook._yarn_application_id:
+                    self.log.info(
+                        "job %s: the driver ran in YARN application %s (its log: yarn logs -applicationId %s)",
+                        job_id,
+                        spark_hook._yarn_application_id,
+                        spark_hook._yarn_application_id,
+                    )
 
-    def _spark_submit_hook(self, application_args: list[str]) -> Any:
+    def _spark_submit_hook(self, application_args: list[str], cluster_files: str | None = None) -> Any:
         """The provider's SparkSubmitHook with the engine archive and arguments added
-        (the operator's own template fields stay as rendered)."""
-        saved = self.application_args, self.py_files, self.conf
+        (the operator's own template fields stay as rendered). ``cluster_files``: the
+        ``--files`` of YARN cluster mode, the driver's own files among them."""
+        saved = self.application_args, self.py_files, self.conf, self.files
         conf = dict(self.conf or {})
-        if not {"spark.pyspark.driver.python", "spark.pyspark.python"} & conf.keys() and not (
-            os.environ.get("PYSPARK_DRIVER_PYTHON") or (self.env_vars or {}).get("PYSPARK_DRIVER_PYTHON")
+        if (
+            cluster_files is None
+            and not {"spark.pyspark.driver.python", "spark.pyspark.python"} & conf.keys()
+            and not (os.environ.get("PYSPARK_DRIVER_PYTHON") or (self.env_vars or {}).get("PYSPARK_DRIVER_PYTHON"))
         ):
             conf["spark.pyspark.driver.python"] = sys.executable  # the driver runs here (client mode)
         conf.setdefault("spark.log.level", DEFAULT_SPARK_LOG_LEVEL)  # keep Spark's INFO chatter out of task logs
+        if cluster_files is not None:  # on the command line: a properties file cannot turn it off
+            conf[WAIT_KEY] = "true"
         try:
             self.application_args = application_args
             self.py_files = ",".join([str(engine_archive()), *([self.py_files] if self.py_files else [])])
             self.conf = conf
+            if cluster_files is not None:
+                self.files = cluster_files
             hook = self._get_hook()
             hook.__class__ = _EngineSubmitHook  # same state, scrubbed environment (see the class)
             self._hook = hook
         finally:
-            self.application_args, self.py_files, self.conf = saved
+            self.application_args, self.py_files, self.conf, self.files = saved
         return self._hook
 
     def _failure(self, hook: CheckpointStorageHook, job_id: str, spark_hook: Any) -> AirflowException:
@@ -622,6 +651,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
                     "outcome": a.get("outcome"),
                     "restored_from": a.get("restored_from"),
                     "checkpoints_completed": a.get("checkpoints_completed"),
+                    "application_id": a.get("application_id"),  # on YARN: for yarn logs -applicationId
                     "error": a.get("error"),
                 }
                 for a in attempts
@@ -638,6 +668,14 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             # and stop, as a killed task's own driver would stop
             hook, job_id = attached
             self.log.info("job %s: asking the driver this try attached to for a savepoint and a stop", job_id)
+            hook.request_savepoint(job_id)
+        cluster_driver = getattr(self, "_cluster_driver", None)
+        if cluster_driver is not None:
+            # stopping spark-submit leaves the application running in YARN (and the
+            # parent's `yarn application -kill` needs a live spark-submit and a yarn CLI):
+            # the driver stops as an attached one does, with a savepoint to resume from
+            hook, job_id = cluster_driver
+            self.log.info("job %s: asking its driver in YARN's application master for a savepoint and a stop", job_id)
             hook.request_savepoint(job_id)
         spark_hook = self._hook
         process = getattr(spark_hook, "_submit_sp", None)

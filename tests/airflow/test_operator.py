@@ -50,6 +50,7 @@ with DAG("inert_argument", schedule=None, start_date=datetime(2026, 1, 1)):
         "java_class='org.example.Main'",
         "openlineage_inject_parent_job_info=True",
         "openlineage_inject_transport_info=True",
+        "yarn_track_via_rm_api=True",
     ],
 )
 def test_a_spark_submit_argument_that_cannot_work_is_a_dag_import_error_naming_it(argument, tmp_path):
@@ -79,7 +80,7 @@ def test_arguments_that_cannot_work_are_refused_by_both_operators_and_by_partial
 
 def test_status_poll_interval_has_no_effect_and_says_so():
     with pytest.warns(
-        UserWarning, match="status_poll_interval has no effect: it only tracks a cluster-mode driver"
+        UserWarning, match="status_poll_interval has no effect: it only tracks a standalone cluster.s driver"
     ) as caught:
         CheckpointedSparkSubmitOperator(task_id="t", job_file="j.yaml", status_poll_interval=5)
     assert caught[0].filename == __file__  # the line of the DAG file that passed it
@@ -421,7 +422,7 @@ def test_only_an_operator_that_allows_it_lets_the_engine_drop_output_of_removed_
         def submit(self, application):
             pass
 
-    def submit_hook(self, application_args):
+    def submit_hook(self, application_args, cluster_files=None):
         submitted.append((self.task_id, application_args))
         return SubmitHook()
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
-from airflow_provider_seatunnel_ckpt.operators import CheckpointRecoveryOperator
+from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator, CheckpointRecoveryOperator
 from airflow_provider_seatunnel_ckpt.sensors import CheckpointSensor
 
 CONFIG = """\
@@ -71,4 +71,29 @@ with DAG(
         mode="reschedule",
         poke_interval=1,
         timeout=120,
+    )
+
+# YARN cluster mode (tests/airflow/test_operator_yarn.py): the job and its checkpoint
+# configuration come as params, the connection spark_yarn from the test's environment.
+# One application attempt, so a killed driver fails spark-submit and the task's retry
+# resumes the job.
+with DAG(
+    dag_id="test_yarn_cluster_retry",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    params={"job": JOB, "config": CONFIG, "python": "python3", "job_id": "unset"},
+):
+    CheckpointedSparkSubmitOperator(
+        task_id="etl",
+        conn_id="spark_yarn",
+        job_id="{{ params.job_id }}",
+        job_file="{{ params.job }}",
+        config_file="{{ params.config }}",
+        conf={
+            "spark.driver.memory": "512m",  # the driver's container and two executors fit the NodeManager
+            "spark.pyspark.python": "{{ params.python }}",
+            "spark.yarn.maxAppAttempts": "1",
+        },
+        retries=1,
+        retry_delay=timedelta(seconds=1),
     )
