@@ -86,14 +86,15 @@ def test_an_attempt_fences_upwards_the_ids_earlier_attempts_left_open(kafka_brok
     until one never used: the broker aborts both, so they hold no read_committed reader
     back (the exact probe order for made-up histories is test_kafka_zombie.py's)."""
     topic = new_topic(kafka_broker)
+    one_partition = {"partition": 0}  # so a transaction left open would hide every later record
     for after, ids in ((5, range(0, 10)), (6, range(10, 20))):
-        crashed = exactly_once_sink(kafka_broker, topic)
+        crashed = exactly_once_sink(kafka_broker, topic, **one_partition)
         writer = crashed.create_writer("job", 1, 0)
         writer.open(after)
         writer.write(pa.record_batch({"id": np.arange(ids.start, ids.stop)}))
         writer.prepare_commit(after + 1)  # left open: the attempt died before its checkpoint completed
     assert read_ids(kafka_broker, topic, 3, "read_uncommitted") == list(range(20))
-    restored = exactly_once_sink(kafka_broker, topic)
+    restored = exactly_once_sink(kafka_broker, topic, **one_partition)
     writer = restored.create_writer("job", 1, 0)
     writer.open(4)
     writer.write(pa.record_batch({"id": np.arange(100, 110)}))
