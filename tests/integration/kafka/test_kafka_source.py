@@ -272,3 +272,31 @@ def test_a_topic_created_a_moment_ago_is_planned_and_discovered_not_refused(kafk
         found = src.discover_splits(known)
         assert [s.split_id for s in found] == [f"{first}-later-{n}-{p}" for p in range(3)]
         known += found
+
+
+def test_a_bounded_read_of_a_transactional_topic_skips_aborted_records_and_ends(kafka_broker: Any) -> None:
+    """The source reads as ``read_committed`` (librdkafka's default; the mock ignored it):
+    an aborted transaction's records are never read, and the bounded end, taken at the
+    start past the transactions' markers, is still reached (no record sits at the offset
+    just before it: a COMMIT marker does)."""
+    from confluent_kafka import Producer
+
+    name = unique("txn")
+    kafka_broker.create_topic(name, 1)
+    producer = Producer(kafka_broker.config(**{"transactional.id": f"writer-{name}"}))
+    producer.init_transactions(30)
+    for ids, commit in ((range(0, 10), True), (range(10, 20), False), (range(20, 30), True)):
+        producer.begin_transaction()
+        for i in ids:
+            producer.produce(name, json.dumps({"id": i}).encode(), partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    src = source(kafka_broker, name)
+    (split,) = src.splits(1)
+    assert split.spec["stop"] == 33  # 30 records and 3 markers
+    result = read_all(src, [split])
+    assert ids_of(result) == [*range(0, 10), *range(20, 30)]
+    assert result[split.split_id][1] == {"offset": 33, "skipped": 0}
