@@ -41,10 +41,10 @@ def produce(cluster: Any, topic: str, ids: range) -> None:
 def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace, kafka_broker: Any) -> None:
     topic = f"bounded-{uuid.uuid4().hex[:8]}"  # unique on the shared broker
     kafka_broker.create_topic(topic, PARTITIONS)
-    produce(kafka_broker, topic, range(120_000))
+    produce(kafka_broker, topic, range(60_000))
     config = workspace.write_config(interval=500)
     job = workspace.write_job(
-        kafka_source(kafka_broker, topic, stop_mode="end_offsets_at_start", batch_size=5_000),
+        kafka_source(kafka_broker, topic, stop_mode="end_offsets_at_start", batch_size=2_500),
         transforms=[
             {
                 "plugin_name": "Sql",
@@ -57,12 +57,12 @@ def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace
     assert "job kafka-bounded finished: final checkpoint" in result.stderr, result.explain()
     assert "2 subtasks, 6 splits" in result.stderr, result.explain()
     table = read_output(f"file://{workspace.output}/")
-    counted = tally(table.column("id").combine_chunks(), [i for i in range(120_000) if i % 3])
+    counted = tally(table.column("id").combine_chunks(), [i for i in range(60_000) if i % 3])
     assert counted.exactly_once, counted
     row = table.filter(table.column("id").to_numpy() == 7).to_pylist()[0]
     assert row == {"id": 7, "name": "N7", "twice": 3.5}
     # the completed checkpoints' offsets were committed to the consumer group (monitoring)
-    assert committed_offsets(kafka_broker, topic) == [20_000] * PARTITIONS
+    assert committed_offsets(kafka_broker, topic) == [10_000] * PARTITIONS
 
 
 def committed_offsets(cluster: Any, topic: str) -> list[int]:
