@@ -108,6 +108,7 @@ def while_leaders_move(target: KafkaTarget, call: Callable[[], T]) -> T:
             return call()
         except KafkaException as err:
             error = err.args[0] if err.args else None
-            if getattr(error, "code", lambda: None)() not in not_ready or time.monotonic() >= deadline:
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in not_ready or time.monotonic() >= deadline:
                 raise
         time.sleep(LEADER_RETRY_S)
