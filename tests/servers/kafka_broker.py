@@ -151,12 +151,20 @@ class KafkaBroker(JvmServer, ProducesRecords):
         return {"bootstrap.servers": self.bootstrap_servers, **extra}
 
     def create_topic(self, name: str, partitions: int, timeout: float = 30) -> None:
-        """Create ``name`` through the broker's own CreateTopics, and wait for it."""
+        """Create ``name`` through the broker's own CreateTopics, and wait until the
+        metadata lists its partitions (the controller answers before the brokers know it;
+        their leaders may still be settling, as for any client of a new topic)."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient(self.config(log_level=0))
         futures = admin.create_topics([NewTopic(name, partitions, min(3, self.nodes))], operation_timeout=timeout)
         futures[name].result(timeout)
+
+        def listed() -> bool:
+            topic = admin.list_topics(name, timeout=timeout).topics.get(name)
+            return topic is not None and topic.error is None and len(topic.partitions) == partitions
+
+        wait_until(listed, timeout, f"topic {name} in the metadata of {self.bootstrap_servers}")
 
     def processes_to_stop(self) -> list[JvmProcess]:
         return list(self.processes.values())

@@ -1,5 +1,6 @@
-"""Records for a test to read back, produced into the mock cluster or the real broker
-alike: anything with ``config(**extra)`` (librdkafka's settings to reach it) gets these."""
+"""Records for a test, produced into the mock cluster or the real broker alike (anything
+with ``config(**extra)``, librdkafka's settings to reach it, gets ``ProducesRecords``),
+and read back by real consumers of either isolation level (``consume``, ``read_ids``)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,44 @@ class ProducesRecords:
             partition_of=lambda i: rows[i]["id"] % partitions,
             **kwargs,
         )
+
+
+def consume(kafka: Any, topic: str, partitions: int, isolation: str = "read_committed") -> list[Any]:
+    """Every message a consumer of ``isolation`` reads from offset 0 of each partition to
+    its end (for read_committed, the last stable offset: an open transaction hides the
+    rest, as it does from any reader), in the order it read them."""
+    import uuid
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        kafka.config(
+            **{
+                "group.id": f"count-{uuid.uuid4().hex}",
+                "isolation.level": isolation,
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            }
+        )
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages: list[Any] = []
+    at_end: set[int] = set()
+    try:
+        while len(at_end) < partitions:
+            for message in consumer.consume(10_000, timeout=1):
+                error = message.error()
+                if error is None:
+                    messages.append(message)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(message.partition())
+                else:
+                    raise AssertionError(f"consuming {topic}: {error}")
+    finally:
+        consumer.close()
+    return messages
+
+
+def read_ids(kafka: Any, topic: str, partitions: int, isolation: str = "read_committed") -> list[int]:
+    """The ``id`` of every JSON record ``consume`` reads, sorted: exactly-once checks count them."""
+    return sorted(json.loads(m.value())["id"] for m in consume(kafka, topic, partitions, isolation))

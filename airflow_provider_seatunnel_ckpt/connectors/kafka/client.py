@@ -8,14 +8,19 @@ librdkafka's messages are passed on without the configuration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ...errors import ConfigError, ConnectorError
 from ..options import Options
 
 #: seconds to wait for the cluster's metadata on the driver before giving up
 DEFAULT_CONNECT_TIMEOUT_S = 15.0
+#: seconds between two asks while a partition's leader is not ready (``while_leaders_move``)
+LEADER_RETRY_S = 0.1
+
+T = TypeVar("T")
 
 
 class KafkaTarget:
@@ -80,3 +85,30 @@ def metadata(consumer: Any, target: KafkaTarget) -> Any:
         raise ConnectorError(
             f"{target.describe()}: no answer within {target.connect_timeout_s:g} s ({reason(err)})"
         ) from None
+
+
+def while_leaders_move(target: KafkaTarget, call: Callable[[], T]) -> T:
+    """``call()`` (a request a partition's leader answers: offsets), asked again while the
+    cluster says that leader is not ready, up to ``connection_check_timeout_sec``. A topic
+    is in the metadata as soon as the controller created it, and its partitions' leaders
+    answer a moment later ("Not leader for partition"), as while a leader moves: a job
+    planned, or a restore discovering topics, right then must wait, not fail. Any other
+    answer is raised at once."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    not_ready = {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+    }
+    deadline = time.monotonic() + target.connect_timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as err:
+            error = err.args[0] if err.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in not_ready or time.monotonic() >= deadline:
+                raise
+        time.sleep(LEADER_RETRY_S)

@@ -59,7 +59,7 @@ from ..options import Options, option_key
 from ..seatunnel_types import parse_schema
 from ..table_metadata import attach, parse_table_metadata
 from .change_formats import LENIENT_FORMATS
-from .client import KafkaTarget, metadata, reason
+from .client import KafkaTarget, metadata, reason, while_leaders_move
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,12 @@ class KafkaSource(Source):
 
         try:
             return {
-                tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.target.connect_timeout_s)
+                tp: while_leaders_move(
+                    self.target,
+                    lambda tp=tp: consumer.get_watermark_offsets(
+                        TopicPartition(*tp), timeout=self.target.connect_timeout_s
+                    ),
+                )
                 for tp in partitions
             }
         except KafkaException as err:
@@ -284,8 +289,11 @@ class KafkaSource(Source):
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
-            found = consumer.offsets_for_times(
-                [TopicPartition(t, p, ms) for t, p in partitions], timeout=self.target.connect_timeout_s
+            found = while_leaders_move(
+                self.target,
+                lambda: consumer.offsets_for_times(
+                    [TopicPartition(t, p, ms) for t, p in partitions], timeout=self.target.connect_timeout_s
+                ),
             )
         except KafkaException as err:
             raise ConnectorError(f"{self.describe()}: looking offsets up by time failed: {reason(err)}") from None

@@ -1,12 +1,13 @@
-"""Kafka -> Sql -> File through ``seatunnel-ckpt run`` against librdkafka's mock cluster:
-a bounded run ends by itself with every record once; an unbounded run keeps up with a
-live producer, stops with a savepoint on request and continues from it."""
+"""Kafka -> Sql -> File through ``seatunnel-ckpt run`` on the real broker (Apache Kafka 4.1,
+KRaft, the session's ``kafka_broker``): a bounded run ends by itself with every record
+once; an unbounded run keeps up with a live producer, stops with a savepoint on request
+and continues from it."""
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -18,7 +19,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 PARTITIONS = 6
 SCHEMA = {"fields": {"id": "bigint", "name": "string", "score": "double"}}
-_names = itertools.count()
 
 
 def kafka_source(cluster: Any, topic: str, **options: Any) -> dict[str, Any]:
@@ -38,13 +38,13 @@ def produce(cluster: Any, topic: str, ids: range) -> None:
     cluster.produce_json(topic, ({"id": i, "name": f"n{i}", "score": i / 4} for i in ids), PARTITIONS)
 
 
-def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace, kafka_cluster: Any) -> None:
-    topic = f"bounded-{next(_names)}"
-    kafka_cluster.create_topic(topic, PARTITIONS)
-    produce(kafka_cluster, topic, range(120_000))
+def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace, kafka_broker: Any) -> None:
+    topic = f"bounded-{uuid.uuid4().hex[:8]}"  # unique on the shared broker
+    kafka_broker.create_topic(topic, PARTITIONS)
+    produce(kafka_broker, topic, range(60_000))
     config = workspace.write_config(interval=500)
     job = workspace.write_job(
-        kafka_source(kafka_cluster, topic, stop_mode="end_offsets_at_start", batch_size=5_000),
+        kafka_source(kafka_broker, topic, stop_mode="end_offsets_at_start", batch_size=2_500),
         transforms=[
             {
                 "plugin_name": "Sql",
@@ -57,12 +57,12 @@ def test_bounded_kafka_sql_file_ends_with_every_record_once(workspace: Workspace
     assert "job kafka-bounded finished: final checkpoint" in result.stderr, result.explain()
     assert "2 subtasks, 6 splits" in result.stderr, result.explain()
     table = read_output(f"file://{workspace.output}/")
-    counted = tally(table.column("id").combine_chunks(), [i for i in range(120_000) if i % 3])
+    counted = tally(table.column("id").combine_chunks(), [i for i in range(60_000) if i % 3])
     assert counted.exactly_once, counted
     row = table.filter(table.column("id").to_numpy() == 7).to_pylist()[0]
     assert row == {"id": 7, "name": "N7", "twice": 3.5}
     # the completed checkpoints' offsets were committed to the consumer group (monitoring)
-    assert committed_offsets(kafka_cluster, topic) == [20_000] * PARTITIONS
+    assert committed_offsets(kafka_broker, topic) == [10_000] * PARTITIONS
 
 
 def committed_offsets(cluster: Any, topic: str) -> list[int]:
@@ -76,14 +76,12 @@ def committed_offsets(cluster: Any, topic: str) -> list[int]:
         consumer.close()
 
 
-def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(
-    workspace: Workspace, kafka_cluster: Any
-) -> None:
-    topic = f"live-{next(_names)}"
-    kafka_cluster.create_topic(topic, PARTITIONS)
+def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(workspace: Workspace, kafka_broker: Any) -> None:
+    topic = f"live-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, PARTITIONS)
     config = workspace.write_config(interval=500)
     # a pattern: a topic created while the job is stopped joins it at the restore
-    job = workspace.write_job(kafka_source(kafka_cluster, f"{topic}(-later)?", pattern=True), name="live")
+    job = workspace.write_job(kafka_source(kafka_broker, f"{topic}(-later)?", pattern=True), name="live")
     storage = open_storage(config)
 
     def produce_live(ids: range, seconds: float) -> threading.Thread:
@@ -91,7 +89,7 @@ def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(
 
         def run() -> None:
             for start in range(ids.start, ids.stop, step):
-                produce(kafka_cluster, topic, range(start, min(start + step, ids.stop)))
+                produce(kafka_broker, topic, range(start, min(start + step, ids.stop)))
                 time.sleep(0.1)
 
         thread = threading.Thread(target=run)
@@ -121,9 +119,9 @@ def test_unbounded_keeps_up_with_a_producer_and_stops_with_a_savepoint(
         stop_with_savepoint(driver)
     assert tally(committed(), 60_000).exactly_once
 
-    produce(kafka_cluster, topic, range(60_000, 90_000))  # while the job is stopped
-    kafka_cluster.create_topic(f"{topic}-later", 2)
-    kafka_cluster.produce_json(
+    produce(kafka_broker, topic, range(60_000, 90_000))  # while the job is stopped
+    kafka_broker.create_topic(f"{topic}-later", 2)
+    kafka_broker.produce_json(
         f"{topic}-later", ({"id": i, "name": f"n{i}", "score": 0} for i in range(90_000, 95_000)), 2
     )
     with workspace.start(job, config, "live", "--restore", "latest") as driver:

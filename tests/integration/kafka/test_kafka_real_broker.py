@@ -1,6 +1,6 @@
 """The Kafka sink's EXACTLY_ONCE promise on a real broker (Apache Kafka 4.1, KRaft, the
 session's ``kafka_broker``), read back by real ``isolation.level=read_committed``
-consumers that count every id. librdkafka's mock cluster (the other Kafka files) serves
+consumers that count every id. librdkafka's mock cluster (still under tests/chaos) serves
 every record whatever the isolation level and never aborts a transaction when a new
 producer claims its id: what these tests check is the broker's own answer."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,43 +20,9 @@ from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
 from tests.integration.engine.support import Workspace
 from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
+from tests.servers.kafka_records import read_ids
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def read_ids(broker: Any, topic: str, partitions: int, isolation: str = "read_committed") -> list[int]:
-    """Every id a consumer of ``isolation`` reads from the start of each partition to its
-    end (for read_committed, the last stable offset: an open transaction hides the rest)."""
-    import json
-
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer(
-        broker.config(
-            **{
-                "group.id": f"count-{uuid.uuid4().hex}",
-                "isolation.level": isolation,
-                "enable.partition.eof": True,
-                "enable.auto.commit": False,
-            }
-        )
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    ids: list[int] = []
-    at_end: set[int] = set()
-    try:
-        while len(at_end) < partitions:
-            for message in consumer.consume(10_000, timeout=1):
-                error = message.error()
-                if error is None:
-                    ids.append(json.loads(message.value())["id"])
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(message.partition())
-                else:
-                    raise AssertionError(f"consuming {topic}: {error}")
-    finally:
-        consumer.close()
-    return sorted(ids)
 
 
 def prepared_epoch(broker: Any, topic: str, subtask: int, ids: range) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """SeaTunnel's own Kafka change-format and avro jobs (tests/fixtures/seatunnel/connector-kafka-e2e,
-unchanged but for the servers' addresses and credentials), on the session's Kafka mock
-cluster and PostgreSQL server, with the records SeaTunnel's KafkaFormatIT produces and the
+unchanged but for the servers' addresses and credentials), on the session's real Kafka
+broker (Apache Kafka 4.1, KRaft, ``kafka_broker``) and PostgreSQL server, with the records SeaTunnel's KafkaFormatIT produces and the
 results it expects: every record value the Kafka sink writes, in order, and every row of
 the PostgreSQL table the Jdbc sink applies the changes to.
 
@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 
 from tests.integration.jdbc.conftest import Database, db, on_our_server  # noqa: F401 - fixture
 from tests.seatunnel_jobs import run_in_process
+from tests.servers.kafka_records import consume
 
 FILES = Path(__file__).parents[2] / "fixtures" / "seatunnel" / "connector-kafka-e2e"
 
@@ -39,26 +40,16 @@ def load_topic(kafka: Any, topic: str, data_file: str) -> None:
     """A topic of one partition holding the data file's records, once per session."""
     try:
         kafka.create_topic(topic, 1)
-    except RuntimeError:  # created by an earlier test of the session, with the records
-        return
+    except KafkaException as err:
+        if err.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return  # created by an earlier test of the session, with the records
+        raise
     lines = [line for line in (FILES / data_file).read_text().splitlines() if line.strip()]
     kafka.produce(topic, [line.encode() for line in lines])
 
 
 def values_of(kafka: Any, topic: str) -> list[str]:
-    consumer = Consumer(kafka.config(**{"group.id": f"check-{topic}", "enable.partition.eof": True}))
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        values = []
-        while True:
-            message = consumer.poll(10)
-            assert message is not None, f"no end of {topic} within 10 s"
-            if message.error():
-                assert message.error().code() == message.error()._PARTITION_EOF, message.error()
-                return values
-            values.append(message.value().decode())
-    finally:
-        consumer.close()
+    return [message.value().decode() for message in consume(kafka, topic, 1)]
 
 
 def table(db: Database, name: str) -> list[list[Any]]:
@@ -160,20 +151,20 @@ CANAL_TABLE = [
     ],
 )
 def test_canal_and_maxwell_changes_reach_kafka_as_seatunnel_writes_them_and_postgres_by_key(
-    kafka_cluster: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]
+    kafka_broker: Any, db: Database, tmp_path: Path, fmt: str, offset: int, files: tuple[str, ...]
 ) -> None:
     data, source_topic, to_kafka, sink_topic, to_pg = files
-    load_topic(kafka_cluster, source_topic, data)
-    kafka_cluster.create_topic(sink_topic, 1)
+    load_topic(kafka_broker, source_topic, data)
+    kafka_broker.create_topic(sink_topic, 1)
 
     # 9 inserts, 2 updates (each an UPDATE_BEFORE and an UPDATE_AFTER), 1 delete; DDL records give nothing
-    assert run_in_process(on_our_servers(to_kafka, kafka_cluster, None, tmp_path)) == 14
+    assert run_in_process(on_our_servers(to_kafka, kafka_broker, None, tmp_path)) == 14
     expected = [_canal(_product(i, w, offset), "INSERT") for i, w in CANAL_INSERTS]
     expected += [_canal(_product(i, w, offset), kind) for i, w, kind in CANAL_CHANGES]
-    assert values_of(kafka_cluster, sink_topic) == expected
+    assert values_of(kafka_broker, sink_topic) == expected
 
     sink_table(db)
-    run_in_process(on_our_servers(to_pg, kafka_cluster, db, tmp_path))
+    run_in_process(on_our_servers(to_pg, kafka_broker, db, tmp_path))
     assert table(db, "sink") == [[row[0] - offset, *row[1:]] for row in CANAL_TABLE]
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
@@ -199,11 +190,11 @@ def ogg_table() -> list[list[Any]]:
     return rows + [[110, "jacket", "new water resistent white wind breaker", "0.5"]]  # 111 deleted
 
 
-def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
-    load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
-    kafka_cluster.create_topic("test-ogg-sink", 1)
-    assert run_in_process(on_our_servers("kafka_source_ogg_to_kafka.conf", kafka_cluster, None, tmp_path)) == 20
-    values = values_of(kafka_cluster, "test-ogg-sink")
+def test_ogg_changes_to_kafka_and_postgres(kafka_broker: Any, db: Database, tmp_path: Path) -> None:
+    load_topic(kafka_broker, "test-ogg-source", "ogg_data.txt")
+    kafka_broker.create_topic("test-ogg-sink", 1)
+    assert run_in_process(on_our_servers("kafka_source_ogg_to_kafka.conf", kafka_broker, None, tmp_path)) == 20
+    values = values_of(kafka_broker, "test-ogg-sink")
     # KafkaFormatIT's first 9 and last 4 values
     assert values[:9] == [_canal(_product(i + 1000, w, 1000), "INSERT") for i, w in OGG_WEIGHTS.items()]
     big = (111, "scooter", "Big 2-wheel scooter ")
@@ -215,22 +206,22 @@ def test_ogg_changes_to_kafka_and_postgres(kafka_cluster: Any, db: Database, tmp
     ]
 
     sink_table(db)
-    run_in_process(on_our_servers("kafka_source_ogg_to_pgsql.conf", kafka_cluster, db, tmp_path))
+    run_in_process(on_our_servers("kafka_source_ogg_to_pgsql.conf", kafka_broker, db, tmp_path))
     assert table(db, "sink") == ogg_table()
 
 
 def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
-    kafka_cluster: Any, db: Database, tmp_path: Path
+    kafka_broker: Any, db: Database, tmp_path: Path
 ) -> None:
-    load_topic(kafka_cluster, "dbserver1.debezium.products", "debezium_data.txt")
-    kafka_cluster.create_topic("test-debezium-sink", 1)
-    assert run_in_process(on_our_servers("kafkasource_debezium_to_kafka.conf", kafka_cluster, None, tmp_path)) == 3
-    values = values_of(kafka_cluster, "test-debezium-sink")
+    load_topic(kafka_broker, "dbserver1.debezium.products", "debezium_data.txt")
+    kafka_broker.create_topic("test-debezium-sink", 1)
+    assert run_in_process(on_our_servers("kafkasource_debezium_to_kafka.conf", kafka_broker, None, tmp_path)) == 3
+    values = values_of(kafka_broker, "test-debezium-sink")
     assert len(values) == 3 and all(
         v.startswith('{"before":null,"after":{"id":') and v.endswith('"op":"c"}') for v in values
     )
 
-    run_in_process(on_our_servers("kafkasource_debezium_cdc_to_pgsql.conf", kafka_cluster, db, tmp_path))
+    run_in_process(on_our_servers("kafkasource_debezium_cdc_to_pgsql.conf", kafka_broker, db, tmp_path))
     rows = db.sql(
         "SELECT id, f_smallint, f_int_unsigned, f_bigint_unsigned::text, f_float, f_date::text, "
         "f_datetime::text, f_timestamp::text, f_bit1, f_bit64, f_time::text, f_tinyint, f_year FROM sink2 "
@@ -254,36 +245,34 @@ def test_debezium_records_with_their_schema_envelope_to_kafka_and_postgres(
     )
 
 
-def test_kafka_connect_json_records_are_inserts(kafka_cluster: Any, db: Database, tmp_path: Path) -> None:
-    load_topic(kafka_cluster, "jdbc_source_record", "compatible_data.txt")
+def test_kafka_connect_json_records_are_inserts(kafka_broker: Any, db: Database, tmp_path: Path) -> None:
+    load_topic(kafka_broker, "jdbc_source_record", "compatible_data.txt")
     sink_table(db)
-    assert run_in_process(on_our_servers("kafkasource_jdbc_record_to_pgsql.conf", kafka_cluster, db, tmp_path)) == 3
+    assert run_in_process(on_our_servers("kafkasource_jdbc_record_to_pgsql.conf", kafka_broker, db, tmp_path)) == 3
     assert table(db, "sink") == [[15, "test", "test", "20"], [16, "test-001", "test", "30"], [18, "sdc", "sdc", "sdc"]]
 
 
 def test_canal_changes_reach_postgres_under_spark(
-    kafka_cluster: Any, db: Database, tmp_path: Path, workspace: Any
+    kafka_broker: Any, db: Database, tmp_path: Path, workspace: Any
 ) -> None:
     """The same file through ``seatunnel-ckpt run`` on local Spark: the change rows cross
     the engine (subtask, barriers, the driver's two-phase commit) with their kinds."""
-    load_topic(kafka_cluster, "test-cdc_mds", "canal_data.txt")
+    load_topic(kafka_broker, "test-cdc_mds", "canal_data.txt")
     sink_table(db)
-    job = on_our_servers("kafka_source_canal_cdc_to_pgsql.conf", kafka_cluster, db, tmp_path)
+    job = on_our_servers("kafka_source_canal_cdc_to_pgsql.conf", kafka_broker, db, tmp_path)
     result = workspace.run(job, workspace.write_config(interval=1000), "canal-to-pg")
     assert result.returncode == 0, result.explain()
     assert table(db, "sink") == CANAL_TABLE
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
 
-def test_a_table_list_of_two_topics_and_formats_into_one_table(
-    kafka_cluster: Any, db: Database, tmp_path: Path
-) -> None:
+def test_a_table_list_of_two_topics_and_formats_into_one_table(kafka_broker: Any, db: Database, tmp_path: Path) -> None:
     """``table_list``: an ogg topic (by pattern) and a canal topic, each its own table and
     format, both applied to one PostgreSQL table (KafkaFormatIT.checkFormatCanalAndOgg)."""
-    load_topic(kafka_cluster, "test-ogg-source", "ogg_data.txt")
-    load_topic(kafka_cluster, "test-cdc_mds", "canal_data.txt")
+    load_topic(kafka_broker, "test-ogg-source", "ogg_data.txt")
+    load_topic(kafka_broker, "test-cdc_mds", "canal_data.txt")
     sink_table(db)
-    run_in_process(on_our_servers("kafka_multi_source_to_pg.conf", kafka_cluster, db, tmp_path))
+    run_in_process(on_our_servers("kafka_multi_source_to_pg.conf", kafka_broker, db, tmp_path))
     assert table(db, "sink") == ogg_table() + CANAL_TABLE
     assert not db.sql(f"SELECT gid FROM pg_prepared_xacts WHERE database = '{db.name}'")
 
@@ -313,7 +302,7 @@ ASSERT_SCHEMA = {
 }
 
 
-def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluster: Any, tmp_path: Path) -> None:
+def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_broker: Any, tmp_path: Path) -> None:
     import datetime as dt
     import decimal
     import io
@@ -350,25 +339,18 @@ def test_avro_records_as_seatunnel_writes_them_are_read_and_written(kafka_cluste
             },
         )
         values.append(out.getvalue())
-    kafka_cluster.create_topic("test_avro_topic", 1)
-    kafka_cluster.produce("test_avro_topic", values)
+    kafka_broker.create_topic("test_avro_topic", 1)
+    kafka_broker.produce("test_avro_topic", values)
     # its Assert rules: id in 0..99, c_string of 6 characters
-    assert run_in_process(on_our_servers("kafka_avro_to_assert.conf", kafka_cluster, None, tmp_path)) == 100
+    assert run_in_process(on_our_servers("kafka_avro_to_assert.conf", kafka_broker, None, tmp_path)) == 100
 
-    kafka_cluster.create_topic("test_avro_topic_fake_source", 1)
-    assert run_in_process(on_our_servers("fake_source_to_kafka_avro_format.conf", kafka_cluster, None, tmp_path)) == 90
+    kafka_broker.create_topic("test_avro_topic_fake_source", 1)
+    assert run_in_process(on_our_servers("fake_source_to_kafka_avro_format.conf", kafka_broker, None, tmp_path)) == 90
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     job = load_job(FILES / "fake_source_to_kafka_avro_format.conf")
     codec = AvroCodec(parse_schema(job.sources[0]["schema"]))
-    consumer = Consumer(kafka_cluster.config(**{"group.id": "check-avro", "enable.partition.eof": True}))
-    try:
-        consumer.assign([TopicPartition("test_avro_topic_fake_source", 0, 0)])
-        rows = []
-        while (message := consumer.poll(10)) is not None and not message.error():
-            rows.append(codec.decode_one(message.value()))
-    finally:
-        consumer.close()
+    rows = [codec.decode_one(message.value()) for message in consume(kafka_broker, "test_avro_topic_fake_source", 1)]
     # KafkaIT.testFakeSourceToKafkaAvroFormat: 90 records, every field of its type
     assert len(rows) == 90 and all(row["c_string"] == "fake_source_avro" for row in rows)
     assert all(

@@ -1,16 +1,18 @@
-"""The Kafka sink in EXACTLY_ONCE (a transaction per epoch, committed by the driver) on the
-session's Kafka cluster; what a ``read_committed`` consumer sees is read back."""
+"""The Kafka sink in EXACTLY_ONCE (a transaction per epoch, committed by the driver) and the
+Kafka source, on the session's real broker (Apache Kafka 4.1, KRaft, ``kafka_broker``):
+the sink's output is counted by a real ``read_committed`` consumer, so a transaction the
+broker aborted is never counted and one left open hides what follows it, as from any
+reader."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.servers.kafka import read_committed_values
+from tests.servers.kafka_records import read_ids
 
 from ..contexts import SinkUnderTest, SourceUnderTest, unique
 
@@ -37,15 +39,12 @@ class KafkaSink(SinkUnderTest):
         }
 
     def committed(self, target: str) -> list[int]:
-        return [
-            json.loads(value)["id"]
-            for value in read_committed_values(self.cluster.bootstrap_servers, target, PARTITIONS)
-        ]
+        return read_ids(self.cluster, target, PARTITIONS)
 
 
 @contextlib.contextmanager
 def exactly_once(request: pytest.FixtureRequest) -> Iterator[SinkUnderTest]:
-    yield KafkaSink(request.getfixturevalue("kafka_cluster"))
+    yield KafkaSink(request.getfixturevalue("kafka_broker"))
 
 
 class KafkaSource(SourceUnderTest):
@@ -90,9 +89,9 @@ class KafkaSource(SourceUnderTest):
 
 @contextlib.contextmanager
 def source_earliest(request: pytest.FixtureRequest) -> Iterator[SourceUnderTest]:
-    yield KafkaSource(request.getfixturevalue("kafka_cluster"), "earliest")
+    yield KafkaSource(request.getfixturevalue("kafka_broker"), "earliest")
 
 
 @contextlib.contextmanager
 def source_latest(request: pytest.FixtureRequest) -> Iterator[SourceUnderTest]:
-    yield KafkaSource(request.getfixturevalue("kafka_cluster"), "latest")
+    yield KafkaSource(request.getfixturevalue("kafka_broker"), "latest")
