@@ -1,6 +1,6 @@
 """Process helpers for the recovery and streaming-comparison benchmarks.
 
-The same ideas as tests/integration/engine/support.py (drivers in their own session so a
+The same ideas as tests/support/workspace.py (drivers in their own session so a
 SIGKILL takes the Python driver, its JVM and the JVM's Python workers at once; PySpark
 workers found below the driver with psutil), without importing the test suite.
 """

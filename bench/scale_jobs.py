@@ -16,7 +16,7 @@ One DAG run per N, in order (N=1 first: the solo figures every ratio divides by)
 Per job:
 
 * **rows**: every id of its output counted (``read_output`` + ``tally`` of
-  tests/integration/engine/support.py): lost, duplicated, unexpected;
+  tests/support/workspace.py): lost, duplicated, unexpected;
 * **Spark job window**: from its attempt record in checkpoint storage (``attempts/``):
   ``start_ms`` (the driver claims the job, after spark-submit's JVM and the Python driver
   have started, before the SparkContext) to ``end_ms`` (the final checkpoint committed
@@ -461,7 +461,7 @@ def checkpoint_parts(completed: list[Any]) -> dict[str, Any]:
 
 def count_output(directory: Path, rows: int) -> dict[str, Any]:
     """Every id of the job's committed output, counted; the job tags of its part files."""
-    from tests.integration.engine.support import read_output, tally
+    from tests.support.workspace import read_output, tally
 
     if not directory.is_dir():
         return {"error": f"no output directory {directory}", "exactly_once": False}

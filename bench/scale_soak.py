@@ -344,7 +344,7 @@ class Soak:
         """SIGKILL one PySpark worker (a forked task process, not the daemon) of the driver:
         its task fails and the subtask restarts from the latest completed checkpoint. False
         when the driver has no worker yet (a driver just restarted on a busy machine)."""
-        from tests.integration.engine.support import pyspark_workers
+        from tests.support.workspace import pyspark_workers
 
         workers = sorted(pyspark_workers(self.driver.pid))
         if not workers:

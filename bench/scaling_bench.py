@@ -45,7 +45,7 @@ def _log(message: str) -> None:
 
 
 def _start_cluster(root: Path) -> Any:
-    from tests.integration.engine.support import spark_environment, start_standalone_cluster
+    from tests.support.workspace import spark_environment, start_standalone_cluster
 
     return start_standalone_cluster(root, spark_environment(), cores=CLUSTER_CORES, memory="6g")
 

@@ -146,8 +146,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The chaos report (tests/chaos/conftest.py), for the chaos and the cluster suites."""
-    chaos = sys.modules.get("tests.chaos.conftest")
+    """The chaos report (tests/support/chaos.py), for the chaos and the cluster suites."""
+    chaos = sys.modules.get("tests.support.chaos")
     if chaos is None or not chaos.RECORDS:
         return
     RECORDS, SEED = chaos.RECORDS, chaos.SEED

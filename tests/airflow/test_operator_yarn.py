@@ -23,8 +23,8 @@ import yaml
 
 from airflow_provider_seatunnel_ckpt.history import read_history
 from airflow_provider_seatunnel_ckpt.ui.responses import history_page
-from tests.integration.engine.support import assert_exactly_once, checkpoint_config, descendants, open_storage
 from tests.integration.yarn.yarn_apps import APPLICATION_MASTER_CLASS, hdfs_settings, read_ids, yarn_jvm_pids
+from tests.support.workspace import assert_exactly_once, checkpoint_config, descendants, open_storage
 
 from .conftest import VENV_BIN, metadata_rows, task_states, xcom_values
 

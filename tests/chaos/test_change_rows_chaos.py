@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.support import Workspace
 from tests.integration.jdbc.conftest import Database, prepared_gids, variables_file
+from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.workspace import Workspace
 
-from .conftest import ChaosRecord
-from .runs import chaos_runs
 from .test_jdbc_chaos import _restart_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

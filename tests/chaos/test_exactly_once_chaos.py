@@ -28,7 +28,8 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
 from tests.integration.engine.conftest import s3_options, webhdfs_plugin_config
-from tests.integration.engine.support import (
+from tests.support.chaos import MAX_TASK_FAILURES, ChaosRecord, kill_workers
+from tests.support.workspace import (
     Driver,
     Workspace,
     cmdline,
@@ -39,12 +40,8 @@ from tests.integration.engine.support import (
     tally,
 )
 
-from .conftest import ChaosRecord
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-#: every retry of a killed subtask is a Spark task failure; allow plenty
-MAX_TASK_FAILURES = "spark.task.maxFailures=40"
 CONNECTED = re.compile(r"\(subtask-(\d+)/attempt-(\d+) at [^)]*\) connected")
 
 
@@ -59,35 +56,6 @@ def _check(
     result = tally(table.column("id").combine_chunks(), rows)
     record.rows, record.lost, record.duplicated = result.rows, result.lost, result.duplicated
     assert result.exactly_once, f"seed {record.seed}: {result}; kill points: {record.kill_points}"
-
-
-def _kill_workers(
-    driver: Driver,
-    rng: random.Random,
-    record: ChaosRecord,
-    kills: int,
-    gap: tuple[float, float],
-    label: str = "executor",
-) -> int:
-    """SIGKILL ``kills`` PySpark workers below ``driver``, one every ``gap`` seconds."""
-    done = 0
-    while done < kills and driver.poll() is None:
-        time.sleep(rng.uniform(*gap))
-        if re.search(r"\(final\) completed", driver.stderr()):
-            break  # the job is finishing; a kill now proves nothing more
-        workers = sorted(pyspark_workers(driver.pid))
-        if not workers:
-            continue  # between a failure and its retry
-        victim = workers[rng.randrange(len(workers))]
-        try:
-            os.kill(victim, signal.SIGKILL)
-        except ProcessLookupError:
-            continue
-        done += 1
-        record.kill_points.append(
-            f"{label}: python worker {victim} (one of {len(workers)}) at {time.monotonic() - driver.started:.1f} s"
-        )
-    return done
 
 
 def _storage_failure(record: ChaosRecord, result: Any) -> None:
@@ -116,7 +84,7 @@ def test_executor_workers_killed_at_random(workspace: Workspace, chaos: tuple[ra
         assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
         daemons = {cmdline(parent_pid(pid) or 0) for pid in pyspark_workers(driver.pid)}
         assert any(f"-m {DAEMON_MODULE}" in line for line in daemons), daemons
-        kills = _kill_workers(driver, rng, record, kills=10, gap=(1.2, 2.6))
+        kills = kill_workers(driver, rng, record, kills=10, gap=(1.2, 2.6))
         result = driver.wait(400)
     record.elapsed_s = time.monotonic() - started
     assert result.returncode == 0, f"seed {record.seed}\n{result.explain()}"
@@ -240,7 +208,7 @@ def test_storage_failing_requests_with_kills(
                 record.driver_runs += 1
                 progressed = driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180)
                 if progressed:
-                    _kill_workers(driver, rng, record, kills=1, gap=(0.5, 2.0))
+                    kill_workers(driver, rng, record, kills=1, gap=(0.5, 2.0))
                     time.sleep(rng.uniform(1.0, 3.0))
                 if driver.poll() is not None:
                     _storage_failure(record, driver.wait())

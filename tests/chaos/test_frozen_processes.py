@@ -28,10 +28,9 @@ from typing import Any
 import pytest
 
 from tests.integration.engine.conftest import s3_options
-from tests.integration.engine.support import Driver, RunResult, Workspace, pyspark_workers, read_output, tally
 from tests.servers.s3 import S3Server
-
-from .conftest import ChaosRecord
+from tests.support.chaos import ChaosRecord
+from tests.support.workspace import Driver, RunResult, Workspace, pyspark_workers, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

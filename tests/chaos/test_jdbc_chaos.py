@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.support import Driver, Workspace, read_output, tally
 from tests.integration.jdbc.conftest import PG_OPTIONS, Database, prepared_gids, variables_file
-
-from .conftest import ChaosRecord
-from .runs import chaos_runs
+from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.workspace import Driver, Workspace, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -18,14 +18,11 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV
-from tests.integration.engine.support import Workspace, tally
-from tests.integration.kafka.test_kafka_broker_loss import sequence_to_kafka
-from tests.integration.kafka.test_kafka_real_broker import read_ids
-from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.servers.kafka import claimed_while_prepared
-
-from .conftest import ChaosRecord
-from .runs import chaos_runs
+from tests.servers.kafka_records import read_ids
+from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.kafka import new_topic, sequence_to_kafka
+from tests.support.workspace import Workspace, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

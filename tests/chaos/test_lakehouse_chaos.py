@@ -14,12 +14,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.integration.engine.support import Workspace, completed_ids, read_output, tally
 from tests.integration.lakehouse.conftest import Warehouse, duckdb_lake, local_warehouse, warehouse  # noqa: F401 - fixtures
 from tests.integration.lakehouse.formats import FORMATS
-
-from .conftest import ChaosRecord
-from .runs import chaos_runs
+from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.workspace import Workspace, completed_ids, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

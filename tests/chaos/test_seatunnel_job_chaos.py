@@ -21,10 +21,8 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
-from tests.integration.engine.support import Workspace, read_output
-
-from .conftest import ChaosRecord
-from .runs import chaos_runs
+from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.workspace import Workspace, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -28,9 +28,8 @@ from typing import Any
 import pytest
 
 from tests.integration.engine.conftest import s3_options
-from tests.integration.engine.support import Driver, Workspace, open_storage, read_output, tally
-
-from .conftest import ChaosRecord
+from tests.support.chaos import ChaosRecord
+from tests.support.workspace import Driver, Workspace, open_storage, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.integration.engine.support import (
+from tests.support.workspace import (
     REPO,
     VENV_BIN,
     cmdline,

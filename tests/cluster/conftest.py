@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.chaos.conftest import chaos  # noqa: F401 - fixture re-exported
+from tests.support.chaos import chaos  # noqa: F401 - fixture re-exported
 
 from .cluster import NetCluster
 from .netns import missing_requirements

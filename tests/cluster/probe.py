@@ -30,7 +30,7 @@ def create_bucket(args: argparse.Namespace) -> dict:
 
 
 def tally_output(args: argparse.Namespace) -> dict:
-    from tests.integration.engine.support import read_output, tally
+    from tests.support.workspace import read_output, tally
 
     table = read_output(args.url, "parquet", json.loads(args.options), columns=["id"])
     result = tally(table.column("id").combine_chunks(), args.rows)

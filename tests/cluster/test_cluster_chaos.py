@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.conftest import ChaosRecord
-from tests.integration.engine.support import Driver, Workspace
+from tests.support.chaos import ChaosRecord
+from tests.support.workspace import Driver, Workspace
 
 from .cluster import S3_SECRET_KEY, WORKERS, NetCluster
 

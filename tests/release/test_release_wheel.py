@@ -28,7 +28,7 @@ import psutil
 import pyarrow.dataset as ds
 import pytest
 
-from tests.integration.engine.support import assert_exactly_once
+from tests.support.workspace import assert_exactly_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from tests.integration.engine.support import RunResult
+from tests.support.workspace import RunResult
 
 
 def assert_exact(found: Iterable[int], expected: Iterable[int], what: str = "committed rows") -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.support import spark_environment
+from tests.support.workspace import spark_environment
 
 from .contexts import SINK_CASES, SOURCE_CASES, SinkUnderTest, SourceUnderTest
 from .systems import files, generators, jdbc, kafka, lakehouse, test_sinks

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.integration.engine.support import RunResult
+from tests.support.workspace import RunResult
 
 #: imported once by the fork server: what every run needs before its job is read
 PRELOAD = [

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from airflow_provider_seatunnel_ckpt.engine.completed_store import commit_infos_of
-from tests.integration.engine.support import RunResult, checkpoint_config
+from tests.support.workspace import RunResult, checkpoint_config
 
 from .driver import FAULTS_ENV
 from .processes import ForkedDriver

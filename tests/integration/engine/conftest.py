@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .support import StandaloneCluster, Workspace, spark_environment, start_standalone_cluster
+from tests.support.workspace import StandaloneCluster, Workspace, spark_environment, start_standalone_cluster
 
 S3_REGION = "us-east-1"
 OSS_ACCESS_KEY_ID = "engine-ak"

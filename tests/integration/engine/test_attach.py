@@ -15,8 +15,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.engine.heartbeat import INTERVAL_KEY, job_fingerprint, read_newest
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 from airflow_provider_seatunnel_ckpt.operators.attach import TAKE_OVER, DriverTracker, attach_to_live_driver
-
-from .support import Workspace, assert_exactly_once, open_storage, read_output
+from tests.support.workspace import Workspace, assert_exactly_once, open_storage, read_output
 
 pytestmark = pytest.mark.integration
 

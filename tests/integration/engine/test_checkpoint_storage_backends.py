@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.storage.model import INLINE_STATE_LIMIT
+from tests.support.workspace import Workspace, assert_exactly_once, open_storage, read_output
 
 from .conftest import S3_SECRET_KEY, s3_options
-from .support import Workspace, assert_exactly_once, open_storage, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -13,7 +13,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output, without_venv_on_path
+from tests.support.workspace import (
+    Workspace,
+    assert_exactly_once,
+    committed_files,
+    completed_ids,
+    read_output,
+    without_venv_on_path,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -119,8 +126,7 @@ def test_file_source_resumes_inside_files(workspace: Workspace, fmt: str) -> Non
     import json
 
     from airflow_provider_seatunnel_ckpt.engine.split_plan import load_plan
-
-    from .support import open_storage
+    from tests.support.workspace import open_storage
 
     storage = open_storage(config)
     manifest = storage.read_manifest(f"resume-{fmt}", 1, latest)

@@ -17,9 +17,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.errors import FailureReason
 from airflow_provider_seatunnel_ckpt.history import read_history
 from airflow_provider_seatunnel_ckpt.storage.layout import Layout
-
-from .conftest import OSS_ACCESS_KEY_SECRET, S3_SECRET_KEY
-from .support import (
+from tests.support.workspace import (
     Workspace,
     assert_exactly_once,
     checkpoint_dir,
@@ -30,6 +28,8 @@ from .support import (
     open_storage,
     read_output,
 )
+
+from .conftest import OSS_ACCESS_KEY_SECRET, S3_SECRET_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -179,7 +179,7 @@ def test_secrets_never_leak(
     s3_server.proxy.fail_next(3, status=503)  # retries are logged: with the bucket, never the key
     command = workspace.command(job, config, "secrets")
     command.insert(1, "--verbose")  # seatunnel-ckpt --verbose run ...
-    from .support import Driver
+    from tests.support.workspace import Driver
 
     arguments: list[str] = []
     with Driver(command, workspace.env, workspace.logs, "secrets") as driver:

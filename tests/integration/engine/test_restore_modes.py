@@ -11,7 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .support import Workspace, assert_exactly_once, committed_files, completed_ids, open_storage, read_output
+from tests.support.workspace import (
+    Workspace,
+    assert_exactly_once,
+    committed_files,
+    completed_ids,
+    open_storage,
+    read_output,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

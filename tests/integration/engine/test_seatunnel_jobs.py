@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .support import Workspace
+from tests.support.workspace import Workspace
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "seatunnel"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .support import Workspace, assert_exactly_once, committed_files, completed_ids, read_output
+from tests.support.workspace import Workspace, assert_exactly_once, committed_files, completed_ids, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .support import VENV_BIN, Driver, Workspace, assert_exactly_once, read_output
+from tests.support.workspace import VENV_BIN, Driver, Workspace, assert_exactly_once, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 KILL = {"spark.python.worker.killOnIdleTimeout": "true", "spark.python.worker.idleTimeoutSeconds": "1"}

@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from .support import Workspace, read_output
+from tests.support.workspace import Workspace, read_output
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from .support import (
+from tests.support.workspace import (
     StandaloneCluster,
     Workspace,
     assert_exactly_once,

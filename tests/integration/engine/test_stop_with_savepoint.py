@@ -13,8 +13,7 @@ from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST
 from airflow_provider_seatunnel_ckpt.engine.split_plan import load_plan
 from airflow_provider_seatunnel_ckpt.engine.state_codec import decode_subtask_state
 from airflow_provider_seatunnel_ckpt.storage import CheckpointKind
-
-from .support import Workspace, assert_exactly_once, open_storage, read_output, tally
+from tests.support.workspace import Workspace, assert_exactly_once, open_storage, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -38,8 +38,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
-
-from .support import FakeChannel
+from tests.support.workspace import FakeChannel
 
 pytestmark = pytest.mark.timeout(60)
 

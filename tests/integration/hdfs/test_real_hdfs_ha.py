@@ -31,7 +31,7 @@ import requests
 from airflow_provider_seatunnel_ckpt.connectors import load_sink, load_source
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.storage.model import PipelineState
-from tests.integration.engine.support import Workspace, assert_exactly_once, open_storage
+from tests.support.workspace import Workspace, assert_exactly_once, open_storage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -15,7 +15,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.engine.routing import preflight
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
-from tests.integration.engine.support import Workspace
+from tests.support.workspace import Workspace
 
 from .conftest import PG_OPTIONS, Database, prepared_gids, variables_file
 

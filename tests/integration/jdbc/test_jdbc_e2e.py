@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.jdbc import transactions
-from tests.integration.engine.support import (
+from tests.support.workspace import (
     VENV_BIN,
     Driver,
     Workspace,
@@ -146,7 +146,7 @@ def test_postgres_to_parquet_and_sequence_to_postgres(workspace: Workspace, db: 
 def _kill_with_prepared_in_flight(driver: Driver, db: Database, deadline_s: float = 60) -> int:
     """SIGKILL the driver at a moment when this job has prepared, uncommitted transactions:
     freeze it (SIGSTOP) until PostgreSQL shows some, then kill the whole tree."""
-    from tests.integration.engine.support import kill_tree
+    from tests.support.workspace import kill_tree
 
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:

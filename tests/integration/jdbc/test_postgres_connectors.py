@@ -183,7 +183,7 @@ def test_wrong_password_and_unreachable_server(db: Database) -> None:
     assert "password authentication failed for user" in str(err.value) and "postgresql://postgres@127.0.0.1" in str(
         err.value
     )
-    from tests.integration.engine.support import free_port
+    from tests.support.workspace import free_port
 
     started = time.monotonic()
     source = load_source(

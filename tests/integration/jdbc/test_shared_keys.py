@@ -429,7 +429,7 @@ def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill
     checkpoint expired, and every restore hung again), through a driver killed with
     prepared transactions in flight and a restore of an older checkpoint, with every
     key's final row and nothing left prepared or staged."""
-    from tests.integration.engine.support import completed_ids
+    from tests.support.workspace import completed_ids
 
     from .test_jdbc_e2e import _kill_with_prepared_in_flight
 
@@ -472,7 +472,7 @@ def test_a_change_source_and_a_plain_source_under_spark_pass_the_check_and_run(w
     """The wiring of defect 4 as a user runs it: ``run --check`` accepts it (each row has its
     kind), and the run writes every key's final row, in every epoch, and again after a
     restore of an older checkpoint (the plain rows are upserts, never duplicate keys)."""
-    from tests.integration.engine.support import completed_ids
+    from tests.support.workspace import completed_ids
 
     changes, plain = _changes(), [("INSERT", i, f"p{i}", -i) for i in range(200, 220)]
     sources = [

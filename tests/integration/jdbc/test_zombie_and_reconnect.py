@@ -33,7 +33,7 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.errors import ConnectorError
 from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
-from tests.integration.engine.support import FakeChannel
+from tests.support.workspace import FakeChannel
 
 from .conftest import Database, prepared_gids
 

@@ -18,21 +18,13 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV, REQUEST_TIMEOUT_S
-from tests.integration.engine.support import Workspace, tally
-from tests.integration.kafka.test_kafka_real_broker import read_ids
-from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
+from tests.servers.kafka_records import read_ids
+from tests.support.kafka import exactly_once_sink, sequence_to_kafka
+from tests.support.workspace import Workspace, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 PARTITIONS = 4
-
-
-def sequence_to_kafka(workspace: Workspace, kafka: Any, topic: str, rows: int, **sequence: Any) -> Path:
-    """The job file of ``rows`` Sequence ids into ``topic`` through the EXACTLY_ONCE sink."""
-    sink = {"plugin_name": "Kafka", "bootstrap.servers": kafka.bootstrap_servers, "topic": topic}
-    return workspace.write_job(
-        {"plugin_name": "Sequence", "rows": rows, **sequence}, {**sink, "semantics": "EXACTLY_ONCE"}
-    )
 
 
 def replicated_topic(kafka: Any, partitions: int) -> str:

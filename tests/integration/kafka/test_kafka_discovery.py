@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST
-from tests.integration.engine.support import Driver, Workspace, open_storage, pyspark_workers, read_output, tally
+from tests.support.workspace import Driver, Workspace, open_storage, pyspark_workers, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 

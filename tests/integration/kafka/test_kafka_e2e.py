@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST
-from tests.integration.engine.support import Workspace, open_storage, read_output, tally
+from tests.support.workspace import Workspace, open_storage, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

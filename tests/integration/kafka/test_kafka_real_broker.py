@@ -17,10 +17,9 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.routing import preflight as routing_preflight
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
-from tests.integration.engine.support import Workspace
-from tests.integration.kafka.test_kafka_sink import new_topic
-from tests.integration.kafka.test_kafka_sink_exactly_once import exactly_once_sink
 from tests.servers.kafka_records import read_ids
+from tests.support.kafka import exactly_once_sink, new_topic
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -5,10 +5,8 @@ that delivers every id at least once."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
-import uuid
 from typing import Any
 
 import numpy as np
@@ -17,21 +15,11 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
-from tests.integration.engine.support import Workspace
 from tests.servers.kafka_records import consume, read_ids
+from tests.support.kafka import new_topic
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(300)
-_names = itertools.count()
-
-
-def new_topic(cluster: Any, partitions: int = 3) -> str:
-    name = f"out-{next(_names)}-{uuid.uuid4().hex[:8]}"  # unique on a broker shared by the session's suites
-    cluster.create_topic(name, partitions)
-    return name
-
-
-#: every record the sink wrote, as a read_committed consumer reads them (the chaos suite's name)
-consume_all = consume
 
 
 def test_rows_become_json_records_keyed_by_the_key_fields(kafka_broker: Any) -> None:

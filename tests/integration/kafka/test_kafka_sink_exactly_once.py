@@ -21,24 +21,11 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
-from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.servers.kafka import claimed_while_prepared
 from tests.servers.kafka_records import read_ids
+from tests.support.kafka import exactly_once_sink, new_topic
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def exactly_once_sink(cluster: Any, topic: str, **extra: Any) -> Any:
-    return load_sink(
-        {
-            "plugin_name": "Kafka",
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "topic": topic,
-            "semantics": "EXACTLY_ONCE",
-            **extra,
-        },
-        "sink[0]",
-    )
 
 
 def test_a_checkpoint_with_a_fenced_transaction_fails_its_commit_loudly_and_commits_the_others(

@@ -34,9 +34,9 @@ from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.kafka import exactly_once
 from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import AUDIT_ENV
 from airflow_provider_seatunnel_ckpt.errors import ConfigError, ConnectorError
-from tests.integration.kafka.test_kafka_sink import new_topic
 from tests.servers.kafka import claimed_while_prepared
 from tests.servers.kafka_records import read_ids
+from tests.support.kafka import new_topic
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
-from tests.integration.engine.support import Workspace, completed_ids
+from tests.support.workspace import Workspace, completed_ids
 
 from .conftest import Warehouse, local_warehouse  # noqa: F401 - fixture
 

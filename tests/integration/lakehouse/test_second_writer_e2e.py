@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
-from tests.integration.engine.support import Workspace
+from tests.support.workspace import Workspace
 
 from .conftest import Warehouse, local_warehouse  # noqa: F401 - fixture
 from .formats import FORMATS

@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from bench.peers import flink
-from tests.integration.engine.support import assert_exactly_once
+from tests.support.workspace import assert_exactly_once
 
 pytestmark = pytest.mark.peers
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.engine.support import VENV_BIN, Workspace, assert_exactly_once, open_storage
+from tests.support.workspace import VENV_BIN, Workspace, assert_exactly_once, open_storage
 
 from .yarn_apps import read_ids, sequence_job_on_hdfs, yarn_jvm_pids
 

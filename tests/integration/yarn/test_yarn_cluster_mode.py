@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from airflow_provider_seatunnel_ckpt.engine import spark_app
-from tests.integration.engine.support import VENV_BIN, Driver, Workspace, assert_exactly_once, descendants, open_storage
+from tests.support.workspace import VENV_BIN, Driver, Workspace, assert_exactly_once, descendants, open_storage
 
 from .yarn_apps import APPLICATION_MASTER_CLASS, read_ids, sequence_job_on_hdfs, yarn_jvm_pids
 

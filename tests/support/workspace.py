@@ -34,7 +34,7 @@ import yaml
 
 from airflow_provider_seatunnel_ckpt.engine.preload import DAEMON_MODULE
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 JOB_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
