@@ -127,14 +127,11 @@ def run_ours(rows: int, interval_ms: int, work: Path) -> tuple[PeerRun, Path]:
     log = work / "ours.log"
     finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=1800)
     run = PeerRun(
-        exit_code=finished.exit_code,
-        wall_s=finished.wall_s,
+        **finished.run_fields(),
         work_dir=work,
         log=log,
         checkpoint_dir=work / "checkpoints",
-        timed_out=finished.timed_out,
         command=command,
-        peak_rss_mib=finished.peak_rss_mib,
     )
     return run, out
 

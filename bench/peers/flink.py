@@ -91,13 +91,10 @@ def run_pipeline(
     if finished.exit_code == 0 and lines and lines[-1].startswith("{"):
         job_s = json.loads(lines[-1]).get("job_s")
     return FlinkRun(
-        exit_code=finished.exit_code,
-        wall_s=finished.wall_s,
+        **finished.run_fields(),
         work_dir=work,
         log=log,
         checkpoint_dir=checkpoints,
-        timed_out=finished.timed_out,
-        peak_rss_mib=finished.peak_rss_mib,
         command=command,
         job_s=job_s,
     )

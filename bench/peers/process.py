@@ -95,6 +95,10 @@ class Finished:
     timed_out: bool
     peak_rss_mib: float
 
+    def run_fields(self) -> dict[str, Any]:
+        """What a ``PeerRun`` takes from the finished process."""
+        return asdict(self)
+
 
 def run_logged(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float) -> Finished:
     """Run ``command`` with stdout and stderr into ``log``, sampling the memory of its

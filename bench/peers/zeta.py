@@ -236,15 +236,12 @@ def run_job(
     env = dict(os.environ, SEATUNNEL_HOME=str(home))
     finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
     return ZetaRun(
-        exit_code=finished.exit_code,
-        wall_s=finished.wall_s,
+        **finished.run_fields(),
         work_dir=work,
         log=log,
         checkpoint_dir=checkpoints,
         outputs=sink_outputs(job, log, variables),
         stats=job_statistics(log),
-        timed_out=finished.timed_out,
-        peak_rss_mib=finished.peak_rss_mib,
         command=command,
     )
 
