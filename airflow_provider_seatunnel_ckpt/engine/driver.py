@@ -144,6 +144,8 @@ class DriverLoop:
         self._fence_io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-fence")
         #: checkpoint id -> its reservation made at the trigger (loop thread only)
         self._reserved_ahead: dict[int, Future[int]] = {}
+        #: the running check whether another driver claimed the job (_watch_claim)
+        self._claim_watch: Future[None] | None = None
         #: checkpoints handed to the io thread whose outcome the loop has not seen yet
         self._persisting = 0
         #: (subtask, attempt) whose state files the driver found in storage once: their
@@ -227,6 +229,7 @@ class DriverLoop:
         if time.monotonic() >= self._next_request_poll:
             self._next_request_poll = time.monotonic() + REQUEST_POLL_S
             self._poll_requests()
+            self._watch_claim()
 
     def _handle(self, event: tuple[Any, ...]) -> None:
         kind = event[0]
@@ -278,7 +281,7 @@ class DriverLoop:
                 self._finish(checkpoint_id)
         elif kind == "splits":
             self._add_splits(event[1])
-        elif kind == "io_failed":
+        elif kind in ("io_failed", "taken_over"):
             self._fail(event[1])
         elif kind == "spark_ended":
             error = event[1]
@@ -542,6 +545,23 @@ class DriverLoop:
         self.outcome.error = message
         self._execute(self.coordinator.shutdown())
         self._done.set()
+
+    def _watch_claim(self) -> None:
+        """Ask, on the fence thread, whether another driver claimed the job, and stop if so.
+
+        A reservation would find out too, but it waits for a trigger while no checkpoint
+        is being persisted, and a persist can wait behind a slow commit on the io thread:
+        meanwhile this driver's barriers and subtask restarts go on, and each new epoch
+        opens output (Kafka transactions) under ids the claimant fenced before they
+        existed. One storage read a second, never two at once."""
+        if self._claim_watch is not None and not self._claim_watch.done():
+            return
+
+        def watch() -> None:
+            if self.fence.taken_over():
+                self.events.put(("taken_over", str(self.fence.fenced_error())))
+
+        self._claim_watch = self._fence_io.submit(watch)
 
     def _poll_requests(self) -> None:
         """Act on a stop-with-savepoint request document.

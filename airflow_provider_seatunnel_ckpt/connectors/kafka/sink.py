@@ -229,7 +229,7 @@ class KafkaSink(Sink):
     def create_committer(self, job_id: str) -> SinkCommitter:
         if not self.exactly_once:
             return _NothingToCommit()
-        return TransactionCommitter(self, job_id)
+        return TransactionCommitter(self, job_id, id_prefix(self.transaction_prefix, job_id, self.instance))
 
     def close(self) -> None:
         if self._shared is not None:

@@ -290,11 +290,15 @@ def _raise_for(error_code: int, what: str) -> None:
 
 
 def commit_info(
-    transactional_id: str, producer_id: int, producer_epoch: int, checkpoint_id: int | None = None
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    checkpoint_id: int | None = None,
+    subtask: int | None = None,
 ) -> dict[str, Any]:
     """What a prepared transaction leaves in the checkpoint. ``checkpoint_id`` (the barrier
-    that prepared it) lets the committer tell what it committed; infos written by older
-    releases lack it, and nothing else reads it."""
+    that prepared it) lets the committer tell what it committed, ``subtask`` whose ids its
+    end-of-job sweep probes; infos written by older releases lack both."""
     info: dict[str, Any] = {
         "transactional_id": transactional_id,
         "producer_id": producer_id,
@@ -302,6 +306,8 @@ def commit_info(
     }
     if checkpoint_id is not None:
         info["checkpoint_id"] = checkpoint_id
+    if subtask is not None:
+        info["subtask"] = subtask
     return info
 
 

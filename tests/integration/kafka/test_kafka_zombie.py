@@ -152,6 +152,35 @@ def test_protocol_transactional_ids_carry_the_run_attempt_and_older_releases_ids
             sink.close()
 
 
+def test_the_claimants_end_of_job_sweep_aborts_what_a_zombie_opened_after_the_claimants_start(
+    kafka_broker: Any,
+) -> None:
+    """Seen in the sink contract's late-commit case: a zombie's subtask restarted after the
+    claimant's writers had fenced run 1's ids, and its new transaction held back every
+    read_committed reader of the partition after the claimant finished (until the
+    transaction timeout, 15 minutes by default). The claimant's committer claims the
+    older runs' ids again when the job finishes. One partition: the open transaction
+    hides everything after it."""
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(kafka_broker, partitions=1)
+    zombie, claimant = run_sink(servers, topic, 1), run_sink(servers, topic, 2)
+    try:
+        committer = claimant.create_committer("job")
+        # run 2 restored checkpoint 5: its writers fenced run 1's ids from 5 up first
+        in_6 = epoch(claimant, 5, range(0, 100), prepare_as=6)
+        # then a subtask of the zombie restarts, restores checkpoint 5 again, and writes
+        epoch(zombie, 5, range(1000, 1010), prepare_as=6)
+        committer.commit([in_6])
+        committer.commit([epoch(claimant, 6, range(100, 200), prepare_as=7)])
+        assert read_ids(kafka_broker, topic, 1) == list(range(100)), "the zombie's open transaction hid nothing"
+        committer.job_finished(5)
+        assert read_ids(kafka_broker, topic, 1) == list(range(200))
+        assert 1000 in read_ids(kafka_broker, topic, 1, "read_uncommitted")  # aborted, not lost from the log
+    finally:
+        for sink in (zombie, claimant):
+            sink.close()
+
+
 class FakeCoordinators:
     """Answers each probe with the epoch an id reached (0: never used) and records it."""
 

@@ -320,3 +320,6 @@ class Unfenced:
 
     def require_claim(self) -> None:
         pass
+
+    def taken_over(self) -> bool:
+        return False

@@ -279,3 +279,49 @@ def test_a_message_over_a_replaced_connection_is_ignored(builder):
         assert h.coordinator.subtask_status(0)[0] is SubtaskStatus.END_OF_INPUT
     finally:
         loop._io.shutdown(wait=True)
+
+
+class TakenOver(Unfenced):
+    """A fence log in which another driver claimed the job after this one."""
+
+    def taken_over(self) -> bool:
+        return True
+
+    def fenced_error(self) -> Exception:
+        return RuntimeError("job job was taken over by another driver (attempt 2)")
+
+
+def test_a_taken_over_driver_stops_while_a_commit_holds_its_io_thread(builder):
+    """Seen in the Kafka contract run: a zombie whose commit hung on the io thread found
+    out about the claim only at its next reservation, which waits behind that commit, so
+    its barriers and subtask restarts went on opening transactions nobody fenced. The
+    claim is watched on the fence thread instead, once a second."""
+    import threading
+
+    h = builder.started()
+    loop = DriverLoop(h.coordinator, Store(), committer=None, fence=TakenOver(), progress=lambda line: None)
+    held = threading.Event()
+    loop._io.submit(held.wait)  # a commit that does not return
+    try:
+        assert not loop._done.is_set()
+        loop._watch_claim()
+        loop._handle(loop.events.get(timeout=10))
+        assert loop._done.is_set()
+        assert loop.outcome.error == "job job was taken over by another driver (attempt 2)"
+        assert h.coordinator.lifecycle is not Lifecycle.ACTIVE
+    finally:
+        held.set()
+        loop._io.shutdown(wait=True)
+        loop._fence_io.shutdown(wait=True)
+
+
+def test_a_driver_nobody_took_over_keeps_running_when_it_watches_its_claim(builder):
+    h = builder.started()
+    loop = DriverLoop(h.coordinator, Store(), committer=None, fence=Unfenced(), progress=lambda line: None)
+    try:
+        loop._watch_claim()
+        loop._fence_io.submit(lambda: None).result()  # the watch ran
+        assert loop.events.empty() and not loop._done.is_set()
+    finally:
+        loop._io.shutdown(wait=True)
+        loop._fence_io.shutdown(wait=True)
