@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse
 from ..engine.heartbeat import read_newest
 from ..errors import CheckpointError, ConfigError
 from ..history import read_history
+from .actions import add_actions
 from .locate import NoCheckpointedJob, TaskJob, storage_hook, task_job
 from .oncall import oncall, restorable_of
 from .responses import checkpoint_detail, history_page
@@ -77,6 +78,7 @@ def create_app() -> FastAPI:
             raise HTTPException(404, f"checkpoint {checkpoint_id} is not in the history of job {job.job_id}")
         return checkpoint_detail(entry)
 
+    add_actions(app, _open)
     return app
 
 
