@@ -192,6 +192,18 @@ class CheckpointCoordinator:
     def consecutive_failures(self) -> int:
         return self._failures.consecutive_failures
 
+    @property
+    def tolerable_failures(self) -> int:
+        return self._failures.tolerable_failures
+
+    def progress(self) -> list[tuple[int, CheckpointKind, CheckpointState, int, int]]:
+        """Each checkpoint in flight, oldest first: (id, kind, state, subtasks that
+        acknowledged, subtasks), for the person on call (heartbeat.py carries it)."""
+        return [
+            (cid, p.kind, p.state, self.num_subtasks - len(p.not_yet_acknowledged), self.num_subtasks)
+            for cid, p in sorted(self._pending.items())
+        ]
+
     def subtask_status(self, subtask: int) -> tuple[SubtaskStatus, int | None]:
         return self._status[subtask], self._attempts[subtask]
 

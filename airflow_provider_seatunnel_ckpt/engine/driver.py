@@ -61,6 +61,8 @@ from .split_plan import store_plan
 log = logging.getLogger(__name__)
 
 STOP_REQUEST = "requests/stop-with-savepoint.json"
+#: a savepoint without stopping (the checkpoint view's "Trigger savepoint")
+SAVEPOINT_REQUEST = "requests/savepoint.json"
 REQUEST_POLL_S = 1.0
 
 
@@ -177,6 +179,9 @@ class DriverLoop:
         self.last_completed_id: int | None = None
         #: when the loop last stepped (monotonic s): a loop that stops stepping is unhealthy
         self._last_step = time.monotonic()
+        #: the checkpoints in flight and the failure count, as the heartbeat thread reads
+        #: them: a new dict each step, never the coordinator's own (it is not thread-safe)
+        self.live: dict[str, Any] = {}
 
     # ---- inputs (any thread) --------------------------------------------------------------
     def on_message(self, connection_id: Any, raw: Mapping[str, Any]) -> None:
@@ -230,6 +235,28 @@ class DriverLoop:
             self._next_request_poll = time.monotonic() + REQUEST_POLL_S
             self._poll_requests()
             self._watch_claim()
+        self.live = self._live()
+
+    def _live(self) -> dict[str, Any]:
+        """What the person on call sees of this moment (the checkpoint view): each
+        checkpoint in flight with its ACK count, and the failures counted against
+        tolerable-failure."""
+        coordinator = self.coordinator
+        return {
+            "in_flight": [
+                {
+                    "id": cid,
+                    "kind": kind.value,
+                    "state": state.value,
+                    "trigger_ms": self._triggered.get(cid, (None,))[0],
+                    "acknowledged": acked,
+                    "subtasks": total,
+                }
+                for cid, kind, state, acked, total in coordinator.progress()
+            ],
+            "consecutive_failures": coordinator.consecutive_failures,
+            "tolerable_failures": coordinator.tolerable_failures,
+        }
 
     def _handle(self, event: tuple[Any, ...]) -> None:
         kind = event[0]
@@ -564,6 +591,32 @@ class DriverLoop:
         self._claim_watch = self._fence_io.submit(watch)
 
     def _poll_requests(self) -> None:
+        self._poll_savepoint_request()
+        self._poll_stop_request()
+
+    def _poll_savepoint_request(self) -> None:
+        """Take a savepoint (and keep running) when asked by a request document; like a
+        stop, a request that comes while a subtask is not running waits for the next poll."""
+        try:
+            request = self.store.storage.read_document(self.store.job_id, SAVEPOINT_REQUEST)
+        except Exception as err:
+            log.debug("could not poll requests: %s", err)
+            return
+        if request is None or self.coordinator.lifecycle is not Lifecycle.ACTIVE or self._stop_savepoint_id is not None:
+            return
+        try:
+            savepoint_id, actions = self.coordinator.trigger_savepoint()
+        except CheckpointError as err:
+            log.info("savepoint request waits: %s", err)
+            return
+        try:
+            self.store.storage.delete_document(self.store.job_id, SAVEPOINT_REQUEST)
+        except Exception as err:  # asked again: one more savepoint, which costs only storage
+            log.info("could not delete the savepoint request: %s", err)
+        self.progress(f"savepoint requested: taking savepoint {savepoint_id}")
+        self._execute(actions)
+
+    def _poll_stop_request(self) -> None:
         """Act on a stop-with-savepoint request document.
 
         The document is deleted only once the coordinator took the request: one that

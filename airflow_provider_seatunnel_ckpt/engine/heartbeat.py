@@ -99,6 +99,11 @@ class Beat:
     written_ms: int | None = None
     job_fingerprint: str | None = None
     error: str | None = None
+    #: the checkpoints in flight as the driver last saw them (``DriverLoop.live``): what
+    #: the checkpoint view shows, never what liveness decides on
+    in_flight: tuple[Mapping[str, Any], ...] = ()
+    consecutive_failures: int | None = None
+    tolerable_failures: int | None = None
 
     @property
     def ended(self) -> bool:
@@ -134,9 +139,16 @@ class Beat:
                 written_ms=int(written) if written is not None else None,
                 job_fingerprint=str(doc["job_fingerprint"]) if doc.get("job_fingerprint") else None,
                 error=str(doc["error"]) if doc.get("error") else None,
+                in_flight=tuple(c for c in doc.get("in_flight") or () if isinstance(c, Mapping)),
+                consecutive_failures=_count(doc.get("consecutive_failures")),
+                tolerable_failures=_count(doc.get("tolerable_failures")),
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if value is not None else None
 
 
 def read_newest(storage: Any, job_id: str) -> Beat | None:

@@ -52,7 +52,8 @@ class LivenessDuty(RunState):
     def _heartbeat_status(self) -> dict[str, Any]:
         loop = self._loop
         last = loop.last_completed_id if loop is not None and loop.last_completed_id is not None else self.restored_id
-        return {"application_id": self._application_id, "last_checkpoint_id": last}
+        live = loop.live if loop is not None else {}
+        return {"application_id": self._application_id, "last_checkpoint_id": last, **live}
 
     def _health(self) -> str | None:
         loop = self._loop

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 PIPELINE_ID = 1
 #: polled by the running driver (engine/driver.py STOP_REQUEST)
 STOP_REQUEST = "requests/stop-with-savepoint.json"
+#: polled by the running driver too (engine/driver.py SAVEPOINT_REQUEST)
+SAVEPOINT_REQUEST = "requests/savepoint.json"
 
 #: keys of each backend's credentials: when a connection supplies any of them, the
 #: config file's are dropped (connection and file credentials are never mixed)
@@ -392,9 +394,20 @@ class CheckpointStorageHook(BaseHook):
         checkpoint's figures newest first, restores (see docs/history.md)."""
         return read_history(self.storage, job_id)
 
-    def request_savepoint(self, job_id: str) -> None:
-        """Ask the running driver to take a savepoint and stop (it polls for this)."""
-        self.storage.write_document(job_id, STOP_REQUEST, {"requested_ms": int(time.time() * 1000), "by": "airflow"})
+    def request_savepoint(self, job_id: str, by: str = "airflow") -> int:
+        """Ask the running driver to take a savepoint and stop (it polls for this); when
+        it was asked, in epoch ms."""
+        return self._request(job_id, STOP_REQUEST, by)
+
+    def trigger_savepoint(self, job_id: str, by: str = "airflow") -> int:
+        """Ask the running driver to take a savepoint and keep running; when it was
+        asked, in epoch ms (the savepoint's history entry is triggered after it)."""
+        return self._request(job_id, SAVEPOINT_REQUEST, by)
+
+    def _request(self, job_id: str, path: str, by: str) -> int:
+        requested_ms = int(time.time() * 1000)
+        self.storage.write_document(job_id, path, {"requested_ms": requested_ms, "by": by})
+        return requested_ms
 
     # ---- derived views for operators and sensors --------------------------------------------
     def failure_streak(self, job_id: str, pipeline_id: int = PIPELINE_ID) -> FailureStreak:

@@ -14,15 +14,20 @@ names the backend and path only (as every error of the storage layer does).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
 
+from ..engine.heartbeat import read_newest
 from ..errors import CheckpointError, ConfigError
 from ..history import read_history
+from .actions import add_actions
 from .locate import NoCheckpointedJob, TaskJob, storage_hook, task_job
+from .oncall import oncall, restorable_of
 from .responses import checkpoint_detail, history_page
 
 MAX_PER_PAGE = 200
@@ -55,7 +60,13 @@ def create_app() -> FastAPI:
         per_page: int = Query(20, ge=1, le=MAX_PER_PAGE),
     ) -> dict[str, Any]:
         job, hook = _open(dag_id, run_id, task_id, map_index)
-        return history_page(_read(hook, job), hook.describe(job.job_id), job.config, page, per_page)
+        found = _read(hook, job)
+        answer = history_page(found, hook.describe(job.job_id), job.config, page, per_page)
+        beat, listed = _read(
+            hook, job, lambda: (read_newest(hook.storage, job.job_id), hook.list_checkpoints(job.job_id))
+        )
+        answer["oncall"] = oncall(found, job.config, beat, restorable_of(listed), int(time.time() * 1000))
+        return answer
 
     @app.get("/api/checkpoint")
     def checkpoint(
@@ -67,6 +78,7 @@ def create_app() -> FastAPI:
             raise HTTPException(404, f"checkpoint {checkpoint_id} is not in the history of job {job.job_id}")
         return checkpoint_detail(entry)
 
+    add_actions(app, _open)
     return app
 
 
@@ -92,8 +104,9 @@ def _map_index(text: str) -> int:
         return -1
 
 
-def _read(hook: Any, job: TaskJob) -> Any:
+def _read(hook: Any, job: TaskJob, reading: Callable[[], Any] | None = None) -> Any:
+    """``reading()`` (the job's history by default), its storage errors a 502."""
     try:
-        return read_history(hook.storage, job.job_id)
+        return reading() if reading is not None else read_history(hook.storage, job.job_id)
     except (ConfigError, CheckpointError) as err:
         raise HTTPException(502, f"the checkpoint storage of job {job.job_id} cannot be read: {err}") from None

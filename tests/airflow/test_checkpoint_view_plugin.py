@@ -91,3 +91,44 @@ def test_airflows_wildcard_is_not_a_task_instance(which: str) -> None:
         _open(ids["dag_id"], ids["run_id"], ids["task_id"], "-1")
     assert raised.value.status_code == 400
     assert "'~'" in raised.value.detail
+
+
+def test_the_actions_are_post_only_and_keep_airflows_auth() -> None:
+    client = TestClient(Starlette(routes=[Mount(URL_PREFIX, LazyViewApp())]))
+    for action in ("savepoint", "stop-with-savepoint"):
+        path = f"{URL_PREFIX}/api/{action}"
+        assert client.post(path, params=QUERY, json={}).status_code == 401  # no session, no token
+        assert client.get(path, params=QUERY).status_code in (401, 405)  # never by a link or an <img>
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status"),
+    [
+        pytest.param({"Content-Type": "application/json"}, "{}", 200, id="json"),
+        pytest.param({"Content-Type": "application/json; charset=utf-8"}, "{}", 200, id="json-charset"),
+        pytest.param({"Content-Type": "application/json", "Origin": "http://testserver"}, "{}", 200, id="same-origin"),
+        pytest.param({"Content-Type": "application/x-www-form-urlencoded"}, "a=1", 415, id="html-form"),
+        pytest.param({"Content-Type": "text/plain"}, "{}", 415, id="text-plain"),
+        pytest.param({}, "", 415, id="no-body"),
+        pytest.param(
+            {"Content-Type": "application/json", "Origin": "https://evil.example"}, "{}", 403, id="cross-site"
+        ),
+        pytest.param({"Content-Type": "application/json", "Origin": "null"}, "{}", 403, id="opaque-origin"),
+        pytest.param({"Content-Type": "application/json"}, "{not json", 400, id="not-json"),
+    ],
+)
+def test_an_action_refuses_what_a_cross_site_page_could_send(headers: dict[str, str], body: str, status: int) -> None:
+    """The guard of ui/actions.py on its own (the deployment suite checks it behind
+    Airflow's auth, tests/deployment/test_browser.py)."""
+    from fastapi import Depends, FastAPI
+
+    from airflow_provider_seatunnel_ckpt.ui.actions import _same_origin_json
+
+    app = FastAPI()
+
+    @app.post("/act", dependencies=[Depends(_same_origin_json)])
+    def act() -> dict[str, str]:
+        return {"done": "yes"}
+
+    response = TestClient(app).post("/act", content=body, headers=headers)
+    assert response.status_code == status, response.text

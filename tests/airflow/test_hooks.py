@@ -74,6 +74,8 @@ def exercise(hook: CheckpointStorageHook) -> None:
     assert hook.check_checkpoint(JOB, newer_than=3) is None
     hook.request_savepoint(JOB)
     assert storage.read_document(JOB, "requests/stop-with-savepoint.json")["by"] == "airflow"
+    asked = hook.trigger_savepoint(JOB, by="oncall")  # a savepoint without the stop (the checkpoint view)
+    assert storage.read_document(JOB, "requests/savepoint.json") == {"requested_ms": asked, "by": "oncall"}
     hook.delete(JOB, checkpoint_id=1)
     assert [c["checkpoint_id"] for c in hook.list_checkpoints(JOB)] == [2, 3]
     hook.delete(JOB)

@@ -10,6 +10,7 @@ manager's ``/auth/token``) and a browser. Every component writes its log to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ HEARTBEATS = ("scheduler", "triggerer", "dag_processor")
 ADMIN = "admin"
 #: a user with no role: the simple auth manager lets it read no DAG (the view's 403)
 OUTSIDER = "outsider"
+#: a user with the viewer role: reads every DAG and edits none (the view's actions' 403)
+VIEWER = "viewer"
 
 
 def free_port() -> int:
@@ -50,6 +53,7 @@ class AirflowDeployment:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.password = "pw-" + secrets.token_hex(12)
         self.outsider_password = "pw-" + secrets.token_hex(12)
+        self.viewer_password = "pw-" + secrets.token_hex(12)
         self.logs = home / "logs"
         self.processes: dict[str, subprocess.Popen] = {}
         passwords = home / "passwords.json"
@@ -75,7 +79,7 @@ class AirflowDeployment:
             "AIRFLOW__API__PORT": str(self.port),
             # one secret for every component: the API server signs the tokens the workers use
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin,{OUTSIDER}:",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin,{OUTSIDER}:,{VIEWER}:viewer",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             # the connection form's "Test" button (off by default in Airflow 3)
@@ -97,7 +101,9 @@ class AirflowDeployment:
         home.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
         (home / "tmp").mkdir(exist_ok=True)
-        passwords.write_text(json.dumps({ADMIN: self.password, OUTSIDER: self.outsider_password}))
+        passwords.write_text(
+            json.dumps({ADMIN: self.password, OUTSIDER: self.outsider_password, VIEWER: self.viewer_password})
+        )
         self._token: str | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -222,6 +228,25 @@ def spark_submit_processes(job_id: str) -> list[Any]:
         if job_id in cmdline and "--job-id" in cmdline:
             found.append(process)
     return found
+
+
+@contextlib.contextmanager
+def paused_worker(job_id: str) -> Iterator[int]:
+    """SIGSTOP one PySpark worker of ``job_id``'s driver, SIGCONT on leaving: its subtask
+    stops acknowledging, as a subtask stuck on a slow sink or a GC pause would."""
+    from tests.support.workspace import pyspark_workers
+
+    workers = sorted({pid for root in spark_submit_processes(job_id) for pid in pyspark_workers(root.pid)})
+    if not workers:
+        raise AssertionError(f"no PySpark worker of job {job_id} to pause")
+    os.kill(workers[0], signal.SIGSTOP)
+    try:
+        yield workers[0]
+    finally:
+        try:
+            os.kill(workers[0], signal.SIGCONT)
+        except ProcessLookupError:
+            pass
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:

@@ -132,3 +132,34 @@ def view(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     query = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, **params}
     return httpx.get(f"{deployment.base_url}/seatunnel-ckpt/{path}", params=query, headers=headers, timeout=60)
+
+
+def act(
+    deployment: AirflowDeployment,
+    action: str,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    body: str = "{}",
+) -> httpx.Response:
+    """POST an action of the checkpoint view (ui/actions.py) as a script would: a bearer
+    token (the admin's, or ``token``; "" sends none) and a JSON body unless ``headers``
+    say otherwise."""
+    token = deployment.token() if token is None else token
+    sent = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    query = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id}
+    return httpx.post(
+        f"{deployment.base_url}/seatunnel-ckpt/api/{action}",
+        params=query,
+        headers={**sent, **(headers or {})},
+        content=body,
+        timeout=60,
+    )
+
+
+def audit_log(deployment: AirflowDeployment, event: str, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    """Airflow's audit log entries of ``event`` for one run, as its UI lists them."""
+    found = deployment.ok("GET", "/eventLogs", params={"event": event, "dag_id": dag_id, "run_id": run_id})
+    return found["event_logs"]

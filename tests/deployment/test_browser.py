@@ -2,12 +2,16 @@
 and ``chromium-driver``, driven by Selenium): the login, the connection form of the
 provider's ``seatunnel_checkpoint`` type with its own fields, labels and placeholders,
 and the grid of example (c) after its recovery. Screenshots go to the test's tmp dir;
-the ones in docs/img/airflow_*.png were taken by this test. The checkpoint view (ui/) is
-checked here too: its tab after example (c)'s recovery and for a running job, against
-checkpoint storage, and its 401/403."""
+the ones in docs/img/airflow_*.png and docs/img/checkpoint_view_*.png were taken by this
+test. The checkpoint view (ui/) is checked here too: its tab after example (c)'s recovery
+and for a running job, against checkpoint storage, and its 401/403; the panel for the
+person on call with a subtask held stuck; its actions (a savepoint from the button, a
+stop with a savepoint over REST) with their 401/403/415 and the audit log."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -18,10 +22,11 @@ from urllib.parse import quote_plus
 import pytest
 
 from airflow_provider_seatunnel_ckpt.history import read_history
+from airflow_provider_seatunnel_ckpt.ui.actions import EVENTS
 from tests.example_runs import example_storage
 
-from .deployment import OUTSIDER, AirflowDeployment
-from .rest import start_slow_job, task_instances, trigger, view, wait_for_run, xcom
+from .deployment import OUTSIDER, VIEWER, AirflowDeployment, paused_worker
+from .rest import act, audit_log, start_slow_job, task_instances, trigger, view, wait_for_run, xcom
 
 pytestmark = pytest.mark.slow
 
@@ -157,6 +162,7 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
     )
     browser.get(link)
     _check_view(browser, history, "finished")
+    _check_errors_wrap(browser, history)
     detail = _open_detail(browser, history)
     browser.save_screenshot(str(tmp_path / "airflow_checkpoint_detail.png"))
     assert detail
@@ -174,6 +180,9 @@ def test_connection_form_the_grid_and_the_checkpoint_view_after_recovery(
 def test_the_checkpoint_view_of_a_running_job_updates_itself(
     deployment: AirflowDeployment, spark_connection: None, browser: Any, tmp_path: Path
 ) -> None:
+    """And shows the person on call a stuck subtask: the last completed checkpoint's age
+    in red past 3 intervals, the checkpoint in flight with its ACKs, the next step.
+    docs/img/checkpoint_view_running.png is this test's checkpoint_view_running.png."""
     from selenium.webdriver.common.by import By
 
     dag_id = "example_fail_and_recover"
@@ -186,11 +195,162 @@ def test_the_checkpoint_view_of_a_running_job_updates_itself(
     # no reload: the page polls while the job runs
     later = _until("a newer checkpoint on the page", lambda: (n := _completed_shown(browser)) > first and n, timeout=60)
     assert later > first
+    _check_charts(browser)
+    next_step = browser.find_element(By.ID, "next-step").text
+    assert next_step.startswith("if the job fails, a retry resumes from checkpoint "), next_step
+    assert f" at {storage.describe(job_id)}/pipeline-1/chk-" in next_step, next_step
+    assert browser.find_element(By.ID, "budget").text == "0 of 2 consecutive checkpoint failures tolerated"
+
+    with paused_worker(job_id):  # one subtask stops acknowledging
+        in_flight = _text_matching(
+            browser, "in-flight", r"checkpoint (\d+): 1 of 2 subtasks acknowledged, for (\d+) s", timeout=60
+        )
+        staleness = _until(
+            "the last completed checkpoint's age in red",
+            lambda: "stale" in (e := browser.find_element(By.ID, "staleness")).get_attribute("class").split() and e,
+            timeout=30,
+        )
+        assert re.fullmatch(
+            r"checkpoint \d+, \d+ s ago \(no checkpoint for over 3 intervals of 500 ms\)", staleness.text
+        ), staleness.text
+        assert staleness.value_of_css_property("color") == "rgba(220, 38, 38, 1)"  # --bad
+        browser.switch_to.default_content()
+        browser.save_screenshot(str(tmp_path / "checkpoint_view_running.png"))
+        browser.switch_to.frame(browser.find_element(By.TAG_NAME, "iframe"))
+    # the subtask goes on: the stuck checkpoint completes
+    stuck = in_flight.group(1)
+    _until(
+        f"checkpoint {stuck} completed",
+        lambda: (
+            browser.find_element(By.CSS_SELECTOR, f'#history tbody tr[data-id="{stuck}"]').text.split()[2]
+            == "completed"
+        ),
+        timeout=90,
+    )
     browser.switch_to.default_content()
-    browser.save_screenshot(str(tmp_path / "airflow_checkpoint_view_running.png"))
     assert wait_for_run(deployment, dag_id, run_id)[0] == "success", deployment.explain()
     final = read_history(storage, job_id)
     assert final.job["status"] == "finished" and final.summary.completed >= later
+
+
+def test_a_savepoint_from_the_view_and_a_stop_over_rest_only_for_who_may_edit_the_dag(
+    deployment: AirflowDeployment, spark_connection: None, browser: Any, tmp_path: Path
+) -> None:
+    """The actions (ui/actions.py): 403 for a viewer, 401 without a token, nothing another
+    site could make a browser send; the button takes a savepoint and shows it; a script
+    stops the job with a savepoint; both are in Airflow's audit log.
+    docs/img/checkpoint_view_actions.png is this test's checkpoint_view_actions.png."""
+    from selenium.webdriver.common.by import By
+
+    dag_id = "example_fail_and_recover"
+    run_id, job_id, storage = start_slow_job(deployment, tmp_path, dag_id, rows=2_400_000)
+    viewer = deployment.token_of(VIEWER, deployment.viewer_password)
+    assert view(deployment, "api/history", dag_id, run_id, "etl", token=viewer).status_code == 200  # reads, may not act
+    for action in EVENTS:
+        refused = {
+            "a viewer": act(deployment, action, dag_id, run_id, "etl", token=viewer),
+            "no token": act(deployment, action, dag_id, run_id, "etl", token=""),
+            "a form": act(deployment, action, dag_id, run_id, "etl", headers={"Content-Type": "text/plain"}, body="{}"),
+            "another site": act(deployment, action, dag_id, run_id, "etl", headers={"Origin": "https://evil.example"}),
+            "a GET": view(deployment, f"api/{action}", dag_id, run_id, "etl"),
+        }
+        statuses = {who: r.status_code for who, r in refused.items()}
+        assert statuses == {"a viewer": 403, "no token": 401, "a form": 415, "another site": 403, "a GET": 405}
+        assert audit_log(deployment, EVENTS[action], dag_id, run_id) == []
+    for request in ("requests/savepoint.json", "requests/stop-with-savepoint.json"):
+        assert storage.read_document(job_id, request) is None
+
+    # the button, as the admin in the task instance's tab
+    _log_in(browser, deployment)
+    browser.get(f"{deployment.base_url}/dags/{dag_id}/runs/{run_id}/tasks/etl/plugin/seatunnel-checkpoints")
+    browser.switch_to.frame(_until("the view's frame", lambda: browser.find_element(By.TAG_NAME, "iframe")))
+    _until("the running job", lambda: browser.find_element(By.ID, "job-status").text == "running")
+    _until("the buttons enabled", lambda: browser.find_element(By.ID, "trigger-savepoint").is_enabled())
+    _button(browser, "Trigger savepoint").click()
+    result = _text_matching(
+        browser, "action-result", r"savepoint (\d+) completed at \d\d:\d\d:\d\d UTC in [\d,]+ ms", timeout=60
+    )
+    savepoint = int(result.group(1))
+    _until(
+        "the savepoint tile",
+        lambda: browser.find_element(By.ID, "latest-savepoint").text.startswith(f"savepoint {savepoint}, "),
+    )
+    browser.switch_to.default_content()
+    browser.save_screenshot(str(tmp_path / "checkpoint_view_actions.png"))
+    taken = read_history(storage, job_id).checkpoint(savepoint)
+    assert taken is not None and (taken.kind, taken.status) == ("savepoint", "completed")
+    assert read_history(storage, job_id).job["status"] == "running"  # a savepoint does not stop the job
+    [logged] = audit_log(deployment, EVENTS["savepoint"], dag_id, run_id)
+    assert (logged["owner"], logged["dag_id"], logged["task_id"]) == ("admin", dag_id, "etl")
+    assert json.loads(logged["extra"])["job_id"] == job_id
+
+    # a stop with a savepoint, as a script calls it
+    stopped = act(deployment, "stop-with-savepoint", dag_id, run_id, "etl")
+    assert stopped.status_code == 200, stopped.text
+    assert (stopped.json()["action"], stopped.json()["job_id"]) == ("stop-with-savepoint", job_id)
+    deployment.wait_until(
+        lambda: task_instances(deployment, dag_id, run_id)["etl"][0] == "success", 120, "etl stopped", every=0.5
+    )
+    status = read_history(storage, job_id).job
+    assert status["status"] == "stopped" and status["savepoint_id"] > savepoint, status
+    [logged] = audit_log(deployment, EVENTS["stop-with-savepoint"], dag_id, run_id)
+    assert logged["owner"] == "admin" and json.loads(logged["extra"])["requested_ms"] == stopped.json()["requested_ms"]
+    late = act(deployment, "savepoint", dag_id, run_id, "etl")
+    assert late.status_code == 409 and "stopped" in late.json()["detail"]
+    # the sensor after etl waits for a final checkpoint a stopped job never takes: end the run
+    deployment.ok("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}", json={"state": "failed"})
+
+
+def _text_matching(browser: Any, element_id: str, pattern: str, timeout: float) -> re.Match[str]:
+    """Wait until the text of element ``element_id`` matches ``pattern`` whole; the match."""
+    from selenium.webdriver.common.by import By
+
+    return _until(
+        f"#{element_id} matching {pattern!r}",
+        lambda: re.fullmatch(pattern, browser.find_element(By.ID, element_id).text),
+        timeout=timeout,
+    )
+
+
+def _check_errors_wrap(browser: Any, history: Any) -> None:
+    """The failure's cause is shown whole, wrapped on a narrow page, never clipped."""
+    from selenium.webdriver.common.by import By
+
+    error = history.attempts[0]["error"]
+    failure = browser.find_element(By.ID, "latest-failure")
+    assert failure.text == _until(
+        "the failure tile", lambda: failure.text.startswith("attempt 1 failed, ") and failure.text
+    )
+    assert failure.text.endswith(f" ago: {error}") and len(error) > 60, failure.text
+    width = browser.get_window_size()["width"]
+    browser.set_window_size(600, 900)
+    try:
+        clipped = browser.execute_script(
+            "return [...document.querySelectorAll('.tile .value, #next-step, td.reason, #job-line, #counts')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.textContent.slice(0, 40))"
+        )
+        assert clipped == []
+        line = float(failure.value_of_css_property("line-height").removesuffix("px"))
+        assert failure.size["height"] > 2 * line  # wrapped onto lines of its own
+        assert failure.size["width"] <= 600
+    finally:
+        browser.set_window_size(width, 900)
+
+
+def _check_charts(browser: Any) -> None:
+    """A time axis in UTC, units on the values, dashed lines at the interval and the timeout."""
+    from selenium.webdriver.common.by import By
+
+    chart = browser.find_element(By.ID, "chart-duration")
+    times = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text.x-tick")]
+    assert times and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in times), times
+    assert "time (UTC)" in chart.text
+    assert all(re.search(r" (ms|s|min)$", t.text) for t in chart.find_elements(By.CSS_SELECTOR, "text.y-tick"))
+    limits = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text.limit-label")]
+    assert limits == ["interval 500 ms", "timeout 1 min"], limits
+    assert len(chart.find_elements(By.CSS_SELECTOR, "line.limit")) == 2
+    size_ticks = browser.find_elements(By.CSS_SELECTOR, "#chart-size text.y-tick")
+    assert all(re.search(r" (B|KiB|MiB|GiB)$", t.text) for t in size_ticks), [t.text for t in size_ticks]
 
 
 def _completed_shown(browser: Any) -> int:
