@@ -14,8 +14,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.hooks import S3CheckpointHook, get_checkpoint_hook
 from airflow_provider_seatunnel_ckpt.storage import PipelineState, create_storage
-
-from .test_hooks import JOB, assert_masked, connection, exercise
+from tests.support.airflow_hooks import JOB, assert_masked, connection, exercise
 
 pytest.importorskip("airflow.providers.amazon", reason="apache-airflow-providers-amazon is in the test extra")
 

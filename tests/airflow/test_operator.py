@@ -21,6 +21,7 @@ from airflow_provider_seatunnel_ckpt.operators.spark_submit import _terminate_tr
 from airflow_provider_seatunnel_ckpt.storage.layout import validate_job_id
 from airflow_provider_seatunnel_ckpt.ui import VIEW_XCOM_KEY
 from airflow_provider_seatunnel_ckpt.ui.locate import TaskJob, storage_hook
+from tests.support.airflow_operator import JOB_TEXT, fake_context, local_config
 
 
 def test_default_job_id_is_storage_safe_stable_and_distinct():
@@ -237,17 +238,6 @@ def test_terminate_tree_stops_the_whole_process_tree():
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
 
 
-def fake_context(pushed: dict) -> dict:
-    ti = SimpleNamespace(
-        dag_id="kill_test",
-        task_id="etl",
-        run_id="manual__1",
-        map_index=-1,
-        xcom_push=lambda key, value: pushed.__setitem__(key, value),
-    )
-    return {"ti": ti}
-
-
 @pytest.mark.slow
 def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
     from airflow.sdk.exceptions import AirflowException
@@ -302,17 +292,6 @@ def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
 
     ids = sorted(ds.dataset(str(tmp_path / "out"), format="parquet").to_table(columns=["id"]).column("id").to_pylist())
     assert ids == list(range(rows))
-
-
-def local_config(tmp_path) -> str:
-    return (
-        f"checkpoint:\n  storage:\n    plugin-config:\n      storage.type: local\n      namespace: {tmp_path}/ckpt/\n"
-    )
-
-
-JOB_TEXT = (
-    "env: {job.name: j, parallelism: 1}\nsource: [{plugin_name: Sequence, rows: 10}]\nsink: [{plugin_name: Console}]\n"
-)
 
 
 def test_a_finished_job_is_not_run_again(tmp_path):

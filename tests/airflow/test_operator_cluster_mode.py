@@ -15,8 +15,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_seatunnel_ckpt.operators import CheckpointedSparkSubmitOperator
 from airflow_provider_seatunnel_ckpt.operators.spark_submit import _EngineSubmitHook
-
-from .test_operator import JOB_TEXT, fake_context, local_config
+from tests.support.airflow_operator import JOB_TEXT, fake_context, local_config
 
 SECRET = "s3cr3t-in-the-config"
 

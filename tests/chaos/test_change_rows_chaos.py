@@ -19,9 +19,8 @@ import pytest
 
 from tests.integration.jdbc.conftest import Database, prepared_gids, variables_file
 from tests.support.chaos import ChaosRecord, chaos_runs
+from tests.support.postgres import restart_postgres
 from tests.support.workspace import Workspace
-
-from .test_jdbc_chaos import _restart_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -127,7 +126,7 @@ def test_change_rows_from_kafka_reach_postgres_exactly_once_under_kills(
         "chaos-canal",
         "--variables",
         str(variables_file(db, workspace.root)),
-        disrupt=lambda driver: _restart_postgres(db, driver, record),
+        disrupt=lambda driver: restart_postgres(db, driver, record),
     )
     record.elapsed_s = time.monotonic() - started
 

@@ -14,7 +14,8 @@ import pytest
 
 from tests.integration.jdbc.conftest import PG_OPTIONS, Database, prepared_gids, variables_file
 from tests.support.chaos import ChaosRecord, chaos_runs
-from tests.support.workspace import Driver, Workspace, read_output, tally
+from tests.support.postgres import restart_postgres
+from tests.support.workspace import Workspace, read_output, tally
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -25,15 +26,6 @@ THROTTLE = {"plugin_name": "Python", "function": "tests.chaos.throttle:rows_30k"
 @pytest.fixture
 def db(postgres_server: Any, pg_database: str) -> Database:
     return Database(postgres_server, pg_database)
-
-
-def _restart_postgres(db: Database, driver: Driver, record: ChaosRecord) -> None:
-    started = time.monotonic()
-    db.server.restart_immediate()
-    record.kill_points.append(
-        f"postgres: crash-restart (-m immediate) at {time.monotonic() - driver.started:.1f} s, "
-        f"back after {time.monotonic() - started:.1f} s"
-    )
 
 
 def _chaos_runs(
@@ -51,7 +43,7 @@ def _chaos_runs(
         job_id,
         "--variables",
         variables,
-        disrupt=lambda driver: _restart_postgres(db, driver, record),
+        disrupt=lambda driver: restart_postgres(db, driver, record),
     )
 
 

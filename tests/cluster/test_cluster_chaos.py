@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.chaos import ChaosRecord
+from tests.support.cluster_job import COMPLETED, SPARK_CONF
 from tests.support.workspace import Driver, Workspace
 
 from .cluster import S3_SECRET_KEY, WORKERS, NetCluster
@@ -32,16 +33,6 @@ pytestmark = pytest.mark.slow
 
 ROWS = 3_000_000
 PARALLELISM = 4
-COMPLETED = re.compile(r"checkpoint (\d+) \(checkpoint\) completed")
-#: executors of 4 cores, one per worker while both are up; the job waits for both
-SPARK_CONF = (
-    "spark.cores.max=8",
-    "spark.executor.cores=4",
-    "spark.executor.memory=1g",
-    "spark.scheduler.minRegisteredResourcesRatio=1.0",
-    "spark.scheduler.maxRegisteredResourcesWaitingTime=60s",
-    "spark.task.maxFailures=40",
-)
 
 
 def start_on_driver_host(

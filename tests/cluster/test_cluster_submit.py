@@ -12,10 +12,10 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.engine import spark_app
 from airflow_provider_seatunnel_ckpt.operators.engine_archive import engine_archive
+from tests.support.cluster_job import COMPLETED, SPARK_CONF
 from tests.support.workspace import VENV_BIN, Driver, Workspace
 
 from .cluster import NetCluster
-from .test_cluster_chaos import COMPLETED, SPARK_CONF
 
 pytestmark = pytest.mark.slow
 

@@ -1,3 +1,3 @@
-"""What several test folders share: the engine workspace (a job's files, its driver
-runs and their output, workspace.py), the chaos runs and their record (chaos.py) and the
-Kafka helpers (kafka.py). Fixtures stay in conftest.py files; their helpers live here."""
+"""What several test modules share, one module per topic (docs/testing.md, "Shared
+helpers: tests/support" lists them): no test module imports another
+(tests/unit/test_test_layout.py). Fixtures stay in conftest.py files; their helpers live here."""

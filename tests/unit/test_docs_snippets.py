@@ -51,7 +51,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_troubleshooting import literal_pieces
+from tests.support.literals import literal_pieces
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

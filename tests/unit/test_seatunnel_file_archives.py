@@ -130,13 +130,12 @@ def _run_rebased(job_file: Path, root: Path, monkeypatch: pytest.MonkeyPatch, si
 def test_every_job_file_of_the_fixture_directory_runs_here() -> None:
     # the excel/ jobs are test_seatunnel_excel.py's, the encoding, save mode, xml and binary ones
     # test_seatunnel_file_formats.py's, the plain file sources test_seatunnel_file_sources.py's
-    from tests.unit.test_seatunnel_file_formats import OWN_FILES
-    from tests.unit.test_seatunnel_file_sources import JOBS as SOURCE_JOBS
+    from tests.support.seatunnel_files import FORMATS_FILES, SOURCE_JOBS
 
     assert sorted(
         str(p.relative_to(FIXTURES))
         for p in FIXTURES.rglob("*.conf")
-        if p.parent.name != "excel" and str(p.relative_to(FIXTURES)) not in [*OWN_FILES, *SOURCE_JOBS]
+        if p.parent.name != "excel" and str(p.relative_to(FIXTURES)) not in [*FORMATS_FILES, *SOURCE_JOBS]
     ) == sorted([*JOBS, "text/fake_to_local_file_text.conf"])
 
 

@@ -29,20 +29,8 @@ from tests import seatunnel_jobs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "connector-file-local-e2e"
 
-#: the job files of the fixture directory this module runs or loads
-OWN_FILES = [
-    "json/local_file_json_to_console_with_encoding.conf",
-    "text/local_file_text_to_console_with_encoding.conf",
-    "json/fake_to_local_file_json_with_encoding.conf",
-    "text/fake_to_local_file_with_encoding.conf",
-    "json/local_file_to_console.conf",
-    "json/fake_to_local_file_json.conf",
-    "json/fake_to_local_file_json_save_mode.conf",
-    "xml/local_file_xml_to_assert.conf",
-    "xml/local_file_zip_xml_to_assert.conf",
-    "binary/local_file_binary_to_assert.conf",
-    "binary/local_file_binary_to_local_file_binary.conf",
-]
+# the job files of the fixture directory this module runs or loads are listed in
+# tests/support/seatunnel_files.py (FORMATS_FILES)
 
 #: LocalFileIT's inputs of the encoding jobs: path in its container -> fixture
 LAYOUT = {

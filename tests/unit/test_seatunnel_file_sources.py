@@ -18,6 +18,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.errors import DataError
 from tests import seatunnel_jobs
+from tests.support.seatunnel_files import SOURCE_JOBS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seatunnel" / "connector-file-local-e2e"
 #: LocalFileIT's copies: its resource -> where its container has it
@@ -29,24 +30,6 @@ INPUTS = {
     "orc/e2e.orc": "seatunnel/read/orc/name=tyrantlucifer/hobby=coding/e2e.orc",
     "orc/orc_for_cast.orc": "seatunnel/read/orc_cast/e2e.orc",
     "parquet/e2e.parquet": "seatunnel/read/parquet/name=tyrantlucifer/hobby=coding/e2e.parquet",
-}
-#: each job and the rows its sink gets (5 rows per file; a table each for multipletable)
-JOBS = {
-    "text/local_file_delimiter_assert.conf": 5,
-    "text/local_file_text_projection_to_assert.conf": 5,
-    "text/local_file_text_skip_headers.conf": 4,  # its first row is skipped as a header
-    "text/local_file_text_to_assert_with_multipletable.conf": 10,
-    "text/local_file_time_format_assert.conf": 5,
-    "json/local_file_json_to_assert.conf": 5,
-    "json/local_file_json_to_assert_with_multipletable.conf": 10,
-    "orc/local_file_orc_projection_to_assert.conf": 5,
-    "orc/local_file_orc_to_assert.conf": 5,
-    "orc/local_file_orc_to_assert_with_multipletable.conf": 10,
-    "orc/local_file_orc_to_assert_with_time_and_cast.conf": 5,
-    "parquet/local_file_parquet_projection_to_assert.conf": 5,
-    "parquet/local_file_parquet_to_assert.conf": 5,
-    "parquet/local_file_parquet_to_assert_with_multipletable.conf": 10,
-    "parquet/local_file_to_console.conf": 0,  # an empty directory (LocalFileIT's mkdir /tmp/fake_empty)
 }
 
 
@@ -66,9 +49,9 @@ def rooted(name: str, root: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", sorted(JOBS))
+@pytest.mark.parametrize("name", sorted(SOURCE_JOBS))
 def test_seatunnels_file_source_jobs_run_unchanged_and_their_assert_rules_hold(name: str, tmp_path: Path) -> None:
-    assert seatunnel_jobs.run_in_process(rooted(name, tmp_path)) == JOBS[name]
+    assert seatunnel_jobs.run_in_process(rooted(name, tmp_path)) == SOURCE_JOBS[name]
 
 
 def test_a_broken_rule_fails_an_orc_job(tmp_path: Path) -> None:

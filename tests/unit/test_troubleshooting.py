@@ -10,15 +10,15 @@ software prints are listed below with where they come from, and checked there.
 
 from __future__ import annotations
 
-import ast
 import errno
 import os
 import re
 import sysconfig
 from pathlib import Path
 
+from tests.support.literals import literal_pieces
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "airflow_provider_seatunnel_ckpt"
 SITE = Path(sysconfig.get_paths()["purelib"])
 
 #: messages of other software the tables quote, and the source text that prints them
@@ -49,28 +49,6 @@ def troubleshooting_messages() -> list[tuple[str, str]]:
                 if line.startswith("| ") and len(cells) > 1 and not set(line) <= set("|- "):
                     found += [(page.name, text) for text in re.findall(r"`([^`]+)`", cells[0][2:])]
     return found
-
-
-def literal_pieces(sources: list[str] | None = None) -> set[str]:
-    """The text of every string literal of the package (or of the given Python sources),
-    split at its placeholders."""
-    pieces: set[str] = set()
-    trees = (
-        [ast.parse(text) for text in sources]
-        if sources is not None
-        else [ast.parse(path.read_text(), str(path)) for path in PACKAGE.rglob("*.py")]
-    )
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.JoinedStr):
-                parts = [value.value for value in node.values if isinstance(value, ast.Constant)]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                parts = [node.value]
-            else:
-                continue
-            for part in parts:
-                pieces.update(re.split(r"%[sdr]", part))
-    return pieces
 
 
 def test_every_message_the_troubleshooting_tables_quote_is_printed_by_the_code():

@@ -22,7 +22,7 @@ import pytest
 from tests.support.workspace import spark_environment
 
 from .contexts import SINK_CASES, SOURCE_CASES, SinkUnderTest, SourceUnderTest
-from .systems import files, generators, jdbc, kafka, lakehouse, test_sinks
+from .systems import files, generators, jdbc, kafka, lakehouse, seatunnel_test_sinks
 from .workspace import ContractWorkspace
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,9 +42,9 @@ SINKS: dict[str, SinkFactory] = {
     "Iceberg-branch": lakehouse.iceberg_sql_branch,
     "Iceberg-hadoop": lakehouse.iceberg_hadoop,
     "Delta": lakehouse.delta,
-    "InMemory": test_sinks.in_memory,
-    "Console": test_sinks.console,
-    "Assert": test_sinks.assert_rules,
+    "InMemory": seatunnel_test_sinks.in_memory,
+    "Console": seatunnel_test_sinks.console,
+    "Assert": seatunnel_test_sinks.assert_rules,
 }
 SOURCES: dict[str, SourceFactory] = {
     "Sequence": generators.sequence,

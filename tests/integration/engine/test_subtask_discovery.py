@@ -27,8 +27,8 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
 )
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.jobfile.spec import JobSpec
-
-from .test_subtask_reconnect import FakeChannel, HeldSink, start_subtask
+from tests.support.subtask import HeldSink, start_subtask
+from tests.support.workspace import FakeChannel
 
 pytestmark = pytest.mark.timeout(60)
 

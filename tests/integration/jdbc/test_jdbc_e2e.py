@@ -5,9 +5,7 @@ transactions in flight, and restoring an older checkpoint."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,9 +14,9 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors.jdbc import transactions
+from tests.support.postgres import kill_with_prepared_in_flight
 from tests.support.workspace import (
     VENV_BIN,
-    Driver,
     Workspace,
     assert_exactly_once,
     completed_ids,
@@ -143,24 +141,6 @@ def test_postgres_to_parquet_and_sequence_to_postgres(workspace: Workspace, db: 
     assert prepared_gids(db) == []
 
 
-def _kill_with_prepared_in_flight(driver: Driver, db: Database, deadline_s: float = 60) -> int:
-    """SIGKILL the driver at a moment when this job has prepared, uncommitted transactions:
-    freeze it (SIGSTOP) until PostgreSQL shows some, then kill the whole tree."""
-    from tests.support.workspace import kill_tree
-
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        time.sleep(0.05)
-        os.kill(driver.pid, signal.SIGSTOP)
-        in_flight = prepared_gids(db)
-        if in_flight:
-            kill_tree(driver.pid)
-            driver.wait(60)
-            return len(in_flight)
-        os.kill(driver.pid, signal.SIGCONT)
-    raise AssertionError(f"no prepared transaction seen in {deadline_s} s\n{driver.stderr()}")
-
-
 def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspace: Workspace, db: Database) -> None:
     rows = 600_000
     config = workspace.write_config(interval=200, max_retained=100, tolerable_failure=5)
@@ -173,7 +153,7 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
         with workspace.start(jobs[parallelism], config, "rescale", "--variables", variables) as driver:
             assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 120), driver.stderr()
             time.sleep(1.0)
-            in_flight.append(_kill_with_prepared_in_flight(driver, db))
+            in_flight.append(kill_with_prepared_in_flight(driver, db))
         # what the dead run left prepared is what ``inspect --job-file`` lists
         listed = _cli(
             workspace,
@@ -217,7 +197,7 @@ def test_rescale_with_prepared_transactions_in_flight_then_restore_older(workspa
     )
     with workspace.start(doomed, config, "doomed", "--variables", variables) as driver:
         assert driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 120), driver.stderr()
-        assert _kill_with_prepared_in_flight(driver, db)
+        assert kill_with_prepared_in_flight(driver, db)
     committed = db.ids("doomed_out")
     deleted = _cli(
         workspace,
@@ -277,7 +257,7 @@ def test_two_jdbc_sinks_of_one_job_each_write_every_row_once_through_a_kill(work
     )
     with workspace.start(job, config, "two-sinks", "--variables", str(variables)) as first:
         assert first.wait_for(r"checkpoint 2 \(checkpoint\) completed", 120), first.stderr()
-        assert _kill_with_prepared_in_flight(first, db) > 0
+        assert kill_with_prepared_in_flight(first, db) > 0
     tags = {transactions.parse_gid(gid).tag for gid in prepared_gids(db)}
     assert tags <= {transactions.sink_tag("two-sinks", None), transactions.sink_tag("two-sinks", "sink[1]")}, tags
     result = workspace.run(job, config, "two-sinks", "--variables", str(variables))

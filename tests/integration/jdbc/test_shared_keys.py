@@ -429,9 +429,8 @@ def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill
     checkpoint expired, and every restore hung again), through a driver killed with
     prepared transactions in flight and a restore of an older checkpoint, with every
     key's final row and nothing left prepared or staged."""
+    from tests.support.postgres import kill_with_prepared_in_flight
     from tests.support.workspace import completed_ids
-
-    from .test_jdbc_e2e import _kill_with_prepared_in_flight
 
     changes, own = _changes(), [("INSERT", i, f"own{i}", i) for i in range(100, 110)]
     source = _tables(("db.a", changes), ("db.b", changes + own))
@@ -442,7 +441,7 @@ def test_tables_and_subtasks_changing_one_key_under_spark_end_exact_after_a_kill
     expected = _applied(changes + own)
     with workspace.start(job, config, "shared", "--variables", variables) as first:
         assert first.wait_for(r"checkpoint 2 \(checkpoint\) completed", 300), first.stderr()
-        assert _kill_with_prepared_in_flight(first, db) > 0
+        assert kill_with_prepared_in_flight(first, db) > 0
     started = time.monotonic()
     result = workspace.run(job, config, "shared", "--variables", variables, timeout=SPARK_BOUND_S)
     assert result.returncode == 0, result.explain()

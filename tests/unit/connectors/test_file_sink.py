@@ -16,31 +16,8 @@ from airflow_provider_seatunnel_ckpt.connectors import load_sink
 from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, iter_batches
 from airflow_provider_seatunnel_ckpt.connectors.console import ConsoleSink
 from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
-from airflow_provider_seatunnel_ckpt.connectors.file.source import FileSource
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError, ConfigError
-
-
-def batch(start: int, n: int) -> pa.RecordBatch:
-    ids = np.arange(start, start + n, dtype=np.int64)
-    return pa.record_batch({"id": ids, "name": [f"n{i}" for i in ids]})
-
-
-def all_files(sink: FileSink) -> list[str]:
-    return sorted(f.path[len(sink.root) + 1 :] for f in sink.fs.walk_files(sink.root))
-
-
-def visible_files(sink: FileSink) -> list[str]:
-    return [p for p in all_files(sink) if not any(part.startswith(("_", ".")) for part in p.split("/"))]
-
-
-def read_back(sink: FileSink) -> list[int]:
-    """What a downstream reader sees: every visible file, through the File source."""
-    source = FileSource({"path": f"{sink.options['path']}", "format": sink.format})
-    ids = []
-    for split in source.splits(1):
-        for b in iter_batches(source.create_reader(split, None, ReaderContext(0, 1))):
-            ids.extend(b.column("id").to_pylist())
-    return sorted(ids)
+from tests.support.file_sink import all_files, batch, read_back, visible_files
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])

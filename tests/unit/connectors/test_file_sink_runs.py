@@ -11,8 +11,7 @@ import pytest
 from airflow_provider_seatunnel_ckpt.connectors.file import sink as file_sink_module
 from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
-
-from .test_file_sink import all_files, batch, read_back, visible_files
+from tests.support.file_sink import all_files, batch, read_back, visible_files
 
 
 def run_sink(base_url: str, run_attempt: int) -> FileSink:
