@@ -323,3 +323,31 @@ class Unfenced:
 
     def taken_over(self) -> bool:
         return False
+
+
+class Documents:
+    """The storage calls the driver's request polling makes, over a dict."""
+
+    def __init__(self):
+        self.docs: dict[str, dict] = {}
+
+    def read_document(self, job_id, path):
+        return self.docs.get(path)
+
+    def delete_document(self, job_id, path):
+        self.docs.pop(path, None)
+
+
+class Store:
+    """The completed-checkpoint store as the request polling sees it."""
+
+    def __init__(self):
+        self.storage = Documents()
+        self.job_id = "job"
+
+
+def driver_loop(harness, lines):
+    """A DriverLoop over ``harness``'s coordinator, no sink, its progress lines in ``lines``."""
+    from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+
+    return DriverLoop(harness.coordinator, Store(), committer=None, fence=Unfenced(), progress=lines.append)

@@ -10,7 +10,7 @@ from airflow_provider_seatunnel_ckpt.engine.driver import STOP_REQUEST, DriverLo
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.pending import CheckpointState
 
-from .harness import Unfenced, of_type
+from .harness import Store, Unfenced, driver_loop, of_type
 
 
 @pytest.mark.parametrize(
@@ -35,33 +35,10 @@ def test_job_finished_sets_the_outcome_once_committed(builder, action, final, sa
     assert outcome.stopped_with_savepoint is (savepoint is not None)
 
 
-class Documents:
-    """The two storage calls the request polling makes, over a dict."""
-
-    def __init__(self):
-        self.docs: dict[str, dict] = {}
-
-    def read_document(self, job_id, path):
-        return self.docs.get(path)
-
-    def delete_document(self, job_id, path):
-        self.docs.pop(path, None)
-
-
-class Store:
-    def __init__(self):
-        self.storage = Documents()
-        self.job_id = "job"
-
-
-def _loop(harness, lines):
-    return DriverLoop(harness.coordinator, Store(), committer=None, fence=Unfenced(), progress=lines.append)
-
-
 def test_a_stop_request_waits_until_every_subtask_runs(builder):
     h = builder.build()
     lines: list[str] = []
-    loop = _loop(h, lines)
+    loop = driver_loop(h, lines)
     try:
         loop.store.storage.docs[STOP_REQUEST] = {"by": "test"}
         h[0].register()
@@ -84,7 +61,7 @@ def test_a_stop_request_waits_until_every_subtask_runs(builder):
 def test_a_failed_stop_savepoint_is_reported_and_the_job_keeps_running(builder):
     h = builder.started()
     lines: list[str] = []
-    loop = _loop(h, lines)
+    loop = driver_loop(h, lines)
     try:
         loop.store.storage.docs[STOP_REQUEST] = {}
         loop._poll_requests()

@@ -8,12 +8,12 @@ from airflow_provider_seatunnel_ckpt.engine.coordinator import Lifecycle
 from airflow_provider_seatunnel_ckpt.engine.driver import SAVEPOINT_REQUEST, STOP_REQUEST
 from airflow_provider_seatunnel_ckpt.engine.heartbeat import Beat, HeartbeatWriter
 
-from .test_driver_adapter import Store, _loop
+from .harness import Store, driver_loop
 
 
 def test_the_heartbeat_carries_the_checkpoint_in_flight_with_its_acks(builder):
     h = builder.started()
-    loop = _loop(h, [])
+    loop = driver_loop(h, [])
     try:
         checkpoint = h.trigger()
         loop._triggered[checkpoint] = (1_700_000_000_000, "checkpoint")
@@ -45,7 +45,7 @@ def test_a_heartbeat_of_an_older_driver_has_no_checkpoint_in_flight():
 def test_a_savepoint_request_takes_a_savepoint_and_the_job_keeps_running(builder):
     h = builder.build()
     lines: list[str] = []
-    loop = _loop(h, lines)
+    loop = driver_loop(h, lines)
     try:
         loop.store.storage.docs[SAVEPOINT_REQUEST] = {"by": "test"}
         h[0].register()
@@ -65,7 +65,7 @@ def test_a_savepoint_request_takes_a_savepoint_and_the_job_keeps_running(builder
 
 def test_a_savepoint_request_waits_while_a_stop_with_savepoint_is_taken(builder):
     h = builder.started()
-    loop = _loop(h, [])
+    loop = driver_loop(h, [])
     try:
         loop.store.storage.docs[STOP_REQUEST] = {}
         loop._poll_requests()
