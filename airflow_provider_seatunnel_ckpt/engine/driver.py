@@ -580,12 +580,12 @@ class DriverLoop:
         is being persisted, and a persist can wait behind a slow commit on the io thread:
         meanwhile this driver's barriers and subtask restarts go on, and each new epoch
         opens output (Kafka transactions) under ids the claimant fenced before they
-        existed. One storage read a second, never two at once."""
+        existed. One storage read a second (``FenceLog.watch``), never two at once."""
         if self._claim_watch is not None and not self._claim_watch.done():
             return
 
         def watch() -> None:
-            if self.fence.taken_over():
+            if self.fence.watch():
                 self.events.put(("taken_over", str(self.fence.fenced_error())))
 
         self._claim_watch = self._fence_io.submit(watch)

@@ -6,9 +6,16 @@ one driver can win (``FileSystem.create_new``): the fence log ``fence/<seq>.json
 a driver claims the job and reserves each checkpoint id before writing its
 ``_metadata``, and ``_metadata`` itself, created, never replaced, and fenced by the
 claimant (an empty one) for the id the old driver reserved last. With ``deletable``
-(delete-on-finish) a driver whose own claim is gone counts itself taken over too; the
-deleter removes the log oldest record first (:meth:`FenceLog.erase`). Old reservations
-are pruned (:meth:`FenceLog.prune`, :meth:`FenceLog.claim`).
+(delete-on-finish) the deleter removes the log oldest record first (:meth:`FenceLog.erase`).
+
+The log stays small across any number of driver starts: a driver deletes its own older
+reservations (:meth:`FenceLog.prune`), and a claimant deletes every record below its own
+claim, oldest first (:meth:`FenceLog.claim`, "compaction"): the claim carries what the
+next claimant needs from below it (the newest reservation, and so the highest id
+reserved), and, the newest claim staying until a newer one compacts it, the highest
+record number, so numbers are never reused. What a zombie then reads: the claim after
+its newest record, or, once that was compacted, its own claim gone (deleted before it,
+oldest first), so every driver counts its own claim gone as a takeover.
 
 Why this is enough, and the zombie rules: docs/architecture.md, "Why the output is
 exactly-once"; the backends' create-or-fail: docs/storage.md, "Create-only writes".
@@ -79,6 +86,10 @@ class FenceLog:
         self._claim_seq = 0
         self._reserved = 0
         self._prunable_from = 1
+        #: the compaction at the claim did not finish: prune() goes on with it
+        self._compact_below = 0
+        #: which of the two reads :meth:`watch` makes next
+        self._watch_claim_next = False
         # A reservation made at a trigger (fence thread) may run while a commit's check
         # (storage worker) reads the record after ``seq``: between creating that record
         # and advancing ``seq``, the check would take the driver's own reservation for a
@@ -93,13 +104,23 @@ class FenceLog:
 
         The claim's ``pending`` is the newest reservation in the log: the only one that
         can still be unresolved (every driver fences it before reserving anything), so
-        the caller fences it even when drivers that claimed in between died first."""
+        the caller fences it even when drivers that claimed in between died first. The
+        claim record carries it (``reservation``), so that the records below the claim
+        can go: they are deleted right after it, oldest first (:meth:`_compact`)."""
         for _ in range(CLAIM_TRIES):
             seqs = self._sequence_numbers()
             last_seq = seqs[-1] if seqs else 0
             last = self._read(last_seq) if last_seq else None
             attempt = max(int((last or {}).get("attempt") or 0), min_attempt) + 1
-            record = {"seq": last_seq + 1, "kind": "claim", "attempt": attempt, "token": token, "written_ms": _now_ms()}
+            reservation = self._newest_reservation(seqs)
+            record = {
+                "seq": last_seq + 1,
+                "kind": "claim",
+                "attempt": attempt,
+                "token": token,
+                "written_ms": _now_ms(),
+                "reservation": _carried(reservation),
+            }
             try:
                 self.storage.create_document(self.job_id, record_name(last_seq + 1), record)
             except FileExistsError:
@@ -107,8 +128,8 @@ class FenceLog:
             self.seq, self.attempt = last_seq + 1, attempt
             self._claim_seq = self.seq
             self._prunable_from = self.seq + 1
-            reservation_seq, reservation = self._newest_reservation(seqs)
-            self._prune_dead_reservations(seqs, keep=reservation_seq)
+            self._compact_below = self.seq
+            self._compact(seqs)
             if reservation is None:
                 claim = Claim(attempt, self.seq, None, None, 0)
             else:
@@ -121,14 +142,22 @@ class FenceLog:
             f"{self.storage.describe(self.job_id)}/{FENCE_DIR}"
         )
 
-    def _newest_reservation(self, seqs: list[int]) -> tuple[int, dict[str, Any] | None]:
+    def _newest_reservation(self, seqs: list[int]) -> dict[str, Any] | None:
         """Reservations only grow (a claimant starts above the highest), so the newest
-        one also holds the highest id ever reserved; claims may sit after it."""
+        one also holds the highest id ever reserved; claims may sit after it. A claim
+        carries the newest reservation below it (``reservation``: compaction deleted that
+        record), so the search stops at the newest claim; claims of earlier releases
+        carry nothing, and the search goes on below them."""
         for seq in reversed(seqs):
             record = self._read(seq)
-            if record and record.get("kind") == "reserve":
-                return seq, record
-        return 0, None
+            if not record:
+                continue  # deleted since the listing (a prune or a compaction)
+            if record.get("kind") == "reserve":
+                return record
+            if record.get("kind") == "claim" and "reservation" in record:
+                carried = record["reservation"]
+                return dict(carried) if isinstance(carried, dict) else None
+        return None
 
     # ---- the claim's holder ---------------------------------------------------------------
     def reserve(self, checkpoint_id: int, savepoint: bool = False) -> int:
@@ -148,7 +177,7 @@ class FenceLog:
                 self.storage.create_document(self.job_id, record_name(seq), record)
             except FileExistsError:
                 raise self.fenced_error() from None
-            if self._claim_gone():  # the number was free because the job was deleted
+            if self._claim_gone():  # the number was free: compacted by a newer claimant, or the job deleted
                 self._delete_quietly(seq)
                 raise self.fenced_error()
             self.seq = seq
@@ -163,8 +192,10 @@ class FenceLog:
         """Whether record ``seq`` is still this driver's newest: a reservation made
         ahead (at the trigger) is good for the ``_metadata`` write only while no other
         reservation of this driver came after it, and (``deletable``) while the job was
-        not deleted since: with the job went the claimant's fence of that id."""
-        return self.seq == seq and not self._claim_gone()
+        not deleted since: with the job went the claimant's fence of that id. (A
+        compaction deletes fence records only, never the claimant's fence of the id, so
+        a job that keeps its storage needs no read here.)"""
+        return self.seq == seq and not (self.deletable and self._claim_gone())
 
     def check(self, before: str = "writing") -> None:
         """``Fenced`` when a newer claim exists (before a commit)."""
@@ -179,21 +210,37 @@ class FenceLog:
                 raise self.fenced_error()
 
     def taken_over(self) -> bool:
-        """Whether a newer claim exists (or, ``deletable``, this driver's claim is gone):
-        :meth:`check` without its test window, for the driver's record keepers (the
-        history), which decide nothing. The claim is read second: the log is erased
+        """Whether a newer claim exists or this driver's claim is gone: :meth:`check`
+        without its test window, for the driver's record keepers (the history), which
+        decide nothing. The claim is read second: the log is compacted and erased
         oldest first, so when the record after this driver's newest is gone, its claim
         went before."""
         with self._lock:
             return self._read(self.seq + 1) is not None or self._claim_gone()
 
+    def watch(self) -> bool:
+        """:meth:`taken_over` at one storage read a call, for a driver that asks every
+        second (``DriverLoop._watch_claim``): the record after this driver's newest and
+        its own claim, read in turn. Once a newer claim exists, at every moment one of
+        them says so (the claim after goes only after the own claim, which never comes
+        back), so a takeover is seen within two calls."""
+        with self._lock:
+            self._watch_claim_next = not self._watch_claim_next
+            if self._watch_claim_next:
+                return self._claim_gone()
+            return self._read(self.seq + 1) is not None
+
     def _claim_gone(self) -> bool:
-        return self.deletable and self._claim_seq > 0 and self._read(self._claim_seq) is None
+        """This driver's claim was deleted: a newer claimant compacted it, or the job was
+        deleted (only a newer claim, or the end of the job, removes a claim)."""
+        return self._claim_seq > 0 and self._read(self._claim_seq) is None
 
     def fenced_error(self) -> Fenced:
         """The error of a driver whose claim was replaced (names the newer attempt)."""
         with self._lock:
             winner = self._read(self.seq + 1)
+            if winner is None:  # compacted: the newest claim tells who holds the job
+                winner = self._newest_claim()
         if winner is None and self.deletable:
             return Fenced(
                 f"job {self.job_id} {TAKEN_OVER}, which finished it and deleted its storage "
@@ -220,13 +267,24 @@ class FenceLog:
     def _read(self, seq: int) -> dict[str, Any] | None:
         return self.storage.read_document(self.job_id, record_name(seq))
 
-    def prune(self) -> None:
-        """Delete this driver's own reservation records but the newest.
+    def _newest_claim(self) -> dict[str, Any] | None:
+        for seq in reversed(self._sequence_numbers()):
+            record = self._read(seq)
+            if record and record.get("kind") == "claim" and int(record.get("seq") or 0) != self._claim_seq:
+                return record
+        return None
 
-        Claims are never deleted: the claim after a driver's last record is what fences
-        that driver, and a deleted record would be a free number a fenced driver could
-        still create. A reservation is only ever the target of its own driver, which has
-        moved past it; the newest stays, so a claimant finds the highest id reserved."""
+    def prune(self) -> None:
+        """Delete this driver's own reservation records but the newest (and finish a
+        compaction the claim could not).
+
+        A driver never deletes its own claim: the claim after a driver's last record is
+        what fences that driver, and a deleted record would be a free number a fenced
+        driver could still create. A reservation is only ever the target of its own
+        driver, which has moved past it; the newest stays, so a claimant finds the
+        highest id reserved."""
+        if self._compact_below:
+            self._compact(self._sequence_numbers())
         try:
             for seq in range(self._prunable_from, self.seq):
                 self.storage.delete_document(self.job_id, record_name(seq))
@@ -234,20 +292,30 @@ class FenceLog:
         except CheckpointStorageError as err:  # only tidiness: the next prune retries
             log.info("could not prune the fence log of job %s: %s", self.job_id, err)
 
-    def _prune_dead_reservations(self, seqs: list[int], keep: int) -> None:
-        """Delete the reservations of earlier drivers (all below this claim) but the newest
-        one, ``keep`` (it tells the next claimant the highest id and what may be pending).
+    def _compact(self, seqs: list[int]) -> None:
+        """Delete every record below this driver's claim, oldest first: the claims and
+        reservations of earlier drivers (the claim carries what the next claimant needs
+        of them). The log then holds this claim and what its driver reserves since.
 
-        Safe for the same reason as :meth:`prune`: no driver ever creates a number below
-        its own newest record, so a deleted number is never created again; and the record
-        after each earlier driver's newest one is a claim, which stays, so every earlier
-        driver stays fenced (its reservation and its check both meet that claim)."""
+        Safe while earlier drivers still run (zombies): no driver creates a number below
+        its own newest record, and a claimant starts above the highest, so a deleted
+        number is created again only by a zombie whose next number it was; oldest first,
+        its own claim went before that number, and a zombie reads (or, after creating,
+        checks) its claim: it finds either the claim after its newest record or its own
+        claim gone (:meth:`taken_over`, :meth:`reserve`). What such a zombie created
+        (its reservation fails and deletes it) is below the claim, and the next claimant
+        compacts it if it stayed. Never the claim itself: that is the floor, which tells
+        the next claimant the next free number and, with ``reservation``, what may be
+        pending. Only tidiness: a failure leaves the rest to :meth:`prune` and the next
+        claimant."""
+        below = self._compact_below
         try:
             for seq in seqs:
-                if seq != keep and (self._read(seq) or {}).get("kind") == "reserve":
+                if seq < below:
                     self.storage.delete_document(self.job_id, record_name(seq))
-        except CheckpointStorageError as err:  # only tidiness: the next claimant retries
-            log.info("could not prune the fence log of job %s: %s", self.job_id, err)
+            self._compact_below = 0
+        except CheckpointStorageError as err:
+            log.info("could not compact the fence log of job %s: %s", self.job_id, err)
 
     def _delete_quietly(self, seq: int) -> None:
         try:
@@ -263,6 +331,17 @@ class FenceLog:
                 flush=True,
             )
             time.sleep(self._test_window_s)
+
+
+def _carried(reservation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a claim keeps of the newest reservation below it."""
+    if reservation is None:
+        return None
+    return {
+        "attempt": int(reservation.get("attempt") or 0),
+        "checkpoint_id": int(reservation["checkpoint_id"]),
+        "savepoint": bool(reservation.get("savepoint")),
+    }
 
 
 def _now_ms() -> int:

@@ -26,6 +26,7 @@ from airflow_provider_seatunnel_ckpt.engine import runner as runner_module
 from airflow_provider_seatunnel_ckpt.engine.actions import ScheduleWakeup
 from airflow_provider_seatunnel_ckpt.engine.coordinator import CheckpointCoordinator
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
+from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog, record_name
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
 from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries, store_plan
@@ -214,6 +215,33 @@ def _finished_job_kept() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(JobRun, "_forget_job", lambda self: None)
 
 
+# ---- 51.3: a fence log that stays small -----------------------------------------------------------
+def _fence_log_never_compacted() -> contextlib.AbstractContextManager[Any]:
+    # as before: a claimant deleted the dead reservations only; every claim stayed
+    def compact(self: FenceLog, seqs: list[int]) -> None:
+        self._compact_below = 0
+
+    return mock.patch.object(FenceLog, "_compact", compact)
+
+
+def _compaction_deletes_the_claim() -> contextlib.AbstractContextManager[Any]:
+    # the floor goes too: the next claimant starts over at a number already used
+    original = FenceLog._compact
+
+    def compact(self: FenceLog, seqs: list[int]) -> None:
+        original(self, seqs)
+        self.storage.delete_document(self.job_id, record_name(self._claim_seq))
+
+    return mock.patch.object(FenceLog, "_compact", compact)
+
+
+def _zombie_ignores_its_claim_gone() -> contextlib.AbstractContextManager[Any]:
+    # as before: only a job with delete-on-finish read its own claim, so a zombie whose
+    # next number was compacted creates it and goes on
+    original = FenceLog._claim_gone
+    return mock.patch.object(FenceLog, "_claim_gone", lambda self: self.deletable and original(self))
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -234,6 +262,9 @@ MUTATIONS = (
     Mutation("taken-over-driver-stores-its-plan", "47.6", _plan_stored_unfenced),
     Mutation("taken-over-driver-writes-history", "47.6", _history_written_unfenced),
     Mutation("delete-on-finish-keeps-the-job", "47.6", _finished_job_kept),
+    Mutation("fence-log-never-compacted", "51.3", _fence_log_never_compacted),
+    Mutation("compaction-deletes-the-claim", "51.3", _compaction_deletes_the_claim),
+    Mutation("zombie-ignores-its-claim-gone", "51.3", _zombie_ignores_its_claim_gone),
 )
 
 

@@ -67,7 +67,7 @@ from airflow_provider_seatunnel_ckpt.connectors.file.sink import FileSink
 from airflow_provider_seatunnel_ckpt.engine.completed_store import CompletedCheckpointStore
 from airflow_provider_seatunnel_ckpt.engine.composite import GroupWriter, SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
-from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog
+from airflow_provider_seatunnel_ckpt.engine.fencing import FENCE_DIR, PRUNE_EVERY, FenceLog
 from airflow_provider_seatunnel_ckpt.engine.messages import (
     AbortCheckpoint,
     Decline,
@@ -219,11 +219,14 @@ class World:
         #: the run that finished the job
         self.finisher: DriverRun | None = None
         self.completed_ids: set[int] = set()
-        #: the newest run attempt that claimed the job (claims are never deleted)
+        #: the newest run attempt that claimed the job
         self.newest_claim = 0
-        #: fence log: claim attempt -> seq; (attempt, checkpoint id) -> seq of its reservation
-        self.claim_seqs: dict[int, int] = {}
-        self.reservations: dict[tuple[int, int], int] = {}
+        #: fence log, in the order of creation (not by record number: a compacted number
+        #: may be created again, by a zombie that must then find itself fenced): claim
+        #: attempt -> when; (attempt, checkpoint id) -> when its reservation was created
+        self.fence_creations = 0
+        self.claimed_at: dict[int, int] = {}
+        self.reserved_at: dict[tuple[int, int], int] = {}
         #: state file path -> when it was written; (run attempt, checkpoint id) -> when its
         #: abort was sent
         self.state_written_at: dict[str, int] = {}
@@ -290,6 +293,7 @@ class World:
             )
         self.check_exactly_once()
         self.check_forgotten()
+        self.check_fence_log_bounded()
 
     def check_forgotten(self) -> None:
         """delete-on-finish: the finished job left nothing in storage (issue 47, defect 6),
@@ -300,6 +304,19 @@ class World:
         left = sorted(info.name for info in self.raw.list_dir(f"{NAMESPACE}{JOB_ID}"))
         if left:
             raise self.broke(f"the job finished with delete-on-finish, and left {left} in storage")
+
+    def check_fence_log_bounded(self) -> None:
+        """The fence log holds the newest claim and its driver's newest reservation (it
+        prunes the others when it ends), whatever the number of runs before: each claimant
+        deletes the records below its claim (issue 51, item 3). A run that met a storage
+        fault may have left records (a failed deletion waits for the next claimant); a
+        deleted job has none."""
+        if self.profile.delete_on_finish or self.finisher is None or self.finisher.storage_faults:
+            return
+        left = self.raw.list_dir(f"{NAMESPACE}{JOB_ID}/{FENCE_DIR}")
+        bound = 2 + sum(PRUNE_EVERY for run in self.runs if run.storage_faults)
+        if len(left) > bound:
+            raise self.broke(f"the fence log holds {len(left)} records after {len(self.runs)} runs (bound {bound})")
 
     def _run_next(self) -> None:
         time_ms, _, action = heapq.heappop(self._queue)
@@ -376,11 +393,12 @@ class World:
     def on_storage_write(self, actor: Any, op: str, path: str, data: bytes | None, before: bytes | None) -> None:
         if op == "created" and "/fence/" in path and data:
             record = json.loads(data)
+            self.fence_creations += 1
             if record.get("kind") == "claim":
                 self.newest_claim = max(self.newest_claim, int(record["attempt"]))
-                self.claim_seqs[int(record["attempt"])] = int(record["seq"])
+                self.claimed_at[int(record["attempt"])] = self.fence_creations
             elif record.get("kind") == "reserve":
-                self.reservations[(int(record["attempt"]), int(record["checkpoint_id"]))] = int(record["seq"])
+                self.reserved_at[(int(record["attempt"]), int(record["checkpoint_id"]))] = self.fence_creations
             return
         record = _RUN_RECORD_PATH.search(path)
         if record and isinstance(actor, DriverRun) and actor.attempt and self.is_fenced(actor):
@@ -398,10 +416,10 @@ class World:
             checkpoint_id = int(match.group(2))
             # Completing is allowed only under the run's own reservation of the id, made
             # before any newer claim (a claim after it fences the id, or finds it done).
-            reserved = self.reservations.get((getattr(actor, "attempt", -1), checkpoint_id))
+            reserved = self.reserved_at.get((getattr(actor, "attempt", -1), checkpoint_id))
             if reserved is None:
                 raise self.broke(f"{actor!r} completed checkpoint {checkpoint_id} without reserving it")
-            if any(seq < reserved for attempt, seq in self.claim_seqs.items() if attempt > actor.attempt):
+            if any(when < reserved for attempt, when in self.claimed_at.items() if attempt > actor.attempt):
                 raise self.broke(f"{actor!r} completed checkpoint {checkpoint_id} reserved after a newer claim")
             if checkpoint_id in self.completed_ids:
                 raise self.broke(f"checkpoint {checkpoint_id} completed twice")

@@ -324,6 +324,9 @@ class Unfenced:
     def taken_over(self) -> bool:
         return False
 
+    def watch(self) -> bool:
+        return self.taken_over()
+
 
 class Documents:
     """The storage calls the driver's request polling makes, over a dict."""

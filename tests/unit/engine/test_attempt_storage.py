@@ -221,7 +221,8 @@ def test_a_finished_job_with_delete_on_finish_leaves_nothing_in_storage(tmp_path
     store_plan(last.storage, JOB_ID, 2, [["t-0", {"partition": 0, "start": 10}]])
     last.run._start_heartbeat(60_000)
     history = last.run._history = last.run._start_history()
-    assert len(list((tmp_path / "ns" / JOB_ID).rglob("*.json"))) > 8
+    # >= 8: the newest claim is alone in fence/ (it compacted the killed attempt's)
+    assert len(list((tmp_path / "ns" / JOB_ID).rglob("*.json"))) >= 8
 
     last.run.end(Outcome(finished=True, final_checkpoint_id=3), last.committer, last.token)
     history.close()  # run() closes it after end() (a second close changes nothing)

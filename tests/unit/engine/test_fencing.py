@@ -11,7 +11,9 @@ import uuid
 import pytest
 
 from airflow_provider_seatunnel_ckpt.engine.fencing import FENCE_DIR, PRUNE_EVERY, Fenced, FenceLog
+from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
 from airflow_provider_seatunnel_ckpt.storage import CheckpointIdTaken, CheckpointKind, CheckpointManifest
+from airflow_provider_seatunnel_ckpt.storage.fs_local import LocalFileSystem
 from airflow_provider_seatunnel_ckpt.storage.fs_memory import MemoryFileSystem
 from airflow_provider_seatunnel_ckpt.storage.fs_storage import FileSystemCheckpointStorage
 
@@ -143,9 +145,9 @@ def test_the_log_is_pruned_and_still_knows_the_highest_reserved_id_and_attempt(s
     assert len(storage.list_documents(JOB, FENCE_DIR)) < PRUNE_EVERY
     claim = FenceLog(storage, JOB).claim("b")
     assert (claim.attempt, claim.highest_reserved) == (6, 2 * PRUNE_EVERY)
-    # a's claim (what fences a), a's newest reservation, b's claim
-    assert len(storage.list_documents(JOB, FENCE_DIR)) == 3
-    with pytest.raises(Fenced):
+    # b's claim only: it carries a's newest reservation; a finds its claim gone
+    assert len(storage.list_documents(JOB, FENCE_DIR)) == 1
+    with pytest.raises(Fenced, match=r"attempt 6"):
         log.reserve(2 * PRUNE_EVERY + 1)
 
 
@@ -184,8 +186,8 @@ def test_a_check_while_the_driver_s_own_reservation_is_being_made_is_no_takeover
 def test_a_claimant_deletes_what_killed_drivers_left_and_every_one_of_them_stays_fenced(storage):
     """A SIGKILLed driver cannot prune its reservations: a 60-minute soak with a kill every
     10 minutes left about 90 per kill in fence/, never deleted (bench/scale_soak.py). The
-    claimant deletes them but the newest; the claims stay, so each killed driver that is
-    in fact still alive (paused) is still fenced."""
+    claimant deletes every record below its claim, which carries the newest reservation;
+    each killed driver that is in fact still alive (paused) is still fenced."""
     drivers = []
     checkpoint_id = 0
     for run in range(4):
@@ -200,7 +202,7 @@ def test_a_claimant_deletes_what_killed_drivers_left_and_every_one_of_them_stays
     claim = claimant.claim("last")
     assert (claim.attempt, claim.pending, claim.highest_reserved) == (5, (checkpoint_id, False), checkpoint_id)
     kinds = [storage.read_document(JOB, f"{FENCE_DIR}/{n}")["kind"] for n in storage.list_documents(JOB, FENCE_DIR)]
-    assert kinds == ["claim"] * 4 + ["reserve", "claim"], kinds  # every claim, the newest reservation
+    assert kinds == ["claim"], kinds  # the claimant's, carrying the newest reservation
     for zombie in drivers:
         with pytest.raises(Fenced):
             zombie.reserve(checkpoint_id + 1)
@@ -248,9 +250,173 @@ def test_erase_deletes_the_whole_log_oldest_first(storage):
     a.claim("a")
     a.reserve(1)
     b = FenceLog(storage, JOB, deletable=True)
-    b.claim("b")
+    b.claim("b")  # compacts a's records, 1 and 2
     b.reserve(2)
+    b.reserve(3)
     deleted.clear()
     b.erase()
-    assert deleted == [f"{FENCE_DIR}/{seq:012d}.json" for seq in (1, 2, 3, 4)]
+    assert deleted == [f"{FENCE_DIR}/{seq:012d}.json" for seq in (3, 4, 5)]
     assert storage.list_documents(JOB, FENCE_DIR) == []
+
+
+# ---- compaction: a fence log that stays small (issue 51, item 3) ------------------------------
+@pytest.fixture(params=["memory", "local"])
+def any_storage(request, tmp_path) -> FileSystemCheckpointStorage:
+    if request.param == "memory":
+        return FileSystemCheckpointStorage(MemoryFileSystem(f"fence-{uuid.uuid4().hex}"), "/ns/", 3)
+    return FileSystemCheckpointStorage(LocalFileSystem(), f"{tmp_path}/ns/", 3)
+
+
+class Recording:
+    """The storage, recording every fence record created and every read."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.created: list[str] = []
+        self.reads = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def create_document(self, job_id, path, document):
+        self.inner.create_document(job_id, path, document)
+        self.created.append(path)
+
+    def read_document(self, job_id, path):
+        self.reads += 1
+        return self.inner.read_document(job_id, path)
+
+
+def fence_records(storage) -> list[int]:
+    return [int(n.removesuffix(".json")) for n in storage.list_documents(JOB, FENCE_DIR)]
+
+
+def assert_fenced(zombie: FenceLog, by_attempt: int | str) -> None:
+    """Every way a driver learns of a takeover says so."""
+    assert zombie.taken_over()
+    assert zombie.watch() or zombie.watch()  # one read a call: a takeover shows within two
+    with pytest.raises(Fenced, match=rf"taken over by another driver \(attempt {by_attempt}\)"):
+        zombie.check()
+    before = fence_records(zombie.storage)
+    with pytest.raises(Fenced):
+        zombie.reserve(10_000)
+    assert fence_records(zombie.storage) == before  # a number it created in a gap, given back
+
+
+def test_fifty_driver_starts_leave_one_claim_and_every_earlier_driver_fenced(any_storage):
+    """Before compaction every start left its claim for good (50 starts: 50 claims and
+    the newest reservation); now the log holds the newest claim and what its driver
+    reserved since, and no number is ever created twice."""
+    storage = Recording(any_storage)
+    drivers: list[FenceLog] = []
+    checkpoint_id = 0
+    sizes = []
+    for run in range(50):
+        log = FenceLog(storage, JOB, deletable=run % 2 == 1)
+        claim = log.claim(f"run{run}")
+        assert claim.attempt == run + 1
+        assert claim.highest_reserved == checkpoint_id  # what the compacted records said
+        if checkpoint_id:
+            assert claim.pending == (checkpoint_id, False)
+        assert fence_records(storage) == [log.seq]  # the claim alone: the floor
+        for _ in range(run % (PRUNE_EVERY + 4)):  # some are killed between two prunes
+            checkpoint_id += 1
+            log.reserve(checkpoint_id)
+        sizes.append(len(fence_records(storage)))
+        drivers.append(log)
+    assert max(sizes) <= PRUNE_EVERY + 1
+    assert len(storage.created) == len(set(storage.created)), "a record number was created twice"
+    assert [log.seq for log in drivers] == sorted({log.seq for log in drivers})
+    holder = drivers[-1]
+    for zombie in drivers[:-1]:
+        assert_fenced(zombie, by_attempt=50)
+        assert not zombie.is_newest(zombie.seq) or not zombie.deletable
+    holder.check()
+    assert not holder.taken_over() and not holder.watch() and not holder.watch()
+    holder.reserve(checkpoint_id + 1)
+    assert len(fence_records(storage)) <= PRUNE_EVERY + 1
+
+
+def test_the_claim_watch_reads_one_record_a_call(storage):
+    recording = Recording(storage)
+    a, b = FenceLog(recording, JOB), FenceLog(recording, JOB)
+    a.claim("a")
+    a.reserve(1)
+    for _ in range(4):
+        recording.reads = 0
+        assert not a.watch()
+        assert recording.reads == 1
+    b.claim("b")  # the record after a's newest: seen at the watch's next read of it
+    assert a.watch() or a.watch()
+    FenceLog(recording, JOB).claim("c")  # compacts b's claim: a's own claim went before it
+    assert a.watch() or a.watch()
+
+
+@pytest.mark.parametrize("deletable", [False, True])
+def test_a_zombie_is_fenced_at_every_step_of_a_compaction(storage, deletable):
+    """The claimant deletes the records below its claim one at a time, oldest first; a
+    zombie (here two: taken over by b, and b taken over by c) looks at each step, by
+    every path, and so does another claimant, which must find what may be pending."""
+    a, b, c = (FenceLog(storage, JOB, deletable=deletable) for _ in range(3))
+    a.claim("a")
+    for checkpoint_id in (1, 2, 3):
+        a.reserve(checkpoint_id)
+    a.reserve(4)  # reserved at a trigger; its _metadata write pauses
+    assert storage.fence_checkpoint_id(JOB, 1, 4) is True  # as b's run does after its claim
+    original = storage.delete_document
+
+    def failing(job_id, path):
+        raise CheckpointStorageError("storage unavailable")
+
+    storage.delete_document = failing  # b's compaction fails: only tidiness, c does it
+    b.claim("b")  # carries checkpoint 4
+    storage.delete_document = original
+    b.reserve(5)
+    assert fence_records(storage) == [1, 2, 3, 4, 5, 6, 7]
+    steps: list[str] = []
+    probing: list[FenceLog] = []
+
+    def delete(job_id, path):
+        original(job_id, path)
+        if path.startswith(f"{FENCE_DIR}/") and not probing:  # c's deletions, not the zombies'
+            steps.append(path)
+            for zombie in (a, b):
+                probing.append(zombie)
+                try:
+                    assert_fenced(zombie, by_attempt="[23]")
+                finally:
+                    probing.clear()
+            # what a claimant would find now (it lists, reads, then creates above the highest)
+            seqs = sorted(fence_records(storage))
+            assert FenceLog(storage, JOB)._newest_reservation(seqs)["checkpoint_id"] == 5
+
+    storage.delete_document = delete
+    claim = c.claim("c")
+    storage.delete_document = original
+    assert (claim.attempt, claim.pending, claim.highest_reserved) == (3, (5, False), 5)
+    assert steps == [f"{FENCE_DIR}/{seq:012d}.json" for seq in range(1, 8)]
+    # the ids reserved ahead stay fenced in _metadata, which no compaction touches
+    assert storage.fence_checkpoint_id(JOB, 1, 5) is True
+    for checkpoint_id in (4, 5):
+        with pytest.raises(CheckpointIdTaken):
+            complete(storage, checkpoint_id)
+    assert fence_records(storage) == [c.seq]
+    c.check()
+    c.reserve(6)
+
+
+def test_claims_of_an_earlier_release_are_read_below(storage):
+    """A log written before compaction: claims without ``reservation``; the next claimant
+    reads down to the newest reservation, then compacts them all."""
+    records = [
+        {"seq": 1, "kind": "claim", "attempt": 1, "token": "a"},
+        {"seq": 2, "kind": "reserve", "attempt": 1, "checkpoint_id": 9, "savepoint": True},
+        {"seq": 3, "kind": "claim", "attempt": 2, "token": "b"},
+        {"seq": 4, "kind": "claim", "attempt": 3, "token": "c"},
+    ]
+    for record in records:
+        storage.create_document(JOB, f"{FENCE_DIR}/{record['seq']:012d}.json", record)
+    claim = FenceLog(storage, JOB).claim("d")
+    assert (claim.attempt, claim.seq, claim.pending, claim.pending_attempt) == (4, 5, (9, True), 1)
+    assert fence_records(storage) == [5]
+    assert FenceLog(storage, JOB).claim("e").pending == (9, True)  # carried on
