@@ -11,6 +11,7 @@ from ..history import HistoryRecorder, restore_entry
 from .completed_store import wall_ms
 from .heartbeat import (
     DEFAULT_INTERVAL_MS,
+    HEARTBEAT_DIR,
     INTERVAL_KEY,
     LOOP_STALL_S,
     HeartbeatWriter,
@@ -23,6 +24,10 @@ from .heartbeat import (
 from .run_state import RunState
 
 log = logging.getLogger(__name__)
+
+#: heartbeat records kept: this attempt's and the one before it (a reader takes the
+#: newest attempt's, and the one before until the new driver has written its first)
+HEARTBEATS_KEPT = 2
 
 
 class LivenessDuty(RunState):
@@ -48,6 +53,24 @@ class LivenessDuty(RunState):
             status=self._heartbeat_status,
             health=self._health,
         ).start()
+        self._prune_heartbeats()
+
+    def _prune_heartbeats(self) -> None:
+        """Delete the heartbeat records of attempts older than the ``HEARTBEATS_KEPT``
+        newest: a reader takes the newest attempt's only (``heartbeat.read_newest``), so
+        they would grow by one per driver start for nothing. A driver taken over deletes
+        nothing; a zombie still alive rewrites its own record, which the next claimant
+        deletes again. Only tidiness."""
+        job_id = self.request.job_id
+        try:
+            if self.fence.taken_over():
+                return
+            for name in self.storage.list_documents(job_id, HEARTBEAT_DIR):
+                stem = name.removesuffix(".json")
+                if stem.isdigit() and int(stem) <= self.attempt_number - HEARTBEATS_KEPT:
+                    self.storage.delete_document(job_id, heartbeat_record_path(int(stem)))
+        except Exception as err:  # a stray heartbeat costs storage only; the next claimant retries
+            log.info("could not delete the heartbeats of earlier attempts of job %s: %s", job_id, err)
 
     def _heartbeat_status(self) -> dict[str, Any]:
         loop = self._loop

@@ -244,3 +244,19 @@ def test_a_driver_taken_over_leaves_nothing_in_a_job_deleted_under_it(tmp_path: 
     zombie.run.end(Outcome(error="checkpoint 4 failed"), zombie.committer, zombie.token)
     # no file (local disk keeps the emptied heartbeat/ directory; object stores have none)
     assert [p for p in job_dir.rglob("*") if p.is_file()] == []
+
+
+def test_driver_starts_leave_the_newest_heartbeats_and_one_claim(tmp_path: Path) -> None:
+    """Issue 51, item 3: what each driver start adds. Heartbeats: only the newest two
+    attempts' (a reader takes the newest); the fence log: the newest claim (compaction);
+    attempt records stay, one per start (the recovery operator counts failed attempts)."""
+    job_dir = tmp_path / "ns" / JOB_ID
+    for start in range(1, 13):
+        attempt = Attempt(tmp_path)
+        attempt.run._start_heartbeat(60_000)
+        attempt.run._heartbeat.stop()
+        assert attempt.run.attempt_number == start
+        heartbeats = sorted(p.name for p in (job_dir / "heartbeat").glob("*.json"))
+        assert heartbeats == [f"{n:06d}.json" for n in range(max(1, start - 1), start + 1)]
+        assert len(list((job_dir / "fence").glob("*.json"))) == 1
+    assert len(list((job_dir / "attempts").glob("*.json"))) == 12
