@@ -88,8 +88,8 @@ class FenceLog:
         self._prunable_from = 1
         #: the compaction at the claim did not finish: prune() goes on with it
         self._compact_below = 0
-        #: which of the two reads :meth:`watch` makes next
-        self._watch_claim_next = False
+        #: which of the two reads :meth:`watch` made last (the first reads the record after)
+        self._watch_claim_next = True
         # A reservation made at a trigger (fence thread) may run while a commit's check
         # (storage worker) reads the record after ``seq``: between creating that record
         # and advancing ``seq``, the check would take the driver's own reservation for a
