@@ -353,7 +353,7 @@ class TransactionCommitter(SinkCommitter):
         stops within a second of noticing the takeover (engine/driver.py), but what it
         opened until then would otherwise hold back every read_committed reader of its
         partitions until transaction.timeout.ms, after this job reported success."""
-        ranges = []  # XX
+        ranges = older_run_ranges(self.sink.run_attempt, restored_checkpoint_id or 0)
         if not ranges:
             return
         for subtask in sorted(self._subtasks):
