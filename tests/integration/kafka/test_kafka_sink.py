@@ -71,6 +71,28 @@ def test_text_format_and_a_fixed_partition(kafka_broker: Any) -> None:
     sink.close()
 
 
+def test_a_full_producer_queue_loses_and_repeats_no_record(kafka_broker: Any) -> None:
+    """librdkafka's queue holds 100 records here: writing 5,000 keyed ones fills it again
+    and again, and each refused record is produced again once deliveries made room."""
+    topic = new_topic(kafka_broker)
+    sink = load_sink(
+        {
+            "plugin_name": "Kafka",
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "topic": topic,
+            "partition_key_fields": ["id"],
+            "kafka.config": {"queue.buffering.max.messages": 100},
+        }
+    )
+    writer = sink.create_writer("job", 0, 0)
+    writer.write(pa.record_batch({"id": np.arange(5_000)}))
+    writer.prepare_commit(1)
+    messages = consume(kafka_broker, topic, 3)
+    assert sorted(json.loads(m.value())["id"] for m in messages) == list(range(5_000))
+    assert all(json.loads(m.key()) == json.loads(m.value()) for m in messages)
+    sink.close()
+
+
 def test_bad_sink_options(kafka_broker: Any) -> None:
     base = {"plugin_name": "Kafka", "bootstrap.servers": kafka_broker.bootstrap_servers, "topic": "missing"}
     with pytest.raises(ConfigError, match=r"^sink\[0\]\.topic: no topic 'missing'"):
