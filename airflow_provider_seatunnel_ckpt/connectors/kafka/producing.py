@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import islice
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -105,17 +104,18 @@ class Producing:
         produce: Callable[..., None] = producer.produce
         if sink.partition is not None:
             produce = partial(produce, partition=sink.partition)
-        done = 0
-        while done < len(values):
+        start, at, count = 0, 0, len(values)
+        while start < count:
             try:
                 if keys is None:
-                    for done, value in enumerate(islice(values, done, None), done):
-                        produce(topic, value)
+                    for at in range(start, count):
+                        produce(topic, values[at])
                 else:
-                    for done, (value, key) in enumerate(islice(zip(values, keys), done, None), done):
-                        produce(topic, value, key)
-                done = len(values)
+                    for at in range(start, count):
+                        produce(topic, values[at], keys[at])
+                start = count
             except BufferError:  # the local queue is full: let deliveries drain it
+                start = at  # the refused record, first of the next round
                 producer.poll(0.05)
         producer.poll(0)
 
