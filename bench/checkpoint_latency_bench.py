@@ -1149,7 +1149,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     report["results_meta"] = {"runs": raw_runs, "retried_runs": retries}
     if args.out:
-        report["plots"] = make_plots(results)
+        report["plots"] = make_plots(kept + results)
     emit(report, NAME, args.out)
     return 0
 
