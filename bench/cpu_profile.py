@@ -45,9 +45,11 @@ OTHER = "other (interpreter, imports, libraries called from elsewhere)"
 
 
 @contextlib.contextmanager
-def record(pid: int, rate: int = 100) -> Iterator[dict[str, str]]:
+def record(pid: int, rate: int = 100, native: bool = False) -> Iterator[dict[str, str]]:
     """py-spy record of ``pid`` and its subprocesses for the duration of the block; the
-    yielded dict gets ``raw`` (collapsed stacks) or ``error`` afterwards."""
+    yielded dict gets ``raw`` (collapsed stacks) or ``error`` afterwards. ``native`` adds
+    the C frames (the garbage collector's among them), pausing the process at every
+    sample: for a profiled run, never a measured one."""
     py_spy = str(Path(sys.executable).parent / "py-spy")
     found: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-pyspy-") as tmp:
@@ -60,7 +62,8 @@ def record(pid: int, rate: int = 100) -> Iterator[dict[str, str]]:
                     "--pid",
                     str(pid),
                     "--subprocesses",
-                    "--nonblocking",
+                    # py-spy reads native stacks only from a stopped process
+                    *(["--native"] if native else ["--nonblocking"]),
                     "--rate",
                     str(rate),
                     "--format",

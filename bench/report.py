@@ -30,7 +30,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("jdbc_bench.py", "jdbc", "Jdbc connectors: PostgreSQL read and exactly-once write"),
     ("lakehouse_bench.py", "lakehouse", "Lakehouse sinks: Iceberg and Delta vs the libraries alone"),
     ("sql_bench.py", "sql", "Sql transform vs the same transform in pyarrow.compute"),
-    ("kafka_bench.py", "kafka", "Kafka source vs a bare consumer loop (librdkafka's mock cluster)"),
+    ("kafka_bench.py", "kafka", "Kafka source and exactly-once sink vs the bare clients (Apache Kafka's broker)"),
     ("history_view_bench.py", "history_view", "Checkpoint view: the first page of a 10,000-entry history"),
     ("scale_bench.py", "scale_splits", "Scale: 1,000 to 100,000 splits (files, key ranges, partitions)"),
     ("scale_rows.py", "scale_rows", "Scale: 500 million rows, throughput per tenth"),
@@ -103,6 +103,22 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "time to checkpoint 1 GiB of state on S3 (moto) / time to PUT the same bytes raw",
         "lower",
     ),
+    "checkpoint_latency_ms_p50_1MiB_hdfs": (
+        "checkpoint_latency",
+        "checkpoint latency, 1 MiB of state, real HDFS (Hadoop's MiniDFSCluster, through WebHDFS): p50 ms",
+        "lower",
+    ),
+    "checkpoint_latency_ms_p99_1MiB_hdfs": (
+        "checkpoint_latency",
+        "checkpoint latency, 1 MiB of state, real HDFS (MiniDFSCluster, WebHDFS): p99 ms",
+        "lower",
+    ),
+    "checkpoint_time_ratio_vs_raw_write_1GiB_hdfs": (
+        "checkpoint_latency",
+        "time to checkpoint 1 GiB of state on the real HDFS / time to write the same files with "
+        "hdfs.InsecureClient (WebHDFS)",
+        "lower",
+    ),
     "region_failover_seconds_p50": (
         "recovery",
         "seconds until a killed subtask runs again (region failover), p50",
@@ -155,13 +171,20 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     ),
     "kafka_source_rows_per_s": (
         "kafka",
-        "rows/s the Kafka source reads from librdkafka's mock cluster (JSON into Arrow, p=2, 1 s checkpoints)",
+        "rows/s the Kafka source reads from Apache Kafka's broker (JSON into Arrow, p=2, 1 s checkpoints)",
         "higher",
     ),
     "kafka_source_ratio_vs_bare_consumer": (
         "kafka",
         "Kafka source rows/s / a bare confluent-kafka consumer loop doing the same reading and JSON decoding "
-        "in one process",
+        "in one process, both on Apache Kafka's broker",
+        "higher",
+    ),
+    "kafka_sink_ratio_vs_bare_transactional_producer": (
+        "kafka",
+        "rows/s into Apache Kafka's broker, the EXACTLY_ONCE Kafka sink (a transaction per epoch and subtask, "
+        "1 s checkpoints, p=2) / one bare transactional confluent-kafka producer committing a transaction "
+        "a second, same records",
         "higher",
     ),
     "scale_start_seconds_100k_files": (
@@ -544,6 +567,9 @@ def render_markdown(
         "scripts/bench --only throughput # one script (the others' latest results are kept)",
         "scripts/bench --report-only     # regenerate summary.json and this page only",
         ".venv/bin/python bench/throughput_bench.py --quick   # one script, JSON on stdout",
+        "# on the real systems (the JVM servers of tests/servers, built by scripts/jvm-servers):",
+        ".venv/bin/python bench/kafka_bench.py --out --profile    # Kafka source and EXACTLY_ONCE sink, Apache Kafka's broker",
+        ".venv/bin/python bench/checkpoint_latency_bench.py --out --merge --backends hdfs   # HDFS points only",
         "```",
         "",
         "Each script is a separate process (`.venv/bin/python bench/<script>.py --out`); a script that is "

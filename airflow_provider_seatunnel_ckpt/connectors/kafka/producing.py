@@ -15,7 +15,8 @@ writer starts producers, and neither imports back.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -47,6 +48,26 @@ class ProducingSink(Protocol):
     def producer_config(self, **settings: Any) -> dict[str, Any]: ...
 
 
+class Deliveries:
+    """The first delivery failure librdkafka's callbacks reported, until it is taken.
+    Apart from ``Producing`` so that the producer holding the callback does not hold the
+    ``Producing`` that holds the producer: no cycle, a dropped producer goes at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failure: str | None = None
+
+    def delivered(self, err: Any, _message: Any) -> None:
+        if err is not None:
+            with self._lock:
+                self._failure = self._failure or reason(err)
+
+    def take(self) -> str | None:
+        with self._lock:
+            failure, self._failure = self._failure, None
+        return failure
+
+
 class Producing:
     """A librdkafka producer and the delivery failures its callbacks reported."""
 
@@ -54,39 +75,48 @@ class Producing:
         from confluent_kafka import KafkaException, Producer
 
         self.sink = sink
-        self._lock = threading.Lock()
-        self._failure: str | None = None
+        self.deliveries = Deliveries()
         try:
-            self.producer = Producer(dict(config))
+            # One delivery callback for every record, in the producer's configuration: a
+            # callback given to each produce() call is a bound method object per record,
+            # alive until its delivery report, and a few million of those in flight kept
+            # the garbage collector busy (a quarter of a sink worker's CPU, bench/kafka_bench.py)
+            self.producer = Producer({**config, "on_delivery": self.deliveries.delivered})
         except (KafkaException, ValueError, TypeError) as err:
             raise ConfigError(
                 option_key(sink, "kafka.config"), f"librdkafka refused the configuration: {reason(err)}"
             ) from None
 
-    def delivered(self, err: Any, _message: Any) -> None:
-        if err is not None:
-            with self._lock:
-                self._failure = self._failure or reason(err)
-
     def check_deliveries(self) -> None:
-        with self._lock:
-            failure, self._failure = self._failure, None
+        failure = self.deliveries.take()
         if failure is not None:
             raise ConnectorError(f"Kafka sink: a record to {self.sink.describe()} was not delivered: {failure}")
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Every record of the batch into librdkafka's queue, in order. The loop over the
+        records is the sink's hot path: one ``produce`` call each and nothing else (what a
+        bare producer does); a full queue (``BufferError``) is drained by polling, then the
+        loop goes on from the record it refused."""
         sink, producer = self.sink, self.producer
         self.check_deliveries()
         values, keys = sink.encode(batch)
-        extra = {"partition": sink.partition} if sink.partition is not None else {}
-        for index, value in enumerate(values):
-            key = keys[index] if keys is not None else None
-            while True:
-                try:
-                    producer.produce(sink.topic, value, key, on_delivery=self.delivered, **extra)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(0.05)
+        topic = sink.topic
+        produce: Callable[..., None] = producer.produce
+        if sink.partition is not None:
+            produce = partial(produce, partition=sink.partition)
+        start, at, count = 0, 0, len(values)
+        while start < count:
+            try:
+                if keys is None:
+                    for at in range(start, count):
+                        produce(topic, values[at])
+                else:
+                    for at in range(start, count):
+                        produce(topic, values[at], keys[at])
+                start = count
+            except BufferError:  # the local queue is full: let deliveries drain it
+                start = at  # the refused record, first of the next round
+                producer.poll(0.05)
         producer.poll(0)
 
     def flush(self) -> None:

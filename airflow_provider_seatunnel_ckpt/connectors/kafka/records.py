@@ -140,7 +140,7 @@ class RecordDecoder:
 
     def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
         if not values:
-            return pa.RecordBatch.from_pylist([], schema=self.schema)
+            return empty_batch(self.schema)
         for index, value in enumerate(values):
             if value is None:
                 raise DecodeError(index, "the record has no value (a tombstone)")
@@ -207,6 +207,13 @@ class _AvroRecords:
 
     def batch(self, rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
         return pa.RecordBatch.from_pylist(list(rows), schema=self.schema)
+
+
+def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    """No rows, ``schema``'s columns. Not ``RecordBatch.from_pylist([])``, which imports
+    pandas (a second of a fresh worker's CPU) to make nothing: a poll that found no
+    records, on every partition of a source at its end, returns one."""
+    return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
 
 
 def _raw(messages: Sequence[Any]) -> pa.RecordBatch:

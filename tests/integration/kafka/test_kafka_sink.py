@@ -22,18 +22,16 @@ from tests.support.workspace import Workspace
 pytestmark = pytest.mark.timeout(300)
 
 
+def sink_of(kafka: Any, topic: str, **options: Any) -> Any:
+    """The Kafka sink writing to ``topic`` of ``kafka`` (AT_LEAST_ONCE unless ``options`` say)."""
+    return load_sink(
+        {"plugin_name": "Kafka", "bootstrap.servers": kafka.bootstrap_servers, "topic": topic, **options}, "sink[0]"
+    )
+
+
 def test_rows_become_json_records_keyed_by_the_key_fields(kafka_broker: Any) -> None:
     topic = new_topic(kafka_broker)
-    sink = load_sink(
-        {
-            "plugin_name": "Kafka",
-            "bootstrap.servers": kafka_broker.bootstrap_servers,
-            "topic": topic,
-            "partition_key_fields": ["user"],
-            "semantics": "AT_LEAST_ONCE",
-        },
-        "sink[0]",
-    )
+    sink = sink_of(kafka_broker, topic, partition_key_fields=["user"], semantics="AT_LEAST_ONCE")
     sink.preflight()
     writer = sink.create_writer("job", 0, 0)
     for start in (0, 500):
@@ -68,6 +66,22 @@ def test_text_format_and_a_fixed_partition(kafka_broker: Any) -> None:
     writer.write(pa.record_batch({"id": [1, 2], "name": ["a", None]}))
     writer.prepare_commit(1)
     assert [(m.partition(), m.value()) for m in consume(kafka_broker, topic, 2)] == [(1, b"1|a"), (1, b"2|")]
+    sink.close()
+
+
+def test_a_full_producer_queue_loses_and_repeats_no_record(kafka_broker: Any) -> None:
+    """librdkafka's queue holds 100 records here: writing 5,000 keyed ones fills it again
+    and again, and each refused record is produced again once deliveries made room."""
+    topic = new_topic(kafka_broker)
+    sink = sink_of(
+        kafka_broker, topic, partition_key_fields=["id"], **{"kafka.config": {"queue.buffering.max.messages": 100}}
+    )
+    writer = sink.create_writer("job", 0, 0)
+    writer.write(pa.record_batch({"id": np.arange(5_000)}))
+    writer.prepare_commit(1)
+    messages = consume(kafka_broker, topic, 3)
+    assert sorted(json.loads(m.value())["id"] for m in messages) == list(range(5_000))
+    assert all(json.loads(m.key()) == json.loads(m.value()) for m in messages)
     sink.close()
 
 

@@ -44,3 +44,44 @@ def test_a_record_whose_map_is_not_an_object_is_a_decode_error_naming_its_positi
     decoded = skipping.decode([Message({"id": 1, "tags": {}}), Message({"id": 2, "tags": [1, 2]})])
     assert decoded.skipped == [1] and decoded.batch.column("id").to_pylist() == [1]
     assert decoded.batch.column("tags").type == pa.map_(pa.string(), pa.string())
+
+
+def test_a_poll_without_records_is_an_empty_batch_and_imports_no_pandas() -> None:
+    """The source returns an empty batch from every poll that found nothing (each
+    partition at its end): making it must not pull pandas into the worker."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from airflow_provider_seatunnel_ckpt.connectors.kafka.records import RecordDecoder\n"
+        "from airflow_provider_seatunnel_ckpt.connectors.seatunnel_types import parse_schema\n"
+        "schema = parse_schema({'fields': {'id': 'bigint', 'tags': 'map<string, string>'}})\n"
+        "batch = RecordDecoder('json', schema, ',', skip_errors=False).decode([]).batch\n"
+        "assert batch.num_rows == 0 and batch.schema == schema, batch\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_collector_is_paused_only_inside_a_poll_and_restored_as_it_was() -> None:
+    import gc
+
+    from airflow_provider_seatunnel_ckpt.connectors.kafka.source import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a poll that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # someone else's choice stays
+    finally:
+        gc.enable()
