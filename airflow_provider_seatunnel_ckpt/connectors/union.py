@@ -124,6 +124,9 @@ def tables_source(
         except ConfigError as err:
             raise ConfigError(f"{where}.{err.key}" if err.key else where, err.problem) from None
         names.append(name.strip())
+    share = getattr(build, "tables_built", None)  # e.g. Kafka: the tables read through one consumer
+    if share is not None:
+        share(sources)
     return SourceUnion(sources, names)
 
 

@@ -39,13 +39,15 @@ Offsets are resolved once, on the driver, when the job first starts, and kept in
 checkpoint with the split plan: a restart before the first checkpoint starts exactly
 where the first run started (``latest`` does not move), and a restore continues at the
 checkpoint's next offset of every partition. Each subtask reads all its partitions
-together, one consumer per partition, assigned (no group rebalancing).
+together through one consumer (:mod:`.shared_consumer`), assigned at their offsets (no
+group rebalancing); partitions discovered while the job runs join it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -63,14 +65,15 @@ from ..table_metadata import attach, parse_table_metadata
 from .change_formats import LENIENT_FORMATS
 from .client import KafkaTarget, metadata, reason, while_leaders_move
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder, empty_batch
+from .shared_consumer import SharedConsumer
 
 log = logging.getLogger(__name__)
 
 START_MODES = ("earliest", "latest", "group_offsets", "specific_offsets", "timestamp")
 STOP_MODES = ("unbounded", "end_offsets_at_start", "timestamp")
 DEFAULT_GROUP = "SeaTunnel-Consumer-Group"
-#: how long one read waits for records before it returns an empty batch, so that the
-#: subtask's other partitions and barriers get their turn
+#: how long a read waits for records before it returns an empty batch (once per round of
+#: the subtask's partitions that all found none), so that barriers get their turn
 POLL_WAIT_S = 0.05
 _KNOWN = {
     "bootstrap.servers",
@@ -154,6 +157,21 @@ class KafkaSource(Source):
         if discovery_ms > 0 and self.stop_mode == "unbounded":
             self.discovery_interval_s = discovery_ms / 1000
         self._committer: Any = None
+        self._shared: SharedConsumer | None = None
+        #: the table of a ``table_list`` whose consumer this one's partitions share
+        self._consumer_of: KafkaSource | None = None
+
+    @staticmethod
+    def tables_built(sources: Sequence[Source]) -> None:
+        """``table_list``: the tables of one cluster and consumer group are read through
+        one consumer per subtask, the first table's (``shared_consumer``). Patterns (which
+        may match one topic twice) keep their own."""
+        first: dict[str, KafkaSource] = {}
+        for source in sources:
+            if isinstance(source, KafkaSource) and not source.pattern:
+                key = json.dumps([source.target.client_config(), source.group], sort_keys=True)
+                if first.setdefault(key, source) is not source:
+                    source._consumer_of = first[key]
 
     def _topics(self, opts: Options) -> list[str]:
         value = opts.values.get("topic")
@@ -357,10 +375,36 @@ class KafkaSource(Source):
                 self._committer = self.target.consumer(**{"group.id": self.group, "enable.auto.commit": False})
             self._committer.commit(offsets=offsets, asynchronous=True)
 
+    def shared_consumer(self) -> SharedConsumer:
+        """The one consumer this source reads all its partitions of a subtask through
+        (the source is made anew for every subtask attempt, so it is the subtask's)."""
+        if self._consumer_of is not None:
+            return self._consumer_of.shared_consumer()
+        if self._shared is None:
+            self._shared = SharedConsumer(
+                lambda: self.target.consumer(
+                    **{
+                        "group.id": self.group,
+                        "enable.auto.commit": False,
+                        "enable.auto.offset.store": False,
+                        "enable.partition.eof": True,
+                        "auto.offset.reset": "error",
+                    }
+                ),
+                self.describe,
+                POLL_WAIT_S,
+            )
+        return self._shared
+
     def close(self) -> None:
-        if self._committer is not None:  # closing waits for the commits in flight
-            self._committer.close()
-            self._committer = None
+        shared, self._shared = self._shared, None
+        try:
+            if shared is not None:
+                shared.close()
+        finally:
+            if self._committer is not None:  # closing waits for the commits in flight
+                self._committer.close()
+                self._committer = None
 
     def create_reader(self, split: Split, position: JsonValue | None, context: ReaderContext) -> SourceReader:
         return KafkaReader(self, split, position, self.batch_size or context.batch_size)
@@ -371,8 +415,6 @@ class KafkaReader(SourceReader):
     offset, or for ever."""
 
     def __init__(self, source: KafkaSource, split: Split, position: JsonValue | None, batch_size: int):
-        from confluent_kafka import TopicPartition
-
         self.source = source
         self.topic: str = split.spec["topic"]
         self.partition: int = int(split.spec["partition"])
@@ -381,29 +423,22 @@ class KafkaReader(SourceReader):
         self.offset: int = int(position["offset"]) if position else int(split.spec["start"])
         self.skipped: int = int(position.get("skipped", 0)) if position else 0
         self.batch_size = batch_size
-        self.consumer = None
+        #: the subtask's one consumer (``shared_consumer.py``), while this partition is read
+        self.consumer: SharedConsumer | None = None
         if self.stop is None or self.offset < self.stop:
-            self.consumer = source.target.consumer(
-                **{
-                    "group.id": source.group,
-                    "enable.auto.commit": False,
-                    "enable.auto.offset.store": False,
-                    "enable.partition.eof": True,
-                    "auto.offset.reset": "error",
-                }
-            )
-            self.consumer.assign([TopicPartition(self.topic, self.partition, self.offset)])
+            self.consumer = source.shared_consumer()
+            self.consumer.add((self.topic, self.partition), self.offset, batch_size)
 
     def read_batch(self) -> pa.RecordBatch | None:
         if self.stop is not None and self.offset >= self.stop:
             return None
         wanted = self.batch_size if self.stop is None else min(self.batch_size, self.stop - self.offset)
-        # What the consumer prefetched, at once; only an empty queue waits (consume waits
-        # for all ``wanted`` records or the timeout, whichever comes first).
+        # What the subtask's consumer fetched for this partition, at once; only when no
+        # partition of the subtask had any does a read wait (once per round of them). The
+        # collector stays paused while the poll makes its Message objects (collector_paused).
+        assert self.consumer is not None  # open until the stop offset is reached
         with collector_paused():
-            messages = self.consumer.consume(num_messages=wanted, timeout=0) or self.consumer.consume(
-                num_messages=wanted, timeout=POLL_WAIT_S
-            )
+            messages = self.consumer.take((self.topic, self.partition), wanted)
         records = []
         for message in messages:
             error = message.error()
@@ -449,7 +484,7 @@ class KafkaReader(SourceReader):
 
     def close(self) -> None:
         if self.consumer is not None:
-            self.consumer.close()
+            self.consumer.remove((self.topic, self.partition))
             self.consumer = None
 
 

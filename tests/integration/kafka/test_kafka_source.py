@@ -300,3 +300,118 @@ def test_a_bounded_read_of_a_transactional_topic_skips_aborted_records_and_ends(
     result = read_all(src, [split])
     assert ids_of(result) == [*range(0, 10), *range(20, 30)]
     assert result[split.split_id][1] == {"offset": 33, "skipped": 0}
+
+
+def reader_consumers(monkeypatch: Any) -> list[dict[str, Any]]:
+    """The settings of every consumer made for reading partitions from now on (the ones
+    with end-of-partition events; plan, discovery and commits make others)."""
+    from airflow_provider_seatunnel_ckpt.connectors.kafka.client import KafkaTarget
+
+    made: list[dict[str, Any]] = []
+    real = KafkaTarget.consumer
+
+    def counting(self: KafkaTarget, **settings: Any) -> Any:
+        if settings.get("enable.partition.eof"):
+            made.append(settings)
+        return real(self, **settings)
+
+    monkeypatch.setattr(KafkaTarget, "consumer", counting)
+    return made
+
+
+def read_together(src: Any, splits: list, context: ReaderContext, rounds: int | None = None) -> dict:
+    """As the engine reads a source whose splits are read together: a reader per split,
+    then a batch from each in turn; a reader that ends is closed. ``rounds``: stop after
+    that many (the open readers stay open). split id -> [ids], position"""
+    readers = {split.split_id: src.create_reader(split, None, context) for split in splits}
+    ids: dict[str, list[int]] = {split_id: [] for split_id in readers}
+    positions: dict[str, Any] = {}
+    done = 0
+    while readers and (rounds is None or done < rounds):
+        for split_id, reader in list(readers.items()):
+            batch = reader.read_batch()
+            if batch is None:
+                positions[split_id] = reader.position()
+                reader.close()
+                del readers[split_id]
+            else:
+                ids[split_id] += batch.column("id").to_pylist()
+        done += 1
+    for split_id, reader in readers.items():
+        positions[split_id] = reader.position()
+    return {"ids": ids, "positions": positions, "open": readers}
+
+
+def test_one_consumer_reads_every_partition_of_a_subtask(kafka_broker: Any, monkeypatch: Any) -> None:
+    """Issue #51: a subtask's partitions are read through one consumer (before: one per
+    partition, 120 here), each to its own bounded end, every record once."""
+    topic = topic_with(kafka_broker, 2400, partitions=120)
+    src = source(kafka_broker, topic)
+    made = reader_consumers(monkeypatch)
+    result = read_together(src, src.splits(1), ReaderContext(0, 1, 1000))
+    assert len(made) == 1
+    assert sorted(i for ids in result["ids"].values() for i in ids) == list(range(2400))
+    assert all(result["positions"][f"{topic}-{p}"] == {"offset": 20, "skipped": 0} for p in range(120))
+    assert all(sorted(result["ids"][f"{topic}-{p}"]) == list(range(p, 2400, 120)) for p in range(120))
+    src.close()
+
+
+def test_a_partition_with_a_full_batch_waiting_is_paused_and_resumed_without_loss(
+    kafka_broker: Any, monkeypatch: Any
+) -> None:
+    """One partition read while the others' records pile up: theirs are paused at a full
+    batch and resumed when their reader takes it; each record is read once, in order."""
+    topic = topic_with(kafka_broker, 3000, partitions=3)
+    src = source(kafka_broker, topic, batch_size=50, format="raw", schema=None)
+    made = reader_consumers(monkeypatch)
+    splits = src.splits(1)
+    readers = [src.create_reader(split, None, ReaderContext(0, 1, 65_536)) for split in splits]
+    offsets: list[list[int]] = [[], [], []]
+    while (batch := readers[0].read_batch()) is not None:  # the others wait meanwhile
+        offsets[0] += batch.column("offset").to_pylist()
+    shared = readers[1].consumer
+    assert shared is readers[2].consumer and shared is not None
+    assert len(shared._paused) == 2  # both hold a full batch: no longer fetched
+    for index in (1, 2):
+        while (batch := readers[index].read_batch()) is not None:
+            assert batch.num_rows <= 50
+            offsets[index] += batch.column("offset").to_pylist()
+    assert len(made) == 1
+    assert offsets == [list(range(1000))] * 3  # each record once, in order
+    for reader in readers:
+        reader.close()
+    src.close()
+
+
+def test_discovered_partitions_join_the_running_consumer(kafka_broker: Any, monkeypatch: Any) -> None:
+    first = topic_with(kafka_broker, 40, 4)
+    src = source(kafka_broker, f"{first}(-later)?", pattern=True, stop_mode="unbounded")
+    made = reader_consumers(monkeypatch)
+    known = src.splits(1)
+    context = ReaderContext(0, 1, 1000)
+    readers = {split.split_id: src.create_reader(split, None, context) for split in known}
+    got: dict[str, list[int]] = {split_id: [] for split_id in readers}
+
+    def read_until(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+            for split_id, reader in readers.items():
+                got[split_id] += reader.read_batch().column("id").to_pylist()
+
+    read_until(40)
+    kafka_broker.create_topic(f"{first}-later", 3)
+    found = src.discover_splits(known)
+    assert [s.split_id for s in found] == [f"{first}-later-{p}" for p in range(3)]
+    readers.update({split.split_id: src.create_reader(split, None, context) for split in found})
+    got.update({split.split_id: [] for split in found})
+    kafka_broker.produce_json(f"{first}-later", ({"id": i} for i in range(100, 130)), 3)
+    kafka_broker.produce_json(first, ({"id": i} for i in range(200, 240)), 4)
+    read_until(140)
+    assert len(made) == 1  # the new partitions were assigned to the running consumer
+    assert sorted(i for ids in got.values() for i in ids) == [*range(40), *range(100, 130), *range(200, 240)]
+    assert sorted(readers[f"{first}-later-0"].consumer.partitions) == sorted(
+        [(first, p) for p in range(4)] + [(f"{first}-later", p) for p in range(3)]
+    )
+    for reader in readers.values():
+        reader.close()
+    src.close()
