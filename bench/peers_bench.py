@@ -82,6 +82,9 @@ NOTES = [
     "same ids again and show as duplicates. Zeta 2.3.4's FakeSource draws new random values when it replays "
     "a split, so a duplicate shows only in the count: committed rows must equal row.num x parallelism, one "
     "split's 1,000 rows more being a replay (and distinct ids = rows rules out repeats inside the run).",
+    "Rerun: `.venv/bin/python bench/peers_bench.py --out` (both parts, 3 repetitions), `--recovery --out` (the "
+    "recovery part only, keeping the file's throughput figures), `--quick` for one small repetition; then "
+    "`python bench/run_all.py --report-only` for summary.json and this page.",
 ]
 
 JOB = """\
