@@ -349,6 +349,18 @@ def recovery_part(root: Path, splits: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def _margin_rate(rows: int, large: dict[str, Any], tiny: dict[str, Any]) -> float | None:
+    """Rows/s of the rows beyond the tiny job; None when the large job took no longer than
+    the tiny one (the machine's load swamped the rows: no figure, rather than a huge one)."""
+    margin = large["wall_s"] - tiny["wall_s"]
+    return round((rows - TINY_ROWS) / margin, 1) if margin > 0 else None
+
+
+def _ratios(numerators: list[Any], denominators: list[Any]) -> list[float]:
+    """Per-repetition ratios, of the repetitions where both figures exist."""
+    return [round(a / b, 4) for a, b in zip(numerators, denominators) if a is not None and b]
+
+
 def throughput_part(root: Path, rows: int, repeat: int) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
     for rep in range(repeat):
@@ -363,38 +375,37 @@ def throughput_part(root: Path, rows: int, repeat: int) -> dict[str, Any]:
                     "checkpointed": with_ckpt,
                     "unchecked": without,
                     # the margin: what the rows cost beyond starting the engine
-                    "rows_per_s": round((rows - TINY_ROWS) / max(with_ckpt["wall_s"] - tiny["wall_s"], 1e-3), 1),
-                    "rows_per_s_unchecked": round(
-                        (rows - TINY_ROWS) / max(without["wall_s"] - tiny["wall_s"], 1e-3), 1
-                    ),
+                    "rows_per_s": _margin_rate(rows, with_ckpt, tiny),
+                    "rows_per_s_unchecked": _margin_rate(rows, without, tiny),
                     "peak_rss_mib": with_ckpt["peak_rss_mib"],
                 }
             )
 
-    def per_rep(key: str, engine: str) -> list[float]:
+    def per_rep(key: str, engine: str) -> list[Any]:
         return [r[key] for r in runs[engine]]
 
     ratios: dict[str, list[float]] = {}
     for peer in ("zeta", "flink"):
-        ratios[f"peer_throughput_ratio_vs_{peer}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("rows_per_s", "ours"), per_rep("rows_per_s", peer))
-        ]
-        ratios[f"peer_memory_ratio_vs_{peer}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("peak_rss_mib", "ours"), per_rep("peak_rss_mib", peer))
-        ]
+        ratios[f"peer_throughput_ratio_vs_{peer}"] = _ratios(per_rep("rows_per_s", "ours"), per_rep("rows_per_s", peer))
+        ratios[f"peer_memory_ratio_vs_{peer}"] = _ratios(per_rep("peak_rss_mib", "ours"), per_rep("peak_rss_mib", peer))
     for engine in ENGINES:
-        ratios[f"peer_ckpt_overhead_{engine}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("rows_per_s", engine), per_rep("rows_per_s_unchecked", engine))
-        ]
-    figures = {key: summary(values, 3) for key, values in ratios.items()}
+        ratios[f"peer_ckpt_overhead_{engine}"] = _ratios(
+            per_rep("rows_per_s", engine), per_rep("rows_per_s_unchecked", engine)
+        )
+    figures = {key: summary(values, 3) for key, values in ratios.items() if values}
+
+    def described(key: str, engine: str) -> dict[str, float] | None:
+        values = [v for v in per_rep(key, engine) if v is not None]
+        return summary(values) if values else None
+
     return {
         "rows": rows,
         "repeat": repeat,
         "per_engine": {
             engine: {
-                "rows_per_s": summary(per_rep("rows_per_s", engine)),
-                "rows_per_s_unchecked": summary(per_rep("rows_per_s_unchecked", engine)),
-                "peak_rss_mib": summary(per_rep("peak_rss_mib", engine)),
+                "rows_per_s": described("rows_per_s", engine),
+                "rows_per_s_unchecked": described("rows_per_s_unchecked", engine),
+                "peak_rss_mib": described("peak_rss_mib", engine),
                 "runs": runs[engine],
             }
             for engine in ENGINES
@@ -414,7 +425,7 @@ def _table(parts: dict[str, Any]) -> dict[str, Any]:
         row: list[Any] = [engine]
         if throughput:
             t = throughput["per_engine"][engine]
-            row += [t["rows_per_s"]["median"], t["rows_per_s_unchecked"]["median"], t["peak_rss_mib"]["median"]]
+            row += [(t[key] or {}).get("median") for key in ("rows_per_s", "rows_per_s_unchecked", "peak_rss_mib")]
         else:
             row += ["", "", ""]
         if recovered:
@@ -479,6 +490,7 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     splits = args.splits or (30 if args.quick else 60)
     wanted = PARTS if args.part == "all" else (args.part,)
+    machine = machine_info()  # its load average is the one at the start
     zeta.ensure_home()
     flink.ensure_flink()
     parts: dict[str, Any] = {}
@@ -500,7 +512,7 @@ def main() -> None:
         {
             "benchmark": "ours vs SeaTunnel's Zeta vs Flink on the same job, the same 2 cores, in one run: "
             "throughput, checkpoint overhead, peak memory, and recovery after a killed coordinator",
-            "machine": machine_info(),
+            "machine": machine,
             "settings": {
                 "quick": args.quick,
                 "parts": sorted(parts),
