@@ -22,6 +22,7 @@ written elsewhere, in all three engines).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,6 +97,7 @@ def measure(
         known = committed_files(out)
         first.kill()
         killed = time.time()
+        load_at_kill = os.getloadavg()[0]
     finally:
         first.kill()
         first_run = first.wait(30)
@@ -116,6 +118,8 @@ def measure(
         "first_run_to_first_commit_s": round(first_commit - first.started_wall, 3),
         "first_run_wall_s": first_run.wall_s,
         "rows_committed_at_kill": rows_at_kill,
+        #: the machine's 1-minute load average at the kill (shared, 2 cores)
+        "loadavg_1m_at_kill": round(load_at_kill, 2),
         "restored_exit_code": finished.exit_code,
         "restored_wall_s": finished.wall_s,
         "restored_timed_out": finished.timed_out,
