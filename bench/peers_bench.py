@@ -17,30 +17,46 @@ job over its wall time minus that of a tiny job of the same engine in the same r
 The engines take turns (ABBA: the order reverses on every other repetition); every run's
 output rows are counted, and a run that lost or added rows fails the benchmark.
 
+Recovery (bench/peers/recovery.py): the same job, paced to about one FakeSource split of
+1,000 rows a second per reader (Flink's datagen held to the same rate), is SIGKILLed with
+everything its coordinating process started once it has committed output, and restored
+from its latest checkpoint as each engine's user does it (ours: ``--restore latest``, what
+the recovery operator runs; Zeta: ``-r <job id>``; Flink: ``execution.savepoint.path`` = its
+latest retained checkpoint); timed from the kill to the first newly committed row, and
+run to its end, then every committed id is counted.
+
 Keys (summary.json): ``peer_throughput_ratio_vs_{zeta,flink}`` (ours over theirs, 1 s
 checkpoints), ``peer_ckpt_overhead_{ours,zeta,flink}`` (throughput with 1 s checkpoints
-over without), ``peer_memory_ratio_vs_{zeta,flink}`` (peak RSS, ours over theirs).
+over without), ``peer_memory_ratio_vs_{zeta,flink}`` (peak RSS, ours over theirs),
+``peer_recovery_seconds_{ours,zeta,flink}`` (kill -> first newly committed row) and
+``peer_recovery_ratio_vs_{zeta,flink}`` (ours over theirs, lower is better).
 
-``python bench/peers_bench.py [--quick] [--out] [--repeat N] [--rows N]``
+``python bench/peers_bench.py [--quick] [--out] [--repeat N] [--rows N] [--part all|throughput|recovery]
+[--recovery] [--splits N]``
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np
 import pyarrow.dataset as ds
 
-from bench.common import emit, machine_info, progress, summary
-from bench.peers import flink, zeta
-from bench.peers.process import PeerRun, run_logged
+from bench.common import RESULTS_DIR, emit, machine_info, progress, summary
+from bench.peers import flink, recovery, zeta
+from bench.peers.process import PeerError, PeerRun, Started, run_logged, start_logged
 
 NAME = "peers"
 PARALLELISM = 2
@@ -49,6 +65,41 @@ INTERVAL_MS = 1000
 NO_CHECKPOINT_MS = 3_600_000
 TINY_ROWS = 2_000
 ENGINES = ("ours", "zeta", "flink")
+NOTES = [
+    "Throughput is taken at the margin: the rows of a large job over its wall time minus that of a tiny job "
+    "of the same engine in the same repetition (a JVM's and a cluster's start are a fixed cost no row pays).",
+    "Recovery: each side's whole process group (ours: the driver, its JVM and Python workers; Zeta: the local-mode "
+    "JVM, which is master, worker and client at once; Flink: PyFlink's Python and its MiniCluster JVM) is SIGKILLed "
+    "2 s after the job's first committed file, then restored from its latest completed checkpoint by the engine's "
+    "own means: ours `seatunnel-ckpt run JOB --restore latest` (what the recovery operator runs), Zeta "
+    "`SeaTunnelClient --config JOB -m local -r <job id>` (the job id is the name of its checkpoint directory; the "
+    "log shows `start with savePoint on checkPointId(N)`), Flink the same pipeline with "
+    "`execution.savepoint.path` = the newest `chk-N` with a `_metadata` (retained: nothing deletes it on a "
+    "SIGKILL). The recovery time runs from the kill to the first parquet file with a row that the sink publishes "
+    "after it (polled every 50 ms): the new process's start, the restore, the first checkpoint and its commit.",
+    "Exactly once: the restored run goes to its end and every committed row is read back. Flink's ids are "
+    "datagen's sequence 0..n-1, each must be there once. Ours and Zeta run the same FakeSource job: its ids "
+    "are random bigints. Ours are repeatable (seeded by split and position), so a replayed split would give the "
+    "same ids again and show as duplicates. Zeta 2.3.4's FakeSource draws new random values when it replays "
+    "a split, so a duplicate shows only in the count: committed rows must equal row.num x parallelism, one "
+    "split's 1,000 rows more being a replay (and distinct ids = rows rules out repeats inside the run).",
+    "Where the recovery time goes (one diagnostic run per engine, 40,000 rows, load 10-18; from the logs and the "
+    "files' times). Ours, 32.6 s: 13.4 s until the new driver's SparkContext exists (the Python driver, "
+    "spark-submit's JVM; the driver had claimed the job, its fence record, at 4.5 s), 9.0 s more until the "
+    "attempt's plan is written (restore choice, sink repair, planning), 10.2 s more to the first new file (Spark's "
+    "task launch, the Python daemon preloading pandas, pyarrow and the engine, the subtasks' restore round trip, a "
+    "first checkpoint acked with 0 rows after 2.5 s, and the rows of the next one). Zeta, 20.3 s: 13 s until the "
+    "job is submitted (one JVM: a Hazelcast member, the client, the plugin jars), 1.6 s to restore the "
+    "checkpoint, 1.2 s to deploy the tasks, about 4 s to the first commit. Flink, 33 s: mostly PyFlink's Python, "
+    "its JVM and the MiniCluster starting. The gap to Zeta is the start of a process tree (a JVM plus three "
+    "Python interpreters that import pyarrow and the engine) against one JVM, and the 9 s between the "
+    "SparkContext and the plan, which are start-up, not restore work: the fresh first run of the same job spent "
+    "14.5 s there (and claimed the job at 10.7 s, had its SparkContext at 25.4 s). Closing the gap needs a "
+    "restore that skips a cold driver start (a kept-warm driver) or a profile of that stretch; not done here.",
+    "Rerun: `.venv/bin/python bench/peers_bench.py --out` (both parts, 3 repetitions), `--recovery --out` (the "
+    "recovery part only, keeping the file's throughput figures), `--quick` for one small repetition; then "
+    "`python bench/run_all.py --report-only` for summary.json and this page.",
+]
 
 JOB = """\
 env {
@@ -60,7 +111,8 @@ source {
   FakeSource {
     result_table_name = "fake"
     row.num = %(rows_per_reader)d
-    split.num = 4
+    split.num = %(split_num)d
+    split.read-interval = %(read_interval)d
     schema = { fields { id = "bigint", name = "string", score = "double" } }
   }
 }
@@ -95,7 +147,11 @@ seatunnel:
 """
 
 
-def _job_file(work: Path, rows: int, interval_ms: int) -> tuple[Path, Path]:
+def _job_file(
+    work: Path, rows: int, interval_ms: int, split_num: int = 4, read_interval_ms: int = 1
+) -> tuple[Path, Path]:
+    """The workload's job file; ``split_num`` splits per reader, ``split.read-interval``
+    between them (1 ms: both engines' default)."""
     out = work / "out"
     job = work / "job.conf"
     job.write_text(
@@ -105,6 +161,8 @@ def _job_file(work: Path, rows: int, interval_ms: int) -> tuple[Path, Path]:
             "interval": interval_ms,
             # FakeSource's row.num is per reader, in SeaTunnel and here
             "rows_per_reader": rows // PARALLELISM,
+            "split_num": split_num,
+            "read_interval": read_interval_ms,
             "query": flink.WORKLOAD_QUERY,
             "out": out,
         }
@@ -117,13 +175,18 @@ def _rows_written(out: Path) -> int:
     return ds.dataset(files, format="parquet").count_rows() if files else 0
 
 
-def run_ours(rows: int, interval_ms: int, work: Path) -> tuple[PeerRun, Path]:
-    job, out = _job_file(work, rows, interval_ms)
+def _our_launch(job: Path, work: Path, interval_ms: int) -> tuple[list[str], dict[str, str]]:
+    """``seatunnel-ckpt run`` of ``job`` with its checkpoints under ``work``: command, env."""
     config = work / "seatunnel.yaml"
     config.write_text(OUR_CONFIG % {"interval": interval_ms, "work": work})
     cli = Path(sys.executable).with_name("seatunnel-ckpt")
     command = [str(cli), "run", str(job), "--config", str(config), "--job-id", "peers", "--master", "local[2]"]
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    return command, dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+
+
+def run_ours(rows: int, interval_ms: int, work: Path) -> tuple[PeerRun, Path]:
+    job, out = _job_file(work, rows, interval_ms)
+    command, env = _our_launch(job, work, interval_ms)
     log = work / "ours.log"
     finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=1800)
     run = PeerRun(
@@ -172,77 +235,333 @@ def measure(engine: str, rows: int, interval_ms: int, root: Path, tag: str) -> d
     return result
 
 
-def main() -> None:
-    from bench.engine_runs import bench_arguments
+# ---- recovery: kill the coordinating process mid-run, restore, first newly committed row ----
+#: rows of one FakeSource split, and the pause between two splits of a reader: Zeta's
+#: FakeSource reads one split per poll and then sleeps 1 s, so both engines make about one
+#: split a second per reader; Flink's datagen is held to the same rate
+SPLIT_ROWS = 1000
+RECOVERY_READ_INTERVAL_MS = 1000
 
-    args = bench_arguments(__doc__ or "", NAME, "rows of the large job (default 4,000,000)").parse_args()
-    rows = args.rows or (200_000 if args.quick else 4_000_000)
-    repeat = args.repeat or (1 if args.quick else 3)
-    zeta.ensure_home()
-    flink.ensure_flink()
-    root = Path(tempfile.mkdtemp(prefix="peers-bench-"))
-    runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
+
+def _recovery_job(work: Path, splits: int) -> tuple[Path, Path, int]:
+    rows = PARALLELISM * splits * SPLIT_ROWS
+    job, out = _job_file(work, rows, INTERVAL_MS, split_num=splits, read_interval_ms=RECOVERY_READ_INTERVAL_MS)
+    return job, out, rows
+
+
+def recover_ours(work: Path, splits: int) -> dict[str, Any]:
+    job, out, rows = _recovery_job(work, splits)
+    command, env = _our_launch(job, work, INTERVAL_MS)
+    result = recovery.measure(
+        "ours",
+        lambda: start_logged(command, cwd=work, env=env, log=work / "ours.log"),
+        # what the recovery operator runs (operators/recovery.py): the same job, --restore latest
+        lambda: start_logged([*command, "--restore", "latest"], cwd=work, env=env, log=work / "ours-restore.log"),
+        out,
+    )
+    return {**result, **recovery.exactly_once(recovery.committed_ids(out), rows)}
+
+
+def recover_zeta(work: Path, splits: int) -> dict[str, Any]:
+    job, out, rows = _recovery_job(work, splits)
+    launch = zeta.prepare_job(job, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run")
+
+    def restore() -> Started:
+        # Zeta names a job's checkpoints by its job id: the one directory in checkpoints/
+        job_ids = [p.name for p in launch.checkpoint_dir.iterdir() if p.is_dir()]
+        if len(job_ids) != 1:
+            raise PeerError(f"zeta: expected one job's checkpoints in {launch.checkpoint_dir}, found {job_ids}")
+        again = zeta.prepare_job(
+            job,
+            checkpoint_interval_ms=INTERVAL_MS,
+            work_dir=work / "run",
+            restore_job_id=job_ids[0],
+            log_name="zeta-restore.log",
+        )
+        return start_logged(again.command, cwd=again.work_dir, env=again.env, log=again.log)
+
     try:
-        for rep in range(repeat):
-            order = ENGINES if rep % 2 == 0 else ENGINES[::-1]
-            for engine in order:
-                tiny = measure(engine, TINY_ROWS, INTERVAL_MS, root, f"tiny-{rep}")
-                with_ckpt = measure(engine, rows, INTERVAL_MS, root, f"ckpt-{rep}")
-                without = measure(engine, rows, NO_CHECKPOINT_MS, root, f"nockpt-{rep}")
-                runs[engine].append(
-                    {
-                        "tiny": tiny,
-                        "checkpointed": with_ckpt,
-                        "unchecked": without,
-                        # the margin: what the rows cost beyond starting the engine
-                        "rows_per_s": round((rows - TINY_ROWS) / max(with_ckpt["wall_s"] - tiny["wall_s"], 1e-3), 1),
-                        "rows_per_s_unchecked": round(
-                            (rows - TINY_ROWS) / max(without["wall_s"] - tiny["wall_s"], 1e-3), 1
-                        ),
-                        "peak_rss_mib": with_ckpt["peak_rss_mib"],
-                    }
-                )
+        result = recovery.measure(
+            "zeta", lambda: start_logged(launch.command, cwd=work, env=launch.env, log=launch.log), restore, out
+        )
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        for staged in launch.checkpoint_dir.iterdir():  # LocalFile's staging: /tmp/seatunnel/seatunnel/<job id>
+            shutil.rmtree(Path("/tmp/seatunnel/seatunnel") / staged.name, ignore_errors=True)
+    return {**result, **recovery.exactly_once(recovery.committed_ids(out), rows)}
 
-    def per_rep(key: str, engine: str) -> list[float]:
+
+def recover_flink(work: Path, splits: int) -> dict[str, Any]:
+    rows = PARALLELISM * splits * SPLIT_ROWS
+    out = work / "out"
+    rate = PARALLELISM * SPLIT_ROWS * 1000 // RECOVERY_READ_INTERVAL_MS
+    statements = flink.datagen_sql_to_parquet(rows, out, rows_per_second=rate)
+    retain = {"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
+    launch = flink.prepare_pipeline(
+        statements, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run", settings=retain
+    )
+
+    def restore() -> Started:
+        latest = flink.latest_checkpoint(launch.checkpoint_dir)
+        if latest is None:
+            raise PeerError(f"flink: no completed checkpoint in {launch.checkpoint_dir}")
+        again = flink.prepare_pipeline(
+            statements,
+            checkpoint_interval_ms=INTERVAL_MS,
+            work_dir=work / "run",
+            settings={**retain, "execution.savepoint.path": latest.as_uri()},
+            log_name="flink-restore.log",
+        )
+        return start_logged(again.command, cwd=again.work_dir, env=again.env, log=again.log)
+
+    result = recovery.measure(
+        "flink", lambda: start_logged(launch.command, cwd=work, env=launch.env, log=launch.log), restore, out
+    )
+    ids = recovery.committed_ids(out)
+    return {**result, **recovery.exactly_once(ids, rows, np.arange(rows, dtype=ids.dtype))}
+
+
+RECOVERERS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
+    "ours": recover_ours,
+    "zeta": recover_zeta,
+    "flink": recover_flink,
+}
+
+
+def _with_range(key: str, figure: dict[str, float]) -> dict[str, float]:
+    """A figure's median under its key, its repetitions' min and max beside it (the report's
+    min - max and spread columns)."""
+    return {key: figure["median"], f"{key}_min": figure["min"], f"{key}_max": figure["max"]}
+
+
+def recovery_part(root: Path, splits: int, repeat: int) -> dict[str, Any]:
+    """Every engine's kill -> restore -> first newly committed row, ABBA; the keys."""
+    runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
+    for rep in range(repeat):
+        for engine in ENGINES if rep % 2 == 0 else ENGINES[::-1]:
+            work = root / f"recovery-{engine}-{rep}"
+            work.mkdir(parents=True)
+            result = RECOVERERS[engine](work, splits)
+            runs[engine].append(result)
+            progress(
+                NAME,
+                f"recovery {engine} {rep}: kill -> first newly committed row {result['recovery_s']:.2f} s; "
+                f"{result['committed_rows']:,} rows committed of {result['expected_rows']:,}, "
+                f"{result['duplicate_rows']} duplicate, exactly once: {result['exactly_once']}; "
+                f"load {result['loadavg_1m_at_kill']} at the kill",
+            )
+            shutil.rmtree(work, ignore_errors=True)
+    seconds = {engine: [r["recovery_s"] for r in runs[engine]] for engine in ENGINES}
+    flat: dict[str, Any] = {}
+    for engine in ENGINES:
+        flat.update(_with_range(f"peer_recovery_seconds_{engine}", summary(seconds[engine])))
+    ratios = {}
+    for peer in ("zeta", "flink"):
+        # the median of the ratios of each repetition (its runs side by side, ABBA)
+        paired = [round(a / b, 4) for a, b in zip(seconds["ours"], seconds[peer])]
+        ratios[f"peer_recovery_ratio_vs_{peer}"] = summary(paired, 3)
+        flat.update(_with_range(f"peer_recovery_ratio_vs_{peer}", ratios[f"peer_recovery_ratio_vs_{peer}"]))
+        flat[f"peer_recovery_ratio_of_medians_vs_{peer}"] = round(
+            statistics.median(seconds["ours"]) / statistics.median(seconds[peer]), 3
+        )
+    for engine in ENGINES:
+        flat[f"peer_recovery_duplicate_rows_{engine}"] = sum(r["duplicate_rows"] for r in runs[engine])
+        flat[f"peer_recovery_exactly_once_{engine}"] = int(all(r["exactly_once"] for r in runs[engine]))
+    return {
+        "splits_per_reader": splits,
+        "rows": PARALLELISM * splits * SPLIT_ROWS,
+        "repeat": repeat,
+        "per_engine": {engine: {"recovery_s": summary(seconds[engine]), "runs": runs[engine]} for engine in ENGINES},
+        "ratios": ratios,
+        "summary": flat,
+    }
+
+
+def _margin_rate(rows: int, large: dict[str, Any], tiny: dict[str, Any]) -> float | None:
+    """Rows/s of the rows beyond the tiny job; None when the large job took no longer than
+    the tiny one (the machine's load swamped the rows: no figure, rather than a huge one)."""
+    margin = large["wall_s"] - tiny["wall_s"]
+    return round((rows - TINY_ROWS) / margin, 1) if margin > 0 else None
+
+
+def _ratios(numerators: list[Any], denominators: list[Any]) -> list[float]:
+    """Per-repetition ratios, of the repetitions where both figures exist."""
+    return [round(a / b, 4) for a, b in zip(numerators, denominators) if a is not None and b]
+
+
+def throughput_part(root: Path, rows: int, repeat: int) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
+    for rep in range(repeat):
+        order = ENGINES if rep % 2 == 0 else ENGINES[::-1]
+        for engine in order:
+            tiny = measure(engine, TINY_ROWS, INTERVAL_MS, root, f"tiny-{rep}")
+            with_ckpt = measure(engine, rows, INTERVAL_MS, root, f"ckpt-{rep}")
+            without = measure(engine, rows, NO_CHECKPOINT_MS, root, f"nockpt-{rep}")
+            runs[engine].append(
+                {
+                    "tiny": tiny,
+                    "checkpointed": with_ckpt,
+                    "unchecked": without,
+                    # the margin: what the rows cost beyond starting the engine
+                    "rows_per_s": _margin_rate(rows, with_ckpt, tiny),
+                    "rows_per_s_unchecked": _margin_rate(rows, without, tiny),
+                    "peak_rss_mib": with_ckpt["peak_rss_mib"],
+                }
+            )
+
+    def per_rep(key: str, engine: str) -> list[Any]:
         return [r[key] for r in runs[engine]]
 
     ratios: dict[str, list[float]] = {}
     for peer in ("zeta", "flink"):
-        ratios[f"peer_throughput_ratio_vs_{peer}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("rows_per_s", "ours"), per_rep("rows_per_s", peer))
-        ]
-        ratios[f"peer_memory_ratio_vs_{peer}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("peak_rss_mib", "ours"), per_rep("peak_rss_mib", peer))
-        ]
+        ratios[f"peer_throughput_ratio_vs_{peer}"] = _ratios(per_rep("rows_per_s", "ours"), per_rep("rows_per_s", peer))
+        ratios[f"peer_memory_ratio_vs_{peer}"] = _ratios(per_rep("peak_rss_mib", "ours"), per_rep("peak_rss_mib", peer))
     for engine in ENGINES:
-        ratios[f"peer_ckpt_overhead_{engine}"] = [
-            round(a / b, 4) for a, b in zip(per_rep("rows_per_s", engine), per_rep("rows_per_s_unchecked", engine))
-        ]
-    figures = {key: summary(values, 3) for key, values in ratios.items()}
-    flat = {key: value["median"] for key, value in figures.items()}
+        ratios[f"peer_ckpt_overhead_{engine}"] = _ratios(
+            per_rep("rows_per_s", engine), per_rep("rows_per_s_unchecked", engine)
+        )
+    figures = {key: summary(values, 3) for key, values in ratios.items() if values}
+
+    def described(key: str, engine: str) -> dict[str, float] | None:
+        values = [v for v in per_rep(key, engine) if v is not None]
+        return summary(values) if values else None
+
+    return {
+        "rows": rows,
+        "repeat": repeat,
+        "per_engine": {
+            engine: {
+                "rows_per_s": described("rows_per_s", engine),
+                "rows_per_s_unchecked": described("rows_per_s_unchecked", engine),
+                "peak_rss_mib": described("peak_rss_mib", engine),
+                "runs": runs[engine],
+            }
+            for engine in ENGINES
+        },
+        "ratios": figures,
+        "summary": {k: v for key, value in figures.items() for k, v in _with_range(key, value).items()},
+    }
+
+
+PARTS = ("throughput", "recovery")
+
+
+def _table(parts: dict[str, Any]) -> dict[str, Any]:
+    rows: list[list[Any]] = []
+    throughput, recovered = parts.get("throughput"), parts.get("recovery")
+    for engine in ENGINES:
+        row: list[Any] = [engine]
+        if throughput:
+            t = throughput["per_engine"][engine]
+            row += [(t[key] or {}).get("median") for key in ("rows_per_s", "rows_per_s_unchecked", "peak_rss_mib")]
+        else:
+            row += ["", "", ""]
+        if recovered:
+            r = recovered["per_engine"][engine]
+            row += [
+                r["recovery_s"]["median"],
+                sum(run["duplicate_rows"] for run in r["runs"]),
+                all(run["exactly_once"] for run in r["runs"]),
+            ]
+        else:
+            row += ["", "", ""]
+        rows.append(row)
+    return {
+        "columns": [
+            "engine",
+            "rows/s, 1 s checkpoints",
+            "rows/s, no periodic checkpoints",
+            "peak RSS, MiB",
+            "kill -> first newly committed row, s",
+            "duplicate rows",
+            "every id once",
+        ],
+        "rows": rows,
+    }
+
+
+def _targets(flat: dict[str, Any]) -> list[dict[str, Any]]:
+    targets = []
+    for key, goal, better in (
+        ("peer_throughput_ratio_vs_zeta", 1.0, "higher"),
+        ("peer_throughput_ratio_vs_flink", 1.0, "higher"),
+        ("peer_recovery_ratio_vs_zeta", 1.0, "lower"),
+        ("peer_recovery_ratio_vs_flink", 1.0, "lower"),
+    ):
+        value = flat.get(key)
+        if value is None:
+            continue
+        met = value >= goal if better == "higher" else value <= goal
+        targets.append(
+            {"figure": key, "target": (">= " if better == "higher" else "<= ") + str(goal), "value": value, "met": met}
+        )
+    return targets
+
+
+def main() -> None:
+    from bench.engine_runs import bench_arguments
+
+    parser = bench_arguments(__doc__ or "", NAME, "rows of the large job (default 4,000,000)")
+    parser.add_argument(
+        "--part",
+        choices=("all", *PARTS),
+        default="all",
+        help="throughput (the throughput, overhead and memory ratios), recovery (the recovery ratios) or all "
+        "(default); with --out, a single part keeps the other part's figures of the result file",
+    )
+    parser.add_argument("--recovery", action="store_const", const="recovery", dest="part", help="--part recovery")
+    parser.add_argument(
+        "--splits", type=int, help="recovery: FakeSource splits per reader, about one a second (default 60, quick 30)"
+    )
+    args = parser.parse_args()
+    rows = args.rows or (200_000 if args.quick else 4_000_000)
+    repeat = args.repeat or (1 if args.quick else 3)
+    splits = args.splits or (30 if args.quick else 60)
+    wanted = PARTS if args.part == "all" else (args.part,)
+    machine = machine_info()  # its load average is the one at the start
+    zeta.ensure_home()
+    flink.ensure_flink()
+    parts: dict[str, Any] = {}
+    previous = RESULTS_DIR / f"{NAME}.json"
+    if args.out and args.part != "all" and previous.exists():
+        with contextlib.suppress(ValueError, KeyError):
+            parts = {part: json.loads(previous.read_text())["parts"][part] for part in PARTS if part not in wanted}
+    root = Path(tempfile.mkdtemp(prefix="peers-bench-"))
+    started = time.monotonic()
+    try:
+        if "throughput" in wanted:
+            parts["throughput"] = throughput_part(root, rows, repeat)
+        if "recovery" in wanted:
+            parts["recovery"] = recovery_part(root, splits, repeat)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    flat = {key: value for part in parts.values() for key, value in part["summary"].items()}
     emit(
         {
-            "machine": machine_info(),
-            "rows": rows,
-            "repeat": repeat,
-            "interval_ms": INTERVAL_MS,
+            "benchmark": "ours vs SeaTunnel's Zeta vs Flink on the same job, the same 2 cores, in one run: "
+            "throughput, checkpoint overhead, peak memory, and recovery after a killed coordinator",
+            "machine": machine,
+            "settings": {
+                "quick": args.quick,
+                "parts": sorted(parts),
+                "interval_ms": INTERVAL_MS,
+                "parallelism": PARALLELISM,
+                "throughput_rows": parts.get("throughput", {}).get("rows"),
+                "recovery_rows": parts.get("recovery", {}).get("rows"),
+                "recovery_split_rows": SPLIT_ROWS,
+                "recovery_read_interval_ms": RECOVERY_READ_INTERVAL_MS,
+                "repeat": repeat,
+                "elapsed_s": round(time.monotonic() - started, 1),
+            },
             "engines": {
                 "ours": "this engine, seatunnel-ckpt run --master local[2]",
                 "zeta": f"SeaTunnel {zeta.SEATUNNEL_VERSION} (Zeta, local mode)",
                 "flink": f"Flink {flink.FLINK_VERSION} (PyFlink, local MiniCluster)",
             },
-            "per_engine": {
-                engine: {
-                    "rows_per_s": summary(per_rep("rows_per_s", engine)),
-                    "rows_per_s_unchecked": summary(per_rep("rows_per_s_unchecked", engine)),
-                    "peak_rss_mib": summary(per_rep("peak_rss_mib", engine)),
-                    "runs": runs[engine],
-                }
-                for engine in ENGINES
-            },
-            "ratios": figures,
+            "table": _table(parts),
+            "targets": _targets(flat),
+            "notes": NOTES,
+            "parts": parts,
+            "summary": flat,
             **flat,
         },
         NAME,

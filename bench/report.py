@@ -36,6 +36,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("scale_rows.py", "scale_rows", "Scale: 500 million rows, throughput per tenth"),
     ("scale_jobs.py", "scale_jobs", "Scale: 1 to 8 jobs at once from one Airflow worker"),
     ("scale_soak.py", "scale_soak", "Scale: a 60-minute soak with a driver kill every 10 minutes"),
+    ("peers_bench.py", "peers", "Peers: SeaTunnel's Zeta and Flink on the same job"),
 ]
 
 #: the keys summary.json must hold: key -> (result name, what it means, better)
@@ -214,6 +215,48 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "scale_soak",
         "the worst last-window / first-window ratio over RSS, open files, threads, checkpoint p50/p99 "
         "and storage objects, a 60-minute Kafka -> Sql -> File soak (goal <= 1.10)",
+        "lower",
+    ),
+    "peer_throughput_ratio_vs_zeta": (
+        "peers",
+        "rows/s at the margin, FakeSource -> Sql -> LocalFile parquet, p=2, 1 s checkpoints: ours / SeaTunnel "
+        "2.3.4's Zeta (local mode) on the same job file",
+        "higher",
+    ),
+    "peer_throughput_ratio_vs_flink": (
+        "peers",
+        "rows/s at the margin, the same workload: ours / Flink 2.3 (PyFlink, datagen -> the same query -> parquet)",
+        "higher",
+    ),
+    "peer_ckpt_overhead_ours": ("peers", "ours: rows/s with 1 s checkpoints / without periodic ones", "higher"),
+    "peer_ckpt_overhead_zeta": ("peers", "Zeta: rows/s with 1 s checkpoints / without periodic ones", "higher"),
+    "peer_ckpt_overhead_flink": ("peers", "Flink: rows/s with 1 s checkpoints / without periodic ones", "higher"),
+    "peer_memory_ratio_vs_zeta": ("peers", "peak RSS of the whole process tree: ours / Zeta", "lower"),
+    "peer_memory_ratio_vs_flink": ("peers", "peak RSS of the whole process tree: ours / Flink", "lower"),
+    "peer_recovery_seconds_ours": (
+        "peers",
+        "ours: SIGKILL of the driver (and all it started) mid-run -> first newly committed row after --restore latest",
+        "lower",
+    ),
+    "peer_recovery_seconds_zeta": (
+        "peers",
+        "Zeta: SIGKILL of the local-mode JVM mid-run -> first newly committed row after -r <job id>",
+        "lower",
+    ),
+    "peer_recovery_seconds_flink": (
+        "peers",
+        "Flink: SIGKILL of PyFlink and its MiniCluster mid-run -> first newly committed row after "
+        "execution.savepoint.path = the latest retained checkpoint",
+        "lower",
+    ),
+    "peer_recovery_ratio_vs_zeta": (
+        "peers",
+        "kill -> first newly committed row, ours / Zeta's (every id counted once on both sides)",
+        "lower",
+    ),
+    "peer_recovery_ratio_vs_flink": (
+        "peers",
+        "kill -> first newly committed row, ours / Flink's (every id counted once on both sides)",
         "lower",
     ),
 }

@@ -45,8 +45,11 @@ QUICK_DIR = RESULTS_DIR / "quick"
 # the throughput benchmark alone takes ~10 min since its repetitions are 4 interleaved rounds
 TIMEOUT_FULL_S = 25 * 60
 TIMEOUT_QUICK_S = 6 * 60
-#: full runs that take longer by design (the soak runs for 60 minutes)
-TIMEOUT_FULL_S_OF = {"scale_soak": 80 * 60}
+#: full runs that take longer by design (the soak runs for 60 minutes; peers starts three
+#: engines 30 times, and restores each three times)
+TIMEOUT_FULL_S_OF = {"scale_soak": 80 * 60, "peers": 60 * 60}
+#: quick runs that do too (peers: 12 engine runs, each a JVM's start)
+TIMEOUT_QUICK_S_OF = {"peers": 25 * 60}
 STDERR_TAIL_LINES = 25
 #: the line that says what went wrong: a Python exception, or an argparse/CLI "error: ..." line
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[\w.-]*: error|error)(?::|$)")
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(QUICK_DIR)
         for script, name, _ in selected:
             with QuickIsolation(name, plot_map):
-                runs[name] = run_script(script, name, True, timeout_s)
+                runs[name] = run_script(script, name, True, max(timeout_s, TIMEOUT_QUICK_S_OF.get(name, 0)))
         results = load_results(QUICK_DIR)
     else:
         for script, name, _ in selected:

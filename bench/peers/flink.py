@@ -52,6 +52,48 @@ def extra_jars() -> list[str]:
     return [Path(jar).resolve().as_uri() for jar in jars if jar]
 
 
+@dataclass
+class FlinkLaunch:
+    """A Flink run laid out in its work directory, not started yet."""
+
+    command: list[str]
+    env: dict[str, str]
+    work_dir: Path
+    log: Path
+    checkpoint_dir: Path
+
+
+def prepare_pipeline(
+    statements: Sequence[str],
+    *,
+    parallelism: int = 2,
+    checkpoint_interval_ms: int | None = 1000,
+    work_dir: str | os.PathLike | None = None,
+    settings: Mapping[str, Any] | None = None,
+    log_name: str = "flink.log",
+) -> FlinkLaunch:
+    """Lay out a run of the SQL ``statements`` (see ``run_pipeline``) and build its command;
+    ``log_name`` and a ``settings`` file of its own let a second launch share ``work_dir``."""
+    python = ensure_flink()
+    work = (Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="flink-run-"))).resolve()
+    checkpoints = work / "checkpoints"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = {
+        "parallelism.default": parallelism,
+        "pipeline.jars": ";".join(extra_jars()),
+        "execution.checkpointing.dir": checkpoints.as_uri(),
+    }
+    if checkpoint_interval_ms is not None:
+        config["execution.checkpointing.interval"] = f"{int(checkpoint_interval_ms)}ms"
+        config["execution.checkpointing.mode"] = "EXACTLY_ONCE"
+    config.update(settings or {})
+    spec = work / f"{Path(log_name).stem}.spec.json"
+    spec.write_text(json.dumps({"settings": config, "statements": list(statements)}, indent=2))
+    command = [str(python), str(JOB_PROGRAM), str(spec)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return FlinkLaunch(command, env, work, work / log_name, checkpoints)
+
+
 def run_pipeline(
     statements: Sequence[str],
     *,
@@ -66,38 +108,35 @@ def run_pipeline(
     Checkpoints exactly-once every ``checkpoint_interval_ms`` (None: none) into the run's
     ``checkpoints/`` (a finished job's are discarded, as Flink does). ``settings`` add or override Flink
     configuration keys. ``work_dir`` (default: a new temporary directory, kept) gets
-    ``spec.json``, ``checkpoints/`` and ``flink.log`` (the process's stdout and stderr)."""
-    python = ensure_flink()
-    work = (Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="flink-run-"))).resolve()
-    checkpoints = work / "checkpoints"
-    checkpoints.mkdir(parents=True, exist_ok=True)
-    config: dict[str, Any] = {
-        "parallelism.default": parallelism,
-        "pipeline.jars": ";".join(extra_jars()),
-        "execution.checkpointing.dir": checkpoints.as_uri(),
-    }
-    if checkpoint_interval_ms is not None:
-        config["execution.checkpointing.interval"] = f"{int(checkpoint_interval_ms)}ms"
-        config["execution.checkpointing.mode"] = "EXACTLY_ONCE"
-    config.update(settings or {})
-    spec = work / "spec.json"
-    spec.write_text(json.dumps({"settings": config, "statements": list(statements)}, indent=2))
-    log = work / "flink.log"
-    command = [str(python), str(JOB_PROGRAM), str(spec)]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
+    ``flink.spec.json``, ``checkpoints/`` and ``flink.log`` (the process's stdout and stderr)."""
+    launch = prepare_pipeline(
+        statements,
+        parallelism=parallelism,
+        checkpoint_interval_ms=checkpoint_interval_ms,
+        work_dir=work_dir,
+        settings=settings,
+    )
+    log = launch.log
+    finished = run_logged(launch.command, cwd=launch.work_dir, env=launch.env, log=log, timeout_s=timeout_s)
     job_s = None
     lines = log.read_text(errors="replace").strip().splitlines()
     if finished.exit_code == 0 and lines and lines[-1].startswith("{"):
         job_s = json.loads(lines[-1]).get("job_s")
     return FlinkRun(
         **finished.run_fields(),
-        work_dir=work,
+        work_dir=launch.work_dir,
         log=log,
-        checkpoint_dir=checkpoints,
-        command=command,
+        checkpoint_dir=launch.checkpoint_dir,
+        command=launch.command,
         job_s=job_s,
     )
+
+
+def latest_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest retained checkpoint under ``checkpoints`` (``<job id>/chk-N`` with its
+    ``_metadata``, the completed ones only), for ``execution.savepoint.path``."""
+    done = [p.parent for p in checkpoints.glob("*/chk-*/_metadata")]
+    return max(done, key=lambda p: (p.stat().st_mtime, int(p.name.split("-")[1])), default=None)
 
 
 #: the workload's SQL transform, in both engines' dialects (FakeSource's and datagen's

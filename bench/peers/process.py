@@ -100,32 +100,62 @@ class Finished:
         return asdict(self)
 
 
-def run_logged(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float) -> Finished:
-    """Run ``command`` with stdout and stderr into ``log``, sampling the memory of its
-    process tree. After ``timeout_s`` its process group is SIGKILLed (exit code -9)."""
-    timed_out = False
-    start = time.monotonic()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
+class Started:
+    """A peer's process, started by ``start_logged``: still running until ``wait``."""
+
+    def __init__(self, command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path):
+        self.log = log
+        self.started = time.monotonic()
+        #: wall clock of the start (time.time()), for comparing with file times
+        self.started_wall = time.time()
+        self._out = open(log, "wb")
+        self.process = subprocess.Popen(
             list(command),
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
-            stdout=out,
+            stdout=self._out,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             start_new_session=not sys.platform.startswith("linux"),
         )
-        memory = PeakMemory(process.pid)
-        memory.start()
+        self.pid = self.process.pid
+        self.memory = PeakMemory(self.process.pid)
+        self.memory.start()
+        self.timed_out = False
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def kill(self) -> None:
+        """SIGKILL the process and everything it started (its process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def wait(self, timeout_s: float) -> Finished:
+        """Wait for the process; after ``timeout_s`` it is killed (exit code -9, ``timed_out``)."""
         try:
-            exit_code = process.wait(timeout=timeout_s)
+            exit_code = self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            exit_code = process.wait()
+            self.timed_out = True
+            self.kill()
+            exit_code = self.process.wait()
         finally:
-            memory.done.set()
-            memory.join(5)
-    return Finished(exit_code, round(time.monotonic() - start, 3), timed_out, round(memory.peak_mib, 1))
+            self.memory.done.set()
+            self.memory.join(5)
+            self._out.close()
+        return Finished(
+            exit_code, round(time.monotonic() - self.started, 3), self.timed_out, round(self.memory.peak_mib, 1)
+        )
+
+
+def start_logged(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path) -> Started:
+    """Start ``command`` with stdout and stderr into ``log``, sampling the memory of its
+    process tree, in a process group of its own that dies with us."""
+    return Started(command, cwd=cwd, env=env, log=log)
+
+
+def run_logged(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Path, timeout_s: float) -> Finished:
+    """Run ``command`` with stdout and stderr into ``log``, sampling the memory of its
+    process tree. After ``timeout_s`` its process group is SIGKILLed (exit code -9)."""
+    return start_logged(command, cwd=cwd, env=env, log=log).wait(timeout_s)

@@ -167,28 +167,35 @@ def job_statistics(log: Path) -> dict[str, Any]:
     return stats
 
 
-def run_job(
+@dataclass
+class ZetaLaunch:
+    """Everything a Zeta run needs, laid out in its work directory, not started yet."""
+
+    command: list[str]
+    env: dict[str, str]
+    work_dir: Path
+    job: Path
+    log: Path
+    checkpoint_dir: Path
+
+
+def prepare_job(
     job_file: str | os.PathLike,
     *,
     checkpoint_interval_ms: int | None = 10_000,
     work_dir: str | os.PathLike | None = None,
     variables: Mapping[str, str] | None = None,
-    timeout_s: float = 600.0,
     java: str | os.PathLike | None = None,
     heap: str = "1g",
     checkpoint_storage: str = "hdfs",
     extra_java_options: Sequence[str] = (),
-) -> ZetaRun:
-    """Run ``job_file`` on Zeta in local mode and wait for it.
-
-    ``checkpoint_interval_ms``: the engine's interval and, appended to the job's env, the
-    job's (None: the job's own, batch jobs then take no checkpoint). ``work_dir`` (default:
-    a new temporary directory, kept) gets ``config/``, ``job.conf`` (the job as run),
-    ``checkpoints/`` and ``zeta.log`` (the JVM's stdout and stderr). ``variables`` go to
-    SeaTunnel's ``-i key=value``. ``checkpoint_storage``: ``hdfs`` (on ``file:///``, as
-    SeaTunnel's own seatunnel.yaml) or ``localfile`` (deprecated in SeaTunnel, but free of
-    Hadoop's Subject.getSubject call, so it also runs on Java 23+). After ``timeout_s``
-    the JVM is killed: ``timed_out`` and exit code -9."""
+    restore_job_id: str | None = None,
+    log_name: str = "zeta.log",
+) -> ZetaLaunch:
+    """Lay out a run of ``job_file`` (see ``run_job``) and build its command.
+    ``restore_job_id``: SeaTunnel's ``-r``, restore that job from its latest completed
+    checkpoint in the work directory's ``checkpoints/`` (a second launch in the same
+    ``work_dir``, with another ``log_name``)."""
     home = ensure_home()
     job_file = Path(job_file).resolve()
     work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="zeta-run-"))
@@ -208,7 +215,6 @@ def run_job(
         (config / name).write_text(_fill(name, values))
     job = work / "job.conf"
     job.write_text(_job_with_interval(job_file, checkpoint_interval_ms))
-    log = work / "zeta.log"
 
     command = [
         java_binary(java),
@@ -231,18 +237,55 @@ def run_job(
         "-m",
         "local",
     ]
+    if restore_job_id is not None:
+        command += ["-r", str(restore_job_id)]
     for key, value in (variables or {}).items():
         command += ["-i", f"{key}={value}"]
     env = dict(os.environ, SEATUNNEL_HOME=str(home))
-    finished = run_logged(command, cwd=work, env=env, log=log, timeout_s=timeout_s)
+    return ZetaLaunch(command, env, work, job, work / log_name, checkpoints)
+
+
+def run_job(
+    job_file: str | os.PathLike,
+    *,
+    checkpoint_interval_ms: int | None = 10_000,
+    work_dir: str | os.PathLike | None = None,
+    variables: Mapping[str, str] | None = None,
+    timeout_s: float = 600.0,
+    java: str | os.PathLike | None = None,
+    heap: str = "1g",
+    checkpoint_storage: str = "hdfs",
+    extra_java_options: Sequence[str] = (),
+) -> ZetaRun:
+    """Run ``job_file`` on Zeta in local mode and wait for it.
+
+    ``checkpoint_interval_ms``: the engine's interval and, appended to the job's env, the
+    job's (None: the job's own, batch jobs then take no checkpoint). ``work_dir`` (default:
+    a new temporary directory, kept) gets ``config/``, ``job.conf`` (the job as run),
+    ``checkpoints/`` and ``zeta.log`` (the JVM's stdout and stderr). ``variables`` go to
+    SeaTunnel's ``-i key=value``. ``checkpoint_storage``: ``hdfs`` (on ``file:///``, as
+    SeaTunnel's own seatunnel.yaml) or ``localfile`` (deprecated in SeaTunnel, but free of
+    Hadoop's Subject.getSubject call, so it also runs on Java 23+). After ``timeout_s``
+    the JVM is killed: ``timed_out`` and exit code -9."""
+    launch = prepare_job(
+        job_file,
+        checkpoint_interval_ms=checkpoint_interval_ms,
+        work_dir=work_dir,
+        variables=variables,
+        java=java,
+        heap=heap,
+        checkpoint_storage=checkpoint_storage,
+        extra_java_options=extra_java_options,
+    )
+    finished = run_logged(launch.command, cwd=launch.work_dir, env=launch.env, log=launch.log, timeout_s=timeout_s)
     return ZetaRun(
         **finished.run_fields(),
-        work_dir=work,
-        log=log,
-        checkpoint_dir=checkpoints,
-        outputs=sink_outputs(job, log, variables),
-        stats=job_statistics(log),
-        command=command,
+        work_dir=launch.work_dir,
+        log=launch.log,
+        checkpoint_dir=launch.checkpoint_dir,
+        outputs=sink_outputs(launch.job, launch.log, variables),
+        stats=job_statistics(launch.log),
+        command=launch.command,
     )
 
 
