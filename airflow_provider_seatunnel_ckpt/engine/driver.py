@@ -235,7 +235,9 @@ class DriverLoop:
             self._next_request_poll = time.monotonic() + REQUEST_POLL_S
             self._poll_requests()
             self._watch_claim()
-        self.live = self._live()
+            # once a second, not at every control message: the heartbeat that carries it
+            # writes every few seconds
+            self.live = self._live()
 
     def _live(self) -> dict[str, Any]:
         """What the person on call sees of this moment (the checkpoint view): each

@@ -45,12 +45,10 @@ group rebalancing); partitions discovered while the job runs join it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -434,11 +432,9 @@ class KafkaReader(SourceReader):
             return None
         wanted = self.batch_size if self.stop is None else min(self.batch_size, self.stop - self.offset)
         # What the subtask's consumer fetched for this partition, at once; only when no
-        # partition of the subtask had any does a read wait (once per round of them). The
-        # collector stays paused while the poll makes its Message objects (collector_paused).
+        # partition of the subtask had any does a read wait (once per round of them)
         assert self.consumer is not None  # open until the stop offset is reached
-        with collector_paused():
-            messages = self.consumer.take((self.topic, self.partition), wanted)
+        messages = self.consumer.take((self.topic, self.partition), wanted)
         records = []
         for message in messages:
             error = message.error()
@@ -486,19 +482,3 @@ class KafkaReader(SourceReader):
         if self.consumer is not None:
             self.consumer.remove((self.topic, self.partition))
             self.consumer = None
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The garbage collector off while a poll makes its messages, on again after (as it
-    was). A poll of 65,536 records makes as many ``Message`` objects, which the collector
-    tracks: every 700 of them started a collection that walked all those made so far, a
-    third of a source worker's CPU (bench/kafka_bench.py --profile). They hold no cycles
-    (reference counting frees them), and the one collection after the poll walks them once."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

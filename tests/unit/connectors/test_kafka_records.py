@@ -69,7 +69,7 @@ def test_a_poll_without_records_is_an_empty_batch_and_imports_no_pandas() -> Non
 def test_the_collector_is_paused_only_inside_a_poll_and_restored_as_it_was() -> None:
     import gc
 
-    from airflow_provider_seatunnel_ckpt.connectors.kafka.source import collector_paused
+    from airflow_provider_seatunnel_ckpt.connectors.kafka.shared_consumer import collector_paused
 
     assert gc.isenabled()
     with collector_paused():
