@@ -125,6 +125,8 @@ class FenceLog:
                 self.storage.create_document(self.job_id, record_name(last_seq + 1), record)
             except FileExistsError:
                 continue  # another driver claimed or reserved that number first: look again
+            if self._listed_too_early(last_seq + 1):
+                continue
             self.seq, self.attempt = last_seq + 1, attempt
             self._claim_seq = self.seq
             self._prunable_from = self.seq + 1
@@ -141,6 +143,20 @@ class FenceLog:
             f"job {self.job_id}: could not claim the job: {CLAIM_TRIES} tries lost to other drivers writing "
             f"{self.storage.describe(self.job_id)}/{FENCE_DIR}"
         )
+
+    def _listed_too_early(self, seq: int) -> bool:
+        """Whether a record above the claim just created at ``seq`` exists: the holder
+        reserved on between this claimant's listing and its create, and its prune freed
+        ``seq`` (it deletes its older reservations). Such a claim would carry a stale
+        newest reservation and leave the holder's newest id unfenced, and the holder
+        never reads a number below its own. The holder's newest record is never pruned,
+        so a listing after the create shows it; the stray claim goes (the holder's next
+        prune may also take it) and the claim starts again from a fresh listing."""
+        seqs = self._sequence_numbers()
+        if not seqs or seqs[-1] <= seq:
+            return False
+        self._delete_quietly(seq)
+        return True
 
     def _newest_reservation(self, seqs: list[int]) -> dict[str, Any] | None:
         """Reservations only grow (a claimant starts above the highest), so the newest

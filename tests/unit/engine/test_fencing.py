@@ -420,3 +420,31 @@ def test_claims_of_an_earlier_release_are_read_below(storage):
     assert (claim.attempt, claim.seq, claim.pending, claim.pending_attempt) == (4, 5, (9, True), 1)
     assert fence_records(storage) == [5]
     assert FenceLog(storage, JOB).claim("e").pending == (9, True)  # carried on
+
+
+def test_a_claimant_that_listed_before_the_holder_reserved_on_does_not_claim_a_pruned_number(storage):
+    """A claimant lists the log, then pauses (a GC pause, a slow store) while the holder
+    reserves on and prunes its older reservations: the number after the claimant's
+    listing is free again. Claiming it would carry a stale newest reservation, so the
+    claimant would fence an old id and leave the holder's newest one open. The claimant
+    lists again after creating its record, and claims anew above what it finds."""
+    holder = FenceLog(storage, JOB)
+    holder.claim("holder")
+    holder.reserve(1)
+    claimant = FenceLog(storage, JOB)
+    stale = claimant._sequence_numbers()
+    listings = iter([stale])
+    real = claimant._sequence_numbers
+    claimant._sequence_numbers = lambda: next(listings, None) or real()  # type: ignore[method-assign]
+    for checkpoint_id in range(2, PRUNE_EVERY + 2):  # the holder's prune frees the numbers after ``stale``
+        holder.reserve(checkpoint_id)
+    newest = PRUNE_EVERY + 1
+    claim = claimant.claim("claimant")
+    assert (claim.pending, claim.highest_reserved) == ((newest, False), newest)
+    assert claim.seq > holder.seq
+    with pytest.raises(Fenced):
+        holder.reserve(newest + 1)
+    with pytest.raises(Fenced):
+        holder.check()
+    claimant.reserve(newest + 1)
+    claimant.check()
