@@ -42,11 +42,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, ClassVar, overload
 
 import pyarrow as pa
 
 from ..errors import ConfigError
+from .options import OptionTable, Parsed
 
 JsonValue = Any
 
@@ -136,11 +137,23 @@ class Dataset:
         return self.namespace + (self.name if self.name.startswith("/") else f"/{self.name}")
 
 
-class Connector:
-    """What sources and sinks have in common: their options, and the datasets they touch."""
+class Configured:
+    """A connector or transform: its options as the job file wrote them, and the table
+    that declares them (``OPTIONS``, read by ``parse_options`` and docs/options.md)."""
+
+    plugin_name = "abstract"
+    OPTIONS: ClassVar[OptionTable] = OptionTable()
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
+
+    def parse_options(self) -> Parsed:
+        """The typed values of ``OPTIONS``; a ``ConfigError`` for the first one wrong."""
+        return self.OPTIONS.parse(self.plugin_name, self.options)
+
+
+class Connector(Configured):
+    """What sources and sinks have in common: their options, and the datasets they touch."""
 
     def datasets(self) -> list[Dataset]:
         """The datasets it reads (a source) or writes (a sink), as OpenLineage names them;
@@ -240,7 +253,7 @@ class Source(Connector):
         return None
 
 
-class Transform:
+class Transform(Configured):
     """Batch in, batch out. Stateless unless ``stateful`` is True."""
 
     plugin_name = "abstract"
@@ -250,9 +263,6 @@ class Transform:
     #: it. True: it reads the column itself (``transforms/row_kind.py``) and
     #: ``change_rows_out`` says which kinds its output may still carry
     takes_change_rows = False
-
-    def __init__(self, options: Mapping[str, Any]):
-        self.options = dict(options)
 
     def open(self, context: ReaderContext) -> None:
         pass

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError, DataError
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter, table_of
-from .options import Options, option_key
+from .options import REQUIRED, Option, OptionTable, option_key
 from .seatunnel_types import convert_value, seatunnel_type, type_name
 from .table_metadata import CatalogTableRule, parse_catalog_table_rule
 
@@ -186,13 +186,14 @@ class AssertSink(Sink):
     #: rules are checked on the fields of every row, whatever its kind, and every row is
     #: counted, as SeaTunnel's AssertSinkWriter does
     change_rows = "ignore"
+    OPTIONS = OptionTable(
+        Option("rules", "value", "SeaTunnel's row_rules, field_rules, catalog_table_rule and tables_configs", REQUIRED),
+        Option("multi_table_sink_replica", "value", "SeaTunnel's writers per table; ignored"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"rules", "multi_table_sink_replica"})
-        if not opts.has("rules"):
-            raise ConfigError("rules", "is required for Assert")
-        self.rules = parse_all_rules(options["rules"])
+        self.rules = parse_all_rules(self.parse_options()["rules"])
         self.row_rules, self.field_rules = self.rules.row_rules, self.rules.field_rules
 
     def accepts(self, schema: pa.Schema) -> None:

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter, kind_names, strip_kinds, table_of
-from .options import Options
+from .options import Option, OptionTable
 
 
 class ConsoleSink(Sink):
@@ -40,10 +40,11 @@ class ConsoleSink(Sink):
     writes_tables = True
     #: prints each row's kind, as SeaTunnel's ConsoleSinkWriter does (``SeaTunnelRow#kind=``)
     change_rows = "keep"
+    OPTIONS = OptionTable(Option("limit", "int", "rows printed per subtask and epoch", 5, minimum=0))
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.limit: int = Options(self.plugin_name, options, known={"limit"}).int("limit", 5, minimum=0)
+        self.limit: int = self.parse_options()["limit"]
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> ConsoleSinkWriter:
         return ConsoleSinkWriter(subtask, self.limit)

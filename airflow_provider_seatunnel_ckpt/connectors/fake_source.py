@@ -37,6 +37,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError
 from .api import INSERT, KIND_FIELD, KINDS, ROW_KIND, JsonValue, ReaderContext, Source, SourceReader, Split, kind_code
-from .options import Options
+from .options import REQUIRED, Option, OptionTable, Parsed
 from .seatunnel_types import Column, convert_value, parse_columns
 from .table_metadata import attach, parse_table_metadata
 
@@ -70,6 +71,7 @@ _ARROW_KIND = {
     pa.float32(): "float",
     pa.float64(): "double",
 }
+_SIZES = ("string.length", "bytes.length", "array.size", "map.size")
 _DATE_PARTS = ("date.year", "date.month", "date.day", "time.hour", "time.minute", "time.second")
 
 
@@ -85,25 +87,74 @@ def _ignored_option(key: str) -> bool:
     return False
 
 
-def _known_options() -> set[str]:
-    known = {
-        "schema",
-        "rows",
-        "row.num",
-        "split.num",
-        "split.read-interval",
-        "string.length",
-        "bytes.length",
-        "array.size",
-        "map.size",
-        "parallelism",
-        "string.fake.mode",
-        "string.template",
-        *(f"{part}.template" for part in _DATE_PARTS),
-    }
-    for kind in _RANGES:
-        known |= {f"{kind}.min", f"{kind}.max", f"{kind}.template", f"{kind}.fake.mode"}
-    return known
+def _schema(value: Any) -> list[Column]:
+    if value is None:
+        raise ConfigError("schema", "is required for FakeSource (its fields or columns)")
+    columns = parse_columns(value, "schema")
+    if any(c.name == ROW_KIND for c in columns):
+        raise ConfigError("schema", f"column name {ROW_KIND!r} is reserved for the rows' kinds")
+    return columns
+
+
+def _template(key: str, cast: type, value: Any) -> list[Any] | None:
+    return None if value is None else _list_of(value, key, cast)
+
+
+def _value_options(kind: str, cast: type) -> list[Option]:
+    """The options of the values of one kind: its range (numbers), mode and template."""
+    low, high = _RANGES.get(kind, (None, None))
+    bounds = [
+        Option(f"{kind}.min", "float", f"the least {kind} made (range mode)", low),
+        Option(f"{kind}.max", "float", f"the greatest {kind} made (range mode)", high),
+    ]
+    return [
+        *(bounds if kind in _RANGES else []),
+        Option(f"{kind}.fake.mode", "str", "range or template", "range", choices=("range", "template")),
+        Option(
+            f"{kind}.template",
+            "value",
+            f"the {kind} values to pick from",
+            convert=partial(_template, f"{kind}.template", cast),
+        ),
+    ]
+
+
+_OPTIONS = OptionTable(
+    Option("schema", "value", "SeaTunnel's schema: fields (or columns) and their types", REQUIRED, convert=_schema),
+    Option("row.num", "int", "rows made per reader", 5, minimum=0),
+    Option("split.num", "int", "splits per reader", 1, minimum=1),
+    Option("split.read-interval", "int", "milliseconds between two splits' reads", 1, minimum=0),
+    Option("parallelism", "int", "readers (default: env.parallelism)", minimum=1),
+    *(Option(name, "int", f"the {name.replace('.', ' ')} of made values", 5, minimum=0) for name in _SIZES),
+    *(o for kind in _RANGES for o in _value_options(kind, float if kind in ("float", "double") else int)),
+    *_value_options("string", str),
+    *(
+        Option(
+            f"{part}.template",
+            "value",
+            f"the {part} values to pick from",
+            convert=partial(_template, f"{part}.template", int),
+        )
+        for part in _DATE_PARTS
+    ),
+    Option("rows", "value", "explicit rows: a list of {kind, fields}, in place of made ones"),
+    extra=_ignored_option,
+)
+
+
+def _rule_within_bounds(opts: Parsed) -> None:
+    """Rule: each kind's min and max lie within the kind's range, as SeaTunnel checks them."""
+    for kind, (low, high) in _RANGES.items():
+        for name in (f"{kind}.min", f"{kind}.max"):
+            if not low <= opts[name] <= high:
+                raise ConfigError(name, f"should >= {low:g} and <= {high:g}, got {opts[name]:g} (as in SeaTunnel)")
+
+
+def _rule_template_mode(opts: Parsed) -> None:
+    """Rule: a kind in template mode has a template."""
+    for kind in (*_RANGES, "string"):
+        if opts[f"{kind}.fake.mode"] == "template" and opts[f"{kind}.template"] is None:
+            raise ConfigError(f"{kind}.template", f"is required when {kind}.fake.mode is template")
 
 
 class FakeSource(Source):
@@ -112,40 +163,31 @@ class FakeSource(Source):
     reads_tables_configs = True
     #: its ``parallelism`` is its number of readers, each making ``row.num`` rows
     reads_parallelism_option = True
+    OPTIONS = _OPTIONS
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        if "tables_configs" in options:
+        if "tables_configs" in options:  # rule: before the table, which does not know it
             raise ConfigError(
                 "tables_configs", "one FakeSource is one table; load_source makes one per table of tables_configs"
             )
-        opts = Options(self.plugin_name, options, known=_known_options(), extra=_ignored_option)
-        if not opts.has("schema"):
-            raise ConfigError("schema", "is required for FakeSource (its fields or columns)")
-        self.columns: list[Column] = parse_columns(options["schema"], "schema")
-        if any(c.name == ROW_KIND for c in self.columns):
-            raise ConfigError("schema", f"column name {ROW_KIND!r} is reserved for the rows' kinds")
+        opts = self.parse_options()
+        self.columns: list[Column] = opts["schema"]
         self.schema = pa.schema([pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns])
         self.table_metadata = parse_table_metadata(options["schema"], self.plugin_name)
-        self.row_num: int = opts.int("row.num", 5, minimum=0)
-        self.split_num: int = opts.int("split.num", 1, minimum=1)
-        self.read_interval_ms: int = opts.int("split.read-interval", 1, minimum=0)
-        self.parallelism: int | None = opts.int("parallelism", None, minimum=1)
-        self.sizes = {
-            name: opts.int(name, 5, minimum=0) for name in ("string.length", "bytes.length", "array.size", "map.size")
+        self.row_num: int = opts["row.num"]
+        self.split_num: int = opts["split.num"]
+        self.read_interval_ms: int = opts["split.read-interval"]
+        self.parallelism: int | None = opts["parallelism"]
+        self.sizes = {name: opts[name] for name in _SIZES}
+        _rule_within_bounds(opts)
+        _rule_template_mode(opts)
+        self.ranges = {kind: (opts[f"{kind}.min"], opts[f"{kind}.max"]) for kind in _RANGES}
+        self.templates: dict[str, list[Any]] = {
+            name: opts[f"{name}.template"]
+            for name in (*_RANGES, "string", *_DATE_PARTS)
+            if opts[f"{name}.template"] is not None
         }
-        self.templates: dict[str, list[Any]] = {}
-        self.ranges: dict[str, tuple[float, float]] = {}
-        for kind, (low, high) in _RANGES.items():
-            self.ranges[kind] = (
-                self._bound(opts, f"{kind}.min", low, low, high),
-                self._bound(opts, f"{kind}.max", high, low, high),
-            )
-            self._template(opts, kind, float if kind in ("float", "double") else int)
-        self._template(opts, "string", str)
-        for part in _DATE_PARTS:
-            if opts.has(f"{part}.template"):
-                self.templates[part] = _list_of(options[f"{part}.template"], f"{part}.template", int)
         self.rows: list[list[Any]] | None = None
         self.row_kinds: list[int] = []
         if "rows" in options:
@@ -153,19 +195,6 @@ class FakeSource(Source):
         self.change_rows = tuple(KINDS[code] for code in sorted(set(self.row_kinds) - {INSERT}))
         if self.change_rows:
             self.schema = self.schema.append(KIND_FIELD)
-
-    def _bound(self, opts: Options, name: str, default: float, low: float, high: float) -> float:
-        value = opts.float(name, default)
-        if not low <= value <= high:
-            raise ConfigError(name, f"should >= {low:g} and <= {high:g}, got {value:g} (as in SeaTunnel)")
-        return value
-
-    def _template(self, opts: Options, kind: str, cast: type) -> None:
-        mode = opts.str(f"{kind}.fake.mode", "range", choices=("range", "template"))
-        if opts.has(f"{kind}.template"):
-            self.templates[kind] = _list_of(self.options[f"{kind}.template"], f"{kind}.template", cast)
-        elif mode == "template":
-            raise ConfigError(f"{kind}.template", f"is required when {kind}.fake.mode is template")
 
     def produced_schema(self) -> pa.Schema:
         return attach(self.schema, self.table_metadata)  # the batches need not carry it

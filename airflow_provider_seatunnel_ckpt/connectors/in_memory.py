@@ -41,19 +41,10 @@ import pyarrow as pa
 
 from ..errors import ConfigError, ConnectorError, DataError
 from .api import JsonValue, Sink, SinkCommitter, SinkWriter
-from .options import Options
+from .options import Option, OptionTable
 
 log = logging.getLogger(__name__)
 
-_OPTIONS = {
-    "throw_exception",
-    "throw_out_of_memory",
-    "checkpoint_sleep",
-    "throw_exception_of_committer",
-    "assert_options_key",
-    "assert_options_value",
-    "throw_runtime_exception_list",
-}
 #: placeholders left in an option after the engine filled the table ones it knows
 _UNFILLED = re.compile(r"\$\{[^}]*\}")
 
@@ -80,6 +71,20 @@ def _assert_options_match(key: str | None, value: str | None) -> None:
     raise ConfigError("assert_options_key", f"assert key and value not match! key = {key}, value = {value}")
 
 
+def _messages(errors: Any) -> list[str] | None:
+    if errors is None:
+        return None
+    if isinstance(errors, str) or not isinstance(errors, (list, tuple)) or not errors:
+        raise ConfigError("throw_runtime_exception_list", f"expected a non-empty list of messages, got {errors!r}")
+    return [str(e) for e in errors]
+
+
+def _assert_value(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError("assert_options_value", f"expected a string, got {value!r}")
+    return value
+
+
 class InMemorySink(Sink):
     plugin_name = "InMemory"
     #: SeaTunnel's is a multi-table sink: one instance takes every table's batches
@@ -89,27 +94,30 @@ class InMemorySink(Sink):
     #: seconds SeaTunnel's writer sleeps in prepareCommit (tests set them to 0)
     exception_sleep_s = 4.0
     checkpoint_sleep_s = 5.0
+    OPTIONS = OptionTable(
+        Option("throw_exception", "bool", "the writer fails in prepareCommit", False),
+        Option("throw_out_of_memory", "bool", "the writer fails with an OutOfMemoryError", False),
+        Option("checkpoint_sleep", "bool", "the writer sleeps in prepareCommit", False),
+        Option("throw_exception_of_committer", "bool", "the committer fails", False),
+        Option(
+            "throw_runtime_exception_list",
+            "value",
+            "messages the writer fails with, one per attempt",
+            convert=_messages,
+        ),
+        Option("assert_options_key", "str", "checked to equal assert_options_value (placeholders filled)"),
+        Option("assert_options_value", "value", "what assert_options_key must be", convert=_assert_value),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known=_OPTIONS)
-        self.throw_exception: bool = opts.bool("throw_exception", False)
-        self.throw_out_of_memory: bool = opts.bool("throw_out_of_memory", False)
-        self.checkpoint_sleep: bool = opts.bool("checkpoint_sleep", False)
-        self.throw_exception_of_committer: bool = opts.bool("throw_exception_of_committer", False)
-        self.runtime_errors: list[str] | None = None
-        if opts.has("throw_runtime_exception_list"):
-            errors = options["throw_runtime_exception_list"]
-            if isinstance(errors, str) or not isinstance(errors, (list, tuple)) or not errors:
-                raise ConfigError(
-                    "throw_runtime_exception_list", f"expected a non-empty list of messages, got {errors!r}"
-                )
-            self.runtime_errors = [str(e) for e in errors]
-        key = opts.str("assert_options_key", None) if opts.has("assert_options_key") else None
-        value = options.get("assert_options_value")
-        if value is not None and not isinstance(value, str):
-            raise ConfigError("assert_options_value", f"expected a string, got {value!r}")
-        _assert_options_match(key, value)
+        opts = self.parse_options()
+        self.throw_exception: bool = opts["throw_exception"]
+        self.throw_out_of_memory: bool = opts["throw_out_of_memory"]
+        self.checkpoint_sleep: bool = opts["checkpoint_sleep"]
+        self.throw_exception_of_committer: bool = opts["throw_exception_of_committer"]
+        self.runtime_errors: list[str] | None = opts["throw_runtime_exception_list"]
+        _assert_options_match(opts["assert_options_key"], opts["assert_options_value"])
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> InMemorySinkWriter:
         return InMemorySinkWriter(self, subtask, attempt)

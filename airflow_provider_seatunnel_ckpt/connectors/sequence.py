@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from .api import JsonValue, ReaderContext, Source, SourceReader, Split
-from .options import Options
+from .options import REQUIRED, Option, OptionTable
 
 #: a rate-limited batch holds at most this many seconds' worth of rows
 RATE_LIMITED_BATCH_S = 0.1
@@ -81,17 +81,22 @@ class RateLimiter:
 
 class SequenceSource(Source):
     plugin_name = "Sequence"
+    OPTIONS = OptionTable(
+        Option("rows", "int", "rows made, ids 0 to rows - 1", REQUIRED, minimum=0),
+        Option("splits", "int", "splits (default: the parallelism)", minimum=1),
+        Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
+        Option("payload_bytes", "int", "bytes of a fixed-size binary payload column (0: none)", 0, minimum=0),
+        Option("rows_per_second", "float", "rows per second per reader (0: no limit)", 0.0, minimum=0.0),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name, options, known={"rows", "splits", "batch_size", "payload_bytes", "rows_per_second"}
-        )
-        self.rows: int = opts.int("rows", minimum=0)
-        self.split_count: int | None = opts.int("splits", None, minimum=1)
-        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
-        self.payload_bytes: int = opts.int("payload_bytes", 0, minimum=0)
-        self.rows_per_second: float = opts.float("rows_per_second", 0.0, minimum=0.0)
+        opts = self.parse_options()
+        self.rows: int = opts["rows"]
+        self.split_count: int | None = opts["splits"]
+        self.batch_size: int | None = opts["batch_size"]
+        self.payload_bytes: int = opts["payload_bytes"]
+        self.rows_per_second: float = opts["rows_per_second"]
         fields = [pa.field("id", pa.int64(), nullable=False)]
         if self.payload_bytes:
             fields.append(pa.field("payload", pa.binary(self.payload_bytes), nullable=False))

@@ -22,19 +22,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..connectors.api import Transform
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, option_key
 from ..errors import ConfigError
 
 
 class CountByKeyTransform(Transform):
     plugin_name = "CountByKey"
     stateful = True
+    OPTIONS = OptionTable(
+        Option("key", "str", "the column whose values are counted", REQUIRED),
+        Option("output", "str", "the appended int64 column of running counts", "count"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"key", "output"})
-        self.key: str = opts.str("key")
-        self.output: str = opts.str("output", "count")
+        opts = self.parse_options()
+        self.key: str = opts["key"]
+        self.output: str = opts["output"]
         if self.output == self.key:
             raise ConfigError("output", f"must differ from key {self.key!r}")
 

@@ -9,6 +9,7 @@ SeaTunnel's (regular expressions are RE2's, Arrow's), are in docs/seatunnel.md
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..connectors.api import Transform
 from ..connectors.java_text import java_decimal_text, java_float_text
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, given, option_key
 from ..errors import ConfigError
 
 
@@ -36,10 +37,13 @@ def _missing(transform: Transform, option: str, wanted: list[str], names: list[s
 
 class FieldMapperTransform(Transform):
     plugin_name = "FieldMapper"
+    OPTIONS = OptionTable(
+        Option("field_mapper", "renames", "column -> output name; the columns kept, in this order", REQUIRED)
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.mapping = Options(self.plugin_name, options, known={"field_mapper"}).str_mapping("field_mapper")
+        self.mapping: dict[str, str] = self.parse_options()["field_mapper"]
         if len(set(self.mapping.values())) != len(self.mapping):
             raise ConfigError("field_mapper", "maps two columns to one output name")
 
@@ -54,18 +58,28 @@ class FieldMapperTransform(Transform):
         return batch.select(list(self.mapping)).rename_columns(list(self.mapping.values()))
 
 
+def _rule_fields_or_src_dest(options: Mapping[str, Any]) -> None:
+    """Rule: ``fields``, or ``src_field`` and ``dest_field``, not both."""
+    if given(options, "fields") and (given(options, "src_field") or given(options, "dest_field")):
+        raise ConfigError("fields", "give fields, or src_field and dest_field, not both")
+
+
 class CopyTransform(Transform):
     plugin_name = "Copy"
+    OPTIONS = OptionTable(
+        Option("fields", "renames", "new column -> the column it copies"),
+        Option("src_field", "str", "the column copied (without fields)"),
+        Option("dest_field", "str", "the copy's name (without fields)"),
+        rules=(_rule_fields_or_src_dest,),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"fields", "src_field", "dest_field"})
-        if opts.has("fields"):
-            if opts.has("src_field") or opts.has("dest_field"):
-                raise ConfigError("fields", "give fields, or src_field and dest_field, not both")
-            self.copies = opts.str_mapping("fields")  # new name -> source column
+        opts = self.parse_options()
+        if opts.given("fields"):
+            self.copies: dict[str, str] = opts["fields"]  # new name -> source column
         else:
-            self.copies = {opts.str("dest_field"): opts.str("src_field")}
+            self.copies = {opts.require("dest_field"): opts.require("src_field")}
 
     def _check(self, names: list[str]) -> None:
         _missing(self, "fields", list(self.copies.values()), names)
@@ -88,24 +102,38 @@ class CopyTransform(Transform):
         return batch
 
 
+def _replace_text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(name, f"is required for Replace (a string), got {value!r}")
+    return value
+
+
 class ReplaceTransform(Transform):
     plugin_name = "Replace"
+    OPTIONS = OptionTable(
+        Option("replace_field", "str", "the string column whose values are rewritten", REQUIRED),
+        Option(
+            "pattern",
+            "text",
+            "the text (or RE2 expression) replaced",
+            REQUIRED,
+            convert=partial(_replace_text, "pattern"),
+        ),
+        Option("replacement", "text", "what replaces it", REQUIRED, convert=partial(_replace_text, "replacement")),
+        Option("is_regex", "bool", "pattern is an RE2 regular expression", False),
+        Option("replace_first", "bool", "replace the first match only", False),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name, options, known={"replace_field", "pattern", "replacement", "is_regex", "replace_first"}
-        )
-        self.field: str = opts.str("replace_field")
-        self.pattern = options.get("pattern")
-        self.replacement = options.get("replacement")
-        for name, value in (("pattern", self.pattern), ("replacement", self.replacement)):
-            if not isinstance(value, str):
-                raise ConfigError(name, f"is required for Replace (a string), got {value!r}")
+        opts = self.parse_options()
+        self.field: str = opts["replace_field"]
+        self.pattern: str = opts["pattern"]
+        self.replacement: str = opts["replacement"]
         if self.pattern == "":
             raise ConfigError("pattern", "must not be empty")
-        self.is_regex: bool = opts.bool("is_regex", False)
-        self.replace_first: bool = opts.bool("replace_first", False)
+        self.is_regex: bool = opts["is_regex"]
+        self.replace_first: bool = opts["replace_first"]
         if self.is_regex:
             _re2("pattern", self.pattern)
 
@@ -162,18 +190,27 @@ def _splittable(kind: pa.DataType) -> bool:
     )
 
 
+def _separator(value: Any) -> str:
+    if not isinstance(value, str) or value == "":
+        raise ConfigError("separator", f"is required for Split (a non-empty string), got {value!r}")
+    _re2("separator", value)
+    return value
+
+
 class SplitTransform(Transform):
     plugin_name = "Split"
+    OPTIONS = OptionTable(
+        Option("split_field", "str", "the string column split", REQUIRED),
+        Option("separator", "text", "an RE2 expression between the parts", REQUIRED, convert=_separator),
+        Option("output_fields", "columns", "the appended columns, one per part", REQUIRED),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"separator", "split_field", "output_fields"})
-        self.field: str = opts.str("split_field")
-        self.separator = options.get("separator")
-        if not isinstance(self.separator, str) or self.separator == "":
-            raise ConfigError("separator", f"is required for Split (a non-empty string), got {self.separator!r}")
-        _re2("separator", self.separator)
-        self.outputs = opts.str_list("output_fields")
+        opts = self.parse_options()
+        self.field: str = opts["split_field"]
+        self.separator: str = opts["separator"]
+        self.outputs: list[str] = opts["output_fields"]
 
     def _check(self, schema: pa.Schema) -> None:
         _missing(self, "split_field", [self.field], schema.names)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..connectors.options import Options, option_key
+from ..connectors.options import Option, OptionTable, given, option_key
 from ..errors import ConfigError
 from ..sql.passthrough import ROW
 from .select import SelectTransform
@@ -36,22 +36,31 @@ _LEGACY_CONDITION = re.compile(
 _INPUT = "filter_input"
 
 
+def _rule_fields_or_condition(options: Mapping[str, Any]) -> None:
+    """Rule: ``fields`` or ``condition``, not both."""
+    if given(options, "fields") and given(options, "condition"):
+        raise ConfigError(
+            "fields", "give fields (SeaTunnel's: the columns to keep) or condition (the rows to keep), not both"
+        )
+
+
 class FilterTransform(QueryTransform):
     plugin_name = "Filter"
     query_option = "condition"
+    OPTIONS = OptionTable(
+        Option("condition", "str", "a SQL condition (or SeaTunnel's older syntax): the rows kept"),
+        Option("fields", "value", "SeaTunnel's: the columns kept, as Select's fields"),
+        rules=(_rule_fields_or_condition,),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"condition", "fields"})
+        opts = self.parse_options()
         self._columns: SelectTransform | None = None
-        if opts.has("fields"):
-            if opts.has("condition"):
-                raise ConfigError(
-                    "fields", "give fields (SeaTunnel's: the columns to keep) or condition (the rows to keep), not both"
-                )
-            self._columns = SelectTransform({"fields": options["fields"]})
+        if opts.given("fields"):
+            self._columns = SelectTransform({"fields": opts["fields"]})
             return
-        self.condition: str = opts.str("condition")
+        self.condition: str = opts.require("condition")
         where = legacy_condition_as_sql(self.condition) or self.condition
         # DuckDB only says which rows hold; the batch itself never goes through it
         self.use_query(f"SELECT {ROW} FROM {_INPUT} WHERE {where}")

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..connectors.api import ReaderContext, Transform
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, option_key
 from ..errors import ConfigError
 
 _FUNCTION = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -27,11 +27,13 @@ _FUNCTION = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]
 
 class PythonTransform(Transform):
     plugin_name = "Python"
+    OPTIONS = OptionTable(
+        Option("function", "str", "package.module:function, called with each batch", REQUIRED),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"function"})
-        self.function: str = opts.str("function")
+        self.function: str = self.parse_options()["function"]
         if not _FUNCTION.match(self.function):
             raise ConfigError("function", f"{self.function!r} is not of the form 'package.module:function'")
         self._fn: Callable[[pa.RecordBatch], Any] | None = None

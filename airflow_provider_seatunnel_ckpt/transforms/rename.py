@@ -8,16 +8,17 @@ from typing import Any
 import pyarrow as pa
 
 from ..connectors.api import Transform
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, option_key
 from ..errors import ConfigError
 
 
 class RenameTransform(Transform):
     plugin_name = "Rename"
+    OPTIONS = OptionTable(Option("mapping", "renames", "old column name -> new name", REQUIRED))
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.mapping = Options(self.plugin_name, options, known={"mapping"}).str_mapping("mapping")
+        self.mapping: dict[str, str] = self.parse_options()["mapping"]
         targets = list(self.mapping.values())
         if len(set(targets)) != len(targets):
             raise ConfigError("mapping", f"gives two columns the same new name: {self.mapping!r}")

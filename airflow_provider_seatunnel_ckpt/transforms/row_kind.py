@@ -34,19 +34,29 @@ from ..connectors.api import (
     strip_kinds,
     without_kinds,
 )
-from ..connectors.options import Options, option_key
+from ..connectors.options import Option, OptionTable, Parsed, option_key
 from ..errors import ConfigError
 
 #: SeaTunnel's ``RowKind.shortString()``
 SHORT = ("+I", "-U", "+U", "-D")
 
 
-def _kind_list(opts: Options, name: str) -> list[int] | None:
-    if not opts.has(name):
+def _kind_list(opts: Parsed, name: str) -> list[int] | None:
+    value = opts[name]
+    if value is None:
         return None
-    value = opts.values[name]
     values = value if isinstance(value, list) else [value]
     return [kind_code(v, f"{name}[{i}]", any_case=True) for i, v in enumerate(values)]
+
+
+def _rule_one_of_include_exclude(include: list[int] | None, exclude: list[int] | None) -> None:
+    """Rule: exactly one of ``include_kinds`` and ``exclude_kinds``, a non-empty list."""
+    if (include is None) == (exclude is None) or not (include or exclude):
+        raise ConfigError(
+            "include_kinds",
+            "give exactly one of include_kinds and exclude_kinds, a non-empty list "
+            f"of {', '.join(KINDS)} (they are mutually exclusive, as in SeaTunnel)",
+        )
 
 
 class FilterRowKindTransform(Transform):
@@ -55,17 +65,16 @@ class FilterRowKindTransform(Transform):
 
     plugin_name = "FilterRowKind"
     takes_change_rows = True
+    OPTIONS = OptionTable(
+        Option("include_kinds", "value", "the row kinds kept (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE)"),
+        Option("exclude_kinds", "value", "the row kinds dropped; exactly one of the two is given"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"include_kinds", "exclude_kinds"})
+        opts = self.parse_options()
         include, exclude = _kind_list(opts, "include_kinds"), _kind_list(opts, "exclude_kinds")
-        if (include is None) == (exclude is None) or not (include or exclude):
-            raise ConfigError(
-                "include_kinds",
-                "give exactly one of include_kinds and exclude_kinds, a non-empty list "
-                f"of {', '.join(KINDS)} (they are mutually exclusive, as in SeaTunnel)",
-            )
+        _rule_one_of_include_exclude(include, exclude)
         self.kept = frozenset(include) if include else frozenset(range(len(KINDS))) - frozenset(exclude or ())
         self._kept_codes = pa.array(sorted(self.kept), pa.int8())
         # decided by the options alone, so that every output batch has one schema
@@ -91,14 +100,18 @@ class RowKindExtractorTransform(Transform):
 
     plugin_name = "RowKindExtractor"
     takes_change_rows = True
+    OPTIONS = OptionTable(
+        Option("custom_field_name", "str", "the appended string column of row kinds", "row_kind"),
+        Option("transform_type", "str", "SHORT (+I, -U, +U, -D) or FULL (INSERT...), any case", "SHORT"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"custom_field_name", "transform_type"})
-        self.field_name: str = opts.str("custom_field_name", "row_kind")
+        opts = self.parse_options()
+        self.field_name: str = opts["custom_field_name"]
         if self.field_name == ROW_KIND:
             raise ConfigError("custom_field_name", f"{ROW_KIND!r} is reserved for the rows' kinds")
-        kind = opts.str("transform_type", "SHORT").upper()  # any case, as SeaTunnel reads an enum
+        kind = opts["transform_type"].upper()  # any case, as SeaTunnel reads an enum
         if kind not in ("SHORT", "FULL"):
             raise ConfigError("transform_type", f"{options['transform_type']!r} is not one of SHORT, FULL")
         self._names = pa.array(SHORT if kind == "SHORT" else KINDS, pa.string())

@@ -8,16 +8,17 @@ from typing import Any
 import pyarrow as pa
 
 from ..connectors.api import Transform
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, option_key
 from ..errors import ConfigError
 
 
 class SelectTransform(Transform):
     plugin_name = "Select"
+    OPTIONS = OptionTable(Option("fields", "columns", "the columns kept, in this order", REQUIRED))
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.fields = Options(self.plugin_name, options, known={"fields"}).str_list("fields")
+        self.fields: list[str] = self.parse_options()["fields"]
 
     def output_schema(self, input_schema: pa.Schema | None) -> pa.Schema | None:
         if input_schema is None:

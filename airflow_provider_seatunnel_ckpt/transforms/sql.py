@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..connectors.api import Transform
-from ..connectors.options import Options, option_key
+from ..connectors.options import REQUIRED, Option, OptionTable, option_key
 from ..sql.batch_query import BatchQuery
 
 
@@ -40,8 +40,9 @@ class QueryTransform(Transform):
 
 class SqlTransform(QueryTransform):
     plugin_name = "Sql"
+    OPTIONS = OptionTable(Option("query", "str", "a SELECT over the input table, run by DuckDB per batch", REQUIRED))
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        self.query: str = Options(self.plugin_name, options, known={"query"}).str("query")
+        self.query: str = self.parse_options()["query"]
         self.use_query(self.query)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ConfigError
+from ..options import Option
 from .seatunnel_sink import SeaTunnelFileSink
 from .seatunnel_source import SeaTunnelFileSource
 from .storage import FileStorage, Put
@@ -34,7 +35,13 @@ def _hdfs_site(path: Any, key: str = "hdfs_site_path") -> dict[str, str]:
 
 class HdfsFileStorage(FileStorage):
     plugin = "HdfsFile"
-    connection_options = ("hdfs_site_path", "remote_user", "kerberos_principal", "kerberos_keytab_path", "krb5_path")
+    connection_options = (
+        Option("hdfs_site_path", "value", "an hdfs-site.xml whose properties (HA name services) apply"),
+        Option("remote_user", "value", "the HDFS user (sets hdfs.user)"),
+        Option("kerberos_principal", "value", "the Kerberos principal"),
+        Option("kerberos_keytab_path", "value", "the principal's keytab"),
+        Option("krb5_path", "value", "the krb5.conf"),
+    )
     storage_keys = {
         "remote_user": "hdfs.user",
         "kerberos_principal": "kerberosPrincipal",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ConfigError
+from ..options import Option
 from .seatunnel_sink import SeaTunnelFileSink
 from .seatunnel_source import SeaTunnelFileSource
 from .storage import FileStorage, Put, bucket_name
@@ -15,7 +16,12 @@ from .storage import FileStorage, Put, bucket_name
 
 class OssFileStorage(FileStorage):
     plugin = "OssFile"
-    connection_options = ("bucket", "endpoint", "access_key", "access_secret")
+    connection_options = (
+        Option("bucket", "value", "oss://name, when path is not a URL"),
+        Option("endpoint", "value", "sets fs.oss.endpoint"),
+        Option("access_key", "value", "sets fs.oss.accessKeyId"),
+        Option("access_secret", "value", "sets fs.oss.accessKeySecret"),
+    )
     storage_keys = {
         "endpoint": "fs.oss.endpoint",
         "access_key": "fs.oss.accessKeyId",

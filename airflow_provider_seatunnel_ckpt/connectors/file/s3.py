@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...errors import ConfigError
+from ..options import Option
 from .seatunnel_sink import SeaTunnelFileSink
 from .seatunnel_source import SeaTunnelFileSource
 from .storage import FileStorage, Put, bucket_name
@@ -36,7 +37,12 @@ _SCHEMES = ("s3a", "s3n", "s3")
 
 class S3FileStorage(FileStorage):
     plugin = "S3File"
-    connection_options = ("bucket", "access_key", "secret_key", "hadoop_s3_properties")
+    connection_options = (
+        Option("bucket", "value", "s3a://name, when path is not a URL"),
+        Option("access_key", "value", "sets fs.s3a.access.key"),
+        Option("secret_key", "value", "sets fs.s3a.secret.key"),
+        Option("hadoop_s3_properties", "value", "fs.s3a.* properties of the S3 client"),
+    )
     storage_keys = {"access_key": "fs.s3a.access.key", "secret_key": "fs.s3a.secret.key"}
 
     def url(self, path: str, scheme: str, options: Mapping[str, Any], storage: dict[str, Any], put: Put) -> str:

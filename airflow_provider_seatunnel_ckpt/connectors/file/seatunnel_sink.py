@@ -23,15 +23,13 @@ import pyarrow.compute as pc
 
 from ...errors import ConfigError
 from ...storage.filesystem import NewFile
-from ...storage.urls import is_storage_option
 from ..api import Sink
-from ..options import Options, option_key
+from ..options import Parsed, option_key
 from .codecs import _encode, _LzopNewFile
 from .config import (
     CODEC_SUFFIX,
     DATE_FORMATS,
     DATETIME_FORMATS,
-    DEFAULT_TEXT_DELIMITER,
     EXTENSIONS,
     FORMATS,
     SINK_CODECS,
@@ -40,8 +38,6 @@ from .config import (
     _check_archive,
     _checked_encoding,
     _choice,
-    _column_list,
-    _delimiter,
     _format,
     _require_lzo,
     _warn,
@@ -49,7 +45,7 @@ from .config import (
 from .formats import binary, excel
 from .formats.text import TextFormats, _TextEncoder, to_text
 from .sink import DEFAULT_MAX_FILE_BYTES, FileSink, FileSinkCommitter, _FileEncoder, _json_default
-from .storage import STORAGE_HINT, FileStorage, is_hidden
+from .storage import FileStorage, is_hidden
 
 log = logging.getLogger(__name__)
 
@@ -202,31 +198,31 @@ class SeaTunnelFileSink(FileSink):
     #: how the connector's options name its files (the subclasses': :mod:`.local`, :mod:`.s3`...)
     storage: ClassVar[FileStorage]
     nested_output = True
+    OPTIONS = SINK_OPTIONS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A connector's table: SeaTunnel's file sink options and its storage's."""
+        super().__init_subclass__(**kwargs)
+        if "storage" in cls.__dict__:
+            cls.OPTIONS = SINK_OPTIONS + cls.storage.connection_options
 
     def __init__(self, options: Mapping[str, Any]):
         Sink.__init__(self, options)
-        plugin = self.plugin_name
-        opts = Options(
-            plugin,
-            options,
-            known=SINK_OPTIONS | set(self.storage.connection_options),
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        self._read_format(opts, options)
-        self._read_layout(opts, options)
-        self._read_names(opts, options)
-        self._read_save_modes(opts, options)
-        self.max_file_rows = opts.int("batch_size", 1_000_000, minimum=1)
+        opts = self.parse_options()
+        self._read_format(opts)
+        self._read_layout(opts)
+        self._read_names(opts)
+        self._read_save_modes(opts)
+        self.max_file_rows: int = opts["batch_size"]
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
         self.extension = EXTENSIONS[self.format]
         self.fs, self.root, self.url = self.storage.open(options)
         self._layout_cache: tuple[pa.Schema, tuple[list[int], list[int]]] | None = None
 
-    def _read_format(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_format(self, opts: Parsed) -> None:
         """``file_format_type``, ``encoding``, the date formats, codecs, delimiters and excel's options."""
         plugin = self.plugin_name
-        self.format: str = _format(opts, "csv")
+        self.format: str = _format(opts)
         if self.format == "xml":
             raise ConfigError(
                 "file_format_type",
@@ -234,13 +230,13 @@ class SeaTunnelFileSink(FileSink):
                 f"{', '.join(f for f in FORMATS if f != 'xml')}",
             )
         #: text, csv, json: the character encoding written (None: UTF-8)
-        self.encoding = _checked_encoding(plugin, "sink", opts, options, self.format)
+        self.encoding = _checked_encoding(plugin, "sink", opts, self.format)
         _check_archive(opts)
-        self._date_format = _choice(opts, "date_format", DATE_FORMATS, "yyyy-MM-dd")
-        self._datetime_format = _choice(opts, "datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss")
-        self._time_format = _choice(opts, "time_format", TIME_FORMATS, "HH:mm:ss")
+        self._date_format = _choice(opts, "date_format", DATE_FORMATS)
+        self._datetime_format = _choice(opts, "datetime_format", DATETIME_FORMATS)
+        self._time_format = _choice(opts, "time_format", TIME_FORMATS)
         self.formats = TextFormats(self._date_format, self._datetime_format, self._time_format)
-        codec = opts.str("compress_codec", "none").lower()
+        codec = opts["compress_codec"].lower()
         #: text, csv and json files written as lzop files (SeaTunnel: Hadoop's LzopCodec)
         self.lzo = False
         if self.format in ("text", "csv", "json"):
@@ -279,22 +275,19 @@ class SeaTunnelFileSink(FileSink):
                 )
             self.compression = allowed[codec]
         self.codec_suffix = CODEC_SUFFIX.get(codec, "")
-        self.field_delimiter = _delimiter(options, "field_delimiter", DEFAULT_TEXT_DELIMITER)
-        self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
-        self.header: bool = opts.bool("enable_header_write", False)
+        self.field_delimiter: str = opts["field_delimiter"]
+        self.row_delimiter: str = opts["row_delimiter"]
+        self.header: bool = opts["enable_header_write"]
         #: excel: the sheet's name (SeaTunnel: Sheet<random int>); max_rows_in_memory is accepted and needs
         #: nothing (openpyxl's write-only sheet keeps no rows in memory)
-        self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
-        if self.format == "excel" and opts.has("max_rows_in_memory"):
-            opts.int("max_rows_in_memory", 0)
+        self.sheet_name: str | None = opts["sheet_name"] if self.format == "excel" else None
 
-    def _read_layout(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_layout(self, opts: Parsed) -> None:
         """``sink_columns`` and the partition options."""
         plugin = self.plugin_name
-        self.sink_columns = _column_list(options, "sink_columns")  # empty: every column, as in SeaTunnel
-        self.partition_by = _column_list(options, "partition_by")
-        have_partition = opts.bool("have_partition", False)
-        if self.partition_by and opts.has("have_partition") and not have_partition:
+        self.sink_columns: list[str] = opts["sink_columns"] or []  # empty: every column, as in SeaTunnel
+        self.partition_by: list[str] = opts["partition_by"] or []
+        if self.partition_by and opts.given("have_partition") and not opts["have_partition"]:
             _warn(
                 plugin,
                 "sink",
@@ -303,15 +296,15 @@ class SeaTunnelFileSink(FileSink):
             )
         if self.sink_columns and not {c.lower() for c in self.partition_by} <= {c.lower() for c in self.sink_columns}:
             raise ConfigError("partition_by", "partition fields must be in sink_columns, as in SeaTunnel")
-        self.partition_in_file: bool = opts.bool("is_partition_field_write_in_file", False)
-        self.partition_template: str | None = opts.str("partition_dir_expression", None)
+        self.partition_in_file: bool = opts["is_partition_field_write_in_file"]
+        self.partition_template: str | None = opts["partition_dir_expression"]
 
-    def _read_names(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_names(self, opts: Parsed) -> None:
         """``file_name_expression``, ``filename_time_format`` and the options that change nothing."""
         plugin = self.plugin_name
-        self.transactional: bool = opts.bool("is_enable_transaction", True)
-        expression = opts.str("file_name_expression", "${transactionId}")
-        if opts.has("file_name_expression") and opts.has("custom_filename") and not opts.bool("custom_filename"):
+        self.transactional: bool = opts["is_enable_transaction"]
+        expression: str = opts["file_name_expression"]
+        if opts.given("file_name_expression") and opts["custom_filename"] is False:
             _warn(
                 plugin,
                 "sink",
@@ -344,21 +337,21 @@ class SeaTunnelFileSink(FileSink):
                 f"{expression!r} must make a visible file name: no '/', not starting with '_' or '.'",
             )
         self.file_name_expression = expression
-        self.filename_time_format = opts.str("filename_time_format", "yyyy.MM.dd")
+        self.filename_time_format: str = opts["filename_time_format"]
         self._time_tokens = _time_tokens(self.filename_time_format, "filename_time_format")
-        if opts.bool("single_file_mode", False):
+        if opts["single_file_mode"]:
             raise ConfigError(
                 "single_file_mode",
                 "is not supported: each writer commits its own files at every "
                 "checkpoint, which is what makes the output exactly once",
             )
-        if opts.has("tmp_path"):
+        if opts.given("tmp_path"):
             _warn(
                 plugin,
                 "sink",
                 "tmp_path is ignored: files are staged under path/_staging and renamed when a checkpoint completes",
             )
-        if opts.has("save_mode"):
+        if opts.given("save_mode"):
             _warn(
                 plugin,
                 "sink",
@@ -366,11 +359,11 @@ class SeaTunnelFileSink(FileSink):
                 "data_save_mode replaced it); ignored",
             )
 
-    def _read_save_modes(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_save_modes(self, opts: Parsed) -> None:
         """``schema_save_mode``, ``data_save_mode`` and the parquet options refused."""
         plugin = self.plugin_name
-        for name, default in (("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST"), ("data_save_mode", "APPEND_DATA")):
-            mode = opts.str(name, default).upper()
+        for name in ("schema_save_mode", "data_save_mode"):
+            mode = opts[name].upper()
             if mode == "CUSTOM_PROCESSING":
                 raise ConfigError(name, "CUSTOM_PROCESSING is not supported: SeaTunnel's file catalogs run no SQL")
             allowed = (
@@ -380,8 +373,8 @@ class SeaTunnelFileSink(FileSink):
             )
             if mode not in allowed:
                 raise ConfigError(name, f"{mode!r} is not one of {', '.join(allowed)}")
-        self.schema_save_mode = opts.str("schema_save_mode", "CREATE_SCHEMA_WHEN_NOT_EXIST").upper()
-        self.data_save_mode = opts.str("data_save_mode", "APPEND_DATA").upper()
+        self.schema_save_mode = opts["schema_save_mode"].upper()
+        self.data_save_mode = opts["data_save_mode"].upper()
         destructive = self.schema_save_mode == "RECREATE_SCHEMA" or self.data_save_mode != "APPEND_DATA"
         if not self.storage.has_catalog and destructive:
             # SeaTunnel's HdfsFile has no catalog, so its save modes never run
@@ -395,12 +388,12 @@ class SeaTunnelFileSink(FileSink):
             )
             self.schema_save_mode = "CREATE_SCHEMA_WHEN_NOT_EXIST"
             self.data_save_mode = "APPEND_DATA"
-        if opts.bool("parquet_avro_write_timestamp_as_int96", False):
+        if opts["parquet_avro_write_timestamp_as_int96"]:
             raise ConfigError(
                 "parquet_avro_write_timestamp_as_int96",
                 "is not supported: timestamps are written as parquet INT64 timestamps",
             )
-        if options.get("parquet_avro_write_fixed_as_int96"):
+        if opts["parquet_avro_write_fixed_as_int96"]:
             raise ConfigError("parquet_avro_write_fixed_as_int96", "is not supported")
 
     # -- checks (driver) -----------------------------------------------------------------

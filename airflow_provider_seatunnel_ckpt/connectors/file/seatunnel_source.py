@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ...errors import ConfigError
-from ...storage.urls import RangeFile, is_storage_option
+from ...storage.urls import RangeFile
 from ..api import JsonValue, Source, SourceReader, Split
-from ..options import Options, option_key
+from ..options import Parsed, option_key
 from ..seatunnel_types import Column, parse_columns
 from .archives import _ArchiveBatches
 from .codecs import _input, _Transcoded
@@ -34,7 +34,6 @@ from .config import (
     _archive,
     _checked_encoding,
     _choice,
-    _delimiter,
     _format,
     _require_lzo,
     _warn,
@@ -46,7 +45,7 @@ from .formats.orc import _OrcStripes
 from .formats.parquet import ParquetReader
 from .formats.text import _blank_to_null, _element, _field_splitter, _LineBatches, from_text, split_fields
 from .source import FileSource, StreamReader
-from .storage import STORAGE_HINT, STREAM_BLOCK_SIZE, FileStorage
+from .storage import STREAM_BLOCK_SIZE, FileStorage
 
 
 def _partitions_of(path: str) -> list[tuple[str, str]]:
@@ -93,21 +92,18 @@ class SeaTunnelFileSource(FileSource):
     storage: ClassVar[FileStorage]
     #: ``tables_configs``: one source per table (connectors/union.py, via the registry)
     reads_tables_configs = True
+    OPTIONS = SOURCE_OPTIONS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A connector's table: SeaTunnel's file source options and its storage's."""
+        super().__init_subclass__(**kwargs)
+        if "storage" in cls.__dict__:
+            cls.OPTIONS = SOURCE_OPTIONS + cls.storage.connection_options
 
     def __init__(self, options: Mapping[str, Any]):
         Source.__init__(self, options)
         plugin = self.plugin_name
-        opts = Options(
-            plugin,
-            options,
-            known=SOURCE_OPTIONS | SINK_ONLY_OPTIONS | set(self.storage.connection_options),
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        if opts.has("tables_configs"):
-            raise ConfigError(
-                "tables_configs", "one source is one table; load_source makes one per table of tables_configs"
-            )
+        opts = self.parse_options()
         for name in sorted(SINK_ONLY_OPTIONS & set(options)):
             _warn(
                 plugin,
@@ -115,31 +111,31 @@ class SeaTunnelFileSource(FileSource):
                 "option %s is a sink option; SeaTunnel's source ignores it, and so does this one",
                 name,
             )
-        self._read_format(opts, options)
-        self._read_schema(opts, options)
-        self._read_layout(opts, options)
+        self._read_format(opts)
+        self._read_schema(opts)
+        self._read_layout(opts)
         self.batch_size = None
         self.fs, self.root, self.url = self.storage.open(options)
         self._partition_keys: list[str] | None = None
         #: the splits of the one listing of ``path`` (preflight's, then the plan's)
         self._planned: list[Split] | None = None
 
-    def _read_format(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_format(self, opts: Parsed) -> None:
         """``file_format_type``, ``encoding``, the date formats and the codecs."""
         plugin = self.plugin_name
         self.format = _format(opts)
         #: text, csv, json: the files' character encoding (None: UTF-8)
-        self.encoding = _checked_encoding(plugin, "source", opts, options, self.format)
+        self.encoding = _checked_encoding(plugin, "source", opts, self.format)
         #: checked; text, csv and json values in any of them are recognised, xml values only in the one chosen
         self._temporal_formats = [
-            _choice(opts, name, allowed, default)
-            for name, allowed, default in (
-                ("date_format", DATE_FORMATS, "yyyy-MM-dd"),
-                ("datetime_format", DATETIME_FORMATS, "yyyy-MM-dd HH:mm:ss"),
-                ("time_format", TIME_FORMATS, "HH:mm:ss"),
+            _choice(opts, name, allowed)
+            for name, allowed in (
+                ("date_format", DATE_FORMATS),
+                ("datetime_format", DATETIME_FORMATS),
+                ("time_format", TIME_FORMATS),
             )
         ]
-        codec = opts.str("compress_codec", "none").lower()
+        codec = opts["compress_codec"].lower()
         self.codec: str | None = None
         if self.format in ("text", "csv", "json"):
             if codec == "lzo":  # lzop files, as SeaTunnel's readers (Hadoop's LzopCodec) read them
@@ -160,30 +156,30 @@ class SeaTunnelFileSource(FileSource):
         #: zip, tar or tar_gz: each file is an archive whose entries are read one by one
         self.archive: str | None = _archive(opts, self.format, self.codec)
 
-    def _read_schema(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_schema(self, opts: Parsed) -> None:
         """``schema``, ``read_columns`` and xml's row options: the columns emitted."""
         plugin = self.plugin_name
         if self.format == "binary":
             # SeaTunnel's binary reader has its fixed schema and no partition columns
             for name in ("schema", "read_columns"):
-                if opts.has(name):
+                if opts.given(name):
                     _warn(
                         plugin,
                         "source",
                         "%s is ignored for binary files: their rows are data, relativePath, partIndex, as in SeaTunnel",
                         name,
                     )
-        schema = options.get("schema")
+        schema = opts["schema"]
         # a schema block that only names the table (tables_configs over parquet or orc files,
         # whose columns the files carry) declares no columns, as in SeaTunnel
         names_only = isinstance(schema, Mapping) and set(schema) <= {"table"}
         self.columns: list[Column] | None = (
-            parse_columns(schema, "schema") if opts.has("schema") and not names_only else None
+            parse_columns(schema, "schema") if opts.given("schema") and not names_only else None
         )
         #: json without a schema: SeaTunnel's simple text table, one ``content`` column read from each object's
         #: ``content`` member (its JsonDeserializationSchema over that row type); a schema naming no column
         #: (``schema {}``) gives rows of no columns, as SeaTunnel's empty row type does
-        self.json_content = self.format == "json" and not opts.has("schema")
+        self.json_content = self.format == "json" and not opts.given("schema")
         if self.format == "json" and self.columns is None and not self.json_content:
             self.columns = []
         if self.columns is None and self.format in ("excel", "xml"):
@@ -195,14 +191,14 @@ class SeaTunnelFileSource(FileSource):
         self.xml_use_attributes = False
         if self.format == "xml":
             for name in ("xml_row_tag", "xml_use_attr_format"):
-                if not opts.has(name):
+                if not opts.given(name):
                     raise ConfigError(name, "is required for xml files, as in SeaTunnel")
-            self.xml_row_tag = opts.str("xml_row_tag")
+            self.xml_row_tag = opts["xml_row_tag"]
             if not self.xml_row_tag.strip():
                 raise ConfigError("xml_row_tag", "must name the rows' element")
-            self.xml_use_attributes = opts.bool("xml_use_attr_format")
+            self.xml_use_attributes = opts["xml_use_attr_format"]
         names = [c.name for c in self.columns] if self.columns is not None else []
-        self.read_columns: list[str] | None = opts.str_list("read_columns") if opts.has("read_columns") else None
+        self.read_columns: list[str] | None = opts["read_columns"]
         if self.read_columns is not None:
             if self.columns is None and self.format in ("text", "csv"):
                 raise ConfigError("read_columns", "needs a schema for text and csv files, as in SeaTunnel")
@@ -217,23 +213,15 @@ class SeaTunnelFileSource(FileSource):
             order = self.read_columns or names
             self.selected = [(names.index(name), self.columns[names.index(name)]) for name in order]
 
-    def _read_layout(self, opts: Options, options: Mapping[str, Any]) -> None:
+    def _read_layout(self, opts: Parsed) -> None:
         """The delimiters, header rows, sheet, file filter and partitions."""
         plugin = self.plugin_name
-        if (
-            options.get("field_delimiter") is not None
-            and options.get("delimiter") is not None
-            and options["field_delimiter"] != options["delimiter"]
-        ):
+        if opts.given("field_delimiter") and opts.given("delimiter") and opts["field_delimiter"] != opts["delimiter"]:
             raise ConfigError("delimiter", "disagrees with field_delimiter (delimiter is its older name); set one")
-        key = (
-            "delimiter"
-            if options.get("field_delimiter") is None and options.get("delimiter") is not None
-            else "field_delimiter"
-        )
-        delimiter = _delimiter(options, key, DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel", "xml") else ",")
+        key = "delimiter" if not opts.given("field_delimiter") and opts.given("delimiter") else "field_delimiter"
+        delimiter = opts[key] or (DEFAULT_TEXT_DELIMITER if self.format in ("text", "excel", "xml") else ",")
         self.splitter = _field_splitter(plugin, self.format, delimiter, key)
-        self.row_delimiter = _delimiter(options, "row_delimiter", "\n")
+        self.row_delimiter: str = opts["row_delimiter"]
         if self.row_delimiter != "\n" and self.format != "parquet" and self.format != "orc":
             how = (
                 "ignores it (json files are read a line per row)"
@@ -241,15 +229,15 @@ class SeaTunnelFileSource(FileSource):
                 else "splits rows at it; SeaTunnel's reader splits them at line breaks whatever row_delimiter says"
             )
             _warn(plugin, "source", "row_delimiter %r: this reader %s", self.row_delimiter, how)
-        self.skip_header: int = opts.int("skip_header_row_number", 0, minimum=0)
-        self.sheet_name: str | None = opts.str("sheet_name", None) if self.format == "excel" else None
-        pattern = opts.str("file_filter_pattern", None)
+        self.skip_header: int = opts["skip_header_row_number"]
+        self.sheet_name: str | None = opts["sheet_name"] if self.format == "excel" else None
+        pattern = opts["file_filter_pattern"]
         try:
             self.file_filter = re.compile(pattern) if pattern is not None else None
         except re.error as exc:
             raise ConfigError("file_filter_pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
-        self.parse_partitions: bool = opts.bool("parse_partition_from_path", True) and self.format != "binary"
-        self.read_partitions: list[str] = opts.str_list("read_partitions") if opts.has("read_partitions") else []
+        self.parse_partitions: bool = opts["parse_partition_from_path"] and self.format != "binary"
+        self.read_partitions: list[str] = opts["read_partitions"] or []
 
     # -- planning (driver) ---------------------------------------------------------------
     def splits(self, parallelism: int) -> list[Split]:

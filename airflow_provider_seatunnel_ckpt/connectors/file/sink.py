@@ -39,8 +39,8 @@ from ...storage.layout import validate_checkpoint_id, validate_job_id
 from ...storage.urls import is_storage_option
 from ..api import Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..datasets import path_dataset
-from ..options import Options
-from .formats import EXTENSIONS, FORMATS, check_format
+from ..options import REQUIRED, Option, OptionTable
+from .formats import EXTENSIONS, FORMATS, check_optional_format
 from .storage import STORAGE_HINT, is_hidden, open_storage
 
 log = logging.getLogger(__name__)
@@ -73,25 +73,32 @@ class FileSink(Sink):
     #: a change row (UPDATE_BEFORE, DELETE...) is written as a plain row, its kind dropped
     #: by the engine: SeaTunnel's file sinks write every row and never look at its kind
     change_rows = "ignore"
+    OPTIONS = OptionTable(
+        Option("path", "str", "the output directory, as a URL", REQUIRED),
+        Option("format", "value", "parquet, csv or jsonl", "parquet", convert=check_optional_format),
+        Option("compression", "str", "parquet's codec", choices=PARQUET_CODECS),
+        Option(
+            "max_file_bytes",
+            "int",
+            "a file is staged early once it reaches this size",
+            DEFAULT_MAX_FILE_BYTES,
+            minimum=0,
+        ),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={"path", "format", "compression", "max_file_bytes"},
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        opts.str("path")
-        self.format: str = check_format(options["format"]) if opts.has("format") else "parquet"
-        self.compression: str | None = opts.str("compression", None, choices=PARQUET_CODECS)
-        if self.compression is not None and self.format != "parquet":
+        opts = self.parse_options()
+        self.format: str = opts["format"]
+        self.compression: str | None = opts["compression"]
+        if self.compression is not None and self.format != "parquet":  # rule: compression is parquet's
             raise ConfigError("compression", f"applies to parquet only; {self.format} is written uncompressed")
-        self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
+        self.max_file_bytes: int = opts["max_file_bytes"]
         self.fs, self.root = open_storage(options)
         #: the output's URL as the job names it (its dataset)
-        self.url: str = options["path"].strip()
+        self.url: str = opts["path"]
         self.extension = EXTENSIONS[self.format]
 
     def datasets(self) -> list[Dataset]:

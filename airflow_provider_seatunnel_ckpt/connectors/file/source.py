@@ -24,30 +24,32 @@ from ...storage.filesystem import FileInfo
 from ...storage.urls import RangeFile, is_storage_option
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import path_dataset
-from ..options import Options, option_key
-from .formats import FORMATS, check_format, format_from_name
+from ..options import REQUIRED, Option, OptionTable, option_key
+from .formats import FORMATS, check_optional_format, format_from_name
 from .formats.parquet import ParquetReader
 from .storage import STORAGE_HINT, STREAM_BLOCK_SIZE, is_hidden, open_storage
 
 
 class FileSource(Source):
     plugin_name = "File"
+    OPTIONS = OptionTable(
+        Option("path", "str", "a directory or a single file, as a URL", REQUIRED),
+        Option(
+            "format", "value", "parquet, csv or jsonl (default: by each file's suffix)", convert=check_optional_format
+        ),
+        Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={"path", "format", "batch_size"},
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        opts.str("path")
-        self.format: str | None = check_format(options["format"]) if opts.has("format") else None
-        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        opts = self.parse_options()
+        self.format: str | None = opts["format"]
+        self.batch_size: int | None = opts["batch_size"]
         self.fs, self.root = open_storage(options)
         #: the input's URL as the job names it (its dataset)
-        self.url: str = options["path"].strip()
+        self.url: str = opts["path"]
 
     def datasets(self) -> list[Dataset]:
         return [path_dataset(self.url)]

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError
 from ...storage.filesystem import FileSystem
 from ...storage.urls import filesystem_for_url, is_storage_option
+from ..options import Option
 
 #: bytes per block for the streaming readers (csv, jsonl and SeaTunnel's formats)
 STREAM_BLOCK_SIZE = 1 << 20
@@ -41,8 +42,8 @@ class FileStorage:
 
     #: the connector's name, in messages
     plugin: ClassVar[str]
-    #: its connection options (besides the storage options)
-    connection_options: ClassVar[tuple[str, ...]] = ()
+    #: its connection options (besides the storage options), checked by ``url``
+    connection_options: ClassVar[tuple[Option, ...]] = ()
     #: connection option -> the storage option it sets
     storage_keys: ClassVar[Mapping[str, str]] = {}
     #: whether the sink's save modes apply (SeaTunnel's HdfsFile has no catalog: they do nothing there)

@@ -25,11 +25,11 @@ import pyarrow as pa
 from ...errors import ConfigError, ConnectorError
 from ..api import Dataset, JsonValue, Sink, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
 from ..datasets import postgres_dataset
-from ..options import Options
+from ..options import SAVE_MODE_OPTIONS, Option, OptionTable, Parsed
 from . import client, query, staging, transactions
 from .client import qualified, quote_ident
 from .committer import JdbcSinkCommitter
-from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
+from .target import TARGET_OPTIONS, PgTarget, parse_target
 from .types import pg_type, read_plan
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,16 @@ DEFAULT_BATCH_SIZE = 10_000
 #: a key another transaction holds waits: a duplicate key if that one commits, and for
 #: ever if it is a prepared transaction of this job's epoch; this bounds it
 LOCK_WAIT_S = 10.0
-SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
+
+
+def _rule_query_or_generated_sql(opts: Parsed) -> None:
+    """Rule: ``query`` (a hand-written INSERT) goes without ``generate_sink_sql = true``,
+    and ``generate_sink_sql = false`` needs ``query``."""
+    generate = opts["generate_sink_sql"]
+    if opts.given("query") and generate:
+        raise ConfigError("generate_sink_sql", "true writes generated SQL to table: remove it, or remove query")
+    if not opts.given("query") and generate is False:
+        raise ConfigError("generate_sink_sql", "false needs query (the INSERT to write each row with)")
 
 
 class JdbcSink(Sink):
@@ -49,82 +58,65 @@ class JdbcSink(Sink):
     # the sinks of several source tables may write one table (SeaTunnel's Kafka table_list
     # jobs do): each commits its own named transactions
     tables_may_share_target = True
+    OPTIONS = OptionTable(
+        *TARGET_OPTIONS,
+        Option("database", "str", "the database, in place of the URL's"),
+        Option("generate_sink_sql", "bool", "write generated SQL to table (default: true without query)"),
+        Option("query", "str", "a hand-written INSERT with ? placeholders, in place of generated SQL"),
+        Option("table", "str", "the table written, schema.table"),
+        Option("primary_keys", "columns", "the key columns: upserts and change rows by key"),
+        Option("is_exactly_once", "bool", "two-phase commit with prepared transactions", True),
+        Option("max_commit_attempts", "int", "tries of a commit (default: retried for a while)", minimum=1),
+        Option("use_copy_statement", "bool", "SeaTunnel's; rows are appended with COPY either way", False),
+        Option("transaction_timeout_sec", "int", "SeaTunnel's; prepared transactions do not time out", -1, minimum=-1),
+        Option("batch_size", "int", "rows per write", DEFAULT_BATCH_SIZE, minimum=1),
+        *SAVE_MODE_OPTIONS,
+        Option("enable_upsert", "bool", "with primary_keys: write by key (false: append)", True),
+        Option("xa_data_source_class_name", "value", "SeaTunnel's XA class; ignored (PostgreSQL's own 2PC is used)"),
+        Option("max_retries", "value", "SeaTunnel's; ignored"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={
-                "url",
-                "driver",
-                "user",
-                "password",
-                "database",
-                "table",
-                "primary_keys",
-                "is_exactly_once",
-                "enable_upsert",
-                "generate_sink_sql",
-                "batch_size",
-                "schema_save_mode",
-                "data_save_mode",
-                "xa_data_source_class_name",
-                "max_retries",
-                "connection_check_timeout_sec",
-                "query",
-                "max_commit_attempts",
-                "use_copy_statement",
-                "transaction_timeout_sec",
-                "properties",
-            },
-        )
-        timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
-        target = parse_target(options, timeout)
-        if opts.has("database"):
-            target = target.with_database(opts.str("database"))
+        opts = self.parse_options()
+        target = parse_target(options, opts["connection_check_timeout_sec"])
+        if opts.given("database"):
+            target = target.with_database(opts["database"])
         self.target: PgTarget = target
         #: SeaTunnel's hand-written INSERT (generate_sink_sql: false), as libpq runs it: :mod:`.query`
         self.query: str | None = None
         self.query_parameters = 0
-        if opts.has("query"):
-            if opts.bool("generate_sink_sql", False):
-                raise ConfigError("generate_sink_sql", "true writes generated SQL to table: remove it, or remove query")
-            self.query, self.query_parameters = query.numbered(opts.str("query"))
-            table_text = opts.str("table") if opts.has("table") else query.insert_target(self.query)
-            schema, self.table_name = client.split_table_name(table_text, "table" if opts.has("table") else "query")
-        elif not opts.bool("generate_sink_sql", True):
-            raise ConfigError("generate_sink_sql", "false needs query (the INSERT to write each row with)")
+        _rule_query_or_generated_sql(opts)
+        if opts.given("query"):
+            self.query, self.query_parameters = query.numbered(opts["query"])
+            table_text = opts["table"] if opts.given("table") else query.insert_target(self.query)
+            schema, self.table_name = client.split_table_name(table_text, "table" if opts.given("table") else "query")
         else:
-            schema, self.table_name = client.split_table_name(opts.str("table"))
+            schema, self.table_name = client.split_table_name(opts.require("table"))
         self.schema = schema or target.current_schema
         self.table = qualified(self.schema, self.table_name)
-        self.primary_keys: list[str] = opts.str_list("primary_keys") if opts.has("primary_keys") else []
-        if self.query is not None and self.primary_keys:
+        self.primary_keys: list[str] = opts["primary_keys"] or []
+        if self.query is not None and self.primary_keys:  # rule: keys apply to generated SQL
             raise ConfigError("primary_keys", "applies to generated SQL; a hand-written query writes rows as it says")
-        self.exactly_once = opts.bool("is_exactly_once", True)
+        self.exactly_once: bool = opts["is_exactly_once"]
         #: SeaTunnel's max_commit_attempts: how many times the driver tries a commit (None:
         #: for up to COMMIT_RETRY_S while the server is unreachable)
-        self.max_commit_attempts: int | None = opts.int("max_commit_attempts", None, minimum=1)
+        self.max_commit_attempts: int | None = opts["max_commit_attempts"]
         # COPY is how rows are appended whatever use_copy_statement says: the same rows either way
-        opts.bool("use_copy_statement", False)
-        if opts.has("transaction_timeout_sec") and opts.int("transaction_timeout_sec", -1, minimum=-1) != -1:
+        if opts["transaction_timeout_sec"] != -1:
             log.warning(
                 "%s: transaction_timeout_sec is not used: PostgreSQL's prepared transactions do not time out, "
                 "an epoch's transaction waits for the driver's commit however long a checkpoint takes",
                 getattr(self, "config_key", "sink"),
             )
-        self.batch_size: int = opts.int("batch_size", DEFAULT_BATCH_SIZE, minimum=1)
-        self.schema_save_mode: str = opts.str(
-            "schema_save_mode", "create_schema_when_not_exist", choices=SCHEMA_SAVE_MODES
-        )
-        data_mode = opts.str("data_save_mode", "append_data", choices=("append_data",))
-        assert data_mode == "append_data"
+        self.batch_size: int = opts["batch_size"]
+        self.schema_save_mode: str = opts["schema_save_mode"]
+        assert opts["data_save_mode"] == "append_data"
         self.upsert = not self.exactly_once and bool(self.primary_keys)
         # SeaTunnel's enable_upsert: with keys, rows are written by key unless it is false
         # (then appended: faster, for data without duplicate keys). Upsert mode upserts
         # whatever it says: an append replayed after a failure would be a duplicate key.
-        self.enable_upsert: bool = opts.bool("enable_upsert", True)
+        self.enable_upsert: bool = opts["enable_upsert"]
         #: exactly once, plain rows go through the stage as inserts (docs/jdbc.md, "Plain rows")
         self.plain_by_key = self.exactly_once and bool(self.primary_keys) and self.enable_upsert
         self._pool: list[Any] = []

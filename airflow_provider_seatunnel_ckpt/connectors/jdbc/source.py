@@ -40,10 +40,10 @@ import pyarrow.compute as pc
 from ...errors import ConfigError
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import postgres_dataset
-from ..options import Options, option_key
+from ..options import Option, OptionTable, option_key
 from . import client
 from .client import qualified, quote_ident, quote_literal
-from .target import DEFAULT_CONNECT_TIMEOUT_S, PgTarget, parse_target
+from .target import TARGET_OPTIONS, PgTarget, parse_target
 from .types import ReadPlan, read_plan
 
 DEFAULT_FETCH_SIZE = 100_000
@@ -86,50 +86,41 @@ def _to_json(value: Any) -> JsonValue:
 
 class JdbcSource(Source):
     plugin_name = "Jdbc"
+    OPTIONS = OptionTable(
+        *TARGET_OPTIONS,
+        Option("table", "str", "the table read, schema.table"),
+        Option("table_path", "str", "SeaTunnel's name for table (table wins)"),
+        Option("query", "str", "a SELECT read instead of a table"),
+        Option("where", "str", "a condition on the table's rows"),
+        Option("where_condition", "str", "SeaTunnel's name for where (where wins)"),
+        Option("partition_column", "str", "the numeric or date column splits divide"),
+        Option("partition_num", "int", "splits of partition_column's range", minimum=1),
+        Option("partition_lower_bound", "value", "the least partition_column value (default: read)"),
+        Option("partition_upper_bound", "value", "the greatest partition_column value (default: read)"),
+        Option("fetch_size", "int", "rows per fetch from the server cursor", DEFAULT_FETCH_SIZE, minimum=1),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={
-                "url",
-                "driver",
-                "user",
-                "password",
-                "query",
-                "table",
-                "table_path",
-                "where",
-                "where_condition",
-                "partition_column",
-                "partition_num",
-                "partition_lower_bound",
-                "partition_upper_bound",
-                "fetch_size",
-                "connection_check_timeout_sec",
-                "properties",
-            },
-        )
-        timeout = opts.int("connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=1)
-        self.target: PgTarget = parse_target(options, timeout)
-        table_key = "table" if opts.has("table") else "table_path"
-        table = opts.str(table_key, None)
-        query = opts.str("query", None)
-        if (table is None) == (query is None):
+        opts = self.parse_options()
+        self.target: PgTarget = parse_target(options, opts["connection_check_timeout_sec"])
+        table_key = "table" if opts.given("table") else "table_path"
+        table: str | None = opts[table_key]
+        query: str | None = opts["query"]
+        if (table is None) == (query is None):  # rule: a table or a query
             raise ConfigError("query", "give either query or table (schema.table), not both and not neither")
         self.relation_key = table_key if table is not None else "query"
         self.table = client.split_table_name(table, table_key) if table is not None else None
         self.query = query.rstrip().rstrip(";") if query is not None else None
-        self.where_key = "where" if opts.has("where") else "where_condition"
-        self.where: str | None = opts.str(self.where_key, None)
+        self.where_key = "where" if opts.given("where") else "where_condition"
+        self.where: str | None = opts[self.where_key]
         if self.where is not None and self.where.lower().startswith("where "):
             self.where = self.where[6:].strip()  # SeaTunnel writes "where id > 10"
-        self.partition_column: str | None = opts.str("partition_column", None)
-        self.partition_num: int | None = opts.int("partition_num", None, minimum=1)
-        self.lower_bound = options.get("partition_lower_bound")
-        self.upper_bound = options.get("partition_upper_bound")
-        self.fetch_size: int = opts.int("fetch_size", DEFAULT_FETCH_SIZE, minimum=1)
+        self.partition_column: str | None = opts["partition_column"]
+        self.partition_num: int | None = opts["partition_num"]
+        self.lower_bound = opts["partition_lower_bound"]
+        self.upper_bound = opts["partition_upper_bound"]
+        self.fetch_size: int = opts["fetch_size"]
         if not self.fetch_size:
             self.fetch_size = DEFAULT_FETCH_SIZE  # SeaTunnel's 0 = "driver default"
         self._key: KeyColumn | None = None

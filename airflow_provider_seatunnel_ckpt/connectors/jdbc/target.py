@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ...errors import ConfigError
+from ..options import Option
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,20 @@ class PgTarget:
 
     def with_database(self, database: str) -> PgTarget:
         return PgTarget(self.host, self.port, database, self.user, self.password, self.params, self.current_schema)
+
+
+#: the options ``parse_target`` reads (checked there, together: the URL's parameters and
+#: ``properties`` may set the user and password too), after the driver's connect timeout
+TARGET_OPTIONS = (
+    Option(
+        "connection_check_timeout_sec", "int", "seconds to wait for a connection", DEFAULT_CONNECT_TIMEOUT_S, minimum=1
+    ),
+    Option("url", "value", "jdbc:postgresql://host:port/database (or postgresql://...), required"),
+    Option("driver", "value", f"{DRIVER_CLASS} only"),
+    Option("user", "value", "the user (a string)"),
+    Option("password", "value", "the user's password (a string)"),
+    Option("properties", "value", "the JDBC driver's connection properties (currentSchema, sslmode...)"),
+)
 
 
 def parse_target(options: Mapping[str, Any], timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S) -> PgTarget:

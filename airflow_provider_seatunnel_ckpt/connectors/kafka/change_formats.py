@@ -45,7 +45,7 @@ from ...errors import ConfigError
 from ..api import DELETE, INSERT, KIND_FIELD, KINDS, UPDATE_AFTER, UPDATE_BEFORE
 from ..seatunnel_types import convert_value
 
-#: the source formats of this module (lower case, as ``Options.str`` returns choices)
+#: the source formats of this module (lower case, as a ``str`` option returns its choices)
 SOURCE_FORMATS = ("canal_json", "debezium_json", "maxwell_json", "ogg_json", "compatible_kafka_connect_json")
 #: the formats whose SeaTunnel reader drops what it cannot read (ignoreParseErrors)
 LENIENT_FORMATS = ("canal_json", "debezium_json", "maxwell_json", "ogg_json")

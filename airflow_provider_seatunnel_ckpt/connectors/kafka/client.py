@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ...errors import ConfigError, ConnectorError
-from ..options import Options
+from ..options import REQUIRED, Option, Parsed
 
 #: seconds to wait for the cluster's metadata on the driver before giving up
 DEFAULT_CONNECT_TIMEOUT_S = 15.0
@@ -23,22 +23,39 @@ LEADER_RETRY_S = 0.1
 T = TypeVar("T")
 
 
+def _librdkafka_config(extra: Any) -> dict[str, Any]:
+    extra = extra or {}
+    if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
+        raise ConfigError("kafka.config", f"expected a mapping of librdkafka properties, got {type(extra).__name__}")
+    return {key: value if isinstance(value, (bool, int, float)) else str(value) for key, value in extra.items()}
+
+
+#: the options of every Kafka connector that say where the cluster is and how to reach it
+CONNECTION_OPTIONS = (
+    Option("bootstrap.servers", "str", "the brokers, host:port,...", REQUIRED),
+    Option(
+        "kafka.config",
+        "value",
+        "librdkafka properties, passed as they are (SASL, TLS, client.id...)",
+        convert=_librdkafka_config,
+    ),
+    Option(
+        "connection_check_timeout_sec",
+        "float",
+        "seconds to wait for the cluster's metadata on the driver",
+        DEFAULT_CONNECT_TIMEOUT_S,
+        minimum=0.1,
+    ),
+)
+
+
 class KafkaTarget:
     """Where a connector's cluster is and how to talk to it (JSON-safe options only)."""
 
-    def __init__(self, opts: Options):
-        self.bootstrap_servers: str = opts.str("bootstrap.servers")
-        extra = opts.values.get("kafka.config") or {}
-        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
-            raise ConfigError(
-                "kafka.config", f"expected a mapping of librdkafka properties, got {type(extra).__name__}"
-            )
-        self.config = {
-            key: value if isinstance(value, (bool, int, float)) else str(value) for key, value in extra.items()
-        }
-        self.connect_timeout_s: float = opts.float(
-            "connection_check_timeout_sec", DEFAULT_CONNECT_TIMEOUT_S, minimum=0.1
-        )
+    def __init__(self, opts: Parsed):
+        self.bootstrap_servers: str = opts["bootstrap.servers"]
+        self.config: dict[str, Any] = opts["kafka.config"]
+        self.connect_timeout_s: float = opts["connection_check_timeout_sec"]
 
     def describe(self) -> str:
         return f"Kafka at {self.bootstrap_servers}"

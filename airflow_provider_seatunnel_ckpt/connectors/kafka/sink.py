@@ -40,10 +40,10 @@ from ...extras import require
 from ...sql.batch_query import BatchQuery
 from ..api import ROW_KIND, Dataset, JsonValue, Sink, SinkCommitter, SinkWriter
 from ..datasets import kafka_datasets
-from ..options import Options, option_key
+from ..options import REQUIRED, Option, OptionTable, option_key
 from .avro_format import AvroCodec
 from .change_formats import SINK_FORMATS, encoding_sql
-from .client import KafkaTarget
+from .client import CONNECTION_OPTIONS, KafkaTarget
 from .exactly_once import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
     ProducerPipeline,
@@ -56,18 +56,16 @@ from .transactions import TRANSACTION_TIMEOUT
 
 SEMANTICS = ("non", "at_least_once", "exactly_once")
 _ROWS = "kafka_rows"
-_KNOWN = {
-    "bootstrap.servers",
-    "topic",
-    "format",
-    "field_delimiter",
-    "partition_key_fields",
-    "partition",
-    "kafka.config",
-    "semantics",
-    "transaction_prefix",
-    "connection_check_timeout_sec",
-}
+_OPTIONS = OptionTable(
+    *CONNECTION_OPTIONS,
+    Option("topic", "str", "the topic written", REQUIRED),
+    Option("format", "str", "the records' format", "json", choices=("json", "text", "avro", *SINK_FORMATS)),
+    Option("field_delimiter", "str", "text format: the delimiter between fields", ","),
+    Option("partition_key_fields", "columns", "the columns whose values make the record's key"),
+    Option("partition", "int", "the one partition written (default: by key, or the producer's choice)", minimum=0),
+    Option("semantics", "str", "non, at_least_once or exactly_once (transactions)", "at_least_once", choices=SEMANTICS),
+    Option("transaction_prefix", "str", "exactly_once: the prefix of the transactional ids"),
+)
 
 
 def _ident(name: str) -> str:
@@ -76,23 +74,24 @@ def _ident(name: str) -> str:
 
 class KafkaSink(Sink):
     plugin_name = "Kafka"
+    OPTIONS = _OPTIONS
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known=_KNOWN)
+        opts = self.parse_options()
         self.target = KafkaTarget(opts)
-        self.topic: str = opts.str("topic")
-        self.format: str = opts.str("format", "json", choices=("json", "text", "avro", *SINK_FORMATS))
+        self.topic: str = opts["topic"]
+        self.format: str = opts["format"]
         if self.format == "avro":
             require("avro", "format avro", "format")
         self._avro: dict[pa.Schema, AvroCodec] = {}
         if self.format in SINK_FORMATS:
             self.change_rows = "keep"  # each row's kind decides insert or delete
-        self.delimiter: str = opts.str("field_delimiter", ",")
-        self.key_fields: list[str] = opts.str_list("partition_key_fields") if opts.has("partition_key_fields") else []
-        self.partition: int | None = opts.int("partition", None, minimum=0)
-        self.semantics: str = opts.str("semantics", "at_least_once", choices=SEMANTICS)
-        self.transaction_prefix: str | None = opts.str("transaction_prefix", None)
+        self.delimiter: str = opts["field_delimiter"]
+        self.key_fields: list[str] = opts["partition_key_fields"] or []
+        self.partition: int | None = opts["partition"]
+        self.semantics: str = opts["semantics"]
+        self.transaction_prefix: str | None = opts["transaction_prefix"]
         if "transactional.id" in self.target.config:
             raise ConfigError(
                 "kafka.config",

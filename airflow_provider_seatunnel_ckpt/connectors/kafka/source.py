@@ -57,11 +57,11 @@ from ...errors import ConfigError, ConnectorError
 from ...extras import require
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import kafka_datasets
-from ..options import Options, option_key
+from ..options import Option, OptionTable, Parsed, option_key
 from ..seatunnel_types import parse_schema
 from ..table_metadata import attach, parse_table_metadata
 from .change_formats import LENIENT_FORMATS
-from .client import KafkaTarget, metadata, reason, while_leaders_move
+from .client import CONNECTION_OPTIONS, KafkaTarget, metadata, reason, while_leaders_move
 from .records import ERROR_WAYS, FORMATS, DecodeError, RecordDecoder, empty_batch
 from .shared_consumer import SharedConsumer
 
@@ -73,30 +73,30 @@ DEFAULT_GROUP = "SeaTunnel-Consumer-Group"
 #: how long a read waits for records before it returns an empty batch (once per round of
 #: the subtask's partitions that all found none), so that barriers get their turn
 POLL_WAIT_S = 0.05
-_KNOWN = {
-    "bootstrap.servers",
-    "topic",
-    "pattern",
-    "consumer.group",
-    "start_mode",
-    "start_mode.offsets",
-    "start_mode.timestamp",
-    "stop_mode",
-    "stop_mode.timestamp",
-    "format",
-    "schema",
-    "field_delimiter",
-    "format_error_handle_way",
-    "kafka.config",
-    "connection_check_timeout_sec",
-    "batch_size",
-    "commit_on_checkpoint",
-    "partition-discovery.interval-millis",
-    "debezium_record_include_schema",
-    "key_converter_schema_enabled",
-    "value_converter_schema_enabled",
-    "job.mode",
-}
+_OPTIONS = OptionTable(
+    *CONNECTION_OPTIONS,
+    Option("pattern", "bool", "topic is a regular expression of topic names", False),
+    Option("topic", "value", "a topic name or a list of names (or, with pattern, one regular expression)"),
+    Option("consumer.group", "str", "the consumer group offsets are committed to", DEFAULT_GROUP),
+    Option("start_mode", "str", "where a job without a checkpoint starts", "group_offsets", choices=START_MODES),
+    Option("start_mode.offsets", "value", "specific_offsets: {topic-partition: offset}"),
+    Option("start_mode.timestamp", "int", "timestamp: ms since the epoch", minimum=0),
+    Option("job.mode", "str", "env.job.mode, set by the engine", "streaming", choices=("batch", "streaming")),
+    Option("stop_mode", "str", "where reading ends (default: end_offsets_at_start in batch jobs)", choices=STOP_MODES),
+    Option("stop_mode.timestamp", "int", "timestamp: ms since the epoch", minimum=0),
+    Option("format", "str", "the records' format", "json", choices=FORMATS),
+    Option("schema", "value", "SeaTunnel's schema of the records' fields"),
+    Option("field_delimiter", "str", "text format: the delimiter between fields", ","),
+    Option("format_error_handle_way", "str", "skip or fail a record that does not parse", choices=ERROR_WAYS),
+    Option("key_converter_schema_enabled", "bool", "Kafka Connect's setting; changes nothing here", True),
+    Option("value_converter_schema_enabled", "bool", "Kafka Connect's setting; changes nothing here", True),
+    Option("debezium_record_include_schema", "bool", "debezium_json records carry their schema", True),
+    Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
+    Option("commit_on_checkpoint", "bool", "commit the group's offsets when a checkpoint completes", True),
+    Option(
+        "partition-discovery.interval-millis", "int", "ms between looks for new partitions (-1: never)", -1, minimum=-1
+    ),
+)
 
 
 class KafkaSource(Source):
@@ -108,6 +108,7 @@ class KafkaSource(Source):
     #: source of several tables (``union.tables_source``), each named by its topic
     reads_tables_configs = True
     tables_option = "table_list"
+    OPTIONS = _OPTIONS
 
     @staticmethod
     def table_name(entry: Mapping[str, Any]) -> tuple[Any, str]:
@@ -115,42 +116,39 @@ class KafkaSource(Source):
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known=_KNOWN)
+        opts = self.parse_options()
         self.target = KafkaTarget(opts)
-        self.pattern: bool = opts.bool("pattern", False)
+        self.pattern: bool = opts["pattern"]
         self.topics = self._topics(opts)
-        self.group: str = opts.str("consumer.group", DEFAULT_GROUP)
-        self.start_mode: str = opts.str("start_mode", "group_offsets", choices=START_MODES)
+        self.group: str = opts["consumer.group"]
+        self.start_mode: str = opts["start_mode"]
         self.start_offsets = self._specific_offsets(opts) if self.start_mode == "specific_offsets" else {}
-        self.start_ms = opts.int("start_mode.timestamp", minimum=0) if self.start_mode == "timestamp" else None
-        batch_job = opts.str("job.mode", "streaming", choices=("batch", "streaming")) == "batch"
-        self.stop_mode: str = opts.str(
-            "stop_mode", "end_offsets_at_start" if batch_job else "unbounded", choices=STOP_MODES
-        )
-        self.stop_ms = opts.int("stop_mode.timestamp", minimum=0) if self.stop_mode == "timestamp" else None
-        self.format: str = opts.str("format", "json", choices=FORMATS)
+        self.start_ms = opts.require("start_mode.timestamp") if self.start_mode == "timestamp" else None
+        batch_job = opts["job.mode"] == "batch"
+        self.stop_mode: str = opts["stop_mode"] or ("end_offsets_at_start" if batch_job else "unbounded")
+        self.stop_ms = opts.require("stop_mode.timestamp") if self.stop_mode == "timestamp" else None
+        self.format: str = opts["format"]
         if self.format == "avro":
             require("avro", "format avro", "format")
-        schema = parse_schema(opts.values["schema"]) if opts.has("schema") else None
-        self.table_metadata = parse_table_metadata(opts.values["schema"], "Kafka") if opts.has("schema") else None
-        delimiter: str = opts.str("field_delimiter", ",")
+        schema = parse_schema(opts["schema"]) if opts.given("schema") else None
+        self.table_metadata = parse_table_metadata(opts["schema"], "Kafka") if opts.given("schema") else None
+        delimiter: str = opts["field_delimiter"]
         lenient = "skip" if self.format in LENIENT_FORMATS else "fail"
-        skip = opts.str("format_error_handle_way", lenient, choices=ERROR_WAYS) == "skip"
-        # Kafka Connect's converter settings change nothing here: its JSON is read by its
-        # envelope's payload either way (SeaTunnel reads ``payload`` in both cases too)
-        opts.bool("key_converter_schema_enabled", True)
-        opts.bool("value_converter_schema_enabled", True)
+        skip = (opts["format_error_handle_way"] or lenient) == "skip"
+        # Kafka Connect's converter settings (key_/value_converter_schema_enabled) change
+        # nothing here: its JSON is read by its envelope's payload either way (SeaTunnel
+        # reads ``payload`` in both cases too)
         self.decoder = RecordDecoder(
             self.format,
             schema,
             delimiter,
             skip,
-            debezium_schema_included=opts.bool("debezium_record_include_schema", True),
+            debezium_schema_included=opts["debezium_record_include_schema"],
         )
         self.change_rows = self.decoder.change_rows
-        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
-        self.commit_on_checkpoint: bool = opts.bool("commit_on_checkpoint", True)
-        discovery_ms: int = opts.int("partition-discovery.interval-millis", -1, minimum=-1)
+        self.batch_size: int | None = opts["batch_size"]
+        self.commit_on_checkpoint: bool = opts["commit_on_checkpoint"]
+        discovery_ms: int = opts["partition-discovery.interval-millis"]
         # a bounded job keeps the partitions it started with (its end is fixed at the start)
         if discovery_ms > 0 and self.stop_mode == "unbounded":
             self.discovery_interval_s = discovery_ms / 1000
@@ -171,8 +169,8 @@ class KafkaSource(Source):
                 if first.setdefault(key, source) is not source:
                     source._consumer_of = first[key]
 
-    def _topics(self, opts: Options) -> list[str]:
-        value = opts.values.get("topic")
+    def _topics(self, opts: Parsed) -> list[str]:
+        value = opts["topic"]
         topics = [value] if isinstance(value, str) else value
         if not isinstance(topics, list) or not topics or not all(isinstance(t, str) and t.strip() for t in topics):
             raise ConfigError("topic", f"expected a topic name or a list of names, got {value!r}")
@@ -186,8 +184,8 @@ class KafkaSource(Source):
         return [t.strip() for t in topics]
 
     @staticmethod
-    def _specific_offsets(opts: Options) -> dict[tuple[str, int], int]:
-        value = opts.values.get("start_mode.offsets")
+    def _specific_offsets(opts: Parsed) -> dict[tuple[str, int], int]:
+        value = opts["start_mode.offsets"]
         if not isinstance(value, Mapping) or not value:
             raise ConfigError(
                 "start_mode.offsets", "is required for start_mode specific_offsets: {topic-partition: offset}"

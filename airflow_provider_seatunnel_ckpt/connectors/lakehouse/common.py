@@ -15,20 +15,19 @@ from ...errors import ConfigError
 from ...storage.filesystem import FileSystem
 from ...storage.urls import filesystem_for_url, is_storage_option
 from ..api import JsonValue
-from ..options import Options
+from ..options import Parsed
 from .datafiles import DataFile
 
 log = logging.getLogger(__name__)
 
-SCHEMA_SAVE_MODES = ("create_schema_when_not_exist", "error_when_schema_not_exist")
-DATA_SAVE_MODES = ("append_data",)
+
+#: the size of a data file before the next one starts
+MAX_FILE_BYTES_DOC = "bytes of a data file before the writer starts the next (0: no limit)"
 
 
-def parse_modes(opts: Options) -> tuple[bool, str]:
+def parse_modes(opts: Parsed) -> tuple[bool, str]:
     """``(create the table when missing, data save mode)`` from SeaTunnel's two options."""
-    schema_mode = opts.str("schema_save_mode", "create_schema_when_not_exist", choices=SCHEMA_SAVE_MODES)
-    data_mode = opts.str("data_save_mode", "append_data", choices=DATA_SAVE_MODES)
-    return schema_mode == "create_schema_when_not_exist", data_mode
+    return opts["schema_save_mode"] == "create_schema_when_not_exist", opts["data_save_mode"]
 
 
 def storage_of(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,8 +41,9 @@ from ...storage.urls import is_storage_option
 from ..api import Dataset, JsonValue, Sink, SinkCommitter
 from ..datasets import path_dataset
 from ..file.storage import STORAGE_HINT
-from ..options import Options, option_key
+from ..options import REQUIRED, SAVE_MODE_OPTIONS, Option, OptionTable, option_key
 from .common import (
+    MAX_FILE_BYTES_DOC,
     CommitFile,
     TableLocation,
     collect,
@@ -73,30 +74,25 @@ COMMIT_RETRIES = 20
 
 class DeltaSink(Sink):
     plugin_name = "Delta"
+    OPTIONS = OptionTable(
+        Option("path", "str", "the table's directory, as a URL", REQUIRED),
+        Option("mode", "str", "append only", "append", choices=("append",)),
+        *SAVE_MODE_OPTIONS,
+        Option("partition_by", "columns", "the partition columns of a new table"),
+        Option("compression", "str", "the Parquet codec", "snappy", choices=PARQUET_CODECS),
+        Option("max_file_bytes", "int", MAX_FILE_BYTES_DOC, DEFAULT_MAX_FILE_BYTES, minimum=0),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={
-                "path",
-                "partition_by",
-                "schema_save_mode",
-                "data_save_mode",
-                "mode",
-                "compression",
-                "max_file_bytes",
-            },
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        self.path: str = opts.str("path")
-        opts.str("mode", "append", choices=("append",))
+        opts = self.parse_options()
+        self.path: str = opts["path"]
         self.create_missing, _ = parse_modes(opts)
-        self.partition_by: list[str] = opts.str_list("partition_by") if opts.has("partition_by") else []
-        self.compression: str = opts.str("compression", "snappy", choices=PARQUET_CODECS)
-        self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
+        self.partition_by: list[str] = opts["partition_by"] or []
+        self.compression: str = opts["compression"]
+        self.max_file_bytes: int = opts["max_file_bytes"]
         self.storage_options = storage_of(options)
         self.location = TableLocation.of(self.path, self.storage_options)
         # delta-rs takes local tables as plain paths

@@ -32,7 +32,7 @@ from ...storage.urls import is_storage_option
 from ..api import Dataset, JsonValue, ReaderContext, Source, SourceReader, Split
 from ..datasets import path_dataset
 from ..file.storage import STORAGE_HINT
-from ..options import Options, option_key
+from ..options import REQUIRED, Option, OptionTable, option_key
 from .common import TableLocation, object_store_options, reason, storage_of
 from .reader import RowCountReader
 
@@ -76,25 +76,28 @@ def filter_expression(value: Any, key: str = "filter") -> pc.Expression | None:
 
 class DeltaSource(Source):
     plugin_name = "Delta"
+    OPTIONS = OptionTable(
+        Option("path", "str", "the table's directory, as a URL", REQUIRED),
+        Option("version", "int", "read this version of the table", minimum=0),
+        Option("as_of_timestamp", "int", "read the version current at this time (ms since the epoch)", minimum=0),
+        Option("read_columns", "columns", "the columns read (default: all)"),
+        Option("filter", "value", "partition filters: [[column, op, value], ...]"),
+        Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known={"path", "version", "as_of_timestamp", "read_columns", "filter", "batch_size"},
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        opts.str("path")
-        self.version: int | None = opts.int("version", None, minimum=0)
-        self.as_of_ms: int | None = opts.int("as_of_timestamp", None, minimum=0)
-        if self.version is not None and self.as_of_ms is not None:
+        opts = self.parse_options()
+        self.version: int | None = opts["version"]
+        self.as_of_ms: int | None = opts["as_of_timestamp"]
+        if self.version is not None and self.as_of_ms is not None:  # rule: a version or a time
             raise ConfigError("version", "give a version or a timestamp, not both")
-        self.columns: list[str] | None = opts.str_list("read_columns") if opts.has("read_columns") else None
-        self.filter_value = options.get("filter")
+        self.columns: list[str] | None = opts["read_columns"]
+        self.filter_value = opts["filter"]
         self.filter = filter_expression(self.filter_value)
-        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self.batch_size: int | None = opts["batch_size"]
         storage = storage_of(options)
         self.location = TableLocation.of(options["path"], storage)
         self.uri = self.location.root if self.location.url.startswith(("file:", "/")) else self.location.url

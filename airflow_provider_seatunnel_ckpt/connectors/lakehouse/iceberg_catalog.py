@@ -19,31 +19,53 @@ from tenacity import (
 from ...errors import ConfigError, ConnectorError
 from ..api import Dataset
 from ..datasets import iceberg_dataset
-from ..options import Options
+from ..options import REQUIRED, Option, Parsed
 from .common import TableLocation, reason, s3_properties, storage_of
 
 _CATALOG_LOCK = threading.Lock()
 
+
+def _catalog_config(config: Any) -> dict[str, str]:
+    if not isinstance(config, Mapping) or not config:
+        raise ConfigError(
+            "iceberg.catalog.config",
+            "is required: the catalog's properties, e.g. "
+            "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}",
+        )
+    return {str(k): str(v) for k, v in config.items()}
+
+
 #: options of every Iceberg connector
-TABLE_OPTIONS = frozenset({"catalog_name", "namespace", "table", "iceberg.catalog.config", "case_sensitive"})
+TABLE_OPTIONS = (
+    Option("catalog_name", "str", "the catalog's name", "default"),
+    Option("namespace", "str", "the table's namespace (database)", REQUIRED),
+    Option("table", "str", "the table's name", REQUIRED),
+    Option(
+        "iceberg.catalog.config",
+        "value",
+        "the catalog's pyiceberg properties (type, uri, warehouse...)",
+        REQUIRED,
+        convert=_catalog_config,
+    ),
+    Option(
+        "case_sensitive",
+        "bool",
+        "column names match in case",
+        True,
+        convert=lambda value: str(True if value is None else value).lower() != "false",
+    ),
+)
 
 
 class IcebergTableAccess:
     """Mixed into the Iceberg source and sink: the catalog, the table, its location."""
 
-    def read_table_options(self, opts: Options, options: Mapping[str, Any]) -> None:
-        self.catalog_name: str = opts.str("catalog_name", "default")
-        self.namespace: str = opts.str("namespace")
-        self.table_name: str = opts.str("table")
+    def read_table_options(self, opts: Parsed) -> None:
+        self.catalog_name: str = opts["catalog_name"]
+        self.namespace: str = opts["namespace"]
+        self.table_name: str = opts["table"]
         self.identifier = f"{self.namespace}.{self.table_name}"
-        config = options.get("iceberg.catalog.config")
-        if not isinstance(config, Mapping) or not config:
-            raise ConfigError(
-                "iceberg.catalog.config",
-                "is required: the catalog's properties, e.g. "
-                "{type: sql, uri: 'sqlite:////path/catalog.db', warehouse: 'file:///path'}",
-            )
-        self.catalog_config = {str(k): str(v) for k, v in config.items()}
+        self.catalog_config: dict[str, str] = opts["iceberg.catalog.config"]
         #: SeaTunnel's ``type = hadoop``: our own catalog over a local warehouse (.iceberg_hadoop_catalog)
         self.hadoop_catalog = self.catalog_config.get("type", "").strip().lower() == "hadoop"
         if self.hadoop_catalog:
@@ -58,8 +80,8 @@ class IcebergTableAccess:
                     'path); elsewhere use a SQL catalog: {type = sql, uri = "sqlite:////path/catalog.db", '
                     f'warehouse = "{warehouse or "s3://bucket/warehouse"}"}}, or REST, Hive or Glue',
                 )
-        self.case_sensitive = str(options.get("case_sensitive", True)).lower() != "false"
-        self.storage_options = storage_of(options)
+        self.case_sensitive: bool = opts["case_sensitive"]
+        self.storage_options = storage_of(opts.raw)
         self._catalog: Any = None
 
     def describe(self) -> str:

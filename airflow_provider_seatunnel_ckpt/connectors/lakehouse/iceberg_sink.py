@@ -62,8 +62,9 @@ from ...errors import ConfigError, ConnectorError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, Sink, SinkCommitter
 from ..file.storage import STORAGE_HINT
-from ..options import Options, option_key
+from ..options import SAVE_MODE_OPTIONS, Option, OptionTable, given, option_key
 from .common import (
+    MAX_FILE_BYTES_DOC,
     TableLocation,
     check_mapping,
     collect,
@@ -122,33 +123,34 @@ def parse_partition_field(text: str, key: str = "partition_by") -> tuple[str, st
     return column, name
 
 
+def _rule_one_partition_option(options: Mapping[str, Any]) -> None:
+    """Rule: ``partition_by`` or SeaTunnel's ``iceberg.table.partition-keys``, not both."""
+    if given(options, "partition_by") and given(options, "iceberg.table.partition-keys"):
+        raise ConfigError("partition_by", "give partition_by or iceberg.table.partition-keys, not both")
+
+
 class IcebergSink(IcebergTableAccess, Sink):
     plugin_name = "Iceberg"
+    OPTIONS = OptionTable(
+        *TABLE_OPTIONS,
+        *SAVE_MODE_OPTIONS,
+        Option("partition_by", "value", "the partition fields: columns or transforms such as day(ts), bucket(16, id)"),
+        Option("iceberg.table.partition-keys", "value", "SeaTunnel's partition columns, a list or comma-separated"),
+        Option("iceberg.table.write-props", "value", "the table's write properties (write.parquet.compression-codec)"),
+        Option("iceberg.table.commit-branch", "str", "the branch committed to", "main"),
+        Option("max_file_bytes", "int", MAX_FILE_BYTES_DOC, DEFAULT_MAX_FILE_BYTES, minimum=0),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+        rules=(_rule_one_partition_option,),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known=TABLE_OPTIONS
-            | {
-                "schema_save_mode",
-                "data_save_mode",
-                "partition_by",
-                "iceberg.table.partition-keys",
-                "iceberg.table.write-props",
-                "iceberg.table.commit-branch",
-                "max_file_bytes",
-            },
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        self.read_table_options(opts, options)
+        opts = self.parse_options()
+        self.read_table_options(opts)
         self.create_missing, _ = parse_modes(opts)
-        fields = options.get("partition_by")
-        keys = options.get("iceberg.table.partition-keys")
-        if fields is not None and keys is not None:
-            raise ConfigError("partition_by", "give partition_by or iceberg.table.partition-keys, not both")
+        fields = opts["partition_by"]
+        keys = opts["iceberg.table.partition-keys"]
         if isinstance(keys, str):
             keys = [k for k in (part.strip() for part in keys.split(",")) if k]
         raw = fields if fields is not None else keys
@@ -156,7 +158,7 @@ class IcebergSink(IcebergTableAccess, Sink):
             raise ConfigError("partition_by", f"expected a list such as [day(ts), bucket(16, id)], got {raw!r}")
         self.partition_by = [parse_partition_field(f) for f in raw or ()]
         self.write_props = check_mapping(
-            options, "iceberg.table.write-props", "{write.parquet.compression-codec: zstd}"
+            opts.raw, "iceberg.table.write-props", "{write.parquet.compression-codec: zstd}"
         )
         codec = self.write_props.get("write.parquet.compression-codec", "zstd").lower()
         codec = "none" if codec == "uncompressed" else codec
@@ -166,8 +168,8 @@ class IcebergSink(IcebergTableAccess, Sink):
                 f"write.parquet.compression-codec {codec!r} is not one of {', '.join(PARQUET_CODECS)}",
             )
         self.compression = codec
-        self.branch: str = opts.str("iceberg.table.commit-branch", "main")
-        self.max_file_bytes: int = opts.int("max_file_bytes", DEFAULT_MAX_FILE_BYTES, minimum=0)
+        self.branch: str = opts["iceberg.table.commit-branch"]
+        self.max_file_bytes: int = opts["max_file_bytes"]
 
     # ---- table ------------------------------------------------------------------------------
     def create_table(self, schema: pa.Schema) -> Any:

@@ -34,58 +34,60 @@ from ...errors import ConfigError
 from ...storage.urls import is_storage_option
 from ..api import JsonValue, ReaderContext, Source, SourceReader, Split
 from ..file.storage import STORAGE_HINT
-from ..options import Options, option_key
+from ..options import Option, OptionTable, given, option_key
 from ..seatunnel_types import parse_schema
 from .iceberg_catalog import TABLE_OPTIONS, IcebergTableAccess
 from .reader import RowCountReader
 
 
+def _rule_one_name_each(options: Mapping[str, Any]) -> None:
+    """Rule: our name or SeaTunnel's for the snapshot and the time, not both."""
+    for ours, theirs in (("snapshot_id", "use_snapshot_id"), ("as_of_timestamp", "use_snapshot_timestamp")):
+        if given(options, ours) and given(options, theirs):
+            raise ConfigError(ours, f"give {ours} or {theirs}, not both")
+
+
+def _rule_schema_or_read_columns(options: Mapping[str, Any]) -> None:
+    """Rule: ``schema`` or ``read_columns``, not both."""
+    if given(options, "schema") and given(options, "read_columns"):
+        raise ConfigError("schema", "give schema or read_columns, not both")
+
+
 class IcebergSource(IcebergTableAccess, Source):
     plugin_name = "Iceberg"
+    OPTIONS = OptionTable(
+        *TABLE_OPTIONS,
+        Option("snapshot_id", "int", "read this snapshot"),
+        Option("use_snapshot_id", "int", "SeaTunnel's name for snapshot_id"),
+        Option("as_of_timestamp", "int", "read the snapshot current at this time (ms since the epoch)", minimum=0),
+        Option("use_snapshot_timestamp", "int", "SeaTunnel's name for as_of_timestamp", minimum=0),
+        Option("read_columns", "columns", "the columns read (default: all)"),
+        Option("schema", "value", "SeaTunnel's schema: the columns read and the types they are cast to"),
+        Option("filter", "str", "a row filter pyiceberg pushes into the scan"),
+        Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
+        extra=is_storage_option,
+        extra_hint=STORAGE_HINT,
+        rules=(_rule_one_name_each, _rule_schema_or_read_columns),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(
-            self.plugin_name,
-            options,
-            known=TABLE_OPTIONS
-            | {
-                "snapshot_id",
-                "use_snapshot_id",
-                "as_of_timestamp",
-                "use_snapshot_timestamp",
-                "read_columns",
-                "filter",
-                "batch_size",
-                "schema",
-            },
-            extra=is_storage_option,
-            extra_hint=STORAGE_HINT,
-        )
-        self.read_table_options(opts, options)
-        for ours, theirs in (("snapshot_id", "use_snapshot_id"), ("as_of_timestamp", "use_snapshot_timestamp")):
-            if opts.has(ours) and opts.has(theirs):
-                raise ConfigError(ours, f"give {ours} or {theirs}, not both")
-        self.snapshot_id: int | None = (
-            opts.int("snapshot_id", None) if opts.has("snapshot_id") else opts.int("use_snapshot_id", None)
-        )
+        opts = self.parse_options()
+        self.read_table_options(opts)
+        self.snapshot_id: int | None = opts["snapshot_id"] if opts.given("snapshot_id") else opts["use_snapshot_id"]
         self.as_of_ms: int | None = (
-            opts.int("as_of_timestamp", None, minimum=0)
-            if opts.has("as_of_timestamp")
-            else opts.int("use_snapshot_timestamp", None, minimum=0)
+            opts["as_of_timestamp"] if opts.given("as_of_timestamp") else opts["use_snapshot_timestamp"]
         )
-        if self.snapshot_id is not None and self.as_of_ms is not None:
+        if self.snapshot_id is not None and self.as_of_ms is not None:  # rule: a snapshot or a time
             raise ConfigError("snapshot_id", "give a snapshot id or a timestamp, not both")
-        self.columns: tuple[str, ...] = tuple(opts.str_list("read_columns")) if opts.has("read_columns") else ("*",)
+        self.columns: tuple[str, ...] = tuple(opts["read_columns"]) if opts.given("read_columns") else ("*",)
         #: the declared output (SeaTunnel's ``schema``): the scan reads its columns, batches are cast to it
         self.declared: pa.Schema | None = None
-        if opts.has("schema"):
-            if opts.has("read_columns"):
-                raise ConfigError("schema", "give schema or read_columns, not both")
-            self.declared = parse_schema(options["schema"], "schema")
+        if opts.given("schema"):
+            self.declared = parse_schema(opts["schema"], "schema")
             self.columns = tuple(self.declared.names)
-        self.filter: str | None = opts.str("filter", None)
-        self.batch_size: int | None = opts.int("batch_size", None, minimum=1)
+        self.filter: str | None = opts["filter"]
+        self.batch_size: int | None = opts["batch_size"]
         self._schema: pa.Schema | None = None  # known after preflight
 
     # ---- driver -----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...connectors.api import Transform
-from ...connectors.options import Options, option_key
+from ...connectors.options import Option, OptionTable, option_key
 from ...connectors.seatunnel_types import seatunnel_type, type_name
 from ...errors import ConfigError, DataError
 from .convert import Converters, result_node
@@ -77,20 +77,27 @@ class _Column:
         self.convert = Converters(where).build(self.kind)
 
 
+def _columns(columns: Any) -> list[_Column]:
+    if not isinstance(columns, list) or not columns:
+        raise ConfigError("columns", "is required for JsonPath: a non-empty list of {src_field, path, dest_field}")
+    return [_Column(i, entry, "columns") for i, entry in enumerate(columns)]
+
+
 class JsonPathTransform(Transform):
     plugin_name = "JsonPath"
+    OPTIONS = OptionTable(
+        Option("row_error_handle_way", "str", "FAIL or SKIP (the row) when a column fails, any case", "FAIL"),
+        Option("columns", "value", "a non-empty list of {src_field, path, dest_field[, dest_type...]}"),
+    )
 
     def __init__(self, options: Mapping[str, Any]):
         super().__init__(options)
-        opts = Options(self.plugin_name, options, known={"columns", "row_error_handle_way"})
-        way = opts.str("row_error_handle_way", "FAIL")
+        opts = self.parse_options()
+        way = opts["row_error_handle_way"]
         if way.upper() not in ("FAIL", "SKIP"):
             raise ConfigError("row_error_handle_way", f"{way!r} is not one of FAIL, SKIP")
         self.row_way = way.upper()
-        columns = options.get("columns")
-        if not isinstance(columns, list) or not columns:
-            raise ConfigError("columns", "is required for JsonPath: a non-empty list of {src_field, path, dest_field}")
-        self.columns = [_Column(i, entry, "columns") for i, entry in enumerate(columns)]
+        self.columns = _columns(opts["columns"])
         dests = [c.dest for c in self.columns]
         for index, dest in enumerate(dests):
             if dest in dests[:index]:

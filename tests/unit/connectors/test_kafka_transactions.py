@@ -3,19 +3,18 @@ reach kafka-python under its names; librdkafka's tuning properties stay behind."
 
 from __future__ import annotations
 
-from airflow_provider_seatunnel_ckpt.connectors.kafka.client import KafkaTarget
+from airflow_provider_seatunnel_ckpt.connectors.kafka.client import CONNECTION_OPTIONS, KafkaTarget
 from airflow_provider_seatunnel_ckpt.connectors.kafka.transactions import (
     kafka_python_config,
 )
-from airflow_provider_seatunnel_ckpt.connectors.options import Options
+from airflow_provider_seatunnel_ckpt.connectors.options import OptionTable
 
 
 def target(**config: object) -> KafkaTarget:
     return KafkaTarget(
-        Options(
+        OptionTable(*CONNECTION_OPTIONS).parse(
             "Kafka",
             {"bootstrap.servers": "b1:9092,b2:9093", "kafka.config": config},
-            known={"bootstrap.servers", "kafka.config"},
         )
     )
 

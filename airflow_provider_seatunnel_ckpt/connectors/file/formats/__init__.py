@@ -29,6 +29,11 @@ def format_from_name(name: str) -> str | None:
     return _BY_EXTENSION.get(posixpath.splitext(name)[1].lower())
 
 
+def check_optional_format(value: Any) -> str | None:
+    """``format`` when given (None: not given)."""
+    return None if value is None else check_format(value)
+
+
 def check_format(value: Any, key: str = "format") -> str:
     if not isinstance(value, str) or value.strip().lower() not in FORMATS + ("json",):
         raise ConfigError(key, f"{value!r} is not one of {', '.join(FORMATS)}")
