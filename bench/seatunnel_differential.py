@@ -12,7 +12,8 @@ the survey accepts that need no server, those whose output is deterministic
 
 Each selected file is read once (its test's variables filled in) and written back as one
 HOCON job for both engines, changed only where rows are captured: each sink is replaced
-by a LocalFile sink on the same input tables writing parquet into ``out/sink<i>`` (Assert,
+by a LocalFile sink on the same input tables writing parquet into ``out/sink<i>/${table_name}``
+(a directory per table: this project's sink writes several tables apart only so; Assert,
 Console and InMemory keep no rows; parquet keeps the types), LocalFile inputs are rebased
 under the run's root, and a streaming job runs as batch (its FakeSource rows are bounded;
 Zeta would otherwise wait forever). Zeta runs it through bench/peers/zeta.py (one JVM at a
@@ -101,7 +102,7 @@ def capture_document(doc: Mapping[str, Any], out: Path, root: Path, fmt: str = "
     sinks = []
     for i, sink in enumerate(entries(doc, "sink")):
         capture: dict[str, Any] = {key: sink[key] for key in ("source_table_name", "plugin_input") if key in sink}
-        capture.update(plugin_name="LocalFile", path=str(out / f"sink{i}"), file_format_type=fmt)
+        capture.update(plugin_name="LocalFile", path=f"{out / f'sink{i}'}/${{table_name}}", file_format_type=fmt)
         sinks.append(capture)
     job["sink"] = sinks
     return job
@@ -360,14 +361,40 @@ def figures(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def write_result(result: Mapping[str, Any], out: Path) -> None:
     """The result as bench/results/seatunnel_differential.json holds it (``summary``: the
-    keys bench/report.py merges into summary.json)."""
+    keys bench/report.py merges into summary.json; ``table``: every file not identical)."""
     from bench.common import machine_info
     from bench.peers.zeta import SEATUNNEL_VERSION
 
+    summary = result["summary"]
+    compared, share = summary["seatunnel_differential_compared"], summary["seatunnel_differential_identical_share"]
+    rows = [
+        [name.rsplit("/", 1)[-1], record["status"], _difference(record)]
+        for name, record in result["files"].items()
+        if record["status"] not in ("not_selected",) and not record.get("identical")
+    ]
     doc = {
-        "benchmark": "SeaTunnel's job files on Zeta and on ours, rows compared (issue 49 item 4)",
+        "benchmark": "SeaTunnel's own job files on Zeta and on ours, their rows compared (values and types, any order)",
         "machine": machine_info(),
-        "settings": {"zeta": SEATUNNEL_VERSION, "ours": "tests/seatunnel_jobs.run_in_process"},
+        "settings": {"zeta": SEATUNNEL_VERSION, "ours": "tests/seatunnel_jobs.run_in_process, in a child"},
+        "table": {"columns": ["file", "status", "difference"], "rows": rows},
+        "targets": [
+            {"figure": "seatunnel_differential_compared", "target": ">= 60", "value": compared, "met": compared >= 60},
+            {
+                "figure": "seatunnel_differential_identical_share",
+                "target": ">= 0.95",
+                "value": share,
+                "met": share is not None and share >= 0.95,
+            },
+        ],
         **result,
     }
     out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+def _difference(record: Mapping[str, Any]) -> str:
+    if record["status"] != "compared":
+        return str(record.get("detail", ""))[:200]
+    return (
+        f"{record['rows_zeta']} rows on Zeta, {record['rows_ours']} on ours; first only on Zeta: "
+        f"{record.get('first_only_zeta')}; first only on ours: {record.get('first_only_ours')}"
+    )[:400]

@@ -55,7 +55,7 @@ def test_the_job_both_engines_run_captures_every_sink_as_parquet(tmp_path: Path)
         {
             "plugin_name": "LocalFile",
             "source_table_name": "fake",
-            "path": str(tmp_path / "out" / "sink0"),
+            "path": f"{tmp_path}/out/sink0/${{table_name}}",
             "file_format_type": "parquet",
         }
     ]
