@@ -43,7 +43,8 @@ relative to DIR, one per line).
 
 ``--differential`` (bench/seatunnel_differential.py): the accepted files with deterministic
 output run on SeaTunnel's Zeta and on ours, their rows compared; prints the figures and
-each file's difference (``--json OUT``: also written there, with the machine and date).
+each file's difference (``--json OUT``: also written there, with the machine and date; with
+``--files`` and an OUT already there, the files run replace theirs in OUT, the figures recounted).
 """
 
 from __future__ import annotations
@@ -391,9 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         paths = [p for p in paths if p.relative_to(root).as_posix() in wanted]
     records = {p.relative_to(root).as_posix(): check_file(p) for p in paths}
     if args.differential:  # bench/seatunnel_differential.py
-        from bench.seatunnel_differential import differential, write_result
+        from bench.seatunnel_differential import differential, merge_result, write_result
 
         result = differential(root, records, args.keep)
+        if args.files and args.json and args.json.exists():  # a re-run of some files: merged into OUT
+            result = merge_result(json.loads(args.json.read_text()), result)
         print(json.dumps(result, indent=2))
         if args.json:
             write_result(result, args.json)

@@ -48,6 +48,8 @@ REPO = Path(__file__).resolve().parent.parent
 #: where LocalFileIT's input resources are in a SeaTunnel tree
 RESOURCES = "seatunnel-e2e/seatunnel-connector-v2-e2e/connector-file-local-e2e/src/test/resources"
 ZETA_TIMEOUT_S = 240
+#: the lzo codec (aircompressor) reaches into direct buffers, closed to it on Java 17 unless opened
+ZETA_JAVA_OPTIONS = ("--add-opens", "java.base/java.nio=ALL-UNNAMED")
 OURS_TIMEOUT_S = 180
 
 
@@ -301,7 +303,13 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         job.write_text(hocon(capture_document(doc, root / "out", root, fmt)))
         started = time.monotonic()
         if side == "zeta":
-            run = zeta_peer.run_job(job, checkpoint_interval_ms=None, work_dir=root / "zeta", timeout_s=ZETA_TIMEOUT_S)
+            run = zeta_peer.run_job(
+                job,
+                checkpoint_interval_ms=None,
+                work_dir=root / "zeta",
+                timeout_s=ZETA_TIMEOUT_S,
+                extra_java_options=ZETA_JAVA_OPTIONS,
+            )
             if run.exit_code != 0:
                 record.update(status="zeta_failed", detail=zeta_error(run.log))
         else:
@@ -342,6 +350,13 @@ def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Pat
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
+    return {"summary": figures(files), "files": files}
+
+
+def merge_result(previous: Mapping[str, Any], rerun: Mapping[str, Any]) -> dict[str, Any]:
+    """``previous`` with the files of ``rerun`` replaced (each marked ``rerun``), figures recounted."""
+    files = {name: dict(record) for name, record in previous["files"].items()}
+    files.update({name: {**record, "rerun": True} for name, record in rerun["files"].items()})
     return {"summary": figures(files), "files": files}
 
 

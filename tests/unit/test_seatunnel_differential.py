@@ -132,3 +132,11 @@ def test_json_rows_compare_values_without_types(tmp_path: Path) -> None:
     zeta, ours = diff.read_rows(tmp_path / "zeta", "json"), diff.read_rows(tmp_path / "ours", "json")
     assert zeta[0][0] == (("a", "json"), ("m", "json"))
     assert diff.compare(zeta, ours)["identical"] is True
+
+
+def test_a_rerun_replaces_its_files_and_the_figures_are_recounted() -> None:
+    previous = {"files": {"a": {"status": "ours_failed"}, "b": {"status": "compared", "identical": True}}}
+    rerun = {"files": {"a": {"status": "compared", "identical": True}}}
+    merged = diff.merge_result(previous, rerun)
+    assert merged["files"]["a"] == {"status": "compared", "identical": True, "rerun": True}
+    assert merged["summary"]["seatunnel_differential_identical"] == 2
