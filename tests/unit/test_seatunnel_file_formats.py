@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import decimal
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -144,6 +145,30 @@ def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) 
     if fmt == "csv":
         options["skip_header_row_number"] = 1
     assert _read(options).column("name").to_pylist()[:2] == ["你好，世界", "海底隧道"]
+
+
+def test_a_decimal_in_a_row_beside_a_map_reads_exactly_from_json(tmp_path: Path) -> None:
+    """The row's map is left to pyarrow's inference, its other fields are named: the
+    decimal does not pass through a double (50854841532374245376). Found by the
+    differential test against Zeta (local_file_json_to_assert.conf)."""
+    (tmp_path / "in.json").write_text(
+        '{"r": {"m": {"k": "v"}, "d": 50854841532374241314.10974669, "l": [{"a": 1}]}, "m": {"x": 1}}\n'
+    )
+    fields = {"r": {"m": "map<string, string>", "d": "decimal(38, 8)", "l": "array<map<string, int>>"}}
+    table = _read(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "json",
+            "schema": {"fields": {**fields, "m": "map<string, int>"}},
+        }
+    )
+    assert table.to_pylist() == [
+        {
+            "r": {"m": [("k", "v")], "d": decimal.Decimal("50854841532374241314.10974669"), "l": [[("a", 1)]]},
+            "m": [("x", 1)],
+        }
+    ]
 
 
 def test_a_json_sink_writes_floats_with_their_own_digits(tmp_path: Path) -> None:
