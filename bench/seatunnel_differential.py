@@ -275,16 +275,19 @@ def zeta_error(log: Path) -> str:
     return "no error line"
 
 
-#: Zeta's parquet writer refuses a column type (``null``): such a job is captured as json
-_PARQUET_REFUSED = "Unsupported data type"
+#: Zeta's parquet writer refuses a column type (``null``) or a row of no columns: such a
+#: job is captured as json
+_PARQUET_REFUSED = ("Unsupported data type", "Unable to create a sink for identifier 'LocalFile'")
 
 
 def run_file(name: str, doc: Mapping[str, Any], resources: Path, work: Path) -> dict[str, Any]:
     """One file on both engines: its record (status ``compared`` with the comparison, or
     ``zeta_failed``/``ours_failed`` with the line). Captured as parquet; as json when
-    Zeta's parquet writer refuses one of the job's types (the record says ``capture``)."""
+    Zeta's parquet writer refuses the job's types (the record says ``capture``)."""
     record = run_both(doc, resources, work, "parquet")
-    if record["status"] == "zeta_failed" and _PARQUET_REFUSED in str(record.get("detail")):
+    log = work / "zeta" / "zeta" / "zeta.log"
+    text = log.read_text(errors="replace") if record["status"] == "zeta_failed" and log.exists() else ""
+    if any(line in text for line in _PARQUET_REFUSED):
         shutil.rmtree(work, ignore_errors=True)
         record = run_both(doc, resources, work, "json")
     return record
@@ -328,10 +331,10 @@ def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Pat
     """Select, run and compare; the figures and one record per file."""
     from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
     from bench.seatunnel_compat import test_variables
-    from tests.support.seatunnel_inputs import layout
+    from tests.support.seatunnel_inputs import EMPTY_DIRS, layout
 
     resources = root / RESOURCES
-    inputs = list(layout(resources))
+    inputs = [*layout(resources), *EMPTY_DIRS]
     files: dict[str, dict[str, Any]] = {}
     scratch = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="seatunnel_differential_"))
     try:
@@ -407,9 +410,13 @@ def write_result(result: Mapping[str, Any], out: Path) -> None:
 
 
 def _difference(record: Mapping[str, Any]) -> str:
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in _described(record))
+
+
+def _described(record: Mapping[str, Any]) -> str:
     if record["status"] != "compared":
         return str(record.get("detail", ""))[:200]
-    return (
-        f"{record['rows_zeta']} rows on Zeta, {record['rows_ours']} on ours; first only on Zeta: "
-        f"{record.get('first_only_zeta')}; first only on ours: {record.get('first_only_ours')}"
-    )[:400]
+    zeta, ours = record.get("first_only_zeta") or {}, record.get("first_only_ours") or {}
+    columns = [c for c in {**zeta, **ours} if zeta.get(c) != ours.get(c)]
+    shown = "; ".join(f"{c}: Zeta {zeta.get(c)!r}, ours {ours.get(c)!r}" for c in columns)
+    return f"{record['rows_zeta']} rows on Zeta, {record['rows_ours']} on ours; first rows apart: {shown}"[:400]

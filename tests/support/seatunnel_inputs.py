@@ -50,6 +50,9 @@ ARCHIVES = {
     "/seatunnel/read/lzo_json/e2e.json": ("lzo", "json/e2e.json", 1),
 }
 
+#: directories LocalFileIT makes empty (``mkdir -p``): a job reading one reads no rows
+EMPTY_DIRS = ("/tmp/fake_empty",)
+
 _RANDOMS = (1804289383, -846930886)  # the entries' Random.nextInt() prefixes, fixed here
 
 
@@ -105,6 +108,9 @@ def _archived(kind: str, path: Path, copies: int) -> bytes:
 def lay_out(root: Path, resources: Path, wanted: Callable[[str], bool] = lambda where: True) -> list[str]:
     """Write the inputs ``wanted`` picks (by container path) under ``root``; their paths."""
     written = []
+    for where in EMPTY_DIRS:
+        (root / where.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        written.append(where)
     for where, build in layout(resources).items():
         if not wanted(where) or not (resources / _resource(where)).exists():
             continue
