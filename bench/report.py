@@ -259,8 +259,22 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "kill -> first newly committed row, ours / Flink's (every id counted once on both sides)",
         "lower",
     ),
+    "seatunnel_differential_compared": (
+        "seatunnel_differential",
+        "SeaTunnel job files (accepted, no server, deterministic output) run on Zeta 2.3.4 and on ours, rows compared",
+        "higher",
+    ),
+    "seatunnel_differential_identical": (
+        "seatunnel_differential",
+        "of those, the files whose rows are identical on both engines (values and types, in any order)",
+        "higher",
+    ),
 }
 REQUIRED_TOP = ("machine", "date")
+#: results written by scripts that bench/run_all.py does not run (they need more than this tree)
+OTHER_TITLES = {
+    "seatunnel_differential": "SeaTunnel's semantics: the same job files on Zeta and on ours (seatunnel_compat.py --differential)"
+}
 
 
 def _now() -> str:
@@ -598,7 +612,7 @@ def render_markdown(
         "",
     ]
 
-    titles = {name: title for _, name, title in SCRIPTS}
+    titles = {**OTHER_TITLES, **{name: title for _, name, title in SCRIPTS}}
     for name, doc in results.items():
         lines += _section(name, titles.get(name, name), doc, base, plot_map, summary)
     lines += [

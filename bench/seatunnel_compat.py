@@ -40,6 +40,11 @@ Prints JSON: totals, files/accepted per family (the module directory a file come
 and numbers taken out), each with a count and an example file. ``--json OUT`` writes the
 same plus one record per file. ``--files LIST``: only the files listed in LIST (paths
 relative to DIR, one per line).
+
+``--differential`` (bench/seatunnel_differential.py): the accepted files with deterministic
+output run on SeaTunnel's Zeta and on ours, their rows compared; prints the figures and
+each file's difference (``--json OUT``: also written there, with the machine and date; with
+``--files`` and an OUT already there, the files run replace theirs in OUT, the figures recounted).
 """
 
 from __future__ import annotations
@@ -365,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the summary and every file's record here")
     parser.add_argument("--run", action="store_true", help="run the accepted jobs that need no server, in-process")
     parser.add_argument("--files", type=Path, help="only these files (paths relative to DIR, one per line)")
+    parser.add_argument(
+        "--differential", action="store_true", help="run the deterministic accepted jobs on Zeta and ours, compare rows"
+    )
+    parser.add_argument("--keep", type=Path, help="--differential: keep each run's files under this directory")
     parser.add_argument("--run-one", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the connectors' warning lines; errors are recorded
@@ -382,6 +391,16 @@ def main(argv: list[str] | None = None) -> int:
         }
         paths = [p for p in paths if p.relative_to(root).as_posix() in wanted]
     records = {p.relative_to(root).as_posix(): check_file(p) for p in paths}
+    if args.differential:  # bench/seatunnel_differential.py
+        from bench.seatunnel_differential import differential, merge_result, write_result
+
+        result = differential(root, records, args.keep)
+        if args.files and args.json and args.json.exists():  # a re-run of some files: merged into OUT
+            result = merge_result(json.loads(args.json.read_text()), result)
+        print(json.dumps(result, indent=2))
+        if args.json:
+            write_result(result, args.json)
+        return 0
     if args.run:
         scratch = Path(tempfile.mkdtemp(prefix="seatunnel_compat_"))
         try:

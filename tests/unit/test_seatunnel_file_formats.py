@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import decimal
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -144,6 +145,57 @@ def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) 
     if fmt == "csv":
         options["skip_header_row_number"] = 1
     assert _read(options).column("name").to_pylist()[:2] == ["你好，世界", "海底隧道"]
+
+
+def test_a_decimal_in_a_row_beside_a_map_reads_exactly_from_json(tmp_path: Path) -> None:
+    """The row's map is left to pyarrow's inference, its other fields are named: the
+    decimal does not pass through a double (50854841532374245376). Found by the
+    differential test against Zeta (local_file_json_to_assert.conf)."""
+    (tmp_path / "in.json").write_text(
+        '{"r": {"m": {"k": "v"}, "d": 50854841532374241314.10974669, "l": [{"a": 1}]}, "m": {"x": 1}}\n'
+    )
+    fields = {"r": {"m": "map<string, string>", "d": "decimal(38, 8)", "l": "array<map<string, int>>"}}
+    table = _read(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": "json",
+            "schema": {"fields": {**fields, "m": "map<string, int>"}},
+        }
+    )
+    assert table.to_pylist() == [
+        {
+            "r": {"m": [("k", "v")], "d": decimal.Decimal("50854841532374241314.10974669"), "l": [[("a", 1)]]},
+            "m": [("x", 1)],
+        }
+    ]
+
+
+def test_a_json_sink_writes_floats_with_their_own_digits(tmp_path: Path) -> None:
+    """As Jackson writes a FLOAT (Float.toString): 1.23, not the double it widens to
+    (1.2300000190734863); nested ones too. Found by the differential test against Zeta
+    (fake_to_local_file_json_with_encoding.conf)."""
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json"})
+    row_type = pa.struct([("f", pa.float32()), ("d", pa.float64())])
+    batch = pa.record_batch(
+        {
+            "f": pa.array([1.23, float("nan"), None, 6.9086283e37], pa.float32()),
+            "a": pa.array([[0.1], [], None, [2.5]], pa.list_(pa.float32())),
+            "r": pa.array([{"f": 3.3, "d": 3.3}, None, None, {"f": -0.0, "d": 1.0}], row_type),
+            "m": pa.array([[("k", 0.7)], [], None, []], pa.map_(pa.string(), pa.float32())),
+        }
+    )
+    writer = sink.create_writer("floats", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("floats").commit([writer.prepare_commit(1)])
+    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert file.read_text().splitlines() == [
+        '{"f": 1.23, "a": [0.1], "r": {"f": 3.3, "d": 3.3}, "m": {"k": 0.7}}',
+        '{"f": "NaN", "a": [], "r": null, "m": {}}',
+        '{"f": null, "a": null, "r": null, "m": null}',
+        '{"f": 6.9086283E37, "a": [2.5], "r": {"f": -0.0, "d": 1.0}, "m": {}}',
+    ]
 
 
 def test_characters_the_encoding_cannot_hold_are_written_as_question_marks(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import datetime as dt
 import decimal
 import json
 import logging
+import math
 import re
 import secrets
 import uuid
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 from ...errors import ConfigError
 from ...storage.filesystem import NewFile
 from ..api import Sink
+from ..java_text import java_float_text
 from ..options import Parsed, option_key
 from .codecs import _encode, _LzopNewFile
 from .config import (
@@ -178,6 +180,10 @@ class _JsonEncoder(_FileEncoder):
         if not batch.num_rows:
             return
         rows = batch.to_pylist(maps_as_pydicts="lossy")
+        singles = [f for f in batch.schema if _has_float32(f.type)]
+        for row in rows if singles else ():
+            for field in singles:
+                row[field.name] = _singles(row[field.name], field.type)
         text = self._row.join(json.dumps(row, default=self._default, ensure_ascii=False) for row in rows)
         if self._marker in text:
             text = self._number.sub(r"\1", text)
@@ -188,7 +194,49 @@ class _JsonEncoder(_FileEncoder):
     def _default(self, value: Any) -> Any:
         if isinstance(value, decimal.Decimal):
             return f"\u0000{self._marker}{value}\u0000"
+        if isinstance(value, _Single):  # a float as Jackson writes it: Float.toString's digits
+            text = java_float_text(value.value, single=True)
+            return f"\u0000{self._marker}{text}\u0000" if math.isfinite(value.value) else text
         return _json_default(value)
+
+
+class _Single:
+    """A float column's value (32 bits), for the json encoder to write with its own digits."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float):
+        self.value = value
+
+
+def _has_float32(kind: pa.DataType) -> bool:
+    if pa.types.is_float32(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_float32(f.type) for f in kind)
+    if pa.types.is_map(kind):
+        return _has_float32(kind.item_type)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _has_float32(kind.value_type)
+    return False
+
+
+def _singles(value: Any, kind: pa.DataType) -> Any:
+    """``value`` (of ``kind``) with its 32-bit floats wrapped for the json encoder: to_pylist
+    widens them to doubles, whose shortest digits are not the float's (1.23 ->
+    1.2300000190734863)."""
+    if value is None:
+        return None
+    if pa.types.is_float32(kind):
+        return _Single(value)
+    if pa.types.is_struct(kind):
+        return {f.name: _singles(value.get(f.name), f.type) for f in kind}
+    if pa.types.is_map(kind):
+        items = value.items() if isinstance(value, Mapping) else value
+        return {k: _singles(v, kind.item_type) for k, v in items}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return [_singles(v, kind.value_type) for v in value]
+    return value
 
 
 class SeaTunnelFileSink(FileSink):

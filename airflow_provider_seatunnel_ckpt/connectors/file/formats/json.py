@@ -17,15 +17,18 @@ from ..storage import STREAM_BLOCK_SIZE
 def _json_parse_type(kind: pa.DataType) -> pa.DataType | None:
     """The type pyarrow's json reader reads for a column of ``kind`` (converted after):
     dates, times, timestamps and bytes as text; None: let it infer (maps, which it reads
-    as rows)."""
-    if has_map(kind):
+    as rows). A row holding a map names its other fields, the map left to inference, so
+    that its decimals read exactly (inferred, they would pass through a double)."""
+    if pa.types.is_map(kind):
         return None
     if pa.types.is_date(kind) or pa.types.is_time(kind) or pa.types.is_timestamp(kind) or pa.types.is_binary(kind):
         return pa.string()
     if pa.types.is_list(kind):
-        return pa.list_(_json_parse_type(kind.value_type))
+        value_type = _json_parse_type(kind.value_type)
+        return None if value_type is None else pa.list_(value_type)
     if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _json_parse_type(f.type)) for f in kind])
+        fields = [(f.name, _json_parse_type(f.type)) for f in kind]
+        return pa.struct([pa.field(name, sub) for name, sub in fields if sub is not None])
     return kind
 
 
@@ -51,7 +54,7 @@ def open_json(stream: Any, selected: list[tuple[int, Column]]) -> Any:
 
     parse = [(c.name, _json_parse_type(c.type)) for _, c in selected]
     explicit = pa.schema([pa.field(name, kind) for name, kind in parse if kind is not None])
-    infer = any(kind is None for _, kind in parse)
+    infer = any(has_map(c.type) for _, c in selected)
     return pajson.open_json(
         stream,
         read_options=pajson.ReadOptions(block_size=STREAM_BLOCK_SIZE),

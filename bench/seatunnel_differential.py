@@ -1,0 +1,422 @@
+"""Differential test of SeaTunnel's semantics: the same job file on Zeta and on ours, row by row.
+
+``bench/seatunnel_compat.py --seatunnel DIR --differential`` selects, among the job files
+the survey accepts that need no server, those whose output is deterministic
+(``not_deterministic`` says why a file is left out):
+
+* every FakeSource lists its rows (``rows``; generated rows are random);
+* every LocalFile source reads inputs that SeaTunnel's LocalFileIT lays out
+  (tests/support/seatunnel_inputs.py, built from DIR's own test resources), not files
+  another job writes;
+* SeaTunnel's own test does not expect the job to fail.
+
+Each selected file is read once (its test's variables filled in) and written back as one
+HOCON job for both engines, changed only where rows are captured: each sink is replaced
+by a LocalFile sink on the same input tables writing parquet into ``out/sink<i>/${table_name}``
+(a directory per table: this project's sink writes several tables apart only so; Assert,
+Console and InMemory keep no rows; parquet keeps the types), LocalFile inputs are rebased
+under the run's root, and a streaming job runs as batch (its FakeSource rows are bounded;
+Zeta would otherwise wait forever). Zeta runs it through bench/peers/zeta.py (one JVM at a
+time); ours through ``tests/seatunnel_jobs.run_in_process`` in a child (the same
+connectors, transforms and sink writers as a Spark run, fed split by split, committed once).
+
+The parquet files of each side (hidden files and ``_staging`` left out; file names
+differ) are read into rows of (columns and their types, values) and compared as
+multisets: in any order, every value and type. Types are compared at parquet's
+resolution: Zeta's Avro-based writer stores tinyint and smallint as int32 and timestamps
+as milliseconds in UTC, so ints of up to 32 bits are ``int`` and timestamps are compared
+at the millisecond, without a zone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+#: where LocalFileIT's input resources are in a SeaTunnel tree
+RESOURCES = "seatunnel-e2e/seatunnel-connector-v2-e2e/connector-file-local-e2e/src/test/resources"
+ZETA_TIMEOUT_S = 240
+#: the lzo codec (aircompressor) reaches into direct buffers, closed to it on Java 17 unless opened
+ZETA_JAVA_OPTIONS = ("--add-opens", "java.base/java.nio=ALL-UNNAMED")
+OURS_TIMEOUT_S = 180
+
+
+def entries(doc: Mapping[str, Any], section: str) -> list[dict[str, Any]]:
+    value = doc.get(section)
+    value = [value] if isinstance(value, Mapping) else value or []
+    return [dict(entry) for entry in value if isinstance(entry, Mapping)]
+
+
+def _plugin(entry: Mapping[str, Any]) -> str:
+    return str(entry.get("plugin_name", "")).lower()
+
+
+def _source_paths(entry: Mapping[str, Any]) -> list[str]:
+    options = [entry, *(entry.get("tables_configs") or [])]
+    return [str(o["path"]) for o in options if isinstance(o, Mapping) and isinstance(o.get("path"), str)]
+
+
+def not_deterministic(doc: Mapping[str, Any], name: str, inputs: Iterable[str]) -> str | None:
+    """Why this job's output is not deterministic here, or None when it is."""
+    from tests.seatunnel_jobs import EXPECTED_FAILURES
+
+    if Path(name).name in EXPECTED_FAILURES:
+        return "its SeaTunnel test expects it to fail"
+    inputs = list(inputs)
+    for entry in entries(doc, "source"):
+        if _plugin(entry) == "fakesource":
+            tables = [entry, *(entry.get("tables_configs") or [])]
+            if not any("rows" in t for t in tables if isinstance(t, Mapping)):
+                return "FakeSource generates random rows (no `rows`)"
+        elif _plugin(entry) == "localfile":
+            for path in _source_paths(entry):
+                top = path.rstrip("/")
+                if not any(where == top or where.startswith(top + "/") for where in inputs):
+                    return f"LocalFile input {path} is not one LocalFileIT lays out"
+        else:
+            return f"source {entry.get('plugin_name')} is not FakeSource or LocalFile"
+    return None
+
+
+def capture_document(doc: Mapping[str, Any], out: Path, root: Path, fmt: str = "parquet") -> dict[str, Any]:
+    """The job with every sink replaced by a LocalFile sink writing ``fmt`` into
+    ``out/sink<i>`` on the same inputs, its LocalFile sources under ``root``, batch mode."""
+    job = json.loads(json.dumps(doc, default=str))
+    env = job.setdefault("env", {})
+    env["job.mode"] = "BATCH"
+    for entry in job["source"]:
+        if _plugin(entry) == "localfile":
+            for option in [entry, *(entry.get("tables_configs") or [])]:
+                if isinstance(option, dict) and isinstance(option.get("path"), str):
+                    option["path"] = str(root) + option["path"]
+    sinks = []
+    for i, sink in enumerate(entries(doc, "sink")):
+        capture: dict[str, Any] = {key: sink[key] for key in ("source_table_name", "plugin_input") if key in sink}
+        capture.update(plugin_name="LocalFile", path=f"{out / f'sink{i}'}/${{table_name}}", file_format_type=fmt)
+        sinks.append(capture)
+    job["sink"] = sinks
+    return job
+
+
+def hocon(job: Mapping[str, Any]) -> str:
+    """A job as SeaTunnel's HOCON: ``source { Plugin {...} }`` blocks (Zeta 2.3.4 reads no
+    list of plugin objects), each object as JSON."""
+    lines = []
+    for key, value in job.items():
+        if key in ("source", "transform", "sink"):
+            lines.append(f"{key} {{")
+            for entry in entries(job, key):
+                plugin = entry.pop("plugin_name")
+                lines.append(f"  {plugin} {json.dumps(entry)}")
+            lines.append("}")
+        else:
+            lines.append(f"{key} {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- reading and comparing ---------------------------------------------------------------
+
+
+def type_name(arrow_type: Any) -> str:
+    """An arrow type at parquet's resolution, in SeaTunnel's words."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_integer(t):
+        return "bigint" if t.bit_width == 64 else "int"
+    if pa.types.is_floating(t):
+        return "double" if t.bit_width == 64 else "float"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision}, {t.scale})"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "bytes"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_map(t):
+        return f"map<{type_name(t.key_type)}, {type_name(t.item_type)}>"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"array<{type_name(t.value_type)}>"
+    if pa.types.is_struct(t):
+        return "row<" + ", ".join(f"{f.name} {type_name(f.type)}" for f in t) + ">"
+    if pa.types.is_null(t):
+        return "null"
+    return str(t)
+
+
+def value(v: Any) -> Any:
+    """A value comparable across the two sides (and hashable)."""
+    if isinstance(v, dt.datetime):
+        v = v.astimezone(dt.UTC).replace(tzinfo=None) if v.tzinfo else v
+        return v.replace(microsecond=v.microsecond // 1000 * 1000)
+    if isinstance(v, float) and v != v:
+        return "NaN"
+    if isinstance(v, decimal.Decimal):
+        return v.normalize() if v.is_finite() else str(v)
+    if isinstance(v, dict):
+        return ("row", tuple((k, value(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # a map's (key, value) pairs
+            return ("map", tuple(sorted(((value(k), value(x)) for k, x in v), key=repr)))
+        return tuple(value(x) for x in v)
+    return v
+
+
+def read_rows(out: Path, fmt: str = "parquet") -> list[tuple[Any, Any]]:
+    """Every row of the ``fmt`` files under ``out``: (columns with types, values); json
+    rows have no types (``json``), their values are the JSON values."""
+    import pyarrow.parquet as pq
+
+    rows: list[tuple[Any, Any]] = []
+    files = sorted(
+        p
+        for p in out.rglob("*")
+        if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(out).parts)
+    )
+    for path in files:
+        if fmt == "json":
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    obj = json.loads(line, parse_float=decimal.Decimal)
+                    rows.append((tuple((k, "json") for k in obj), tuple(_json_value(v) for v in obj.values())))
+            continue
+        table = pq.read_table(path)
+        columns = tuple((f.name, type_name(f.type)) for f in table.schema)
+        for row in table.to_pylist():
+            rows.append((columns, tuple(value(v) for v in row.values())))
+    return rows
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, dict):
+        return ("object", tuple(sorted(((k, _json_value(x)) for k, x in v.items()), key=repr)))
+    if isinstance(v, list):
+        return tuple(_json_value(x) for x in v)
+    return value(v)
+
+
+def compare(zeta: list[tuple[Any, Any]], ours: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """The two sides' rows as multisets: identical, or the counts and the first row of
+    each side that the other lacks (rows sorted by their text, so the report is stable)."""
+    left, right = Counter(zeta), Counter(ours)
+    only_zeta, only_ours = left - right, right - left
+    result: dict[str, Any] = {
+        "identical": not only_zeta and not only_ours,
+        "rows_zeta": len(zeta),
+        "rows_ours": len(ours),
+    }
+    if not result["identical"]:
+        result["only_zeta"] = sum(only_zeta.values())
+        result["only_ours"] = sum(only_ours.values())
+        for side, rest in (("first_only_zeta", only_zeta), ("first_only_ours", only_ours)):
+            if rest:
+                columns, values = min(rest, key=repr)
+                result[side] = {name: _shown(v) for (name, _), v in zip(columns, values)}
+                result[side + "_types"] = dict(columns)
+    return result
+
+
+def _shown(v: Any) -> Any:
+    return v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)
+
+
+# ---- running -----------------------------------------------------------------------------
+
+
+def run_ours(job: Path, cwd: Path) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    compat = REPO / "bench" / "seatunnel_compat.py"
+    try:
+        child = subprocess.run(
+            [sys.executable, str(compat), "--run-one", str(job)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=OURS_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "detail": f"timeout after {OURS_TIMEOUT_S} s"}
+    lines = [line for line in child.stdout.splitlines() if line.startswith('{"status"')]
+    if lines:
+        return json.loads(lines[-1])
+    return {"status": "failed", "detail": (child.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def zeta_error(log: Path) -> str:
+    """The first ``Caused by`` (else ERROR) line of a failed Zeta run."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for marker in ("Caused by:", "ERROR"):
+        found = [line.strip() for line in lines if marker in line]
+        if found:
+            return found[-1 if marker == "Caused by:" else 0][:300]
+    return "no error line"
+
+
+#: Zeta's parquet writer refuses a column type (``null``) or a row of no columns: such a
+#: job is captured as json
+_PARQUET_REFUSED = ("Unsupported data type", "Unable to create a sink for identifier 'LocalFile'")
+
+
+def run_file(name: str, doc: Mapping[str, Any], resources: Path, work: Path) -> dict[str, Any]:
+    """One file on both engines: its record (status ``compared`` with the comparison, or
+    ``zeta_failed``/``ours_failed`` with the line). Captured as parquet; as json when
+    Zeta's parquet writer refuses the job's types (the record says ``capture``)."""
+    record = run_both(doc, resources, work, "parquet")
+    log = work / "zeta" / "zeta" / "zeta.log"
+    text = log.read_text(errors="replace") if record["status"] == "zeta_failed" and log.exists() else ""
+    if any(line in text for line in _PARQUET_REFUSED):
+        shutil.rmtree(work, ignore_errors=True)
+        record = run_both(doc, resources, work, "json")
+    return record
+
+
+def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> dict[str, Any]:
+    from bench.peers import zeta as zeta_peer
+    from tests.support.seatunnel_inputs import lay_out
+
+    record: dict[str, Any] = {"capture": fmt}
+    for side in ("zeta", "ours"):
+        root = work / side
+        root.mkdir(parents=True)
+        lay_out(root, resources)
+        job = root / "job.conf"
+        job.write_text(hocon(capture_document(doc, root / "out", root, fmt)))
+        started = time.monotonic()
+        if side == "zeta":
+            run = zeta_peer.run_job(
+                job,
+                checkpoint_interval_ms=None,
+                work_dir=root / "zeta",
+                timeout_s=ZETA_TIMEOUT_S,
+                extra_java_options=ZETA_JAVA_OPTIONS,
+            )
+            if run.exit_code != 0:
+                record.update(status="zeta_failed", detail=zeta_error(run.log))
+        else:
+            outcome = run_ours(job, root)
+            if outcome["status"] != "passed":
+                record.update(status="ours_failed", detail=outcome.get("detail"))
+        record[f"{side}_s"] = round(time.monotonic() - started, 1)
+        if "status" in record:
+            return record
+    record["status"] = "compared"
+    comparison = compare(read_rows(work / "zeta" / "out", fmt), read_rows(work / "ours" / "out", fmt))
+    return {"status": "compared", **record, **comparison}
+
+
+def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Path | None = None) -> dict[str, Any]:
+    """Select, run and compare; the figures and one record per file."""
+    from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
+    from bench.seatunnel_compat import test_variables
+    from tests.support.seatunnel_inputs import EMPTY_DIRS, layout
+
+    resources = root / RESOURCES
+    inputs = [*layout(resources), *EMPTY_DIRS]
+    files: dict[str, dict[str, Any]] = {}
+    scratch = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="seatunnel_differential_"))
+    try:
+        for n, (name, record) in enumerate(sorted(records.items())):
+            if not (record.get("accepted") and record.get("needs_server") is False):
+                continue
+            doc = read_job_document(root / name, test_variables(root / name))[0]
+            reason = not_deterministic(doc, name, inputs)
+            if reason is not None:
+                files[name] = {"status": "not_selected", "detail": reason}
+                continue
+            work = scratch / f"{n:03d}"
+            shutil.rmtree(work, ignore_errors=True)
+            files[name] = run_file(name, doc, resources, work)
+            print(f"{files[name]['status']:12} {files[name].get('identical', '')!s:6} {name}", file=sys.stderr)
+    finally:
+        if keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return {"summary": figures(files), "files": files}
+
+
+def merge_result(previous: Mapping[str, Any], rerun: Mapping[str, Any]) -> dict[str, Any]:
+    """``previous`` with the files of ``rerun`` replaced (each marked ``rerun``), figures recounted."""
+    files = {name: dict(record) for name, record in previous["files"].items()}
+    files.update({name: {**record, "rerun": True} for name, record in rerun["files"].items()})
+    return {"summary": figures(files), "files": files}
+
+
+def figures(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    statuses = Counter(r["status"] for r in files.values())
+    compared = statuses["compared"]
+    identical = sum(bool(r.get("identical")) for r in files.values())
+    return {
+        "seatunnel_differential_selected": sum(r["status"] != "not_selected" for r in files.values()),
+        "seatunnel_differential_compared": compared,
+        "seatunnel_differential_identical": identical,
+        "seatunnel_differential_identical_share": round(identical / compared, 3) if compared else None,
+        "seatunnel_differential_zeta_failed": statuses["zeta_failed"],
+        "seatunnel_differential_ours_failed": statuses["ours_failed"],
+    }
+
+
+def write_result(result: Mapping[str, Any], out: Path) -> None:
+    """The result as bench/results/seatunnel_differential.json holds it (``summary``: the
+    keys bench/report.py merges into summary.json; ``table``: every file not identical)."""
+    from bench.common import machine_info
+    from bench.peers.zeta import SEATUNNEL_VERSION
+
+    summary = result["summary"]
+    compared, share = summary["seatunnel_differential_compared"], summary["seatunnel_differential_identical_share"]
+    rows = [
+        [name.rsplit("/", 1)[-1], record["status"], _difference(record)]
+        for name, record in result["files"].items()
+        if record["status"] not in ("not_selected",) and not record.get("identical")
+    ]
+    doc = {
+        "benchmark": "SeaTunnel's own job files on Zeta and on ours, their rows compared (values and types, any order)",
+        "machine": machine_info(),
+        "settings": {"zeta": SEATUNNEL_VERSION, "ours": "tests/seatunnel_jobs.run_in_process, in a child"},
+        "table": {"columns": ["file", "status", "difference"], "rows": rows},
+        "targets": [
+            {"figure": "seatunnel_differential_compared", "target": ">= 60", "value": compared, "met": compared >= 60},
+            {
+                "figure": "seatunnel_differential_identical_share",
+                "target": ">= 0.95",
+                "value": share,
+                "met": share is not None and share >= 0.95,
+            },
+        ],
+        **result,
+    }
+    out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+def _difference(record: Mapping[str, Any]) -> str:
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in _described(record))
+
+
+def _described(record: Mapping[str, Any]) -> str:
+    if record["status"] != "compared":
+        return str(record.get("detail", ""))[:200]
+    zeta, ours = record.get("first_only_zeta") or {}, record.get("first_only_ours") or {}
+    columns = [c for c in {**zeta, **ours} if zeta.get(c) != ours.get(c)]
+    shown = "; ".join(f"{c}: Zeta {zeta.get(c)!r}, ours {ours.get(c)!r}" for c in columns)
+    return f"{record['rows_zeta']} rows on Zeta, {record['rows_ours']} on ours; first rows apart: {shown}"[:400]

@@ -1,0 +1,142 @@
+"""The differential test's own logic, without Zeta (bench/seatunnel_differential.py):
+which files are selected, the job both engines run, and how rows are read, normalised
+and matched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
+from bench import seatunnel_differential as diff
+
+FAKE: dict[str, Any] = {
+    "env": {"parallelism": 1, "job.mode": "STREAMING"},
+    "source": [
+        {
+            "plugin_name": "FakeSource",
+            "result_table_name": "fake",
+            "schema": {"fields": {"id": "bigint"}},
+            "rows": [{"kind": "INSERT", "fields": [1]}],
+        }
+    ],
+    "sink": [{"plugin_name": "Assert", "source_table_name": "fake", "rules": {}}],
+}
+
+
+def test_files_are_selected_by_their_sources() -> None:
+    assert diff.not_deterministic(FAKE, "a/fake.conf", []) is None
+    random = {**FAKE, "source": [{"plugin_name": "FakeSource", "row.num": 5}]}
+    assert diff.not_deterministic(random, "a/fake.conf", []) == "FakeSource generates random rows (no `rows`)"
+    local = {**FAKE, "source": [{"plugin_name": "LocalFile", "path": "/seatunnel/read/zip/txt/single"}]}
+    assert diff.not_deterministic(local, "x.conf", ["/seatunnel/read/zip/txt/single/e2e-txt.zip"]) is None
+    assert "not one LocalFileIT lays out" in str(diff.not_deterministic(local, "x.conf", ["/seatunnel/read/text"]))
+    assert diff.not_deterministic(FAKE, "d/batch_last_checkpoint_error.conf", []) == (
+        "its SeaTunnel test expects it to fail"
+    )
+
+
+def test_the_job_both_engines_run_captures_every_sink_as_parquet(tmp_path: Path) -> None:
+    doc = {**FAKE, "source": [*FAKE["source"], {"plugin_name": "LocalFile", "path": "/seatunnel/read/t"}]}
+    job = diff.capture_document(doc, tmp_path / "out", tmp_path)
+    text = diff.hocon(job)
+    path = tmp_path / "job.conf"
+    path.write_text(text)
+    parsed = read_job_document(path)[0]
+    assert parsed["env"]["job.mode"] == "BATCH"
+    assert parsed["source"][0]["rows"] == [{"kind": "INSERT", "fields": [1]}]
+    assert parsed["source"][1]["path"] == f"{tmp_path}/seatunnel/read/t"
+    assert parsed["sink"] == [
+        {
+            "plugin_name": "LocalFile",
+            "source_table_name": "fake",
+            "path": f"{tmp_path}/out/sink0/${{table_name}}",
+            "file_format_type": "parquet",
+        }
+    ]
+    assert doc["source"][1]["path"] == "/seatunnel/read/t"  # the document read is not changed
+
+
+def test_types_are_compared_at_parquets_resolution() -> None:
+    assert diff.type_name(pa.int8()) == diff.type_name(pa.int32()) == "int"
+    assert diff.type_name(pa.int64()) == "bigint"
+    assert diff.type_name(pa.timestamp("ms", tz="UTC")) == diff.type_name(pa.timestamp("us")) == "timestamp"
+    assert diff.type_name(pa.decimal128(10, 2)) == "decimal(10, 2)"
+    assert diff.type_name(pa.map_(pa.string(), pa.int32())) == "map<string, int>"
+    assert diff.type_name(pa.list_(pa.string())) == "array<string>"
+    assert diff.type_name(pa.struct([("a", pa.float32())])) == "row<a float>"
+
+
+def test_values_normalise_zones_milliseconds_maps_and_decimals() -> None:
+    utc = dt.datetime(2024, 1, 1, 1, 2, 3, 456000, tzinfo=dt.UTC)
+    assert diff.value(utc) == diff.value(dt.datetime(2024, 1, 1, 1, 2, 3, 456789))
+    assert diff.value([("b", 2), ("a", 1)]) == diff.value([("a", 1), ("b", 2)])
+    assert diff.value(decimal.Decimal("1.50")) == diff.value(decimal.Decimal("1.5"))
+    assert diff.value(float("nan")) == diff.value(float("nan"))
+    assert diff.value([1, 2]) != diff.value([2, 1])  # an array keeps its order
+
+
+def _write(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+def test_rows_match_in_any_order_and_hidden_or_staged_files_are_not_read(tmp_path: Path) -> None:
+    zeta = pa.table({"id": pa.array([1, 2], pa.int32()), "s": ["a", "b"]})
+    ours = pa.table({"id": pa.array([2, 1], pa.int8()), "s": ["b", "a"]})
+    _write(tmp_path / "zeta" / "T_1_0.parquet", zeta)
+    _write(tmp_path / "zeta" / ".T_1_0.parquet.crc.parquet", zeta)
+    _write(tmp_path / "ours" / "part-0.parquet", ours.slice(0, 1))
+    _write(tmp_path / "ours" / "part-1.parquet", ours.slice(1))
+    _write(tmp_path / "ours" / "_staging" / "x.parquet", ours)
+    result = diff.compare(diff.read_rows(tmp_path / "zeta"), diff.read_rows(tmp_path / "ours"))
+    assert result == {"identical": True, "rows_zeta": 2, "rows_ours": 2}
+
+
+def test_a_difference_names_the_first_row_each_side_lacks() -> None:
+    columns = (("id", "int"), ("s", "string"))
+    zeta = [(columns, (1, "a")), (columns, (2, "b")), (columns, (2, "b"))]
+    ours = [(columns, (2, "b")), (columns, (1, "a")), ((("id", "bigint"), ("s", "string")), (2, "b"))]
+    result = diff.compare(zeta, ours)
+    assert result["identical"] is False
+    assert (result["only_zeta"], result["only_ours"]) == (1, 1)
+    assert result["first_only_zeta"] == {"id": 2, "s": "b"}
+    assert result["first_only_ours_types"] == {"id": "bigint", "s": "string"}
+
+
+def test_figures_count_compared_and_identical_files() -> None:
+    files: dict[str, dict[str, Any]] = {
+        "a": {"status": "compared", "identical": True},
+        "b": {"status": "compared", "identical": False},
+        "c": {"status": "zeta_failed"},
+        "d": {"status": "not_selected"},
+    }
+    figures = diff.figures(files)
+    assert figures["seatunnel_differential_selected"] == 3
+    assert figures["seatunnel_differential_compared"] == 2
+    assert figures["seatunnel_differential_identical"] == 1
+    assert figures["seatunnel_differential_identical_share"] == 0.5
+
+
+def test_json_rows_compare_values_without_types(tmp_path: Path) -> None:
+    """The capture for jobs whose types Zeta's parquet writer refuses (a ``null`` column)."""
+    (tmp_path / "zeta").mkdir()
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "zeta" / "T_0.json").write_text('{"a": null, "m": {"x": 1, "y": 2.50}}\n')
+    (tmp_path / "ours" / "T_1.json").write_text('{"a":null,"m":{"y":2.5,"x":1}}\n\n')
+    zeta, ours = diff.read_rows(tmp_path / "zeta", "json"), diff.read_rows(tmp_path / "ours", "json")
+    assert zeta[0][0] == (("a", "json"), ("m", "json"))
+    assert diff.compare(zeta, ours)["identical"] is True
+
+
+def test_a_rerun_replaces_its_files_and_the_figures_are_recounted() -> None:
+    previous = {"files": {"a": {"status": "ours_failed"}, "b": {"status": "compared", "identical": True}}}
+    rerun = {"files": {"a": {"status": "compared", "identical": True}}}
+    merged = diff.merge_result(previous, rerun)
+    assert merged["files"]["a"] == {"status": "compared", "identical": True, "rerun": True}
+    assert merged["summary"]["seatunnel_differential_identical"] == 2
