@@ -83,3 +83,26 @@ def test_the_context_hands_readers_the_limit() -> None:
 def test_a_ceiling_below_one_is_refused(ceiling: int) -> None:
     with pytest.raises(ValueError):
         BatchSizer(ceiling, 0.05)
+
+
+def _job(env: dict[str, object]) -> dict[str, object]:
+    return {"env": env, "source": [{"plugin_name": "Sequence", "rows": 10}], "sink": [{"plugin_name": "Console"}]}
+
+
+def test_the_job_file_key_takes_zero_for_fixed_batches() -> None:
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+
+    assert load_job(_job({"batch_time_ms": 0})).env["batch_time_ms"] == 0
+    assert load_job(_job({"batch_time_ms": "80"})).env["batch_time_ms"] == 80
+    assert "batch_time_ms" not in load_job(_job({})).env  # the engine's default, 50 ms
+
+
+@pytest.mark.parametrize("value", [-1, "soon", True])
+def test_the_job_file_key_refuses_what_is_not_a_count_of_ms(value: object) -> None:
+    from airflow_provider_seatunnel_ckpt.errors import ConfigError
+    from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
+
+    with pytest.raises(ConfigError, match="batch_time_ms"):
+        load_job(_job({"batch_time_ms": value}))
+    with pytest.raises(ConfigError, match="positive integer"):
+        load_job(_job({"batch_size": 0}))  # batch_size still may not be 0
