@@ -26,14 +26,14 @@ def test_a_slow_batch_shrinks_the_next_one_to_the_target_time() -> None:
 
 def test_the_limit_never_goes_below_the_floor() -> None:
     sizer = BatchSizer(65_536, 0.05)
-    assert sizer.floor == 4_096  # a sixteenth of the configured size
-    assert sizer.record(65_536, 10.0) == 4_096
+    assert sizer.floor == 16_384  # a quarter of the configured size
+    assert sizer.record(65_536, 10.0) == 16_384
     assert BatchSizer(65_536, 0.05, floor=100).record(65_536, 100.0) == 100
 
 
 def test_the_size_grows_back_at_most_twice_per_batch_to_no_limit() -> None:
-    sizer = BatchSizer(65_536, 0.05)
-    assert sizer.record(65_536, 1.6) == 4_096  # 2 ms a 1,000 rows... 50 ms = 2,048: the floor
+    sizer = BatchSizer(65_536, 0.05, floor=4_096)
+    assert sizer.record(65_536, 1.6) == 4_096  # 50 ms at this pace = 2,048 rows: the floor
     # the CPU is free again: 4,096 rows in 1.5 ms each time
     sizes = []
     for _ in range(10):
@@ -44,7 +44,7 @@ def test_the_size_grows_back_at_most_twice_per_batch_to_no_limit() -> None:
 
 
 def test_a_short_batch_is_no_evidence_for_growing() -> None:
-    sizer = BatchSizer(65_536, 0.05)
+    sizer = BatchSizer(65_536, 0.05, floor=4_096)
     assert sizer.record(65_536, 0.4) == 8_192
     # the end of a split: 10 rows, fast; the limit stays
     assert sizer.record(10, 0.0001) == 8_192
