@@ -804,6 +804,11 @@ def finish(result: dict[str, Any], rows: int) -> None:
         "A checkpoint's duration = ack (trigger -> the last subtask's ack: barrier delivery, the batch in flight, "
         "the subtask's snapshot) + persist (acks -> durable in the shared storage): the ack and persist medians "
         "show which part grows with N.",
+        "Batches sized by time (env.batch_time_ms, engine/batch_sizer.py): a barrier waits for the batch in flight, "
+        "so the jobs ask their source for fewer rows while their CPU is shared (about 50 ms a batch, never below a "
+        "quarter of batch_size). Rows '(fixed batches)' (--fixed-too) are the same N run with batch_time_ms 0 "
+        "(the engine before) in the same deployment after the others, each against the fixed solo run: "
+        "*_vs_fixed_batches compares the two at equal N (rows per CPU s: ours / fixed).",
     ]
 
 
