@@ -211,6 +211,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "rows/s of one job alone (goal >= 0.9)",
         "higher",
     ),
+    "jobs_at_once_8_p99_ratio": (
+        "scale_jobs",
+        "checkpoint p99 of 8 jobs started at once (max over the jobs) / p99 of one job alone; batches "
+        "sized by time keep a barrier from waiting for a whole batch (goal <= 3.0)",
+        "lower",
+    ),
     "soak_last_vs_first_window_max": (
         "scale_soak",
         "the worst last-window / first-window ratio over RSS, open files, threads, checkpoint p50/p99 "

@@ -39,7 +39,11 @@ listening ports disjoint; where the CPU went (jobs' start-up, jobs running, Airf
 processes, PostgreSQL, the rest of the machine, iowait), and rows per CPU second of ours
 against the solo run's (a figure other people's load on the machine does not move).
 
-``python bench/scale_jobs.py [--jobs 1,2,4,8] [--rows N] [--quick] [--solo-again] [--no-out]``
+With ``--fixed-too`` the same deployment then runs every N again with fixed batches
+(``env.batch_time_ms: 0``, the engine before batches were sized by time), tagged
+``fixed_n<N>``, each against the fixed solo run: before and after side by side, at one load.
+
+``python bench/scale_jobs.py [--jobs 1,2,4,8] [--rows N] [--quick] [--solo-again] [--fixed-too] [--no-out]``
 (``--report-only`` rebuilds the table, summary and plot of the saved result)
 (results: bench/results/scale_jobs.json and docs/img/scale_jobs.png)
 """
@@ -332,6 +336,8 @@ def run_n(deployment: Deployment, work: Path, n: int, tag: str, args: argparse.N
         "parallelism": args.parallelism,
         "query": args.query,
         "tag": tag,
+        # fixed batches for a fixed_ run; else --batch-time-ms, or the engine's default ("")
+        "batch_time_ms": 0 if tag.startswith("fixed_") else ("" if args.batch_time_ms is None else args.batch_time_ms),
     }
     # parsed and unpaused before the sampler starts: the window holds the run only
     airflow.wait_until(lambda: airflow.api("GET", f"/dags/{dag_id}").status_code == 200, 180, f"DAG {dag_id} parsed")
@@ -651,12 +657,14 @@ def finish(result: dict[str, Any], rows: int) -> None:
     import statistics
 
     runs = result["results"]
-    solo = runs.get("n1") if "error" not in runs.get("n1", {"error": 1}) else None
-    solo_rate = solo.get("rows_per_s") if solo else None
-    solo_task_rate = solo.get("task_rows_per_s") if solo else None
-    solo_p99 = solo["jobs"][0]["checkpoints"].get("p99_ms") if solo and solo["jobs"] else None
     rows_table, summary, targets = [], {}, []
     for tag, run in runs.items():
+        # a fixed_ run (--fixed-too) against the fixed solo run
+        solo_tag = "fixed_n1" if tag.startswith("fixed_") else "n1"
+        solo = runs.get(solo_tag) if "error" not in runs.get(solo_tag, {"error": 1}) else None
+        solo_rate = solo.get("rows_per_s") if solo else None
+        solo_task_rate = solo.get("task_rows_per_s") if solo else None
+        solo_p99 = solo["jobs"][0]["checkpoints"].get("p99_ms") if solo and solo["jobs"] else None
         if "error" in run:
             targets.append(
                 {
@@ -697,7 +705,7 @@ def finish(result: dict[str, Any], rows: int) -> None:
         )
         rows_table.append(
             [
-                run["n"],
+                f"{run['n']} (fixed batches)" if tag.startswith("fixed_") else run["n"],
                 run["all_finished"],
                 run["every_id_once"],
                 run["history_complete"],
@@ -757,6 +765,16 @@ def finish(result: dict[str, Any], rows: int) -> None:
         )
     if "n8" in runs and "error" not in runs["n8"]:
         summary["jobs_at_once_8_throughput_ratio"] = runs["n8"]["throughput_ratio"]
+    # --fixed-too: batches sized by time against fixed batches, at the same N and load
+    for tag, run in runs.items():
+        fixed = runs.get(f"fixed_{tag}")
+        if not tag.startswith("n") or not tag[1:].isdigit() or not fixed or "error" in fixed or "error" in run:
+            continue
+        ours, theirs = run["cpu"].get("rows_per_cpu_s"), fixed["cpu"].get("rows_per_cpu_s")
+        if ours and theirs:
+            summary[f"jobs_at_once_{run['n']}_rows_per_cpu_s_vs_fixed_batches"] = round(ours / theirs, 3)
+        if run["p99_ms_max"] and fixed["p99_ms_max"]:
+            summary[f"jobs_at_once_{run['n']}_p99_vs_fixed_batches"] = round(run["p99_ms_max"] / fixed["p99_ms_max"], 3)
     checks = result["collisions"]
     targets.append(
         {
@@ -786,6 +804,11 @@ def finish(result: dict[str, Any], rows: int) -> None:
         "A checkpoint's duration = ack (trigger -> the last subtask's ack: barrier delivery, the batch in flight, "
         "the subtask's snapshot) + persist (acks -> durable in the shared storage): the ack and persist medians "
         "show which part grows with N.",
+        "Batches sized by time (env.batch_time_ms, engine/batch_sizer.py): a barrier waits for the batch in flight, "
+        "so the jobs ask their source for fewer rows while their CPU is shared (about 50 ms a batch, never below a "
+        "quarter of batch_size). Rows '(fixed batches)' (--fixed-too) are the same N run with batch_time_ms 0 "
+        "(the engine before) in the same deployment after the others, each against the fixed solo run: "
+        "*_vs_fixed_batches compares the two at equal N (rows per CPU s: ours / fixed).",
     ]
 
 
@@ -908,6 +931,14 @@ def main() -> int:
         action="store_true",
         help="run the solo job again at the end (a control for drift of the machine's load)",
     )
+    parser.add_argument(
+        "--batch-time-ms", type=int, help="the jobs' env.batch_time_ms (default: the engine's; 0 = fixed batches)"
+    )
+    parser.add_argument(
+        "--fixed-too",
+        action="store_true",
+        help="then every N again with fixed batches (batch_time_ms 0, tagged fixed_n<N>): before/after at one load",
+    )
     parser.add_argument("--timeout", type=float, default=1500.0, help="seconds one DAG run may take")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, checkpoints)")
     parser.add_argument("--out", action="store_true", help="write the result (the default)")
@@ -935,6 +966,7 @@ def main() -> int:
     try:
         deployment.start()
         plan = [(n, f"n{n}") for n in counts] + ([(1, "n1_again")] if args.solo_again else [])
+        plan += [(n, f"fixed_n{n}") for n in counts] if args.fixed_too else []
         for n, tag in plan:
             try:
                 runs[tag] = run_n(deployment, work, n, tag, args)
@@ -966,6 +998,8 @@ def main() -> int:
             "parallelism": args.parallelism,
             "interval_ms": 1000,
             "solo_again": args.solo_again,
+            "batch_time_ms": args.batch_time_ms,
+            "fixed_too": args.fixed_too,
             "throughput": "total rows (distinct ids counted in the output) / (last job's end - first "
             "job's start); Spark-job span from the attempt records in checkpoint storage "
             "(claim -> outcome recorded), task span from Airflow's task instances",

@@ -175,8 +175,21 @@ class ReaderContext:
 
     subtask: int
     parallelism: int
-    #: rows per batch the source should aim for
+    #: rows per batch the source should aim for (the job's ``env.batch_size``)
     batch_size: int = 65_536
+    #: batches sized by time (engine/batch_sizer.py): the most rows the engine wants in
+    #: the next batch, changed by the subtask between two ``read_batch`` calls while its
+    #: CPU is shared; None: no limit. Readers follow it through ``rows_for_next_batch``.
+    row_limit: int | None = None
+
+    def rows_for_next_batch(self, configured: int | None = None) -> int:
+        """The rows a reader puts in its next batch: the source's own batch size
+        (``configured``), else the job's, within the engine's current ``row_limit``. A
+        reader that asks at every ``read_batch`` (not once when it is created) lets a
+        barrier wait at most about one target time for the batch in flight."""
+        rows = configured or self.batch_size
+        limit = self.row_limit
+        return max(1, rows if limit is None else min(rows, limit))
 
 
 class SourceReader:

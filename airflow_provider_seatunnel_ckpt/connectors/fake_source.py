@@ -229,7 +229,7 @@ class FakeSource(Source):
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= total:
             raise ValueError(f"FakeSource split {split.split_id}: position {position!r} is not a row in [0, {total}]")
         pause = self.read_interval_ms / 1000 if int(split.spec["chunk"]) > 0 and position == 0 else 0.0
-        return FakeReader(self, split, position, total, context.batch_size, pause)
+        return FakeReader(self, split, position, total, context, pause)
 
     # ---- values --------------------------------------------------------------------------
     def block(self, split: Split, block: int) -> pa.RecordBatch:
@@ -342,12 +342,14 @@ class FakeSource(Source):
 
 
 class FakeReader(SourceReader):
-    def __init__(self, source: FakeSource, split: Split, position: int, total: int, batch_size: int, pause_s: float):
+    def __init__(
+        self, source: FakeSource, split: Split, position: int, total: int, context: ReaderContext, pause_s: float
+    ):
         self._source = source
         self._split = split
         self._next = position
         self._total = total
-        self._batch_size = max(1, batch_size)
+        self._context = context  #: its row limit is read at every batch (batches sized by time)
         self._pause_s = pause_s
         #: the block the last batch came from: batches smaller than a block slice it again
         self._block: tuple[int, pa.RecordBatch] | None = None
@@ -362,7 +364,7 @@ class FakeReader(SourceReader):
         if self._block is None or self._block[0] != block:
             self._block = (block, self._source.block(self._split, block))
         rows = self._block[1]
-        count = min(self._batch_size, rows.num_rows - offset)
+        count = min(self._context.rows_for_next_batch(), rows.num_rows - offset)
         self._next += count
         return rows.slice(offset, count)
 

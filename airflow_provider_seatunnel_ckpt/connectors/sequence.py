@@ -10,7 +10,8 @@ Options:
 * ``rows`` (required, >= 0)
 * ``splits``: number of ranges; default = the parallelism when the job first plans its
   splits (the plan is stored in the checkpoint, so a restore keeps it)
-* ``batch_size``: rows per batch (default: the runtime's batch size, 65536)
+* ``batch_size``: rows per batch (default: the runtime's batch size, 65536); at most,
+  while the engine sizes batches by time (``ReaderContext.rows_for_next_batch``)
 * ``payload_bytes``: when > 0, a ``payload`` column of ``fixed_size_binary(n)`` is
   added: the same pseudo-random bytes reused for every batch, so it costs no CPU
 * ``rows_per_second``: total rate of the whole job (0 = unlimited). A subtask gets
@@ -144,7 +145,7 @@ class SequenceSource(Source):
         if self.rows_per_second > 0:
             limiter = self._limiter(context, int(split.spec["count"]))
             batch_size = min(batch_size, max(1, int(limiter.rate * RATE_LIMITED_BATCH_S)))
-        return SequenceReader(self, position, end, batch_size, limiter)
+        return SequenceReader(self, position, end, batch_size, limiter, context)
 
     def _limiter(self, context: ReaderContext, count: int) -> RateLimiter:
         """One limiter per subtask, shared by the readers of its splits."""
@@ -169,15 +170,25 @@ class SequenceSource(Source):
 
 
 class SequenceReader(SourceReader):
-    def __init__(self, source: SequenceSource, position: int, end: int, batch_size: int, limiter: RateLimiter | None):
+    def __init__(
+        self,
+        source: SequenceSource,
+        position: int,
+        end: int,
+        batch_size: int,
+        limiter: RateLimiter | None,
+        context: ReaderContext | None = None,
+    ):
         self._source = source
+        self._context = context  #: its row limit is read at every batch (batches sized by time)
         self._next = position
         self._end = end
         self._batch_size = batch_size
         self._limiter = limiter
 
     def read_batch(self) -> pa.RecordBatch | None:
-        n = min(self._batch_size, self._end - self._next)
+        rows = self._batch_size if self._context is None else self._context.rows_for_next_batch(self._batch_size)
+        n = min(rows, self._end - self._next)
         if n <= 0:
             return None
         if self._limiter is not None:

@@ -2,7 +2,8 @@
 
 Runs inside a long-running Spark task, on three kinds of threads: the processing thread
 (the Spark task's own: reads, transforms and writes Arrow batches, and between two
-batches checks a flag for a barrier), the control channel's reader thread (records
+batches checks a flag for a barrier; the batches are sized by time, engine/batch_sizer.py,
+so a barrier waits about one target time for the batch in flight), the control channel's reader thread (records
 coordinator messages) and one async thread that finishes each barrier in order (stages
 the epoch's sink output, encodes and uploads the snapshot, then ACKs or declines). At a
 barrier the processing thread only takes the synchronous snapshot and a fresh sink
@@ -28,6 +29,7 @@ from ..jobfile.spec import JobSpec
 from ..storage import StateHandle as StoredHandle
 from ..storage.layout import Layout
 from ..storage.model import INLINE_STATE_LIMIT
+from .batch_sizer import DEFAULT_TARGET_MS, BatchSizer
 from .messages import (
     AbortCheckpoint,
     Ack,
@@ -133,6 +135,12 @@ class SubtaskRuntime:
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
+        #: batches sized by time: the row limit of the next batch, from the pace of the last
+        target_ms = self.spec.env.get("batch_time_ms", DEFAULT_TARGET_MS)
+        self._sizer = BatchSizer(self.spec.batch_size, target_ms / 1000)
+        self._clock: Callable[[], float] = time.perf_counter
+        #: what the readers and transforms are given (its row_limit is the sizer's)
+        self._context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
         self.rows_total = 0
         self.barriers_handled = 0
         self._client: Any = None
@@ -293,7 +301,8 @@ class SubtaskRuntime:
         self._sink: Sink | None = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
-        context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
+        self._context = context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
+        context.row_limit = self._sizer.limit
         for transform in transforms:
             transform.open(context)
         share = self._my_splits()
@@ -409,6 +418,7 @@ class SubtaskRuntime:
             self._check()
         if self._finish_id is not None:  # stop-with-savepoint: later rows are not covered
             return _STOPPED
+        started = self._clock()
         batch = reader.read_batch()
         if batch is None:
             return _SPLIT_ENDED
@@ -420,6 +430,8 @@ class SubtaskRuntime:
                 self._writer.write(out)
             self._rows_since_barrier += out.num_rows
         state.position = reader.position()
+        if self._sizer.enabled:
+            self._context.row_limit = self._sizer.record(batch.num_rows, self._clock() - started)
         return _READ
 
     def _tell_source_completed(self) -> None:

@@ -23,7 +23,11 @@ _ENV_KEYS = {
     "checkpoint.interval": int,
     "checkpoint.timeout": int,
     "batch_size": int,
+    #: batches sized by time: the target ms of one batch, 0 = fixed batches (engine/batch_sizer.py)
+    "batch_time_ms": int,
 }
+#: int keys that may be 0
+_ZERO_ALLOWED = frozenset({"batch_time_ms"})
 #: SeaTunnel env keys with no meaning here, and why (job files shared with SeaTunnel keep them)
 _SEATUNNEL_ENV = {
     "job.retry.times": "SeaTunnel's own restarts; here the Airflow task's retries resume the job",
@@ -89,8 +93,10 @@ def read_env(doc: Mapping[str, Any], warnings: list[str]) -> tuple[dict[str, Any
         if kind is int:
             if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
                 env[key] = value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"env.{key}", f"expected a positive integer, got {value!r}")
+            least = 0 if key in _ZERO_ALLOWED else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                expected = "an integer >= 0" if least == 0 else "a positive integer"
+                raise ConfigError(f"env.{key}", f"expected {expected}, got {value!r}")
         elif not isinstance(value, str):
             raise ConfigError(f"env.{key}", f"expected a string, got {value!r}")
     mode = str(env.get("job.mode", "BATCH")).strip().upper()

@@ -42,7 +42,7 @@ seatunnel:
 
 # ``query`` (optional): a Sql transform between source and sink, the per-row work of the job
 JOB = """\
-env: {job.name: "scale-jobs-{{ task.task_id }}", parallelism: {{ params.parallelism }}}
+env: {job.name: "scale-jobs-{{ task.task_id }}", parallelism: {{ params.parallelism }}{% if params.batch_time_ms != "" %}, batch_time_ms: {{ params.batch_time_ms }}{% endif %}}
 source:
   - {plugin_name: Sequence, rows: {{ params.rows }}, batch_size: {{ params.batch_size }}}
 {% if params.query %}transform:
@@ -65,6 +65,7 @@ for n in COUNTS:
             "parallelism": 2,
             "query": "",
             "tag": "run",
+            "batch_time_ms": "",  # "": the engine's default; 0: fixed batches
         },
         tags=["seatunnel-ckpt", "bench"],
     ):
