@@ -24,8 +24,11 @@ from .storage import STREAM_BLOCK_SIZE
 log = logging.getLogger(__name__)
 
 LZOP_MAGIC = b"\x89LZO\x00\r\n\x1a\n"
-#: SeaTunnel's sink (aircompressor's LzopCodec) reads only files whose flags are 0 and
-#: whose header says at most these versions, so the writer says exactly that
+#: SeaTunnel's source (aircompressor's LzopCodec) reads only files whose flags are 0,
+#: whose method is 1 and whose header says at most these versions, so the writer says
+#: exactly that. Its LZO1X decoder (SeaTunnel 2.3.4's, older than aircompressor 0.12)
+#: still misreads the 2-byte matches of lzallright's blocks (docs/seatunnel.md,
+#: "Differential test against SeaTunnel's own engine")
 _WRITE_VERSION, _WRITE_LIB_VERSION, _WRITE_NEEDED = 0x1010, 0x2050, 0x0940
 _METHOD_LZO1X_1, _LEVEL = 1, 5
 _LZO1X_METHODS = (1, 2, 3)  # LZO1X-1, LZO1X-1(15), LZO1X-999: one decompressor reads all
