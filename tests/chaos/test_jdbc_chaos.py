@@ -1,8 +1,8 @@
-"""Chaos, exactly-once, with a real PostgreSQL: a 1,000,000-row table read in 4 key-range
-splits into parquet, and a Sequence written into a table through prepared transactions,
-each under executor-worker kills, a PostgreSQL crash-restart (``pg_ctl restart -m
-immediate``) and driver SIGKILLs with reruns (``--restore latest``). Every id is
-counted: with pyarrow in the parquet output, with SQL in the table."""
+"""Chaos, exactly-once, for the Jdbc source on a real PostgreSQL: a 1,000,000-row table read
+in 4 key-range splits into parquet, under executor-worker kills, a PostgreSQL
+crash-restart (``pg_ctl restart -m immediate``) and driver SIGKILLs with reruns
+(``--restore latest``). Every id is counted with pyarrow in the parquet output. The Jdbc
+sink's chaos run is the job with every sink's (test_every_sink_chaos.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.jdbc.conftest import PG_OPTIONS, Database, prepared_gids, variables_file
+from tests.integration.jdbc.conftest import PG_OPTIONS, Database, variables_file
 from tests.support.chaos import ChaosRecord, chaos_runs
 from tests.support.postgres import restart_postgres
 from tests.support.workspace import Workspace, read_output, tally
@@ -47,19 +47,6 @@ def _chaos_runs(
     )
 
 
-def _missing_ranges(db: Database, table: str, limit: int = 20) -> list[tuple[int, int]]:
-    """The first ``limit`` runs of ids 0..ROWS-1 absent from ``table`` (first, last): which
-    epochs a loss hit, for the next engineer to find in the drivers' logs."""
-    return [
-        (int(first), int(last))
-        for first, last in db.sql(
-            f"SELECT min(g), max(g) FROM (SELECT g, g - row_number() OVER (ORDER BY g) AS run "
-            f"FROM generate_series(0, {ROWS - 1}) g WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.id = g)) m "
-            f"GROUP BY run ORDER BY 1 LIMIT {limit}"
-        )
-    ]
-
-
 def test_postgres_table_to_parquet_under_kills(
     workspace: Workspace, db: Database, chaos: tuple[random.Random, ChaosRecord]
 ) -> None:
@@ -78,25 +65,4 @@ def test_postgres_table_to_parquet_under_kills(
     result = tally(table.column("id").combine_chunks(), ROWS)
     record.rows, record.lost, record.duplicated = result.rows, result.lost, result.duplicated
     assert result.exactly_once, f"seed {record.seed}: {result}; kill points: {record.kill_points}"
-    assert len(record.kill_points) >= 5, record.kill_points
-
-
-def test_sequence_to_postgres_under_kills(
-    workspace: Workspace, db: Database, chaos: tuple[random.Random, ChaosRecord]
-) -> None:
-    rng, record = chaos
-    started = time.monotonic()
-    job = workspace.write_job(
-        {"plugin_name": "Sequence", "rows": ROWS, "rows_per_second": 60_000, "batch_size": 5_000},
-        {"plugin_name": "Jdbc", **PG_OPTIONS, "table": "public.sink_out", "primary_keys": ["id"]},
-    )
-    _chaos_runs(workspace, db, record, rng, job, "chaos-pg-sink")
-    record.elapsed_s = time.monotonic() - started
-    count, distinct, low, high = db.ids("sink_out")
-    record.rows, record.duplicated = count, count - distinct
-    record.lost = ROWS - distinct if (low, high) == (0, ROWS - 1) or distinct < ROWS else 0
-    assert (count, distinct, low, high) == (ROWS, ROWS, 0, ROWS - 1), (
-        f"seed {record.seed}: {record.summary()}; missing id ranges: {_missing_ranges(db, 'sink_out')}"
-    )
-    assert prepared_gids(db) == [], "prepared transactions left behind"
     assert len(record.kill_points) >= 5, record.kill_points

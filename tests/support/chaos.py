@@ -65,6 +65,10 @@ def chaos(request: pytest.FixtureRequest) -> Iterator[tuple[random.Random, Chaos
 
 #: every retry of a killed subtask is a Spark task failure; allow plenty
 MAX_TASK_FAILURES = "spark.task.maxFailures=40"
+#: a completed checkpoint that carried rows: the kills wait for one, so they land while
+#: the sinks write, not while they still open (several sinks can take seconds to, and
+#: a run's first checkpoint may then carry none)
+WROTE_ROWS = r"checkpoint \d+ \(checkpoint\) completed in \d+ ms, [^,]*, [1-9][\d,]* rows;"
 
 
 def kill_workers(
@@ -108,7 +112,8 @@ def chaos_runs(
     max_runs: int = 8,
 ) -> list[str]:
     """Run 1: two worker kills, ``disrupt`` (a database crash...), a driver kill; run 2: a
-    driver kill after a completed checkpoint; then reruns until one exits 0. Run 3 thus
+    driver kill after a completed checkpoint; then reruns until one exits 0. Each kill
+    waits for its run's first checkpoint that carried rows (``WROTE_ROWS``). Run 3 thus
     restores a checkpoint that a restored run completed (state carried through two
     restores); a third driver kill would repeat run 2's case at the cost of a Spark start.
     Returns every run's stderr; fails the test when no run finished."""
@@ -116,7 +121,7 @@ def chaos_runs(
     logs = []
     with workspace.start(job, config, job_id, *args) as driver:
         record.driver_runs += 1
-        assert driver.wait_for(r"checkpoint 1 \(checkpoint\) completed", 180), driver.stderr()
+        assert driver.wait_for(WROTE_ROWS, 240), driver.stderr()
         kill_workers(driver, rng, record, kills=2, gap=(1.0, 2.5))
         time.sleep(rng.uniform(0.5, 2.0))
         if disrupt is not None and driver.poll() is None:
@@ -131,7 +136,7 @@ def chaos_runs(
     for run in range(2, max_runs + 1):
         with workspace.start(job, config, job_id, "--restore", "latest", *args) as driver:
             record.driver_runs += 1
-            if run <= 2 and driver.wait_for(r"checkpoint \d+ \(checkpoint\) completed", 180):
+            if run <= 2 and driver.wait_for(WROTE_ROWS, 240):
                 time.sleep(rng.uniform(0.2, 3.0))
                 if driver.poll() is None:
                     driver.kill()

@@ -1,6 +1,6 @@
 """PostgreSQL faults the Jdbc suites share (real Spark, the ``postgres_server`` fixture): a
 crash-restart of the server under a chaos run, and a driver killed at a moment when it
-holds prepared transactions."""
+holds prepared transactions; the runs of ids a table lacks, to name the epochs a loss hit."""
 
 from __future__ import annotations
 
@@ -36,3 +36,16 @@ def kill_with_prepared_in_flight(driver: Driver, db: Database, deadline_s: float
             return len(in_flight)
         os.kill(driver.pid, signal.SIGCONT)
     raise AssertionError(f"no prepared transaction seen in {deadline_s} s\n{driver.stderr()}")
+
+
+def missing_ranges(db: Database, table: str, rows: int, limit: int = 20) -> list[tuple[int, int]]:
+    """The first ``limit`` runs of ids 0..rows-1 absent from ``table`` (first, last): which
+    epochs a loss hit, for the next engineer to find in the drivers' logs."""
+    return [
+        (int(first), int(last))
+        for first, last in db.sql(
+            f"SELECT min(g), max(g) FROM (SELECT g, g - row_number() OVER (ORDER BY g) AS run "
+            f"FROM generate_series(0, {rows - 1}) g WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE t.id = g)) m "
+            f"GROUP BY run ORDER BY 1 LIMIT {limit}"
+        )
+    ]

@@ -327,7 +327,7 @@ class Workspace:
     def write_job(
         self,
         source: Mapping[str, Any],
-        sink: Mapping[str, Any] | None = None,
+        sink: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         transforms: Sequence[Mapping[str, Any]] = (),
         *,
         name: str = "job",
@@ -343,7 +343,7 @@ class Workspace:
         }
         if transforms:
             doc["transform"] = [dict(t) for t in transforms]
-        doc["sink"] = [dict(sink)]
+        doc["sink"] = [dict(sink)] if isinstance(sink, Mapping) else [dict(s) for s in sink]
         path = self.root / (file_name or f"{name}.yaml")
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
