@@ -1,59 +1,17 @@
 """Connector registry: a job file's ``plugin_name`` -> source, transform or sink class.
 
-Names are case-insensitive (``Sequence``, ``sequence``). Built-ins are registered as
-dotted strings, so a connector's module (and its dependencies) is imported only when a
-job uses it; :func:`register_source` and friends add more (a class or ``"module:Class"``).
-The transforms are in the package beside this one (``..transforms``, SeaTunnel's
-transforms-v2); a dotted string names them without importing them.
+Names are case-insensitive. Built-ins are registered as dotted strings, so a connector's
+module (and its dependencies) is imported only when a job uses it; :func:`register_source`
+and friends add more (a class or ``"module:Class"``). The transforms live in the package
+beside this one (``..transforms``, SeaTunnel's transforms-v2).
 
 :func:`load_source`, :func:`load_transform` and :func:`load_sink` build a connector from
-one job-file entry (``{"plugin_name": "File", "path": ...}``). Connectors validate their
-options in ``__init__`` and name the option in each ``ConfigError``; these functions put
-the entry's key in front (``source[0].rows``) and remember it on the instance as
-``config_key`` for errors found later on an executor. SeaTunnel's table-wiring keys
-(``plugin_input``, ``plugin_output``, ``source_table_name``, ``result_table_name``)
-mean nothing in a linear pipeline and are dropped.
+one job-file entry: they put the entry's key in front of the connector's ``ConfigError``
+(``source[0].rows``), keep it as ``config_key`` for errors found later on an executor, and
+drop SeaTunnel's table-wiring keys, which mean nothing in a linear pipeline.
 
-=========  ==============  =====================================================
-kind       plugin_name     class
-=========  ==============  =====================================================
-source     ``Sequence``    :class:`.sequence.SequenceSource`
-source     ``FakeSource``  :class:`.fake_source.FakeSource` (SeaTunnel's, repeatable values)
-source     ``File``        :class:`.file.source.FileSource`
-source     ``LocalFile``   :class:`.file.local.LocalFileSource` (SeaTunnel's, on the File source)
-source     ``S3File``      :class:`.file.s3.S3FileSource` (SeaTunnel's)
-source     ``OssFile``     :class:`.file.oss.OssFileSource` (SeaTunnel's)
-source     ``HdfsFile``    :class:`.file.hdfs.HdfsFileSource` (SeaTunnel's, over WebHDFS)
-source     ``Jdbc``        :class:`.jdbc.source.JdbcSource` (PostgreSQL)
-source     ``Iceberg``     :class:`.lakehouse.iceberg_source.IcebergSource` (one pinned snapshot)
-source     ``Delta``       :class:`.lakehouse.delta_source.DeltaSource` (one pinned version)
-source     ``Kafka``       :class:`.kafka.source.KafkaSource` (offsets in the checkpoint)
-transform  ``Python``      :class:`..transforms.python_function.PythonTransform`
-transform  ``CountByKey``  :class:`..transforms.count_by_key.CountByKeyTransform`
-transform  ``Select``      :class:`..transforms.select.SelectTransform`
-transform  ``Rename``      :class:`..transforms.rename.RenameTransform`
-transform  ``Filter``      :class:`..transforms.filter.FilterTransform` (a SQL condition)
-transform  ``Sql``         :class:`..transforms.sql.SqlTransform` (DuckDB, per batch)
-transform  ``FieldMapper`` :class:`..transforms.fields.FieldMapperTransform` (SeaTunnel's)
-transform  ``Copy``        :class:`..transforms.fields.CopyTransform` (SeaTunnel's)
-transform  ``Replace``     :class:`..transforms.fields.ReplaceTransform` (SeaTunnel's)
-transform  ``Split``       :class:`..transforms.fields.SplitTransform` (SeaTunnel's)
-transform  ``JsonPath``    :class:`..transforms.json_path.JsonPathTransform` (SeaTunnel's, Jayway's path rules)
-transform  ``FilterRowKind`` :class:`..transforms.row_kind.FilterRowKindTransform` (SeaTunnel's: rows by kind)
-transform  ``RowKindExtractor`` :class:`..transforms.row_kind.RowKindExtractorTransform` (SeaTunnel's: kind to a column)
-sink       ``File``        :class:`.file.sink.FileSink`
-sink       ``LocalFile``   :class:`.file.local.LocalFileSink` (SeaTunnel's, the File sink's 2PC)
-sink       ``S3File``      :class:`.file.s3.S3FileSink` (SeaTunnel's)
-sink       ``OssFile``     :class:`.file.oss.OssFileSink` (SeaTunnel's)
-sink       ``HdfsFile``    :class:`.file.hdfs.HdfsFileSink` (SeaTunnel's, over WebHDFS)
-sink       ``Console``     :class:`.console.ConsoleSink`
-sink       ``Assert``      :class:`.assert_sink.AssertSink` (SeaTunnel's rules; writes nothing)
-sink       ``InMemory``    :class:`.in_memory.InMemorySink` (SeaTunnel's e2e test sink; keeps nothing)
-sink       ``Jdbc``        :class:`.jdbc.sink.JdbcSink` (PostgreSQL, exactly once)
-sink       ``Iceberg``     :class:`.lakehouse.iceberg_sink.IcebergSink` (one snapshot per checkpoint)
-sink       ``Delta``       :class:`.lakehouse.delta_sink.DeltaSink` (one commit per checkpoint)
-sink       ``Kafka``       :class:`.kafka.sink.KafkaSink` (at least once)
-=========  ==============  =====================================================
+The built-in names and their classes are ``_registry`` below; what each does:
+docs/jobs.md, and docs/seatunnel.md ("Connectors and transforms") for SeaTunnel's.
 """
 
 from __future__ import annotations

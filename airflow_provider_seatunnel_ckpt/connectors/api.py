@@ -4,38 +4,15 @@ Records move as ``pyarrow.RecordBatch`` end to end; no connector works row by ro
 Python. Everything a connector keeps across a checkpoint is JSON-safe or raw bytes:
 nothing is pickled, so a checkpoint written by one release is readable by the next.
 
-Division of work (SeaTunnel/Flink style):
+A **source** is split on the driver (``Source.splits``) and its splits are dealt to
+subtasks deterministically (``assign_splits``); a ``SourceReader`` reads one split from
+a JSON *position*. A stateful **transform** keeps one state per split, so state moves
+with its split on rescale. A **sink**'s ``SinkWriter`` stages its output at each barrier
+(``prepare_commit``); the driver's ``SinkCommitter`` commits it, idempotently, once the
+checkpoint is durable, and ``cleanup`` removes what no completed checkpoint covers.
 
-* A **source** is split into ``Split``\\ s on the driver (``Source.splits``). Splits are
-  dealt to subtasks deterministically (``assign_splits``), so a restore with another
-  parallelism simply deals them again. A ``SourceReader`` reads one split from a
-  *position* (JSON) and reports its current position at every barrier.
-* **State is scoped to a split.** A stateful transform keeps one state per split
-  (``Transform.process(batch, split_state)``), so state moves with its split on
-  rescale and no key-group machinery is needed (there is no shuffle inside a pipeline).
-* **State snapshot contract** (Flink's synchronous/asynchronous snapshot split). At a
-  barrier the processing thread takes only a structural snapshot of every split's state
-  (``engine/state_codec.snapshot_split_states``): dicts and lists are copied, the values
-  in them are *shared*; the async thread serialises and uploads the snapshot later,
-  while ``process`` already runs on the next batches. Therefore:
-
-  - containers (dict, list) may be updated in place at any time;
-  - a value object must never be changed after it was put into the state: replace it
-    with a new one instead. ``str``, numbers and ``bytes`` are immutable, so this only
-    concerns a ``memoryview``: its underlying buffer must not change once it is in the
-    state. A ``bytearray`` is copied at the barrier (a full copy on the processing
-    thread: use ``bytes`` for big state). ``bytearray`` and ``memoryview`` values are
-    restored as ``bytes``;
-  - raw bytes and strings of ``state_codec.BLOB_STR_MIN`` characters or more are
-    written as raw blobs (no base64, no escaping), so big state costs a copy and the
-    upload, not a serialisation.
-* A **sink** writes through a ``SinkWriter`` on each subtask. At a barrier the writer
-  ``prepare_commit``\\ s: it makes its output since the previous barrier durable in a
-  *staged* (hidden) form and returns a JSON commit info. Only after the checkpoint is
-  durable does the driver run ``SinkCommitter.commit`` on the commit infos of every
-  prepared checkpoint <= the completed one. Commits are idempotent and are replayed on
-  restore; staged output that no completed checkpoint covers is removed by
-  ``SinkCommitter.cleanup``.
+The state snapshot contract (never change a value object once it is in the state):
+docs/architecture.md, "A subtask's state, as bytes"; writing a connector: docs/jobs.md.
 """
 
 from __future__ import annotations
@@ -293,8 +270,10 @@ class Transform(Configured):
 
     def process(self, batch: pa.RecordBatch, split_state: dict[str, Any] | None) -> pa.RecordBatch | None:
         """Return the transformed batch (None drops it). ``split_state`` is this split's
-        mutable state for stateful transforms (JSON-safe values or ``bytes``; see the
-        snapshot contract in the module docstring), None otherwise."""
+        mutable state for stateful transforms (JSON-safe values or ``bytes``), None
+        otherwise. Containers may be updated in place; a value object must never be
+        changed once it is in the state (the snapshot contract: docs/architecture.md,
+        "A subtask's state, as bytes")."""
         raise NotImplementedError
 
 

@@ -1,37 +1,13 @@
 """``Assert``: SeaTunnel's test sink, under its name and rules. It writes nothing; it fails
-the job when the rows break a rule::
+the job when the rows break a rule.
 
-    sink { Assert { rules {
-        row_rules = [ {rule_type = MIN_ROW, rule_value = 100}, {rule_type = MAX_ROW, rule_value = 100} ]
-        field_rules = [ {field_name = name, field_type = string,
-                         field_value = [ {rule_type = NOT_NULL}, {rule_type = MIN_LENGTH, rule_value = 5} ]},
-                        {field_name = id, field_type = int, field_value = [ {equals_to = 1} ]} ]
-    } } }
+Field rules are checked on every row as it arrives (the first broken one fails the job
+at once, with one line); ``row_rules`` when the job has finished, over every row the sink
+received, counted once however many times the job was restored; ``catalog_table_rule``
+before the job starts, against the source's ``schema`` block (:mod:`.table_metadata`).
+``tables_configs`` and ``table-names`` give several tables their own rules.
 
-As in SeaTunnel, a field rule is checked on every row as it arrives: the column's type must
-be ``field_type`` (a null value breaks the rule unless ``field_type`` is ``null``), then
-each ``field_value`` entry holds: ``NULL``, ``NOT_NULL``, ``MIN``/``MAX`` (numbers),
-``MIN_LENGTH``/``MAX_LENGTH`` (the value's text), ``equals_to`` (a value in the job file's
-form, converted to the column's type). The first broken rule fails the job at once, with
-one line naming the rule, the field, the value and the row. ``row_rules``
-(``MIN_ROW``/``MAX_ROW``) are checked when the job has finished, over every row the sink
-received, counted once however many times the job was restored.
-
-Several tables (a source with ``tables_configs``): ``tables_configs`` gives each table,
-by ``table_path``, its own ``row_rules`` and ``field_rules`` (the top-level rules hold for
-every table's rows), and ``table-names`` lists the tables the sink must receive, no more
-and no fewer, as SeaTunnel checks them.
-
-``catalog_table_rule`` (primary key, constraint keys, columns with their length,
-nullability, default and comment, and the table identifier) is checked before the job
-starts against what the source's ``schema`` block declares (:mod:`.table_metadata`), as
-SeaTunnel checks it when the sink is created.
-
-Where it differs: the type check compares the column's type (Arrow's, in SeaTunnel's
-names), so ``decimal(10, 2)`` equals any value of that column whatever its written scale.
-A transform that builds its output schema anew (``FieldMapper``, ``Sql``...) passes the
-columns on but not the keys or the identifier (``Copy``, ``Split`` and the others that
-add columns keep them): a key rule after one fails with a line saying so.
+The rules, an example and where it differs from SeaTunnel: docs/seatunnel.md, "Assert".
 """
 
 from __future__ import annotations

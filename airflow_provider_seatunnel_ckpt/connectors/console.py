@@ -1,25 +1,12 @@
 """``Console`` sink: prints each checkpoint's rows on the driver's stdout (debugging).
 
-Like Structured Streaming's console sink, the output is printed by the driver, on its
-standard output, one block per epoch (the rows between two checkpoints) and subtask::
+Spark sends whatever an executor's Python worker prints to the executor JVM's stderr,
+mixed with Spark's logging, so the writer on the executor only counts rows and keeps
+the first ``limit`` of each epoch; these travel as the epoch's commit info, and the
+driver-side committer prints them once the checkpoint is complete (progress stays on
+stderr). Change rows print with their kind, in SeaTunnel's console words.
 
-    [Console subtask 0] checkpoint 3: 2,000 rows in 2 batches (total 4,000)
-      {'id': 2000}
-      ...
-
-Spark sends whatever an executor's Python worker prints to the executor JVM's
-*stderr*, mixed with Spark's logging, so the writer on the executor only counts rows
-and keeps the first ``limit`` of each epoch (option ``limit``, default 5; 0 prints the
-counts only). These travel as the epoch's commit info, and the driver-side committer
-prints them once the checkpoint is complete. Progress lines stay on stderr, so
-``seatunnel-ckpt run job.yaml > rows.txt`` captures the rows alone.
-
-Change rows (``transforms/row_kind.py``) reach it with their kind, and every sample row
-of such a source says its kind, in SeaTunnel's console words: ``kind=UPDATE_BEFORE {...}``
-(``kind=INSERT`` for the inserts among them); rows of other sources print as before.
-
-Nothing is printed for rows a checkpoint never covered; after a restart, the epochs of
-the checkpoint the run restores from are printed again (their commit is replayed).
+Output format, options and replays: docs/jobs.md, "`Console`".
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """``FakeSource``: SeaTunnel's test-data source, under its name and options.
 
-Generates rows of a ``schema`` (SeaTunnel's ``fields`` or ``columns`` form, every type:
-strings, numbers, ``decimal(p, s)``, bytes, date, time, timestamp, null, arrays, maps and
-nested rows), or emits the explicit ``rows`` of the job file. As in SeaTunnel:
+Generates rows of a ``schema`` (every SeaTunnel type), ``row.num`` per reader, or emits
+the explicit ``rows`` of the job file, as SeaTunnel does. Where it differs, on purpose:
+values are random but repeatable (seeded by the split and the row's position), so a run
+restored from a checkpoint emits exactly the rows the failed run would have.
 
-* ``row.num`` (default 5) rows *per reader*: the source's ``parallelism`` (its own option,
-  else ``env.parallelism``) readers make ``row.num x parallelism`` rows in all;
-* each reader's rows are cut into splits of ``ceil(row.num / split.num)`` rows;
-* explicit ``rows`` replace ``row.num``: every split emits the whole list;
-* value options: ``string.length``, ``bytes.length``, ``array.size``, ``map.size``,
-  ``<type>.min`` / ``<type>.max`` (upper bound exclusive, within the type's non-negative
-  range), ``<type>.template`` (a list to pick from) for string, tinyint, smallint, int,
-  bigint, float and double, ``date.year.template`` ... ``time.second.template``; no random
-  nulls; a column's ``defaultValue`` (columns form) is used as is.
-
-Where it differs, on purpose:
-
-* **Values are random but repeatable**: seeded by the split and the row's position, so a
-  run restored from a checkpoint emits exactly the rows the failed run would have (the
-  year of generated dates is fixed when the job first plans its splits).
-* ``split.read-interval`` (ms) is the pause between two splits of a reader; SeaTunnel also
-  sleeps 1 s on every poll, which only slows a job down.
-* ``rows`` may be change rows (``kind = UPDATE_BEFORE``, ``UPDATE_AFTER``, ``DELETE``, the
-  exact name as SeaTunnel's ``RowKind.valueOf`` takes it): the batches then carry each
-  row's kind (``transforms/row_kind.py``), and only then, so jobs of inserts keep their
-  schema.
-* ``tables_configs`` (several tables from one source): one FakeSource per table, made by the
-  registry (``connectors/union.py``); each table is named by its ``schema.table``.
+Options, change rows (``kind``), ``tables_configs`` and every other difference:
+docs/seatunnel.md, "FakeSource".
 """
 
 from __future__ import annotations

@@ -3,30 +3,11 @@
 
 It writes nothing anywhere: each writer keeps the batches of the current epoch in memory
 (dropped at every barrier and when the subtask ends) and hands the row count over as its
-commit info. Its options exist to make a job fail on purpose, and do so here too:
+commit info. Its options exist to make a job fail on purpose, and do so here too; only
+``throw_runtime_exception_list`` is retryable (``ConnectorError``), the others fail the
+job at once (``DataError``: the same options fail the same way again).
 
-=================================  ==========================================================
-option                             here
-=================================  ==========================================================
-``throw_exception``                prepare_commit sleeps 4 s, then the job fails with
-                                   ``InMemory: write failed`` (SeaTunnel's IOException)
-``throw_out_of_memory``            the first write fails the job (``OutOfMemoryError`` named
-                                   in the message; no real ``MemoryError`` is raised, which
-                                   would be mistaken for the worker running out)
-``checkpoint_sleep``               prepare_commit sleeps 5 s
-``throw_exception_of_committer``   the driver's commit fails the job (``commit failed``)
-``assert_options_key``/``_value``  must be equal after table placeholders are filled, else
-                                   a ConfigError; placeholders this engine does not fill
-                                   (``${primary_key}``...) match anything, with a warning
-``throw_runtime_exception_list``   the first write of subtask attempt N fails with entry N
-                                   (the last entry once N passes the list)
-=================================  ==========================================================
-
-SeaTunnel restores the whole job ``job.retry.times`` times (default 3) after such a
-failure; here ``throw_exception``, ``throw_out_of_memory`` and the committer error fail at
-once (``DataError``: the same options fail the same way again), and only
-``throw_runtime_exception_list`` is retryable (``ConnectorError``), so the subtask
-retries Spark gives show its next entries.
+The options and where they differ from SeaTunnel: docs/seatunnel.md, "InMemory".
 """
 
 from __future__ import annotations

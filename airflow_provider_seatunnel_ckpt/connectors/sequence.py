@@ -3,21 +3,13 @@
 Emits an ``id`` int64 column with every value ``0 .. rows-1`` exactly once. The ids are
 cut into ``splits`` contiguous ranges (split ``i`` of ``n`` holds
 ``[rows*i//n, rows*(i+1)//n)``); a reader's position is the next id it will emit, so a
-restored reader continues exactly where the checkpoint left off.
+restored reader continues exactly where the checkpoint left off. ``payload_bytes`` reuses
+the same pseudo-random bytes for every batch, so it costs no CPU. ``rows_per_second`` is
+the whole job's rate: a subtask gets its splits' share, its readers share one limiter,
+and batches are cut to about 0.1 s of rows so a barrier never waits long behind a
+sleeping reader.
 
-Options:
-
-* ``rows`` (required, >= 0)
-* ``splits``: number of ranges; default = the parallelism when the job first plans its
-  splits (the plan is stored in the checkpoint, so a restore keeps it)
-* ``batch_size``: rows per batch (default: the runtime's batch size, 65536); at most,
-  while the engine sizes batches by time (``ReaderContext.rows_for_next_batch``)
-* ``payload_bytes``: when > 0, a ``payload`` column of ``fixed_size_binary(n)`` is
-  added: the same pseudo-random bytes reused for every batch, so it costs no CPU
-* ``rows_per_second``: total rate of the whole job (0 = unlimited). A subtask gets
-  ``rate * its splits / all splits``; its readers share one limiter, so the rate holds
-  however the runtime interleaves them. Batches are cut to about 0.1 s of rows so a
-  barrier never waits long behind a sleeping reader.
+Options: docs/options.md ("Sequence source"); docs/jobs.md, "`Sequence`".
 """
 
 from __future__ import annotations
@@ -87,7 +79,7 @@ class SequenceSource(Source):
         Option("splits", "int", "splits (default: the parallelism)", minimum=1),
         Option("batch_size", "int", "rows per batch (default: the engine's)", minimum=1),
         Option("payload_bytes", "int", "bytes of a fixed-size binary payload column (0: none)", 0, minimum=0),
-        Option("rows_per_second", "float", "rows per second per reader (0: no limit)", 0.0, minimum=0.0),
+        Option("rows_per_second", "float", "rows per second of the whole job (0: no limit)", 0.0, minimum=0.0),
     )
 
     def __init__(self, options: Mapping[str, Any]):

@@ -1,28 +1,14 @@
 """Batches sized by time: how many rows a subtask asks its readers for next.
 
 A barrier is taken between two batches (engine/subtask.py), so it waits for the batch in
-flight: its read, its transforms and its writes. A batch of a fixed number of rows takes
-as long as the CPU the subtask gets allows: 24 ms alone, about 200 ms when eight jobs
-share two cores. The sizer measures how long each batch took (wall time, so a share of
-the CPU counts) and sets the most rows the next one may have, so that one batch takes
-about ``target_s``: fewer rows while the subtask's CPU is shared, the configured batch
-size again once it is free (a lone job keeps its big batches and its throughput).
+flight, which takes as long as the CPU the subtask gets allows. The sizer measures each
+batch's wall time and sets the most rows the next one may have, so that one batch takes
+about ``target_s``: fewer rows while the CPU is shared, the configured size again once it
+is free. The limit reaches the readers through ``ReaderContext.row_limit``; batch ends
+were already the only barrier points, so no position or state changes.
 
-It never goes below ``floor`` rows (a batch has a fixed cost: tiny batches would trade
-throughput for latency without bound), and never above the configured size: the limit
-is lifted (``None``) once a batch of that size fits the target. Shrinking takes effect at
-once (the next batch); growing at most doubles per batch, so one fast batch does not
-undo a measured slowdown. Only a full batch is evidence for growing: a batch the source
-gave short (the end of a split, an unbounded source with little waiting) says nothing
-about how long a full one takes, and it shrinks the limit only when it took longer than
-the target itself (its fixed costs weigh more per row).
-
-The limit reaches the readers through ``ReaderContext.row_limit``; a reader that sizes
-each batch with ``ReaderContext.rows_for_next_batch`` follows it (connectors/api.py).
-Batch boundaries were already the only places a barrier is taken, and each batch ends at
-a position its reader reports: smaller batches move no position and change no state.
-
-The design choice: docs/architecture.md, "Design choices" (batches sized by time).
+The rules (floor, growth, short batches): :class:`BatchSizer`. The design choice:
+docs/architecture.md, "Design choices" (batches sized by time).
 """
 
 from __future__ import annotations
@@ -38,7 +24,14 @@ FLOOR_FRACTION = 4
 
 
 class BatchSizer:
-    """The row limit of a subtask's next batch, from the wall time of the batches before."""
+    """The row limit of a subtask's next batch, from the wall time of the batches before.
+
+    Never below ``floor`` rows (a batch has a fixed cost: tiny batches would trade
+    throughput for latency without bound), never above ``ceiling``: the limit is lifted
+    (``None``) once a batch of that size fits the target. Shrinking takes effect at once;
+    growing at most doubles per batch, so one fast batch does not undo a measured
+    slowdown. Only a full batch is evidence for growing: a batch the source gave short
+    (a split's end) shrinks the limit only when it took longer than the target itself."""
 
     def __init__(self, ceiling: int, target_s: float, floor: int | None = None):
         if ceiling < 1:

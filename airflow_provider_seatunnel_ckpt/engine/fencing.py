@@ -4,18 +4,9 @@ An Airflow task whose worker stopped heartbeating is retried while the first spa
 may still run (a zombie): two drivers, one job id. Every step that matters is a write only
 one driver can win (``FileSystem.create_new``): the fence log ``fence/<seq>.json``, where
 a driver claims the job and reserves each checkpoint id before writing its
-``_metadata``, and ``_metadata`` itself, created, never replaced, and fenced by the
-claimant (an empty one) for the id the old driver reserved last. With ``deletable``
-(delete-on-finish) the deleter removes the log oldest record first (:meth:`FenceLog.erase`).
-
-The log stays small across any number of driver starts: a driver deletes its own older
-reservations (:meth:`FenceLog.prune`), and a claimant deletes every record below its own
-claim, oldest first (:meth:`FenceLog.claim`, "compaction"): the claim carries what the
-next claimant needs from below it (the newest reservation, and so the highest id
-reserved), and, the newest claim staying until a newer one compacts it, the highest
-record number, so numbers are never reused. What a zombie then reads: the claim after
-its newest record, or, once that was compacted, its own claim gone (deleted before it,
-oldest first), so every driver counts its own claim gone as a takeover.
+``_metadata``, and ``_metadata`` itself, created, never replaced. The log stays small:
+drivers prune their own reservations and a claimant compacts what lies below its claim
+(:meth:`FenceLog.claim`), so every driver counts its own claim gone as a takeover.
 
 Why this is enough, and the zombie rules: docs/architecture.md, "Why the output is
 exactly-once"; the backends' create-or-fail: docs/storage.md, "Create-only writes".

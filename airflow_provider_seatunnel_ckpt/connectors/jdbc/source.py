@@ -1,30 +1,14 @@
 """``Jdbc`` source: a PostgreSQL table or query, read in key ranges, resumable mid-split.
 
-Options (SeaTunnel's names; ``table_path`` and ``where_condition`` are accepted too):
+Splits are ranges of ``partition_column`` (integer, date and timestamp keys) or buckets
+of an md5 hash of the key (text keys), planned once on the driver and kept in the
+checkpoint. Inside a split, rows are read in key order, one page per query (keyset
+pagination: ``WHERE key > last ORDER BY key LIMIT fetch_size``), each page in its own
+short transaction. A split's position is the last key emitted, so a restore resumes
+right after it without reading again what the checkpoint covers.
 
-* ``url``, ``user``, ``password`` (see :mod:`.target`), ``driver`` (``org.postgresql.Driver``)
-* ``table`` (``schema.table``) with an optional ``where``, or ``query``
-* ``partition_column``: the key splits and positions are made of; must be unique and
-  never NULL. Default: the table's single-column primary key.
-* ``partition_num``: number of splits (default: the job's parallelism)
-* ``partition_lower_bound`` / ``partition_upper_bound``: where the first and last split
-  boundaries go (default: min and max of the column). Rows outside still belong to the
-  first or last split, as with Spark's JDBC reader: nothing is skipped.
-* ``fetch_size``: rows per page (default 100,000)
-* ``connection_check_timeout_sec``: connect timeout (default 30)
-
-Splits are ranges of ``partition_column`` for integer, date and timestamp keys, and
-buckets of an md5 hash of the key for text keys. They are planned once, on the driver,
-and kept in the checkpoint. Inside a split, rows are read in key order, one page per
-query (``WHERE key > last ORDER BY key LIMIT fetch_size``: keyset pagination), each page
-in its own short transaction. A split's position is the last key emitted, so a restore
-resumes right after it without reading again what the checkpoint covers.
-
-What a resumed (or long) read sees when the table changes while the job runs: every
-page reads the data committed when that page's query starts. A row inserted or updated
-with a key *after* the split's position is read; one with a key at or before it is not
-(it was already passed); a deleted row not yet passed is not read. This is the
-"read committed, key by key" view; for a frozen view, read from a snapshot table.
+Options: docs/options.md ("Jdbc source"); splits and what a read sees while the table
+changes: docs/jdbc.md, "Source `Jdbc`".
 """
 
 from __future__ import annotations

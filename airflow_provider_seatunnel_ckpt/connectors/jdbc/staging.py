@@ -1,31 +1,14 @@
 """Change rows staged, then applied to the target by key in one transaction.
 
-Why a stage. Applying a change (an upsert or a delete by key) takes the key's row lock,
-and a prepared transaction keeps its locks until the driver commits it, after the
-checkpoint completes. Two writers of one job that change one key in one epoch (two
-subtasks, or two tables of a ``tables_configs`` / ``table_list`` source writing one
-table) then wait on each other for ever: the second waits on the first's prepared lock,
-and the checkpoint that would commit it waits on the second (issue 47). So the writers
-never touch the target's keys: each subtask copies its epoch's change rows into a
-**stage** (a plain table without keys or indexes, where nothing ever waits) inside its
+Applying a change takes the key's row lock, which a prepared transaction keeps until the
+driver commits it; two writers changing one key in one epoch would wait on each other
+for ever (issue 47). So each subtask copies its epoch's change rows into a **stage** (a
+plain table without keys, ``seatunnel_ckpt_stage_<sink tag>_<layout>``) inside its
 prepared transaction, and the driver, after ``COMMIT PREPARED``, applies the epoch's
-staged rows to the target in one transaction of its own. One session applies, so no
-writer of the job ever waits on another.
+staged rows to the target in one transaction of its own (:func:`apply`): the last
+change of each key counts, as in SeaTunnel's buffer-reduced executor.
 
-The stage is ``seatunnel_ckpt_stage_<sink tag>_<layout>`` in the target's schema: the
-target's columns (``CREATE TABLE ... AS SELECT ... WITH NO DATA``: their types, no
-constraints) after three of its own, each row's place in its writer's epoch, its kind
-and which columns it has (a bit per column: a row without a column must leave it alone,
-which a NULL cannot say). ``<layout>`` hashes the target's columns, so a table altered
-between runs gets a new stage instead of DDL on one that prepared transactions lock.
-
-**Applying** one epoch (the rows of some committed staging transactions, by ``xmin``):
-the last change of each key counts, in the order (subtask, place): SeaTunnel's buffer-
-reduced executor, over the epoch instead of one flush. Keys whose last change is an
-``UPDATE_BEFORE`` or ``DELETE`` are deleted; the others are upserted with the columns
-their row has (an existing row keeps the others, a new one gets their defaults), one
-``INSERT ... ON CONFLICT`` per column layout, in key order. The same SQL applies the rows
-of a session's temporary stage in upsert mode (``is_exactly_once: false``), at each flush.
+The stage's columns, the order of changes and upsert mode: docs/jdbc.md, "Change rows".
 """
 
 from __future__ import annotations
@@ -40,6 +23,12 @@ from . import client
 from .client import in_list, qualified, quote_ident, quote_literal
 
 #: the stage's own columns: the row's place in its writer's epoch, its kind, its columns
+# The stage's own columns, before the target's (``CREATE TABLE ... AS SELECT ... WITH NO
+# DATA``: their types, no constraints): each row's place in its writer's epoch, its kind,
+# and which columns it has, a bit per column (a row without a column must leave it alone,
+# which a NULL cannot say). ``<layout>`` in the stage's name hashes the target's columns,
+# so a table altered between runs gets a new stage instead of DDL on one that prepared
+# transactions lock.
 SEQ, KIND, COLUMNS = "__seatunnel_ckpt_seq", "__seatunnel_ckpt_kind", "__seatunnel_ckpt_columns"
 META = (SEQ, KIND, COLUMNS)
 STAGE_PREFIX = "seatunnel_ckpt_stage_"

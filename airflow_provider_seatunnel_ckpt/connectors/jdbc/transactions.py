@@ -1,39 +1,16 @@
-"""The sink's prepared transactions: names, the commit log, commit and roll back.
+"""The Jdbc sink's prepared transactions: names, the commit log, commit and roll back.
 
 One transaction per subtask and epoch is prepared (``PREPARE TRANSACTION gid``) at the
 barrier and committed by the driver (``COMMIT PREPARED gid``) once the checkpoint is
-durable. The global id encodes the job, the driver's run attempt, the subtask, its
-attempt and the checkpoint::
+durable. The gid (:func:`gid_for`) encodes the job (or sink) tag, the driver's run
+attempt, the subtask, its attempt and the checkpoint, so a job's transactions are found
+in ``pg_prepared_xacts`` by prefix; the run attempt keeps a zombie driver and the
+claimant apart (rules at :func:`older_run`).
 
-    stckpt-{tag: 12 hex of sha256(job id)}-r{run attempt}-{subtask}-{attempt}-{checkpoint id}
-
-so a job's transactions (of every run) are found in ``pg_prepared_xacts`` by prefix. A
-job's second and later Jdbc sinks hash the job id with their place in the job
-(``sink_tag``): each sink's transactions and commit-log rows are its own.
-
-**The run attempt** (``Sink.run_attempt``, the driver's claim on the job) is in the gid
-because checkpoint ids alone repeat across drivers: a driver that was taken over but
-still runs (a zombie, run N) keeps triggering the ids the claimant (run N + 1) also
-uses. Without the run both would prepare the same gid for the same subtask and
-checkpoint: the second waits for ever on the first's commit-log row, or is committed or
-rolled back in its place. The rules, for every committer operation:
-
-* a run never rolls back a transaction of a *newer* run (it is the zombie, the newer
-  run owns it);
-* a run rolls back every uncommitted transaction of an *older* run that its restored
-  checkpoint does not name, whatever its checkpoint id: the claimant committed what it
-  restored before any subtask started, and an older run can complete no checkpoint
-  after the claim (engine/fencing.py), so nothing else of it will ever be committed;
-* gids written by releases before the run was part of them (``stckpt-{tag}-{subtask}-
-  {attempt}-{checkpoint}``) are recognised and count as older than every run.
-
-Each prepared transaction also inserts one row into the **commit log**
-(``seatunnel_ckpt_commit_log``, in the target table's schema) *inside* itself: the row is
-committed exactly when the data is. That makes a replayed commit detectable rather than
-assumed: ``COMMIT PREPARED`` of a gid that no longer exists is fine if the log has the
-gid (committed before) and an error if it does not (rolled back by someone: the rows are
-lost). The log also records the transaction id, which is every committed row's ``xmin``:
-that is how a restore to an older checkpoint finds and deletes the rows of newer epochs.
+Each prepared transaction also inserts one row into the **commit log** inside itself, so
+a replayed ``COMMIT PREPARED`` of a vanished gid is known done (or known lost), and the
+log's transaction id (every committed row's ``xmin``) lets a restore to an older
+checkpoint delete the rows of newer epochs. docs/jdbc.md, "Exactly once".
 """
 
 from __future__ import annotations
@@ -96,7 +73,24 @@ def parse_gid(gid: str) -> Gid | None:
 
 
 def older_run(gid_run: int | None, run_attempt: int) -> bool:
-    """A gid of a run before ``run_attempt`` (an older release's gid is older than all)."""
+    """A gid of a run before ``run_attempt`` (an older release's gid is older than all).
+
+    The run attempt is in the gid because checkpoint ids alone repeat across drivers: a
+    driver that was taken over but still runs (a zombie, run N) keeps triggering the ids
+    the claimant (run N + 1) also uses, and without the run both would prepare the same
+    gid for the same subtask and checkpoint (the second waits for ever on the first's
+    commit-log row, or is committed or rolled back in its place). The rules, for every
+    committer operation:
+
+    * a run never rolls back a transaction of a *newer* run (it is the zombie, the newer
+      run owns it);
+    * a run rolls back every uncommitted transaction of an *older* run that its restored
+      checkpoint does not name, whatever its checkpoint id: the claimant committed what it
+      restored before any subtask started, and an older run can complete no checkpoint
+      after the claim (engine/fencing.py), so nothing else of it will ever be committed;
+    * gids written by releases before the run was part of them (``stckpt-{tag}-{subtask}-
+      {attempt}-{checkpoint}``) count as older than every run.
+    """
     return gid_run is None or gid_run < run_attempt
 
 

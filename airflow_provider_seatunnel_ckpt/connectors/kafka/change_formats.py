@@ -1,33 +1,14 @@
 """Change-data formats of Kafka record values, as SeaTunnel reads and writes them.
 
-Reading (``format`` of the Kafka source), each record becomes zero or more change rows
-(``connectors/api.py``'s row-kind column), typed by the source's ``schema``:
+Reading (``format`` of the Kafka source): each record of ``canal_json``, ``maxwell_json``,
+``ogg_json``, ``debezium_json`` or ``compatible_kafka_connect_json`` becomes zero or more
+change rows (``connectors/api.py``'s row-kind column), typed by the source's ``schema``
+with SeaTunnel's JSON rules (``seatunnel_types.convert_value``). Writing (``format`` of
+the Kafka sink, :func:`encoding_sql`): each change as an insert or a delete of one row,
+as SeaTunnel's serializers write them.
 
-* ``canal_json``: ``{"data": [rows], "old": [changed fields], "type": INSERT | UPDATE |
-  DELETE}``. An UPDATE gives an UPDATE_BEFORE row per element (the fields ``old`` does not
-  name taken from the new row, as SeaTunnel does) and an UPDATE_AFTER row. DDL records
-  (QUERY, CREATE, ALTER: no ``data``) give nothing.
-* ``maxwell_json``: ``{"data": row, "old": {changed fields}, "type": insert | update |
-  delete}``, one row (two for an update) per record.
-* ``ogg_json``: ``{"before": row, "after": row, "op_type": I | U | D}``.
-* ``debezium_json``: ``{"before", "after", "op": c | r | u | d}``, inside ``payload`` when
-  ``debezium_record_include_schema`` is true (SeaTunnel's default). Values are read as
-  Debezium writes them: dates as days since the epoch, timestamps as milliseconds, times
-  as microseconds, bytes and binary decimals as base64 (``DebeziumRowConverter``).
-* ``compatible_kafka_connect_json``: Kafka Connect's JSON converter envelope
-  (``{"schema", "payload"}``, the payload one row or a list of rows), inserts only.
-
-Values are converted by SeaTunnel's JSON rules (``seatunnel_types.convert_value``: ``"1101"``
-is read into an ``int`` column, as Canal writes numbers). SeaTunnel builds the Kafka
-source's canal, maxwell, ogg and debezium readers with ``ignoreParseErrors``: a record
-they cannot read is dropped. Here that is ``format_error_handle_way: skip`` as these
-formats' default, and every dropped record is logged and counted (``records.py``).
-
-Writing (``format`` of the Kafka sink, :func:`encoding_sql`): SeaTunnel's serializers turn
-every change into an insert or a delete of one row: ``canal_json``, ``maxwell_json`` and
-``ogg_json`` as ``{"data": row, "type": "INSERT" | "DELETE"}``, ``debezium_json`` as
-``{"before": row | null, "after": row | null, "op": "c" | "d"}`` (INSERT and UPDATE_AFTER
-are inserts; UPDATE_BEFORE and DELETE are deletes).
+The record shapes, the rows each gives and the error handling (``skip`` by default, as
+SeaTunnel's readers ignore parse errors): docs/kafka.md, "Change formats".
 """
 
 from __future__ import annotations

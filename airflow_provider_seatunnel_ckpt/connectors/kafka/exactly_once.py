@@ -1,29 +1,15 @@
 """The Kafka sink's EXACTLY_ONCE semantics: a transaction per epoch and subtask, prepared
 at the barrier, committed by the driver after the checkpoint (Flink's ``KafkaSink`` design).
 
-1. Each epoch of each subtask writes in its own transaction, from a producer whose
-   ``transactional.id`` is ``<transaction_prefix>-<job id>[-<sink tag>]-<subtask>-<checkpoint
-   the epoch follows>-r<run attempt>`` (``transactional_id``; the sink tag for every sink of a
-   job but its first, ``id_prefix``). The run attempt (the driver's
-   claim on the job, ``Sink.run_attempt``) keeps two runs apart: a driver that was taken
-   over but still runs (a zombie) starts producers too, and one under the claimant's id
-   would bump its epoch and abort the claimant's prepared transaction, whose commit
-   would then fail as lost on every replay. Initialising a producer fences every older
-   producer of its id: the broker aborts the transaction an earlier attempt of the same
-   run left open under that name (the epoch it held is being read again). Before the
-   first one of an attempt, the ids that earlier attempts and earlier runs may have left
-   open after the restored checkpoint are claimed too (``fence_lingering``, rule there).
-2. ``prepare_commit`` flushes and returns ``(transactional.id, producer id, epoch)``: the
-   transaction stays open, invisible to ``read_committed`` readers, and its coordinates go
-   into the checkpoint.
-3. ``TransactionCommitter`` (the driver) ends it with ``EndTxn`` after the checkpoint
-   completed (``transactions.py``); a restore commits the restored checkpoint's
-   transactions again, which the broker answers with success if they were committed.
+Each epoch of each subtask writes from its own transactional producer
+(:func:`transactional_id`: prefix, job, sink tag, subtask, checkpoint, run attempt; the
+run attempt keeps a zombie driver's producers from fencing the claimant's).
+``prepare_commit`` flushes and returns ``(transactional.id, producer id, epoch)``: the
+transaction stays open, invisible to ``read_committed`` readers, and its coordinates go
+into the checkpoint. ``TransactionCommitter`` ends it after the checkpoint completed
+(``transactions.py``), again on a restore, which the broker answers with success.
 
-A producer's ``init_transactions`` takes tens of milliseconds, so ``ProducerPipeline``
-initialises the next epoch's producer on a thread of its own while the current epoch is
-written: the id the next epoch will most likely have is known (checkpoint ids go up by
-one), and a guess that turns out wrong costs one discarded producer.
+docs/kafka.md, "EXACTLY_ONCE"; lingering ids: :func:`fence_lingering`.
 """
 
 from __future__ import annotations
@@ -196,7 +182,12 @@ def fence_ranges(sink: ProducingSink, prefix: str, subtask: int, ranges: Sequenc
 
 class ProducerPipeline:
     """One subtask attempt's transactional producers, each initialised one epoch ahead on a
-    thread of its own (module docstring), the attempt's lingering ids fenced first."""
+    thread of its own, the attempt's lingering ids fenced first.
+
+    A producer's ``init_transactions`` takes tens of milliseconds, so the next epoch's
+    producer is initialised while the current epoch is written: the id the next epoch
+    will most likely have is known (checkpoint ids go up by one), and a guess that turns
+    out wrong costs one discarded producer."""
 
     def __init__(self, sink: ProducingSink, prefix: str, subtask: int):
         self.sink = sink

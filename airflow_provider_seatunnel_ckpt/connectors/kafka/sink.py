@@ -1,31 +1,15 @@
 """``Kafka`` sink: ``semantics: AT_LEAST_ONCE`` (idempotent producer, flushed at every
 barrier) or ``EXACTLY_ONCE`` (a transaction per epoch, committed after the checkpoint).
 
-Options (SeaTunnel's names): ``bootstrap.servers``, ``topic``, ``format`` (``json``: each row
-as a JSON object; ``text``: the columns joined by ``field_delimiter``; ``avro``: SeaTunnel's
-Avro datum of the row, :mod:`.avro_format`; ``canal_json``,
-``debezium_json``, ``maxwell_json``, ``ogg_json``: each change row as an insert or a delete
-in that format, :mod:`.change_formats`), ``partition_key_fields``
-(the record key: those columns, in the same format, so equal keys land in the same
-partition), ``partition`` (a fixed partition instead), ``kafka.config`` (librdkafka
-properties), ``semantics`` and ``transaction_prefix``.
-
 Rows are encoded to record values in bulk by DuckDB (``to_json`` over the batch), not row
-by row in Python. At a barrier, ``prepare_commit`` waits until the broker acknowledged
-every record of the epoch (``acks=all``, idempotent producer: no duplicates from the
-producer's own retries).
+by row in Python; formats: :mod:`.avro_format`, :mod:`.change_formats`. At a barrier,
+``prepare_commit`` waits until the broker acknowledged every record of the epoch
+(``acks=all``). AT_LEAST_ONCE writes the epochs after a restored checkpoint again,
+duplicates included, so it accepts any restore; EXACTLY_ONCE (``exactly_once.py``)
+refuses a restore behind newer completed checkpoints, whose transactions cannot be
+taken back.
 
-AT_LEAST_ONCE: a completed checkpoint means its rows are in Kafka. A restore replays the
-epochs after the restored checkpoint: rows written after it are written again. That is
-its contract, duplicates included, so it also accepts a restore behind newer completed
-checkpoints (``--restore ID``, or a damaged newest checkpoint): their records stay and
-are written again.
-
-EXACTLY_ONCE: a transaction per epoch and subtask, committed by the driver after the
-checkpoint completed (``exactly_once.py``). Its transactional ids carry the run attempt,
-so a taken-over driver's subtasks never claim the claimant's; a committed transaction
-cannot be taken back, so its committer refuses a restore behind newer completed
-checkpoints (``TransactionCommitter.check_rollback``).
+Options: docs/options.md ("Kafka sink"); semantics: docs/kafka.md, "The `Kafka` sink".
 """
 
 from __future__ import annotations

@@ -1,46 +1,16 @@
 """``Kafka`` source: topic-partitions as splits, the next offset of each as its position.
 
-Options (SeaTunnel's names):
-
-* ``bootstrap.servers``; ``kafka.config`` (librdkafka properties: SASL, TLS, ...);
-  ``connection_check_timeout_sec`` (metadata wait on the driver, default 15)
-* ``topic``: a name, a list of names, or with ``pattern: true`` a regular expression
-  matched against the whole topic name
-* ``consumer.group`` (default ``SeaTunnel-Consumer-Group``): used by
-  ``start_mode: group_offsets``
-* ``start_mode``: ``earliest``, ``latest``, ``group_offsets`` (the group's committed
-  offsets; earliest where it has none), ``specific_offsets`` (``start_mode.offsets:
-  {topic-0: 70, ...}``; earliest for partitions not listed) or ``timestamp``
-  (``start_mode.timestamp``, ms: the first record at or after it)
-* ``stop_mode`` (bounded runs, e.g. from Airflow): ``unbounded`` (default; a job file
-  that says ``job.mode = BATCH`` makes ``end_offsets_at_start`` the default, as SeaTunnel
-  reads Kafka to the end offsets of the start in a batch job),
-  ``end_offsets_at_start`` (the partitions' end offsets when the job first starts) or
-  ``timestamp`` (``stop_mode.timestamp``, ms: the records before it, as far as they
-  exist when the job first starts)
-* ``format`` (``json``, ``text``, ``raw``), ``schema``, ``field_delimiter``,
-  ``format_error_handle_way`` (``fail`` or ``skip``): :mod:`.records`; the change formats
-  (``canal_json``, ``debezium_json`` with ``debezium_record_include_schema``,
-  ``maxwell_json``, ``ogg_json``, ``COMPATIBLE_KAFKA_CONNECT_JSON``):
-  :mod:`.change_formats` (the first four skip what they cannot read by default, as
-  SeaTunnel's readers of them do)
-* ``batch_size``: records per batch at most (default: the job's batch size)
-* ``partition-discovery.interval-millis`` (default -1, off): in unbounded mode, look for
-  new partitions (a topic grown, a new topic matching the pattern) this often while the
-  job runs and read them from their earliest offset, without a restart
-* ``table_list``: several blocks of the options above (``topic``, ``pattern``, ``format``,
-  ``schema``, ``start_mode``...), each read as its own table named by its topic, the
-  entry's other options shared (SeaTunnel's multi-table Kafka source)
-* ``commit_on_checkpoint`` (default true): after each completed checkpoint, commit its
-  offsets to ``consumer.group``, for monitoring (lag) and for a *new* job started with
-  ``group_offsets``; a restore never reads them
-
 Offsets are resolved once, on the driver, when the job first starts, and kept in the
 checkpoint with the split plan: a restart before the first checkpoint starts exactly
 where the first run started (``latest`` does not move), and a restore continues at the
 checkpoint's next offset of every partition. Each subtask reads all its partitions
 together through one consumer (:mod:`.shared_consumer`), assigned at their offsets (no
-group rebalancing); partitions discovered while the job runs join it.
+group rebalancing); partitions discovered while the job runs join it. Offsets committed
+to ``consumer.group`` are for monitoring and new jobs only: a restore never reads them.
+
+Record formats: :mod:`.records`, :mod:`.change_formats`. Options: docs/options.md
+("Kafka source"); start and stop modes, bounded runs, discovery and ``table_list``:
+docs/kafka.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """``Delta`` sink: one Delta commit per completed checkpoint, exactly once (delta-rs).
 
-Options:
+Writers write parquet files into the table's directory; the driver's committer adds a
+completed checkpoint's files in ONE commit that carries an application transaction
+``(seatunnel-ckpt:{job id}, checkpoint id)``, and skips a checkpoint at or below
+``transaction_version(app id)``: it is already in the table. ``cleanup`` deletes this
+job's files the table does not reference; ``check_rollback`` and ``rollback`` refuse to
+restore past a committed version.
 
-* ``path`` (required): the table's URL, ``file:///...`` or ``s3://bucket/prefix`` (what
-  delta-rs supports), with the File sink's storage options (``fs.s3a.endpoint``, ...),
-  handed to delta-rs as its ``AWS_*`` storage options
-* ``partition_by``: partition columns of a table the sink creates
-* ``schema_save_mode``: ``CREATE_SCHEMA_WHEN_NOT_EXIST`` (default) or ``ERROR_WHEN_SCHEMA_NOT_EXIST``
-* ``mode``: ``append`` (the only mode)
-* ``compression``: parquet codec of the data files (default ``snappy``)
-* ``max_file_bytes``: a data file is written once its encoded size reaches this
-
-Protocol (Flink's Delta sink): writers write parquet files into the table's directory,
-named ``st-{job tag}-...`` (partition columns left out, as Delta stores them in the log);
-the driver's committer adds a completed checkpoint's files in ONE commit that carries an
-application transaction ``(seatunnel-ckpt:{job id}, checkpoint id)``; a checkpoint at or
-below ``transaction_version(app id)`` is already in the table and is skipped. The commit
-is based on the version that rule read: appends of other writers do not conflict with
-ours (delta-rs retries the commit on top of them), a newer commit carrying the job's
-application transaction (another driver of the job) fails it, and the committer reads the
-table and applies the rule again, finding that commit. ``cleanup`` deletes
-this job's files that the table does not reference; ``check_rollback`` (before the
-runner deletes anything) and ``rollback`` refuse to restore past a committed version;
-``discard_job`` sets the job's transaction version back to 0 (committed rows stay).
+Options: docs/options.md ("Delta sink"); concurrent writers and restores:
+docs/lakehouse.md, "`Delta`".
 """
 
 from __future__ import annotations

@@ -1,52 +1,16 @@
 """``Iceberg`` sink: one table snapshot per completed checkpoint, exactly once (pyiceberg).
 
-Options (SeaTunnel's Iceberg connector names where it has them):
+Writers write parquet data files (with Iceberg field ids) straight into the table's
+``data/`` directory, where no reader sees them until a snapshot names them;
+``prepare_commit`` returns each file with its partition and column statistics
+(iceberg_files.py). Once the checkpoint is durable, the driver's committer adds every file
+of the checkpoint in ONE append snapshot whose summary holds the job and checkpoint ids,
+and skips a checkpoint the branch's history already holds, so replays never double rows
+(iceberg_commit.py). ``cleanup`` deletes files no snapshot names; ``check_rollback`` and
+``rollback`` refuse a restore older than this job's newest snapshot.
 
-* ``catalog_name`` (default ``default``), ``namespace``, ``table``
-* ``iceberg.catalog.config``: the properties handed to pyiceberg's ``load_catalog``
-  (``type: sql`` with ``uri: sqlite:///...`` or ``postgresql+psycopg://...``,
-  ``type: rest`` with ``uri``; ``warehouse``)
-* ``schema_save_mode``: ``CREATE_SCHEMA_WHEN_NOT_EXIST`` (default: create the table, and
-  its namespace, from the first batch's schema) or ``ERROR_WHEN_SCHEMA_NOT_EXIST``
-* ``data_save_mode``: ``APPEND_DATA`` (the only mode)
-* ``partition_by``: partition fields of a table the sink creates: ``col``, ``day(ts)``,
-  ``month(ts)``, ``year(ts)``, ``hour(ts)``, ``bucket(16, id)``, ``truncate(4, name)``;
-  SeaTunnel's ``iceberg.table.partition-keys`` (identity columns) is accepted too
-* ``iceberg.table.write-props``: table properties set when the sink creates the table;
-  ``write.parquet.compression-codec`` also picks the data files' codec
-* ``iceberg.table.commit-branch``: the branch to commit to (default ``main``)
-* ``max_file_bytes``: a data file is written once its encoded size reaches this
-* storage options of the warehouse (``fs.s3a.endpoint``, ``fs.s3a.access.key``, ...),
-  as for the File sink: the data files go through the same storage layer, and pyiceberg
-  gets the matching ``s3.*`` properties unless the catalog config sets them
-
-Protocol (Flink's Iceberg sink, with the checkpoint id in the snapshot summary):
-
-1. Writers write parquet data files (with Iceberg field ids) straight into the table's
-   ``data/`` directory, named ``st-{job tag}-{subtask}-{attempt}-{writer}-{n}.parquet``,
-   one file per partition; readers do not see them, because no snapshot names them yet.
-   ``prepare_commit`` writes the open files and returns ``{"checkpoint": id, "files":
-   [...]}`` with each file's partition tuple and column statistics (iceberg_files.py).
-2. The driver's committer, once the checkpoint is durable, adds every file of the
-   checkpoint in ONE append snapshot whose summary holds ``seatunnel.job-id`` and
-   ``seatunnel.checkpoint-id``. Before that it walks the branch's history back to this
-   job's newest snapshot: files of a checkpoint at or below the id found there are
-   already in the table and are skipped, so neither a replay after a crash (the driver
-   died between the table commit and its own bookkeeping) nor the infos a subtask sends
-   again with its next checkpoint (until it hears of the commit) ever double rows. A
-   concurrent writer's commit makes ours fail optimistically; the committer reloads the
-   table and tries again. The commit asserts the branch as the check read it (a branch it
-   starts: that it does not exist yet), and only the committer retries (pyiceberg's own
-   retry is off): another driver of the job committing the same checkpoint in between (a
-   fenced one's commit in flight, the claimant's replay) is found, never doubled
-   (iceberg_commit.py).
-3. ``cleanup`` deletes this job's data files that no snapshot and no kept commit info
-   names (epochs whose checkpoint never completed).
-4. ``check_rollback`` (before the runner deletes anything) and ``rollback`` refuse a
-   restore older than this job's newest snapshot: a committed snapshot cannot be
-   un-committed by a restore (see docs/lakehouse.md). ``discard_job`` records where this
-   job's history restarts, so a fresh run under the same job id (``--discard-existing``)
-   starts counting again; the committed snapshots stay.
+Options: docs/options.md ("Iceberg sink"). The protocol, concurrent writers and restores:
+docs/lakehouse.md ("Exactly once: one snapshot per checkpoint" and the sections after it).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """``Iceberg`` source: one snapshot of a table, pinned for the whole job (pyiceberg).
 
-Options (SeaTunnel's Iceberg source names where it has them):
-
-* ``catalog_name``, ``namespace``, ``table``, ``iceberg.catalog.config``, storage
-  options: as for the Iceberg sink
-* ``snapshot_id`` (SeaTunnel: ``use_snapshot_id``): read this snapshot
-* ``as_of_timestamp`` (SeaTunnel: ``use_snapshot_timestamp``): milliseconds since the
-  epoch; read the snapshot that was current then
-* default: the table's current snapshot when the job first plans its splits
-* ``read_columns``: the columns to read (default: all)
-* ``schema`` (SeaTunnel's ``schema = {fields {f1 = "bigint", ...}}``): read these
-  columns, by name, in this order, cast to these types (instead of ``read_columns``)
-* ``filter``: a row filter pushed to the scan, in pyiceberg's expression syntax
-  (``"id >= 100 and day = '2024-01-02'"``): manifests and row groups that cannot match
-  are skipped, and rows are filtered exactly
-* ``batch_size``: rows per batch at most
-
 Splits are the scan's data files (with their delete files), sorted by path, each naming
 the snapshot; the engine keeps the splits of the first run in the checkpoint, so a
 resumed run reads exactly the snapshot the job started with, whatever was committed
 since. A reader's position is the number of rows of its split already emitted; a
 resumed reader reads the file again and drops them (the order inside a file is fixed).
+
+Options: docs/options.md ("Iceberg source"); docs/lakehouse.md, "Sources".
 """
 
 from __future__ import annotations
