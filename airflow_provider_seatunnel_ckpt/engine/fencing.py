@@ -4,9 +4,11 @@ An Airflow task whose worker stopped heartbeating is retried while the first spa
 may still run (a zombie): two drivers, one job id. Every step that matters is a write only
 one driver can win (``FileSystem.create_new``): the fence log ``fence/<seq>.json``, where
 a driver claims the job and reserves each checkpoint id before writing its
-``_metadata``, and ``_metadata`` itself, created, never replaced. The log stays small:
-drivers prune their own reservations and a claimant compacts what lies below its claim
-(:meth:`FenceLog.claim`), so every driver counts its own claim gone as a takeover.
+``_metadata``, and ``_metadata`` itself, created, never replaced (the claimant fences the
+id the old driver reserved last with an empty one). The log stays small: a driver prunes
+its own older reservations (:meth:`FenceLog.prune`) and a claimant deletes every record
+below its claim, oldest first (:meth:`FenceLog.claim`), so a driver that finds its own
+claim gone counts it as a takeover.
 
 Why this is enough, and the zombie rules: docs/architecture.md, "Why the output is
 exactly-once"; the backends' create-or-fail: docs/storage.md, "Create-only writes".

@@ -1,22 +1,13 @@
 """Kafka record values -> Arrow batches, in bulk (``format``: ``json``, ``text``, ``raw``).
 
-* ``json``: one JSON object per record, typed by ``schema`` (SeaTunnel's form,
-  ``{fields: {name: string, age: int}}``). The values of a poll are joined into one
-  newline-delimited buffer and parsed by Arrow's JSON reader in one call: no Python
-  object per record. Keys the schema does not name are ignored; missing ones are null.
-* ``text``: each record is a line of ``field_delimiter``-separated values (default
-  ``,``) typed by ``schema``, parsed by Arrow's CSV reader; without ``schema`` one
-  ``content`` string column holds the whole value.
-* ``raw``: columns ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
-  ``timestamp`` (ms since the epoch), as the records come.
-* ``avro``: one Avro datum per record, SeaTunnel's schema of ``schema``: :mod:`.avro_format`
-* ``canal_json``, ``debezium_json``, ``maxwell_json``, ``ogg_json``,
-  ``COMPATIBLE_KAFKA_CONNECT_JSON``: change rows (inserts, updates, deletes), record by
-  record: :mod:`.change_formats`.
+``json``: the values of a poll are joined into one newline-delimited buffer and parsed by
+Arrow's JSON reader in one call, typed by ``schema``: no Python object per record.
+``text``: ``field_delimiter``-separated values, parsed by Arrow's CSV reader. ``raw``:
+the records' keys, values and coordinates as they come. ``avro``: :mod:`.avro_format`;
+the change formats: :mod:`.change_formats`. A record the format cannot decode is failed
+or skipped by ``format_error_handle_way``.
 
-A record the format cannot decode (bad JSON, a wrong type, a tombstone's null value) is
-handled by ``format_error_handle_way``: ``fail`` (default) stops the job naming the
-topic, partition and offset; ``skip`` drops it and counts it.
+The formats' columns and error handling: docs/kafka.md, "Options".
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """``Delta`` source: one version of a Delta table, pinned for the whole job (delta-rs).
 
-Options:
-
-* ``path`` (required), storage options: as for the Delta sink
-* ``version``: read this table version
-* ``as_of_timestamp``: milliseconds since the epoch; read the version current then
-* default: the table's latest version when the job first plans its splits
-* ``read_columns``: the columns to read (default: all)
-* ``filter``: conditions all rows must meet, as ``[column, op, value]`` triples (delta-rs'
-  filter form; ``op`` one of ``= != < <= > >= in not in``): files of other partitions
-  are never opened, and rows are filtered exactly
-* ``batch_size``: rows per batch at most
-
 Splits are the version's data files (pyarrow dataset fragments, partition values
 included), sorted by path, each naming the version; the engine keeps the splits of the
 first run in the checkpoint, so a resumed run reads exactly that version. A reader's
 position is the number of rows of its split already emitted.
+
+Options: docs/options.md ("Delta source"); docs/lakehouse.md, "Sources".
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Writers write parquet data files (with Iceberg field ids) straight into the tabl
 (iceberg_files.py). Once the checkpoint is durable, the driver's committer adds every file
 of the checkpoint in ONE append snapshot whose summary holds the job and checkpoint ids,
 and skips a checkpoint the branch's history already holds, so replays never double rows
-(iceberg_commit.py). ``cleanup`` deletes files no snapshot names; ``check_rollback`` and
-``rollback`` refuse a restore older than this job's newest snapshot.
+(iceberg_commit.py). ``cleanup`` deletes this job's files that no snapshot and no kept
+commit info names; ``check_rollback`` and ``rollback`` refuse a restore older than this
+job's newest snapshot.
 
 Options: docs/options.md ("Iceberg sink"). The protocol, concurrent writers and restores:
 docs/lakehouse.md ("Exactly once: one snapshot per checkpoint" and the sections after it).
