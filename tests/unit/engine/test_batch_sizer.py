@@ -94,7 +94,7 @@ def test_the_job_file_key_takes_zero_for_fixed_batches() -> None:
 
     assert load_job(_job({"batch_time_ms": 0})).env["batch_time_ms"] == 0
     assert load_job(_job({"batch_time_ms": "80"})).env["batch_time_ms"] == 80
-    assert "batch_time_ms" not in load_job(_job({})).env  # the engine's default, 50 ms
+    assert "batch_time_ms" not in load_job(_job({})).env  # the engine's default: 0, fixed batches
 
 
 @pytest.mark.parametrize("value", [-1, "soon", True])

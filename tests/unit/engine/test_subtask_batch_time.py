@@ -164,7 +164,7 @@ def test_with_fixed_batches_a_barrier_waits_a_whole_batch() -> None:
 
 
 def test_the_batches_grow_back_when_the_cpu_is_free() -> None:
-    runtime, clock, _, reader, state = _runtime({})  # the default target: 50 ms
+    runtime, clock, _, reader, state = _runtime({"batch_time_ms": 50})
     try:
         for _ in range(5):
             _batch(runtime, clock, reader, state)
@@ -173,5 +173,17 @@ def test_the_batches_grow_back_when_the_cpu_is_free() -> None:
         grown = [_batch(runtime, clock, reader, state)[0] for _ in range(4)]
         assert grown == [BATCH // 4, BATCH // 2, BATCH, BATCH]
         assert runtime._context.row_limit is None  # the configured size again, as a lone job
+    finally:
+        runtime._async.shutdown(wait=True)
+
+
+def test_batches_are_fixed_by_default() -> None:
+    """Sizing by time is opt-in (env.batch_time_ms) until a quiet machine has measured it:
+    without the key, a slow batch leaves the next one at the configured size."""
+    runtime, clock, _, reader, state = _runtime({})
+    try:
+        for _ in range(3):
+            _batch(runtime, clock, reader, state)
+        assert runtime._context.row_limit is None
     finally:
         runtime._async.shutdown(wait=True)
