@@ -229,6 +229,18 @@ class Driver:
             time.sleep(0.1)
         return None
 
+    def completed(self) -> int:
+        """How many checkpoints this run completed (its log lines)."""
+        return len(re.findall(r"\(checkpoint\) completed", self.stderr()))
+
+    def wait_for_completed(self, count: int, timeout: float) -> bool:
+        """Until ``count`` checkpoints completed in this run. Counted, not named by id: a
+        checkpoint in flight when a fault struck may be aborted, and ids are never reused."""
+        deadline = time.monotonic() + timeout
+        while self.completed() < count and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.completed() >= count
+
     def kill(self) -> None:
         """SIGKILL the whole driver: Python, its JVM, the JVM's Python workers."""
         self.killed = True

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -180,6 +181,23 @@ def fence_ranges(sink: ProducingSink, prefix: str, subtask: int, ranges: Sequenc
     return fenced
 
 
+def fence_listed(sink: ProducingSink, prefix: str, coordinators: TransactionCoordinators, keep: set[str]) -> int:
+    """Claims every id the brokers list as open (``open_transactions``) that is this sink's
+    (``prefix``, any subtask and checkpoint) and of this run or an earlier one, but those
+    in ``keep``; returns how many. A later run's ids stay: a run that claimed the job
+    after this one is the job's owner now. Brokers before Kafka 3.0 cannot list: none."""
+    own = re.compile(rf"{re.escape(prefix)}-(\d+)-(\d+)(?:-r(\d+))?")
+    listed = coordinators.open_transactions(f"{prefix}-")
+    fenced = 0
+    for name in sorted(listed or ()):
+        match = own.fullmatch(name)
+        if match is None or name in keep or int(match.group(3) or 0) > sink.run_attempt:
+            continue
+        coordinators.fence(name, sink.transaction_timeout_ms)
+        fenced += 1
+    return fenced
+
+
 class ProducerPipeline:
     """One subtask attempt's transactional producers, each initialised one epoch ahead on a
     thread of its own, the attempt's lingering ids fenced first.
@@ -333,9 +351,23 @@ class TransactionCommitter(SinkCommitter):
             raise ConnectorError(failures[0] + more)
 
     def cleanup(self, keep: Iterable[JsonValue]) -> None:
-        """Transactions no checkpoint kept were aborted by their writer or are fenced by the
-        next attempt (``fence_lingering``); there is no staged output to remove."""
-        self.coordinators.close()
+        """On a restore, before any writer opens, and at the end of the job: a transaction
+        of this sink that is still open and not in ``keep`` can never commit, so it is
+        fenced (``fence_listed``) instead of holding every read_committed reader of its
+        partitions back until transaction.timeout.ms. The writers' upward probes
+        (``fence_lingering``) find most such ids; the listing also finds those below the
+        restored checkpoint, which no probe reaches (an attempt that died before its first
+        producer claimed its id again)."""
+        kept = {str(i["transactional_id"]) for i in keep if isinstance(i, Mapping) and "transactional_id" in i}
+        try:
+            fenced = fence_listed(self.sink, self.prefix, self.coordinators, kept)
+        except ConnectorError as err:  # what is left times out: slower readers, nothing lost
+            log.warning("Kafka sink: could not fence the transactions earlier attempts left open: %s", err)
+        else:
+            if fenced:
+                log.info("Kafka sink: fenced %d transactions earlier attempts left open", fenced)
+        finally:
+            self.coordinators.close()
 
     def job_finished(self, restored_checkpoint_id: int | None) -> None:
         """The end-of-job sweep: what the earlier runs' drivers, taken over while they still

@@ -253,6 +253,40 @@ class TransactionCoordinators:
         except Retriable as err:
             raise ConnectorError(f"Kafka sink: {what} at {self.target.describe()} failed: {err}") from None
 
+    def open_transactions(self, prefix: str) -> list[str] | None:
+        """The ids starting with ``prefix`` of every transaction the brokers hold open
+        (``open_transactions.py``; each broker is asked, as each coordinates its share),
+        or None when they predate the request (Kafka before 3.0)."""
+        from kafka.errors import IncompatibleBrokerVersion
+        from kafka.protocol.metadata import MetadataRequest
+
+        from .open_transactions import ListTransactionsRequest, listed_ids, ongoing_request
+
+        what = "listing the open transactions"
+
+        def list_once() -> list[str] | None:
+            client = self._connected()
+            node = client.least_loaded_node()
+            if node is None:
+                raise Retriable(f"no broker of {self.target.describe()} is reachable")
+            client.cluster.update_metadata(self._call(node, MetadataRequest[1](topics=[])))
+            try:
+                client.api_version(ListTransactionsRequest, max_version=0)
+            except IncompatibleBrokerVersion:
+                return None
+            found: list[str] = []
+            for broker in sorted(client.cluster.brokers(), key=lambda b: b.nodeId):
+                response = self._call(broker.nodeId, ongoing_request())
+                _raise_if_not_ready(response.error_code, what)
+                _raise_for(response.error_code, what)
+                found.extend(listed_ids(response, prefix))
+            return found
+
+        try:
+            return self._retrying(what, list_once)
+        except Retriable as err:
+            raise ConnectorError(f"Kafka sink: {what} at {self.target.describe()} failed: {err}") from None
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

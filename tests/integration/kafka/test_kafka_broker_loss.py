@@ -74,19 +74,6 @@ def events_of(audit: Path, transactional_id: str) -> list[str]:
     return [e["event"] for line in audit.read_text().splitlines() if (e := json.loads(line))["id"] == transactional_id]
 
 
-def completed(driver: Any) -> int:
-    return len(re.findall(r"\(checkpoint\) completed", driver.stderr()))
-
-
-def wait_for_completed(driver: Any, count: int, timeout: float) -> bool:
-    """Until ``count`` checkpoints completed in this run. Counted, not named by id: the
-    checkpoint in flight when the node went may be aborted, and ids are never reused."""
-    deadline = time.monotonic() + timeout
-    while completed(driver) < count and driver.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return completed(driver) >= count
-
-
 def test_every_id_once_when_the_transaction_coordinators_broker_is_lost_and_comes_back(
     workspace: Workspace, kafka_brokers_3: Any
 ) -> None:
@@ -114,8 +101,8 @@ def test_every_id_once_when_the_transaction_coordinators_broker_is_lost_and_come
             assert lost in leaders(kafka, topic), (lost, leaders(kafka, topic))
             killed_at = len(driver.stderr())
             kafka.kill_node(lost)
-            after = completed(driver)
-            assert wait_for_completed(driver, after + 2, 180), driver.stderr()
+            after = driver.completed()
+            assert driver.wait_for_completed(after + 2, 180), driver.stderr()
             time.sleep(0.3)  # inside the next epoch
             assert driver.poll() is None, driver.stderr()
             driver.kill()

@@ -168,3 +168,44 @@ def test_two_exactly_once_sinks_of_one_job_never_share_a_transaction(kafka_broke
     for sink, info in zip(sinks, infos):
         sink.create_committer("job-two").commit([info])
     assert [read_ids(kafka_broker, topic, 3) for topic in topics] == [list(range(0, 50)), list(range(100, 150))]
+
+
+def test_the_restore_fences_every_open_transaction_of_the_sinks_earlier_runs_the_brokers_list(
+    kafka_broker: Any,
+) -> None:
+    """The ids the probes never reach: run 1 left the epoch after checkpoint 2 open (an
+    attempt whose restarted first producer failed to claim it, then the driver died) and
+    run 2 restores checkpoint 6, so its probes start at 6. The restore's cleanup asks the
+    brokers for their open transactions (ListTransactions) and fences the ones of this
+    sink's ids from this run or earlier ones; a later run's (this driver was taken over)
+    and another job's stay open. Found by the chaos job with every sink: a read_committed
+    reader stalled behind such a transaction until transaction.timeout.ms."""
+    topic = new_topic(kafka_broker)
+    one_partition = {"partition": 0}  # so a transaction left open hides every later record
+
+    def left_open(job_id: str, run_attempt: int, after: int, ids: range) -> Any:
+        crashed = exactly_once_sink(kafka_broker, topic, **one_partition)
+        crashed.run_attempt = run_attempt
+        writer = crashed.create_writer(job_id, 0, 0)
+        writer.open(after)
+        writer.write(pa.record_batch({"id": np.arange(ids.start, ids.stop)}))
+        return writer.prepare_commit(after + 1)  # the attempt died here: the transaction stays open
+
+    assert left_open("job-listed", 1, 2, range(0, 10))["transactional_id"] == "seatunnel-ckpt-job-listed-0-2-r1"
+    restored = exactly_once_sink(kafka_broker, topic, **one_partition)
+    restored.run_attempt = 2
+    restored.create_committer("job-listed").cleanup([])  # what a restore of checkpoint 6 runs
+    writer = restored.create_writer("job-listed", 0, 0)
+    writer.open(6)
+    writer.write(pa.record_batch({"id": np.arange(100, 110)}))
+    restored.create_committer("job-listed").commit([writer.prepare_commit(7)])
+    writer.close()
+    assert read_ids(kafka_broker, topic, 3) == list(range(100, 110))
+
+    later_run = left_open("job-listed", 3, 7, range(200, 210))
+    other_job = left_open("job-listed-2", 1, 0, range(300, 310))
+    restored.create_committer("job-listed").cleanup([])  # run 2 ends after run 3 claimed the job
+    restored.close()
+    for info in (later_run, other_job):  # still open: their owners can commit them
+        exactly_once_sink(kafka_broker, topic).create_committer("any").commit([info])
+    assert read_ids(kafka_broker, topic, 3) == [*range(100, 110), *range(200, 210), *range(300, 310)]

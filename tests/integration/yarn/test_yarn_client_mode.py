@@ -41,8 +41,7 @@ def test_client_mode_is_exact_through_an_executor_container_kill_and_a_driver_ki
         os.kill(executors[0], signal.SIGKILL)
         # YARN starts a new container; the subtask that ran there registers again
         assert first.wait_for(r"subtask-\d/attempt-1 .* connected", 180), first.stderr()
-        completed = len(re.findall(r"\(checkpoint\) completed", first.stderr()))
-        assert first.wait_for(rf"checkpoint {completed + 2} \(checkpoint\) completed", 180), first.stderr()
+        assert first.wait_for_completed(first.completed() + 2, 180), first.stderr()
         assert executors[0] not in yarn_jvm_pids(application_id)
         first.kill()
 
