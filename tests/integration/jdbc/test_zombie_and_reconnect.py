@@ -157,7 +157,12 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
         committer.discard_orphans(0, 1, [])
         held.set()  # only now does the old registration's PREPARE land
         channel.deliver(RestoreState(None))  # the coordinator: restart from the beginning (ids from 0 again)
-        time.sleep(0.5)
+        # Until the restarted attempt wrote two batches (not a fixed sleep: under a loaded CI
+        # its restart took longer than 0.5 s, and checkpoint 2's epoch was empty)
+        before = subtask._rows_since_barrier
+        deadline = time.monotonic() + 30
+        while subtask._rows_since_barrier < before + 400 and time.monotonic() < deadline and not errors:
+            time.sleep(0.05)
         channel.deliver(TriggerBarrier(2, CheckpointKind.CHECKPOINT, 0))
         deadline = time.monotonic() + 10
         ack = None
