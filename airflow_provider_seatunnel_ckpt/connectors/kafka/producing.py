@@ -14,7 +14,7 @@ writer starts producers, and neither imports back.
 
 from __future__ import annotations
 
-import threading
+import queue
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
@@ -51,21 +51,31 @@ class ProducingSink(Protocol):
 class Deliveries:
     """The first delivery failure librdkafka's callbacks reported, until it is taken.
     Apart from ``Producing`` so that the producer holding the callback does not hold the
-    ``Producing`` that holds the producer: no cycle, a dropped producer goes at once."""
+    ``Producing`` that holds the producer: no cycle, a dropped producer goes at once.
+
+    A ``SimpleQueue``, not a lock: the callback runs inside librdkafka's poll and flush,
+    where an exception raised by a signal handler (pytest-timeout's, a SIGINT) between a
+    lock's acquire and its release leaked the lock, and the next failed delivery waited
+    for it forever (a CI run hung so inside ``flush``). ``SimpleQueue.put`` is reentrant."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._failure: str | None = None
+        self._failures: queue.SimpleQueue[str] = queue.SimpleQueue()
 
     def delivered(self, err: Any, _message: Any) -> None:
         if err is not None:
-            with self._lock:
-                self._failure = self._failure or reason(err)
+            self._failures.put(reason(err))
 
     def take(self) -> str | None:
-        with self._lock:
-            failure, self._failure = self._failure, None
-        return failure
+        """The first failure reported since the last take, if any; the others are dropped."""
+        try:
+            failure = self._failures.get_nowait()
+        except queue.Empty:
+            return None
+        while True:
+            try:
+                self._failures.get_nowait()
+            except queue.Empty:
+                return failure
 
 
 class Producing:

@@ -67,3 +67,29 @@ def test_a_dropped_producer_is_freed_without_the_garbage_collector() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_a_delivery_report_inside_another_never_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """librdkafka calls the delivery callback inside poll and flush; a second report that
+    arrives while the first one is being recorded (a signal handler's, or one left behind
+    when a signal's exception escaped the first: a CI run hung so, forever, inside flush)
+    must not wait on the first. With a lock held across the first report it deadlocked."""
+    import threading
+
+    from airflow_provider_seatunnel_ckpt.connectors.kafka import producing
+
+    deliveries = Deliveries()
+    nested = []
+
+    def reason_reporting_again(err: object) -> str:
+        if not nested:
+            nested.append(err)
+            deliveries.delivered("second", None)  # re-entered, on the same thread
+        return str(err)
+
+    monkeypatch.setattr(producing, "reason", reason_reporting_again)
+    reporter = threading.Thread(target=deliveries.delivered, args=("first", None), daemon=True)
+    reporter.start()
+    reporter.join(5)
+    assert not reporter.is_alive(), "the nested delivery report waited forever"
+    assert deliveries.take() in ("first", "second") and deliveries.take() is None
