@@ -10,7 +10,9 @@ Faults a real cluster has:
 
 * :meth:`Hosts.kill_host`: every process in the host's namespace SIGKILLed at once;
 * :meth:`Hosts.cut` / :meth:`Hosts.reconnect`: the host's switch port down / up (its
-  connections stall, as with a pulled cable, and resume if they outlive the cut).
+  connections stall, as with a pulled cable, and resume if they outlive the cut; as on a
+  real segment, a peer may see "no route to host" for a few seconds after the reconnect,
+  until its address resolution that failed during the cut is retried).
 
 ``stop()`` kills whatever is still running in the namespaces and deletes them; it runs
 even when a test fails. Needs root and the ``ip`` tool (iproute2).
@@ -177,8 +179,22 @@ class Hosts:
     def cut(self, host: str) -> None:
         _ip("link", "set", self.hosts[host].port_name, "down", namespace=self.switch)
 
-    def reconnect(self, host: str) -> None:
+    def reconnect(self, host: str, timeout: float = 10) -> None:
+        """The host's switch port up again; returns once the host's own end has its
+        carrier back (the kernel applies a carrier change later, by its link watch, and
+        later still on a loaded machine)."""
         _ip("link", "set", self.hosts[host].port_name, "up", namespace=self.switch)
+        deadline = time.monotonic() + timeout
+        while not self._has_carrier(host):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{host}: eth0 has no carrier {timeout:.0f} s after its switch port came up")
+            time.sleep(0.05)
+
+    def _has_carrier(self, host: str) -> bool:
+        shown = subprocess.run(
+            ["ip", "-n", self.hosts[host].namespace, "-o", "link", "show", "eth0"], capture_output=True, text=True
+        ).stdout
+        return "LOWER_UP" in shown and "NO-CARRIER" not in shown
 
     def stop(self) -> None:
         for host in self.hosts.values():

@@ -18,8 +18,8 @@ LISTEN = (
     "while True: s.accept()[0].close()"
 )
 CONNECT = (
-    "import socket,sys\ntry:\n socket.create_connection((sys.argv[1], 7000), timeout=2).close(); print('ok')\n"
-    "except OSError as e: print(type(e).__name__)"
+    "import errno,socket,sys\ntry:\n socket.create_connection((sys.argv[1], 7000), timeout=2).close(); print('ok')\n"
+    "except OSError as e: print(type(e).__name__, errno.errorcode.get(e.errno, '') if type(e) is OSError else '')"
 )
 
 
@@ -47,7 +47,15 @@ def test_hosts_reach_each_other_by_address_and_a_cut_host_is_unreachable(hosts: 
     hosts.cut("right")
     assert _connect(hosts, "left", right) == "TimeoutError"
     hosts.reconnect("right")
-    assert _connect(hosts, "left", right) == "ok"
+    # reachable again within seconds: right after the reconnect the left host's address
+    # resolution that failed during the cut may still answer "no route to host"
+    # (EHOSTUNREACH), as on a real segment (seen here at a load of 8 on 2 cores)
+    seen = [_connect(hosts, "left", right)]
+    deadline = time.monotonic() + 20
+    while seen[-1] != "ok" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        seen.append(_connect(hosts, "left", right))
+    assert seen[-1] == "ok", seen
     assert hosts.kill_host("right") >= 1
     assert server.wait(10) == -9
     assert hosts.pids("right") == []
