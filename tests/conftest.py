@@ -12,17 +12,19 @@ from typing import Any
 
 import pytest
 
+from tests.support.spark_class_archive import spark_submit_opts
+
 # Most tests start many short local jobs. The preloading Python daemon (engine/preload.py)
 # adds ~2.5 s to each start and pays off only when a subtask fails over, so it is off for
 # the suite as a machine-wide default; the tests of the daemon (random executor-worker
 # kills, the standalone cluster's) turn it on with --conf spark.seatunnel.preloadDaemon.
 os.environ.setdefault("SEATUNNEL_CKPT_PRELOAD_DAEMON", "false")
-# Every Spark driver the tests start is a short-lived JVM that mostly waits: the client
-# compiler alone and the serial collector cut its CPU by about a quarter (a restore test:
-# 52 against 39 CPU-seconds, the same wall time), and the whole suite is CPU-bound on two
-# cores. spark-submit adds SPARK_SUBMIT_OPTS to the driver JVM's command line (local mode:
-# the executors too). The benchmarks do not import this file: they keep Java's defaults.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# Every Spark driver the tests start is a short-lived JVM that mostly waits, and the whole
+# suite is CPU-bound on two cores: its options (tests/support/spark_class_archive.py) are
+# the client compiler, the serial collector and, once built, a class-data-sharing archive.
+# spark-submit adds SPARK_SUBMIT_OPTS to the driver JVM's command line (local mode: the
+# executors too). The benchmarks do not import this file: they keep Java's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_submit_opts())
 
 
 @pytest.fixture
