@@ -112,6 +112,14 @@ def start_subtask(context: SubtaskContext) -> tuple[SubtaskRuntime, FakeChannel,
     return subtask, channels[0], thread, errors
 
 
+def _wait_for_rows(subtask: SubtaskRuntime, rows: int, errors: list[BaseException], timeout: float = 30) -> None:
+    """Until the subtask has written ``rows`` rows since its last barrier."""
+    deadline = time.monotonic() + timeout
+    while subtask._rows_since_barrier < rows and time.monotonic() < deadline and not errors:
+        time.sleep(0.05)
+    assert subtask._rows_since_barrier >= rows, (subtask._rows_since_barrier, errors)
+
+
 # ---- item 6: the reconnect race ------------------------------------------------------------------
 def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_restarted_subtask(
     db: Database, monkeypatch: pytest.MonkeyPatch
@@ -148,9 +156,11 @@ def test_reconnect_a_late_prepare_of_the_old_registration_never_blocks_the_resta
     subtask, channel, thread, errors = start_subtask(context)
     try:
         channel.deliver(RestoreState(None))
-        time.sleep(0.5)  # about 1,000 rows, ids from 0
+        # Until two batches (ids from 0) are written, not a fixed 0.5 s: at a load of 21 a
+        # fresh-clone CI had written none by then, so checkpoint 1 had nothing to prepare
+        _wait_for_rows(subtask, 400, errors)
         channel.deliver(TriggerBarrier(1, CheckpointKind.CHECKPOINT, 0))
-        assert entered.wait(10), "checkpoint 1's PREPARE never started"
+        assert entered.wait(30), "checkpoint 1's PREPARE never started"
         # The channel comes back while checkpoint 1's pre-commit runs: the subtask
         # re-registers, and the driver rolls back what it prepared so far (nothing yet).
         channel.on_reconnect()
