@@ -199,6 +199,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "nothing: goal <= 2)",
         "lower",
     ),
+    "scale_ckpt_time_ratio_100k_vs_1k_splits_equal_rows": (
+        "scale_splits",
+        "checkpoint duration p50 over 100,000 splits / over 1,000 splits, Sequence at the same rows per "
+        "epoch whatever N (the split count alone: goal <= 1.5)",
+        "lower",
+    ),
     "rows_500m_last_vs_first_tenth": (
         "scale_rows",
         "rows/s over the last tenth of 500 million rows / over the first tenth, Sequence -> File, "
