@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support.spark_class_archive import spark_submit_opts
+from tests.support.spark_starts import MARKER as SPARK
+from tests.support.spark_starts import SparkStarts
 
 # Most tests start many short local jobs. The preloading Python daemon (engine/preload.py)
 # adds ~2.5 s to each start and pays off only when a subtask fails over, so it is off for
@@ -133,24 +135,73 @@ def yarn_cluster() -> Iterator[Any]:
     yield from _hadoop("yarn")
 
 
-#: a test that uses one of these fixtures gets the marker: ``pytest -m "kafka_broker or
-#: hdfs_cluster or yarn"`` selects every test on the real JVM systems (docs/testing.md)
-REAL_SYSTEM_MARKERS = {
+#: what a test starts, as markers from the fixtures it uses (directly or through other
+#: fixtures): ``pytest -m "kafka_broker or hdfs_cluster or yarn"`` selects every test on
+#: the real JVM systems (docs/testing.md), ``-m "not spark"`` the tests that start no Spark,
+#: as scripts/test does. A test that starts Spark by other means marks its module
+#: (``pytestmark = pytest.mark.spark``); tests/support/spark_starts.py fails one that forgot.
+NEEDS = {
     "kafka_broker": "kafka_broker",
     "kafka_brokers_3": "kafka_broker",
     "hdfs_cluster": "hdfs_cluster",
     "hdfs_ha_cluster": "hdfs_cluster",
     "hdfs_kerberos_cluster": "hdfs_cluster",
     "yarn_cluster": "yarn",
+    # the Spark processes of tests/support/workspace.py (spark_env: every engine workspace,
+    # the standalone cluster), the connector contract suite's workspace, the Airflow
+    # deployment and the networked cluster
+    "spark_env": SPARK,
+    "ws": SPARK,
+    "deployment": SPARK,
+    "net_cluster": SPARK,
 }
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="show the N tests that cost the most CPU (tests/support/cpu_durations.py)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cpu_durations") > 0:
+        from tests.support.cpu_durations import CpuDurations
+
+        config.pluginmanager.register(CpuDurations(config.getoption("cpu_durations")), "cpu_durations")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        for marker in sorted(
-            {REAL_SYSTEM_MARKERS[f] for f in getattr(item, "fixturenames", ()) if f in REAL_SYSTEM_MARKERS}
-        ):
+        for marker in sorted({NEEDS[f] for f in getattr(item, "fixturenames", ()) if f in NEEDS}):
             item.add_marker(marker)
+
+
+_spark_starts = SparkStarts()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    _spark_starts.begin()  # before the test's fixtures, which may start Spark themselves
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        result = yield
+    finally:
+        started = _spark_starts.end()
+    if started and item.get_closest_marker(SPARK) is None:
+        pytest.fail(
+            "this test started Spark but is not marked spark: use a fixture that starts it "
+            "(NEEDS in tests/conftest.py) or mark the module (pytestmark = pytest.mark.spark)",
+            pytrace=False,
+        )
+    return result
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

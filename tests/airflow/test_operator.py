@@ -239,6 +239,7 @@ def test_terminate_tree_stops_the_whole_process_tree():
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_on_kill_stops_spark_submit_and_the_next_run_resumes(tmp_path):
     from airflow.sdk.exceptions import AirflowException
 

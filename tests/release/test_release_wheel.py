@@ -30,7 +30,7 @@ import pytest
 
 from tests.support.workspace import assert_exactly_once
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1500)]
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 150_000
