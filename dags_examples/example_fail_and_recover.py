@@ -67,7 +67,9 @@ def path_safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]", "-", text)
 
 
-PARAMS = {"workdir": WORKDIR, "rows": 240_000, "rows_per_second": 60_000, "fail_after_rows": 50_000}
+# 5 s of reading per subtask before the failure at the rate, 8 s in all: time for
+# several checkpoints (every 500 ms) to complete first, on a busy machine too
+PARAMS = {"workdir": WORKDIR, "rows": 480_000, "rows_per_second": 60_000, "fail_after_rows": 150_000}
 
 
 def _fail_then_resume(dag_id: str, recover: bool) -> DAG:

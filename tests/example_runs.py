@@ -14,7 +14,7 @@ from airflow_provider_seatunnel_ckpt.storage import get_factory
 #: ``part-<job tag>-<subtask>-<attempt>-<checkpoint id>-<n>.parquet``
 _PART = re.compile(r"part-[0-9a-f]{8}-\d{5,}-\d+-(\d{10,})-\d+\.parquet$")
 #: the examples' (c) rows (their default ``rows`` param)
-FAIL_AND_RESUME_ROWS = 240_000
+FAIL_AND_RESUME_ROWS = 480_000
 
 
 def example_storage(workdir: Path) -> Any:

@@ -19,7 +19,17 @@ from airflow_provider_seatunnel_ckpt.hooks import get_checkpoint_hook
 from tests import example_runs
 from tests.example_runs import committed_ids
 
-from .conftest import AIRFLOW_HOME, EXAMPLE_DAGS, airflow_dags_test, output, task_states, xcom_values
+from .conftest import (
+    AIRFLOW_HOME,
+    DAGS_TEST_PYTEST_TIMEOUT,
+    EXAMPLE_DAGS,
+    airflow_dags_test,
+    output,
+    task_states,
+    xcom_values,
+)
+
+pytestmark = pytest.mark.timeout(DAGS_TEST_PYTEST_TIMEOUT)
 
 EXAMPLES = {
     "example_checkpointed_etl_local",
@@ -55,6 +65,7 @@ def local_storage(workdir: Path):
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_local_etl_happy_path(airflow_db, tmp_path):
     rows = 100_000
     done = airflow_dags_test("example_checkpointed_etl_local", {"workdir": str(tmp_path), "rows": rows})
@@ -94,6 +105,7 @@ def check_resumed_exactly_once(workdir: Path, dag_id: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_failed_run_is_resumed_by_the_task_retry(airflow_db, tmp_path):
     done = airflow_dags_test("example_fail_and_retry", {"workdir": str(tmp_path)})
     assert done.returncode == 0, output(done)
@@ -103,6 +115,7 @@ def test_failed_run_is_resumed_by_the_task_retry(airflow_db, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_failed_run_is_resumed_by_the_recovery_operator(airflow_db, tmp_path):
     done = airflow_dags_test("example_fail_and_recover", {"workdir": str(tmp_path)})
     assert done.returncode == 0, output(done)
@@ -117,6 +130,7 @@ def test_failed_run_is_resumed_by_the_recovery_operator(airflow_db, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, postgres_server, pg_database):
     """Example (d): credentials from a ``postgres`` connection, the first attempt fails
     mid-copy, the recovery operator resumes it; every row once; the password nowhere."""
@@ -214,6 +228,7 @@ def test_postgres_to_lake_is_recovered_and_exactly_once(airflow_db, tmp_path, po
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_lakehouse_example_is_recovered_into_one_iceberg_table(airflow_db, tmp_path, postgres_server, pg_database):
     """Example (e): Postgres -> Iceberg; the first attempt fails mid-copy, the recovery
     operator resumes it; every row once in the table, read with pyiceberg; one snapshot per

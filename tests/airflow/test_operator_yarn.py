@@ -28,7 +28,7 @@ from tests.support.workspace import assert_exactly_once, checkpoint_config, desc
 
 from .conftest import VENV_BIN, metadata_rows, task_states, xcom_values
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
 
 DAG_ID = "test_yarn_cluster_retry"
 JOB_ID = "yarn-operator"

@@ -17,7 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import AIRFLOW_HOME, VENV_BIN, airflow_dags_test, metadata_rows, output, task_states, xcom_values
+from .conftest import (
+    AIRFLOW_HOME,
+    DAGS_TEST_PYTEST_TIMEOUT,
+    VENV_BIN,
+    airflow_dags_test,
+    metadata_rows,
+    output,
+    task_states,
+    xcom_values,
+)
+
+pytestmark = pytest.mark.timeout(DAGS_TEST_PYTEST_TIMEOUT)
 
 DAG_ID = "example_checkpointed_etl_s3"
 
@@ -54,6 +65,7 @@ def spark_submit_spy(directory: Path, record: Path, secret: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_secret_of_the_aws_connection_appears_nowhere(airflow_db, tmp_path, s3_server):
     secret = f"sEcReT-{uuid.uuid4().hex}"
     access_key = f"AKIA{uuid.uuid4().hex[:16].upper()}"

@@ -19,8 +19,9 @@ blur is asserted:
   driver's newest reservation (each claimant compacts the records below its claim), so
   a killed driver's leftover reservations (what 861b667 fixed) or claims kept per start
   (issue 51, item 3) break it;
-* file descriptors and threads of the driver tree in the last window are within 10 % of
-  the first window's, whose driver was as old (both windows start with a fresh driver).
+* file descriptors and threads of the driver tree in the last window (which starts with a
+  fresh driver, as the first does) are within 10 % of the most an earlier window held: the
+  first alone also averages the job's start, which a loaded machine stretches.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from bench import scale_soak
 
 pytestmark = [
     pytest.mark.slow,
-    # scripts/test runs this beside the Airflow, deployment and cluster suites
+    pytest.mark.spark,
+    # scripts/test runs this beside its other suites (its lanes)
     pytest.mark.timeout(900),
 ]
 
@@ -103,11 +105,26 @@ def test_five_minute_soak_keeps_storage_and_processes_bounded(tmp_path: Path, ka
     _total, by_dir = scale_soak.count_objects(tmp_path / "checkpoints")
     fence = sum(n for d, n in by_dir.items() if re.search(r"(^|/)fence$", d))
     assert fence <= 2, f"the fence log keeps more than the last claim and its newest reservation: {by_dir}"
-    heartbeats = sum(n for d, n in by_dir.items() if re.search(r"(^|/)heartbeat$", d))
-    assert heartbeats <= 2, f"heartbeats of more than the newest two attempts: {by_dir}"
+    # heartbeat records (N.json) of the newest two attempts; beside them, a driver SIGKILLed
+    # inside a heartbeat's write leaves that write's hidden temp file (fs_local: written,
+    # fsynced, then renamed), which listings skip: at most one per driver kill
+    heartbeat_files = sorted(f.name for f in (tmp_path / "checkpoints").rglob("heartbeat/*"))
+    records = [name for name in heartbeat_files if re.fullmatch(r"\d+\.json", name)]
+    temps = [name for name in heartbeat_files if re.fullmatch(r"\..+\.tmp-[0-9a-f]{16}", name)]
+    assert len(records) <= 2 and len(records) + len(temps) == len(heartbeat_files), (
+        f"heartbeats of more than the newest two attempts, or files that are neither: {heartbeat_files}"
+    )
+    assert len(temps) <= len(kills), f"more temp files than driver kills: {heartbeat_files}"
 
     last = windows[-1]
     assert scale_soak.age_matched_window(windows, WINDOW_S, KILL_EVERY_S) == 0
+    # flat: the last window holds no more than 10 % above the most any earlier window held.
+    # Not the first window alone: it averages the job's start, which a loaded machine makes
+    # long (a CI at a load of 15: threads 82 in the first window, then 108, 108, 109 and 96)
     for key in ("total_fds", "total_threads"):
-        assert last[key] is not None and first[key], (key, first, last)
-        assert last[key] <= 1.10 * first[key], f"{key}: {last[key]} in the last window, {first[key]} in the first"
+        earlier = [w[key] for w in windows[:-1] if w[key]]
+        assert last[key] is not None and earlier, (key, first, last)
+        assert last[key] <= 1.10 * max(earlier), (
+            f"{key}: {last[key]} in the last window, at most {max(earlier)} in the earlier ones: "
+            f"{[w[key] for w in windows]}"
+        )

@@ -89,7 +89,9 @@ def test_a_job_across_hosts_survives_host_loss_partitions_and_a_driver_kill(
         record.driver_runs += 1
         assert driver.wait_for(COMPLETED.pattern, 180), driver.stderr()[-6000:]
         subtasks_on = {w: len(cluster.forked_python_workers(w)) for w in WORKERS}
-        assert all(subtasks_on.values()), f"the subtasks did not spread over both workers: {subtasks_on}"
+        assert all(subtasks_on.values()), f"the subtasks did not spread over both workers: {subtasks_on}\n" + "\n".join(
+            line for line in driver.stderr().splitlines() if "subtask-" in line or "executor" in line.lower()
+        )
         assert not _secret_on_a_command_line(cluster), "the S3 secret is on a command line or in an environment"
 
         time.sleep(rng.uniform(0.5, 2.0))

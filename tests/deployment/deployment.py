@@ -88,9 +88,10 @@ class AirflowDeployment:
             "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
             # the examples' default workdir is under the temp dir: keep it inside this deployment
             "TMPDIR": str(home / "tmp"),
-            # a dead worker's task is found in about 17 s instead of Airflow's 300 + 10 s; the
-            # supervisor heartbeats every 5 s, so a live one has three chances
-            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
+            # a dead worker's task is found in about 47 s instead of Airflow's 300 + 10 s; the
+            # supervisor heartbeats every 5 s, so a live one has nine chances (with 15 s, a CI
+            # at a load of 15, whose API server answered nothing for 47 s, retried live tasks)
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "45",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "task-logs"),

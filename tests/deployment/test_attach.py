@@ -3,7 +3,7 @@ worker running a Spark task dies; its retry attaches to the driver that is still
 instead of taking the job over, or takes over when the driver died too.
 
 Both cases run at once (two runs of example_fail_and_retry, without its planned failure),
-so the suite pays the scheduler's heartbeat timeout (15 s, found within 2 s) once."""
+so the suite pays the scheduler's heartbeat timeout (45 s, found within 2 s) once."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ pytestmark = pytest.mark.slow
 DAG_ID = "example_fail_and_retry"
 RATE = 40_000  # rows/s
 #: the attached run must outlive the kill (after its first checkpoint), the scheduler's
-#: heartbeat timeout (15 s + up to 2 s to notice), the retry's start and its attach:
-#: about 55 s of rows
-ATTACHED_ROWS = 2_200_000
+#: heartbeat timeout (45 s + up to 2 s to notice), the retry's start and its attach:
+#: about 85 s of rows
+ATTACHED_ROWS = 3_400_000
 #: the taken-over run only has to be running when it is killed
 TAKEN_OVER_ROWS = 1_600_000
 

@@ -269,7 +269,9 @@ def test_a_sink_names_its_sheet_and_round_trips_nulls_and_times(tmp_path: Path) 
     assert back == batch.to_pylist()
 
 
-def test_a_sink_cuts_files_by_sheet_size_and_a_discarded_file_leaves_nothing(tmp_path: Path) -> None:
+def test_a_sink_cuts_files_by_sheet_size_and_a_discarded_file_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "excel"})
     sink.max_file_bytes = 4096
     rows = pa.record_batch({"id": pa.array(range(3000), pa.int64()), "text": [f"row {i}" for i in range(3000)]})
@@ -300,13 +302,17 @@ def test_a_sink_cuts_files_by_sheet_size_and_a_discarded_file_leaves_nothing(tmp
 
     import tempfile
 
-    before = set(Path(tempfile.gettempdir()).iterdir())
+    # a temporary directory of this test's own: the machine's /tmp changes under other processes
+    private_tmp = tmp_path.parent / f"{tmp_path.name}-tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     writer = sink.create_writer("xl", 0, 1)
     writer.open(1)
     writer.write(rows.slice(0, 10))
+    assert list(private_tmp.iterdir()), "openpyxl's temporary file is not where this test looks"
     writer.close()  # the open xlsx is abandoned: not staged, openpyxl's temporary file removed
     assert not [p for p in (tmp_path / "_staging").rglob("*") if p.is_file()]
-    assert set(Path(tempfile.gettempdir()).iterdir()) <= before
+    assert list(private_tmp.iterdir()) == []
 
 
 # ---------------------------------------------------------------------------------------
