@@ -180,6 +180,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(marker)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with tests/deployment on one worker (tests/support/file_groups.py)."""
+    from tests.support.file_groups import make_scheduler
+
+    return make_scheduler(config, log)
+
+
 _spark_starts = SparkStarts()
 
 

@@ -23,13 +23,14 @@ from .rest import task_instances, trigger, wait_for_runs, xcom, xcom_or_none
 pytestmark = pytest.mark.slow
 
 DAG_ID = "example_fail_and_retry"
-RATE = 40_000  # rows/s
 #: the attached run must outlive the kill (after its first checkpoint), the scheduler's
-#: heartbeat timeout (45 s + up to 2 s to notice), the retry's start and its attach:
-#: about 85 s of rows
-ATTACHED_ROWS = 3_400_000
+#: heartbeat timeout (45 s + up to 2 s to notice), the retry's start and its attach: 150 s
+#: of rows. At a CI's load the retry's start alone can take a minute, and 85 s of rows
+#: (3,400,000 at 40,000 rows/s) once ended first. A lower rate, not more rows: a row costs
+#: CPU, a second of waiting little.
+ATTACHED_ROWS, ATTACHED_RATE = 2_400_000, 16_000
 #: the taken-over run only has to be running when it is killed
-TAKEN_OVER_ROWS = 1_600_000
+TAKEN_OVER_ROWS, TAKEN_OVER_RATE = 1_600_000, 40_000
 
 
 def _path_safe(run_id: str) -> str:
@@ -59,10 +60,15 @@ def test_a_retry_attaches_to_a_live_driver_and_takes_over_a_dead_one(
 
     started = time.monotonic()
     day = dt.datetime(2026, 4, 1, tzinfo=dt.UTC)
-    conf = {"workdir": str(tmp_path), "rows_per_second": RATE, "fail_after_rows": 10**12}
+    conf = {"workdir": str(tmp_path), "fail_after_rows": 10**12}
     runs = {
-        "attached": trigger(deployment, DAG_ID, {**conf, "rows": ATTACHED_ROWS}, day),
-        "taken_over": trigger(deployment, DAG_ID, {**conf, "rows": TAKEN_OVER_ROWS}, day + dt.timedelta(days=1)),
+        "attached": trigger(deployment, DAG_ID, {**conf, "rows": ATTACHED_ROWS, "rows_per_second": ATTACHED_RATE}, day),
+        "taken_over": trigger(
+            deployment,
+            DAG_ID,
+            {**conf, "rows": TAKEN_OVER_ROWS, "rows_per_second": TAKEN_OVER_RATE},
+            day + dt.timedelta(days=1),
+        ),
     }
     storage = example_storage(tmp_path)
     jobs = {

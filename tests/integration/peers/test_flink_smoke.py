@@ -1,6 +1,6 @@
 """CI smoke of the peer Flink (bench/peers/flink.py, docs/testing.md "Peers: Flink"):
 Flink 2.3 from PyPI runs the FakeSource -> Sql -> LocalFile workload's Flink form with
-exactly-once checkpoints every second, parallelism 2, within 90 s, and its parquet output
+exactly-once checkpoints every second, parallelism 2, within BUDGET_S, and its parquet output
 holds every id once. The one-off install (``scripts/jvm-servers flink``, about 20 s from an
 empty cache) happens in the fixture, outside the timed run."""
 
@@ -16,7 +16,10 @@ from tests.support.workspace import assert_exactly_once
 
 pytestmark = pytest.mark.peers
 
-BUDGET_S = 90.0
+#: 3 s of rows, but the mini-cluster's start is CPU-bound: a fresh-clone CI gave this lane
+#: 13 CPU-seconds in 90 s (its failing-pipeline test, which starts the same way, took 33 s)
+#: and Flink had not finished. The budget catches a hang, not a slow machine.
+BUDGET_S = 300.0
 ROWS = 30_000
 
 
