@@ -354,8 +354,11 @@ def test_not_found_is_not_retried(faulty_fs_backend: Backend) -> None:
 
 
 def test_wrong_credentials_fail_fast(denied_fs_backend: Backend) -> None:
-    """Auth errors raise at once (no retries) and never look like "not found"."""
+    """Auth errors raise at once (no retries) and never look like "not found". Retries are
+    counted at the server's side (every wrong-credentials backend has a request counter),
+    not timed: a CI at a load of 15 took 6.9 s for one refused S3 read."""
     fs, fs_root, faults = denied_fs_backend.fs, denied_fs_backend.root, denied_fs_backend.faults
+    assert faults is not None, f"{denied_fs_backend.name}: a wrong-credentials backend must count its requests"
     path = f"{fs_root}/job/pipeline-1/chk-0001/_metadata"
     ops = {
         "read": lambda: fs.read(path),
@@ -366,8 +369,7 @@ def test_wrong_credentials_fail_fast(denied_fs_backend: Backend) -> None:
         "delete-recursive": lambda: fs.delete(f"{fs_root}/job", recursive=True),
     }
     for name, op in ops.items():
-        before = faults.request_count if faults else 0
-        started = time.monotonic()
+        before = faults.request_count
         with pytest.raises(CheckpointStorageError) as err:
             op()
         message = str(err.value)
@@ -377,9 +379,7 @@ def test_wrong_credentials_fail_fast(denied_fs_backend: Backend) -> None:
             assert word in message, f"{name}: {message}"
         secret = denied_fs_backend.secret
         assert not secret or (secret not in message and secret not in repr(err.value))
-        assert time.monotonic() - started < 5, f"{name} was retried"
-        if faults is not None:
-            assert faults.request_count - before == 1, f"{name} was retried"
+        assert faults.request_count - before == 1, f"{name} was retried"
 
 
 def test_move_publishes_and_replays(fs: FileSystem, fs_root: str) -> None:
