@@ -103,7 +103,13 @@ _OPTIONS = OptionTable(
     Option("schema", "value", "SeaTunnel's schema: fields (or columns) and their types", REQUIRED, convert=_schema),
     Option("row.num", "int", "rows made per reader", 5, minimum=0),
     Option("split.num", "int", "splits per reader", 1, minimum=1),
-    Option("split.read-interval", "int", "milliseconds between two splits' reads", 1, minimum=0),
+    Option(
+        "split.read-interval",
+        "int",
+        "milliseconds from one split's read to the next one's, per reader (the first at once)",
+        1,
+        minimum=0,
+    ),
     Option("parallelism", "int", "readers (default: env.parallelism)", minimum=1),
     *(Option(name, "int", f"the {name.replace('.', ' ')} of made values", 5, minimum=0) for name in _SIZES),
     *(o for kind in _RANGES for o in _value_options(kind, float if kind in ("float", "double") else int)),
@@ -158,6 +164,8 @@ class FakeSource(Source):
         self.row_num: int = opts["row.num"]
         self.split_num: int = opts["split.num"]
         self.read_interval_ms: int = opts["split.read-interval"]
+        #: time.monotonic() when each reader (by index) last began a split, in this process
+        self._split_began: dict[int, float] = {}
         self.parallelism: int | None = opts["parallelism"]
         self.sizes = {name: opts[name] for name in _SIZES}
         _rule_within_bounds(opts)
@@ -208,8 +216,18 @@ class FakeSource(Source):
         position = 0 if position is None else position
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= total:
             raise ValueError(f"FakeSource split {split.split_id}: position {position!r} is not a row in [0, {total}]")
-        pause = self.read_interval_ms / 1000 if int(split.spec["chunk"]) > 0 and position == 0 else 0.0
-        return FakeReader(self, split, position, total, context, pause)
+        return FakeReader(self, split, position, total, context, paced=position == 0)
+
+    def wait_for_split_turn(self, reader: int) -> None:
+        """``split.read-interval`` as SeaTunnel's reader keeps it: a split is read at least
+        the interval after the reader's last one began, and the first split a reader reads
+        in this process (at the job's start or after a restore) at once."""
+        began = self._split_began.get(reader)
+        if began is not None:
+            wait = began + self.read_interval_ms / 1000 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        self._split_began[reader] = time.monotonic()
 
     # ---- values --------------------------------------------------------------------------
     def block(self, split: Split, block: int) -> pa.RecordBatch:
@@ -323,23 +341,24 @@ class FakeSource(Source):
 
 class FakeReader(SourceReader):
     def __init__(
-        self, source: FakeSource, split: Split, position: int, total: int, context: ReaderContext, pause_s: float
+        self, source: FakeSource, split: Split, position: int, total: int, context: ReaderContext, paced: bool
     ):
         self._source = source
         self._split = split
         self._next = position
         self._total = total
         self._context = context  #: its row limit is read at every batch (batches sized by time)
-        self._pause_s = pause_s
+        #: a split read from its start waits for its turn (split.read-interval) first
+        self._paced = paced
         #: the block the last batch came from: batches smaller than a block slice it again
         self._block: tuple[int, pa.RecordBatch] | None = None
 
     def read_batch(self) -> pa.RecordBatch | None:
         if self._next >= self._total:
             return None
-        if self._pause_s:
-            time.sleep(self._pause_s)
-            self._pause_s = 0.0
+        if self._paced:
+            self._source.wait_for_split_turn(int(self._split.spec["reader"]))
+            self._paced = False
         block, offset = divmod(self._next, BLOCK_ROWS)
         if self._block is None or self._block[0] != block:
             self._block = (block, self._source.block(self._split, block))

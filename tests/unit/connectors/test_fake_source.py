@@ -233,3 +233,42 @@ def test_bad_options_are_one_line_naming_the_key(options: dict[str, Any], messag
 def test_options_seatunnel_ignores_are_accepted_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     fake(**{"split.row": 3, "smalling.fake.mode": "range"})
     assert "option split.row is not read by SeaTunnel's FakeSource either; ignored" in caplog.text
+
+
+class _Clock:
+    """time.monotonic and time.sleep of fake_source, on a clock that only sleeps move."""
+
+    def __init__(self) -> None:
+        self.now, self.slept = 100.0, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 3))
+        self.now += seconds
+
+
+def test_split_read_interval_runs_from_one_split_read_to_the_next_and_not_after_a_restore(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_provider_seatunnel_ckpt.connectors import fake_source
+
+    clock = _Clock()
+    monkeypatch.setattr(fake_source, "time", clock)
+    source = fake(**{"row.num": 30, "split.num": 3, "split.read-interval": 1000})
+    first, second, third = assign_splits(source.splits(1), 1, 0)
+
+    def read(split: Any) -> None:
+        list(iter_batches(source.create_reader(split, None, ReaderContext(0, 1))))
+
+    # A reader (re)started at its second split, as after a restore from a checkpoint, reads
+    # it at once: SeaTunnel's reader waits the interval from its own last read, none yet.
+    read(second)
+    assert clock.slept == []
+    clock.now += 0.25  # the split's rows went downstream
+    read(third)  # the interval counts from the last split's read, not from its end
+    assert clock.slept == [0.75]
+    clock.now += 2.0  # slower than the interval: no pause at all
+    read(first)
+    assert clock.slept == [0.75]
