@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, iter_batches
+from airflow_provider_seatunnel_ckpt.connectors.api import ReaderContext, assign_splits, close_all, iter_batches
 from airflow_provider_seatunnel_ckpt.engine.composite import SinkGroup
 from airflow_provider_seatunnel_ckpt.engine.routing import (
     Router,
@@ -49,21 +49,30 @@ def run_in_process(path: Path, job_id: str = "compat", variables: Mapping[str, s
         if schema is not None:
             sink.accepts(schema)
     source, sink = one_source(sources), one_sink(sinks)
-    router = Router(job.graph, transforms, sinks, sources)
-    origin = source.origin if len(sources) > 1 else (lambda split: 0)
-    splits = source.splits(job.parallelism)
-    infos, rows = [], 0
-    for subtask in range(job.parallelism):
-        writer = sink.create_writer(job_id, subtask, 0)
-        writer.open(0)
-        for split in assign_splits(splits, job.parallelism, subtask):
-            state: dict[str, dict] = {}
-            for batch in iter_batches(source.create_reader(split, None, ReaderContext(subtask, job.parallelism))):
-                for index, out in router.route(batch, origin(split), lambda i: state.setdefault(str(i), {})):  # noqa: B023 - called within this iteration
-                    writer.write_to(index, out) if isinstance(sink, SinkGroup) else writer.write(out)
-                    rows += out.num_rows
-        infos.append(writer.prepare_commit(1))
-    committer = sink.create_committer(job_id)
-    committer.commit([info for info in infos if info is not None])
-    committer.job_finished(None)
-    return rows
+    try:
+        router = Router(job.graph, transforms, sinks, sources)
+        origin = source.origin if len(sources) > 1 else (lambda split: 0)
+        splits = source.splits(job.parallelism)
+        infos, rows = [], 0
+        for subtask in range(job.parallelism):
+            writer = sink.create_writer(job_id, subtask, 0)
+            writer.open(0)
+            for split in assign_splits(splits, job.parallelism, subtask):
+                state: dict[str, dict] = {}
+                reader = source.create_reader(split, None, ReaderContext(subtask, job.parallelism))
+                try:
+                    for batch in iter_batches(reader):
+                        for index, out in router.route(batch, origin(split), lambda i: state.setdefault(str(i), {})):  # noqa: B023 - called within this iteration
+                            writer.write_to(index, out) if isinstance(sink, SinkGroup) else writer.write(out)
+                            rows += out.num_rows
+                finally:
+                    reader.close()
+            infos.append(writer.prepare_commit(1))
+        committer = sink.create_committer(job_id)
+        committer.commit([info for info in infos if info is not None])
+        committer.job_finished(None)
+        return rows
+    finally:
+        # as a subtask does (engine/subtask.py): a Kafka source's consumer left open polls
+        # its broker, and logs each refused connection, after the test has stopped it
+        close_all([source, sink])
