@@ -14,8 +14,8 @@ docs/architecture.md, "Design choices" (batches sized by time).
 from __future__ import annotations
 
 #: the default target of one batch's read + transforms + writes (env ``batch_time_ms``):
-#: 0, fixed batches, until a quiet machine shows the sizing meets its goals (docs/jobs.md;
-#: at load ~30 it kept 0.84-0.92 of the rows per CPU second and p99 fell only 0.68x)
+#: 0, fixed batches: measured, the sizing does not pay (docs/architecture.md; 50 ms with
+#: eight jobs at once on a quiet machine kept 0.80 of the rows per CPU second, p99 0.89x)
 DEFAULT_TARGET_MS = 0
 #: the floor: this fraction of the configured batch size. A batch has fixed costs (a
 #: DuckDB query's set-up, the Python between the stages): the jobs-at-once bench's
