@@ -216,12 +216,12 @@ class FakeSource(Source):
         position = 0 if position is None else position
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= total:
             raise ValueError(f"FakeSource split {split.split_id}: position {position!r} is not a row in [0, {total}]")
-        return FakeReader(self, split, position, total, context, paced=position == 0)
+        return FakeReader(self, split, position, total, context)
 
     def wait_for_split_turn(self, reader: int) -> None:
         """``split.read-interval`` as SeaTunnel's reader keeps it: a split is read at least
         the interval after the reader's last one began, and the first split a reader reads
-        in this process (at the job's start or after a restore) at once."""
+        in this process (at the job's start, or resumed after a restore) at once."""
         began = self._split_began.get(reader)
         if began is not None:
             wait = began + self.read_interval_ms / 1000 - time.monotonic()
@@ -340,16 +340,14 @@ class FakeSource(Source):
 
 
 class FakeReader(SourceReader):
-    def __init__(
-        self, source: FakeSource, split: Split, position: int, total: int, context: ReaderContext, paced: bool
-    ):
+    def __init__(self, source: FakeSource, split: Split, position: int, total: int, context: ReaderContext):
         self._source = source
         self._split = split
         self._next = position
         self._total = total
         self._context = context  #: its row limit is read at every batch (batches sized by time)
-        #: a split read from its start waits for its turn (split.read-interval) first
-        self._paced = paced
+        #: the split waits for its turn (split.read-interval) before its first batch
+        self._paced = True
         #: the block the last batch came from: batches smaller than a block slice it again
         self._block: tuple[int, pa.RecordBatch] | None = None
 

@@ -88,7 +88,7 @@ def build_spark(request: RunRequest) -> Any:
             continue  # spark-submit's own value stands: a default of ours must not replace it
         spark_conf.set(key, value)
     context = SparkContext.getOrCreate(spark_conf)
-    # getOrCreate may have found a context whose settings the builder could not change
+    # getOrCreate may have found a running context, whose settings spark_conf cannot change
     check_running_spark_settings(dict(context.getConf().getAll()))
     # Task retries are expected (region failover) and reported by the engine itself.
     context.setLogLevel(os.environ.get("SEATUNNEL_CKPT_SPARK_LOG_LEVEL", "ERROR"))
