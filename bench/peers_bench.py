@@ -6,7 +6,7 @@ checkpoints every second (and, for the overhead, without periodic ones):
 
 * ours: the job file below, unchanged, with ``seatunnel-ckpt run --master local[2]``
   (spark-submit's driver, a local Spark and its Python workers);
-* Zeta: the same job file, on SeaTunnel 2.3.4's engine in local mode (bench/peers/zeta.py);
+* Zeta: the same job file, on SeaTunnel 2.3.8's engine in local mode (bench/peers/zeta.py);
 * Flink: the same pipeline in Flink SQL (``datagen`` -> the same query -> a parquet
   ``filesystem`` sink) on PyFlink 2.3's local MiniCluster (bench/peers/flink.py).
 
@@ -80,7 +80,7 @@ NOTES = [
     "Exactly once: the restored run goes to its end and every committed row is read back. Flink's ids are "
     "datagen's sequence 0..n-1, each must be there once. Ours and Zeta run the same FakeSource job: its ids "
     "are random bigints. Ours are repeatable (seeded by split and position), so a replayed split would give the "
-    "same ids again and show as duplicates. Zeta 2.3.4's FakeSource draws new random values when it replays "
+    "same ids again and show as duplicates. Zeta's FakeSource draws new random values when it replays "
     "a split, so a duplicate shows only in the count: committed rows must equal row.num x parallelism, one "
     "split's 1,000 rows more being a replay (and distinct ids = rows rules out repeats inside the run).",
     "Where our recovery time goes (timelines of single restores of this job on a quiet machine, from the "

@@ -232,7 +232,7 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "peer_throughput_ratio_vs_zeta": (
         "peers",
         "rows/s at the margin, FakeSource -> Sql -> LocalFile parquet, p=2, 1 s checkpoints: ours / SeaTunnel "
-        "2.3.4's Zeta (local mode) on the same job file",
+        "2.3.8's Zeta (local mode) on the same job file",
         "higher",
     ),
     "peer_throughput_ratio_vs_flink": (
@@ -273,7 +273,7 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     ),
     "seatunnel_differential_compared": (
         "seatunnel_differential",
-        "SeaTunnel job files (accepted, no server, deterministic output) run on Zeta 2.3.4 and on ours, rows compared",
+        "SeaTunnel job files (accepted, no server, deterministic output) run on Zeta 2.3.8 and on ours, rows compared",
         "higher",
     ),
     "seatunnel_differential_identical": (

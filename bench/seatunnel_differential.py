@@ -25,7 +25,9 @@ differ) are read into rows of (columns and their types, values) and compared as
 multisets: in any order, every value and type. Types are compared at parquet's
 resolution: Zeta's Avro-based writer stores tinyint and smallint as int32 and timestamps
 as milliseconds in UTC, so ints of up to 32 bits are ``int`` and timestamps are compared
-at the millisecond, without a zone.
+at the millisecond, without a zone. Columns a Sql transform computes with a volatile
+function (NOW(), CURRENT_TIMESTAMP, RAND(), UUID()) are left out on both sides
+(``volatile_columns``; the record's ``left_out`` names them).
 """
 
 from __future__ import annotations
@@ -34,13 +36,14 @@ import datetime as dt
 import decimal
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +114,8 @@ def capture_document(doc: Mapping[str, Any], out: Path, root: Path, fmt: str = "
 
 
 def hocon(job: Mapping[str, Any]) -> str:
-    """A job as SeaTunnel's HOCON: ``source { Plugin {...} }`` blocks (Zeta 2.3.4 reads no
-    list of plugin objects), each object as JSON."""
+    """A job as SeaTunnel's HOCON: ``source { Plugin {...} }`` blocks (Zeta reads no list
+    of plugin objects), each object as JSON."""
     lines = []
     for key, value in job.items():
         if key in ("source", "transform", "sink"):
@@ -181,9 +184,10 @@ def value(v: Any) -> Any:
     return v
 
 
-def read_rows(out: Path, fmt: str = "parquet") -> list[tuple[Any, Any]]:
-    """Every row of the ``fmt`` files under ``out``: (columns with types, values); json
-    rows have no types (``json``), their values are the JSON values."""
+def read_rows(out: Path, fmt: str = "parquet", left_out: Collection[str] = ()) -> list[tuple[Any, Any]]:
+    """Every row of the ``fmt`` files under ``out``: (columns with types, values), without
+    the ``left_out`` columns; json rows have no types (``json``), their values are the
+    JSON values."""
     import pyarrow.parquet as pq
 
     rows: list[tuple[Any, Any]] = []
@@ -197,13 +201,71 @@ def read_rows(out: Path, fmt: str = "parquet") -> list[tuple[Any, Any]]:
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.strip():
                     obj = json.loads(line, parse_float=decimal.Decimal)
+                    obj = {k: v for k, v in obj.items() if k not in left_out}
                     rows.append((tuple((k, "json") for k in obj), tuple(_json_value(v) for v in obj.values())))
             continue
         table = pq.read_table(path)
+        table = table.drop_columns([name for name in table.column_names if name in left_out])
         columns = tuple((f.name, type_name(f.type)) for f in table.schema)
         for row in table.to_pylist():
             rows.append((columns, tuple(value(v) for v in row.values())))
     return rows
+
+
+#: SQL functions whose value differs from run to run (and so between the engines)
+_VOLATILE = re.compile(
+    r"\b(?:now|rand|random|uuid)\s*\(|\b(?:current_date|current_time|current_timestamp|localtime|localtimestamp)\b",
+    re.IGNORECASE,
+)
+#: a select item's alias: ``expr AS name`` or ``expr name`` (expr ending as an operand does)
+_ALIAS = re.compile(r"^(.*?[\w)'`\"])\s+(?:as\s+)?(`[^`]+`|\"[^\"]+\"|\w+)$", re.IGNORECASE | re.DOTALL)
+
+
+def volatile_columns(doc: Mapping[str, Any]) -> set[str]:
+    """The output columns of the job's Sql transforms whose expressions call a volatile
+    function (NOW(), CURRENT_TIMESTAMP, RAND(), UUID(), ...): each engine computes its
+    own value, so they are left out of the comparison (the record names them). An item
+    without an alias is named by its text."""
+    names = set()
+    for entry in entries(doc, "transform"):
+        query = entry.get("query")
+        if _plugin(entry) != "sql" or not isinstance(query, str):
+            continue
+        for item in _select_items(query):
+            if _VOLATILE.search(re.sub(r"'(?:[^']|'')*'", "''", item)):
+                alias = _ALIAS.match(item)
+                names.add(alias.group(2).strip('`"') if alias else item)
+    return names
+
+
+def _select_items(query: str) -> list[str]:
+    """The items of a query's outermost select list, split at its top-level commas."""
+    items, depth, quote, start, begin = [], 0, "", None, 0
+    i = 0
+    while i < len(query):
+        ch = query[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif (
+            depth == 0 and start is None and query[i : i + 6].lower() == "select" and not query[i + 6 : i + 7].isalnum()
+        ):
+            start = begin = i + 6
+            i += 5
+        elif depth == 0 and start is not None and ch == ",":
+            items.append(query[begin:i].strip())
+            begin = i + 1
+        elif depth == 0 and start is not None and re.match(r"\sfrom\s", query[i : i + 6], re.IGNORECASE):
+            break
+        i += 1
+    if start is not None:
+        items.append(query[begin:i].strip())
+    return [item for item in items if item]
 
 
 def _json_value(v: Any) -> Any:
@@ -323,7 +385,12 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         if "status" in record:
             return record
     record["status"] = "compared"
-    comparison = compare(read_rows(work / "zeta" / "out", fmt), read_rows(work / "ours" / "out", fmt))
+    left_out = volatile_columns(doc)
+    if left_out:
+        record["left_out"] = sorted(left_out)
+    comparison = compare(
+        read_rows(work / "zeta" / "out", fmt, left_out), read_rows(work / "ours" / "out", fmt, left_out)
+    )
     return {"status": "compared", **record, **comparison}
 
 

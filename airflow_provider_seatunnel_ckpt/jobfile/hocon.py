@@ -394,7 +394,41 @@ def _variable_value(value: str) -> Any:
     return value
 
 
+def _keys_as_paths(value: Any, origin: str) -> Any:
+    """Every key with a quote in it read again as a path expression, at every depth and
+    inside lists: SeaTunnel rebuilds the parsed file with ``ConfigFactory.parseMap``
+    (ConfigShadeUtils.decryptConfig), which does that, so the quotes inside a key quote a
+    part of it and go: the key ``aA"x"`` becomes ``aAx``. Values keep their quotes. (Its
+    path separator, ``->``, is not read: a key holding it stays one key.)"""
+    if isinstance(value, list):
+        return [_keys_as_paths(item, origin) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if not any('"' in key for key in value):
+        return {key: _keys_as_paths(item, origin) for key, item in value.items()}
+    rebuilt: dict[str, Any] = {}
+    for key, item in value.items():
+        _put(rebuilt, _key_as_path(key, origin), _keys_as_paths(item, origin))
+    return rebuilt
+
+
+def _key_as_path(key: str, origin: str) -> str:
+    if '"' not in key:
+        return key
+    reader = _Parser(key, f"{origin}: key {key!r}")
+    parts = []
+    while reader.pos < len(key):
+        if key[reader.pos] == '"':
+            parts.append(reader.quoted())
+        else:
+            end = key.find('"', reader.pos)
+            end = len(key) if end < 0 else end
+            parts.append(key[reader.pos : end])
+            reader.pos = end
+    return "".join(parts).strip()
+
+
 def parse_hocon(text: str, origin: str = "<text>", variables: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A SeaTunnel HOCON job file as the document its YAML form gives."""
     raw = _Parser(text, origin).document()
-    return _Resolver(raw, variables or {}, origin).resolve(raw)
+    return _keys_as_paths(_Resolver(raw, variables or {}, origin).resolve(raw), origin)

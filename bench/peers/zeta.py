@@ -1,6 +1,7 @@
 """Run a SeaTunnel job file on SeaTunnel's own engine, Zeta, in local mode.
 
-Zeta is SeaTunnel 2.3.4's engine (the newest release whose starter Maven Central serves):
+Zeta is SeaTunnel 2.3.8's engine (the newest release of which Maven Central serves the starter
+with its connectors):
 ``scripts/jvm-servers zeta`` resolves the ``zeta`` profile of tests/servers/jvm/pom.xml
 and lays it out as a SEATUNNEL_HOME in ``.cache/zeta/home`` (starter/, lib/,
 connectors/ with our plugin-mapping.properties). A run starts the JVM as SeaTunnel's
@@ -38,7 +39,7 @@ from typing import Any
 
 from bench.peers.process import REPO_ROOT, PeerError, PeerRun, ensure_installed, run_logged
 
-SEATUNNEL_VERSION = "2.3.4"  # tests/servers/jvm/pom.xml, seatunnel.version
+SEATUNNEL_VERSION = "2.3.8"  # tests/servers/jvm/pom.xml, seatunnel.version
 HOME = REPO_ROOT / ".cache" / "zeta" / "home"
 TEMPLATES = REPO_ROOT / "tests" / "servers" / "jvm" / "zeta"
 MAIN_CLASS = "org.apache.seatunnel.core.starter.seatunnel.SeaTunnelClient"
@@ -81,7 +82,7 @@ def ensure_home() -> Path:
 
 def java_binary(java: str | os.PathLike | None = None) -> str:
     """``java`` if given (a binary or a JDK's home), else $SEATUNNEL_CKPT_ZETA_JAVA, else the
-    ``java`` on PATH. Zeta 2.3.4 runs on Java 17 (docs/testing.md)."""
+    ``java`` on PATH. Zeta 2.3.8 runs on Java 17 (docs/testing.md)."""
     chosen = java or os.environ.get("SEATUNNEL_CKPT_ZETA_JAVA")
     if chosen:
         path = Path(chosen)

@@ -140,3 +140,31 @@ def test_a_rerun_replaces_its_files_and_the_figures_are_recounted() -> None:
     merged = diff.merge_result(previous, rerun)
     assert merged["files"]["a"] == {"status": "compared", "identical": True, "rerun": True}
     assert merged["summary"]["seatunnel_differential_identical"] == 2
+
+
+def test_columns_of_volatile_sql_functions_are_named_and_left_out(tmp_path: Path) -> None:
+    """NOW(), CURRENT_TIMESTAMP, RAND() and the like give each engine another value
+    (func_datetime.conf, func_numeric.conf): their columns are not compared, and the
+    record says which; every other column still is."""
+    doc = {
+        "transform": [
+            {
+                "plugin_name": "Sql",
+                "query": "select current_date as cd, CURRENT_TIMESTAMP ct2, abs(-1) as a, "
+                "round(rand() * 10, 1) as r, concat(name, ',', uuid()) u, now() , "
+                "dateadd(c1, 1) as c1_1, 'rand()' as quoted from fake",
+            },
+            {"plugin_name": "Sql", "query": "SELECT id, NOW() AS `at` FROM fake1"},
+            {"plugin_name": "Copy", "fields": {"x": "y"}},
+        ]
+    }
+    assert diff.volatile_columns(doc) == {"cd", "ct2", "r", "u", "now()", "at"}
+    zeta = pa.table({"id": [1], "r": [0.25], "at": ["x"]})
+    ours = pa.table({"id": [1], "r": [0.75], "at": ["y"]})
+    _write(tmp_path / "zeta" / "T.parquet", zeta)
+    _write(tmp_path / "ours" / "T.parquet", ours)
+    assert diff.compare(diff.read_rows(tmp_path / "zeta"), diff.read_rows(tmp_path / "ours"))["identical"] is False
+    left_out = {"r", "at"}
+    zeta_rows = diff.read_rows(tmp_path / "zeta", left_out=left_out)
+    assert zeta_rows == [((("id", "bigint"),), (1,))]
+    assert diff.compare(zeta_rows, diff.read_rows(tmp_path / "ours", left_out=left_out))["identical"] is True

@@ -191,10 +191,81 @@ def test_a_json_sink_writes_floats_with_their_own_digits(tmp_path: Path) -> None
     sink.create_committer("floats").commit([writer.prepare_commit(1)])
     [file] = [p for p in tmp_path.iterdir() if p.is_file()]
     assert file.read_text().splitlines() == [
-        '{"f": 1.23, "a": [0.1], "r": {"f": 3.3, "d": 3.3}, "m": {"k": 0.7}}',
-        '{"f": "NaN", "a": [], "r": null, "m": {}}',
-        '{"f": null, "a": null, "r": null, "m": null}',
-        '{"f": 6.9086283E37, "a": [2.5], "r": {"f": -0.0, "d": 1.0}, "m": {}}',
+        '{"f":1.23,"a":[0.1],"r":{"f":3.3,"d":3.3},"m":{"k":0.7}}',
+        '{"f":"NaN","a":[],"r":null,"m":{}}',
+        '{"f":null,"a":null,"r":null,"m":null}',
+        '{"f":6.9086283E37,"a":[2.5],"r":{"f":-0.0,"d":1.0},"m":{}}',
+    ]
+
+
+def test_a_json_sink_writes_map_keys_of_any_type_as_their_json_text(tmp_path: Path) -> None:
+    """As SeaTunnel's RowToJsonConverters name a map's member: the key's JSON node, its
+    text if textual (a date: ISO), else the node as JSON (1, 2.5, true). Found by the
+    differential test against Zeta: fake_full_types_to_assert.conf's map<date, string>
+    failed to write ("keys must be str ... not date")."""
+    import datetime as dt
+
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json"})
+    batch = pa.record_batch(
+        {
+            "d": pa.array([[(dt.date(2024, 2, 29), "leap")]], pa.map_(pa.date32(), pa.string())),
+            "i": pa.array([[(7, 1.5)]], pa.map_(pa.int32(), pa.float32())),
+            "f": pa.array([[(2.5, True)]], pa.map_(pa.float64(), pa.bool_())),
+            "b": pa.array([[(True, "t")]], pa.map_(pa.bool_(), pa.string())),
+            "n": pa.array(
+                [[("k", [(dt.date(2000, 1, 1), 1)])]], pa.map_(pa.string(), pa.map_(pa.date32(), pa.int64()))
+            ),
+        }
+    )
+    writer = sink.create_writer("keys", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("keys").commit([writer.prepare_commit(1)])
+    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert file.read_text() == (
+        '{"d":{"2024-02-29":"leap"},"i":{"7":1.5},"f":{"2.5":true},"b":{"true":"t"},"n":{"k":{"2000-01-01":1}}}'
+    )
+
+
+def test_a_json_sink_writes_decimals_and_times_as_jackson_does(tmp_path: Path) -> None:
+    """SeaTunnel's json writer: Jackson's ObjectMapper, whose default node factory strips a
+    decimal's trailing zeros (12.40 -> 12.4, 1000.00 -> 1E+3, 0.00 -> 0), writes no
+    spaces, and DateTimeFormatter's ISO forms, whose fraction of a second has as many
+    digits as it needs (.032, not Python's .032000). Found by the differential test
+    against Zeta (func_system.conf: cast(c4 as timestamp), cast(c1 as decimal(10,2)))."""
+    import datetime as dt
+
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json"})
+    batch = pa.record_batch(
+        {
+            "dec": pa.array(
+                [Decimal("12.40"), Decimal("1000.00"), Decimal("0.00"), Decimal("-0.000012300")], pa.decimal128(15, 9)
+            ),
+            "ts": pa.array(
+                [
+                    dt.datetime(2023, 6, 26, 2, 51, 9, 32000),
+                    dt.datetime(2012, 12, 21, 12, 34),
+                    None,
+                    dt.datetime(2000, 1, 1, 0, 0, 0, 123456),
+                ]
+            ),
+            "t": pa.array([dt.time(23, 51, 9), dt.time(1, 2, 3, 500000), None, dt.time(0, 0)], pa.time64("us")),
+            "m": pa.array(
+                [[(dt.datetime(2020, 1, 1, 0, 0, 0, 100000), Decimal("1.50"))], [], None, []],
+                pa.map_(pa.timestamp("us"), pa.decimal128(5, 2)),
+            ),
+        }
+    )
+    writer = sink.create_writer("jackson", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("jackson").commit([writer.prepare_commit(1)])
+    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert file.read_text().splitlines() == [
+        '{"dec":12.4,"ts":"2023-06-26T02:51:09.032","t":"23:51:09","m":{"2020-01-01T00:00:00.1":1.5}}',
+        '{"dec":1E+3,"ts":"2012-12-21T12:34:00","t":"01:02:03.5","m":{}}',
+        '{"dec":0,"ts":null,"t":null,"m":null}',
+        '{"dec":-0.0000123,"ts":"2000-01-01T00:00:00.123456","t":"00:00:00","m":{}}',
     ]
 
 
@@ -550,3 +621,64 @@ def test_a_binary_sink_writes_files_from_ordered_chunks_only(tmp_path: Path) -> 
     # chunks that continue a file after a checkpoint (SeaTunnel: "Last order is -1, but get 2")
     with pytest.raises(ValueError, match=r"'d/f.bin': last part is -1, but got 2"):
         writer.write(batch.slice(0, 1).set_column(2, "partIndex", pa.array([2], pa.int64())))
+
+
+@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+def test_floats_read_into_a_string_column_have_javas_digits(fmt: str, tmp_path: Path) -> None:
+    """A schema that reads a float column as a string gives the text SeaTunnel's readers
+    make, String.valueOf: Float.toString for a float (4.7301637E37, 1.0), Double.toString
+    for a double, not Arrow's cast (4.7301637e+37, 1). Found by the differential test
+    against Zeta (local_file_orc_to_assert_with_time_and_cast.conf: c_float = string)."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "f": pa.array([4.7301637e37, 1.0, None, float("nan"), -0.5], pa.float32()),
+            "d": pa.array([0.1, 1e-5, 1e7, None, 123456789.0], pa.float64()),
+        }
+    )
+    (orc.write_table if fmt == "orc" else pq.write_table)(table, str(tmp_path / f"in.{fmt}"))
+    read = _read(
+        {
+            "plugin_name": "LocalFile",
+            "path": str(tmp_path),
+            "file_format_type": fmt,
+            "schema": {"fields": {"f": "string", "d": "string"}},
+        }
+    )
+    assert read.column("f").to_pylist() == ["4.7301637E37", "1.0", None, "NaN", "-0.5"]
+    assert read.column("d").to_pylist() == ["0.1", "1.0E-5", "1.0E7", None, "1.23456789E8"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_parquet_and_orc_sinks_write_field_names_in_lower_case(fmt: str, tmp_path: Path) -> None:
+    """SeaTunnel's parquet and orc writers name the columns in lower case (ParquetWriteStrategy,
+    OrcWriteStrategy: ``toLowerCase()``), the orc writer a row's fields too. Found by the
+    differential test against Zeta (the binary source's relativePath and partIndex came
+    back as relativepath and partindex; a parquet row's C_MAP stayed C_MAP)."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": fmt})
+    batch = pa.record_batch(
+        {
+            "relativePath": ["cat.png"],
+            "partIndex": pa.array([3], pa.int64()),
+            "Row": pa.array([{"innerName": {"X": 1}}]),
+            "MapOf": pa.array([[("k", {"Y": 2})]], pa.map_(pa.string(), pa.struct([("Y", pa.int64())]))),
+        }
+    )
+    writer = sink.create_writer("names", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("names").commit([writer.prepare_commit(1)])
+    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    table = pq.read_table(file) if fmt == "parquet" else orc.read_table(file)
+    assert table.column_names == ["relativepath", "partindex", "row", "mapof"]
+    inner, x, y = ("innername", "x", "y") if fmt == "orc" else ("innerName", "X", "Y")
+    assert table.schema.field("row").type == pa.struct([(inner, pa.struct([(x, pa.int64())]))])
+    assert table.schema.field("mapof").type.item_type == pa.struct([(y, pa.int64())])
+    assert table.to_pylist() == [
+        {"relativepath": "cat.png", "partindex": 3, "row": {inner: {x: 1}}, "mapof": [("k", {y: 2})]}
+    ]

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 LZOP_MAGIC = b"\x89LZO\x00\r\n\x1a\n"
 #: SeaTunnel's source (aircompressor's LzopCodec) reads only files whose flags are 0,
 #: whose method is 1 and whose header says at most these versions, so the writer says
-#: exactly that. Its LZO1X decoder (SeaTunnel 2.3.4's, older than aircompressor 0.12)
+#: exactly that. Its LZO1X decoder (SeaTunnel 2.3.4's and 2.3.8's, older than aircompressor 0.12)
 #: still misreads the 2-byte matches of lzallright's blocks (docs/seatunnel.md,
 #: "Differential test against SeaTunnel's own engine")
 _WRITE_VERSION, _WRITE_LIB_VERSION, _WRITE_NEEDED = 0x1010, 0x2050, 0x0940

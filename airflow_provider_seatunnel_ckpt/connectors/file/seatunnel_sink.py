@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ...errors import ConfigError
 from ...storage.filesystem import NewFile
 from ..api import Sink
-from ..java_text import java_float_text
+from ..java_text import jackson_decimal_text, java_float_text, java_iso_text
 from ..options import Parsed, option_key
 from .codecs import _encode, _LzopNewFile
 from .config import (
@@ -165,8 +165,9 @@ def _substitute(expression: str, values: Mapping[str, str]) -> str:
 
 class _JsonEncoder(_FileEncoder):
     """One json output file: an object per row, rows separated by ``row_delimiter`` (none
-    after the last), as SeaTunnel writes it: maps as objects, decimals as numbers, bytes
-    as base64, dates and times in ISO form."""
+    after the last), as SeaTunnel writes it through Jackson: no spaces, maps as objects,
+    decimals as numbers without trailing zeros, bytes as base64, dates and times in
+    DateTimeFormatter's ISO forms (java_text.py)."""
 
     def __init__(self, schema: pa.Schema, out: NewFile, row_delimiter: str, encoding: str | None = None):
         super().__init__("jsonl", schema, None, out)
@@ -180,11 +181,13 @@ class _JsonEncoder(_FileEncoder):
         if not batch.num_rows:
             return
         rows = batch.to_pylist(maps_as_pydicts="lossy")
-        singles = [f for f in batch.schema if _has_float32(f.type)]
-        for row in rows if singles else ():
-            for field in singles:
-                row[field.name] = _singles(row[field.name], field.type)
-        text = self._row.join(json.dumps(row, default=self._default, ensure_ascii=False) for row in rows)
+        walked = [f for f in batch.schema if _needs_walk(f.type)]
+        for row in rows if walked else ():
+            for field in walked:
+                row[field.name] = _for_json(row[field.name], field.type)
+        text = self._row.join(
+            json.dumps(row, default=self._default, ensure_ascii=False, separators=(",", ":")) for row in rows
+        )
         if self._marker in text:
             text = self._number.sub(r"\1", text)
         self.out.write(_encode((self._row if self._started else "") + text, self._encoding, self.path))
@@ -193,11 +196,45 @@ class _JsonEncoder(_FileEncoder):
 
     def _default(self, value: Any) -> Any:
         if isinstance(value, decimal.Decimal):
-            return f"\u0000{self._marker}{value}\u0000"
+            return f"\u0000{self._marker}{jackson_decimal_text(value)}\u0000"
         if isinstance(value, _Single):  # a float as Jackson writes it: Float.toString's digits
             text = java_float_text(value.value, single=True)
             return f"\u0000{self._marker}{text}\u0000" if math.isfinite(value.value) else text
+        if isinstance(value, (dt.date, dt.time)):
+            return java_iso_text(value)
         return _json_default(value)
+
+
+class _LowerCaseEncoder(_FileEncoder):
+    """A parquet or orc file whose columns are named in lower case, as SeaTunnel's writers
+    name them (``toLowerCase()``): ParquetWriteStrategy the columns only (a row's fields
+    keep their case), OrcWriteStrategy the fields of rows too. The batches are renamed by
+    a zero-copy view (same layout, other names)."""
+
+    def __init__(self, fmt: str, schema: pa.Schema, compression: str | None, out: NewFile):
+        nested = _lower_names if fmt == "orc" else (lambda kind: kind)
+        lower = pa.schema([f.with_name(f.name.lower()).with_type(nested(f.type)) for f in schema])
+        super().__init__(fmt, lower, compression, out)
+        self._renamed = not lower.equals(schema)
+        self.schema = schema  # the batches taken keep their names
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._renamed:
+            columns = [column.view(field.type) for column, field in zip(batch.columns, self.file_schema)]
+            batch = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
+        super().write(batch)
+
+
+def _lower_names(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_name(f.name.lower()).with_type(_lower_names(f.type)) for f in kind])
+    if pa.types.is_map(kind):
+        return pa.map_(_lower_names(kind.key_type), _lower_names(kind.item_type), kind.keys_sorted)
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_lower_names(kind.value_type)))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_lower_names(kind.value_type)))
+    return kind
 
 
 class _Single:
@@ -209,34 +246,57 @@ class _Single:
         self.value = value
 
 
-def _has_float32(kind: pa.DataType) -> bool:
+def _needs_walk(kind: pa.DataType) -> bool:
+    """Whether a column's values must be walked before json.dumps: 32-bit floats (their own
+    digits) or maps with keys that are not strings (json.dumps takes str keys only)."""
     if pa.types.is_float32(kind):
         return True
     if pa.types.is_struct(kind):
-        return any(_has_float32(f.type) for f in kind)
+        return any(_needs_walk(f.type) for f in kind)
     if pa.types.is_map(kind):
-        return _has_float32(kind.item_type)
+        key = kind.key_type
+        return not (pa.types.is_string(key) or pa.types.is_large_string(key)) or _needs_walk(kind.item_type)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return _has_float32(kind.value_type)
+        return _needs_walk(kind.value_type)
     return False
 
 
-def _singles(value: Any, kind: pa.DataType) -> Any:
-    """``value`` (of ``kind``) with its 32-bit floats wrapped for the json encoder: to_pylist
-    widens them to doubles, whose shortest digits are not the float's (1.23 ->
-    1.2300000190734863)."""
+def _for_json(value: Any, kind: pa.DataType) -> Any:
+    """``value`` (of ``kind``) as the json encoder takes it: 32-bit floats wrapped (to_pylist
+    widens them to doubles, whose shortest digits are not the float's: 1.23 ->
+    1.2300000190734863), map keys as their member names."""
     if value is None:
         return None
     if pa.types.is_float32(kind):
         return _Single(value)
     if pa.types.is_struct(kind):
-        return {f.name: _singles(value.get(f.name), f.type) for f in kind}
+        return {f.name: _for_json(value.get(f.name), f.type) for f in kind}
     if pa.types.is_map(kind):
         items = value.items() if isinstance(value, Mapping) else value
-        return {k: _singles(v, kind.item_type) for k, v in items}
+        single = pa.types.is_float32(kind.key_type)
+        return {_member_name(k, single): _for_json(v, kind.item_type) for k, v in items}
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return [_singles(v, kind.value_type) for v in value]
+        return [_for_json(v, kind.value_type) for v in value]
     return value
+
+
+def _member_name(key: Any, single: bool) -> str:
+    """A map key as SeaTunnel's RowToJsonConverters name its member: the key's JSON node,
+    by its text if textual (strings, dates and times in ISO form, bytes in base64), else
+    the node as JSON (numbers with Java's digits, true/false), as values are written."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return java_float_text(key, single=single)
+    if isinstance(key, decimal.Decimal):
+        return jackson_decimal_text(key)
+    if isinstance(key, (dt.date, dt.time)):
+        return java_iso_text(key)
+    return str(_json_default(key))
 
 
 class SeaTunnelFileSink(FileSink):
@@ -536,6 +596,8 @@ class SeaTunnelFileSink(FileSink):
                 self._time_format,
                 self.formats,
             )
+        if self.format in ("parquet", "orc"):
+            return _LowerCaseEncoder(self.format, schema, self.compression, out)
         return _FileEncoder(self.format, schema, self.compression, out)
 
     def split_batch(self, batch: pa.RecordBatch) -> Iterable[tuple[str, pa.RecordBatch]]:

@@ -523,7 +523,10 @@ class _FileEncoder:
 
     def __init__(self, fmt: str, schema: pa.Schema, compression: str | None, out: NewFile):
         self.format = fmt
+        #: the schema of the batches this file takes (a batch of another starts a new file)
         self.schema = schema
+        #: the schema written (the same here; seatunnel_sink.py renames fields)
+        self.file_schema = schema
         self.rows = 0
         self.out = out
         self.path = out.path
@@ -585,7 +588,7 @@ class _FileEncoder:
     def write_gathered(self) -> None:
         """Write the gathered batches as one row group (fewer than 2 x MIN_ROW_GROUP_ROWS rows)."""
         if self._gathered:
-            table = pa.Table.from_batches(self._gathered, schema=self.schema)
+            table = pa.Table.from_batches(self._gathered, schema=self.file_schema)
             self._writer.write_table(table, row_group_size=table.num_rows)
             self._gathered, self._gathered_rows, self._gathered_bytes = [], 0, 0
 

@@ -1,5 +1,5 @@
 """CI smoke of the peer SeaTunnel's Zeta (bench/peers/zeta.py, docs/testing.md "Peers:
-SeaTunnel's Zeta"): SeaTunnel 2.3.4's own engine, in local mode, runs a small job file
+SeaTunnel's Zeta"): SeaTunnel 2.3.8's own engine, in local mode, runs a small job file
 from our cached SEATUNNEL_HOME and writes what the job says, within 90 s. The one-off
 Maven resolution (``scripts/jvm-servers zeta``, about 20 s from an empty cache) happens
 in the fixture, outside the timed run."""
@@ -55,7 +55,7 @@ ROW_COUNT_RULES = """\
         { rule_type = MAX_ROW, rule_value = %(n)d }
       ]""" % {"n": len(ROWS)}
 # checked on every row: id 4 and 5 break it. (A broken row-count rule is no good here:
-# Zeta 2.3.4 logs the Assert's exception at close, swallows it and the job never ends.)
+# Zeta with connector-assert 2.3.4 logs the Assert's exception at close, swallows it and the job never ends.)
 BROKEN_FIELD_RULES = """\
       field_rules = [
         { field_name = id, field_type = int, field_value = [{ rule_type = MAX, rule_value = 3 }] }
@@ -90,8 +90,11 @@ def test_a_job_runs_on_zeta_and_writes_its_rows(zeta_home: Path, tmp_path: Path)
     ]
     assert run.outputs == {"sink[0] LocalFile": str(out), "sink[1] Assert": ""}
     assert run.stats["read_count"] == len(ROWS) and run.stats["failed_count"] == 0
-    # the appended env checkpoint.interval made the batch job checkpoint, on our storage
-    assert any(run.checkpoint_dir.rglob("*.ser")), "no checkpoint written"
+    # the appended env checkpoint.interval turned checkpointing on for the batch job (Zeta's
+    # CheckpointCoordinator says which; a 5-row job ends before its first periodic
+    # checkpoint, and 2.3.8 keeps no file of the final one)
+    log = run.log.read_text(errors="replace")
+    assert "checkpoint is enabled" in log and "checkpoint is disabled" not in log
 
 
 def test_a_failing_job_exits_non_zero(zeta_home: Path, tmp_path: Path) -> None:

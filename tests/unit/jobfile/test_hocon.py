@@ -143,3 +143,26 @@ def test_the_loader_reads_hocon_by_extension_or_by_its_blocks_and_yaml_otherwise
     path.write_text("env {\n  parallelism = 1\n")
     with pytest.raises(ConfigError, match=rf"^{path}:1: '{{' opened on line 1 is never closed \(HOCON\)$"):
         load_job(path)
+
+
+def test_quotes_inside_a_key_are_read_again_as_a_path_expressions_quotes() -> None:
+    """SeaTunnel rebuilds the parsed file with ConfigFactory.parseMap (ConfigShadeUtils),
+    which reads every key, at every depth and inside lists, as a path expression: the
+    quotes inside a key quote a part of it and go. Found by the differential test against
+    Zeta (fake_to_local_file_with_encoding.conf: the map key aA"测试" arrives as aA测试);
+    values keep their quotes."""
+    doc = parse_hocon(
+        r"""
+source {
+  FakeSource {
+    rows = [ { kind = INSERT, fields = [ {"aA\"测试\"": "bB\"测试\""}, {"a": "\"q\""} ] } ]
+    "plain key" = 1
+    "\"whole\"" = 2
+    "x\"a.b\"y" = 3
+  }
+}
+"""
+    )
+    [fake] = doc["source"]
+    assert fake["rows"][0]["fields"] == [{"aA测试": 'bB"测试"'}, {"a": '"q"'}]
+    assert fake["plain key"] == 1 and fake["whole"] == 2 and fake["xa.by"] == 3

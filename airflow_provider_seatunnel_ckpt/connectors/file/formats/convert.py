@@ -1,12 +1,13 @@
 """Columns read from json, parquet and orc files as the types of a SeaTunnel schema:
-text through the text format's rules, rows by field name, lists element-wise, the rest
-by Arrow's cast."""
+text through the text format's rules, floats into text with Java's digits, rows by field
+name, lists element-wise, the rest by Arrow's cast."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
+from ...java_text import java_float_text
 from .text import _cast, _list_parts, from_text
 
 
@@ -22,6 +23,8 @@ def convert(col: pa.Array, target: pa.DataType, name: str, base64_bytes: bool = 
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         if not (pa.types.is_string(target) or pa.types.is_large_string(target)):
             return from_text(col, target, name, base64_bytes=base64_bytes, blank_is_null=False)
+    if pa.types.is_floating(col.type) and (pa.types.is_string(target) or pa.types.is_large_string(target)):
+        return _java_float_strings(col, target)
     if pa.types.is_struct(col.type) and pa.types.is_map(target):
         return _struct_to_map(col, target, name, base64_bytes)
     if pa.types.is_struct(col.type) and pa.types.is_struct(target):
@@ -42,6 +45,14 @@ def convert(col: pa.Array, target: pa.DataType, name: str, base64_bytes: bool = 
             offsets, convert(values, target.value_type, name, base64_bytes), mask=col.is_null()
         )
     return _cast(col, target, name)
+
+
+def _java_float_strings(col: pa.Array, target: pa.DataType) -> pa.Array:
+    """Floats as SeaTunnel's readers make text of them (String.valueOf: Float.toString,
+    Double.toString): 1.0 and 4.7301637E37, where Arrow's cast writes 1 and 4.7301637e+37."""
+    single = pa.types.is_float32(col.type)
+    texts = [None if v is None else java_float_text(v, single=single) for v in col.to_pylist()]
+    return pa.array(texts, target)
 
 
 def plain_timestamps(col: pa.Array) -> pa.Array:
