@@ -364,6 +364,7 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         root = work / side
         root.mkdir(parents=True)
         lay_out(root, resources)
+        lzop_as_localfileit(root, resources)
         job = root / "job.conf"
         job.write_text(hocon(capture_document(doc, root / "out", root, fmt)))
         started = time.monotonic()
@@ -392,6 +393,79 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         read_rows(work / "zeta" / "out", fmt, left_out), read_rows(work / "ours" / "out", fmt, left_out)
     )
     return {"status": "compared", **record, **comparison}
+
+
+#: WriteLzop.java, compiled here against SeaTunnel's connector jar
+_LZOP_WRITER = REPO / "bench" / "peers" / "java" / "WriteLzop.java"
+
+
+def lzop_as_localfileit(root: Path, resources: Path) -> None:
+    """The lzo inputs under ``root`` written again as LocalFileIT writes them: with
+    aircompressor's LzopCodec (LZO1X-1 blocks), the one in SeaTunnel's own file connector.
+    tests/support/seatunnel_inputs.py compresses them as this project's sinks do
+    (LZO1X-999, ``lzallright``), which the 2018 aircompressor SeaTunnel ships misreads
+    (docs/seatunnel.md): with LocalFileIT's bytes both engines read the inputs SeaTunnel's
+    test reads. One JVM for all of them."""
+    from tests.support.seatunnel_inputs import ARCHIVES
+
+    pairs = [
+        (resources / name, root / where.lstrip("/"))
+        for where, (kind, name, _) in ARCHIVES.items()
+        if kind == "lzo" and (root / where.lstrip("/")).exists()
+    ]
+    if not pairs:
+        return
+    classes = _lzop_writer_classes()
+    subprocess.run(
+        [
+            _java(),
+            *ZETA_JAVA_OPTIONS,
+            "-cp",
+            f"{classes}{os.pathsep}{_lzop_classpath()}",
+            "WriteLzop",
+            *(str(p) for pair in pairs for p in pair),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def _java() -> str:
+    from bench.peers.zeta import java_binary
+
+    return java_binary()
+
+
+def _lzop_classpath() -> str:
+    """SeaTunnel's connector-file-local jar (aircompressor inside) and its Hadoop uber jar
+    (LzopCodec is a Hadoop CompressionCodec)."""
+    from bench.peers.zeta import ensure_home
+
+    home = ensure_home()
+    jars = [
+        *sorted((home / "connectors").glob("connector-file-local-*.jar")),
+        *sorted((home / "lib").glob("*hadoop*.jar")),
+    ]
+    return os.pathsep.join(str(jar) for jar in jars)
+
+
+def _lzop_writer_classes() -> Path:
+    """WriteLzop compiled once per source text (a directory named by its digest)."""
+    import hashlib
+
+    source = _LZOP_WRITER.read_bytes()
+    out = REPO / ".cache" / "zeta" / f"write-lzop-{hashlib.sha256(source).hexdigest()[:12]}"
+    if not (out / "WriteLzop.class").exists():
+        out.mkdir(parents=True, exist_ok=True)
+        javac = str(Path(_java()).with_name("javac"))
+        subprocess.run(
+            [javac, "-cp", _lzop_classpath(), "-d", str(out), str(_LZOP_WRITER)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    return out
 
 
 def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Path | None = None) -> dict[str, Any]:

@@ -198,6 +198,33 @@ def test_a_json_sink_writes_floats_with_their_own_digits(tmp_path: Path) -> None
     ]
 
 
+def test_a_json_sink_writes_a_double_that_is_not_finite_as_a_string(tmp_path: Path) -> None:
+    """Jackson writes a NaN or an infinite DOUBLE as a string ("NaN", "Infinity"), where
+    json.dumps wrote a bare NaN, which is not JSON. Finite doubles keep Python's shortest
+    digits (1e-05: the value Jackson's 1.0E-5 is)."""
+    sink = load_sink({"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json"})
+    batch = pa.record_batch(
+        {
+            "d": pa.array([1e-05, 1e16, float("nan"), 1335890568809505536.0, 0.1, None], pa.float64()),
+            "l": pa.array([[1.5e300], [], None, [-0.0], [100.0], [float("inf")]], pa.list_(pa.float64())),
+        }
+    )
+    writer = sink.create_writer("doubles", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("doubles").commit([writer.prepare_commit(1)])
+    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert file.read_text().splitlines() == [
+        '{"d":1e-05,"l":[1.5e+300]}',
+        '{"d":1e+16,"l":[]}',
+        '{"d":"NaN","l":null}',
+        '{"d":1.3358905688095055e+18,"l":[-0.0]}',
+        '{"d":0.1,"l":[100.0]}',
+        '{"d":null,"l":["Infinity"]}',
+    ]
+    assert [json.loads(line)["d"] for line in file.read_text().splitlines()][:2] == [1e-05, 1e16]
+
+
 def test_a_json_sink_writes_map_keys_of_any_type_as_their_json_text(tmp_path: Path) -> None:
     """As SeaTunnel's RowToJsonConverters name a map's member: the key's JSON node, its
     text if textual (a date: ISO), else the node as JSON (1, 2.5, true). Found by the

@@ -181,7 +181,7 @@ class _JsonEncoder(_FileEncoder):
         if not batch.num_rows:
             return
         rows = batch.to_pylist(maps_as_pydicts="lossy")
-        walked = [f for f in batch.schema if _needs_walk(f.type)]
+        walked = [f for f, column in zip(batch.schema, batch.columns) if _needs_walk(f.type, column)]
         for row in rows if walked else ():
             for field in walked:
                 row[field.name] = _for_json(row[field.name], field.type)
@@ -197,8 +197,8 @@ class _JsonEncoder(_FileEncoder):
     def _default(self, value: Any) -> Any:
         if isinstance(value, decimal.Decimal):
             return f"\u0000{self._marker}{jackson_decimal_text(value)}\u0000"
-        if isinstance(value, _Single):  # a float as Jackson writes it: Float.toString's digits
-            text = java_float_text(value.value, single=True)
+        if isinstance(value, _JavaFloat):  # as Jackson writes it: Double/Float.toString's digits
+            text = java_float_text(value.value, single=value.single)
             return f"\u0000{self._marker}{text}\u0000" if math.isfinite(value.value) else text
         if isinstance(value, (dt.date, dt.time)):
             return java_iso_text(value)
@@ -237,38 +237,49 @@ def _lower_names(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
-class _Single:
-    """A float column's value (32 bits), for the json encoder to write with its own digits."""
+class _JavaFloat:
+    """A float (``single``: 32 bits), or a double that is not finite, for the json encoder
+    to write as Jackson does: json.dumps would write a float widened to a double
+    (1.2300000190734863, not 1.23) and a bare NaN (not JSON; Jackson writes "NaN"). A
+    finite double keeps Python's shortest digits: the same value, though not always
+    Java's text (1e-05 for 1.0E-5), and Java's digits cost 40 times as much to print."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "single")
 
-    def __init__(self, value: float):
+    def __init__(self, value: float, single: bool):
         self.value = value
+        self.single = single
 
 
-def _needs_walk(kind: pa.DataType) -> bool:
-    """Whether a column's values must be walked before json.dumps: 32-bit floats (their own
-    digits) or maps with keys that are not strings (json.dumps takes str keys only)."""
+def _needs_walk(kind: pa.DataType, column: pa.Array) -> bool:
+    """Whether a column's values must be walked before json.dumps: 32-bit floats, doubles
+    that are not all finite (``_JavaFloat``) or maps with keys that are not strings
+    (json.dumps takes str keys only)."""
     if pa.types.is_float32(kind):
         return True
+    if pa.types.is_floating(kind):
+        return not pc.all(pc.is_finite(column)).as_py() if column.null_count < len(column) else False
     if pa.types.is_struct(kind):
-        return any(_needs_walk(f.type) for f in kind)
+        return any(_needs_walk(f.type, column.field(i)) for i, f in enumerate(kind))
     if pa.types.is_map(kind):
         key = kind.key_type
-        return not (pa.types.is_string(key) or pa.types.is_large_string(key)) or _needs_walk(kind.item_type)
+        return not (pa.types.is_string(key) or pa.types.is_large_string(key)) or _needs_walk(
+            kind.item_type, column.items
+        )
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return _needs_walk(kind.value_type)
+        return _needs_walk(kind.value_type, column.values)
     return False
 
 
 def _for_json(value: Any, kind: pa.DataType) -> Any:
-    """``value`` (of ``kind``) as the json encoder takes it: 32-bit floats wrapped (to_pylist
-    widens them to doubles, whose shortest digits are not the float's: 1.23 ->
-    1.2300000190734863), map keys as their member names."""
+    """``value`` (of ``kind``) as the json encoder takes it: floats, and doubles that are not
+    finite, wrapped (``_JavaFloat``), map keys as their member names."""
     if value is None:
         return None
     if pa.types.is_float32(kind):
-        return _Single(value)
+        return _JavaFloat(value, single=True)
+    if pa.types.is_floating(kind):
+        return value if math.isfinite(value) else _JavaFloat(value, single=False)
     if pa.types.is_struct(kind):
         return {f.name: _for_json(value.get(f.name), f.type) for f in kind}
     if pa.types.is_map(kind):
