@@ -211,11 +211,22 @@ def test_parquet_first_batch_does_not_fetch_the_whole_file(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_text_formats_stream_in_blocks(tmp_path, fmt):
+def test_text_formats_stream_in_blocks(tmp_path, fmt, monkeypatch):
+    """A text file is read a block at a time, with pyarrow's readahead (storage.py: about
+    36 blocks) and no more, however long the reader waits. Blocks of 8 KiB here, so that
+    the bound is well under half of the 2.5 MB file (with the real 1 MiB blocks the whole
+    file fits in the readahead, and whether it had been read by the first batch depended
+    on the machine's load)."""
+    import time
+
+    from airflow_provider_seatunnel_ckpt.connectors.file import source as source_module
+
+    monkeypatch.setattr(source_module, "STREAM_BLOCK_SIZE", 8 << 10)
     (tmp_path / f"big.{fmt}").write_bytes(encode(make_table(100_000), fmt))
     source = FileSource({"path": str(tmp_path)})
     reader = source.create_reader(source.splits(1)[0], None, ReaderContext(0, 1, batch_size=500))
     assert 0 < reader.read_batch().num_rows <= 500
+    time.sleep(0.5)  # the readahead fills while nothing is taken: it must still stop
     assert reader.file.bytes_read < reader.file.size / 2
 
 
