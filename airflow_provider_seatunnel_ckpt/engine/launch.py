@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
 from .driver import DriverLoop, Outcome
 from .heartbeat import INTERVAL_KEY
+from .jvm_archive import with_driver_archive
 from .preload import preload_settings
 from .run_state import PIPELINE_ID, RunRequest, RunState
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
@@ -83,6 +84,8 @@ def build_spark(request: RunRequest) -> Any:
             spark_conf.setMaster(retrying)
     preload = preload_settings(request.job, master, effective, os.environ["PYSPARK_PYTHON"])
     conf.update(preload)
+    if not launcher:  # this process starts the driver JVM: it maps the class archive, if built
+        with_driver_archive(conf)
     for key, value in conf.items():
         if key in launcher and key not in chosen and key not in required and key not in preload:
             continue  # spark-submit's own value stands: a default of ours must not replace it
