@@ -93,7 +93,9 @@ NOTES = [
     "s and the engine runs no SQL); the venv keeps its bytecode (where PYTHONDONTWRITEBYTECODE is set, every "
     "driver and Python worker compiled each module it imported: 4.6 s of a 12.5 s restore); and FakeSource "
     "reads a reader's first split after a restore at once, as SeaTunnel's reader does, instead of after "
-    "split.read-interval. Zeta restarts one JVM whose local mode holds master, worker and client; the rest "
+    "split.read-interval. A fourth: the driver JVM maps a class-data-sharing archive of Spark's classes "
+    "(engine/jvm_archive.py, built by scripts/bootstrap), which loads them about 0.7 s sooner and so cut "
+    "the median restore from 6.43 to 5.79 s. Zeta restarts one JVM whose local mode holds master, worker and client; the rest "
     "of our gap to it is a process tree's cold start (a JVM and Python interpreters), which only a restore "
     "that keeps a warm driver waiting would skip.",
     "Rerun: `.venv/bin/python bench/peers_bench.py --out` (both parts, 3 repetitions), `--recovery --out` (the "

@@ -1,7 +1,7 @@
 """A class-data-sharing archive of the driver JVM's classes (Java's AppCDS), built once per
 machine: a driver JVM that maps it starts sooner (measured here: a SparkContext in 1.4 s,
 not 2.1 s; a small spark-submit application in 4.8 s, not 6.8 s; a restore, from the kill
-to the first newly committed row, in 5.5 s, not 6.4 s), so every start and restore does.
+to the first newly committed row, in a median 5.8 s, not 6.4 s), so every start does.
 
 ``python -m airflow_provider_seatunnel_ckpt.engine.jvm_archive [--if-missing]`` builds it
 (scripts/bootstrap does, here): one small
