@@ -15,6 +15,7 @@ before until the archive is built again. docs/deployment.md, "Faster driver star
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -39,13 +40,14 @@ def archive_dir() -> Path:
     return Path(os.environ.get(DIR_ENV) or Path.home() / ".cache" / "airflow-provider-seatunnel-ckpt" / "jvm")
 
 
-def spark_home() -> Path:
-    """The Spark whose spark-submit starts the driver: $SPARK_HOME, else pyspark's own."""
+def spark_home() -> Path | None:
+    """The Spark whose spark-submit starts the driver: $SPARK_HOME, else pyspark's own
+    (found without importing it: the Airflow face asks too, where importing Spark is kept
+    out)."""
     if os.environ.get("SPARK_HOME"):
         return Path(os.environ["SPARK_HOME"])
-    import pyspark
-
-    return Path(pyspark.__file__).parent
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
 
 
 def java_binary() -> Path | None:
@@ -59,8 +61,9 @@ def java_binary() -> Path | None:
 def fingerprint() -> str | None:
     """Of the java binary and Spark's jars (names, sizes, times): an archive only maps into
     the JVM and classpath it was made with."""
-    java, jars = java_binary(), spark_home() / "jars"
-    if java is None or not java.exists() or not jars.is_dir():
+    java, spark = java_binary(), spark_home()
+    jars = spark / "jars" if spark is not None else None
+    if java is None or not java.exists() or jars is None or not jars.is_dir():
         return None
     digest = hashlib.sha256()
     for path in [java.resolve(), *sorted(jars.iterdir())]:
@@ -79,9 +82,11 @@ def archive_path() -> Path | None:
 
 
 def driver_java_option() -> str | None:
-    """The JVM option that maps the archive, or None without one."""
+    """The JVM options that map the archive, or None without one. Quietly: a JVM that
+    cannot map it (a spark-submit of another Spark than the one it was made for) warns on
+    every start otherwise, and starts as it would without it either way."""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path}" if path is not None else None
+    return f"-XX:SharedArchiveFile={path} -Xlog:cds*=off" if path is not None else None
 
 
 def with_driver_archive(conf: dict[str, str]) -> None:
@@ -95,8 +100,8 @@ def with_driver_archive(conf: dict[str, str]) -> None:
 
 def build() -> Path:
     """Build this machine's archive (replacing one of the same fingerprint); its path."""
-    key = fingerprint()
-    if key is None:
+    key, spark = fingerprint(), spark_home()
+    if key is None or spark is None:
         raise RuntimeError("no java binary or no Spark jars: cannot build a JVM archive")
     directory = archive_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -107,7 +112,7 @@ def build() -> Path:
         script.write_text(_WARM_UP)
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        submit = spark_home() / "bin" / "spark-submit"
+        submit = spark / "bin" / "spark-submit"
         finished = subprocess.run(
             [
                 str(submit),

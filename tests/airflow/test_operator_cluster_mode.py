@@ -118,3 +118,40 @@ def test_killing_the_task_asks_the_driver_in_the_application_master_to_stop(
     with pytest.raises(Submitted):
         op.execute(fake_context({}))
     assert op.checkpoint_hook.storage.read_document("in-the-am", STOP_REQUEST)["by"] == "airflow"
+
+
+@pytest.mark.parametrize("deploy_mode", ["client", "cluster"])
+def test_a_driver_started_here_maps_this_machines_jvm_class_archive(
+    deploy_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In client mode the driver's JVM starts on the Airflow worker: spark-submit gets the
+    option that maps the worker's class archive (engine/jvm_archive.py), after the task's
+    own driver options; in cluster mode the driver starts elsewhere and gets none."""
+    from airflow_provider_seatunnel_ckpt.engine import jvm_archive
+
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"archive")
+    monkeypatch.setattr(jvm_archive, "archive_path", lambda: archive)
+    seen: dict[str, Any] = {}
+
+    def submit(hook: Any, application: str = "", **kwargs: Any) -> None:
+        seen["command"] = hook._build_spark_submit_command(application)
+        raise Submitted
+
+    monkeypatch.setattr(_EngineSubmitHook, "submit", submit)
+    if deploy_mode == "client":
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+        op = CheckpointedSparkSubmitOperator(
+            task_id="etl",
+            job_file=JOB_TEXT,
+            conn_id="spark_local",
+            config_file=local_config(tmp_path),
+            conf={"spark.driver.extraJavaOptions": "-Dmine=1"},
+        )
+    else:
+        op = _yarn_operator(tmp_path, monkeypatch, conf={"spark.driver.extraJavaOptions": "-Dmine=1"})
+    with pytest.raises(Submitted):
+        op.execute(fake_context({}))
+    options = [a for a in seen["command"] if a.startswith("spark.driver.extraJavaOptions=")]
+    mapped = f"-Dmine=1 -XX:SharedArchiveFile={archive} -Xlog:cds*=off"
+    assert options == [f"spark.driver.extraJavaOptions={mapped if deploy_mode == 'client' else '-Dmine=1'}"]
