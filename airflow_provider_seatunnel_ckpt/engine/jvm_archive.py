@@ -89,12 +89,22 @@ def driver_java_option() -> str | None:
     return f"-XX:SharedArchiveFile={path} -Xlog:cds*=off" if path is not None else None
 
 
+#: JVM options that map or write a class archive: one is enough, and a JVM refuses to map
+#: one archive while it writes another
+_ARCHIVE_FLAGS = ("-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit")
+
+
 def with_driver_archive(conf: dict[str, str]) -> None:
     """Add the option to ``conf``'s ``spark.driver.extraJavaOptions`` (after the job's own),
-    when there is an archive: for a driver JVM this process starts."""
+    when there is an archive: for a driver JVM this process starts. An archive the job's
+    options or ``$SPARK_SUBMIT_OPTS`` already map or write wins (the test suite's own,
+    tests/support/spark_class_archive.py, among them)."""
+    key = "spark.driver.extraJavaOptions"
+    chosen = f"{conf.get(key, '')} {os.environ.get('SPARK_SUBMIT_OPTS', '')}"
+    if any(flag in chosen for flag in _ARCHIVE_FLAGS):
+        return
     option = driver_java_option()
     if option is not None:
-        key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {option}" if conf.get(key) else option
 
 
@@ -110,7 +120,13 @@ def build() -> Path:
         partial = Path(scratch) / final.name
         script = Path(scratch) / "warm_up.py"
         script.write_text(_WARM_UP)
-        env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+        # SPARK_SUBMIT_OPTS emptied: an archive mapped from there would make the JVM refuse
+        # to write this one
+        env = {
+            **os.environ,
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "SPARK_SUBMIT_OPTS": "",
+        }
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         submit = spark / "bin" / "spark-submit"
         finished = subprocess.run(

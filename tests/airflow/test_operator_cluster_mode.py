@@ -132,6 +132,7 @@ def test_a_driver_started_here_maps_this_machines_jvm_class_archive(
     archive = tmp_path / "driver.jsa"
     archive.write_bytes(b"archive")
     monkeypatch.setattr(jvm_archive, "archive_path", lambda: archive)
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)  # the suite's own archive would win
     seen: dict[str, Any] = {}
 
     def submit(hook: Any, application: str = "", **kwargs: Any) -> None:

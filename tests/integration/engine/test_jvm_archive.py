@@ -32,7 +32,8 @@ def test_a_built_archive_is_mapped_by_the_driver_jvm(tmp_path: Path, monkeypatch
     option = jvm_archive.driver_java_option()
     assert option == f"-XX:SharedArchiveFile={path} -Xlog:cds*=off"
     (tmp_path / "job.py").write_text(JOB)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    # without the suite's own archive (tests/conftest.py's SPARK_SUBMIT_OPTS): this one is mapped
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_SUBMIT_OPTS": ""}
     run = subprocess.run(
         [
             str(jvm_archive.spark_home() / "bin" / "spark-submit"),

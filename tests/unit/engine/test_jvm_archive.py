@@ -22,6 +22,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
     monkeypatch.setenv(jvm_archive.DIR_ENV, str(tmp_path / "archives"))
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)  # the suite's own archive (tests/conftest.py)
     return tmp_path
 
 
@@ -76,3 +77,28 @@ def test_no_java_means_no_archive(machine: Path, monkeypatch: pytest.MonkeyPatch
     assert jvm_archive.fingerprint() is None and jvm_archive.driver_java_option() is None
     with pytest.raises(RuntimeError, match="^no java binary or no Spark jars"):
         jvm_archive.build()
+
+
+@pytest.mark.parametrize(
+    "where, options",
+    [
+        ("job", "-XX:SharedArchiveFile=/other.jsa"),
+        ("job", "-XX:ArchiveClassesAtExit=/new.jsa"),
+        ("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/tests.jsa"),
+        ("SPARK_SUBMIT_OPTS", "-XX:ArchiveClassesAtExit=/training.jsa"),
+    ],
+)
+def test_an_archive_already_mapped_or_written_wins(
+    machine: Path, where: str, options: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One archive per JVM: a JVM asked to map one archive while it writes another refuses
+    to start (the test suite's training run failed so, 'Java gateway process exited')."""
+    _archive_for_now(machine)
+    conf: dict[str, str] = {}
+    if where == "job":
+        conf["spark.driver.extraJavaOptions"] = options
+    else:
+        monkeypatch.setenv("SPARK_SUBMIT_OPTS", options)
+    before = dict(conf)
+    jvm_archive.with_driver_archive(conf)
+    assert conf == before
