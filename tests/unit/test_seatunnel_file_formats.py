@@ -56,6 +56,17 @@ def _run_rebased(job_file: Path, root: Path, monkeypatch: pytest.MonkeyPatch) ->
     return seatunnel_jobs.run_in_process(job_file)
 
 
+def _one_file_written(sink: Any, batch: pa.RecordBatch, directory: Path) -> Path:
+    """``batch`` through one writer of ``sink``, committed as one epoch: the one file it made
+    in ``directory``."""
+    writer = sink.create_writer("one-file", 0, 0)
+    writer.open(0)
+    writer.write(batch)
+    sink.create_committer("one-file").commit([writer.prepare_commit(1)])
+    [file] = [p for p in directory.iterdir() if p.is_file()]
+    return file
+
+
 def _read(entry: dict[str, Any]) -> pa.Table:
     source = load_source(entry)
     batches = [
@@ -126,11 +137,7 @@ def test_a_sink_writes_gbk_that_the_source_reads_back(fmt: str, tmp_path: Path) 
         }
     )
     batch = pa.record_batch({"name": pa.array(["你好，世界", "海底隧道", None]), "n": pa.array([1, 2, 3], pa.int32())})
-    writer = sink.create_writer("enc", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("enc").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     data = file.read_bytes()
     assert "海底隧道".encode("gbk") in data and "海底隧道".encode() not in data
     options = {
@@ -185,11 +192,7 @@ def test_a_json_sink_writes_floats_with_their_own_digits(tmp_path: Path) -> None
             "m": pa.array([[("k", 0.7)], [], None, []], pa.map_(pa.string(), pa.float32())),
         }
     )
-    writer = sink.create_writer("floats", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("floats").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     assert file.read_text().splitlines() == [
         '{"f":1.23,"a":[0.1],"r":{"f":3.3,"d":3.3},"m":{"k":0.7}}',
         '{"f":"NaN","a":[],"r":null,"m":{}}',
@@ -209,11 +212,7 @@ def test_a_json_sink_writes_a_double_that_is_not_finite_as_a_string(tmp_path: Pa
             "l": pa.array([[1.5e300], [], None, [-0.0], [100.0], [float("inf")]], pa.list_(pa.float64())),
         }
     )
-    writer = sink.create_writer("doubles", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("doubles").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     assert file.read_text().splitlines() == [
         '{"d":1e-05,"l":[1.5e+300]}',
         '{"d":1e+16,"l":[]}',
@@ -244,11 +243,7 @@ def test_a_json_sink_writes_map_keys_of_any_type_as_their_json_text(tmp_path: Pa
             ),
         }
     )
-    writer = sink.create_writer("keys", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("keys").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     assert file.read_text() == (
         '{"d":{"2024-02-29":"leap"},"i":{"7":1.5},"f":{"2.5":true},"b":{"true":"t"},"n":{"k":{"2000-01-01":1}}}'
     )
@@ -283,11 +278,7 @@ def test_a_json_sink_writes_decimals_and_times_as_jackson_does(tmp_path: Path) -
             ),
         }
     )
-    writer = sink.create_writer("jackson", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("jackson").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     assert file.read_text().splitlines() == [
         '{"dec":12.4,"ts":"2023-06-26T02:51:09.032","t":"23:51:09","m":{"2020-01-01T00:00:00.1":1.5}}',
         '{"dec":1E+3,"ts":"2012-12-21T12:34:00","t":"01:02:03.5","m":{}}',
@@ -301,11 +292,7 @@ def test_characters_the_encoding_cannot_hold_are_written_as_question_marks(tmp_p
     sink = load_sink(
         {"plugin_name": "LocalFile", "path": str(tmp_path), "file_format_type": "json", "encoding": "ISO-8859-1"}
     )
-    writer = sink.create_writer("enc", 0, 0)
-    writer.open(0)
-    writer.write(pa.record_batch({"name": pa.array(["café 海"])}))
-    sink.create_committer("enc").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, pa.record_batch({"name": pa.array(["café 海"])}), tmp_path)
     assert json.loads(file.read_bytes().decode("iso-8859-1")) == {"name": "café ?"}
 
 
@@ -696,11 +683,7 @@ def test_parquet_and_orc_sinks_write_field_names_in_lower_case(fmt: str, tmp_pat
             "MapOf": pa.array([[("k", {"Y": 2})]], pa.map_(pa.string(), pa.struct([("Y", pa.int64())]))),
         }
     )
-    writer = sink.create_writer("names", 0, 0)
-    writer.open(0)
-    writer.write(batch)
-    sink.create_committer("names").commit([writer.prepare_commit(1)])
-    [file] = [p for p in tmp_path.iterdir() if p.is_file()]
+    file = _one_file_written(sink, batch, tmp_path)
     table = pq.read_table(file) if fmt == "parquet" else orc.read_table(file)
     assert table.column_names == ["relativepath", "partindex", "row", "mapof"]
     inner, x, y = ("innername", "x", "y") if fmt == "orc" else ("innerName", "X", "Y")
