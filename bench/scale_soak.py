@@ -512,6 +512,9 @@ def window_figures(
         row["ckpt_p99_ms"] = pct["p99"] if pct else None
         objects = [(total, by_dir) for t, total, by_dir in sampler.objects if start <= t < end]
         row["storage_objects"] = objects[-1][0] if objects else None
+        # the most at any count in the window: what comes and goes (a driver's unpruned
+        # reservations, a checkpoint in flight) is in every window's peak, at any phase
+        row["storage_objects_peak"] = max(total for total, _ in objects) if objects else None
         row["storage_objects_by_dir"] = objects[-1][1] if objects else None
         row["kills"] = sum(1 for e in events if e["event"] == "kill" and start <= e["at"] < end)
         row["unexpected_exits"] = sum(1 for e in events if e["event"] == "unexpected_exit" and start <= e["at"] < end)
@@ -536,6 +539,13 @@ def age_matched_window(windows: list[dict[str, Any]], window_s: float, kill_ever
     offset = last_start - (last_start // kill_every_s) * kill_every_s
     index = int(offset // window_s)
     return index if index < len(windows) - 1 else None
+
+
+def first_window_after_restart(windows: list[dict[str, Any]], kill_every_s: float) -> int | None:
+    """The first window that starts after the first driver kill (None: no such window
+    before the last)."""
+    index = next((i for i, w in enumerate(windows) if w["from_s"] >= kill_every_s), None)
+    return index if index is not None and index < len(windows) - 1 else None
 
 
 def recoveries(soak: Soak) -> list[float]:
@@ -685,6 +695,15 @@ def summarize(raw: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, 
         "soak_recovery_s_max": max(raw["recovery_s"]) if raw["recovery_s"] else None,
         **{f"soak_ratio_{k}": v for k, v in per_metric.items()},
     }
+    settled = first_window_after_restart(windows, args.kill_every_s)
+    if settled is not None:
+        # Growth across restarts, apart from the bounded stores filling up once (the
+        # history to history-size entries, the newest two heartbeats and split plans):
+        # the last window against the first that starts after the first restart.
+        for key in ("storage_objects", "storage_objects_peak"):
+            a, b = last.get(key), windows[settled].get(key)
+            summary[f"soak_{key}_last_vs_after_first_restart"] = round(a / b, 3) if a is not None and b else None
+        summary["soak_after_first_restart_window"] = settled
     matched = age_matched_window(windows, args.window_s, args.kill_every_s)
     if matched is not None:
         age = {k: v for k, v in ratios(last, windows[matched]).items() if v is not None}
@@ -718,7 +737,7 @@ def summarize(raw: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, 
     notes = [
         "Process figures per window: the median of samples every 2 s; checkpoint p50/p99: periodic checkpoints "
         "completed in the window (drivers' progress lines); storage objects: files under the namespace at the "
-        "window's end.",
+        "window's end (storage_objects_peak: the most at any count in the window, every 5 s).",
         "The last window's driver is older than the first window's (kills every "
         f"{args.kill_every_s:g} s): see soak_age_matched_ratios for the same-age comparison.",
     ]
@@ -745,6 +764,7 @@ TABLE = [
     "ckpt_p50_ms",
     "ckpt_p99_ms",
     "storage_objects",
+    "storage_objects_peak",
     "kills",
 ]
 

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_seatunnel_ckpt.history.attempts import read_attempts
 from airflow_provider_seatunnel_ckpt.storage import get_factory
 
 #: ``part-<job tag>-<subtask>-<attempt>-<checkpoint id>-<n>.parquet``
@@ -23,9 +24,8 @@ def example_storage(workdir: Path) -> Any:
 
 
 def attempts(storage: Any, job_id: str) -> list[dict[str, Any]]:
-    """The job's attempt records, oldest first."""
-    records = [storage.read_document(job_id, f"attempts/{name}") for name in storage.list_documents(job_id, "attempts")]
-    return sorted((r for r in records if r), key=lambda r: int(r.get("attempt") or 0))
+    """The job's attempt records, oldest first (loose and folded)."""
+    return read_attempts(storage, job_id)
 
 
 def committed_ids(directory: Path) -> dict[int, list[int]]:

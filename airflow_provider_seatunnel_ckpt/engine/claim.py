@@ -10,6 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from ..history.attempts import fold_earlier, record_path
 from .completed_store import wall_ms
 from .driver import Outcome, first_line
 from .fencing import TAKEN_OVER, Claim, Fenced
@@ -64,10 +65,13 @@ class ClaimDuty(RunState):
         }
         self.storage.write_document(job_id, JOB_DOCUMENT, document)
         self._record_attempt({"outcome": "running", "start_ms": wall_ms(), "restored_from": restored_id})
+        # After this run's own record: a reader never misses an attempt, and storage holds
+        # two attempt documents however often the driver restarts (history/attempts.py).
+        fold_earlier(self.storage, job_id, self.attempt_number)
         return highest_id
 
     def _record_attempt(self, fields: dict[str, Any]) -> None:
-        path = f"attempts/{self.attempt_number:06d}.json"
+        path = record_path(self.attempt_number)
         record = self.storage.read_document(self.request.job_id, path) or {"attempt": self.attempt_number}
         record.update(fields)
         self.storage.write_document(self.request.job_id, path, record)

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _say("what the attempts recorded in checkpoint storage say")
     from ..config import load_config
+    from ..history.attempts import read_attempts
     from ..storage import create_storage
 
     storage = create_storage(
@@ -98,8 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     jobs = storage.list_jobs()
     for job_id in jobs:
-        for name in storage.list_documents(job_id, "attempts"):
-            attempt = storage.read_document(job_id, f"attempts/{name}") or {}
+        for attempt in read_attempts(storage, job_id):
             print(
                 f"attempt {attempt.get('attempt')}: {attempt.get('outcome')}, restored from checkpoint "
                 f"{attempt.get('restored_from')}, {attempt.get('checkpoints_completed', 0)} checkpoints completed"

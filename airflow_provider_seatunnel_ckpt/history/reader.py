@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..storage.layout import ATTEMPTS_DIR, JOB_FILE
+from ..storage.layout import JOB_FILE
+from .attempts import read_attempts
 from .entries import ENTRIES, ENTRY, HISTORY_DIR, CheckpointEntry, RestoreEntry, segment_order
 
 log = logging.getLogger(__name__)
@@ -38,13 +39,8 @@ def job_status(storage: Any, job_id: str) -> dict[str, Any] | None:
 
 
 def attempts(storage: Any, job_id: str) -> list[dict[str, Any]]:
-    """Every run attempt's record (``attempts/*.json``), oldest first."""
-    records = []
-    for name in storage.list_documents(job_id, ATTEMPTS_DIR):
-        record = storage.read_document(job_id, f"{ATTEMPTS_DIR}/{name}")
-        if record is not None:
-            records.append(record)
-    return sorted(records, key=lambda r: int(r.get("attempt") or 0))
+    """Every run attempt's record (``attempts/``, loose and folded), oldest first."""
+    return read_attempts(storage, job_id)
 
 
 def shown_outcome(record: dict[str, Any], newest_attempt: int) -> str:

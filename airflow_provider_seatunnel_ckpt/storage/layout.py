@@ -4,7 +4,8 @@
 
     {namespace}{job_id}/
       job.json                              job metadata, status, fencing token
-      attempts/{n:06d}.json                 one record per run attempt
+      attempts/{n:06d}.json                 the newest run attempt's record (history/attempts.py)
+      attempts/earlier-{n:06d}.json         every earlier attempt's record, folded at attempt n's claim
       history/{n:06d}-{s:06d}.json          checkpoint history, segment s of attempt n (history/)
       requests/{name}.json                  external requests (e.g. stop-with-savepoint)
       pipeline-{p}/chk-{id:020d}/           a checkpoint; zero padding = listing order

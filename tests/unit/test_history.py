@@ -28,6 +28,7 @@ from airflow_provider_seatunnel_ckpt.history import (
     read_history,
     restore_entry,
 )
+from airflow_provider_seatunnel_ckpt.history.attempts import fold_earlier, read_attempts, record_path
 from airflow_provider_seatunnel_ckpt.history.reader import Figures
 from airflow_provider_seatunnel_ckpt.storage import create_storage
 
@@ -350,3 +351,57 @@ def test_history_size_is_validated(tmp_path: Path) -> None:
     assert load_config(_config(tmp_path, "      history-size: 0\n")).history_size == 0
     with pytest.raises(ConfigError, match="history-size"):
         load_config(_config(tmp_path, "      history-size: -1\n"))
+
+
+# ---- attempt records: folded at each claim (history/attempts.py) -----------------------------
+def _start(storage: Any, attempt: int, **fields: Any) -> None:
+    """What a claimant writes: its own record, then the fold of every earlier one."""
+    storage.write_document(JOB, record_path(attempt), {"attempt": attempt, "outcome": "running", **fields})
+    fold_earlier(storage, JOB, attempt)
+
+
+def _attempt_documents(storage: Any) -> list[str]:
+    return sorted(storage.list_documents(JOB, "attempts"))
+
+
+def test_attempt_records_stay_two_documents_and_the_history_stays_whole(storage: Any) -> None:
+    for attempt in range(1, 8):
+        _start(storage, attempt, start_ms=attempt * 1000)
+        assert len(_attempt_documents(storage)) == min(attempt, 2), _attempt_documents(storage)
+        if attempt < 7:  # every run but the last records its end in its own record
+            storage.write_document(
+                JOB, record_path(attempt), {"attempt": attempt, "outcome": "failed", "start_ms": attempt * 1000}
+            )
+    records = read_attempts(storage, JOB)
+    assert [r["attempt"] for r in records] == list(range(1, 8))
+    assert [r["outcome"] for r in records] == ["failed"] * 6 + ["running"]
+    assert all(r["start_ms"] == r["attempt"] * 1000 for r in records)
+    assert _attempt_documents(storage) == ["000007.json", "earlier-000007.json"]
+
+
+def test_a_taken_over_driver_recording_its_end_after_the_fold_keeps_both_halves(storage: Any) -> None:
+    _start(storage, 1, start_ms=1, restored_from=None)
+    _start(storage, 2, start_ms=2)  # folds attempt 1 while its driver still runs
+    # the taken-over driver ends: it finds its record gone and writes what it knows
+    storage.write_document(JOB, record_path(1), {"attempt": 1, "outcome": "failed", "error": "taken over"})
+    first = read_attempts(storage, JOB)[0]
+    assert first == {"attempt": 1, "outcome": "failed", "start_ms": 1, "restored_from": None, "error": "taken over"}
+    _start(storage, 3)  # the next claimant folds the late record over the folded one
+    assert read_attempts(storage, JOB)[0] == first
+    assert _attempt_documents(storage) == ["000003.json", "earlier-000003.json"]
+
+
+def test_a_fold_landing_after_a_newer_one_loses_no_record(storage: Any) -> None:
+    """Two claimants folding at once: the one that claimed first creates its fold last
+    (after the newer claimant's fold deleted the loose records both read)."""
+    for attempt in range(1, 5):
+        storage.write_document(JOB, record_path(attempt), {"attempt": attempt, "outcome": "failed"})
+    late = {n: storage.read_document(JOB, record_path(n)) for n in (1, 2, 3)}
+    _start(storage, 5)
+    storage.create_document(
+        JOB, "attempts/earlier-000004.json", {"format": "seatunnel-ckpt/attempts", "attempts": list(late.values())}
+    )
+    assert [r["attempt"] for r in read_attempts(storage, JOB)] == [1, 2, 3, 4, 5]
+    _start(storage, 6)
+    assert [r["attempt"] for r in read_attempts(storage, JOB)] == [1, 2, 3, 4, 5, 6]
+    assert _attempt_documents(storage) == ["000006.json", "earlier-000006.json"]
