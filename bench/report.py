@@ -34,6 +34,7 @@ SCRIPTS: list[tuple[str, str, str]] = [
     ("history_view_bench.py", "history_view", "Checkpoint view: the first page of a 10,000-entry history"),
     ("scale_bench.py", "scale_splits", "Scale: 1,000 to 100,000 splits (files, key ranges, partitions)"),
     ("scale_rows.py", "scale_rows", "Scale: 500 million rows, throughput per tenth"),
+    ("scale_skew.py", "scale_skew", "Scale: one file ten times larger than the others"),
     ("scale_jobs.py", "scale_jobs", "Scale: 1 to 8 jobs at once from one Airflow worker"),
     ("scale_soak.py", "scale_soak", "Scale: a 60-minute soak with a driver kill every 10 minutes"),
     ("peers_bench.py", "peers", "Peers: SeaTunnel's Zeta and Flink on the same job"),
@@ -210,6 +211,12 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "rows/s over the last tenth of 500 million rows / over the first tenth, Sequence -> File, "
         "1 s checkpoints (goal >= 0.95)",
         "higher",
+    ),
+    "skewed_files_wall_ratio_vs_ideal": (
+        "scale_skew",
+        "File -> File, p=2: time over 20 files, one 10x larger than the others / over the same rows in 29 "
+        "even files (splits dealt on request: goal <= 1.2)",
+        "lower",
     ),
     "jobs_at_once_8_throughput_ratio": (
         "scale_jobs",

@@ -23,8 +23,9 @@ What is measured:
 * **bounded**: checkpoints completed; objects in checkpoint storage, max and at the end
   (retention keeps 3 checkpoints; the fence log adds a reservation per checkpoint, which
   the driver prunes every ``fencing.PRUNE_EVERY``: neither may grow with the rows).
-* **the tail**: the two subtasks read equal, fixed id ranges; one ends before the other
-  and the job's last moments run on one subtask. ``tail.skew_s`` estimates how long (see
+* **the tail**: the source's ``--splits`` (250) id ranges are dealt to the subtasks as
+  they ask (engine/split_enumerator.py); one still ends before the other, by up to a
+  split, and the job's last moments run on one subtask. ``tail.skew_s`` estimates how long (see
   ``tail_skew``), ``tail.last_vs_first_tenth_without_skew`` the ratio without it.
 * **every id once**: the committed parquet files read one at a time (only ``id``), each
   id set in a bitmap of ``rows`` bits (62.5 MB at 500M): an id seen twice, outside
@@ -37,7 +38,7 @@ scale_bench.py does). Work files live under ``/tmp/scale_rows_*`` and are delete
 (``--keep`` keeps them). Result: stdout and ``bench/results/scale_rows.json`` (``--no-out``:
 neither the file nor the plot ``docs/img/scale_rows.png``).
 
-``python bench/scale_rows.py [--rows 500000000] [--quick] [--repeat N] [--parallelism 1] [--profile] [--keep] [--no-out]``
+``python bench/scale_rows.py [--rows 500000000] [--splits 250] [--quick] [--repeat N] [--parallelism 1] [--profile] [--keep] [--no-out]``
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ from bench.scale_bench import COMPLETED, Profiler
 
 NAME = "scale_rows"
 PARALLELISM = 2  #: the default; --parallelism 1 is the control run without a tail (one subtask)
+#: Sequence splits of 2 million rows at 500 million: dealt on request (issue 51), a subtask
+#: that ends its split early asks for the next, so the subtasks end within about one split
+#: (~60 ms here) of each other; with one split each they ended 0.2-0.6 s apart
+SPLITS = 250
 MASTER = "local[2]"
 INTERVAL_MS = 1000
 MAX_RETAINED = 3
@@ -83,7 +88,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 # ---- the job ------------------------------------------------------------------------------------
-def write_job(work: Path, tag: str, rows: int, output: Path, parallelism: int) -> tuple[Path, Path, Path]:
+def write_job(work: Path, tag: str, rows: int, output: Path, parallelism: int, splits: int) -> tuple[Path, Path, Path]:
     """Job and seatunnel.yaml files; returns them and the checkpoint namespace."""
     namespace = work / "checkpoints"
     job = {
@@ -93,7 +98,8 @@ def write_job(work: Path, tag: str, rows: int, output: Path, parallelism: int) -
             "checkpoint.interval": INTERVAL_MS,
             "checkpoint.timeout": 600_000,
         },
-        "source": [{"plugin_name": "Sequence", "rows": rows}],  # id only: 8 bytes a row
+        # id only: 8 bytes a row; the splits are dealt to the subtasks as they ask
+        "source": [{"plugin_name": "Sequence", "rows": rows, "splits": splits}],
         "sink": [{"plugin_name": "File", "path": f"file://{output}/", "format": "parquet"}],
     }
     # the whole history is kept (a 500M-row run makes a few hundred checkpoints at most)
@@ -197,8 +203,8 @@ def history_points(config_path: Path, job_id: str) -> tuple[list[dict[str, Any]]
 
 
 def tail_skew(points: list[dict[str, Any]], last_tenth: dict[str, Any]) -> dict[str, Any] | None:
-    """How long one subtask ran alone at the end. The splits are equal id ranges, fixed at
-    the start; a subtask that started later or ran slower ends later, and the final
+    """How long one subtask ran alone at the end. The splits are equal id ranges, dealt on
+    request; a subtask that started later or ran slower ends later, and the final
     checkpoint waits for the last one. Each subtask's end is projected from the rows it
     had left at the last periodic checkpoint and its rate over the interval before; while
     one of two subtasks idles the job runs at about half its rate, so the last tenth loses
@@ -390,10 +396,10 @@ def count_ids(output: Path, rows: int) -> dict[str, Any]:
 
 
 # ---- one run ------------------------------------------------------------------------------------------
-def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool) -> dict[str, Any]:
+def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool, splits: int) -> dict[str, Any]:
     tag = f"scale-rows-{rows}"
     output = work / "output"
-    job_path, config_path, namespace = write_job(work, tag, rows, output, parallelism)
+    job_path, config_path, namespace = write_job(work, tag, rows, output, parallelism, splits)
     command = [
         str(VENV_BIN / "seatunnel-ckpt"),
         "run",
@@ -409,7 +415,7 @@ def run(work: Path, rows: int, parallelism: int, timeout_s: float, profile: bool
     proc = Proc(command, spark_env(), work / "logs" / f"{tag}.log")
     sampler = Sampler(proc.pid, namespace)
     profiler = Profiler(proc.pid, work / "pyspy.txt") if profile else None
-    result: dict[str, Any] = {"rows": rows, "parallelism": parallelism, "profiled": profile}
+    result: dict[str, Any] = {"rows": rows, "parallelism": parallelism, "splits": splits, "profiled": profile}
     code = None
     try:
         code = proc.wait(timeout_s)
@@ -669,6 +675,7 @@ def document(r: dict[str, Any], machine: dict[str, Any], plots: bool) -> dict[st
         "settings": {
             "rows": r["rows"],
             "parallelism": r["parallelism"],
+            "splits": r.get("splits"),
             "interval_ms": INTERVAL_MS,
             "max_retained": MAX_RETAINED,
             "profile": r["profiled"],
@@ -705,7 +712,7 @@ def one_run(rows: int, args: argparse.Namespace) -> dict[str, Any]:
     try:
         if rows * 9 > free * 0.8:  # ~6 B a row of parquet; leave the neighbours room
             raise SystemExit(f"not enough free disk under /tmp for {rows:,} rows")
-        return run(work, rows, args.parallelism, args.timeout, args.profile)
+        return run(work, rows, args.parallelism, args.timeout, args.profile, args.splits)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -722,6 +729,12 @@ def main() -> int:
         type=int,
         default=PARALLELISM,
         help="subtasks (default 2); 1: the control run, no subtask ends before another",
+    )
+    parser.add_argument(
+        "--splits",
+        type=int,
+        default=SPLITS,
+        help=f"the Sequence source's splits (default {SPLITS}), dealt to the subtasks on request",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs; the headline is the median ratio, the median run is kept in full"

@@ -37,6 +37,8 @@ class CompletedCheckpoint:
     trigger_ms: int
     acked_ms: int  # when the last ACK arrived; the durable write time is the adapter's to record
     subtasks: tuple[SubtaskSnapshot, ...]
+    #: every subtask holds every state handle (restored with another parallelism)
+    shared_states: bool = False
 
     def __post_init__(self) -> None:
         if not self.subtasks:

@@ -240,6 +240,7 @@ def rescaled(checkpoint: CompletedCheckpoint, parallelism: int) -> CompletedChec
         trigger_ms=checkpoint.trigger_ms,
         acked_ms=checkpoint.acked_ms,
         subtasks=snapshots,
+        shared_states=True,
     )
 
 

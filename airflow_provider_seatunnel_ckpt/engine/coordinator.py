@@ -527,7 +527,11 @@ class CheckpointCoordinator:
             return RestoreState(None)
         snapshot = self._latest.subtasks[subtask]
         return RestoreState(
-            self._latest.checkpoint_id, snapshot.state_handles, snapshot.sink_commit_info, self._latest.kind
+            self._latest.checkpoint_id,
+            snapshot.state_handles,
+            snapshot.sink_commit_info,
+            self._latest.kind,
+            shared=self._latest.shared_states,
         )
 
     def _targets(self) -> tuple[tuple[int, int], ...]:

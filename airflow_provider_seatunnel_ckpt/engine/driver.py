@@ -46,6 +46,7 @@ from .messages import (
     AddSplits,
     FinishJob,
     Register,
+    RequestSplit,
     RestoreState,
     SplitPlan,
     TaskFailed,
@@ -54,6 +55,7 @@ from .messages import (
     encode,
 )
 from .split_discovery import SplitDiscovery, split_names
+from .split_enumerator import UNASSIGNED_KEY, SplitEnumerator
 from .split_plan import REF_KEY as PLAN_REF_KEY
 from .split_plan import SOURCE_KEY as PLAN_SOURCE_KEY
 from .split_plan import store_plan
@@ -120,6 +122,7 @@ class DriverLoop:
         history: HistoryRecorder | None = None,
         split_plan: Sequence[Any] = (),
         sinks: Sequence[Any] = (),
+        enumerator: SplitEnumerator | None = None,
     ):
         self.coordinator = coordinator
         self.store = store
@@ -131,6 +134,8 @@ class DriverLoop:
         #: the job's split plan, [[split_id, spec], ...]: stored once per attempt and
         #: referenced from each manifest (engine/split_plan.py)
         self._plan = list(split_plan)
+        #: deals the splits on request (None: subtasks read their round-robin shares)
+        self.enumerator = enumerator
         self.progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         self.clock = clock
         self.server: Any = None
@@ -274,7 +279,13 @@ class DriverLoop:
                     # checkpoint while the restarted subtask reads its splits again.
                     log.debug("ignoring %s from a replaced connection", type(message).__name__)
                     return
+                if isinstance(message, RequestSplit):
+                    if self.enumerator is not None:
+                        self._deal(self.enumerator.request(message.subtask, message.attempt))
+                    return
                 if isinstance(message, Register):
+                    if self.enumerator is not None:  # nothing is dealt to it until its restore
+                        self.enumerator.registered(message.subtask)
                     self._connections[(message.subtask, message.attempt)] = connection_id
                     self._peers[connection_id] = (message.subtask, message.attempt)
                     if message.subtask in self._registered:
@@ -323,6 +334,10 @@ class DriverLoop:
         for action in actions:
             if isinstance(action, SendToSubtask):
                 self._send(action.subtask, action.attempt, action.message)
+                if isinstance(action.message, RestoreState) and self.enumerator is not None:
+                    # after the restore on the same channel: what it deals next is read from it
+                    restored_from = action.message.checkpoint_id
+                    self._deal(self.enumerator.restored(action.subtask, action.attempt, restored_from))
             elif isinstance(action, Broadcast):
                 if isinstance(action.message, TriggerBarrier):
                     self._reserve_ahead(action.message)
@@ -332,6 +347,8 @@ class DriverLoop:
                         action.message.kind.value,
                     )
                     self._highest_triggered = max(self._highest_triggered, action.message.checkpoint_id)
+                    if self.enumerator is not None:  # the pool this barrier covers, before it goes out
+                        self.enumerator.barrier(action.message.checkpoint_id, action.targets)
                     log.debug("triggering %s %d", action.message.kind.value, action.message.checkpoint_id)
                 for subtask, attempt in action.targets:
                     self._send(subtask, attempt, action.message)
@@ -340,11 +357,16 @@ class DriverLoop:
                 trigger_wall = self._trigger_wall.pop(checkpoint.checkpoint_id, wall_ms())
                 self._persisting += 1
                 ahead = self._reserved_ahead.pop(checkpoint.checkpoint_id, None)
-                self._io.submit(self._persist, checkpoint, trigger_wall, ahead)
+                unassigned = None
+                if self.enumerator is not None:
+                    unassigned = self.enumerator.unassigned_at(checkpoint.checkpoint_id)
+                self._io.submit(self._persist, checkpoint, trigger_wall, ahead, unassigned)
             elif isinstance(action, DeleteCheckpointState):
                 self._trigger_wall.pop(action.checkpoint_id, None)
                 self._record_abort(action)
                 self._reserved_ahead.pop(action.checkpoint_id, None)
+                if self.enumerator is not None:
+                    self.enumerator.aborted(action.checkpoint_id)
                 if action.checkpoint_id == self._stop_savepoint_id:
                     self._stop_savepoint_id = None
                     if self.coordinator.lifecycle is Lifecycle.ACTIVE:
@@ -394,6 +416,12 @@ class DriverLoop:
         message = AddSplits(self._added_splits)
         for subtask, attempt in list(self._connections):
             self._send(subtask, attempt, message)
+        if self.enumerator is not None:  # dealt after every subtask has them in its plan
+            self._deal(self.enumerator.add(range(len(self._plan) - len(added), len(self._plan))))
+
+    def _deal(self, sends: list[Any]) -> None:
+        for subtask, attempt, message in sends:
+            self._send(subtask, attempt, message)
 
     def _store_plan(self) -> None:
         """Store the plan with the splits added since it was last stored (storage worker,
@@ -422,7 +450,9 @@ class DriverLoop:
             log.info("could not reach subtask %d attempt %d: %s", subtask, attempt, err)
 
     # ---- storage worker ---------------------------------------------------------------------
-    def _persist(self, checkpoint: Any, trigger_wall: int, ahead: Future[int] | None = None) -> None:
+    def _persist(
+        self, checkpoint: Any, trigger_wall: int, ahead: Future[int] | None = None, unassigned: Any = None
+    ) -> None:
         try:
             if self._commit_failed is not None:
                 # A restore from this newer checkpoint would not replay the failed
@@ -430,7 +460,12 @@ class DriverLoop:
                 # the staged output: the restore must come from the failed one.
                 raise CheckpointError(f"not completed: {self._commit_failed}")
             self._store_plan()
-            manifest = self.store.to_manifest(checkpoint, trigger_wall, self.properties, self.sinks)
+            properties = self.properties
+            if self.enumerator is not None:
+                if unassigned is None:  # never: every barrier took its pool
+                    raise CheckpointError("the splits not dealt yet at its barrier are unknown")
+                properties = {**properties, UNASSIGNED_KEY: unassigned}
+            manifest = self.store.to_manifest(checkpoint, trigger_wall, properties, self.sinks)
             # Reserve the id in the fence log, then create its _metadata: each fails once
             # another driver claimed the job (engine/fencing.py).
             started = time.perf_counter()
@@ -514,6 +549,8 @@ class DriverLoop:
     # ---- outcomes ---------------------------------------------------------------------------
     def _completed(self, checkpoint_id: int, manifest: Any, location: str, durable_wall: int, persist_ms: int) -> None:
         actions = self.coordinator.on_persisted(checkpoint_id)
+        if self.enumerator is not None:
+            self.enumerator.completed(checkpoint_id)
         self._io.submit(self._commit, checkpoint_id, manifest)
         if manifest.kind.value != "savepoint":
             self._io.submit(self._apply_retention)

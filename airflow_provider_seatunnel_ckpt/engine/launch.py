@@ -19,6 +19,7 @@ from .preload import preload_settings
 from .run_state import PIPELINE_ID, RunRequest, RunState
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
 from .split_discovery import SplitDiscovery
+from .split_enumerator import enumerator_for
 from .split_plan import REF_KEY as PLAN_REF_KEY
 from .split_plan import plan_entries
 from .subtask import SubtaskContext, run_subtask_partition
@@ -149,6 +150,7 @@ class LaunchDuty(RunState):
         splits, plan_ref = self.plan_splits(source, manifest)
         plan = plan_entries(splits)
         coordinator = self.coordinator(manifest, highest_id)
+        enumerator = enumerator_for(source, manifest, len(splits), job.parallelism)
         loop = DriverLoop(
             coordinator,
             self.store,
@@ -160,6 +162,7 @@ class LaunchDuty(RunState):
             durable_infos=restored_infos,
             history=self._history,
             sinks=self.sink_layout,
+            enumerator=enumerator,
         )
         if source.discovery_interval_s:
             loop.discovery = SplitDiscovery(source, splits, source.discovery_interval_s, loop.splits_discovered)
@@ -188,6 +191,7 @@ class LaunchDuty(RunState):
             storage=self.storage,
             state_is_process_local=state_local,
             run_attempt=self.attempt_number,
+            dealt=enumerator is not None,
         )
         restored_text = "the beginning"
         if manifest is not None:

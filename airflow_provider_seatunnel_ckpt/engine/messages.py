@@ -281,6 +281,21 @@ class _SplitPlan(_Codec):
         return tuple(plan)
 
 
+class _Indices(_Codec):
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, tuple):
+            _fail(where, f"expected a tuple of plan indices, got {type(value).__name__}")
+        self.decode(list(value), where)
+
+    def encode(self, value: tuple[int, ...]) -> list[int]:
+        return list(value)
+
+    def decode(self, raw: Any, where: str) -> tuple[int, ...]:
+        if not isinstance(raw, list):
+            _fail(where, f"expected a list, got {type(raw).__name__}")
+        return tuple(_check_count(item, f"{where}[{i}]") for i, item in enumerate(raw))
+
+
 class _Stats(_Codec):
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, AckStats):
@@ -303,6 +318,7 @@ _CODECS: dict[str, _Codec] = {
     "tuple[StateHandle, ...]": _Handles(),
     "AckStats": _Stats(),
     "SplitPlan": _SplitPlan(),
+    "tuple[int, ...]": _Indices(),
 }
 
 
@@ -372,6 +388,16 @@ class TaskFailed(_Message):
     fatal: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class RequestSplit(_Message):
+    """A subtask of a source whose splits are dealt on request asks for its next split
+    (engine/split_enumerator.py): answered by ``AssignSplits``."""
+
+    TYPE: ClassVar[str] = "request_split"
+    subtask: int
+    attempt: int
+
+
 # --- coordinator -> subtask -----------------------------------------------------------------
 
 
@@ -385,6 +411,9 @@ class RestoreState(_Message):
     kind: CheckpointKind = CheckpointKind.CHECKPOINT
     #: splits discovered while the job runs (filled in by the driver, not the coordinator)
     added_splits: SplitPlan = ()
+    #: the handles are every subtask's (a restore with another parallelism): a subtask
+    #: keeps the splits dealt to it by index; else they are its own and it keeps them all
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +444,16 @@ class AddSplits(_Message):
 
 
 @dataclass(frozen=True, slots=True)
+class AssignSplits(_Message):
+    """The answer to ``RequestSplit``: plan indices to read next, and whether no split
+    is left to deal (a bounded source's input ends there)."""
+
+    TYPE: ClassVar[str] = "assign_splits"
+    indices: tuple[int, ...]
+    no_more: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FinishJob(_Message):
     """The job's last checkpoint (final, or stop-with-savepoint) is durable and its
     output committed: close the subtask without producing anything more."""
@@ -423,8 +462,10 @@ class FinishJob(_Message):
     checkpoint_id: int
 
 
-SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed
-CoordinatorMessage: TypeAlias = RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob | AddSplits
+SubtaskMessage: TypeAlias = Register | Ack | Decline | EndOfInput | TaskFailed | RequestSplit
+CoordinatorMessage: TypeAlias = (
+    RestoreState | TriggerBarrier | NotifyComplete | AbortCheckpoint | FinishJob | AddSplits | AssignSplits
+)
 Message: TypeAlias = SubtaskMessage | CoordinatorMessage
 
 MESSAGE_TYPES: Mapping[str, type[Message]] = {
@@ -441,6 +482,8 @@ MESSAGE_TYPES: Mapping[str, type[Message]] = {
         AbortCheckpoint,
         FinishJob,
         AddSplits,
+        RequestSplit,
+        AssignSplits,
     )
 }
 

@@ -114,17 +114,28 @@ class SplitBook:
     """The splits of one subtask in one run attempt (see module doc). Used on the
     subtask's processing thread only."""
 
-    def __init__(self, share: Sequence[tuple[int, Split]], states: dict[str, SplitState], finished: FinishedRuns):
+    def __init__(
+        self,
+        share: Sequence[tuple[int, Split]],
+        states: dict[str, SplitState],
+        finished: FinishedRuns,
+        *,
+        dealt: bool = False,
+    ):
         self.share = list(share)
         self.states = states
         self.finished = finished
+        #: splits dealt on request (engine/split_enumerator.py): the book names every split
+        #: dealt to it, started or not, and no finished one (the pool in the manifest and
+        #: the other subtasks' books name the rest), so dealing in any order keeps it small
+        self.dealt = dealt
         self._finished_set = set(finished.indices())
         #: last positions of splits finished since the previous barrier (for ``positions``)
         self._just_finished: dict[str, Any] = {}
 
     @classmethod
     def restored(
-        cls, share: Sequence[tuple[int, Split]], restored: SubtaskState, plan_size: int, where: str
+        cls, share: Sequence[tuple[int, Split]], restored: SubtaskState, plan_size: int, where: str, dealt: bool = False
     ) -> SplitBook:
         """This subtask's part of a restored state (all subtasks' states merged: after a
         rescale a split may have been finished by another subtask)."""
@@ -146,7 +157,7 @@ class SplitBook:
                     mine_finished.append(index)
                 else:
                     states[split.split_id] = state
-        return cls(share, states, FinishedRuns.of_sorted(mine_finished))
+        return cls(share, states, FinishedRuns.of_sorted(mine_finished), dealt=dealt)
 
     def is_finished(self, index: int, split: Split) -> bool:
         if index in self._finished_set:
@@ -161,6 +172,12 @@ class SplitBook:
         """Splits discovered while the job runs (appended to the plan: higher indices)."""
         self.share.extend(entries)
 
+    def assign(self, entries: Sequence[tuple[int, Split]]) -> None:
+        """Splits dealt to this subtask: in its state from now on, read or not."""
+        self.share.extend(entries)
+        for _, split in entries:
+            self.states.setdefault(split.split_id, SplitState())
+
     def state_of(self, split: Split) -> SplitState:
         """The state of a split about to be read (made when it starts)."""
         state = self.states.get(split.split_id)
@@ -174,15 +191,16 @@ class SplitBook:
         if any(state.operators.values()):  # a transform keeps state for it: it stays
             return
         del self.states[split.split_id]
-        self.finished.add(index)
-        self._finished_set.add(index)
+        if not self.dealt:
+            self.finished.add(index)
+            self._finished_set.add(index)
         if position is not None:
             self._just_finished[split.split_id] = position
 
     def snapshot(self, subtask: int) -> StateSnapshot:
         if self.finished.fragmented:  # only after splits finished out of order (read together)
             self.finished.compact()
-        return snapshot_split_states(subtask, self.states, self.finished.runs)
+        return snapshot_split_states(subtask, self.states, self.finished.runs, keep_unstarted=self.dealt)
 
     def positions(self) -> dict[str, Any]:
         """The positions a barrier covers, for the source's checkpoint-complete hook: the

@@ -87,16 +87,20 @@ class SubtaskState:
 
 
 def snapshot_split_states(
-    subtask: int, splits: Mapping[str, SplitState], finished: Iterable[Iterable[int]] = ()
+    subtask: int,
+    splits: Mapping[str, SplitState],
+    finished: Iterable[Iterable[int]] = (),
+    keep_unstarted: bool = False,
 ) -> StateSnapshot:
     """The barrier's synchronous snapshot: copies containers, shares leaves (see module doc);
-    ``finished``: runs of finished splits' plan indices (copied).
+    ``finished``: runs of finished splits' plan indices (copied); ``keep_unstarted``: splits
+    not started yet are named too (dealt ones: no other record says whose they are).
 
     Raises ``TypeError`` naming the path of a value that is neither JSON-safe nor bytes."""
     blobs: list[tuple[tuple[Any, ...], Any]] = []
     tree: dict[str, Any] = {}
     for split_id, state in splits.items():
-        if state.position is None and not state.finished and not state.operators:
+        if state.position is None and not state.finished and not state.operators and not keep_unstarted:
             continue  # not started: a restore reads a split it finds no state for from its beginning
         split_id = str(split_id)
         tree[split_id] = {

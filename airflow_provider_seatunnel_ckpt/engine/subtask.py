@@ -35,12 +35,14 @@ from .messages import (
     Ack,
     AckStats,
     AddSplits,
+    AssignSplits,
     CheckpointKind,
     Decline,
     EndOfInput,
     FinishJob,
     NotifyComplete,
     Register,
+    RequestSplit,
     RestoreState,
     StateHandle,
     TaskFailed,
@@ -100,6 +102,9 @@ class SubtaskContext:
     #: gives storage or a sink's resources, so a zombie driver's subtasks touch none of
     #: the claimant's
     run_attempt: int = 0
+    #: the driver deals this job's splits on request (engine/split_enumerator.py); else
+    #: each subtask reads its round-robin share
+    dealt: bool = False
 
 
 class SubtaskRuntime:
@@ -131,6 +136,17 @@ class SubtaskRuntime:
         self._added_splits: tuple[tuple[str, Any], ...] = ()
         self._splits_added = False  # set by the reader thread, taken by the processing thread
         self._plan_seen = 0  #: the plan's length when this subtask last looked (processing thread)
+        #: splits dealt on request (AssignSplits, reader thread), entered in the book by the
+        #: processing thread; how many arrived since the restore, and how many of those
+        #: before each barrier (a barrier's state names exactly those: split_enumerator.py)
+        self._assigned: list[int] = []
+        self._assigned_seen = 0
+        self._assigned_booked = 0
+        self._assigned_at_barrier: dict[int, int] = {}
+        #: dealt splits in the book that the read loop has not taken yet
+        self._booked: list[tuple[int, Split]] = []
+        self._no_more = False  #: the driver has no split left to deal (a bounded source)
+        self._requested = False  #: a RequestSplit is unanswered (processing thread)
         self._book: SplitBook | None = None
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
@@ -151,10 +167,20 @@ class SubtaskRuntime:
         if isinstance(message, TriggerBarrier):
             with self._lock:
                 self._barriers.append(message)
+                self._assigned_at_barrier[message.checkpoint_id] = self._assigned_seen
             self._barrier_pending = True
         elif isinstance(message, RestoreState):
+            with self._lock:  # what was dealt before belongs to the state this restore replaces
+                self._assigned, self._no_more = [], False
+                self._assigned_seen = self._assigned_booked = 0
+                self._assigned_at_barrier = dict.fromkeys(self._assigned_at_barrier, 0)
             self._restore = message
             self._restore_event.set()
+        elif isinstance(message, AssignSplits):
+            with self._lock:
+                self._assigned.extend(message.indices)
+                self._assigned_seen += len(message.indices)
+                self._no_more = self._no_more or message.no_more
         elif isinstance(message, NotifyComplete):
             with self._lock:
                 for checkpoint_id in [c for c in self._prepared if c <= message.checkpoint_id]:
@@ -290,6 +316,7 @@ class SubtaskRuntime:
         self._release_connectors()
         states = self._load_states(restore)
         self._note_added_splits(restore.added_splits)
+        self._requested, self._booked = False, []  # dealt to the registration this restore replaces
         from .composite import SinkGroup
         from .routing import Router, load_sinks, load_sources, load_transforms, one_sink, one_source
 
@@ -305,8 +332,13 @@ class SubtaskRuntime:
         context.row_limit = self._sizer.limit
         for transform in transforms:
             transform.open(context)
-        share = self._my_splits()
-        self._book = book = SplitBook.restored(share, states, self._plan_seen, f"checkpoint {restore.checkpoint_id}")
+        where = f"checkpoint {restore.checkpoint_id}"
+        if self.ctx.dealt:
+            share = self._restored_dealt(states, restore.shared, where)
+            self._book = book = SplitBook.restored(share, states, self._plan_seen, where, dealt=True)
+        else:
+            share = self._my_splits()
+            self._book = book = SplitBook.restored(share, states, self._plan_seen, where)
         self._writer = self._new_writer(restore.checkpoint_id or 0)
 
         if self._read_splits(source, book.unfinished(), context):
@@ -338,6 +370,56 @@ class SubtaskRuntime:
         self._plan_seen = len(plan)
         return [(i, s) for i, s in share_of(plan, self.parallelism, self.subtask) if i >= after]
 
+    def _plan(self) -> tuple[Split, ...]:
+        """The job's plan and the splits discovered since (processing thread)."""
+        with self._lock:
+            added, self._splits_added = self._added_splits, False
+        plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
+        self._plan_seen = len(plan)
+        return plan
+
+    def _restored_dealt(self, states: Any, shared: bool, where: str) -> list[tuple[int, Split]]:
+        """The splits a restored state holds, to read on (dealt splits): all of this
+        subtask's own state; of every subtask's (another parallelism), those whose index
+        falls to it, so that each split goes to one subtask. The rest are the driver's to
+        deal (the pool in the checkpoint's manifest)."""
+        plan = self._plan()
+        index_of = {split.split_id: index for index, split in enumerate(plan)}
+        entries = []
+        for split_id in states.splits:
+            index = index_of.get(split_id)
+            if index is None:
+                from ..storage import CorruptCheckpointError
+
+                raise CorruptCheckpointError(f"{where}: split {split_id!r} is not in the job's split plan")
+            if not shared or index % self.parallelism == self.subtask:
+                entries.append((index, plan[index]))
+        return sorted(entries, key=lambda entry: entry[0])
+
+    def _book_assigned(self, upto: int | None = None) -> None:
+        """Enter dealt splits in the book: all that arrived, or (a barrier being taken)
+        the first ``upto`` since the restore, those that arrived before that barrier."""
+        with self._lock:
+            count = len(self._assigned) if upto is None else max(0, upto - self._assigned_booked)
+            indices, self._assigned = self._assigned[:count], self._assigned[count:]
+            self._assigned_booked += len(indices)
+        if not indices:
+            return
+        plan = self._plan() if max(indices) >= self._plan_seen else None
+        if plan is None:
+            plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in self._added_splits)
+        entries = [(index, plan[index]) for index in indices]
+        assert self._book is not None  # set by _run_attempt before the splits are read
+        self._book.assign(entries)
+        self._booked.extend(entries)
+        self._requested = False
+
+    def _take_assigned(self) -> list[tuple[int, Split]]:
+        """Splits the driver dealt since the last look, for the read loop."""
+        self._book_assigned()
+        entries, self._booked = self._booked, []
+        return entries
+
     def _idle_step(self) -> bool:
         """Nothing to read: answer barriers and wait a little. True once the job finishes."""
         if self._finish_id is not None:
@@ -354,6 +436,9 @@ class SubtaskRuntime:
         """This subtask's share of newly discovered splits, read from their beginning. (A
         split the restored checkpoint has a position for is never new here: that
         checkpoint's plan, and so the RestoreState, already named it.)"""
+        if self.ctx.dealt:  # the driver deals them; the plan only grows here
+            self._plan()
+            return []
         new = self._my_splits(after=self._plan_seen)
         assert self._book is not None  # set by _run_attempt before the splits are read
         self._book.add(new)
@@ -381,15 +466,23 @@ class SubtaskRuntime:
         open_readers: list[_OpenSplit] = []
         book = self._book
         assert book is not None  # set by _run_attempt before the splits are read
+        dealt = self.ctx.dealt
         try:
-            while pending or open_readers or live:
+            while pending or open_readers or live or (dealt and (not self._no_more or self._assigned or self._booked)):
                 if self._splits_added:
                     pending.extend(self._take_added_splits())
+                if dealt and (self._assigned or self._booked):
+                    pending.extend(self._take_assigned())
                 while pending and (together or not open_readers):
                     index, split = pending.popleft()
                     state = book.state_of(split)
                     reader = source.create_reader(split, state.position, context)
                     open_readers.append(_OpenSplit(reader, state, origin(split), index, split))
+                if dealt and not pending and not self._requested and not self._no_more:
+                    # the next split is asked for when the last one starts: it arrives
+                    # while this one is read
+                    self._requested = True
+                    self._send(RequestSplit(self.subtask, self.attempt))
                 if not open_readers:
                     if self._idle_step():
                         return False
@@ -467,6 +560,10 @@ class SubtaskRuntime:
         for barrier in barriers:
             started = time.perf_counter()
             assert self._book is not None  # set by _run_attempt before any barrier is taken
+            if self.ctx.dealt:  # what was dealt before this barrier is in its state, nothing after
+                with self._lock:
+                    upto = self._assigned_at_barrier.pop(barrier.checkpoint_id, 0)
+                self._book_assigned(upto)
             snapshot = self._book.snapshot(self.subtask)  # no encoding here: see module doc
             positions = self._book.positions()
             with self._lock:

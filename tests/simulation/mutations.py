@@ -29,6 +29,7 @@ from airflow_provider_seatunnel_ckpt.engine.driver import DriverLoop
 from airflow_provider_seatunnel_ckpt.engine.fencing import FenceLog, record_name
 from airflow_provider_seatunnel_ckpt.engine.messages import Decline
 from airflow_provider_seatunnel_ckpt.engine.runner import PIPELINE_ID, JobRun
+from airflow_provider_seatunnel_ckpt.engine.split_enumerator import SplitEnumerator
 from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries, store_plan
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskRuntime
 from airflow_provider_seatunnel_ckpt.history import HistoryRecorder
@@ -242,6 +243,51 @@ def _zombie_ignores_its_claim_gone() -> contextlib.AbstractContextManager[Any]:
     return mock.patch.object(FenceLog, "_claim_gone", lambda self: self.deletable and original(self))
 
 
+def _restart_gives_back_its_checkpoints_splits() -> contextlib.AbstractContextManager[Any]:
+    # a restarted subtask gives back every split dealt to it, those its restored state
+    # holds too: each of those is then dealt twice (read again by the subtask, and by
+    # whoever gets it from the pool)
+    original = SplitEnumerator.restored
+
+    def restored(self: SplitEnumerator, subtask: int, attempt: int, checkpoint_id: int | None) -> Any:
+        return original(self, subtask, attempt, None)
+
+    def completed(self: SplitEnumerator, checkpoint_id: int) -> None:
+        for cid in [cid for cid in self._at_barrier if cid <= checkpoint_id]:
+            del self._at_barrier[cid]  # the pool snapshots go; every assignment stays logged
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(SplitEnumerator, "restored", restored))
+    stack.enter_context(mock.patch.object(SplitEnumerator, "completed", completed))
+    return stack
+
+
+def _barrier_books_no_dealt_split() -> contextlib.AbstractContextManager[Any]:
+    # a barrier's state names only the dealt splits the read loop took already, not all
+    # those dealt before it: one the pool no longer holds is in no state
+    return mock.patch.object(SubtaskRuntime, "_book_assigned", _book_only_when_read)
+
+
+def _book_only_when_read(self: SubtaskRuntime, upto: int | None = None) -> None:
+    if upto is None:
+        SubtaskRuntime_book_assigned(self, None)
+
+
+SubtaskRuntime_book_assigned = SubtaskRuntime._book_assigned
+
+
+def _dealt_before_the_first_barrier_counts_as_checkpointed() -> contextlib.AbstractContextManager[Any]:
+    # tags start at 0 whatever checkpoint the run restored: a restart from it keeps what
+    # was dealt before this run's first barrier as if that checkpoint held it
+    original = SplitEnumerator.__init__
+
+    def init(self: SplitEnumerator, *args: Any, **kwargs: Any) -> None:
+        kwargs["restored_id"] = None
+        original(self, *args, **kwargs)
+
+    return mock.patch.object(SplitEnumerator, "__init__", init)
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -265,6 +311,13 @@ MUTATIONS = (
     Mutation("fence-log-never-compacted", "51.3", _fence_log_never_compacted),
     Mutation("compaction-deletes-the-claim", "51.3", _compaction_deletes_the_claim),
     Mutation("zombie-ignores-its-claim-gone", "51.3", _zombie_ignores_its_claim_gone),
+    Mutation("restart-deals-its-checkpointed-splits-twice", "51.1", _restart_gives_back_its_checkpoints_splits),
+    Mutation("barrier-state-misses-dealt-splits", "51.1 (found by the simulation)", _barrier_books_no_dealt_split),
+    Mutation(
+        "first-barrier-tag-ignores-the-restore",
+        "51.1 (found by the simulation)",
+        _dealt_before_the_first_barrier_counts_as_checkpointed,
+    ),
 )
 
 

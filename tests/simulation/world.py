@@ -73,11 +73,13 @@ from airflow_provider_seatunnel_ckpt.engine.messages import (
     Decline,
     EndOfInput,
     Register,
+    RequestSplit,
     TaskFailed,
     decode,
 )
 from airflow_provider_seatunnel_ckpt.engine.runner import DISCARDING, JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_book import SplitBook, share_of
+from airflow_provider_seatunnel_ckpt.engine.split_enumerator import enumerator_for
 from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY as PLAN_REF_KEY
 from airflow_provider_seatunnel_ckpt.engine.split_plan import plan_entries
 from airflow_provider_seatunnel_ckpt.engine.subtask import SubtaskContext, SubtaskRestart, SubtaskRuntime
@@ -155,6 +157,9 @@ class Profile:
     prepare_ms: int
     #: externalized-retention: delete-on-finish (the finished job leaves nothing in storage)
     delete_on_finish: bool
+    #: subtasks read round-robin shares (a source that reads its splits together), not
+    #: splits the driver deals on request (engine/split_enumerator.py)
+    round_robin: bool = False
 
     @classmethod
     def draw(cls, rng: random.Random) -> Profile:
@@ -186,6 +191,7 @@ class Profile:
             p_outage=rng.choice((0.0, 0.0, 0.02)),
             prepare_ms=rng.choice((0, 0, 50, 250)),
             delete_on_finish=rng.random() < 0.3,
+            round_robin=rng.random() < 0.25,
         )
 
     @property
@@ -1082,6 +1088,7 @@ class SimSource(Source):
     def __init__(self, world: World):
         super().__init__({})
         self.world = world
+        self.reads_splits_together = world.profile.round_robin
 
     def splits(self, parallelism: int) -> list[Split]:
         world = self.world
@@ -1111,6 +1118,7 @@ class DriverRun:
         #: the plugin of the sink block this run's job file lost (its restore must be refused)
         self.removed_sink: str | None = None
         self.loop: DriverLoop | None = None
+        self.enumerator: Any = None
         #: the attempt's split plan and checkpoint history (from ``begin``)
         self.splits: tuple[Split, ...] = ()
         self.history: Any = None
@@ -1210,6 +1218,7 @@ class DriverRun:
             self.end_failed_start(err)
             return
         coordinator = run.coordinator(manifest, highest_id, clock=world.clock)
+        self.enumerator = enumerator_for(SimSource(world), manifest, len(self.splits), world.profile.parallelism)
         self.history = run._history = run.open_history(HISTORY_SIZE)
         loop = self.loop = DriverLoop(
             coordinator,
@@ -1223,6 +1232,7 @@ class DriverRun:
             durable_infos=restored_infos,
             history=self.history,
             sinks=run.sink_layout,
+            enumerator=self.enumerator,
         )
         loop._io.shutdown(wait=True)
         loop._fence_io.shutdown(wait=True)
@@ -1441,6 +1451,7 @@ class SimSubtask:
             "t" * 32,
             storage=self.world.storage(self),
             run_attempt=run.attempt,
+            dealt=run.enumerator is not None,
         )
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
@@ -1479,8 +1490,11 @@ class SimSubtask:
         # As SubtaskRuntime._run_attempt: the previous registration's sink goes first
         rt._release_connectors()
         rt._sink = SubtaskSink(self.run.sink, self.world, self)
+        rt._requested, rt._booked = False, []  # as SubtaskRuntime._run_attempt
         try:
-            rt._book = book = SplitBook.restored(self.mine, states, len(self.run.splits), "restore")
+            if rt.ctx.dealt:  # as SubtaskRuntime._run_attempt: what the restored state holds
+                self.mine = rt._restored_dealt(states, rt._restore.shared, "restore")
+            rt._book = book = SplitBook.restored(self.mine, states, len(self.run.splits), "restore", dealt=rt.ctx.dealt)
         except Violation:
             raise
         except Exception as err:  # as in SubtaskRuntime.run
@@ -1534,10 +1548,18 @@ class SimSubtask:
         world.after(world.rng.randint(5, 25), self.step)
 
     def read_batch(self) -> None:
+        """One batch of the first split not finished, as ``SubtaskRuntime._read_splits``
+        reads one split at a time: with dealt splits, the next one is asked for when the
+        last one dealt starts, and the input ends when the driver has none left."""
         rt = self.rt
-        for index, split in self.mine:
+        dealt = rt.ctx.dealt
+        if dealt and (rt._assigned or rt._booked):
+            self.mine.extend(rt._take_assigned())
+        for position, (index, split) in enumerate(self.mine):
             if rt._book.is_finished(index, split):
                 continue
+            if dealt and position == len(self.mine) - 1:
+                self.ask_for_split()
             state = rt._book.state_of(split)
             start = state.position if state.position is not None else split.spec["start"]
             end = min(start + self.world.profile.batch, split.spec["end"])
@@ -1546,10 +1568,21 @@ class SimSubtask:
             state.position = end
             if end >= split.spec["end"]:
                 rt._book.finish(index, split, end)
+                if dealt:  # the book forgets a dealt split once it is finished
+                    self.mine.remove((index, split))
+            return
+        if dealt and not rt._no_more:
+            self.ask_for_split()
             return
         if not self.eoi_sent:
             self.eoi_sent = True
             self.send(EndOfInput(self.index, self.attempt))
+
+    def ask_for_split(self) -> None:
+        rt = self.rt
+        if not rt._requested and not rt._no_more:
+            rt._requested = True
+            self.send(RequestSplit(self.index, self.attempt))
 
     def send(self, message: Any) -> None:
         try:

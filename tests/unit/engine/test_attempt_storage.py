@@ -22,6 +22,7 @@ from airflow_provider_seatunnel_ckpt.engine.fencing import Fenced
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.engine.split_plan import REF_KEY, SOURCE_KEY, plan_entries, plan_path, store_plan
 from airflow_provider_seatunnel_ckpt.history import HISTORY_DIR, failed_entry
+from airflow_provider_seatunnel_ckpt.history.attempts import read_attempts
 from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
 JOB_ID = "reuse"
@@ -249,7 +250,8 @@ def test_a_driver_taken_over_leaves_nothing_in_a_job_deleted_under_it(tmp_path: 
 def test_driver_starts_leave_the_newest_heartbeats_and_one_claim(tmp_path: Path) -> None:
     """Issue 51, item 3: what each driver start adds. Heartbeats: only the newest two
     attempts' (a reader takes the newest); the fence log: the newest claim (compaction);
-    attempt records stay, one per start (the recovery operator counts failed attempts)."""
+    attempt records: the newest and the fold of the earlier ones, every record kept (the
+    recovery operator counts failed attempts)."""
     job_dir = tmp_path / "ns" / JOB_ID
     for start in range(1, 13):
         attempt = Attempt(tmp_path)
@@ -259,4 +261,6 @@ def test_driver_starts_leave_the_newest_heartbeats_and_one_claim(tmp_path: Path)
         heartbeats = sorted(p.name for p in (job_dir / "heartbeat").glob("*.json"))
         assert heartbeats == [f"{n:06d}.json" for n in range(max(1, start - 1), start + 1)]
         assert len(list((job_dir / "fence").glob("*.json"))) == 1
-    assert len(list((job_dir / "attempts").glob("*.json"))) == 12
+        assert len(list((job_dir / "attempts").glob("*.json"))) == min(start, 2)
+    storage = Attempt(tmp_path).run.storage
+    assert [record["attempt"] for record in read_attempts(storage, JOB_ID)] == list(range(1, 14))
