@@ -19,7 +19,7 @@ subtasks, N splits``, printed as the Spark job starts) to its final checkpoint's
 ``skewed_files_wall_ratio_vs_ideal`` = median skewed time / median even time (goal
 <= 1.2). Every run's output is checked id by id (each id once).
 
-``python bench/scale_skew.py [--unit-rows 2000000] [--repeat 3] [--quick] [--no-out]``
+``python bench/scale_skew.py [--unit-rows 5000000] [--repeat 3] [--quick] [--no-out]``
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def run_once(work: Path, name: str, inputs: Path, index: int, rows: int) -> floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--unit-rows", type=int, default=2_000_000, help="rows of a small file")
+    parser.add_argument("--unit-rows", type=int, default=5_000_000, help="rows of a small file")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_UNIT_ROWS:,} rows a unit, once")
     parser.add_argument("--out", action="store_true", help="write the result file (the default)")

@@ -241,8 +241,13 @@ class FenceLog:
 
     def _claim_gone(self) -> bool:
         """This driver's claim was deleted: a newer claimant compacted it, or the job was
-        deleted (only a newer claim, or the end of the job, removes a claim)."""
-        return self._claim_seq > 0 and self._read(self._claim_seq) is None
+        deleted (only a newer claim, or the end of the job, removes a claim). Its number
+        may hold another record by then: an older zombie whose next number it was creates
+        it (its reservation, deleted again at once), so the record must be this claim."""
+        if self._claim_seq <= 0:
+            return False
+        record = self._read(self._claim_seq)
+        return record is None or record.get("kind") != "claim" or record.get("attempt") != self.attempt
 
     def fenced_error(self) -> Fenced:
         """The error of a driver whose claim was replaced (names the newer attempt)."""

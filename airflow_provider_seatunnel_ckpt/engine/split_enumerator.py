@@ -1,7 +1,7 @@
 """Splits dealt on request: the driver's split enumerator (issue 51).
 
 As SeaTunnel's split enumerator and Flink's FLIP-27 sources do, a subtask asks for its
-next splits when it starts its last one (``RequestSplit``) and the driver deals the lowest
+next splits when it has read those it holds (``RequestSplit``) and the driver deals the lowest
 plan indices not dealt yet (``AssignSplits``; a shrinking share of the pool, one split at
 the end), so a large split no longer holds up a fixed share. Sources that read their splits together (Kafka) keep round-robin shares.
 
@@ -26,10 +26,12 @@ from .split_plan import REF_KEY as PLAN_REF_KEY
 
 #: the manifest property holding the pool at the barrier, as runs of plan indices
 UNASSIGNED_KEY = "unassigned_splits"
-#: an answer deals 1 / (GUIDED * parallelism) of the pool (at least one split): few round
-#: trips for 100,000 small files, single splits at the end, where the balance is decided
-#: (OpenMP's "guided" schedule)
+#: an answer deals 1 / (GUIDED * parallelism) of the pool, from one split (at the end,
+#: where the balance is decided) to MAX_DEALT (OpenMP's "guided" schedule): 100,000 small
+#: files take a few thousand round trips, and a subtask's state names at most MAX_DEALT
+#: splits it has not started (each an entry in every checkpoint until it is read)
 GUIDED = 4
+MAX_DEALT = 32
 
 Send = tuple[int, int, AssignSplits]  # (subtask, attempt, message)
 
@@ -61,6 +63,9 @@ class SplitEnumerator:
         self._waiting: dict[int, int] = {}
         #: checkpoint id -> the pool when its barrier went out (until it completes or aborts)
         self._at_barrier: dict[int, list[list[int]]] = {}
+        #: nothing is dealt until every subtask was restored once: the first to start would
+        #: take a small job's splits alone (a Python worker may start seconds after another)
+        self._everyone_started = False
 
     @classmethod
     def restored_from(
@@ -157,9 +162,13 @@ class SplitEnumerator:
         return self._serve()
 
     def _serve(self) -> list[Send]:
+        if not self._everyone_started:
+            if None in self._attempts:
+                return []
+            self._everyone_started = True
         sends: list[Send] = []
         for subtask, attempt in list(self._waiting.items()):
-            chunk = max(1, self.unassigned // (GUIDED * len(self._dealt)))
+            chunk = min(MAX_DEALT, max(1, self.unassigned // (GUIDED * len(self._dealt))))
             indices = [index for index in (self._pop() for _ in range(chunk)) if index is not None]
             if indices:
                 tag = self._last_barrier[subtask]

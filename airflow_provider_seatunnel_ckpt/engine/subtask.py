@@ -478,9 +478,9 @@ class SubtaskRuntime:
                     state = book.state_of(split)
                     reader = source.create_reader(split, state.position, context)
                     open_readers.append(_OpenSplit(reader, state, origin(split), index, split))
-                if dealt and not pending and not self._requested and not self._no_more:
-                    # the next split is asked for when the last one starts: it arrives
-                    # while this one is read
+                if dealt and not pending and not open_readers and not self._requested and not self._no_more:
+                    # the next splits are asked for once these are read, not ahead: a
+                    # subtask asking ahead takes splits another one is about to ask for
                     self._requested = True
                     self._send(RequestSplit(self.subtask, self.attempt))
                 if not open_readers:

@@ -288,6 +288,15 @@ def _dealt_before_the_first_barrier_counts_as_checkpointed() -> contextlib.Abstr
     return mock.patch.object(SplitEnumerator, "__init__", init)
 
 
+def _claim_checked_by_existence() -> contextlib.AbstractContextManager[Any]:
+    # as before: any record at the claim's number counted as the claim, an older zombie's
+    # stray reservation there too
+    def claim_gone(self: FenceLog) -> bool:
+        return self._claim_seq > 0 and self._read(self._claim_seq) is None
+
+    return mock.patch.object(FenceLog, "_claim_gone", claim_gone)
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -318,6 +327,7 @@ MUTATIONS = (
         "51.1 (found by the simulation)",
         _dealt_before_the_first_barrier_counts_as_checkpointed,
     ),
+    Mutation("stray-record-revives-a-compacted-claim", "51.3 (found by the simulation)", _claim_checked_by_existence),
 )
 
 

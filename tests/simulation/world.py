@@ -1549,17 +1549,15 @@ class SimSubtask:
 
     def read_batch(self) -> None:
         """One batch of the first split not finished, as ``SubtaskRuntime._read_splits``
-        reads one split at a time: with dealt splits, the next one is asked for when the
-        last one dealt starts, and the input ends when the driver has none left."""
+        reads one split at a time: with dealt splits, the next ones are asked for once
+        those dealt are read, and the input ends when the driver has none left."""
         rt = self.rt
         dealt = rt.ctx.dealt
         if dealt and (rt._assigned or rt._booked):
             self.mine.extend(rt._take_assigned())
-        for position, (index, split) in enumerate(self.mine):
+        for index, split in self.mine:
             if rt._book.is_finished(index, split):
                 continue
-            if dealt and position == len(self.mine) - 1:
-                self.ask_for_split()
             state = rt._book.state_of(split)
             start = state.position if state.position is not None else split.spec["start"]
             end = min(start + self.world.profile.batch, split.spec["end"])

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_seatunnel_ckpt.history.attempts import read_attempts
 from airflow_provider_seatunnel_ckpt.storage.model import INLINE_STATE_LIMIT
 from tests.support.workspace import Workspace, assert_exactly_once, open_storage, read_output
 
@@ -90,7 +91,9 @@ def test_checkpoint_kill_and_restore(workspace: Workspace, persistent_backend: t
     assert_exactly_once(read_output(f"file://{workspace.output}/"), ROWS)
     job_doc = storage.read_document(job_id, "job.json")
     assert job_doc["status"] == "finished" and job_doc["attempt"] == 2
-    assert storage.list_documents(job_id, "attempts") == ["000001.json", "000002.json"]
+    # the second claim folded the first attempt's record (history/attempts.py)
+    assert storage.list_documents(job_id, "attempts") == ["000002.json", "earlier-000002.json"]
+    assert [record["attempt"] for record in read_attempts(storage, job_id)] == [1, 2]
     # Retention ran from storage contents: at most max-retained completed checkpoints.
     left = [e for e in storage.list_checkpoint_entries(job_id, 1) if e.completed]
     assert 1 <= len(left) <= 3, left

@@ -31,14 +31,17 @@ def _inputs(root: Path) -> int:
 
 def test_a_large_file_does_not_hold_up_a_fixed_share(workspace: Workspace) -> None:
     total = _inputs(workspace.root / "inputs")
+    # a batch of SMALL rows, each taking 0.1 s (slow_transforms.pause): reading time, not
+    # a worker's start, decides who asks when (the big file: 2 s, a small one: 0.1 s)
     source = {
         "plugin_name": "File",
         "path": f"file://{workspace.root}/inputs/",
         "format": "parquet",
-        "batch_size": 2_000,
+        "batch_size": SMALL,
     }
     config = workspace.write_config(interval=300)
-    job = workspace.write_job(source, parallelism=2)
+    pause = {"plugin_name": "Python", "function": "tests.integration.engine.slow_transforms:pause"}
+    job = workspace.write_job(source, transforms=[pause], parallelism=2)
     result = workspace.run(job, config, "skewed")
     assert result.returncode == 0, result.explain()
     assert_exactly_once(read_output(f"file://{workspace.output}/"), total)

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine.fencing import FENCE_DIR, PRUNE_EVERY, Fenced, FenceLog
+from airflow_provider_seatunnel_ckpt.engine.fencing import FENCE_DIR, PRUNE_EVERY, Fenced, FenceLog, record_name
 from airflow_provider_seatunnel_ckpt.errors import CheckpointStorageError
 from airflow_provider_seatunnel_ckpt.storage import CheckpointIdTaken, CheckpointKind, CheckpointManifest
 from airflow_provider_seatunnel_ckpt.storage.fs_local import LocalFileSystem
@@ -448,3 +448,24 @@ def test_a_claimant_that_listed_before_the_holder_reserved_on_does_not_claim_a_p
         holder.check()
     claimant.reserve(newest + 1)
     claimant.check()
+
+
+def test_a_zombies_stray_record_at_an_older_claims_number_does_not_revive_that_claim(storage):
+    """Found by the simulation (seed 613, issue 51): b's claim was compacted, and a, an
+    older zombie whose next number it was, creates it again (its reservation, deleted at
+    once when a finds its own claim gone). Meanwhile b must still see that it lost the job:
+    the number's record is no longer its claim."""
+    a, b, c, d = (FenceLog(storage, JOB) for _ in range(4))
+    a.claim("a")  # 1
+    b.claim("b")  # 2; compacts 1
+    b.reserve(1)  # 3
+    c.claim("c")  # 4; compacts 2 and 3
+    d.claim("d")  # 5; compacts 4
+    assert fence_records(storage) == [5]
+    storage.create_document(
+        JOB, record_name(2), {"seq": 2, "kind": "reserve", "attempt": a.attempt, "checkpoint_id": 1}
+    )
+    assert b.taken_over()
+    assert_fenced(b, by_attempt="4")
+    with pytest.raises(Fenced):
+        a.reserve(2)  # a itself finds its claim gone (and takes its stray record back)

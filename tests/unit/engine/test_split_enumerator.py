@@ -90,14 +90,23 @@ def test_a_restore_deals_its_checkpoints_pool_and_the_splits_discovered_since() 
     enumerator = enumerator_for(source, manifest, 10, 2)
     assert enumerator is not None
     enumerator.restored(0, 0, 5)
+    enumerator.restored(1, 0, 5)
     assert [_dealt(enumerator.request(0, 0))[0] for _ in range(6)] == [1, 3, 6, 7, 8, 9]
     assert enumerator.request(0, 0) == [(0, 0, AssignSplits((), no_more=True))]
     # dealt before this run's first barrier: in no checkpoint, so a restart from 5 gives it back
-    enumerator.restored(1, 0, 5)
-    assert _dealt(enumerator.request(1, 0)) == []
     enumerator.registered(0)
     enumerator.restored(0, 1, 5)
     assert enumerator.unassigned == 6
+
+
+def test_nothing_is_dealt_until_every_subtask_was_restored_once() -> None:
+    enumerator = SplitEnumerator(2, range(4))
+    enumerator.restored(1, 0, None)
+    assert enumerator.request(1, 0) == []  # subtask 0's worker has not started yet
+    assert enumerator.restored(0, 0, None) == [(1, 0, AssignSplits((0,)))]
+    assert _dealt(enumerator.request(0, 0)) == [1]
+    enumerator.registered(1)  # a restart later waits for nobody
+    assert _dealt(enumerator.request(0, 0)) == [2]
 
 
 def test_sources_read_together_and_round_robin_checkpoints_keep_round_robin_shares() -> None:
@@ -106,3 +115,13 @@ def test_sources_read_together_and_round_robin_checkpoints_keep_round_robin_shar
     one_at_a_time = SimpleNamespace(reads_splits_together=False, discovery_interval_s=None)
     assert enumerator_for(one_at_a_time, SimpleNamespace(properties={}), 4, 2) is None
     assert enumerator_for(one_at_a_time, None, 4, 2) is not None
+
+
+def test_an_answer_deals_a_shrinking_share_of_the_pool_and_at_most_32() -> None:
+    enumerator = _started(2, 1_000)
+    sizes = []
+    while enumerator.unassigned:
+        sizes.append(len(_dealt(enumerator.request(0, 0))))
+    assert sizes[0] == 32 and sizes[-8:] == [1] * 8, sizes
+    assert sizes == sorted(sizes, reverse=True)
+    assert sum(sizes) == 1_000
