@@ -364,10 +364,7 @@ class SubtaskRuntime:
         """This subtask's round-robin share of the plan as known now, with each split's
         plan index: the job's plan and the splits discovered since (appended, so no split
         ever changes subtask or index). ``after``: only splits at that index or later."""
-        with self._lock:
-            added, self._splits_added = self._added_splits, False
-        plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
-        self._plan_seen = len(plan)
+        plan = self._plan()
         return [(i, s) for i, s in share_of(plan, self.parallelism, self.subtask) if i >= after]
 
     def _plan(self) -> tuple[Split, ...]:
@@ -377,6 +374,16 @@ class SubtaskRuntime:
         plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in added)
         self._plan_seen = len(plan)
         return plan
+
+    def _split_at(self, index: int) -> Split:
+        """The split at plan ``index`` (the job's plan, then the splits discovered since),
+        without building the plan: dealt splits are looked up one chunk at a time."""
+        base = self.ctx.splits
+        if index < len(base):
+            return base[index]
+        with self._lock:
+            split_id, spec = self._added_splits[index - len(base)]
+        return Split(split_id, spec)
 
     def _restored_dealt(self, states: Any, shared: bool, where: str) -> list[tuple[int, Split]]:
         """The splits a restored state holds, to read on (dealt splits): all of this
@@ -405,10 +412,7 @@ class SubtaskRuntime:
             self._assigned_booked += len(indices)
         if not indices:
             return
-        plan = self._plan() if max(indices) >= self._plan_seen else None
-        if plan is None:
-            plan = self.ctx.splits + tuple(Split(split_id, spec) for split_id, spec in self._added_splits)
-        entries = [(index, plan[index]) for index in indices]
+        entries = [(index, self._split_at(index)) for index in indices]
         assert self._book is not None  # set by _run_attempt before the splits are read
         self._book.assign(entries)
         self._booked.extend(entries)
@@ -436,8 +440,9 @@ class SubtaskRuntime:
         """This subtask's share of newly discovered splits, read from their beginning. (A
         split the restored checkpoint has a position for is never new here: that
         checkpoint's plan, and so the RestoreState, already named it.)"""
-        if self.ctx.dealt:  # the driver deals them; the plan only grows here
-            self._plan()
+        if self.ctx.dealt:  # the driver deals them (_split_at finds them by index)
+            with self._lock:
+                self._splits_added = False
             return []
         new = self._my_splits(after=self._plan_seen)
         assert self._book is not None  # set by _run_attempt before the splits are read
