@@ -4,7 +4,10 @@
 the survey accepts that need no server, those whose output is deterministic
 (``not_deterministic`` says why a file is left out):
 
-* every FakeSource lists its rows (``rows``; generated rows are random);
+* every FakeSource lists its rows (``rows``), or has the rows it would generate pinned
+  as explicit ``rows`` (bench/seatunnel_pinned_rows.py: generated rows are random, so
+  both engines are given the same ones; the record says ``pinned``, and
+  ``seatunnel_differential_compared_pinned`` counts them);
 * every LocalFile source reads inputs that SeaTunnel's LocalFileIT lays out
   (tests/support/seatunnel_inputs.py, built from DIR's own test resources), not files
   another job writes;
@@ -54,6 +57,8 @@ ZETA_TIMEOUT_S = 240
 #: the lzo codec (aircompressor) reaches into direct buffers, closed to it on Java 17 unless opened
 ZETA_JAVA_OPTIONS = ("--add-opens", "java.base/java.nio=ALL-UNNAMED")
 OURS_TIMEOUT_S = 180
+#: why a file whose FakeSource generates its rows is not compared as written
+RANDOM_ROWS = "FakeSource generates random rows (no `rows`)"
 
 
 def entries(doc: Mapping[str, Any], section: str) -> list[dict[str, Any]]:
@@ -82,7 +87,7 @@ def not_deterministic(doc: Mapping[str, Any], name: str, inputs: Iterable[str]) 
         if _plugin(entry) == "fakesource":
             tables = [entry, *(entry.get("tables_configs") or [])]
             if not any("rows" in t for t in tables if isinstance(t, Mapping)):
-                return "FakeSource generates random rows (no `rows`)"
+                return RANDOM_ROWS
         elif _plugin(entry) == "localfile":
             for path in _source_paths(entry):
                 top = path.rstrip("/")
@@ -339,12 +344,17 @@ def zeta_error(log: Path) -> str:
 
 #: Zeta's parquet writer refuses a column type (``null``) or a row of no columns: such a
 #: job is captured as json
-_PARQUET_REFUSED = ("Unsupported data type", "Unable to create a sink for identifier 'LocalFile'")
+_PARQUET_REFUSED = (
+    "Unsupported data type",
+    "Unable to create a sink for identifier 'LocalFile'",
+    # its Avro-based writer casting a row inside a map or an array (SeaTunnel 2.3.8)
+    "cannot be cast to class org.apache.seatunnel.shade.connector.file.org.apache.avro.generic.IndexedRecord",
+)
 
 
 def run_file(name: str, doc: Mapping[str, Any], resources: Path, work: Path) -> dict[str, Any]:
     """One file on both engines: its record (status ``compared`` with the comparison, or
-    ``zeta_failed``/``ours_failed`` with the line). Captured as parquet; as json when
+    ``zeta_failed``/``ours_failed``/``both_failed`` with the lines). Captured as parquet; as json when
     Zeta's parquet writer refuses the job's types (the record says ``capture``)."""
     record = run_both(doc, resources, work, "parquet")
     log = work / "zeta" / "zeta" / "zeta.log"
@@ -377,14 +387,19 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
                 extra_java_options=ZETA_JAVA_OPTIONS,
             )
             if run.exit_code != 0:
-                record.update(status="zeta_failed", detail=zeta_error(run.log))
+                detail = f"no end within {ZETA_TIMEOUT_S} s" if run.timed_out else zeta_error(run.log)
+                record.update(status="zeta_failed", detail=detail)
         else:
             outcome = run_ours(job, root)
             if outcome["status"] != "passed":
-                record.update(status="ours_failed", detail=outcome.get("detail"))
+                # both failing is agreement of a kind, but nothing to compare (the record says so)
+                failed = "both_failed" if record.get("status") == "zeta_failed" else "ours_failed"
+                record.update(
+                    status=failed, **{"ours_detail" if failed == "both_failed" else "detail": outcome.get("detail")}
+                )
         record[f"{side}_s"] = round(time.monotonic() - started, 1)
-        if "status" in record:
-            return record
+    if "status" in record:
+        return record
     record["status"] = "compared"
     left_out = volatile_columns(doc)
     if left_out:
@@ -483,18 +498,38 @@ def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Pat
             if not (record.get("accepted") and record.get("needs_server") is False):
                 continue
             doc = read_job_document(root / name, test_variables(root / name))[0]
-            reason = not_deterministic(doc, name, inputs)
+            doc, pinned, reason = _deterministic_document(doc, name, inputs)
             if reason is not None:
                 files[name] = {"status": "not_selected", "detail": reason}
                 continue
             work = scratch / f"{n:03d}"
             shutil.rmtree(work, ignore_errors=True)
             files[name] = run_file(name, doc, resources, work)
+            if pinned:
+                files[name]["pinned"] = pinned
             print(f"{files[name]['status']:12} {files[name].get('identical', '')!s:6} {name}", file=sys.stderr)
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
     return {"summary": figures(files), "files": files}
+
+
+def _deterministic_document(
+    doc: dict[str, Any], name: str, inputs: Collection[str]
+) -> tuple[dict[str, Any], int, str | None]:
+    """The job both engines run, how many FakeSource tables had their generated rows
+    pinned (bench/seatunnel_pinned_rows.py), and why the file is not selected (None: it is)."""
+    from airflow_provider_seatunnel_ckpt.errors import ConfigError
+    from bench.seatunnel_pinned_rows import NotPinnable, pin_fake_rows
+
+    reason = not_deterministic(doc, name, inputs)
+    if reason != RANDOM_ROWS:
+        return doc, 0, reason
+    try:
+        pinned_doc, pinned = pin_fake_rows(doc)
+    except (NotPinnable, ConfigError) as err:
+        return doc, 0, f"{RANDOM_ROWS}; not pinned: {err}"
+    return pinned_doc, pinned, not_deterministic(pinned_doc, name, inputs)
 
 
 def merge_result(previous: Mapping[str, Any], rerun: Mapping[str, Any]) -> dict[str, Any]:
@@ -515,6 +550,10 @@ def figures(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "seatunnel_differential_identical_share": round(identical / compared, 3) if compared else None,
         "seatunnel_differential_zeta_failed": statuses["zeta_failed"],
         "seatunnel_differential_ours_failed": statuses["ours_failed"],
+        "seatunnel_differential_both_failed": statuses["both_failed"],
+        "seatunnel_differential_compared_pinned": sum(
+            r["status"] == "compared" and bool(r.get("pinned")) for r in files.values()
+        ),
     }
 
 

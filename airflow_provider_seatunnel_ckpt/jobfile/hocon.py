@@ -25,6 +25,8 @@ from .unrendered import unrendered_jinja
 #: fields whose object value SeaTunnel turns into a list of plugin entries
 PLUGIN_SECTIONS = ("source", "transform", "sink")
 _NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+#: a number up to its exponent's sign, where a ``+`` belongs to the number
+_EXPONENT_SIGN = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?[eE]")
 #: characters that end an unquoted string (HOCON's forbidden characters, whitespace aside)
 _UNQUOTED_STOP = set('$"{}[]:=,+#`^?!@*&\\\n')
 _INCLUDE_FORMS = ("file(", "url(", "classpath(", "required(")
@@ -270,7 +272,9 @@ class _Parser:
         start = self.pos
         while self.pos < len(self.text):
             char = self.text[self.pos]
-            if char in _UNQUOTED_STOP or char in " \t\r" or self.peek(2) == "//":
+            if char == "+" and _EXPONENT_SIGN.fullmatch(self.text, start, self.pos):
+                pass  # a number's exponent (1.5e+38): HOCON reads numbers as JSON does
+            elif char in _UNQUOTED_STOP or char in " \t\r" or self.peek(2) == "//":
                 break
             self.pos += 1
         if self.pos == start:

@@ -168,3 +168,84 @@ def test_columns_of_volatile_sql_functions_are_named_and_left_out(tmp_path: Path
     zeta_rows = diff.read_rows(tmp_path / "zeta", left_out=left_out)
     assert zeta_rows == [((("id", "bigint"),), (1,))]
     assert diff.compare(zeta_rows, diff.read_rows(tmp_path / "ours", left_out=left_out))["identical"] is True
+
+
+# ---- random FakeSource rows pinned (bench/seatunnel_pinned_rows.py) ---------------------------
+
+EVERY_TYPE = {
+    "c_string": "string",
+    "c_boolean": "boolean",
+    "c_tinyint": "tinyint",
+    "c_smallint": "smallint",
+    "c_int": "int",
+    "c_bigint": "bigint",
+    "c_float": "float",
+    "c_double": "double",
+    "c_decimal": "decimal(30, 8)",
+    "c_bytes": "bytes",
+    "c_date": "date",
+    "c_time": "time",
+    "c_timestamp": "timestamp",
+    "c_null": "null",
+    "c_array": "array<int>",
+    "c_map": "map<string, bigint>",
+    "c_row": {"c_inner": {"c_int": "int", "c_date": "date"}, "c_string": "string"},
+}
+
+
+def test_pinned_rows_read_back_as_the_generated_values_of_every_type() -> None:
+    from airflow_provider_seatunnel_ckpt.connectors import load_source
+    from bench.seatunnel_pinned_rows import pin_fake_rows
+
+    random = {
+        **FAKE,
+        "source": [{"plugin_name": "FakeSource", "row.num": 7, "split.num": 2, "schema": {"fields": EVERY_TYPE}}],
+    }
+    pinned, tables = pin_fake_rows(random)
+    entry = pinned["source"][0]
+    assert tables == 1 and len(entry["rows"]) == 7 and entry["split.num"] == 1
+    assert "rows" not in random["source"][0]  # the job read is not changed
+    generated = load_source(random["source"][0])
+    made = pa.Table.from_batches([generated.block(s, 0) for s in generated.splits(1)])
+    explicit = load_source(entry)
+    read_back = pa.Table.from_batches([explicit.block(s, 0) for s in explicit.splits(1)])
+    assert read_back.schema == made.schema
+    assert read_back.to_pylist() == made.to_pylist()
+    # the text forms SeaTunnel's JSON converters read
+    first = dict(zip(EVERY_TYPE, entry["rows"][0]["fields"]))
+    assert isinstance(first["c_decimal"], str) and isinstance(first["c_bytes"], str)
+    assert len(first["c_timestamp"]) == 19 and first["c_timestamp"][10] == " "
+    assert isinstance(first["c_row"], list) and isinstance(first["c_map"], dict)
+
+
+def test_every_table_of_tables_configs_is_pinned_and_explicit_rows_are_kept() -> None:
+    from bench.seatunnel_pinned_rows import pin_fake_rows
+
+    tables = [
+        {"schema": {"table": "a", "fields": {"id": "int"}}, "row.num": 3},
+        {"schema": {"table": "b", "fields": {"id": "int"}}, "rows": [{"kind": "INSERT", "fields": [9]}]},
+    ]
+    pinned, count = pin_fake_rows({**FAKE, "source": [{"plugin_name": "FakeSource", "tables_configs": tables}]})
+    a, b = pinned["source"][0]["tables_configs"]
+    assert count == 1 and len(a["rows"]) == 3
+    assert b["rows"] == [{"kind": "INSERT", "fields": [9]}]
+
+
+def test_a_job_generating_too_many_rows_is_not_selected() -> None:
+    big = {**FAKE, "source": [{"plugin_name": "FakeSource", "row.num": 5000, "schema": {"fields": {"id": "int"}}}]}
+    job, pinned, reason = diff._deterministic_document(big, "a/big.conf", [])
+    assert pinned == 0 and job is big
+    assert reason == f"{diff.RANDOM_ROWS}; not pinned: FakeSource generates more than 2000 rows: too many to pin"
+    small = {**big, "source": [{**big["source"][0], "row.num": 4}]}
+    job, pinned, reason = diff._deterministic_document(small, "a/small.conf", [])
+    assert (pinned, reason) == (1, None) and len(job["source"][0]["rows"]) == 4
+
+
+def test_rows_are_generated_from_the_options_with_their_variables_filled() -> None:
+    from bench.seatunnel_pinned_rows import pin_fake_rows
+
+    typed = {"plugin_name": "FakeSource", "row.num": 2, "schema": {"fields": {"name": "${nameType:string}"}}}
+    pinned, count = pin_fake_rows({**FAKE, "source": [typed]})
+    entry = pinned["source"][0]
+    assert count == 1 and all(isinstance(row["fields"][0], str) for row in entry["rows"])
+    assert entry["schema"] == typed["schema"]  # both engines fill the variable themselves

@@ -88,6 +88,15 @@ n = ${a}, o = "select * from "${e}" where x", p = ${?missing}
     }
 
 
+def test_numbers_read_as_json_numbers_with_a_signed_exponent() -> None:
+    # a float written by Java or JSON (1.05e+38): Typesafe config, SeaTunnel's reader, takes the
+    # exponent's sign as part of the number; a ``+`` anywhere else still ends an unquoted string
+    doc = parse_hocon("a = 1.05e+38, b = [1e+2, -3.25E-2, 7e3], c = 1e+x")
+    assert doc == {"a": 1.05e38, "b": [100.0, -0.0325, 7000.0], "c": "1e+x"}
+    with pytest.raises(ConfigError, match="unexpected '\\+'"):
+        parse_hocon("a = x+y")
+
+
 def test_repeated_objects_merge_and_explicit_plugin_name_wins() -> None:
     doc = parse_hocon('env { a = 1 }\nenv { b = 2 }\nsource { Alias { plugin_name = "Sequence", rows = 3 } }')
     assert doc["env"] == {"a": 1, "b": 2}
