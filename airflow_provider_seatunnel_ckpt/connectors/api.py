@@ -17,6 +17,8 @@ docs/architecture.md, "A subtask's state, as bytes"; writing a connector: docs/j
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, overload
@@ -158,6 +160,22 @@ class ReaderContext:
     #: the next batch, changed by the subtask between two ``read_batch`` calls while its
     #: CPU is shared; None: no limit. Readers follow it through ``rows_for_next_batch``.
     row_limit: int | None = None
+    #: set by the engine while a barrier waits for this reader's thread: a pause ends then
+    #: (``pause``); None (outside the engine): a pause is a plain sleep
+    interrupt: threading.Event | None = field(default=None, compare=False, repr=False)
+
+    def pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` for a source's own pace (FakeSource's ``split.read-interval``,
+        Sequence's ``rows_per_second``). True once the whole wait has passed; False when
+        it was cut short because a barrier waits for this thread: the reader then returns
+        an empty batch and is asked again after the barrier, so a checkpoint never waits
+        for a source's idle time."""
+        if seconds <= 0:
+            return True
+        if self.interrupt is None:
+            time.sleep(seconds)
+            return True
+        return not self.interrupt.wait(seconds)
 
     def rows_for_next_batch(self, configured: int | None = None) -> int:
         """The rows a reader puts in its next batch: the source's own batch size

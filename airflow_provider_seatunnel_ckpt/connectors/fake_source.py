@@ -218,16 +218,18 @@ class FakeSource(Source):
             raise ValueError(f"FakeSource split {split.split_id}: position {position!r} is not a row in [0, {total}]")
         return FakeReader(self, split, position, total, context)
 
-    def wait_for_split_turn(self, reader: int) -> None:
+    def wait_for_split_turn(self, reader: int, context: ReaderContext) -> bool:
         """``split.read-interval`` as SeaTunnel's reader keeps it: a split is read at least
         the interval after the reader's last one began, and the first split a reader reads
-        in this process (at the job's start, or resumed after a restore) at once."""
+        in this process (at the job's start, or resumed after a restore) at once. False
+        when a barrier cut the wait short (``ReaderContext.pause``): the turn has not come."""
         began = self._split_began.get(reader)
         if began is not None:
             wait = began + self.read_interval_ms / 1000 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
+            if not context.pause(wait):
+                return False
         self._split_began[reader] = time.monotonic()
+        return True
 
     # ---- values --------------------------------------------------------------------------
     def block(self, split: Split, block: int) -> pa.RecordBatch:
@@ -355,7 +357,8 @@ class FakeReader(SourceReader):
         if self._next >= self._total:
             return None
         if self._paced:
-            self._source.wait_for_split_turn(int(self._split.spec["reader"]))
+            if not self._source.wait_for_split_turn(int(self._split.spec["reader"]), self._context):
+                return pa.RecordBatch.from_pylist([], schema=self._source.schema)  # asked again after the barrier
             self._paced = False
         block, offset = divmod(self._next, BLOCK_ROWS)
         if self._block is None or self._block[0] != block:

@@ -123,6 +123,8 @@ class SubtaskRuntime:
         self._restore: RestoreState | None = None
         self._restore_event = threading.Event()
         self._wake = threading.Event()
+        #: set while barriers wait to be taken: ends a reader's pause (ReaderContext.pause)
+        self._barrier_interrupt = threading.Event()
         self._finish_id: int | None = None
         self._restart = False
         self._fatal: BaseException | None = None
@@ -156,7 +158,9 @@ class SubtaskRuntime:
         self._sizer = BatchSizer(self.spec.batch_size, target_ms / 1000)
         self._clock: Callable[[], float] = time.perf_counter
         #: what the readers and transforms are given (its row_limit is the sizer's)
-        self._context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
+        self._context = ReaderContext(
+            self.subtask, self.parallelism, self.spec.batch_size, interrupt=self._barrier_interrupt
+        )
         self.rows_total = 0
         self.barriers_handled = 0
         self._client: Any = None
@@ -169,6 +173,7 @@ class SubtaskRuntime:
                 self._barriers.append(message)
                 self._assigned_at_barrier[message.checkpoint_id] = self._assigned_seen
             self._barrier_pending = True
+            self._barrier_interrupt.set()  # a reader pausing for its pace returns now
         elif isinstance(message, RestoreState):
             with self._lock:  # what was dealt before belongs to the state this restore replaces
                 self._assigned, self._no_more = [], False
@@ -222,6 +227,7 @@ class SubtaskRuntime:
             self._prepared.clear()
             self._positions_at.clear()
             self._barrier_pending = False
+        self._barrier_interrupt.set()  # a paused reader returns, and the restart begins
         self._send(Register(self.subtask, self.attempt))
         self._wake.set()
 
@@ -317,6 +323,9 @@ class SubtaskRuntime:
         states = self._load_states(restore)
         self._note_added_splits(restore.added_splits)
         self._requested, self._booked = False, []  # dealt to the registration this restore replaces
+        with self._lock:  # a restart's interrupt is spent; barriers kept for this run keep it set
+            if not self._barriers:
+                self._barrier_interrupt.clear()
         from .composite import SinkGroup
         from .routing import Router, load_sinks, load_sources, load_transforms, one_sink, one_source
 
@@ -328,7 +337,9 @@ class SubtaskRuntime:
         self._sink: Sink | None = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
-        self._context = context = ReaderContext(self.subtask, self.parallelism, self.spec.batch_size)
+        self._context = context = ReaderContext(
+            self.subtask, self.parallelism, self.spec.batch_size, interrupt=self._barrier_interrupt
+        )
         context.row_limit = self._sizer.limit
         for transform in transforms:
             transform.open(context)
@@ -520,6 +531,9 @@ class SubtaskRuntime:
         batch = reader.read_batch()
         if batch is None:
             return _SPLIT_ENDED
+        if batch.num_rows == 0:  # nothing yet (an unbounded split, a paused reader)
+            state.position = reader.position()
+            return _READ
         operators = state.operators
         for sink, out in self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {})):
             if self._grouped:
@@ -561,6 +575,7 @@ class SubtaskRuntime:
             barriers = list(self._barriers)
             self._barriers.clear()
             self._barrier_pending = False
+            self._barrier_interrupt.clear()  # under the lock: a barrier queued later sets it again
             generation = self._generation
         for barrier in barriers:
             started = time.perf_counter()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import threading
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -252,10 +254,11 @@ class _Clock:
 def test_split_read_interval_runs_from_one_split_read_to_the_next_and_not_after_a_restore(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from airflow_provider_seatunnel_ckpt.connectors import fake_source
+    from airflow_provider_seatunnel_ckpt.connectors import api, fake_source
 
     clock = _Clock()
     monkeypatch.setattr(fake_source, "time", clock)
+    monkeypatch.setattr(api, "time", clock)  # the pause: ReaderContext.pause
     source = fake(**{"row.num": 30, "split.num": 3, "split.read-interval": 1000})
     first, second, third = assign_splits(source.splits(1), 1, 0)
 
@@ -272,3 +275,36 @@ def test_split_read_interval_runs_from_one_split_read_to_the_next_and_not_after_
     clock.now += 2.0  # slower than the interval: no pause at all
     read(first)
     assert clock.slept == [0.75]
+
+
+def test_a_barrier_ends_the_read_interval_and_the_split_waits_for_the_rest_of_it() -> None:
+    """A barrier does not wait for FakeSource's pause between splits: the engine sets the
+    context's interrupt, the reader returns an empty batch at once (nothing read, its
+    position unchanged) and keeps its place in the interval for the next ask."""
+    source = fake(**{"row.num": 20, "split.num": 2, "split.read-interval": 60_000})
+    first, second = assign_splits(source.splits(1), 1, 0)
+    barrier = threading.Event()
+    context = ReaderContext(0, 1, interrupt=barrier)
+    assert sum(b.num_rows for b in iter_batches(source.create_reader(first, None, context))) == 10
+    reader = source.create_reader(second, None, context)
+    barrier.set()  # a barrier arrives while the second split waits its turn (a minute)
+    started = time.monotonic()
+    empty = reader.read_batch()
+    assert time.monotonic() - started < 5
+    assert empty is not None and empty.num_rows == 0 and empty.schema == source.schema
+    assert reader.position() == 0
+    # the barrier taken, the turn comes only once the rest of the interval has passed
+    barrier.clear()
+    source.read_interval_ms = 200
+    batch = reader.read_batch()
+    assert batch is not None and batch.num_rows == 10 and reader.position() == 10
+
+
+def test_outside_the_engine_a_pause_is_a_plain_sleep() -> None:
+    context = ReaderContext(0, 1)
+    started = time.monotonic()
+    assert context.pause(0.05) is True and context.pause(0) is True
+    assert time.monotonic() - started >= 0.05
+    interrupt = threading.Event()
+    interrupt.set()
+    assert ReaderContext(0, 1, interrupt=interrupt).pause(30) is False
