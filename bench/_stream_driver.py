@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from airflow_provider_seatunnel_ckpt.config import load_config
-    from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
+    from airflow_provider_seatunnel_ckpt.engine.run_state import RunRequest
+    from airflow_provider_seatunnel_ckpt.engine.spark_start import build_spark
     from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
     warm = load_job(

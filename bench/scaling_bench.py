@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster = _start_cluster(workdir / "cluster")
         roots = [proc.pid for proc in cluster.processes]
         from airflow_provider_seatunnel_ckpt.config import load_config
-        from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
+        from airflow_provider_seatunnel_ckpt.engine.run_state import RunRequest
+        from airflow_provider_seatunnel_ckpt.engine.spark_start import build_spark
         from airflow_provider_seatunnel_ckpt.jobfile.job import load_job
 
         warm = load_job(throughput_job(1000, str(workdir / "w"), parallelism=max(parallelisms)))

@@ -634,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         engine_variants = [v for v in variants if v not in PYARROW_LOOPS]
         if engine_variants:
-            from airflow_provider_seatunnel_ckpt.engine.launch import RunRequest, build_spark
+            from airflow_provider_seatunnel_ckpt.engine.run_state import RunRequest
+            from airflow_provider_seatunnel_ckpt.engine.spark_start import build_spark
 
             _log(f"starting Spark ({MASTER})")
             t0 = time.perf_counter()

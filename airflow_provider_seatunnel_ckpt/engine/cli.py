@@ -81,8 +81,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(check_job(job)))
         return EXIT_OK
 
-    from .driver import first_line
-    from .runner import JobRun, RunRequest
+    from .run_state import RunRequest
+    from .spark_settings import check_spark_settings
+    from .spark_start import SparkStart
     from .yarn_attempt import application_master_attempt, restore_for_attempt
 
     config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
@@ -117,8 +118,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         master=master,
         spark_conf=spark_conf,
     )
+    # Spark starts now, beside the engine's imports, the live checks, the claim and the
+    # restore (engine/spark_start.py); a setting that breaks the engine is refused first.
+    check_spark_settings({**job.spark_conf, **spark_conf})
+    starting = SparkStart(request)
     try:
-        outcome = JobRun(request).run()
+        from .driver import first_line
+        from .runner import JobRun
+
+        run = JobRun(request)
+    except BaseException:
+        starting.abandon()
+        raise
+    try:
+        outcome = run.run(starting)
     except (ConfigError, CheckpointError):
         raise  # the CLI prints these as one line
     except Exception as err:  # e.g. Spark could not start; the attempt is recorded as failed

@@ -1,23 +1,20 @@
-"""Launch: start Spark (``build_spark``), plan the splits, start the control server and
+"""Launch: take the started Spark (engine/spark_start.py), plan the splits, start the control server and
 the driver loop, and run one long-running Spark task per subtask until the loop has an
 outcome (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import os
-import re
-import sys
 import threading
 from typing import Any
 
 from ..errors import ConfigError
+from . import spark_start
 from .control_address import BIND_ADDRESS_KEY, PORT_KEY, control_endpoint
 from .driver import DriverLoop, Outcome
 from .heartbeat import INTERVAL_KEY
-from .jvm_archive import with_driver_archive
-from .preload import preload_settings
-from .run_state import PIPELINE_ID, RunRequest, RunState
-from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
+from .run_state import PIPELINE_ID, RunState
+from .spark_settings import check_running_spark_settings
+from .spark_start import SparkStart
 from .split_discovery import SplitDiscovery
 from .split_enumerator import enumerator_for
 from .split_plan import REF_KEY as PLAN_REF_KEY
@@ -26,86 +23,6 @@ from .subtask import SubtaskContext, run_subtask_partition
 
 #: after the final checkpoint, how long the subtasks' Spark tasks get to return
 FINISHED_TASKS_GRACE_S = 10
-
-
-def _local_with_retries(master: str, max_failures: int = DEFAULT_TASK_MAX_FAILURES) -> str:
-    # local[N] never retries a failed task (and ignores spark.task.maxFailures);
-    # region failover needs retries, so the count goes into the master URL.
-    match = re.fullmatch(r"local\[(\d+|\*)\]", master.strip())
-    if match:
-        return f"local[{match.group(1)},{max_failures}]"
-    if master.strip() == "local":
-        return f"local[1,{max_failures}]"
-    return master
-
-
-def build_spark(request: RunRequest) -> Any:
-    """The job's SparkContext. Not a SparkSession: the engine runs one RDD job of Python
-    tasks and no SQL, and the JVM's session (Spark SQL's catalog and session state) took
-    2.0 of the 9.4 s from a driver's start to its first committed row after a restore."""
-    from pyspark import SparkConf, SparkContext
-
-    spark_conf = SparkConf().setAppName(f"seatunnel-ckpt:{request.job.name}")
-    chosen = {**request.job.spark_conf, **request.spark_conf}
-    conf = {
-        "spark.task.maxFailures": str(DEFAULT_TASK_MAX_FAILURES),
-        "spark.pyspark.python": sys.executable,
-        "spark.ui.showConsoleProgress": "false",
-        **chosen,
-    }
-    master = request.master or os.environ.get("SEATUNNEL_CKPT_MASTER")
-    launcher: dict[str, str] = {}
-    if master:
-        try:
-            max_failures = int(conf["spark.task.maxFailures"])
-        except ValueError:
-            raise ConfigError(
-                "spark.task.maxFailures", f"expected an integer, got {conf['spark.task.maxFailures']!r}"
-            ) from None
-        spark_conf.setMaster(_local_with_retries(master, max_failures))
-    elif os.environ.get("PYSPARK_GATEWAY_PORT"):
-        launcher = _launcher_conf()
-        master = launcher.get("spark.master")
-    # PySpark starts executor Python workers with $PYSPARK_PYTHON (default: "python3"
-    # from PATH); spark.pyspark.python only reaches it through spark-submit. Without
-    # this, a driver run from a virtualenv that is not first on PATH starts workers
-    # that cannot import this package.
-    if not os.environ.get("PYSPARK_PYTHON"):
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
-    # Settings that break the engine's model (engine/spark_settings.py): the job's are
-    # refused, spark-submit's overridden with a warning; the engine's values also beat a
-    # spark-defaults.conf that only the JVM reads.
-    required = check_spark_settings(chosen, launcher)
-    conf.update(required)
-    # spark-submit's settings beat our defaults but not the job's or the command line's
-    effective = {**conf, **{k: v for k, v in launcher.items() if k not in chosen}, **required}
-    if launcher and master:  # spark-submit --master local[N] would retry no task either
-        retrying = _local_with_retries(master, int(effective["spark.task.maxFailures"]))
-        if retrying != master:
-            spark_conf.setMaster(retrying)
-    preload = preload_settings(request.job, master, effective, os.environ["PYSPARK_PYTHON"])
-    conf.update(preload)
-    if not launcher:  # this process starts the driver JVM: it maps the class archive, if built
-        with_driver_archive(conf)
-    for key, value in conf.items():
-        if key in launcher and key not in chosen and key not in required and key not in preload:
-            continue  # spark-submit's own value stands: a default of ours must not replace it
-        spark_conf.set(key, value)
-    context = SparkContext.getOrCreate(spark_conf)
-    # getOrCreate may have found a running context, whose settings spark_conf cannot change
-    check_running_spark_settings(dict(context.getConf().getAll()))
-    # Task retries are expected (region failover) and reported by the engine itself.
-    context.setLogLevel(os.environ.get("SEATUNNEL_CKPT_SPARK_LOG_LEVEL", "ERROR"))
-    return context
-
-
-def _launcher_conf() -> dict[str, str]:
-    """The settings spark-submit started this driver with (its --conf, spark-defaults),
-    from the JVM it launched."""
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()
-    return dict(SparkConf().getAll())
 
 
 class LaunchDuty(RunState):
@@ -128,8 +45,8 @@ class LaunchDuty(RunState):
         request = self.request
         job = request.job
         config = request.config
-        owns_spark = spark is None
-        self.spark = spark or build_spark(request)
+        owns_spark = spark is None or isinstance(spark, SparkStart)
+        self.spark = spark.context() if isinstance(spark, SparkStart) else spark or spark_start.build_spark(request)
         # a SparkSession given to run() (tests, the throughput bench), else the context itself
         context = getattr(self.spark, "sparkContext", self.spark)
         slots = context.defaultParallelism

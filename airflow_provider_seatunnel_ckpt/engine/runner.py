@@ -30,6 +30,7 @@ from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunRequest, parse_
 from .sink_identity import layout as sink_layout
 from .sink_identity import restored as restored_for_sinks
 from .spark_settings import check_spark_settings
+from .spark_start import SparkStart
 
 __all__ = ["DISCARDING", "JOB_DOCUMENT", "PIPELINE_ID", "JobRun", "RunRequest", "parse_restore"]
 
@@ -42,31 +43,44 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
 
         request = self.request
         job = request.job
-        # A Spark setting of the job's own that breaks the engine's model: one line,
-        # exit 2, before anything is claimed or started (engine/spark_settings.py).
-        check_spark_settings({**job.spark_conf, **request.spark_conf})
-        # Live checks of the systems the job reads and writes (reachable, tables and
-        # columns as configured), before anything is claimed or started.
-        sources = load_sources(job.sources)
-        for source in sources:
-            preflight(source)
-        sinks = load_sinks(job, sources)
-        outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
-        checkpoints = request.config
-        for sink, output in zip(sinks, outputs):
-            preflight(sink)
-            preflight(sink, functools.partial(sink.accepts_checkpointing, checkpoints.interval, checkpoints.timeout))
-            if output is not None:
-                preflight(sink, functools.partial(sink.accepts, output))
-        sink = one_sink(sinks)
-        committer = sink.create_committer(request.job_id)
-        heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim
-        token = secrets.token_hex(16)
-        manifest, highest_id, restored_infos = self.claim(token, sink, committer)
+        # Spark starts beside the checks, the claim and the restore, its output held
+        # until the claim (engine/spark_start.py; `seatunnel-ckpt run` starts it before
+        # this); no Spark job runs before that.
+        starting = spark if isinstance(spark, SparkStart) else None
+        try:
+            # A Spark setting of the job's own that breaks the engine's model: one line,
+            # exit 2, before anything is claimed or started (engine/spark_settings.py).
+            check_spark_settings({**job.spark_conf, **request.spark_conf})
+            if spark is None:
+                starting = SparkStart(request)
+            # Live checks of the systems the job reads and writes (reachable, tables and
+            # columns as configured), before anything is claimed.
+            sources = load_sources(job.sources)
+            for source in sources:
+                preflight(source)
+            sinks = load_sinks(job, sources)
+            outputs = bind_schemas(job.graph, sources, load_transforms(job.transforms), sinks)
+            checkpoints = request.config
+            for sink, output in zip(sinks, outputs):
+                preflight(sink)
+                preflight(
+                    sink, functools.partial(sink.accepts_checkpointing, checkpoints.interval, checkpoints.timeout)
+                )
+                if output is not None:
+                    preflight(sink, functools.partial(sink.accepts, output))
+            sink = one_sink(sinks)
+            committer = sink.create_committer(request.job_id)
+            heartbeat_interval = self._heartbeat_interval()  # a bad value fails before the claim
+            token = secrets.token_hex(16)
+            manifest, highest_id, restored_infos = self.claim(token, sink, committer)
+        except BaseException:
+            if starting is not None:
+                starting.abandon()
+            raise
         try:
             self._start_heartbeat(heartbeat_interval)
             self._history = self._start_history()
-            return self._run_claimed(spark, token, manifest, highest_id, committer, restored_infos, sources)
+            return self._run_claimed(starting or spark, token, manifest, highest_id, committer, restored_infos, sources)
         except BaseException as err:
             self._release_after_error(err, token)
             raise

@@ -157,14 +157,14 @@ def _freeze_after_seam(faults: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     from airflow_provider_seatunnel_ckpt import cli
-    from airflow_provider_seatunnel_ckpt.engine import launch
+    from airflow_provider_seatunnel_ckpt.engine import spark_start
 
     from .mutations import in_place_from_environment
     from .thread_spark import ThreadSpark, install_task_context
 
     install_task_context()
     install_faults(json.loads(os.environ.get(FAULTS_ENV) or "{}"))
-    launch.build_spark = lambda request: ThreadSpark()  # type: ignore[assignment]
+    spark_start.build_spark = lambda request: ThreadSpark()  # type: ignore[assignment]
     with in_place_from_environment():  # a defect put back on purpose (mutations.py), if asked
         return cli.main(argv)
 

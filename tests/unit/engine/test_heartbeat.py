@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine import launch, runner
+from airflow_provider_seatunnel_ckpt.engine import runner, spark_start
 from airflow_provider_seatunnel_ckpt.engine.heartbeat import (
     DEFAULT_INTERVAL_MS,
     INTERVAL_KEY,
@@ -256,7 +256,7 @@ def _no_spark(request: Any) -> Any:
 def test_a_run_heartbeats_from_its_claim_and_ends_with_its_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(launch, "build_spark", _no_spark)
+    monkeypatch.setattr(spark_start, "build_spark", _no_spark)
     request = _request(tmp_path)
     run = runner.JobRun(request, progress=lambda line: None)
     with pytest.raises(RuntimeError):
@@ -273,7 +273,7 @@ def test_a_run_heartbeats_from_its_claim_and_ends_with_its_outcome(
 def test_heartbeats_can_be_turned_off_and_a_bad_interval_fails_before_the_claim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(launch, "build_spark", _no_spark)
+    monkeypatch.setattr(spark_start, "build_spark", _no_spark)
     run = runner.JobRun(_request(tmp_path, {INTERVAL_KEY: "0"}), progress=lambda line: None)
     with pytest.raises(RuntimeError):
         run.run()

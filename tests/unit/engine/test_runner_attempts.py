@@ -3,6 +3,7 @@ outcome whatever fails after the job was claimed; no Spark is started here."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from airflow_provider_seatunnel_ckpt.config import load_config
 from airflow_provider_seatunnel_ckpt.connectors.api import Sink
-from airflow_provider_seatunnel_ckpt.engine import launch, runner
+from airflow_provider_seatunnel_ckpt.engine import runner, spark_start
 from airflow_provider_seatunnel_ckpt.engine.driver import CheckpointRecord, Outcome
 from airflow_provider_seatunnel_ckpt.engine.runner import JobRun, RunRequest
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
@@ -61,7 +62,7 @@ def test_spark_failing_to_start_finalises_the_attempt_as_failed(
     def no_spark(request: RunRequest) -> Any:
         raise RuntimeError("Could not parse Master URL: 'spark://nowhere.invalid:7077'\n\tat org.apache.spark...")
 
-    monkeypatch.setattr(launch, "build_spark", no_spark)
+    monkeypatch.setattr(spark_start, "build_spark", no_spark)
     run = JobRun(_request(tmp_path), progress=lambda line: None)
     with pytest.raises(RuntimeError, match="Master URL"):
         run.run()
@@ -92,12 +93,62 @@ def test_an_interrupt_before_the_loop_is_recorded(tmp_path: Path, monkeypatch: p
     def interrupted(request: RunRequest) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(launch, "build_spark", interrupted)
+    monkeypatch.setattr(spark_start, "build_spark", interrupted)
     run = JobRun(_request(tmp_path), progress=lambda line: None)
     with pytest.raises(KeyboardInterrupt):
         run.run()
     attempt = run.storage.read_document(JOB_ID, "attempts/000001.json")
     assert (attempt["outcome"], attempt["error"]) == ("failed", "interrupted")
+
+
+def test_spark_starts_beside_the_checks_and_the_claim_and_its_job_waits_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SparkContext's start (its JVM: seconds) overlaps the live checks, the claim and
+    the restore; nothing of Spark is used until the job is claimed."""
+    started, claimed = threading.Event(), threading.Event()
+
+    def slow_spark(request: RunRequest) -> Any:
+        started.set()
+        # the claim goes on while Spark starts: it does not wait for this
+        assert claimed.wait(10), "the claim waited for Spark's start"
+        raise RuntimeError("no Spark in unit tests")
+
+    real_claim = JobRun.claim
+
+    def claim(self: JobRun, *args: Any) -> Any:
+        assert started.wait(10), "Spark's start had not begun when the job was claimed"
+        result = real_claim(self, *args)
+        claimed.set()
+        return result
+
+    monkeypatch.setattr(spark_start, "build_spark", slow_spark)
+    monkeypatch.setattr(JobRun, "claim", claim)
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    with pytest.raises(RuntimeError, match="no Spark"):
+        run.run()
+    assert run.storage.read_document(JOB_ID, "attempts/000001.json")["outcome"] == "failed"
+
+
+def test_a_run_refused_before_its_claim_stops_the_spark_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopped = []
+
+    class Context:
+        def stop(self) -> None:
+            stopped.append(True)
+
+    def refused(*args: Any) -> Any:
+        raise ConfigError("sink[0].path", "is not writable")
+
+    monkeypatch.setattr(spark_start, "build_spark", lambda request: Context())
+    monkeypatch.setattr(JobRun, "claim", refused)
+    run = JobRun(_request(tmp_path), progress=lambda line: None)
+    with pytest.raises(ConfigError, match="not writable"):
+        run.run()
+    assert stopped == [True]
+    assert run.storage.read_document(JOB_ID, "attempts/000001.json") is None  # nothing was claimed
 
 
 def test_a_stop_with_savepoint_is_recorded_as_stopped(tmp_path: Path) -> None:
