@@ -95,9 +95,15 @@ NOTES = [
     "reads a reader's first split after a restore at once, as SeaTunnel's reader does, instead of after "
     "split.read-interval. A fourth: the driver JVM maps a class-data-sharing archive of Spark's classes "
     "(engine/jvm_archive.py, built by scripts/bootstrap), which loads them about 0.7 s sooner and so cut "
-    "the median restore from 6.43 to 5.79 s. Zeta restarts one JVM whose local mode holds master, worker and client; the rest "
-    "of our gap to it is a process tree's cold start (a JVM and Python interpreters), which only a restore "
-    "that keeps a warm driver waiting would skip.",
+    "the median restore from 6.43 to 5.79 s. Two more (2026-12-05, later): Spark starts beside the checks, the "
+    "claim and the restore instead of after them (engine/spark_start.py: the JVM's start no longer waits for "
+    "the engine's imports, 0.8 s from the process's start to the run, nor for the claim), and a barrier no "
+    "longer waits for FakeSource's split.read-interval pause (the checkpoints after a restore took 0.2-0.3 s "
+    "of ACKs, now 30-50 ms). A timeline after both (one restore): the attempt's plan at 2.6 s, both subtasks "
+    "connected at 4.0 s (the daemon's preload: 0.85 s of it with the JVM beside it on the 2 cores), an empty "
+    "checkpoint at once, the first with rows one interval later, committed at 5.1 s. Zeta restarts one JVM "
+    "whose local mode holds master, worker and client; the rest of our gap to it is a process tree's cold "
+    "start (a JVM and Python interpreters), which only a restore that keeps a warm driver waiting would skip.",
     "Rerun: `.venv/bin/python bench/peers_bench.py --out` (both parts, 3 repetitions), `--recovery --out` (the "
     "recovery part only, keeping the file's throughput figures), `--quick` for one small repetition; then "
     "`python bench/run_all.py --report-only` for summary.json and this page.",

@@ -280,7 +280,13 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     ),
     "seatunnel_differential_compared": (
         "seatunnel_differential",
-        "SeaTunnel job files (accepted, no server, deterministic output) run on Zeta 2.3.8 and on ours, rows compared",
+        "SeaTunnel job files (accepted, no server, deterministic output, a random FakeSource's rows pinned) run on "
+        "Zeta 2.3.8 and on ours, rows compared",
+        "higher",
+    ),
+    "seatunnel_differential_compared_pinned": (
+        "seatunnel_differential",
+        "of those, the files whose FakeSource's generated rows were pinned as explicit rows for both engines",
         "higher",
     ),
     "seatunnel_differential_identical": (
