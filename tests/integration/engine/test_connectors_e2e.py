@@ -230,8 +230,10 @@ def test_console_sink_prints_on_the_drivers_stdout(workspace: Workspace) -> None
 def test_a_checkpoint_does_not_wait_for_fakesources_pause_between_splits(workspace: Workspace) -> None:
     """FakeSource reads a split every ``split.read-interval`` (2 s here); checkpoints come
     every 300 ms, most of them while the readers pause. A barrier cuts the pause short
-    (ReaderContext.pause): each checkpoint takes a few ms of work, never most of a pause
-    (it took up to 2 s when the reader slept through it), and every row lands once."""
+    (ReaderContext.pause): checkpoints keep their interval through the pauses and take a
+    few ms of work (when the reader slept through its pause only about one checkpoint
+    completed per pause, each waiting for most of it), and every row lands once. The
+    median, not the slowest: a loaded machine may hold up any one checkpoint."""
     config = workspace.write_config(interval=300)
     source = {
         "plugin_name": "FakeSource",
@@ -243,8 +245,8 @@ def test_a_checkpoint_does_not_wait_for_fakesources_pause_between_splits(workspa
     result = workspace.run(workspace.write_job(source), config, "paced")
     finished(result)
     durations = [int(ms) for ms in re.findall(r"checkpoint \d+ \(checkpoint\) completed in (\d+) ms", result.stderr)]
-    assert len(durations) >= 10, result.explain()  # the readers pause about 6 s in all
-    assert max(durations) < 1000, f"a checkpoint waited for a reader's pause: {durations}\n{result.explain()}"
+    assert len(durations) >= 10, f"checkpoints waited for the readers' pauses: {durations}\n{result.explain()}"
+    assert sorted(durations)[len(durations) // 2] < 500, f"checkpoints waited for the readers' pauses: {durations}"
     # FakeSource's values are its own (random, repeatable): rows are counted, and each
     # (split, row) once, by the generated ids, which repeat nowhere in 800 bigints
     ids = read_output(f"file://{workspace.output}/").column("id").to_pylist()
