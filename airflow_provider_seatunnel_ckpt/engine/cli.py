@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .run_state import RunRequest
     from .spark_settings import check_spark_settings
-    from .spark_start import SparkStart
+    from .spark_start import SparkStart, starts_its_own_jvm
     from .yarn_attempt import application_master_attempt, restore_for_attempt
 
     config = load_config(args.config or os.environ.get("SEATUNNEL_CKPT_CONFIG") or None, job_env=job.env)
@@ -121,14 +121,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Spark starts now, beside the engine's imports, the live checks, the claim and the
     # restore (engine/spark_start.py); a setting that breaks the engine is refused first.
     check_spark_settings({**job.spark_conf, **spark_conf})
-    starting = SparkStart(request)
+    starting = SparkStart(request) if starts_its_own_jvm() else None
     try:
         from .driver import first_line
         from .runner import JobRun
 
         run = JobRun(request)
     except BaseException:
-        starting.abandon()
+        if starting is not None:
+            starting.abandon()
         raise
     try:
         outcome = run.run(starting)

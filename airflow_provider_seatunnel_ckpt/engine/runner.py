@@ -30,7 +30,7 @@ from .run_state import DISCARDING, JOB_DOCUMENT, PIPELINE_ID, RunRequest, parse_
 from .sink_identity import layout as sink_layout
 from .sink_identity import restored as restored_for_sinks
 from .spark_settings import check_spark_settings
-from .spark_start import SparkStart
+from .spark_start import SparkStart, starts_its_own_jvm
 
 __all__ = ["DISCARDING", "JOB_DOCUMENT", "PIPELINE_ID", "JobRun", "RunRequest", "parse_restore"]
 
@@ -45,13 +45,13 @@ class JobRun(ClaimDuty, RestoreDuty, LivenessDuty, LaunchDuty):
         job = request.job
         # Spark starts beside the checks, the claim and the restore, its output held
         # until the claim (engine/spark_start.py; `seatunnel-ckpt run` starts it before
-        # this); no Spark job runs before that.
+        # this; under spark-submit it is created after the claim); no Spark job runs before that.
         starting = spark if isinstance(spark, SparkStart) else None
         try:
             # A Spark setting of the job's own that breaks the engine's model: one line,
             # exit 2, before anything is claimed or started (engine/spark_settings.py).
             check_spark_settings({**job.spark_conf, **request.spark_conf})
-            if spark is None:
+            if spark is None and starts_its_own_jvm():
                 starting = SparkStart(request)
             # Live checks of the systems the job reads and writes (reachable, tables and
             # columns as configured), before anything is claimed.

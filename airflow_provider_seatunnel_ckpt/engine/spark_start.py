@@ -37,6 +37,13 @@ DRAIN_S = 5.0
 _thread_state = threading.local()
 
 
+def starts_its_own_jvm() -> bool:
+    """True where this process starts Spark's JVM (``seatunnel-ckpt run``), False under
+    spark-submit (the operator), whose JVM is up before this driver: there Spark's start is
+    left where it was, after the claim."""
+    return "PYSPARK_GATEWAY_PORT" not in os.environ and "SPARK_ENV_LOADED" not in os.environ
+
+
 def held_output() -> HeldOutput | None:
     """The HeldOutput of the SparkStart running in this thread (None elsewhere)."""
     return getattr(_thread_state, "held", None)
