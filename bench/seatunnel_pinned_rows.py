@@ -72,21 +72,18 @@ def pin_fake_rows(doc: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
 def generated_rows(source: Any) -> list[list[Any]]:
     """The rows ``source`` (a FakeSource without explicit rows) makes for its first reader,
     as explicit row literals."""
+    from airflow_provider_seatunnel_ckpt.connectors.fake_source import BLOCK_ROWS
+
+    # its blocks, not a reader: a reader would keep split.read-interval between the splits
     splits = [split for split in source.splits(1) if split.spec["reader"] == 0]
     batches = [
         source.block(split, block)
         for split in splits
-        for block in range(math.ceil(int(split.spec["rows"]) / _block_rows()))
+        for block in range(math.ceil(int(split.spec["rows"]) / BLOCK_ROWS))
     ]
     table = pa.Table.from_batches(batches, schema=source.schema) if batches else source.schema.empty_table()
     kinds = [field.type for field in source.schema]
     return [[literal(value, kind) for value, kind in zip(row.values(), kinds)] for row in table.to_pylist()]
-
-
-def _block_rows() -> int:
-    from airflow_provider_seatunnel_ckpt.connectors.fake_source import BLOCK_ROWS
-
-    return BLOCK_ROWS
 
 
 def literal(value: Any, kind: pa.DataType) -> Any:
