@@ -416,8 +416,15 @@ class SubtaskRuntime:
 
     def _book_assigned(self, upto: int | None = None) -> None:
         """Enter dealt splits in the book: all that arrived, or (a barrier being taken)
-        the first ``upto`` since the restore, those that arrived before that barrier."""
+        the first ``upto`` since the restore, those that arrived before that barrier.
+
+        Never those that arrived after a barrier not taken yet: the read loop books
+        before ``_process_batch`` takes the barriers, and a split booked then would be
+        in that barrier's state while the driver's pool at it still holds it (read
+        twice after a restore from it)."""
         with self._lock:
+            if upto is None and self._barriers:
+                upto = min(self._assigned_at_barrier.get(b.checkpoint_id, 0) for b in self._barriers)
             count = len(self._assigned) if upto is None else max(0, upto - self._assigned_booked)
             indices, self._assigned = self._assigned[:count], self._assigned[count:]
             self._assigned_booked += len(indices)
@@ -442,6 +449,7 @@ class SubtaskRuntime:
         self._check()
         if self._barrier_pending:
             self._take_barriers()
+            return False  # splits dealt after those barriers may wait: look again first
         self._tell_source_completed()
         self._wake.wait(IDLE_WAIT_S)
         self._wake.clear()

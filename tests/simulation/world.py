@@ -1524,6 +1524,10 @@ class SimSubtask:
         if world.chance(profile.p_reconnect) and not self.reconnecting:
             self.drop_connection()
         try:
+            if rt.ctx.dealt and (rt._assigned or rt._booked) and not rt._restart:
+                # SubtaskRuntime._read_splits' order: dealt splits are booked at the top
+                # of the loop, the barriers waiting then taken in _process_batch
+                self.mine.extend(rt._take_assigned())
             if rt._barrier_pending:
                 rt._take_barriers()
             rt._check()
@@ -1553,8 +1557,6 @@ class SimSubtask:
         those dealt are read, and the input ends when the driver has none left."""
         rt = self.rt
         dealt = rt.ctx.dealt
-        if dealt and (rt._assigned or rt._booked):
-            self.mine.extend(rt._take_assigned())
         for index, split in self.mine:
             if rt._book.is_finished(index, split):
                 continue

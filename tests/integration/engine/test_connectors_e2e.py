@@ -245,7 +245,9 @@ def test_a_checkpoint_does_not_wait_for_fakesources_pause_between_splits(workspa
     result = workspace.run(workspace.write_job(source), config, "paced")
     finished(result)
     durations = [int(ms) for ms in re.findall(r"checkpoint \d+ \(checkpoint\) completed in (\d+) ms", result.stderr)]
-    assert len(durations) >= 10, f"checkpoints waited for the readers' pauses: {durations}\n{result.explain()}"
+    # 3 pauses of 2 s: about 20 checkpoints at 300 ms on a quiet machine, 9 seen under CI
+    # load; about 3 when each barrier waited for a pause
+    assert len(durations) >= 6, f"checkpoints waited for the readers' pauses: {durations}\n{result.explain()}"
     assert sorted(durations)[len(durations) // 2] < 500, f"checkpoints waited for the readers' pauses: {durations}"
     # FakeSource's values are its own (random, repeatable): rows are counted, and each
     # (split, row) once, by the generated ids, which repeat nowhere in 800 bigints
