@@ -7,6 +7,7 @@ restore's delete of newer epochs (rows found by the transaction's ``xmin``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ...errors import ConfigError
 
@@ -17,9 +18,36 @@ _INSERT_TARGET = re.compile(
 )
 
 
-def numbered(query: str) -> tuple[str, int]:
-    """``query`` with each ``?`` outside quotes and comments as ``$1``, ``$2``...; and how
-    many there are. (JDBC's positional markers; libpq numbers them.)"""
+#: parameter types a row's Arrow column is bound as directly (ADBC sends its binary form);
+#: a parameter of any other type (uuid, json, jsonb, xml, geometry...) is bound as text and
+#: cast in the statement, as SeaTunnel's driver has the server read a string into it
+BOUND_AS_IS = frozenset(
+    {
+        "boolean", "smallint", "integer", "bigint", "real", "double precision", "numeric", "bytea", "date",
+        "timestamp without time zone", "timestamp with time zone", "time without time zone", "interval",
+    }
+)  # fmt: skip
+TEXT_TYPES = frozenset({"text", "character varying", "character"})
+
+
+def typed(query: str, parameter_types: list[str], text_columns: list[bool]) -> tuple[str, list[int]]:
+    """``query`` with its placeholders numbered, each one cast to its parameter's type
+    where the row's column is bound as text: a type not in BOUND_AS_IS, or a string column
+    for a parameter of another type. And the (0-based) columns to bind as text."""
+    as_text = [
+        i
+        for i, kind in enumerate(parameter_types)
+        if kind not in TEXT_TYPES and (kind not in BOUND_AS_IS or (i < len(text_columns) and text_columns[i]))
+    ]
+    cast = set(as_text)
+    sql, _ = numbered(query, lambda k: f"${k}::text::{parameter_types[k - 1]}" if k - 1 in cast else f"${k}")
+    return sql, as_text
+
+
+def numbered(query: str, placeholder: Callable[[int], str] = lambda k: f"${k}") -> tuple[str, int]:
+    """``query`` with each ``?`` outside quotes and comments as ``$1``, ``$2``... (or what
+    ``placeholder`` makes of its number); and how many there are. (JDBC's positional
+    markers; libpq numbers them.)"""
     out: list[str] = []
     count = 0
     i, n = 0, len(query)
@@ -43,7 +71,7 @@ def numbered(query: str) -> tuple[str, int]:
             i = end
         elif c == "?":
             count += 1
-            out.append(f"${count}")
+            out.append(placeholder(count))
             i += 1
         else:
             out.append(c)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import ConfigError, ConnectorError
 from ..api import Dataset, JsonValue, Sink, SinkWriter, has_kinds, kinds_of, strip_kinds, without_kinds
@@ -85,9 +87,12 @@ class JdbcSink(Sink):
         self.target: PgTarget = target
         #: SeaTunnel's hand-written INSERT (generate_sink_sql: false), as libpq runs it: :mod:`.query`
         self.query: str | None = None
+        self.written_query = ""  #: as the job file has it (``?`` placeholders)
         self.query_parameters = 0
+        self._parameter_types: list[str] | None = None  #: the query's, as PostgreSQL infers them
         _rule_query_or_generated_sql(opts)
         if opts.given("query"):
+            self.written_query = opts["query"]
             self.query, self.query_parameters = query.numbered(opts["query"])
             table_text = opts["table"] if opts.given("table") else query.insert_target(self.query)
             schema, self.table_name = client.split_table_name(table_text, "table" if opts.given("table") else "query")
@@ -221,6 +226,26 @@ class JdbcSink(Sink):
             raise ConfigError("query", f"PostgreSQL refuses it: {client.reason(err, self.target)}") from None
         client.execute(connection, "DEALLOCATE seatunnel_ckpt_query_check")
 
+    def typed_query(self, connection: Any, schema: pa.Schema) -> tuple[str, list[int]]:
+        """The hand-written query as rows of ``schema`` are bound to it (query.typed):
+        the parameter types PostgreSQL infers for it, asked once per sink."""
+        with self._lock:
+            types = self._parameter_types
+        if types is None:
+            client.execute(connection, f"PREPARE seatunnel_ckpt_query_types AS {self.query}")
+            try:
+                rows = client.query(
+                    connection,
+                    "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = 'seatunnel_ckpt_query_types'",
+                )
+            finally:
+                client.execute(connection, "DEALLOCATE seatunnel_ckpt_query_types")
+            types = list(rows[0][0])
+            with self._lock:
+                self._parameter_types = types
+        text = [pa.types.is_string(f.type) or pa.types.is_large_string(f.type) for f in schema]
+        return query.typed(self.written_query, types, text)
+
     def accepts(self, schema: pa.Schema) -> None:
         """Change rows (and the plain rows sent with them, inserts) are applied by key: the
         keys must be set, be columns of the rows, and (after preflight) have a unique index.
@@ -293,11 +318,19 @@ class JdbcSink(Sink):
         return any(sorted(r[0] or []) == wanted for r in rows)
 
     def _read_columns(self, connection: Any) -> dict[str, pa.Field]:
+        """The table's columns in the Arrow types the rows are cast to; a ``jsonb`` column
+        as binary: binary COPY sends its values as jsonb's own binary form (``as_sent``)."""
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT * FROM {self.table} LIMIT 0")
             schema = cursor.fetch_arrow_table().schema
         plan = read_plan(schema)
-        return {f.name: f for f in plan.schema}
+        pg_types = {f.name: (f.metadata or {}).get(b"POSTGRESQL:type", b"") for f in schema}
+        return {
+            f.name: pa.field(f.name, _SENT_AS[kind][0], f.nullable, metadata={_SENT_KEY: kind})
+            if (kind := pg_types[f.name]) in _SENT_AS
+            else f
+            for f in plan.schema
+        }
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> JdbcSinkWriter:
         return JdbcSinkWriter(self, transactions.sink_tag(job_id, self.instance), subtask, attempt)
@@ -446,6 +479,58 @@ class JdbcSink(Sink):
                 raise ConnectorError(f"Jdbc sink: creating {self.describe()} failed: {client.reason(err)}") from None
 
 
+#: jsonb's binary form: a version byte, then the text
+_JSONB_VERSION = pa.scalar(b"\x01", pa.binary())
+
+
+def _is_json(arrow_type: pa.DataType) -> bool:
+    return getattr(arrow_type, "extension_name", None) == "arrow.json"
+
+
+def as_jsonb(column: pa.Array) -> pa.Array:
+    """JSON text as jsonb's binary form, for binary COPY into a jsonb column (the server
+    refuses the bare text there: ``unsupported jsonb version number``)."""
+    if _is_json(column.type):
+        column = column.storage
+    text = column.cast(pa.string()).cast(pa.binary())
+    return pc.binary_join_element_wise(_JSONB_VERSION, text, pa.scalar(b"", pa.binary()))
+
+
+def _as_text(column: pa.Array, name: str) -> pa.Array:
+    """A column bound as text for a hand-written query's parameter (its text form)."""
+    if getattr(column.type, "extension_name", None) is not None:
+        column = column.storage
+    try:
+        return column.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        raise ConnectorError(
+            f"Jdbc sink: column {name!r} ({column.type}) has no text form for the query: {err}"
+        ) from None
+
+
+def as_uuid(column: pa.Array) -> pa.Array:
+    """uuids (text, as this source and SeaTunnel's read them, or 16 bytes) as uuid's binary
+    form, for binary COPY into a uuid column."""
+    if getattr(column.type, "extension_name", None) == "arrow.uuid":
+        column = column.storage
+    if pa.types.is_fixed_size_binary(column.type) and column.type.byte_width == 16:
+        return column
+    try:
+        values = [None if v is None else uuid.UUID(str(v)).bytes for v in column.to_pylist()]
+    except ValueError as err:
+        raise pa.ArrowInvalid(f"not a uuid: {err}") from None
+    return pa.array(values, pa.binary(16))
+
+
+#: PostgreSQL types whose columns binary COPY needs in their own binary form, which the
+#: rows rarely carry: the Arrow type sent and the conversion (the column's _SENT_KEY)
+_SENT_AS: dict[bytes, tuple[pa.DataType, Callable[[pa.Array], pa.Array]]] = {
+    b"jsonb": (pa.binary(), as_jsonb),
+    b"uuid": (pa.binary(16), as_uuid),
+}
+_SENT_KEY = b"seatunnel_ckpt:sent_as"
+
+
 class JdbcSinkWriter(SinkWriter):
     """One epoch of one subtask. Exactly once: one transaction, opened by the first row and
     prepared at the barrier; change rows, and plain rows upserted by key
@@ -509,9 +594,11 @@ class JdbcSinkWriter(SinkWriter):
                     f"Jdbc sink: column {name!r} of the data is not in {self.sink.describe()}; "
                     f"its columns: {', '.join(self._columns)}"
                 )
-            if not column.type.equals(target.type):
+            kind = (target.metadata or {}).get(_SENT_KEY)
+            sent = _SENT_AS[kind] if kind is not None else None
+            if sent is not None or not column.type.equals(target.type):
                 try:
-                    column = column.cast(target.type)
+                    column = sent[1](column) if sent is not None else column.cast(target.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
                     raise ConnectorError(
                         f"Jdbc sink: column {name!r} ({column.type}) cannot be written to "
@@ -583,8 +670,14 @@ class JdbcSinkWriter(SinkWriter):
         for batch in batches:
             if has_kinds(batch.schema):
                 self.sink.accepts_change_rows()  # raises: checked before Spark starts when the schema is known
+            sql, as_text = self.sink.typed_query(self._connection, batch.schema)
+            if as_text:
+                columns = list(batch.columns)
+                for i in as_text:
+                    columns[i] = _as_text(columns[i], batch.schema.names[i])
+                batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
             with self._connection.cursor() as cursor:
-                cursor.executemany(self.sink.query, batch)
+                cursor.executemany(sql, batch)
             self.appended += batch.num_rows
             self.rows += batch.num_rows
 

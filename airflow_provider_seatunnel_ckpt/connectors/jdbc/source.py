@@ -7,6 +7,11 @@ pagination: ``WHERE key > last ORDER BY key LIMIT fetch_size``), each page in it
 short transaction. A split's position is the last key emitted, so a restore resumes
 right after it without reading again what the checkpoint covers.
 
+SeaTunnel only divides by ``partition_column``: it may repeat (a category, a date). Then
+rows are read in the order of the key and a tie-breaker, a unique column found on the
+driver (the table's primary key, or the first unique column of a query's output), and
+the position is the pair.
+
 Options: docs/options.md ("Jdbc source"); splits and what a read sees while the table
 changes: docs/jdbc.md, "Source `Jdbc`".
 """
@@ -31,6 +36,8 @@ from .target import TARGET_OPTIONS, PgTarget, parse_target
 from .types import ReadPlan, read_plan
 
 DEFAULT_FETCH_SIZE = 100_000
+#: columns of a query's output tried as a tie-breaker, in one scan
+_TIEBREAK_CANDIDATES = 8
 _ALIAS = "_st_rel"
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -108,6 +115,8 @@ class JdbcSource(Source):
         if not self.fetch_size:
             self.fetch_size = DEFAULT_FETCH_SIZE  # SeaTunnel's 0 = "driver default"
         self._key: KeyColumn | None = None
+        #: orders rows of one key when the key repeats (None: it does not, or not checked)
+        self._tiebreak: KeyColumn | None = None
         self._plan: ReadPlan | None = None
 
     def datasets(self) -> list[Dataset]:
@@ -196,11 +205,15 @@ class JdbcSource(Source):
         if self.partition_column is None:
             primary = self._primary_key(connection)
             if primary is None:
-                raise ConfigError(
-                    "partition_column",
-                    f"is required: {self.describe()} has no single-column primary key to read it by; name a unique, "
-                    "NOT NULL column (a restore resumes after the last key read)",
-                )
+                # as SeaTunnel reads such a query (one split), but resumable: by a unique column
+                found = self._unique_column(connection, None)
+                if found is None:
+                    raise ConfigError(
+                        "partition_column",
+                        f"is required: {self.describe()} has no single-column primary key and no unique column to "
+                        "read it by; name a unique, NOT NULL column (a restore resumes after the last key read)",
+                    )
+                return found
             name = primary
         else:
             wanted = self.partition_column.strip('"')
@@ -265,32 +278,62 @@ class JdbcSource(Source):
             connection, self._select(f"{column}::text", None, f" GROUP BY {column} HAVING count(*) > 1 LIMIT 1")
         )
         if duplicate:
-            raise ConfigError(
-                "partition_column",
-                f"{key.name!r} is not unique in {self.describe()} (value {duplicate[0][0]!r} appears more than once); "
-                "a restore resumes after the last key read, so the key must be unique",
-            )
+            self._tiebreak = self._unique_column(connection, key.name)
+            if self._tiebreak is None:
+                raise ConfigError(
+                    "partition_column",
+                    f"{key.name!r} is not unique in {self.describe()} (value {duplicate[0][0]!r} appears more than "
+                    "once), and no other column is unique to order its rows by; a restore resumes after the last "
+                    "row read, so the rows must have an order",
+                )
         if client.query(connection, self._select("1", [f"{column} IS NULL"], " LIMIT 1")):
             raise ConfigError(
                 "partition_column",
                 f"{key.name!r} is NULL in some rows of {self.describe()}; rows without a key cannot be read by key",
             )
 
+    def _unique_column(self, connection: Any, other_than: str | None) -> KeyColumn | None:
+        """A unique, never NULL column (other than ``other_than``) to read rows in the order
+        of: the table's primary key, else the first such column of the output (at most
+        ``_TIEBREAK_CANDIDATES`` of the integer and text ones, counted in one scan)."""
+        assert self._plan is not None  # _inspect read the schema first
+        schema = self._plan.schema
+        primary = self._primary_key(connection)
+        orderable = primary is not None and primary != other_than and _key_kind(schema.field(primary).type) is not None
+        names = [primary] if orderable else []
+        candidates = [
+            f.name for f in schema if f.name not in (other_than, primary) and _key_kind(f.type) in ("int", "text")
+        ]
+        names += candidates[:_TIEBREAK_CANDIDATES]
+        if not names:
+            return None
+        counts = ", ".join(f"count(DISTINCT {quote_ident(n)}), count({quote_ident(n)})" for n in names)
+        row = client.query(connection, self._select(f"count(*), {counts}"))[0]
+        for i, name in enumerate(names):
+            if row[1 + 2 * i] == row[2 + 2 * i] == row[0]:
+                kind = _key_kind(schema.field(name).type)
+                assert kind is not None
+                return KeyColumn(name, kind)
+        return None
+
     def splits(self, parallelism: int) -> list[Split]:
         connection = client.connect(self.target)
         try:
-            key = self._inspect(connection, check_key=False)
+            key = self._inspect(connection, check_key=self._key is None)  # the tie-breaker comes with the check
             count = self.partition_num or parallelism
+            then = {"then": {"column": self._tiebreak.name, "kind": self._tiebreak.kind}} if self._tiebreak else {}
             if key.kind == "text":
                 return [
-                    Split(f"hash-{i:05d}", {"column": key.name, "kind": key.kind, "bucket": i, "buckets": count})
+                    Split(
+                        f"hash-{i:05d}", {"column": key.name, "kind": key.kind, "bucket": i, "buckets": count, **then}
+                    )
                     for i in range(count)
                 ]
             low, high = self._bounds(connection, key)
         finally:
             client.close_quietly(connection)
         if low is None or high is None:
-            return [Split("range-00000", {"column": key.name, "kind": key.kind, "lower": None, "upper": None})]
+            return [Split("range-00000", {"column": key.name, "kind": key.kind, "lower": None, "upper": None, **then})]
         low_n, high_n = _ordinal(low, key.kind), _ordinal(high, key.kind)
         if high_n < low_n:
             raise ConfigError("partition_lower_bound", f"is above partition_upper_bound ({low} > {high})")
@@ -299,7 +342,10 @@ class JdbcSource(Source):
         cuts = [_from_ordinal(low_n + span * i // count, key.kind) for i in range(1, count)]
         bounds = [None, *cuts, None]
         return [
-            Split(f"range-{i:05d}", {"column": key.name, "kind": key.kind, "lower": bounds[i], "upper": bounds[i + 1]})
+            Split(
+                f"range-{i:05d}",
+                {"column": key.name, "kind": key.kind, "lower": bounds[i], "upper": bounds[i + 1], **then},
+            )
             for i in range(count)
         ]
 
@@ -357,13 +403,16 @@ def _from_ordinal(number: int, kind: str) -> JsonValue:
 
 
 class JdbcReader(SourceReader):
-    """Reads one split page by page; the position is the last key emitted."""
+    """Reads one split page by page; the position is the last key emitted (with a
+    tie-breaker: the last pair)."""
 
     def __init__(self, source: JdbcSource, split: Split, position: JsonValue | None, context: ReaderContext):
         spec = split.spec
         self._source = source
         self._split = split
         self._key = KeyColumn(str(spec["column"]), str(spec["kind"]))
+        then = spec.get("then")
+        self._then = KeyColumn(str(then["column"]), str(then["kind"])) if then else None
         self._batch_rows = context.batch_size
         self._last: JsonValue | None = position
         self._connection: Any = None
@@ -374,6 +423,7 @@ class JdbcReader(SourceReader):
         self._done = False
         self._plan: ReadPlan | None = None
         self._key_index: int | None = None
+        self._then_index: int | None = None
         column = quote_ident(self._key.name)
         conds = []
         if "bucket" in spec:
@@ -393,9 +443,17 @@ class JdbcReader(SourceReader):
     def _page_query(self) -> str:
         column = quote_ident(self._key.name)
         conds = list(self._conditions)
-        if self._last is not None:
-            conds.append(f"{column} > {self._key.literal(self._last)}")
-        return self._source._select("*", conds, f" ORDER BY {column} LIMIT {self._source.fetch_size}")
+        if self._then is None:
+            if self._last is not None:
+                conds.append(f"{column} > {self._key.literal(self._last)}")
+            order = column
+        else:
+            then = quote_ident(self._then.name)
+            if self._last is not None:
+                last_key, last_then = self._last  # type: ignore[misc]
+                conds.append(f"({column}, {then}) > ({self._key.literal(last_key)}, {self._then.literal(last_then)})")
+            order = f"{column}, {then}"
+        return self._source._select("*", conds, f" ORDER BY {order} LIMIT {self._source.fetch_size}")
 
     def _open_page(self) -> None:
         if self._connection is None:
@@ -410,6 +468,8 @@ class JdbcReader(SourceReader):
             if self._plan.problems:
                 raise ValueError(f"{option_key(self._source, self._source.relation_key)}: {self._plan.problems[0]}")
             self._key_index = self._plan.schema.get_field_index(self._key.name)
+            if self._then is not None:
+                self._then_index = self._plan.schema.get_field_index(self._then.name)
 
     def read_batch(self) -> pa.RecordBatch | None:
         while True:
@@ -437,9 +497,38 @@ class JdbcReader(SourceReader):
             batch, self._pending = batch.slice(0, self._batch_rows), batch.slice(self._batch_rows)
         assert self._plan is not None and self._key_index is not None
         keys = batch.column(self._key_index)
-        self._check_keys(keys)
-        self._last = _to_json(keys[len(keys) - 1].as_py())
+        if self._then_index is None:
+            self._check_keys(keys)
+            self._last = _to_json(keys[len(keys) - 1].as_py())
+        else:
+            self._check_pairs(keys, batch.column(self._then_index))
+            last = len(keys) - 1
+            self._last = [_to_json(keys[last].as_py()), _to_json(batch.column(self._then_index)[last].as_py())]
         return self._plan.apply(batch)
+
+    def _check_pairs(self, keys: pa.Array, then: pa.Array) -> None:
+        """Rows arrive in (key, tie-breaker) order: a repeated pair shows up as neighbours."""
+        assert self._then is not None
+        if keys.null_count or then.null_count:
+            raise ValueError(
+                f"{option_key(self._source, 'partition_column')}: {self._key.name!r} or its tie-breaker "
+                f"{self._then.name!r} is NULL in a row of {self._source.describe()}; such rows cannot be read in order"
+            )
+        repeated = None
+        n = len(keys)
+        if n > 1:
+            same = pc.and_(pc.equal(keys.slice(1), keys.slice(0, n - 1)), pc.equal(then.slice(1), then.slice(0, n - 1)))
+            if pc.any(same).as_py():
+                index = pc.index(same, True).as_py() + 1
+                repeated = (keys[index].as_py(), then[index].as_py())
+        first = [_to_json(keys[0].as_py()), _to_json(then[0].as_py())]
+        if repeated is None and self._last is not None and first == list(self._last):  # type: ignore[arg-type]
+            repeated = tuple(first)
+        if repeated is not None:
+            raise ValueError(
+                f"{option_key(self._source, 'partition_column')}: the tie-breaker {self._then.name!r} is not "
+                f"unique in {self._source.describe()} ({repeated!r} appears more than once); it must stay unique"
+            )
 
     def _check_keys(self, keys: pa.Array) -> None:
         """Rows arrive in key order, so a repeated key shows up as two neighbours."""

@@ -5,9 +5,13 @@ Reading: the ADBC driver maps most types itself. Three need a hand:
 * ``numeric(p, s)`` arrives as an opaque extension over text; it becomes
   ``decimal128(p, s)`` (``decimal256`` above 38 digits). An unconstrained ``numeric``
   has no Arrow type (its scale varies per row): cast it in the query.
-* ``json``/``jsonb`` and ``uuid`` arrive as Arrow's canonical extension types; they are
-  replaced by their storage (``string`` and ``fixed_size_binary(16)``), which every
-  Arrow consumer (parquet, csv, DuckDB, Python transforms) understands.
+* ``json``/``jsonb`` arrive as Arrow's canonical extension type; it is replaced by its
+  storage (``string``), which every Arrow consumer (parquet, csv, DuckDB, Python
+  transforms) understands. ``uuid`` arrives as one too (16 bytes); it becomes a string,
+  the canonical form PostgreSQL prints, as SeaTunnel's Jdbc source reads it.
+* PostGIS's ``geometry`` and ``geography`` become ``string``, the hex EWKB PostgreSQL
+  prints for them, and ``xml`` its text: what SeaTunnel's Jdbc source reads for them
+  (a string column, the value's text form), so a SeaTunnel job writes the same rows.
 * anything else opaque (``inet``, ``point``, a user-defined type...) has no Arrow type:
   :func:`read_plan` reports it, naming the column and a cast that fixes it.
 
@@ -16,6 +20,7 @@ Writing: :func:`pg_type` gives the column type the sink creates a table with.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _OPAQUE = "arrow.opaque"
-_UNWRAP = ("arrow.json", "arrow.uuid")
+_UNWRAP = ("arrow.json",)
+_UUID = "arrow.uuid"
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,28 @@ class ReadPlan:
         for index, convert in self.converters.items():
             columns[index] = convert(columns[index])
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _hex_text(array: pa.Array) -> pa.Array:
+    """PostGIS's binary form (EWKB) as its text form: the same bytes in upper-case hex."""
+    return pa.array([None if b is None else b.hex().upper() for b in array.storage.to_pylist()], pa.string())
+
+
+def _uuid_text(array: pa.Array) -> pa.Array:
+    storage = array.storage if isinstance(array, pa.ExtensionArray) else array
+    return pa.array([None if b is None else str(uuid.UUID(bytes=b)) for b in storage.to_pylist()], pa.string())
+
+
+def _utf8_text(array: pa.Array) -> pa.Array:
+    return pc.cast(array.storage, pa.string())  # xml's binary form is its text (the client's UTF-8)
+
+
+#: opaque types read as their text form (typname -> converter of the binary storage)
+_AS_TEXT: dict[str, Callable[[pa.Array], pa.Array]] = {
+    "geometry": _hex_text,
+    "geography": _hex_text,
+    "xml": _utf8_text,
+}
 
 
 def _pg_type_name(field: pa.Field) -> str:
@@ -67,12 +95,20 @@ def read_plan(schema: pa.Schema) -> ReadPlan:
         if kind is None:
             fields.append(field.remove_metadata())
             continue
+        if kind == _UUID:
+            converters[index] = _uuid_text
+            fields.append(pa.field(field.name, pa.string(), field.nullable))
+            continue
         if kind in _UNWRAP:
             storage = field.type.storage_type
             converters[index] = lambda array: array.storage if isinstance(array, pa.ExtensionArray) else array
             fields.append(pa.field(field.name, storage, field.nullable))
             continue
         type_name = _pg_type_name(field)
+        if kind == _OPAQUE and type_name in _AS_TEXT:
+            converters[index] = _AS_TEXT[type_name]
+            fields.append(pa.field(field.name, pa.string(), field.nullable))
+            continue
         if kind == _OPAQUE and type_name == "numeric":
             target = _numeric_type(field)
             if target is not None:

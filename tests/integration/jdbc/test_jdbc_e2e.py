@@ -43,7 +43,7 @@ def _one_error_line(result, key: str) -> str:
 def test_bad_input_is_one_line_before_spark_starts(workspace: Workspace, db: Database) -> None:
     db.sql("CREATE TABLE good (id bigint PRIMARY KEY, v text)")
     db.sql("CREATE TABLE dupes (id int, v text)")
-    db.sql("INSERT INTO dupes VALUES (1, 'a'), (1, 'b')")
+    db.sql("INSERT INTO dupes VALUES (1, 'a'), (1, 'a')")  # no column to order one key's rows by
     db.sql("CREATE TABLE odd (id int PRIMARY KEY, addr inet)")
     config = workspace.write_config()
     variables = variables_file(db, workspace.root)

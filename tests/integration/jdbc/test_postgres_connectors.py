@@ -84,6 +84,57 @@ def test_reader_resumes_after_its_position_mid_split(db: Database) -> None:
     assert "changed" in _ids(rest, "v") and _ids(read, "v")[10] != "changed"
 
 
+@pytest.mark.parametrize("relation", ["table", "query"])
+def test_a_partition_column_that_repeats_reads_every_row_once_and_resumes_by_the_pair(
+    db: Database, relation: str
+) -> None:
+    """SeaTunnel only divides by partition_column, which may repeat (every row 'Test' in
+    its own PostgreSQL job): rows of one key are ordered by a unique column, the table's
+    primary key or the first unique column of a query, and a position is the pair."""
+    db.sql("CREATE TABLE c (code text, id bigint PRIMARY KEY, kind text)")
+    db.sql("INSERT INTO c SELECT 'k' || (g % 3), g, 'same' FROM generate_series(0, 2999) g")
+    where = {"table": "c"} if relation == "table" else {"query": "SELECT kind, code, id FROM c"}
+    source = _source(db, **where, partition_column="code", partition_num=2, fetch_size=400)
+    source.preflight()
+    splits = source.splits(2)
+    assert {s.spec["then"]["column"] for s in splits} == {"id"}
+    assert sorted(_ids(_read_all(source, batch_size=250))) == list(range(3000))
+    split = max(splits, key=lambda s: len(_ids(_read_all_of(source, s))))
+    context = ReaderContext(0, 1, 250)
+    first = source.create_reader(split, None, context)
+    read = [first.read_batch() for _ in range(3)]  # 750 rows: into the second page of 400
+    position = first.position()
+    first.close()
+    assert isinstance(position, list) and len(position) == 2 and position[0].startswith("k")
+    second = source.create_reader(split, position, context)
+    rest = []
+    while (batch := second.read_batch()) is not None:
+        rest.append(batch)
+    second.close()
+    together = _ids(read) + _ids(rest)
+    assert len(together) == len(set(together)) == len(_ids(_read_all_of(source, split)))
+
+
+def test_a_query_without_partition_column_is_read_by_its_first_unique_column(db: Database) -> None:
+    """SeaTunnel reads such a query as one split; here it is read in the order of a unique
+    column of its output (so a restore resumes inside it), split by the parallelism."""
+    db.sql("CREATE TABLE q (kind text, id bigint, note text)")
+    db.sql("INSERT INTO q SELECT 'same', g, 'n' || g FROM generate_series(1, 900) g")
+    source = _source(db, query="SELECT kind, id, note FROM q")
+    source.preflight()
+    splits = source.splits(2)
+    assert {s.spec["column"] for s in splits} == {"id"} and len(splits) == 2
+    assert sorted(_ids(_read_all(source, batch_size=100))) == list(range(1, 901))
+
+
+def _read_all_of(source: Any, split: Any) -> list[pa.RecordBatch]:
+    reader = source.create_reader(split, None, ReaderContext(0, 1, 1000))
+    try:
+        return list(iter(reader.read_batch, None))
+    finally:
+        reader.close()
+
+
 def test_date_timestamp_and_text_keys(db: Database) -> None:
     db.sql("CREATE TABLE ev (day date PRIMARY KEY, at timestamptz UNIQUE NOT NULL, name text UNIQUE NOT NULL, id int)")
     db.sql(
@@ -106,6 +157,28 @@ def test_query_source_with_where(db: Database) -> None:
     source.preflight()
     ids = _ids(_read_all(source))
     assert sorted(ids) == [i for i in range(1, 901) if i % 3 == 2]
+
+
+def test_geometry_geography_and_xml_read_as_the_text_postgresql_prints(db: Database) -> None:
+    """As SeaTunnel's Jdbc source reads them (a string: the value's text form), so a
+    SeaTunnel job on PostGIS tables writes the same rows on this engine."""
+    db.sql("CREATE EXTENSION IF NOT EXISTS postgis")
+    db.sql("CREATE TABLE g (id int PRIMARY KEY, shape geometry(POLYGON, 4326), spot geography(POINT), doc xml)")
+    db.sql(
+        "INSERT INTO g SELECT i, ST_GeomFromText('POLYGON((0 0, 0 ' || i || ', ' || i || ' 0, 0 0))', 4326), "
+        "ST_GeogFromText('POINT(-73.9 ' || (40 + i / 10.0) || ')'), ('<r n=\"' || i || '\">ü</r>')::xml "
+        "FROM generate_series(1, 50) i"
+    )
+    db.sql("INSERT INTO g VALUES (51, NULL, NULL, NULL)")
+    source = _source(db, table="g", partition_num=2)
+    source.preflight()
+    batches = _read_all(source)
+    schema = batches[0].schema
+    assert [schema.field(c).type for c in ("shape", "spot", "doc")] == [pa.string()] * 3
+    got = sorted(zip(_ids(batches), _ids(batches, "shape"), _ids(batches, "spot"), _ids(batches, "doc")))
+    printed = sorted(db.sql("SELECT id, shape::text, spot::text, doc::text FROM g"))
+    assert got == [tuple(row) for row in printed] and len(got) == 51
+    assert got[0][1].startswith("0103000020E6100000")  # EWKB, with its SRID, in upper-case hex
 
 
 def test_primary_key_is_the_default_partition_column(db: Database) -> None:
@@ -136,7 +209,7 @@ def test_primary_key_is_the_default_partition_column(db: Database) -> None:
             "'nope' is not a column",
         ),
         (
-            "CREATE TABLE t (id int, v int); INSERT INTO t VALUES (1, 1), (1, 2), (2, 3)",
+            "CREATE TABLE t (id int, v int); INSERT INTO t VALUES (1, 1), (1, 1), (2, 3)",
             {"table": "t", "partition_column": "id"},
             "partition_column",
             "'id' is not unique",
@@ -147,7 +220,12 @@ def test_primary_key_is_the_default_partition_column(db: Database) -> None:
             "partition_column",
             "is NULL in some rows",
         ),
-        ("CREATE TABLE t (id int)", {"table": "t"}, "partition_column", "no single-column primary key"),
+        (
+            "CREATE TABLE t (id int); INSERT INTO t VALUES (1), (1)",
+            {"table": "t"},
+            "partition_column",
+            "no single-column primary key and no unique column",
+        ),
         (
             "CREATE TABLE t (id int PRIMARY KEY, f float8 UNIQUE)",
             {"table": "t", "partition_column": "f"},
@@ -314,6 +392,33 @@ def test_upsert_mode_is_effectively_once_on_replay(db: Database) -> None:
         writer.write(_batch(0, 250))
         assert writer.prepare_commit(1) is None  # committed at the barrier
     assert db.ids("kv") == (250, 250, 0, 249)
+    sink.close()
+
+
+@pytest.mark.parametrize("exactly_once", [True, False])
+def test_json_text_lands_in_json_jsonb_and_xml_columns(db: Database, exactly_once: bool) -> None:
+    """Rows carry JSON as text (SeaTunnel's string, or what this source reads from json):
+    binary COPY must send jsonb its own binary form, or the server refuses the rows."""
+    db.sql("CREATE TABLE docs (id bigint PRIMARY KEY, j json, jb jsonb NOT NULL, x xml)")
+    sink = _sink(db, table="docs", is_exactly_once=exactly_once, primary_keys=["id"])
+    writer = sink.create_writer("job-j", 0, 0)
+    texts = [f'{{"n": {i}, "s": "ü"}}' for i in range(300)]
+    writer.write(
+        pa.record_batch(
+            {
+                "id": pa.array(range(300), pa.int64()),
+                "j": texts[:-1] + [None],
+                "jb": texts,
+                "x": [f"<r>{i}</r>" for i in range(300)],
+            }
+        )
+    )
+    info = writer.prepare_commit(1)
+    if exactly_once:
+        sink.create_committer("job-j").commit([info])
+    rows = db.sql("SELECT id, j::text, jb->>'n', jb->>'s', x::text FROM docs ORDER BY id")
+    assert [(r[0], r[2], r[3], r[4]) for r in rows] == [(i, str(i), "ü", f"<r>{i}</r>") for i in range(300)]
+    assert rows[0][1] == texts[0] and rows[-1][1] is None
     sink.close()
 
 

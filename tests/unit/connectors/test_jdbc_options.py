@@ -202,6 +202,20 @@ def test_seatunnels_hand_written_sink_query() -> None:
         preflight(sink, sink.accepts_change_rows)
 
 
+def test_a_hand_written_querys_placeholders_get_casts_where_fields_go_as_text() -> None:
+    """A uuid, json or geometry parameter takes the field as text with a cast (SeaTunnel's
+    stringtype=unspecified has the server read a string into it); so does a number
+    parameter given a string field. Fields bound as they are keep a bare placeholder."""
+    from airflow_provider_seatunnel_ckpt.connectors.jdbc import query
+
+    text = "INSERT INTO t VALUES (?, ?, '?', ?, ?, ?)"
+    types = ["bigint", "uuid", "jsonb", "integer", "text"]
+    sql, as_text = query.typed(text, types, [False, True, True, True, True])
+    assert sql == "INSERT INTO t VALUES ($1, $2::text::uuid, '?', $3::text::jsonb, $4::text::integer, $5)"
+    assert as_text == [1, 2, 3]
+    assert query.typed("INSERT INTO t VALUES (?)", ["integer"], [False]) == ("INSERT INTO t VALUES ($1)", [])
+
+
 def test_seatunnels_other_jdbc_options_are_accepted_with_their_meaning(caplog: pytest.LogCaptureFixture) -> None:
     base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d?ApplicationName=url", "table": "t"}
     sink = load_sink({**base, "max_commit_attempts": 3, "use_copy_statement": True})
