@@ -280,8 +280,13 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     ),
     "seatunnel_differential_compared": (
         "seatunnel_differential",
-        "SeaTunnel job files (accepted, no server, deterministic output, a random FakeSource's rows pinned) run on "
-        "Zeta 2.3.8 and on ours, rows compared",
+        "SeaTunnel job files (accepted, no server or PostgreSQL through Jdbc, deterministic output, a random "
+        "FakeSource's rows pinned) run on Zeta 2.3.8 and on ours, rows compared",
+        "higher",
+    ),
+    "seatunnel_differential_compared_postgres": (
+        "seatunnel_differential",
+        "of those, SeaTunnel's PostgreSQL Jdbc files, run against a real PostgreSQL with PostGIS (the sink tables read back)",
         "higher",
     ),
     "seatunnel_differential_compared_pinned": (

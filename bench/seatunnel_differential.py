@@ -366,7 +366,6 @@ def run_file(name: str, doc: Mapping[str, Any], resources: Path, work: Path) -> 
 
 
 def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> dict[str, Any]:
-    from bench.peers import zeta as zeta_peer
     from tests.support.seatunnel_inputs import lay_out
 
     record: dict[str, Any] = {"capture": fmt}
@@ -377,27 +376,7 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         lzop_as_localfileit(root, resources)
         job = root / "job.conf"
         job.write_text(hocon(capture_document(doc, root / "out", root, fmt)))
-        started = time.monotonic()
-        if side == "zeta":
-            run = zeta_peer.run_job(
-                job,
-                checkpoint_interval_ms=None,
-                work_dir=root / "zeta",
-                timeout_s=ZETA_TIMEOUT_S,
-                extra_java_options=ZETA_JAVA_OPTIONS,
-            )
-            if run.exit_code != 0:
-                detail = f"no end within {ZETA_TIMEOUT_S} s" if run.timed_out else zeta_error(run.log)
-                record.update(status="zeta_failed", detail=detail)
-        else:
-            outcome = run_ours(job, root)
-            if outcome["status"] != "passed":
-                # both failing is agreement of a kind, but nothing to compare (the record says so)
-                failed = "both_failed" if record.get("status") == "zeta_failed" else "ours_failed"
-                record.update(
-                    status=failed, **{"ours_detail" if failed == "both_failed" else "detail": outcome.get("detail")}
-                )
-        record[f"{side}_s"] = round(time.monotonic() - started, 1)
+        run_side(side, job, root, record)
     if "status" in record:
         return record
     record["status"] = "compared"
@@ -408,6 +387,35 @@ def run_both(doc: Mapping[str, Any], resources: Path, work: Path, fmt: str) -> d
         read_rows(work / "zeta" / "out", fmt, left_out), read_rows(work / "ours" / "out", fmt, left_out)
     )
     return {"status": "compared", **record, **comparison}
+
+
+def run_side(side: str, job: Path, root: Path, record: dict[str, Any]) -> None:
+    """Run ``job`` on one engine (``zeta`` first, then ``ours``) in ``root``; a failure
+    goes into ``record`` (``zeta_failed``, ``ours_failed``, or ``both_failed``), and so
+    does the side's time."""
+    from bench.peers import zeta as zeta_peer
+
+    started = time.monotonic()
+    if side == "zeta":
+        run = zeta_peer.run_job(
+            job,
+            checkpoint_interval_ms=None,
+            work_dir=root / "zeta",
+            timeout_s=ZETA_TIMEOUT_S,
+            extra_java_options=ZETA_JAVA_OPTIONS,
+        )
+        if run.exit_code != 0:
+            detail = f"no end within {ZETA_TIMEOUT_S} s" if run.timed_out else zeta_error(run.log)
+            record.update(status="zeta_failed", detail=detail)
+    else:
+        outcome = run_ours(job, root)
+        if outcome["status"] != "passed":
+            # both failing is agreement of a kind, but nothing to compare (the record says so)
+            failed = "both_failed" if record.get("status") == "zeta_failed" else "ours_failed"
+            record.update(
+                status=failed, **{"ours_detail" if failed == "both_failed" else "detail": outcome.get("detail")}
+            )
+    record[f"{side}_s"] = round(time.monotonic() - started, 1)
 
 
 #: WriteLzop.java, compiled here against SeaTunnel's connector jar
@@ -484,31 +492,50 @@ def _lzop_writer_classes() -> Path:
 
 
 def differential(root: Path, records: Mapping[str, Mapping[str, Any]], keep: Path | None = None) -> dict[str, Any]:
-    """Select, run and compare; the figures and one record per file."""
+    """Select, run and compare; the figures and one record per file. Files on PostgreSQL
+    run against one server started for them (bench/seatunnel_differential_pg.py)."""
     from airflow_provider_seatunnel_ckpt.jobfile.documents import read_job_document
     from bench.seatunnel_compat import test_variables
     from tests.support.seatunnel_inputs import EMPTY_DIRS, layout
 
     resources = root / RESOURCES
     inputs = [*layout(resources), *EMPTY_DIRS]
+    from bench import seatunnel_differential_pg as on_postgres
+
     files: dict[str, dict[str, Any]] = {}
     scratch = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="seatunnel_differential_"))
+    server = None  # PostgreSQL, started for the first file that needs it
     try:
         for n, (name, record) in enumerate(sorted(records.items())):
-            if not (record.get("accepted") and record.get("needs_server") is False):
+            if not record.get("accepted") or record.get("needs_server") is None:
                 continue
             doc = read_job_document(root / name, test_variables(root / name))[0]
-            doc, pinned, reason = _deterministic_document(doc, name, inputs)
+            postgres = bool(record["needs_server"]) and on_postgres.uses_postgres(doc)
+            if record["needs_server"] and not postgres:
+                continue
+            if postgres:
+                doc, pinned, reason = on_postgres.deterministic(doc)
+            else:
+                doc, pinned, reason = _deterministic_document(doc, name, inputs)
             if reason is not None:
                 files[name] = {"status": "not_selected", "detail": reason}
                 continue
             work = scratch / f"{n:03d}"
             shutil.rmtree(work, ignore_errors=True)
-            files[name] = run_file(name, doc, resources, work)
+            if postgres:
+                if server is None:
+                    from tests.servers.postgres import PostgresServer
+
+                    server = PostgresServer().start()
+                files[name] = on_postgres.run_both(doc, work, server)
+            else:
+                files[name] = run_file(name, doc, resources, work)
             if pinned:
                 files[name]["pinned"] = pinned
             print(f"{files[name]['status']:12} {files[name].get('identical', '')!s:6} {name}", file=sys.stderr)
     finally:
+        if server is not None:
+            server.stop()
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
     return {"summary": figures(files), "files": files}
@@ -554,6 +581,9 @@ def figures(files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "seatunnel_differential_compared_pinned": sum(
             r["status"] == "compared" and bool(r.get("pinned")) for r in files.values()
         ),
+        "seatunnel_differential_compared_postgres": sum(
+            r["status"] == "compared" and r.get("server") == "postgresql" for r in files.values()
+        ),
     }
 
 
@@ -573,7 +603,11 @@ def write_result(result: Mapping[str, Any], out: Path) -> None:
     doc = {
         "benchmark": "SeaTunnel's own job files on Zeta and on ours, their rows compared (values and types, any order)",
         "machine": machine_info(),
-        "settings": {"zeta": SEATUNNEL_VERSION, "ours": "tests/seatunnel_jobs.run_in_process, in a child"},
+        "settings": {
+            "zeta": SEATUNNEL_VERSION,
+            "ours": "tests/seatunnel_jobs.run_in_process, in a child",
+            "postgresql": "Debian's server and PostGIS (tests/servers/postgres.py), a fresh database per engine run",
+        },
         "table": {"columns": ["file", "status", "difference"], "rows": rows},
         "targets": [
             {"figure": "seatunnel_differential_compared", "target": ">= 60", "value": compared, "met": compared >= 60},

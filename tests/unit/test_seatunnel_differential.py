@@ -249,3 +249,46 @@ def test_rows_are_generated_from_the_options_with_their_variables_filled() -> No
     entry = pinned["source"][0]
     assert count == 1 and all(isinstance(row["fields"][0], str) for row in entry["rows"])
     assert entry["schema"] == typed["schema"]  # both engines fill the variable themselves
+
+
+PG_JOB: dict[str, Any] = {
+    "env": {"parallelism": 1, "job.mode": "STREAMING"},
+    "source": [
+        {
+            "plugin_name": "Jdbc",
+            "url": "jdbc:postgresql://postgresql:5432/test?loggerLevel=OFF",
+            "query": "select gid from pg_e2e_source_table",
+            "result_table_name": "jdbc",
+        }
+    ],
+    "sink": [
+        {"plugin_name": "Assert", "source_table_name": "jdbc", "rules": {}},
+        {"plugin_name": "Jdbc", "url": "jdbc:postgresql://postgresql:5432/test", "table": "public.sink"},
+        {
+            "plugin_name": "jdbc",
+            "url": "jdbc:postgresql://postgresql:5432/test?stringtype=unspecified",
+            "query": "INSERT INTO pg_e2e_sink_table (gid) VALUES (?)",
+        },
+    ],
+}
+
+
+def test_postgres_files_keep_their_jdbc_on_the_server_and_capture_the_rest(tmp_path: Path) -> None:
+    from bench import seatunnel_differential_pg as pg
+
+    assert pg.uses_postgres(PG_JOB) and not pg.uses_postgres(FAKE)
+    assert pg.not_selected(PG_JOB) is None
+    kafka = {**PG_JOB, "source": [{"plugin_name": "Kafka", "topic": "t"}]}
+    assert pg.not_selected(kafka) == "source Kafka is not Jdbc on PostgreSQL or FakeSource"
+    elsewhere = {**PG_JOB, "sink": [{"plugin_name": "Jdbc", "url": "jdbc:mysql://mysql:3306/test"}]}
+    assert "sink Jdbc is not Jdbc on PostgreSQL" in str(pg.not_selected(elsewhere))
+    assert pg.sink_tables(PG_JOB) == ["pg_e2e_sink_table", "public.sink"]
+    job = pg.job_document(PG_JOB, tmp_path / "out", 5433)
+    assert job["env"]["job.mode"] == "BATCH"
+    assert job["source"][0]["url"] == "jdbc:postgresql://127.0.0.1:5433/test?loggerLevel=OFF"
+    assert job["sink"][0]["plugin_name"] == "LocalFile" and job["sink"][0]["source_table_name"] == "jdbc"
+    assert [s["url"] for s in job["sink"][1:]] == [
+        "jdbc:postgresql://127.0.0.1:5433/test",
+        "jdbc:postgresql://127.0.0.1:5433/test?stringtype=unspecified",
+    ]
+    assert PG_JOB["sink"][1]["url"].startswith("jdbc:postgresql://postgresql")  # the file's own is left as it was
