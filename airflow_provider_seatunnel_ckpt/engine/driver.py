@@ -488,6 +488,17 @@ class DriverLoop:
                 location = self.store.persist(manifest, before_write=reservation.result, trusted=trusted)
             except CheckpointIdTaken:  # the claimant fenced this id before we could complete it
                 raise self.fence.fenced_error() from None
+            except Exception:
+                # The _metadata write may have landed with its answer lost. Then the
+                # checkpoint is complete in storage whatever this process thinks: were it
+                # aborted, a restarted subtask would release its prepared output while the
+                # _metadata stayed (a delete that fails, a driver killed first), and every
+                # restore would then find that output gone.
+                landed = self._landed_at(manifest)
+                if landed is None:
+                    raise
+                location = landed
+                log.info("checkpoint %d: its _metadata write raised but landed: complete", checkpoint.checkpoint_id)
             finally:
                 wait([reservation])  # never leave a fence write running behind a failed check
             persist_ms = int((time.perf_counter() - started) * 1000)
@@ -533,6 +544,13 @@ class DriverLoop:
             self.committer.discard_orphans(subtask, up_to_checkpoint_id, self._durable_infos)
         except Exception as err:  # cleanup() at the end of the run catches what is left
             log.warning("could not release what subtask %d prepared before it restarted: %s", subtask, err)
+
+    def _landed_at(self, manifest: Any) -> str | None:
+        try:
+            return self.store.storage.landed_at(manifest)
+        except Exception as err:  # storage cannot tell: the failure stands (aborted, its _metadata deleted)
+            log.info("checkpoint %d: could not read its _metadata back: %s", manifest.checkpoint_id, err)
+            return None
 
     def _delete_aborted(self, checkpoint_id: int, savepoint: bool = False) -> None:
         """Only this run's uploads, and only while no other driver claimed the job: the

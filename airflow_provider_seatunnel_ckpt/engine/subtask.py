@@ -224,6 +224,7 @@ class SubtaskRuntime:
             self._restart = True
             self._generation += 1
             self._barriers.clear()
+            self._assigned_at_barrier.clear()  # those barriers' counts: they are never taken
             self._prepared.clear()
             self._positions_at.clear()
             self._barrier_pending = False

@@ -244,6 +244,11 @@ class CheckpointStorage:
             self.apply_retention(manifest.job_id, manifest.pipeline_id)
         return location
 
+    def landed_at(self, manifest: CheckpointManifest) -> str | None:
+        """Where this exact ``_metadata`` is, if it is in storage (a write that raised may
+        have landed, its answer lost). Without a way to read it back: None."""
+        return None
+
     def _require_state_files(self, manifest: CheckpointManifest, skip: set[str]) -> None:
         savepoint = manifest.kind == CheckpointKind.SAVEPOINT
         expected = {name: h for name, h in manifest.state_files().items() if name not in skip}

@@ -214,6 +214,18 @@ class FileSystemCheckpointStorage(CheckpointStorage):
             raise self._id_taken(manifest) from None
         return self.fs.describe(directory)
 
+    def landed_at(self, manifest: CheckpointManifest) -> str | None:
+        """Where this exact ``_metadata`` is, if it is in storage (a write that raised may
+        have landed with its answer lost); None when it is not. Raises when storage
+        cannot tell."""
+        savepoint = manifest.kind.value == "savepoint"
+        directory = self._dir(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)
+        try:
+            found = self.fs.read(f"{directory}/{METADATA}")
+        except FileNotFoundError:
+            return None
+        return self.fs.describe(directory) if found == manifest.to_bytes() else None
+
     def _id_taken(self, manifest: CheckpointManifest) -> CheckpointIdTaken:
         savepoint = manifest.kind.value == "savepoint"
         where = self.describe(manifest.job_id, manifest.pipeline_id, manifest.checkpoint_id, savepoint)

@@ -6,6 +6,7 @@ path users take: a SeaTunnel plugin-config -> ``load_config`` -> ``create_storag
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import pickle
@@ -137,6 +138,26 @@ def test_engine_manifest_with_subtask_state_round_trips(make_storage):
         assert storage.read_state(JOB, 1, 4, latest.manifest.subtask_states[i]) == bytes([i]) * (5000 + i)
     assert storage.read_state(JOB, 1, 4, latest.manifest.subtask_states[3]) == b"small inline state"
     assert storage.verify_checkpoint(JOB, 1, 4) == []
+
+
+def test_a_manifest_whose_write_raised_is_found_where_it_landed(make_storage):
+    """A _metadata write that raised may have landed, its answer lost (engine/driver.py
+    reads it back rather than abort a checkpoint storage holds as complete)."""
+    storage = make_storage()
+    manifest = CheckpointManifest(
+        job_id=JOB,
+        pipeline_id=1,
+        checkpoint_id=6,
+        trigger_ms=10,
+        complete_ms=25,
+        subtask_states={0: StateHandle.for_bytes(b"inline")},
+        properties={"attempt": 2},
+    )
+    assert storage.landed_at(manifest) is None
+    location = storage.complete_checkpoint(manifest)
+    assert storage.landed_at(manifest) == location
+    # another driver's _metadata at that id (another attempt) is not this one
+    assert storage.landed_at(dataclasses.replace(manifest, properties={"attempt": 3})) is None
 
 
 # ------------------------------------------------------------------ corruption
