@@ -90,6 +90,8 @@ class JdbcSink(Sink):
         self.written_query = ""  #: as the job file has it (``?`` placeholders)
         self.query_parameters = 0
         self._parameter_types: list[str] | None = None  #: the query's, as PostgreSQL infers them
+        #: which fields are strings -> the typed query for them (query.typed), made once
+        self._typed: dict[tuple[bool, ...], tuple[str, list[int]]] = {}
         _rule_query_or_generated_sql(opts)
         if opts.given("query"):
             self.written_query = opts["query"]
@@ -243,8 +245,10 @@ class JdbcSink(Sink):
             types = list(rows[0][0])
             with self._lock:
                 self._parameter_types = types
-        text = [pa.types.is_string(f.type) or pa.types.is_large_string(f.type) for f in schema]
-        return query.typed(self.written_query, types, text)
+        text = tuple(pa.types.is_string(f.type) or pa.types.is_large_string(f.type) for f in schema)
+        if text not in self._typed:
+            self._typed[text] = query.typed(self.written_query, types, list(text))
+        return self._typed[text]
 
     def accepts(self, schema: pa.Schema) -> None:
         """Change rows (and the plain rows sent with them, inserts) are applied by key: the
@@ -483,23 +487,21 @@ class JdbcSink(Sink):
 _JSONB_VERSION = pa.scalar(b"\x01", pa.binary())
 
 
-def _is_json(arrow_type: pa.DataType) -> bool:
-    return getattr(arrow_type, "extension_name", None) == "arrow.json"
+def _plain(column: pa.Array) -> pa.Array:
+    """An extension column (Arrow's json, uuid...) as its storage; any other as it is."""
+    return column.storage if isinstance(column, pa.ExtensionArray) else column
 
 
 def as_jsonb(column: pa.Array) -> pa.Array:
     """JSON text as jsonb's binary form, for binary COPY into a jsonb column (the server
     refuses the bare text there: ``unsupported jsonb version number``)."""
-    if _is_json(column.type):
-        column = column.storage
-    text = column.cast(pa.string()).cast(pa.binary())
+    text = _plain(column).cast(pa.string()).cast(pa.binary())
     return pc.binary_join_element_wise(_JSONB_VERSION, text, pa.scalar(b"", pa.binary()))
 
 
 def _as_text(column: pa.Array, name: str) -> pa.Array:
     """A column bound as text for a hand-written query's parameter (its text form)."""
-    if getattr(column.type, "extension_name", None) is not None:
-        column = column.storage
+    column = _plain(column)
     try:
         return column.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
@@ -511,8 +513,7 @@ def _as_text(column: pa.Array, name: str) -> pa.Array:
 def as_uuid(column: pa.Array) -> pa.Array:
     """uuids (text, as this source and SeaTunnel's read them, or 16 bytes) as uuid's binary
     form, for binary COPY into a uuid column."""
-    if getattr(column.type, "extension_name", None) == "arrow.uuid":
-        column = column.storage
+    column = _plain(column)
     if pa.types.is_fixed_size_binary(column.type) and column.type.byte_width == 16:
         return column
     try:
