@@ -153,6 +153,8 @@ class SubtaskRuntime:
         #: bumped on every re-registration: barrier work of an older one is stale
         self._generation = 0
         self._rows_since_barrier = 0
+        #: a split has been read from since this attempt restored (see _process_batch)
+        self._has_read = False
         #: batches sized by time: the row limit of the next batch, from the pace of the last
         target_ms = self.spec.env.get("batch_time_ms", DEFAULT_TARGET_MS)
         self._sizer = BatchSizer(self.spec.batch_size, target_ms / 1000)
@@ -324,6 +326,7 @@ class SubtaskRuntime:
         states = self._load_states(restore)
         self._note_added_splits(restore.added_splits)
         self._requested, self._booked = False, []  # dealt to the registration this restore replaces
+        self._has_read = False
         with self._lock:  # a restart's interrupt is spent; barriers kept for this run keep it set
             if not self._barriers:
                 self._barrier_interrupt.clear()
@@ -527,8 +530,15 @@ class SubtaskRuntime:
 
     def _process_batch(self, reader: Any, state: SplitState, origin: int) -> object:
         """Read one batch of a split (barriers first), take it along the job's wiring
-        through its transforms and write it to each sink it reaches."""
-        if self._barrier_pending:
+        through its transforms and write it to each sink it reaches.
+
+        Barriers first, except before the attempt's first read: a barrier that came while
+        the subtask was starting (the driver triggers one as soon as every subtask runs)
+        is taken after that read. Taken before, its checkpoint would hold no new row, and
+        after a restore the first output would wait a whole interval for the next one.
+        The wait is one read, which any later barrier would wait for too; a source with
+        nothing to give returns an empty batch at once (a pause ends on the barrier)."""
+        if self._barrier_pending and self._has_read:
             self._take_barriers()
         if self._completed_positions is not None:
             self._tell_source_completed()
@@ -538,6 +548,7 @@ class SubtaskRuntime:
             return _STOPPED
         started = self._clock()
         batch = reader.read_batch()
+        self._has_read = True
         if batch is None:
             return _SPLIT_ENDED
         if batch.num_rows == 0:  # nothing yet (an unbounded split, a paused reader)
