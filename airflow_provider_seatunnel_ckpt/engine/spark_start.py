@@ -20,6 +20,7 @@ import warnings
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from .driver_jit import with_quick_jit
 from .jvm_archive import with_driver_archive
 from .preload import preload_settings
 from .spark_settings import DEFAULT_TASK_MAX_FAILURES, check_running_spark_settings, check_spark_settings
@@ -108,6 +109,7 @@ def build_spark(request: RunRequest) -> Any:
     conf.update(preload)
     if not launcher:  # this process starts the driver JVM: it maps the class archive, if built
         with_driver_archive(conf)
+        with_quick_jit(conf)
     for key, value in conf.items():
         if key in launcher and key not in chosen and key not in required and key not in preload:
             continue  # spark-submit's own value stands: a default of ours must not replace it

@@ -24,6 +24,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from ..engine.driver_jit import with_quick_jit
 from ..engine.jvm_archive import with_driver_archive
 from ..errors import ConfigError
 from ..hooks import CheckpointStorageHook, get_checkpoint_hook
@@ -567,6 +568,7 @@ class CheckpointedSparkSubmitOperator(SparkSubmitOperator):
             conf["spark.pyspark.driver.python"] = sys.executable  # the driver runs here (client mode)
         if cluster_files is None:  # the driver's JVM starts here: it maps this machine's class archive
             with_driver_archive(conf)
+            with_quick_jit(conf)
         conf.setdefault("spark.log.level", DEFAULT_SPARK_LOG_LEVEL)  # keep Spark's INFO chatter out of task logs
         if cluster_files is not None:  # on the command line: a properties file cannot turn it off
             conf[WAIT_KEY] = "true"

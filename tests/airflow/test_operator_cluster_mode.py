@@ -154,5 +154,5 @@ def test_a_driver_started_here_maps_this_machines_jvm_class_archive(
     with pytest.raises(Submitted):
         op.execute(fake_context({}))
     options = [a for a in seen["command"] if a.startswith("spark.driver.extraJavaOptions=")]
-    mapped = f"-Dmine=1 -XX:SharedArchiveFile={archive} -Xlog:cds*=off"
+    mapped = f"-Dmine=1 -XX:SharedArchiveFile={archive} -Xlog:cds*=off -XX:TieredStopAtLevel=1"
     assert options == [f"spark.driver.extraJavaOptions={mapped if deploy_mode == 'client' else '-Dmine=1'}"]

@@ -1,7 +1,8 @@
 """The driver JVM's class archive, built and mapped for real (engine/jvm_archive.py): the
 build leaves a whole archive under its final name, and a driver JVM started by
-spark-submit with the option the engine adds maps it (``-Xshare:on`` makes an archive
-that cannot be mapped an error instead of a warning) and runs a job."""
+spark-submit with the options the engine adds (the archive's, and C1-only compilation:
+engine/driver_jit.py) maps it (``-Xshare:on`` makes an archive that cannot be mapped an
+error instead of a warning) and runs a job."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_seatunnel_ckpt.engine import jvm_archive
+from airflow_provider_seatunnel_ckpt.engine import driver_jit, jvm_archive
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -40,7 +41,7 @@ def test_a_built_archive_is_mapped_by_the_driver_jvm(tmp_path: Path, monkeypatch
             "--master",
             "local[2]",
             "--conf",
-            f"spark.driver.extraJavaOptions={option} -Xshare:on",
+            f"spark.driver.extraJavaOptions={option} {driver_jit.OPTION} -Xshare:on",
             str(tmp_path / "job.py"),
         ],
         env=env,
