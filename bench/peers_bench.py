@@ -101,9 +101,18 @@ NOTES = [
     "longer waits for FakeSource's split.read-interval pause (the checkpoints after a restore took 0.2-0.3 s "
     "of ACKs, now 30-50 ms). A timeline after both (one restore): the attempt's plan at 2.6 s, both subtasks "
     "connected at 4.0 s (the daemon's preload: 0.85 s of it with the JVM beside it on the 2 cores), an empty "
-    "checkpoint at once, the first with rows one interval later, committed at 5.1 s. Zeta restarts one JVM "
-    "whose local mode holds master, worker and client; the rest of our gap to it is a process tree's cold "
-    "start (a JVM and Python interpreters), which only a restore that keeps a warm driver waiting would skip.",
+    "checkpoint at once, the first with rows one interval later, committed at 5.1 s. Two more (2026-12-05, "
+    "evening), which brought the median below Zeta's: that empty checkpoint is gone (a barrier that comes "
+    "before a subtask's first read after its restore is taken after that read, so the checkpoint the driver "
+    "triggers as the subtasks come up holds their first rows: 5.1 -> 4.2 s), and the driver JVM compiles with "
+    "C1 only (engine/driver_jit.py: no row passes through it, and its C2 compiler competed with the start and "
+    "the workers' imports on the 2 cores: the plan at 2.0 s instead of 2.6, the subtasks connected at 3.3 s "
+    "instead of 4.1; 4.2 -> 3.6 s). Tried and left out: importing the Sql transform's DuckDB and sqlglot in "
+    "the daemon before the fork (the subtasks connected later by as much as their first checkpoint came "
+    "sooner), and checking the connectors' options beside Spark's start instead of before it (0.1 s, but a "
+    "job with a typo would then wait for a JVM to report it). Zeta restarts one JVM whose local mode holds "
+    "master, worker and client, and its first checkpoint after a restore comes one interval after the job "
+    "runs (its log); when that misses the commit, its recovery takes an interval more (3.6 or 4.9 s here).",
     "Rerun: `.venv/bin/python bench/peers_bench.py --out` (both parts, 3 repetitions), `--recovery --out` (the "
     "recovery part only, keeping the file's throughput figures), `--quick` for one small repetition; then "
     "`python bench/run_all.py --report-only` for summary.json and this page.",
