@@ -18,8 +18,8 @@ import pytest
 from .mutations import MUTATIONS, Mutation, first_failing_seed
 from .world import Violation, simulate
 
-#: 4 times the latest seed that finds a reintroduced defect (270, docs/architecture.md): the
-#: mutations, not a round number, size the run CI pays for
+#: sized at 4 times the latest seed that found a reintroduced defect when that was 270;
+#: docs/architecture.md says why longer runs outside CI go with protocol changes
 SEEDS = int(os.environ.get("SEATUNNEL_CKPT_SIMULATION_SEEDS", "1100"))
 ONE_SEED = os.environ.get("SEATUNNEL_CKPT_SIMULATION_SEED")
 CHUNKS = 10
