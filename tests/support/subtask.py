@@ -22,9 +22,13 @@ class HeldSink(Sink):
     plugin_name = "HeldTest"
     hold: dict[int, threading.Event] = {}
     entered: dict[int, threading.Event] = {}
+    #: every writer made, one per epoch, in order (a test that resets it reads all rows)
+    writers: list[HeldWriter] = []
 
     def create_writer(self, job_id: str, subtask: int, attempt: int) -> SinkWriter:
-        return HeldWriter()
+        writer = HeldWriter()
+        HeldSink.writers.append(writer)
+        return writer
 
     def create_committer(self, job_id: str) -> SinkCommitter:  # pragma: no cover - driver side
         raise NotImplementedError

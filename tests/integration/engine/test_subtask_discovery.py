@@ -72,7 +72,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterable[tuple[SubtaskRuntime, F
     # for this test only: the registry's list of known sources is part of other tests
     monkeypatch.setitem(connectors._registry["source"], "livetest", ("LiveTest", LiveSource))
     register_sink("HeldTest", HeldSink)
-    HeldSink.hold, HeldSink.entered = {}, {}
+    HeldSink.hold, HeldSink.entered, HeldSink.writers = {}, {}, []
     LiveSource.opened = []
     # subtask 0 of 2, started before any split exists (a pattern that matches nothing yet)
     spec = JobSpec("live", 2, {"plugin_name": "LiveTest"}, {"plugin_name": "HeldTest"})
@@ -103,10 +103,15 @@ def test_discovered_splits_are_read_while_running_and_snapshotted(runtime: tuple
     channel.deliver(AddSplits((_split(0), _split(1), _split(2), _split(3), _split(4))))
     expected = [base + i for base in (0, 200, 400) for i in range(10)]
     deadline = time.monotonic() + 60  # a bound, not a timing: the loop ends when the rows are in
-    while len(subtask._writer.ids) < len(expected) and time.monotonic() < deadline:
+
+    def written() -> list[int]:
+        # every epoch's rows: barrier 1 came before the first read, so its epoch has that read's
+        return sorted(i for writer in HeldSink.writers for i in writer.ids)
+
+    while len(written()) < len(expected) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert [split_id for split_id, _ in LiveSource.opened] == ["t-0", "t-2", "t-4"]
-    assert sorted(subtask._writer.ids) == expected  # each discovered split's rows, once
+    assert written() == expected  # each discovered split's rows, once
     channel.deliver(TriggerBarrier(2, CheckpointKind.CHECKPOINT, 0))
     state = _state(channel.wait_for(lambda m: isinstance(m, Ack) and m.checkpoint_id == 2))
     assert {split_id: s["position"] for split_id, s in state.items()} == {"t-0": 10, "t-2": 10, "t-4": 10}
