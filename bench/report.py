@@ -252,6 +252,24 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     "peer_ckpt_overhead_flink": ("peers", "Flink: rows/s with 1 s checkpoints / without periodic ones", "higher"),
     "peer_memory_ratio_vs_zeta": ("peers", "peak RSS of the whole process tree: ours / Zeta", "lower"),
     "peer_memory_ratio_vs_flink": ("peers", "peak RSS of the whole process tree: ours / Flink", "lower"),
+    "peer_kafka_throughput_ratio_vs_zeta": (
+        "peers",
+        "rows/s at the margin, Kafka (a real broker, 4 partitions, JSON) -> LocalFile parquet, p=2, 1 s checkpoints: "
+        "ours / Zeta on the same job file",
+        "higher",
+    ),
+    "peer_jdbc_throughput_ratio_vs_zeta": (
+        "peers",
+        "rows/s at the margin, Jdbc -> Jdbc on a real PostgreSQL (partition_column, the exactly-once XA sink), "
+        "p=2, 1 s checkpoints: ours / Zeta on the same job file",
+        "higher",
+    ),
+    "peer_kafka_memory_ratio_vs_zeta": (
+        "peers",
+        "Kafka -> LocalFile: peak RSS of the process tree, ours / Zeta",
+        "lower",
+    ),
+    "peer_jdbc_memory_ratio_vs_zeta": ("peers", "Jdbc -> Jdbc: peak RSS of the process tree, ours / Zeta", "lower"),
     "peer_recovery_seconds_ours": (
         "peers",
         "ours: SIGKILL of the driver (and all it started) mid-run -> first newly committed row after --restore latest",

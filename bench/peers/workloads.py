@@ -1,0 +1,201 @@
+"""The peers comparison's other two workloads, ours and Zeta on the same job file: Kafka ->
+LocalFile (parquet) on a real Kafka broker, and Jdbc -> Jdbc on a real PostgreSQL.
+
+Each is a SeaTunnel job file run unchanged by both engines, parallelism 2, a checkpoint
+every second, as in bench/peers_bench.py's FakeSource workload, and timed the same way: a
+whole process from its start to its exit, throughput at the margin (the rows of a large
+job over its wall time minus that of a tiny job of the same engine in the same
+repetition), the engines taking turns (ABBA), every run's output counted (rows and
+distinct ids; a run that lost or added rows fails the benchmark).
+
+* Kafka: a topic of ``PARTITIONS`` partitions filled once with JSON records
+  ``{"id", "name", "score"}``; the job reads it from the earliest offsets to the end
+  offsets at its start (a BATCH job's Kafka source, in both engines) into LocalFile.
+* Jdbc: a table ``source(id, name, score)`` read with ``partition_column = "id"`` and
+  written by the Jdbc sink's exactly-once mode (``is_exactly_once``: XA transactions
+  committed with the checkpoint, in both engines) into a table of each run's own.
+
+Flink is not in these two: its Kafka and JDBC connectors are separate artifacts that the
+peers' Maven profile does not resolve yet (docs/benchmarks.md says so).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+PARALLELISM = 2
+INTERVAL_MS = 1000
+PARTITIONS = 4
+TINY_ROWS = 2_000
+ENGINES = ("ours", "zeta")
+WORKLOADS = ("kafka", "jdbc")
+DATABASE = USER = PASSWORD = "peers"  # a throw-away local database's
+
+_ENV = """\
+env {
+  parallelism = %(parallelism)d
+  job.mode = "BATCH"
+  checkpoint.interval = %(interval)d
+}
+"""
+_SCHEMA = 'schema = { fields { id = "bigint", name = "string", score = "double" } }'
+
+KAFKA_JOB = (
+    _ENV
+    + """\
+source {
+  Kafka {
+    topic = "%(topic)s"
+    bootstrap.servers = "%(servers)s"
+    consumer.group = "%(group)s"
+    start_mode = "earliest"
+    format = "json"
+    """
+    + _SCHEMA
+    + """
+  }
+}
+sink {
+  LocalFile {
+    path = "%(out)s"
+    file_format_type = "parquet"
+  }
+}
+"""
+)
+
+JDBC_JOB = (
+    _ENV
+    + """\
+source {
+  Jdbc {
+    url = "%(url)s"
+    driver = "org.postgresql.Driver"
+    user = "%(user)s"
+    password = "%(password)s"
+    query = "select id, name, score from %(source)s"
+    partition_column = "id"
+    partition_num = %(parallelism)d
+  }
+}
+sink {
+  Jdbc {
+    url = "%(url)s"
+    driver = "org.postgresql.Driver"
+    user = "%(user)s"
+    password = "%(password)s"
+    query = "insert into %(sink)s (id, name, score) values (?, ?, ?)"
+    is_exactly_once = "true"
+    xa_data_source_class_name = "org.postgresql.xa.PGXADataSource"
+  }
+}
+"""
+)
+
+
+class Systems:
+    """The broker and the database, filled once per size: topics ``peers_<rows>`` and
+    tables ``source_<rows>``."""
+
+    def __init__(self, broker: Any, postgres: Any):
+        self.broker, self.postgres = broker, postgres
+        self._runs = 0
+
+    def fill(self, rows: int) -> None:
+        topic = f"peers_{rows}"
+        self.broker.create_topic(topic, PARTITIONS)
+        records = ({"id": i, "name": f"name-{i}", "score": i / 7} for i in range(rows))
+        self.broker.produce_json(topic, records, PARTITIONS)
+        self.postgres.execute(
+            f"CREATE TABLE source_{rows} AS SELECT i::bigint AS id, 'name-' || i AS name, i / 7.0::float8 AS score "
+            f"FROM generate_series(0, {rows - 1}) AS i",
+            database=DATABASE,
+        )
+        self.postgres.execute(f"ALTER TABLE source_{rows} ADD PRIMARY KEY (id)", database=DATABASE)
+
+    def job(self, workload: str, rows: int, work: Path) -> tuple[Path, Callable[[], tuple[int, int]]]:
+        """The job file of one run and how to count its output (rows, distinct ids)."""
+        self._runs += 1
+        values: dict[str, Any] = {"parallelism": PARALLELISM, "interval": INTERVAL_MS}
+        if workload == "kafka":
+            out = work / "out"
+            values |= {
+                "topic": f"peers_{rows}",
+                "servers": self.broker.bootstrap_servers,
+                "group": f"peers-{self._runs}",
+                "out": out,
+            }
+            text, count = KAFKA_JOB % values, lambda: _parquet_ids(out)
+        else:
+            sink = f"sink_{self._runs}"
+            for statement in (
+                f"CREATE TABLE {sink} (id bigint, name text, score double precision)",
+                f'GRANT ALL ON {sink} TO "{USER}"',
+            ):
+                self.postgres.execute(statement, database=DATABASE)
+            values |= {
+                "url": self.postgres.jdbc_url(DATABASE),
+                "user": USER,
+                "password": PASSWORD,
+                "source": f"source_{rows}",
+                "sink": sink,
+            }
+            text, count = JDBC_JOB % values, lambda: self._table_ids(sink)
+        job = work / "job.conf"
+        job.write_text(text)
+        return job, count
+
+    def _table_ids(self, table: str) -> tuple[int, int]:
+        [(rows, distinct)] = self.postgres.execute(
+            f"SELECT count(*), count(DISTINCT id) FROM {table}", database=DATABASE
+        )
+        self.postgres.execute(f"DROP TABLE {table}", database=DATABASE)
+        return int(rows), int(distinct)
+
+
+def _parquet_ids(out: Path) -> tuple[int, int]:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = [str(p) for p in out.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
+    if not files:
+        return 0, 0
+    ids = ds.dataset(files, format="parquet").to_table(columns=["id"]).column("id")
+    return len(ids), pc.count_distinct(ids).as_py()
+
+
+@contextmanager
+def systems(rows: int) -> Iterator[Systems]:
+    """A Kafka broker and a PostgreSQL server on loopback, filled for the tiny and the
+    large job; stopped afterwards."""
+    from tests.servers.kafka_broker import KafkaBroker
+    from tests.servers.postgres import PostgresServer
+
+    with KafkaBroker(nodes=1) as broker, PostgresServer() as postgres:
+        postgres.create_user(USER, PASSWORD)
+        postgres.execute(f'CREATE DATABASE "{DATABASE}" OWNER "{USER}"')
+        ready = Systems(broker, postgres)
+        for size in (TINY_ROWS, rows):
+            ready.fill(size)
+        postgres.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{USER}"', database=DATABASE)
+        postgres.execute(f'GRANT ALL ON SCHEMA public TO "{USER}"', database=DATABASE)
+        yield ready
+
+
+def margin_rate(rows: int, large_s: float, tiny_s: float) -> float | None:
+    """Rows/s of the rows beyond the tiny job (None when the large job was no slower)."""
+    margin = large_s - tiny_s
+    return round((rows - TINY_ROWS) / margin, 1) if margin > 0 else None
+
+
+def ratios(ours: list[float | None], theirs: list[float | None]) -> list[float]:
+    return [round(a / b, 4) for a, b in zip(ours, theirs) if a is not None and b]
+
+
+def median_or_none(values: list[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
