@@ -486,12 +486,12 @@ def _run_workload(engine: str, systems: workloads.Systems, workload: str, rows: 
     work.mkdir(parents=True)
     job, count = systems.job(workload, rows, work)
     if engine == "ours":
-        command, env = _our_launch(job, work, workloads.INTERVAL_MS)
+        command, env = _our_launch(job, work, INTERVAL_MS)
         finished = run_logged(command, cwd=work, env=env, log=work / "ours.log", timeout_s=1800)
         exit_code, wall_s, timed_out, log = finished.exit_code, finished.wall_s, finished.timed_out, work / "ours.log"
         peak = finished.peak_rss_mib
     else:
-        run = zeta.run_job(job, checkpoint_interval_ms=workloads.INTERVAL_MS, work_dir=work / "run", timeout_s=1800)
+        run = zeta.run_job(job, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run", timeout_s=1800)
         exit_code, wall_s, timed_out, log, peak = run.exit_code, run.wall_s, run.timed_out, run.log, run.peak_rss_mib
     if exit_code != 0 or timed_out:
         tail = log.read_text(errors="replace")[-3000:]
@@ -510,19 +510,19 @@ def workloads_part(root: Path, rows: int, repeat: int) -> dict[str, Any]:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
         w: {e: [] for e in workloads.ENGINES} for w in workloads.WORKLOADS
     }
-    with workloads.systems(rows) as systems:
+    with workloads.systems((TINY_ROWS, rows), PARALLELISM, INTERVAL_MS) as systems:
         for rep in range(repeat):
             for workload in workloads.WORKLOADS:
                 order = workloads.ENGINES if rep % 2 == 0 else workloads.ENGINES[::-1]
                 for engine in order:
                     tag = f"{workload}-{engine}-{rep}"
-                    tiny = _run_workload(engine, systems, workload, workloads.TINY_ROWS, root / f"{tag}-tiny")
+                    tiny = _run_workload(engine, systems, workload, TINY_ROWS, root / f"{tag}-tiny")
                     large = _run_workload(engine, systems, workload, rows, root / f"{tag}-large")
                     runs[workload][engine].append(
                         {
                             "tiny": tiny,
                             "large": large,
-                            "rows_per_s": workloads.margin_rate(rows, large["wall_s"], tiny["wall_s"]),
+                            "rows_per_s": _margin_rate(rows, large, tiny),
                             "peak_rss_mib": large["peak_rss_mib"],
                         }
                     )
@@ -530,13 +530,14 @@ def workloads_part(root: Path, rows: int, repeat: int) -> dict[str, Any]:
     per_workload: dict[str, Any] = {}
     for workload in workloads.WORKLOADS:
         rates = {e: [r["rows_per_s"] for r in runs[workload][e]] for e in workloads.ENGINES}
-        paired = workloads.ratios(rates["ours"], rates["zeta"])
-        memory = workloads.ratios(
+        paired = _ratios(rates["ours"], rates["zeta"])
+        memory = _ratios(
             [r["peak_rss_mib"] for r in runs[workload]["ours"]], [r["peak_rss_mib"] for r in runs[workload]["zeta"]]
         )
         per_workload[workload] = {"runs": runs[workload], "throughput_ratio_vs_zeta": paired, "memory_ratio": memory}
         for engine in workloads.ENGINES:
-            flat[f"peer_{workload}_rows_per_s_{engine}"] = workloads.median_or_none(rates[engine])
+            present = [rate for rate in rates[engine] if rate is not None]
+            flat[f"peer_{workload}_rows_per_s_{engine}"] = statistics.median(present) if present else None
         if paired:
             flat.update(_with_range(f"peer_{workload}_throughput_ratio_vs_zeta", summary(paired, 3)))
         if memory:

@@ -21,16 +21,16 @@ peers' Maven profile does not resolve yet (docs/benchmarks.md says so).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-PARALLELISM = 2
-INTERVAL_MS = 1000
+import numpy as np
+
+from bench.peers.recovery import committed_ids
+
 PARTITIONS = 4
-TINY_ROWS = 2_000
 ENGINES = ("ours", "zeta")
 WORKLOADS = ("kafka", "jdbc")
 DATABASE = USER = PASSWORD = "peers"  # a throw-away local database's
@@ -101,8 +101,9 @@ class Systems:
     """The broker and the database, filled once per size: topics ``peers_<rows>`` and
     tables ``source_<rows>``."""
 
-    def __init__(self, broker: Any, postgres: Any):
+    def __init__(self, broker: Any, postgres: Any, parallelism: int, interval_ms: int):
         self.broker, self.postgres = broker, postgres
+        self.parallelism, self.interval_ms = parallelism, interval_ms
         self._runs = 0
 
     def fill(self, rows: int) -> None:
@@ -120,7 +121,7 @@ class Systems:
     def job(self, workload: str, rows: int, work: Path) -> tuple[Path, Callable[[], tuple[int, int]]]:
         """The job file of one run and how to count its output (rows, distinct ids)."""
         self._runs += 1
-        values: dict[str, Any] = {"parallelism": PARALLELISM, "interval": INTERVAL_MS}
+        values: dict[str, Any] = {"parallelism": self.parallelism, "interval": self.interval_ms}
         if workload == "kafka":
             out = work / "out"
             values |= {
@@ -158,44 +159,23 @@ class Systems:
 
 
 def _parquet_ids(out: Path) -> tuple[int, int]:
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
-    files = [str(p) for p in out.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
-    if not files:
-        return 0, 0
-    ids = ds.dataset(files, format="parquet").to_table(columns=["id"]).column("id")
-    return len(ids), pc.count_distinct(ids).as_py()
+    ids = committed_ids(out)
+    return len(ids), len(np.unique(ids))
 
 
 @contextmanager
-def systems(rows: int) -> Iterator[Systems]:
-    """A Kafka broker and a PostgreSQL server on loopback, filled for the tiny and the
-    large job; stopped afterwards."""
+def systems(sizes: tuple[int, ...], parallelism: int, interval_ms: int) -> Iterator[Systems]:
+    """A Kafka broker and a PostgreSQL server on loopback, filled for each job size;
+    stopped afterwards."""
     from tests.servers.kafka_broker import KafkaBroker
     from tests.servers.postgres import PostgresServer
 
     with KafkaBroker(nodes=1) as broker, PostgresServer() as postgres:
         postgres.create_user(USER, PASSWORD)
         postgres.execute(f'CREATE DATABASE "{DATABASE}" OWNER "{USER}"')
-        ready = Systems(broker, postgres)
-        for size in (TINY_ROWS, rows):
+        ready = Systems(broker, postgres, parallelism, interval_ms)
+        for size in sizes:
             ready.fill(size)
         postgres.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{USER}"', database=DATABASE)
         postgres.execute(f'GRANT ALL ON SCHEMA public TO "{USER}"', database=DATABASE)
         yield ready
-
-
-def margin_rate(rows: int, large_s: float, tiny_s: float) -> float | None:
-    """Rows/s of the rows beyond the tiny job (None when the large job was no slower)."""
-    margin = large_s - tiny_s
-    return round((rows - TINY_ROWS) / margin, 1) if margin > 0 else None
-
-
-def ratios(ours: list[float | None], theirs: list[float | None]) -> list[float]:
-    return [round(a / b, 4) for a, b in zip(ours, theirs) if a is not None and b]
-
-
-def median_or_none(values: list[Any]) -> Any:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
