@@ -270,6 +270,24 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "lower",
     ),
     "peer_jdbc_memory_ratio_vs_zeta": ("peers", "Jdbc -> Jdbc: peak RSS of the process tree, ours / Zeta", "lower"),
+    "peer_kafka_throughput_ratio_vs_flink": (
+        "peers",
+        "rows/s at the margin, the Kafka workload: ours / Flink 2.3 (SQL: the kafka table bounded at the latest "
+        "offsets -> a parquet filesystem table)",
+        "higher",
+    ),
+    "peer_jdbc_throughput_ratio_vs_flink": (
+        "peers",
+        "rows/s at the margin, the Jdbc workload: ours (XA) / Flink 2.3 (SQL: the jdbc table by "
+        "scan.partition.column -> a jdbc table with a primary key, upserts: Flink SQL has no XA sink)",
+        "higher",
+    ),
+    "peer_kafka_memory_ratio_vs_flink": (
+        "peers",
+        "Kafka -> LocalFile: peak RSS of the process tree, ours / Flink",
+        "lower",
+    ),
+    "peer_jdbc_memory_ratio_vs_flink": ("peers", "Jdbc -> Jdbc: peak RSS of the process tree, ours / Flink", "lower"),
     "peer_recovery_seconds_ours": (
         "peers",
         "ours: SIGKILL of the driver (and all it started) mid-run -> first newly committed row after --restore latest",

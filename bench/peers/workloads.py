@@ -1,5 +1,6 @@
-"""The peers comparison's other two workloads, ours and Zeta on the same job file: Kafka ->
-LocalFile (parquet) on a real Kafka broker, and Jdbc -> Jdbc on a real PostgreSQL.
+"""The peers comparison's other two workloads, ours and Zeta on the same job file and Flink
+on its SQL equivalent: Kafka -> LocalFile (parquet) on a real Kafka broker, and Jdbc ->
+Jdbc on a real PostgreSQL.
 
 Each is a SeaTunnel job file run unchanged by both engines, parallelism 2, a checkpoint
 every second, as in bench/peers_bench.py's FakeSource workload, and timed the same way: a
@@ -15,8 +16,13 @@ distinct ids; a run that lost or added rows fails the benchmark).
   written by the Jdbc sink's exactly-once mode (``is_exactly_once``: XA transactions
   committed with the checkpoint, in both engines) into a table of each run's own.
 
-Flink is not in these two: its Kafka and JDBC connectors are separate artifacts that the
-peers' Maven profile does not resolve yet (docs/benchmarks.md says so).
+Flink runs the same two pipelines in Flink SQL (bench/peers/flink.py, the connectors from
+the peers' Maven profile): the ``kafka`` table bounded at the latest offsets into a parquet
+``filesystem`` table, and the ``jdbc`` table read by ``scan.partition.column`` into a
+``jdbc`` table. Flink's SQL JDBC sink has no XA mode (its exactly-once JDBC sink is a
+DataStream API of Java only), so its sink table has a primary key and the sink writes
+upserts, Flink's own way to an exactly-once result in SQL: a replayed row overwrites
+itself. That costs PostgreSQL a unique index the other two engines' tables do not have.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import numpy as np
 from bench.peers.recovery import committed_ids
 
 PARTITIONS = 4
-ENGINES = ("ours", "zeta")
+ENGINES = ("ours", "zeta", "flink")
 WORKLOADS = ("kafka", "jdbc")
 DATABASE = USER = PASSWORD = "peers"  # a throw-away local database's
 
@@ -133,11 +139,7 @@ class Systems:
             text, count = KAFKA_JOB % values, lambda: _parquet_ids(out)
         else:
             sink = f"sink_{self._runs}"
-            for statement in (
-                f"CREATE TABLE {sink} (id bigint, name text, score double precision)",
-                f'GRANT ALL ON {sink} TO "{USER}"',
-            ):
-                self.postgres.execute(statement, database=DATABASE)
+            self._create_sink_table(sink)
             values |= {
                 "url": self.postgres.jdbc_url(DATABASE),
                 "user": USER,
@@ -149,6 +151,44 @@ class Systems:
         job = work / "job.conf"
         job.write_text(text)
         return job, count
+
+    def flink_pipeline(self, workload: str, rows: int, work: Path) -> tuple[list[str], Callable[[], tuple[int, int]]]:
+        """The Flink SQL of one run (tables, then the pipeline) and how to count its output."""
+        self._runs += 1
+        columns = "id BIGINT, name STRING, score DOUBLE"
+        if workload == "kafka":
+            out = work / "out"
+            source = f"""CREATE TABLE source ({columns}) WITH (
+                'connector' = 'kafka', 'topic' = 'peers_{rows}',
+                'properties.bootstrap.servers' = '{self.broker.bootstrap_servers}',
+                'properties.group.id' = 'peers-{self._runs}',
+                'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',
+                'format' = 'json')"""
+            sink = f"""CREATE TABLE sink ({columns}) WITH (
+                'connector' = 'filesystem', 'path' = '{out.resolve().as_uri()}', 'format' = 'parquet')"""
+            count: Callable[[], tuple[int, int]] = lambda: _parquet_ids(out)  # noqa: E731
+        else:
+            table = f"sink_{self._runs}"
+            self._create_sink_table(table, primary_key=True)
+            login = f"'url' = '{self.postgres.jdbc_url(DATABASE)}', 'username' = '{USER}', 'password' = '{PASSWORD}'"
+            # the source table's primary key is declared too: it is the query's upsert key,
+            # which Flink 2.3 requires to match the sink's
+            source = f"""CREATE TABLE source ({columns}, PRIMARY KEY (id) NOT ENFORCED) WITH (
+                'connector' = 'jdbc', {login}, 'table-name' = 'source_{rows}',
+                'scan.partition.column' = 'id', 'scan.partition.num' = '{self.parallelism}',
+                'scan.partition.lower-bound' = '0', 'scan.partition.upper-bound' = '{rows - 1}')"""
+            sink = f"""CREATE TABLE sink ({columns}, PRIMARY KEY (id) NOT ENFORCED) WITH (
+                'connector' = 'jdbc', {login}, 'table-name' = '{table}')"""
+            count = lambda: self._table_ids(table)  # noqa: E731
+        return [source, sink, "INSERT INTO sink SELECT id, name, score FROM source"], count
+
+    def _create_sink_table(self, table: str, primary_key: bool = False) -> None:
+        key = " PRIMARY KEY" if primary_key else ""
+        for statement in (
+            f"CREATE TABLE {table} (id bigint{key}, name text, score double precision)",
+            f'GRANT ALL ON {table} TO "{USER}"',
+        ):
+            self.postgres.execute(statement, database=DATABASE)
 
     def _table_ids(self, table: str) -> tuple[int, int]:
         [(rows, distinct)] = self.postgres.execute(
