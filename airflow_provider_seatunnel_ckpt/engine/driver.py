@@ -58,7 +58,7 @@ from .split_discovery import SplitDiscovery, split_names
 from .split_enumerator import UNASSIGNED_KEY, SplitEnumerator
 from .split_plan import REF_KEY as PLAN_REF_KEY
 from .split_plan import SOURCE_KEY as PLAN_SOURCE_KEY
-from .split_plan import store_plan
+from .split_plan import prune_unreferenced_plans, store_plan
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +172,9 @@ class DriverLoop:
         self._rows_committed = 0
         #: set on the storage worker when publishing a checkpoint's output failed
         self._commit_failed: str | None = None
+        #: a retained checkpoint may still refer to an earlier attempt's split plan: retention
+        #: looks again until none does (storage worker only)
+        self._earlier_plans_referenced = True
         #: sink commit infos of the newest durable checkpoint (storage worker only)
         self._durable_infos: list[Any] = list(durable_infos or [])
         self._registered: set[int] = set()
@@ -534,7 +537,13 @@ class DriverLoop:
     def _apply_retention(self) -> None:
         try:
             self.fence.check("applying retention")  # a fenced driver deletes nothing
-            self.store.apply_retention()
+            removed = self.store.apply_retention()
+            if removed and self._earlier_plans_referenced:
+                # the claimant kept the plans the restored checkpoints refer to; once
+                # retention has removed those checkpoints, the plans go too
+                self._earlier_plans_referenced = prune_unreferenced_plans(
+                    self.store.storage, self.store.job_id, self.store.pipeline_id, self.fence.attempt
+                )
         except Exception as err:  # the next completed checkpoint's retention removes them
             log.warning("could not remove checkpoints beyond the retained ones: %s", err)
 

@@ -25,10 +25,6 @@ from .run_state import RunState
 
 log = logging.getLogger(__name__)
 
-#: heartbeat records kept: this attempt's and the one before it (a reader takes the
-#: newest attempt's, and the one before until the new driver has written its first)
-HEARTBEATS_KEPT = 2
-
 
 class LivenessDuty(RunState):
     """JobRun's heartbeat and checkpoint history."""
@@ -56,19 +52,27 @@ class LivenessDuty(RunState):
         self._prune_heartbeats()
 
     def _prune_heartbeats(self) -> None:
-        """Delete the heartbeat records of attempts older than the ``HEARTBEATS_KEPT``
-        newest: a reader takes the newest attempt's only (``heartbeat.read_newest``), so
-        they would grow by one per driver start for nothing. A driver taken over deletes
+        """Delete the heartbeat records of earlier attempts: a reader takes the newest
+        attempt's only (``heartbeat.read_newest``), so they would pile up by one per
+        driver start for nothing. Only once this attempt's own record is in storage (its
+        first beat is written before this runs; a failed one keeps the previous
+        attempt's, so a reader is never left with none). A driver taken over deletes
         nothing; a zombie still alive rewrites its own record, which the next claimant
         deletes again. Only tidiness."""
         job_id = self.request.job_id
         try:
             if self.fence.taken_over():
                 return
-            for name in self.storage.list_documents(job_id, HEARTBEAT_DIR):
-                stem = name.removesuffix(".json")
-                if stem.isdigit() and int(stem) <= self.attempt_number - HEARTBEATS_KEPT:
-                    self.storage.delete_document(job_id, heartbeat_record_path(int(stem)))
+            attempts = sorted(
+                int(stem)
+                for stem in (name.removesuffix(".json") for name in self.storage.list_documents(job_id, HEARTBEAT_DIR))
+                if stem.isdigit()
+            )
+            if self.attempt_number not in attempts:
+                attempts = attempts[:-1]  # the newest earlier one stands in for this attempt's
+            for attempt in attempts:
+                if attempt < self.attempt_number:
+                    self.storage.delete_document(job_id, heartbeat_record_path(attempt))
         except Exception as err:  # a stray heartbeat costs storage only; the next claimant retries
             log.info("could not delete the heartbeats of earlier attempts of job %s: %s", job_id, err)
 

@@ -21,8 +21,7 @@ from .split_plan import (
     newest_earlier_plan,
     plan_entries,
     plan_path,
-    prune_plans,
-    referenced_attempts,
+    prune_unreferenced_plans,
     source_fingerprint,
     store_plan,
 )
@@ -183,16 +182,7 @@ class RestoreDuty(RunState):
 
     def _prune_plans(self) -> None:
         """Remove earlier attempts' split plans that no retained checkpoint or savepoint
-        refers to (engine/split_plan.py); only the claimant does this, once per attempt,
-        after its own plan is stored (it may be a copy of the newest earlier one)."""
-        job_id = self.request.job_id
-        try:
-            manifests = [
-                self.storage.read_manifest(job_id, PIPELINE_ID, e.checkpoint_id, e.savepoint)
-                for e in self.storage.list_checkpoint_entries(job_id, PIPELINE_ID)
-                if e.completed
-            ]
-        except Exception as err:  # a leftover plan costs storage, not correctness
-            log.info("not pruning split plans of job %s: %s", job_id, err)
-            return
-        prune_plans(self.storage, job_id, referenced_attempts(manifests), self.attempt_number)
+        refers to (engine/split_plan.py); the claimant does this after its own plan is
+        stored (it may be a copy of the newest earlier one), and its driver again after
+        retention (``CheckpointDriver._apply_retention``)."""
+        prune_unreferenced_plans(self.storage, self.request.job_id, PIPELINE_ID, self.attempt_number)

@@ -5,7 +5,8 @@ A restore needs the plan its checkpoint was taken with. Each attempt keeps one d
 ``_metadata`` holds a reference to it (attempt, split count, sha256) that its checksum
 covers; manifests of earlier releases carry the plan inline. An attempt with nothing to
 restore reuses the newest earlier attempt's plan of the same source options (a digest,
-``source``); the claimant prunes plans no checkpoint refers to any more.
+``source``); the claimant prunes plans no checkpoint refers to any more, and its driver
+prunes again once retention has removed the checkpoints that still did.
 
 Why, and how the runner uses it (``JobRun.plan_splits``, engine/restore.py):
 docs/architecture.md, "Design choices where the brief left room" (state scoped to splits).
@@ -145,3 +146,19 @@ def prune_plans(storage: Any, job_id: str, keep: set[int], current_attempt: int)
                 storage.delete_document(job_id, plan_path(attempt))
             except Exception as err:
                 log.info("could not delete split plan %s of job %s: %s", plan_path(attempt), job_id, err)
+
+
+def prune_unreferenced_plans(storage: Any, job_id: str, pipeline_id: int, current_attempt: int) -> bool:
+    """Delete the earlier attempts' plans that no retained checkpoint or savepoint refers
+    to (best effort). Returns whether a retained periodic checkpoint still refers to an
+    earlier attempt's plan: retention removes that checkpoint later, and the plan can go
+    then (one a savepoint refers to stays as long as the savepoint)."""
+    try:
+        retained = [e for e in storage.list_checkpoint_entries(job_id, pipeline_id) if e.completed]
+        manifests = [storage.read_manifest(job_id, pipeline_id, e.checkpoint_id, e.savepoint) for e in retained]
+    except Exception as err:  # a leftover plan costs storage, not correctness
+        log.info("not pruning split plans of job %s: %s", job_id, err)
+        return True
+    prune_plans(storage, job_id, referenced_attempts(manifests), current_attempt)
+    periodic = referenced_attempts([m for e, m in zip(retained, manifests, strict=True) if not e.savepoint])
+    return any(attempt < current_attempt for attempt in periodic)

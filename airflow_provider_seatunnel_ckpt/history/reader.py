@@ -142,10 +142,14 @@ def read_history(storage: Any, job_id: str) -> History:
     checkpoints: list[CheckpointEntry] = []
     restores: list[RestoreEntry] = []
     skipped = 0
+    seen: set[Any] = set()
     for raw_entries in documents:
         entries, bad = _validated(raw_entries)
         skipped += bad
         for entry in entries:
+            if entry in seen:  # a fold's copy, read before the segments it took in were deleted
+                continue
+            seen.add(entry)
             (checkpoints if isinstance(entry, CheckpointEntry) else restores).append(entry)
     checkpoints.sort(key=lambda c: (c.trigger_ms, c.id), reverse=True)
     restores.sort(key=lambda r: (r.at_ms, r.attempt), reverse=True)

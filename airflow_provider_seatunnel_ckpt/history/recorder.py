@@ -8,6 +8,9 @@ thread rewrites the attempt's open segment (one document write, whatever the num
 new entries), seals it once it holds ``segment_entries`` entries or about
 ``SEGMENT_BYTES`` of JSON, and deletes the oldest segments past ``max_entries``.
 
+A sealed segment takes in the segments before it (:meth:`_fold`), and a new attempt folds
+what earlier ones left: two documents, however many driver starts (docs/history.md).
+
 A driver killed without closing the recorder loses at most the last interval's entries:
 the history is a record of what happened, not what decides anything (checkpoints and
 their ``_metadata`` are). Each attempt writes only segments named after itself, so a
@@ -34,6 +37,9 @@ SEGMENT_ENTRIES = 200
 #: compact JSON bytes that seal a segment early (wide jobs: many subtasks per entry); far
 #: below the storage's document limit, whatever the backend's formatting adds
 SEGMENT_BYTES = 256 * 1024
+#: compact JSON bytes a folded segment may hold: with the document's own formatting, well
+#: below the storage's 1 MiB document limit
+FOLD_BYTES = 640 * 1024
 
 
 class HistoryRecorder:
@@ -119,13 +125,18 @@ class HistoryRecorder:
                 return
             if self._segments is None:
                 self._segments = self._inventory()
+                if len(self._segments) > 1:  # earlier attempts' segments: one of this attempt's from now on
+                    self._fold([])
+                    self._segment += 1
             while True:
                 fits = self._entries_that_fit()
-                self._write_segment(self._open[:fits])
                 if fits == len(self._open):
+                    self._write_segment(self._open)
                     break
-                # The segment is full: sealed only now that it is written, so a failed
-                # write leaves every entry in _open for the next flush.
+                # The segment is full: sealed only now that it is written (with the
+                # segments before it), so a failed write leaves every entry in _open for
+                # the next flush.
+                self._fold(self._open[:fits])
                 del self._open[:fits]
                 self._segment += 1
             self._written = True
@@ -178,7 +189,7 @@ class HistoryRecorder:
             segments[name] = len(entries) if isinstance(entries, list) else 0
         return segments
 
-    def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> None:
+    def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> str:
         name = segment_name(self.attempt, self._segment)
         document = {
             "format": FORMAT,
@@ -189,6 +200,42 @@ class HistoryRecorder:
         self.storage.write_document(self.job_id, f"{HISTORY_DIR}/{name}", document)
         assert self._segments is not None
         self._segments[name] = len(entries)
+        return name
+
+    def _fold(self, sealed: list[tuple[dict[str, Any], int]]) -> None:
+        """Write the current segment as ``sealed`` with the entries of the stored segments
+        before it (newest first, as many whole segments as fit ``FOLD_BYTES``; the newest
+        ``max_entries`` in all), then delete the segments it took in.
+
+        Written before anything is deleted, so a reader finds each entry at least once
+        (and a reader between the two drops the copies: ``reader.read_history``). A
+        segment deleted meanwhile (a concurrent claimant's fold) adds nothing."""
+        assert self._segments is not None
+        own = segment_name(self.attempt, self._segment)
+        earlier: list[tuple[str, list[Any]]] = []
+        total = sum(size for _, size in sealed)
+        for name in reversed([n for n in self._segments if n != own]):
+            document = self.storage.read_document(self.job_id, f"{HISTORY_DIR}/{name}") or {}
+            entries = document.get("entries")
+            entries = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+            size = sum(len(json.dumps(e, separators=(",", ":"))) for e in entries)
+            if total + size > FOLD_BYTES:
+                break
+            total += size
+            earlier.insert(0, (name, entries))
+        folded, seen = [], set()
+        for entry, size in [(entry, 0) for _, entries in earlier for entry in entries] + sealed:
+            text = json.dumps(entry, sort_keys=True)  # a copy a stray segment still held
+            if text not in seen:
+                seen.add(text)
+                folded.append((entry, size))
+        self._write_segment(folded[-self.max_entries :])
+        for name, _ in earlier:
+            del self._segments[name]  # its entries are in the fold now, whether or not it goes
+            try:
+                self.storage.delete_document(self.job_id, f"{HISTORY_DIR}/{name}")
+            except Exception as err:  # a stray copy: the reader drops the duplicates, a later fold takes it
+                log.info("job %s: could not delete history segment %s: %s", self.job_id, name, err)
 
     def _prune(self) -> None:
         """Delete the oldest segments while the rest still hold ``max_entries``."""

@@ -23,8 +23,8 @@ from .world import Violation, simulate
 SEEDS = int(os.environ.get("SEATUNNEL_CKPT_SIMULATION_SEEDS", "1100"))
 ONE_SEED = os.environ.get("SEATUNNEL_CKPT_SIMULATION_SEED")
 CHUNKS = 10
-#: every mutation was found within 1,700 seeds (docs/architecture.md has the table)
-MUTATION_BUDGET = 2_500
+#: every mutation was found within 3,100 seeds (docs/architecture.md has the table)
+MUTATION_BUDGET = 3_500
 
 
 @pytest.fixture(autouse=True)

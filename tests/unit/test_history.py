@@ -192,6 +192,52 @@ def test_old_entries_roll_off_past_the_bound_across_attempts(storage: Any) -> No
     assert len(storage.list_documents(JOB, HISTORY_DIR)) <= 4
 
 
+def test_the_history_stays_in_two_documents_across_seals_and_driver_starts(storage: Any) -> None:
+    """Issue 51: storage objects stay flat across driver restarts. A sealed segment takes in
+    the ones before it, and a new attempt folds what earlier attempts left before its
+    first write: a folded segment and the open one, whatever the number of starts; the
+    newest history-size entries all kept, each once."""
+    next_id = 1
+    for attempt in range(1, 6):
+        recorder = HistoryRecorder(storage, JOB, attempt, max_entries=30, segment_entries=8)
+        for _ in range(23):  # one attempt: a few seals, its last segment left open (a kill)
+            _checkpoints(recorder, range(next_id, next_id + 1), attempt)
+            next_id += 1
+            recorder.flush()
+            assert len(storage.list_documents(JOB, HISTORY_DIR)) <= 2, storage.list_documents(JOB, HISTORY_DIR)
+    ids = [c.id for c in read_history(storage, JOB).checkpoints]
+    assert len(ids) == len(set(ids))
+    assert ids[:30] == list(range(next_id - 1, next_id - 31, -1))
+    assert len(ids) < 30 + 8
+
+
+def test_a_reader_between_a_fold_and_its_deletions_sees_each_entry_once(storage: Any) -> None:
+    recorder = HistoryRecorder(storage, JOB, 1, max_entries=100, segment_entries=4)
+    _checkpoints(recorder, range(1, 10))
+    recorder.flush()  # two sealed segments of 4 (the second took in the first) and the open one
+    assert storage.list_documents(JOB, HISTORY_DIR) == ["000001-000001.json", "000001-000002.json"]
+    folded = storage.read_document(JOB, f"{HISTORY_DIR}/000001-000001.json")
+    assert [e["id"] for e in folded["entries"]] == list(range(1, 9))
+    # the fold's deletions not made yet: the first segment is back beside its copy
+    storage.write_document(JOB, f"{HISTORY_DIR}/000001-000000.json", {"entries": folded["entries"][:4]})
+    assert [c.id for c in read_history(storage, JOB).checkpoints] == list(range(9, 0, -1))
+
+
+def test_entries_too_wide_for_one_document_stay_in_segments_of_their_own(storage: Any, monkeypatch) -> None:
+    from airflow_provider_seatunnel_ckpt.history import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "FOLD_BYTES", 3_000)  # about 10 of these entries
+    recorder = HistoryRecorder(storage, JOB, 1, max_entries=40, segment_entries=8)
+    for checkpoint_id in range(1, 61):
+        _checkpoints(recorder, range(checkpoint_id, checkpoint_id + 1))
+        recorder.flush()
+    for name in storage.list_documents(JOB, HISTORY_DIR):
+        document = storage.read_document(JOB, f"{HISTORY_DIR}/{name}")
+        assert len(json.dumps(document["entries"], separators=(",", ":"))) <= 3_000 + 8 * 300
+    ids = [c.id for c in read_history(storage, JOB).checkpoints]
+    assert ids[:40] == list(range(60, 20, -1)) and len(ids) == len(set(ids))
+
+
 def test_a_storage_outage_loses_and_repeats_nothing(storage: Any, caplog) -> None:
     counting = CountingStorage(storage)
     recorder = HistoryRecorder(counting, JOB, 1, max_entries=1000, segment_entries=4)

@@ -12,6 +12,7 @@ from airflow_provider_seatunnel_ckpt.engine.split_plan import (
     load_plan,
     plan_path,
     prune_plans,
+    prune_unreferenced_plans,
     referenced_attempts,
     store_plan,
 )
@@ -81,3 +82,33 @@ def test_pruning_keeps_referenced_and_current_attempts_plans(storage) -> None:
     # 1: nothing refers to it; 2: a retained checkpoint does; 3: the current attempt's; 4: a newer
     # attempt's (the pruner may be a driver that was taken over): never touched
     assert storage.list_documents(JOB, "plans") == ["000002.json", "000003.json", "000004.json"]
+
+
+def test_an_earlier_plan_goes_once_retention_removed_the_checkpoints_that_named_it(storage) -> None:
+    """A restored attempt's claimant keeps the plan its restored checkpoints name; its
+    driver prunes again after retention (CheckpointDriver._apply_retention) until no
+    retained periodic checkpoint names an earlier plan. A savepoint's plan stays."""
+    refs = {attempt: store_plan(storage, JOB, attempt, _plan(3)) for attempt in (1, 2, 3)}
+    retained: list[tuple[int, bool, int]] = []  # (checkpoint id, savepoint, the plan's attempt)
+
+    class Retained:
+        """The storage with its checkpoints as listed and read back (only those two calls)."""
+
+        def __getattr__(self, name):
+            return getattr(storage, name)
+
+        def list_checkpoint_entries(self, job_id, pipeline_id):
+            return [
+                type("Entry", (), {"checkpoint_id": c, "savepoint": s, "completed": True})() for c, s, _ in retained
+            ]
+
+        def read_manifest(self, job_id, pipeline_id, checkpoint_id, savepoint):
+            attempt = next(a for c, s, a in retained if (c, s) == (checkpoint_id, savepoint))
+            return type("Manifest", (), {"properties": {REF_KEY: refs[attempt]}})()
+
+    retained[:] = [(7, True, 1), (8, False, 2), (9, False, 2), (10, False, 3)]
+    assert prune_unreferenced_plans(Retained(), JOB, 1, current_attempt=3) is True
+    assert storage.list_documents(JOB, "plans") == ["000001.json", "000002.json", "000003.json"]
+    retained[:] = [(7, True, 1), (10, False, 3), (11, False, 3), (12, False, 3)]
+    assert prune_unreferenced_plans(Retained(), JOB, 1, current_attempt=3) is False
+    assert storage.list_documents(JOB, "plans") == ["000001.json", "000003.json"]
