@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import pyarrow.dataset as ds
 
-from bench.common import RESULTS_DIR, emit, machine_info, progress, summary
+from bench.common import RESULTS_DIR, emit, machine_info, progress, save_figure, summary
 from bench.peers import flink, recovery, workloads, zeta
 from bench.peers.process import PeerError, PeerRun, Started, run_logged, start_logged
 
@@ -615,6 +615,59 @@ def _targets(flat: dict[str, Any]) -> list[dict[str, Any]]:
     return targets
 
 
+def make_plot(parts: dict[str, Any]) -> list[str]:
+    """docs/img/peers.png: rows/s and peak memory per workload, and recovery, per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    throughput, recovered, others = parts.get("throughput"), parts.get("recovery"), parts.get("workloads")
+    rates: dict[str, dict[str, float | None]] = {}
+    peaks: dict[str, dict[str, float | None]] = {}
+    if throughput:
+        per_engine = throughput["per_engine"]
+        rates["FakeSource -> Sql\n-> LocalFile"] = {
+            e: (per_engine[e]["rows_per_s"] or {}).get("median") for e in ENGINES
+        }
+        peaks["FakeSource -> Sql\n-> LocalFile"] = {
+            e: (per_engine[e]["peak_rss_mib"] or {}).get("median") for e in ENGINES
+        }
+    for workload, label in (("kafka", "Kafka -> LocalFile"), ("jdbc", "Jdbc -> Jdbc")):
+        if others and workload in others["per_workload"]:
+            runs = others["per_workload"][workload]["runs"]
+            rates[label] = {e: others["summary"].get(f"peer_{workload}_rows_per_s_{e}") for e in ENGINES}
+            peaks[label] = {
+                e: statistics.median([r["peak_rss_mib"] for r in runs[e]]) if runs.get(e) else None for e in ENGINES
+            }
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [3, 3, 1.6]})
+    width = 0.8 / len(ENGINES)
+    for ax, values, ylabel, title in (
+        (axes[0], rates, "rows/s at the margin (log scale)", "throughput, 1 s checkpoints, p=2"),
+        (axes[1], peaks, "peak RSS of the process tree (MiB)", "memory of the large job"),
+    ):
+        labels = list(values)
+        for i, engine in enumerate(ENGINES):
+            heights = [values[label].get(engine) or 0 for label in labels]
+            ax.bar([k + (i - 1) * width for k in range(len(labels))], heights, width, label=engine)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, axis="y", lw=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_yscale("log")
+    if recovered:
+        figures = [recovered["per_engine"][e]["recovery_s"] for e in ENGINES]
+        medians = [f["median"] for f in figures]
+        spread = [[m - f["min"] for m, f in zip(medians, figures)], [f["max"] - m for m, f in zip(medians, figures)]]
+        axes[2].bar(ENGINES, medians, yerr=spread, capsize=4, color=["tab:blue", "tab:orange", "tab:green"])
+        axes[2].set_ylabel("seconds (median, min-max)")
+        axes[2].set_title("recovery: kill -> first new row")
+        axes[2].grid(True, axis="y", lw=0.3)
+    fig.suptitle("ours vs SeaTunnel's Zeta vs Flink on the same 2 cores (bench/peers_bench.py)")
+    return save_figure(fig, "peers.png")
+
+
 def main() -> None:
     from bench.engine_runs import bench_arguments
 
@@ -624,7 +677,7 @@ def main() -> None:
         choices=("all", *PARTS),
         default="all",
         help="throughput (the throughput, overhead and memory ratios), recovery (the recovery ratios), "
-        "workloads (Kafka and Jdbc, ours and Zeta) or all (default); with --out, a single part keeps the "
+        "workloads (Kafka and Jdbc on the three engines) or all (default); with --out, a single part keeps the "
         "other parts' figures of the result file",
     )
     parser.add_argument("--recovery", action="store_const", const="recovery", dest="part", help="--part recovery")
@@ -634,7 +687,15 @@ def main() -> None:
     parser.add_argument(
         "--workload-rows", type=int, help="workloads: rows of the large Kafka and Jdbc jobs (default 1,000,000)"
     )
+    parser.add_argument(
+        "--plot-only", action="store_true", help="redraw docs/img/peers.png from bench/results/peers.json, run nothing"
+    )
     args = parser.parse_args()
+    if args.plot_only:
+        saved = json.loads((RESULTS_DIR / f"{NAME}.json").read_text())
+        saved["plots"] = make_plot(saved["parts"])
+        (RESULTS_DIR / f"{NAME}.json").write_text(json.dumps(saved, indent=2) + "\n")
+        return
     rows = args.rows or (200_000 if args.quick else 4_000_000)
     repeat = args.repeat or (1 if args.quick else 3)
     splits = args.splits or (30 if args.quick else 60)
@@ -686,6 +747,7 @@ def main() -> None:
             "table": _table(parts),
             "targets": _targets(flat),
             "notes": NOTES,
+            "plots": make_plot(parts) if args.out else [],
             "parts": parts,
             "summary": flat,
             **flat,
