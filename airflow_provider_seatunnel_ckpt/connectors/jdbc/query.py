@@ -1,6 +1,7 @@
 """SeaTunnel's hand-written sink ``query``: an ``INSERT`` whose ``?`` placeholders take each
 row's fields in order (its ``generate_sink_sql: false`` mode). The writer runs it for every
-row inside the epoch's transaction; here the statement is read: its placeholders become
+row inside the epoch's transaction (a plain one's rows it appends with COPY instead:
+``plain_insert_columns``); here the statement is read: its placeholders become
 PostgreSQL's numbered ones, and its target table is found for the commit log and for a
 restore's delete of newer epochs (rows found by the transaction's ``xmin``)."""
 
@@ -77,6 +78,31 @@ def numbered(query: str, placeholder: Callable[[int], str] = lambda k: f"${k}") 
             out.append(c)
             i += 1
     return "".join(out), count
+
+
+_IDENT = r'(?:"(?:[^"]|"")+"|[A-Za-z_][\w$]*)'
+#: an INSERT whose VALUES are its placeholders and nothing else, one per listed column
+_PLAIN_INSERT = re.compile(
+    rf"^\s*INSERT\s+INTO\s+{_IDENT}(?:\s*\.\s*{_IDENT})?\s*"
+    rf"\(\s*(?P<columns>{_IDENT}(?:\s*,\s*{_IDENT})*)\s*\)\s*"
+    r"VALUES\s*\(\s*(?P<values>\?(?:\s*,\s*\?)*)\s*\)\s*;?\s*$",
+    re.IGNORECASE,
+)
+
+
+def plain_insert_columns(query: str) -> list[str] | None:
+    """The columns of ``INSERT INTO t (a, b) VALUES (?, ?)``: a query that only appends each
+    row's fields, in order, to the columns it lists, which COPY does too (one round trip
+    per batch instead of one per row). As PostgreSQL names them: unquoted names folded to
+    lower case, quoted ones as written. None for any other query (expressions, ``ON
+    CONFLICT``, ``RETURNING``, comments, no column list)."""
+    match = _PLAIN_INSERT.match(query)
+    if match is None:
+        return None
+    columns = re.findall(_IDENT, match.group("columns"))
+    if len(columns) != match.group("values").count("?"):
+        return None
+    return [c[1:-1].replace('""', '"') if c.startswith('"') else c.lower() for c in columns]
 
 
 def insert_target(query: str) -> str:

@@ -90,6 +90,9 @@ class JdbcSink(Sink):
         self.written_query = ""  #: as the job file has it (``?`` placeholders)
         self.query_parameters = 0
         self._parameter_types: list[str] | None = None  #: the query's, as PostgreSQL infers them
+        #: the columns a plain ``INSERT ... VALUES (?, ...)`` lists, when COPY may append its
+        #: rows instead (set by preflight: :meth:`_copyable_columns`)
+        self.copy_columns: list[str] | None = None
         #: which fields are strings -> the typed query for them (query.typed), made once
         self._typed: dict[tuple[bool, ...], tuple[str, list[int]]] = {}
         _rule_query_or_generated_sql(opts)
@@ -227,6 +230,28 @@ class JdbcSink(Sink):
                 raise
             raise ConfigError("query", f"PostgreSQL refuses it: {client.reason(err, self.target)}") from None
         client.execute(connection, "DEALLOCATE seatunnel_ckpt_query_check")
+        self.copy_columns = self._copyable_columns(connection)
+
+    def _copyable_columns(self, connection: Any) -> list[str] | None:
+        """The columns of a query that only appends each row's fields to the columns it
+        lists (query.plain_insert_columns), when COPY into them does exactly what the
+        INSERT would: into a table (not a view), with no rule (COPY applies none) and no
+        statement-level INSERT trigger (COPY fires one per batch, the INSERT one per row).
+        Row triggers, defaults, constraints and the transaction are the same either way.
+        Why: the INSERT runs once per row, a server round trip each; COPY sends a batch in
+        one (docs/jdbc.md, "A hand-written query")."""
+        columns = query.plain_insert_columns(self.written_query)
+        if columns is None:
+            return None
+        [(relkind, rules, statement_triggers)] = client.query(
+            connection,
+            "SELECT c.relkind::text,"
+            " EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.rulename <> '_RETURN'),"
+            " EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal"
+            " AND (t.tgtype & 1) = 0 AND (t.tgtype & 4) <> 0)"
+            f" FROM pg_class c WHERE c.oid = {client.quote_literal(self.table)}::regclass",
+        )
+        return columns if relkind in ("r", "p") and not rules and not statement_triggers else None
 
     def typed_query(self, connection: Any, schema: pa.Schema) -> tuple[str, list[int]]:
         """The hand-written query as rows of ``schema`` are bound to it (query.typed):
@@ -548,6 +573,8 @@ class JdbcSinkWriter(SinkWriter):
         #: the driver's run attempt, part of every gid (set on the sink by the engine)
         self.run_attempt = sink.run_attempt
         self._connection: Any = None
+        #: the table's columns (COPY's conversions), read at the first batch COPY appends
+        self._columns: dict[str, pa.Field] | None = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered = 0
         self.rows = 0
@@ -587,6 +614,7 @@ class JdbcSinkWriter(SinkWriter):
 
     def _cast(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` (without kinds) in the table's column types, its own columns in its order."""
+        assert self._columns is not None  # read by _begin, or by _as_copy for a hand-written query
         arrays, fields = [], []
         for name, column in zip(batch.schema.names, batch.columns):
             target = self._columns.get(name)
@@ -667,10 +695,15 @@ class JdbcSinkWriter(SinkWriter):
 
     def _insert(self, batches: list[pa.RecordBatch]) -> None:
         """The hand-written query, once per row, each row's fields bound to its placeholders
-        (the batch is sent as the statement's parameters: one round trip per batch)."""
+        (the batch is sent as the statement's parameters, each row executed in turn), or,
+        for a plain INSERT that COPY can stand in for, the batch appended with COPY."""
         for batch in batches:
             if has_kinds(batch.schema):
                 self.sink.accepts_change_rows()  # raises: checked before Spark starts when the schema is known
+            copied = self._as_copy(batch)
+            if copied is not None:
+                self._append([copied])
+                continue
             sql, as_text = self.sink.typed_query(self._connection, batch.schema)
             if as_text:
                 columns = list(batch.columns)
@@ -681,6 +714,26 @@ class JdbcSinkWriter(SinkWriter):
                 cursor.executemany(sql, batch)
             self.appended += batch.num_rows
             self.rows += batch.num_rows
+
+    def _as_copy(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        """``batch`` with the plain INSERT's column names, its fields in order, if COPY can
+        append it as the INSERT would (:meth:`JdbcSink._copyable_columns`). Not a batch
+        with a text field for a column of another type: the INSERT has PostgreSQL parse the
+        text, which COPY's conversion in Arrow does not match in every case."""
+        names = self.sink.copy_columns
+        if names is None or batch.num_columns != len(names):
+            return None
+        renamed = batch.rename_columns(names)
+        if self._columns is None:
+            self._columns = self.sink.columns(self._connection, renamed.schema)
+        for field in renamed.schema:
+            target = self._columns.get(field.name)
+            if target is None:
+                return None
+            text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+            if text and not pa.types.is_string(target.type) and (target.metadata or {}).get(_SENT_KEY) is None:
+                return None
+        return renamed
 
     def _write_changes(self, batches: list[pa.RecordBatch]) -> None:
         """Change rows (plain rows as inserts) into the stage, each with its place and kind."""

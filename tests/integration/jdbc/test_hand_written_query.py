@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_seatunnel_ckpt.connectors import load_sink
+from airflow_provider_seatunnel_ckpt.connectors.jdbc.sink import JdbcSinkWriter
 from airflow_provider_seatunnel_ckpt.engine.routing import preflight
 from airflow_provider_seatunnel_ckpt.errors import ConfigError
 from tests.support.workspace import Workspace
@@ -25,7 +26,7 @@ QUERY = "INSERT INTO public.hand_written (id, note) VALUES (?, 'n' || ?)"
 
 
 def _sink(db: Database, **options: Any) -> Any:
-    sink = load_sink({"plugin_name": "Jdbc", **db.options(query=QUERY, **options)}, "sink[0]")
+    sink = load_sink({"plugin_name": "Jdbc", **db.options(query=QUERY), **options}, "sink[0]")
     preflight(sink)
     sink.run_attempt = 0
     return sink
@@ -52,6 +53,79 @@ def test_the_query_writes_each_epoch_once_through_commit_replay_and_restore(db: 
     committer.rollback(1)  # restoring checkpoint 1: epoch 2's rows go, from the INSERT's table
     assert db.ids("hand_written") == (100, 100, 0, 99)
     assert prepared_gids(db) == []
+
+
+PLAIN = "insert into public.hand_written (ID, note, tag) values (?, ?, ?)"
+
+
+def _plain_epoch(sink: Any, subtask: int, checkpoint_id: int, ids: range) -> Any:
+    writer = sink.create_writer("hand-written", subtask, 0)
+    writer.open(checkpoint_id - 1)
+    batch = {
+        "a": pa.array(ids, pa.int32()),  # the INSERT's fields go by place, whatever their names
+        "b": pa.array([f"n{i}" for i in ids]),
+        "c": pa.array([f"00000000-0000-0000-0000-{i:012d}" for i in ids]),
+    }
+    writer.write(pa.record_batch(batch))
+    return writer.prepare_commit(checkpoint_id)
+
+
+def test_a_plain_insert_is_appended_with_copy_exactly_once(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``INSERT INTO t (a, b) VALUES (?, ?)`` only appends each row's fields: COPY does the
+    same in one round trip per batch (the INSERT: one per row). The same rows, the same
+    two-phase commit, the same restore."""
+    db.sql("CREATE TABLE hand_written (id bigint, note text, tag uuid, made timestamptz DEFAULT now())")
+    db.sql(
+        "CREATE FUNCTION shout() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN NEW.note := upper(NEW.note); RETURN NEW; END $$"
+    )
+    db.sql("CREATE TRIGGER shout BEFORE INSERT ON hand_written FOR EACH ROW EXECUTE FUNCTION shout()")
+    sink = _sink(db, query=PLAIN)
+    assert sink.copy_columns == ["id", "note", "tag"]
+    appended: list[int] = []
+    append = JdbcSinkWriter._append
+    monkeypatch.setattr(JdbcSinkWriter, "_append", lambda self, b: appended.append(len(b)) or append(self, b))
+    infos = [_plain_epoch(sink, 0, 1, range(0, 500)), _plain_epoch(sink, 1, 1, range(500, 1000))]
+    assert appended == [1, 1]  # each batch went in with COPY, not the INSERT row by row
+    assert db.ids("hand_written")[0] == 0  # prepared, not visible
+    committer = sink.create_committer("hand-written")
+    committer.commit(infos)
+    committer.commit(infos)  # replayed: nothing more
+    assert db.ids("hand_written") == (1000, 1000, 0, 999)
+    # what the INSERT would have written: a row trigger ran, the default filled, text into uuid
+    assert db.sql("SELECT note, tag::text, made IS NOT NULL FROM hand_written WHERE id = 7") == [
+        ("N7", "00000000-0000-0000-0000-000000000007", True)
+    ]
+    committer.commit([_plain_epoch(sink, 0, 2, range(1000, 1100))])
+    committer.rollback(1)
+    assert db.ids("hand_written") == (1000, 1000, 0, 999)
+    assert prepared_gids(db) == []
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "CREATE RULE keep AS ON INSERT TO hand_written DO ALSO INSERT INTO audit VALUES (NEW.id)",
+        "CREATE TRIGGER once AFTER INSERT ON hand_written FOR EACH STATEMENT EXECUTE FUNCTION nothing()",
+    ],
+    ids=["a rule", "a statement trigger"],
+)
+def test_a_plain_insert_runs_as_written_where_copy_would_differ(db: Database, setup: str) -> None:
+    """COPY applies no rule and fires a statement trigger once per batch: on such a table
+    the INSERT runs row by row, as written."""
+    db.sql("CREATE TABLE hand_written (id bigint, note text, tag uuid)")
+    db.sql("CREATE TABLE audit (id bigint)")
+    db.sql(
+        "CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN INSERT INTO audit VALUES (-1); RETURN NULL; END $$"
+    )
+    db.sql(setup)
+    sink = _sink(db, query=PLAIN)
+    assert sink.copy_columns is None
+    sink.create_committer("hand-written").commit([_plain_epoch(sink, 0, 1, range(0, 20))])
+    assert db.ids("hand_written") == (20, 20, 0, 19)
+    # the rule ran for each row, the statement trigger once per INSERT: one per row
+    assert db.sql("SELECT count(*) FROM audit")[0][0] == 20
 
 
 def test_a_query_postgres_refuses_is_one_line_before_spark_starts(db: Database) -> None:

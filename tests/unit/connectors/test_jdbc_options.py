@@ -216,6 +216,25 @@ def test_a_hand_written_querys_placeholders_get_casts_where_fields_go_as_text() 
     assert query.typed("INSERT INTO t VALUES (?)", ["integer"], [False]) == ("INSERT INTO t VALUES ($1)", [])
 
 
+def test_a_plain_insert_names_the_columns_copy_appends_to() -> None:
+    """An INSERT that only places each row's fields, in order, into the columns it lists
+    can be appended with COPY; any other shape runs as written."""
+    from airflow_provider_seatunnel_ckpt.connectors.jdbc.query import plain_insert_columns
+
+    assert plain_insert_columns("insert into sink_1 (id, name, score) values (?, ?, ?)") == ["id", "name", "score"]
+    assert plain_insert_columns('INSERT INTO s.t(ID,"My ""Col""") VALUES(?,?);') == ["id", 'My "Col"']
+    for written in (
+        "INSERT INTO t (id, note) VALUES (?, 'n' || ?)",  # an expression
+        "INSERT INTO t VALUES (?, ?)",  # no column list: the table's order
+        "INSERT INTO t (a) VALUES (?) ON CONFLICT DO NOTHING",
+        "INSERT INTO t (a) VALUES (?) RETURNING a",
+        "INSERT INTO t (a, b) VALUES (?)",  # a column without its field
+        "INSERT INTO t (a) VALUES (?), (?)",
+        "INSERT INTO t (a) VALUES (?) -- why?",
+    ):
+        assert plain_insert_columns(written) is None, written
+
+
 def test_seatunnels_other_jdbc_options_are_accepted_with_their_meaning(caplog: pytest.LogCaptureFixture) -> None:
     base = {"plugin_name": "Jdbc", "url": "jdbc:postgresql://h/d?ApplicationName=url", "table": "t"}
     sink = load_sink({**base, "max_commit_attempts": 3, "use_copy_statement": True})
