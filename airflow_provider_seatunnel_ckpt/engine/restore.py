@@ -184,5 +184,5 @@ class RestoreDuty(RunState):
         """Remove earlier attempts' split plans that no retained checkpoint or savepoint
         refers to (engine/split_plan.py); the claimant does this after its own plan is
         stored (it may be a copy of the newest earlier one), and its driver again after
-        retention (``CheckpointDriver._apply_retention``)."""
+        retention (``DriverLoop._apply_retention``)."""
         prune_unreferenced_plans(self.storage, self.request.job_id, PIPELINE_ID, self.attempt_number)

@@ -189,7 +189,7 @@ class HistoryRecorder:
             segments[name] = len(entries) if isinstance(entries, list) else 0
         return segments
 
-    def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> str:
+    def _write_segment(self, entries: list[tuple[dict[str, Any], int]]) -> None:
         name = segment_name(self.attempt, self._segment)
         document = {
             "format": FORMAT,
@@ -200,7 +200,6 @@ class HistoryRecorder:
         self.storage.write_document(self.job_id, f"{HISTORY_DIR}/{name}", document)
         assert self._segments is not None
         self._segments[name] = len(entries)
-        return name
 
     def _fold(self, sealed: list[tuple[dict[str, Any], int]]) -> None:
         """Write the current segment as ``sealed`` with the entries of the stored segments
