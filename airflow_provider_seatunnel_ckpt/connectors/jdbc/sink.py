@@ -91,8 +91,10 @@ class JdbcSink(Sink):
         self.query_parameters = 0
         self._parameter_types: list[str] | None = None  #: the query's, as PostgreSQL infers them
         #: the columns a plain ``INSERT ... VALUES (?, ...)`` lists, when COPY may append its
-        #: rows instead (set by preflight: :meth:`_copyable_columns`)
+        #: rows instead (:meth:`copyable`: asked by preflight, or by the first writer of a
+        #: sink that a worker loaded from the job)
         self.copy_columns: list[str] | None = None
+        self._copy_checked = False
         #: which fields are strings -> the typed query for them (query.typed), made once
         self._typed: dict[tuple[bool, ...], tuple[str, list[int]]] = {}
         _rule_query_or_generated_sql(opts)
@@ -230,7 +232,17 @@ class JdbcSink(Sink):
                 raise
             raise ConfigError("query", f"PostgreSQL refuses it: {client.reason(err, self.target)}") from None
         client.execute(connection, "DEALLOCATE seatunnel_ckpt_query_check")
-        self.copy_columns = self._copyable_columns(connection)
+        self.copyable(connection)
+
+    def copyable(self, connection: Any) -> list[str] | None:
+        """:meth:`_copyable_columns`, asked once per sink instance."""
+        with self._lock:
+            if self._copy_checked:
+                return self.copy_columns
+        columns = self._copyable_columns(connection)
+        with self._lock:
+            self.copy_columns, self._copy_checked = columns, True
+        return columns
 
     def _copyable_columns(self, connection: Any) -> list[str] | None:
         """The columns of a query that only appends each row's fields to the columns it
@@ -720,7 +732,7 @@ class JdbcSinkWriter(SinkWriter):
         append it as the INSERT would (:meth:`JdbcSink._copyable_columns`). Not a batch
         with a text field for a column of another type: the INSERT has PostgreSQL parse the
         text, which COPY's conversion in Arrow does not match in every case."""
-        names = self.sink.copy_columns
+        names = self.sink.copyable(self._connection)
         if names is None or batch.num_columns != len(names):
             return None
         renamed = batch.rename_columns(names)

@@ -100,6 +100,12 @@ def test_a_plain_insert_is_appended_with_copy_exactly_once(db: Database, monkeyp
     committer.rollback(1)
     assert db.ids("hand_written") == (1000, 1000, 0, 999)
     assert prepared_gids(db) == []
+    # a worker's sink, loaded from the job and never preflighted, asks at its first batch
+    loaded = load_sink({"plugin_name": "Jdbc", **db.options(query=PLAIN)}, "sink[0]")
+    loaded.run_attempt = 0
+    committer.commit([_plain_epoch(loaded, 1, 2, range(1000, 1100))])
+    assert appended == [1, 1, 1, 1] and loaded.copy_columns == ["id", "note", "tag"]
+    assert db.ids("hand_written") == (1100, 1100, 0, 1099)
 
 
 @pytest.mark.parametrize(
