@@ -132,16 +132,21 @@ class RecordDecoder:
     def _parse(self, values: Sequence[bytes | None]) -> pa.RecordBatch:
         if not values:
             return empty_batch(self.schema)
-        for index, value in enumerate(values):
-            if value is None:
-                raise DecodeError(index, "the record has no value (a tombstone)")
-            if b"\n" in value or b"\r" in value:
-                raise DecodeError(index, "the value holds a line break")
+        # Checked on the joined values, in C (a loop over the records was an eighth of a
+        # worker's time reading JSON from Kafka); the loop only names the record at fault.
+        joined = None if None in values else b"\n".join(values)
+        if joined is None or joined.count(b"\n") != len(values) - 1 or b"\r" in joined:
+            for index, value in enumerate(values):
+                if value is None:
+                    raise DecodeError(index, "the record has no value (a tombstone)")
+                if b"\n" in value or b"\r" in value:
+                    raise DecodeError(index, "the value holds a line break")
         if self.format == "text" and self.schema is TEXT_SCHEMA:
             return pa.RecordBatch.from_arrays(
                 [pa.array([v.decode("utf-8", "replace") for v in values], pa.string())], schema=TEXT_SCHEMA
             )
-        buffer = b"\n".join(values) + b"\n"
+        assert joined is not None  # a tombstone raised above
+        buffer = joined + b"\n"
         try:
             if self.format == "json":
                 mapped = {f.name for f in self._map_fields}

@@ -85,3 +85,26 @@ def test_the_collector_is_paused_only_inside_a_poll_and_restored_as_it_was() -> 
         assert not gc.isenabled()  # someone else's choice stays
     finally:
         gc.enable()
+
+
+class RawMessage(Message):
+    def __init__(self, value: bytes | None):
+        self._value = value  # type: ignore[assignment]
+
+
+def test_tombstones_and_line_breaks_are_decode_errors_naming_the_record() -> None:
+    """The poll's values are checked joined (in C); the record at fault is still named."""
+    schema = parse_schema({"fields": {"id": "bigint"}})
+    poll = [b'{"id": 1}', b'{"id":\n 2}', None, b'{"id": 4}', b'{"id": 5}\r', b'{"id": 6}']
+    decoder = RecordDecoder("json", schema, ",", skip_errors=False)
+    with pytest.raises(DecodeError) as err:
+        decoder.decode([RawMessage(v) for v in poll])
+    assert (err.value.index, err.value.problem) == (1, "the value holds a line break")
+    with pytest.raises(DecodeError) as err:
+        decoder._parse([b'{"id": 1}', None])
+    assert (err.value.index, err.value.problem) == (1, "the record has no value (a tombstone)")
+    skipping = RecordDecoder("json", schema, ",", skip_errors=True)
+    decoded = skipping.decode([RawMessage(v) for v in poll])
+    assert decoded.skipped == [1, 2, 4] and decoded.batch.column("id").to_pylist() == [1, 4, 6]
+    clean = decoder.decode([RawMessage(b'{"id": %d}' % i) for i in range(1000)])
+    assert clean.skipped == [] and clean.batch.column("id").to_pylist() == list(range(1000))
