@@ -506,20 +506,21 @@ def _run_workload(engine: str, systems: workloads.Systems, workload: str, rows: 
     """One run of a workload's job on one engine, its output counted (a loss or a
     duplicate fails the benchmark)."""
     work.mkdir(parents=True)
+    run: Any
     if engine == "flink":
         statements, count = systems.flink_pipeline(workload, rows, work)
         run = flink.run_pipeline(statements, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run", timeout_s=1800)
-        exit_code, wall_s, timed_out, log, peak = run.exit_code, run.wall_s, run.timed_out, run.log, run.peak_rss_mib
-    elif engine == "ours":
-        job, count = systems.job(workload, rows, work)
-        command, env = _our_launch(job, work, INTERVAL_MS)
-        finished = run_logged(command, cwd=work, env=env, log=work / "ours.log", timeout_s=1800)
-        exit_code, wall_s, timed_out, log = finished.exit_code, finished.wall_s, finished.timed_out, work / "ours.log"
-        peak = finished.peak_rss_mib
+        log = run.log
     else:
         job, count = systems.job(workload, rows, work)
-        run = zeta.run_job(job, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run", timeout_s=1800)
-        exit_code, wall_s, timed_out, log, peak = run.exit_code, run.wall_s, run.timed_out, run.log, run.peak_rss_mib
+        if engine == "ours":
+            command, env = _our_launch(job, work, INTERVAL_MS)
+            log = work / "ours.log"
+            run = run_logged(command, cwd=work, env=env, log=log, timeout_s=1800)
+        else:
+            run = zeta.run_job(job, checkpoint_interval_ms=INTERVAL_MS, work_dir=work / "run", timeout_s=1800)
+            log = run.log
+    exit_code, wall_s, timed_out, peak = run.exit_code, run.wall_s, run.timed_out, run.peak_rss_mib
     if exit_code != 0 or timed_out:
         tail = log.read_text(errors="replace")[-3000:]
         raise RuntimeError(f"{workload} {engine}: exit {exit_code}, timed out {timed_out}; log ends:\n{tail}")
