@@ -2,12 +2,13 @@
 
 Runs inside a long-running Spark task, on three kinds of threads: the processing thread
 (the Spark task's own: reads, transforms and writes Arrow batches, and between two
-batches checks a flag for a barrier; the batches are sized by time, engine/batch_sizer.py,
-so a barrier waits about one target time for the batch in flight), the control channel's reader thread (records
-coordinator messages) and one async thread that finishes each barrier in order (stages
-the epoch's sink output, encodes and uploads the snapshot, then ACKs or declines). At a
-barrier the processing thread only takes the synchronous snapshot and a fresh sink
-writer. The sink writer only prepares; the driver commits once the checkpoint is durable.
+batches checks a flag for a barrier), the control channel's reader thread (records
+coordinator messages, and takes a barrier itself while the processing thread is inside a
+read or the transforms: the cut then goes before that batch, see
+``_take_barriers_in_flight``) and one async thread that finishes each barrier in order
+(stages the epoch's sink output, encodes and uploads the snapshot, then ACKs or
+declines). Taking a barrier is only the synchronous snapshot and a fresh sink writer.
+The sink writer only prepares; the driver commits once the checkpoint is durable.
 
 The protocol and the threads: docs/architecture.md, "The protocol".
 """
@@ -120,6 +121,14 @@ class SubtaskRuntime:
         self._lock = threading.Lock()
         self._barriers: deque[TriggerBarrier] = deque()
         self._barrier_pending = False  # read on the hot path without a lock (GIL-atomic)
+        #: held while the channel's thread takes barriers in flight, and to open or close
+        #: the window in which it may (``_in_flight``: the processing thread is inside a
+        #: read or the transforms, and has touched no split state or sink of that batch)
+        self._cut = threading.Lock()
+        self._in_flight = False
+        #: barriers may be taken in flight: no transform of the job keeps state (a
+        #: stateful one changes its split's state while the batch is transformed)
+        self._cuts_in_flight = False
         self._restore: RestoreState | None = None
         self._restore_event = threading.Event()
         self._wake = threading.Event()
@@ -176,6 +185,7 @@ class SubtaskRuntime:
                 self._assigned_at_barrier[message.checkpoint_id] = self._assigned_seen
             self._barrier_pending = True
             self._barrier_interrupt.set()  # a reader pausing for its pace returns now
+            self._take_barriers_in_flight()
         elif isinstance(message, RestoreState):
             with self._lock:  # what was dealt before belongs to the state this restore replaces
                 self._assigned, self._no_more = [], False
@@ -338,6 +348,7 @@ class SubtaskRuntime:
         transforms = load_transforms(self.spec.transforms)
         sinks = load_sinks(self.spec, sources)
         self._router = Router(self.spec.graph, transforms, sinks, sources)
+        self._cuts_in_flight = not any(transform.stateful for transform in transforms)
         self._sink: Sink | None = one_sink(sinks)
         self._grouped = isinstance(self._sink, SinkGroup)
         self._sink.run_attempt = self.ctx.run_attempt
@@ -547,15 +558,15 @@ class SubtaskRuntime:
         if self._finish_id is not None:  # stop-with-savepoint: later rows are not covered
             return _STOPPED
         started = self._clock()
-        batch = reader.read_batch()
-        self._has_read = True
+        batch, routed = self._read_and_route(reader, state, origin)
         if batch is None:
             return _SPLIT_ENDED
         if batch.num_rows == 0:  # nothing yet (an unbounded split, a paused reader)
             state.position = reader.position()
             return _READ
-        operators = state.operators
-        for sink, out in self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {})):
+        # A barrier taken while the batch was read or transformed swapped the writer: the
+        # batch goes to the epoch after it, and its position is recorded only now
+        for sink, out in routed:
             if self._grouped:
                 self._writer.write_to(sink, out)
             else:
@@ -565,6 +576,27 @@ class SubtaskRuntime:
         if self._sizer.enabled:
             self._context.row_limit = self._sizer.record(batch.num_rows, self._clock() - started)
         return _READ
+
+    def _read_and_route(self, reader: Any, state: SplitState, origin: int) -> tuple[Any, list[tuple[int, Any]]]:
+        """Read one batch and take it through the transforms: (the batch, (sink index,
+        rows) for every sink it reaches). Nothing here touches a split's state or a sink, so
+        the channel's thread may take a barrier meanwhile (``_take_barriers_in_flight``);
+        not in the attempt's first read (a checkpoint then would hold no row of it)."""
+        in_flight = self._cuts_in_flight and self._has_read
+        if in_flight:
+            with self._cut:
+                self._in_flight = True
+        try:
+            batch = reader.read_batch()
+            self._has_read = True
+            if batch is None or batch.num_rows == 0:
+                return batch, []
+            operators = state.operators
+            return batch, self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {}))
+        finally:
+            if in_flight:
+                with self._cut:  # waits for a take in progress: its writer is the one to write to
+                    self._in_flight = False
 
     def _tell_source_completed(self) -> None:
         """Hand the source the split positions of the newest completed checkpoint (Kafka
@@ -586,6 +618,29 @@ class SubtaskRuntime:
             raise SubtaskRestart()
 
     # ---- barriers -------------------------------------------------------------------------
+    def _take_barriers_in_flight(self) -> None:
+        """Take the waiting barriers now, on the channel's thread, if the processing thread
+        is inside a read or the transforms (``_read_and_route``); else it takes them before
+        its next batch.
+
+        A barrier used to wait for the batch in flight: its read, its transforms and its
+        writes, 24 ms alone and about 200 ms on an eighth of a core (eight jobs on two
+        cores), nine tenths of it in the transforms. Taken in flight, the cut goes before
+        that batch, which is consistent: none of its rows has reached a sink (they go to
+        the next epoch's writer) and its split's position and state are those before its
+        read (recorded once it is written), so a restore from this checkpoint reads the
+        batch again. A barrier that comes while a batch is written still waits for that
+        write. A failure here (the new writer's ``open``) fails the task at the
+        processing thread's next check."""
+        with self._cut:
+            if not self._in_flight:
+                return
+            try:
+                self._take_barriers()
+            except BaseException as err:
+                log.exception("subtask %d: taking a barrier failed", self.subtask)
+                self._fatal = err
+
     def _take_barriers(self) -> None:
         with self._lock:
             if self._restart:
