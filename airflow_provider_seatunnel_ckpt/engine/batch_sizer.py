@@ -1,7 +1,8 @@
 """Batches sized by time: how many rows a subtask asks its readers for next.
 
-A barrier is taken between two batches (engine/subtask.py), so it waits for the batch in
-flight, which takes as long as the CPU the subtask gets allows. The sizer measures each
+A barrier is taken between two batches, or while a batch is read or transformed (the cut
+then goes before it: engine/subtask.py), so it waits for the write of the batch in flight,
+which takes as long as the CPU the subtask gets allows. The sizer measures each
 batch's wall time and sets the most rows the next one may have, so that one batch takes
 about ``target_s``: fewer rows while the CPU is shared, the configured size again once it
 is free. The limit reaches the readers through ``ReaderContext.row_limit``; batch ends

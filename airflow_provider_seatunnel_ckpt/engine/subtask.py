@@ -564,15 +564,7 @@ class SubtaskRuntime:
         if batch.num_rows == 0:  # nothing yet (an unbounded split, a paused reader)
             state.position = reader.position()
             return _READ
-        # A barrier taken while the batch was read or transformed swapped the writer: the
-        # batch goes to the epoch after it, and its position is recorded only now
-        for sink, out in routed:
-            if self._grouped:
-                self._writer.write_to(sink, out)
-            else:
-                self._writer.write(out)
-            self._rows_since_barrier += out.num_rows
-        state.position = reader.position()
+        self._write_batch(routed, state, reader.position())
         if self._sizer.enabled:
             self._context.row_limit = self._sizer.record(batch.num_rows, self._clock() - started)
         return _READ
@@ -582,10 +574,7 @@ class SubtaskRuntime:
         rows) for every sink it reaches). Nothing here touches a split's state or a sink, so
         the channel's thread may take a barrier meanwhile (``_take_barriers_in_flight``);
         not in the attempt's first read (a checkpoint then would hold no row of it)."""
-        in_flight = self._cuts_in_flight and self._has_read
-        if in_flight:
-            with self._cut:
-                self._in_flight = True
+        in_flight = self._open_window()
         try:
             batch = reader.read_batch()
             self._has_read = True
@@ -595,8 +584,36 @@ class SubtaskRuntime:
             return batch, self._router.route(batch, origin, lambda index: operators.setdefault(str(index), {}))
         finally:
             if in_flight:
-                with self._cut:  # waits for a take in progress: its writer is the one to write to
-                    self._in_flight = False
+                self._close_window()
+
+    def _open_window(self) -> bool:
+        """The processing thread starts a read: open the window in which the channel's
+        thread may take a barrier, unless barriers cannot be taken in flight (a stateful
+        transform, the attempt's first read). True if it was opened."""
+        if not (self._cuts_in_flight and self._has_read):
+            return False
+        with self._cut:
+            self._in_flight = True
+        return True
+
+    def _close_window(self) -> None:
+        """The batch is transformed: close the window before its first write. Waits for a
+        take in progress, whose new writer is the one the batch goes to."""
+        with self._cut:
+            self._in_flight = False
+
+    def _write_batch(self, routed: Sequence[tuple[int, Any]], state: SplitState, position: Any) -> None:
+        """Write a transformed batch to the sinks it reaches, then record its split's new
+        position. A barrier taken while it was read or transformed swapped the writer: the
+        batch goes to the epoch after that cut, and the cut's state has the position
+        before it."""
+        for sink, out in routed:
+            if self._grouped:
+                self._writer.write_to(sink, out)
+            else:
+                self._writer.write(out)
+            self._rows_since_barrier += out.num_rows
+        state.position = position
 
     def _tell_source_completed(self) -> None:
         """Hand the source the split positions of the newest completed checkpoint (Kafka

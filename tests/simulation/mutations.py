@@ -314,6 +314,32 @@ def _dealt_before_the_first_barrier_counts_as_checkpointed() -> contextlib.Abstr
     return mock.patch.object(SplitEnumerator, "__init__", init)
 
 
+@contextlib.contextmanager
+def _in_flight_batch_written_before_its_cut() -> Iterator[None]:
+    # the writer looked up when the batch is read, not when it is written: a barrier taken
+    # in flight puts the cut before the batch, yet the batch goes to the epoch before it
+    # (committed with a checkpoint whose positions read it again)
+    real_open, real_write = SubtaskRuntime._open_window, SubtaskRuntime._write_batch
+
+    def open_window(self: SubtaskRuntime) -> bool:
+        self._writer_at_read = self._writer  # type: ignore[attr-defined]
+        return real_open(self)
+
+    def write_batch(self: SubtaskRuntime, routed: Any, state: Any, position: Any) -> None:
+        current = self._writer
+        self._writer = getattr(self, "_writer_at_read", current)
+        try:
+            real_write(self, routed, state, position)
+        finally:
+            self._writer = current
+
+    with (
+        mock.patch.object(SubtaskRuntime, "_open_window", open_window),
+        mock.patch.object(SubtaskRuntime, "_write_batch", write_batch),
+    ):
+        yield
+
+
 MUTATIONS = (
     Mutation("zombie-deletes-aborted-checkpoint", "1", _zombie_deletes),
     Mutation("state-file-names-without-run", "1", _state_names_without_run),
@@ -346,6 +372,7 @@ MUTATIONS = (
         "51.1 (found by the simulation)",
         _dealt_before_the_first_barrier_counts_as_checkpointed,
     ),
+    Mutation("in-flight-batch-written-before-its-cut", "51.4", _in_flight_batch_written_before_its_cut),
 )
 
 

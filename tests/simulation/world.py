@@ -19,7 +19,9 @@ resumes) or taken over while they still run (zombies), also while Spark starts (
 the claim and the split plan); savepoints requested; reruns that restore an older
 checkpoint than the latest; in some seeds the job writes two sinks (the File sink and the
 transactional one), each rerun listing their blocks in either order, and now and then
-losing one of them.
+losing one of them. In half the seeds a batch is in flight for a while between its read
+and its write, and a barrier that comes then is taken by the channel's thread, the cut
+going before that batch (``SubtaskRuntime._take_barriers_in_flight``).
 
 Invariants, checked after every step (``Violation`` names the first broken one):
 
@@ -104,6 +106,9 @@ SPIN_LIMIT = 200
 TWO_SINKS_SHARE = 0.2
 #: how often a rerun of such a job restoring a checkpoint has lost one of its sink blocks
 P_SINK_REMOVED = 0.1
+#: the share of seeds whose batches stay in flight between read and write (barriers cut
+#: before them); the others write each batch at its read, as before that cut existed
+IN_FLIGHT_SHARE = 0.5
 
 _CHECKPOINT_PATH = re.compile(r"/pipeline-\d+/(chk|savepoint)-(\d+)(/(.*))?$")
 #: a run's own records that a driver taken over must not write either (issue 47, defect 6)
@@ -209,6 +214,10 @@ class World:
         #: the sinks' own choices, apart from ``rng``: a seed of one sink runs as it always did
         self.sinks_rng = random.Random(f"{seed}/sinks")
         self.two_sinks = self.sinks_rng.random() < TWO_SINKS_SHARE
+        #: batches in flight, with their own choices apart from ``rng`` (the other seeds
+        #: run as they always did)
+        self.flight_rng = random.Random(f"{seed}/in-flight")
+        self.cuts_in_flight = self.flight_rng.random() < IN_FLIGHT_SHARE
         if self.two_sinks:  # half the rows: two sinks write each, and the seed costs what others do
             self.profile = dataclasses.replace(self.profile, rows_per_split=max(10, self.profile.rows_per_split // 2))
         self.now = 0
@@ -956,6 +965,37 @@ def epoch_of(info: Any) -> int:
 
 
 # ---- the simulated parts around the real code ---------------------------------------------------
+class AsyncThread:
+    """A subtask's async thread. It runs each task at once, as the simulation always did,
+    except a task submitted by a barrier taken in flight (on the channel's thread, under
+    the subtask's ``_cut`` lock, which a real async thread does not hold): that one, and
+    any submitted while it waits, run in order as the next events, after the take."""
+
+    def __init__(self, world: World, runtime: SubtaskRuntime):
+        self.world, self.runtime = world, runtime
+        self._waiting: list[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = []
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        if not self._waiting and not self.runtime._cut.locked():
+            return InlineExecutor().submit(fn, *args)
+        future: Future[Any] = Future()
+        self._waiting.append((future, fn, args))
+        if len(self._waiting) == 1:
+            self.world.after(0, self._run_waiting)
+        return future
+
+    def _run_waiting(self) -> None:
+        while self._waiting:
+            future, fn, args = self._waiting[0]
+            done = InlineExecutor().submit(fn, *args)
+            del self._waiting[0]
+            error = done.exception()
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(done.result())
+
+
 class InlineExecutor:
     """An executor that runs the task at once (the fence thread; a subtask's async thread)."""
 
@@ -1440,6 +1480,9 @@ class SimSubtask:
         self.started = False
         self.eoi_sent = False
         self.reconnecting = False
+        #: a batch read and not yet written (index, split, state, start, end): barriers
+        #: meanwhile are cut before it
+        self.in_flight: tuple[int, Split, Any, int, int] | None = None
         #: when this attempt last sent Register
         self.registered_at = 0
         context = SubtaskContext(
@@ -1455,7 +1498,7 @@ class SimSubtask:
         )
         rt = self.rt = SubtaskRuntime(context, index, attempt)
         rt._client = SimClient(self)
-        rt._async = InlineExecutor()
+        rt._async = AsyncThread(self.world, rt)
         self.mine = share_of(list(run.splits), rt.parallelism, index)
 
     def __repr__(self) -> str:
@@ -1491,6 +1534,9 @@ class SimSubtask:
         rt._release_connectors()
         rt._sink = SubtaskSink(self.run.sink, self.world, self)
         rt._requested, rt._booked = False, []  # as SubtaskRuntime._run_attempt
+        rt._has_read, rt._grouped = False, False  # as SubtaskRuntime._run_attempt
+        rt._cuts_in_flight = self.world.cuts_in_flight  # the simulated job has no stateful transform
+        self.in_flight = None
         try:
             if rt.ctx.dealt:  # as SubtaskRuntime._run_attempt: what the restored state holds
                 self.mine = rt._restored_dealt(states, rt._restore.shared, "restore")
@@ -1514,6 +1560,9 @@ class SimSubtask:
         if not self.alive or self.hung:
             return
         world, rt = self.world, self.rt
+        if self.in_flight is not None:  # the processing thread still waits to write it
+            world.after(1, self.step)
+            return
         profile = world.profile
         if world.chance(profile.p_kill_subtask):
             self.kill()
@@ -1549,7 +1598,10 @@ class SimSubtask:
             self.stop()
             return
         self.read_batch()
-        world.after(world.rng.randint(5, 25), self.step)
+        delay = world.rng.randint(5, 25)
+        if self.in_flight is not None:  # written before the next step, as the loop does
+            world.after(world.flight_rng.randint(1, delay - 1), self.land_batch)
+        world.after(delay, self.step)
 
     def read_batch(self) -> None:
         """One batch of the first split not finished, as ``SubtaskRuntime._read_splits``
@@ -1563,13 +1615,12 @@ class SimSubtask:
             state = rt._book.state_of(split)
             start = state.position if state.position is not None else split.spec["start"]
             end = min(start + self.world.profile.batch, split.spec["end"])
-            rt._writer.write(pa.record_batch([pa.array(range(start, end), pa.int64())], names=["id"]))
-            rt._rows_since_barrier += end - start
-            state.position = end
-            if end >= split.spec["end"]:
-                rt._book.finish(index, split, end)
-                if dealt:  # the book forgets a dealt split once it is finished
-                    self.mine.remove((index, split))
+            in_flight = rt._open_window()  # as SubtaskRuntime._read_and_route
+            rt._has_read = True
+            if in_flight:
+                self.in_flight = (index, split, state, start, end)
+            else:
+                self.write_batch(index, split, state, start, end)
             return
         if dealt and not rt._no_more:
             self.ask_for_split()
@@ -1577,6 +1628,27 @@ class SimSubtask:
         if not self.eoi_sent:
             self.eoi_sent = True
             self.send(EndOfInput(self.index, self.attempt))
+
+    def land_batch(self) -> None:
+        """The batch in flight is transformed: the window closes and it is written."""
+        if self.in_flight is None or not self.alive or self.hung:
+            return
+        if self.rt._cut.locked():
+            # A take in flight is under way (its PREPARE lets the world run meanwhile):
+            # the processing thread waits for it at _close_window
+            self.world.after(1, self.land_batch)
+            return
+        batch, self.in_flight = self.in_flight, None
+        self.rt._close_window()
+        self.write_batch(*batch)
+
+    def write_batch(self, index: int, split: Split, state: Any, start: int, end: int) -> None:
+        rt = self.rt
+        rt._write_batch([(0, pa.record_batch([pa.array(range(start, end), pa.int64())], names=["id"]))], state, end)
+        if end >= split.spec["end"]:
+            rt._book.finish(index, split, end)
+            if rt.ctx.dealt:  # the book forgets a dealt split once it is finished
+                self.mine.remove((index, split))
 
     def ask_for_split(self) -> None:
         rt = self.rt
