@@ -796,16 +796,18 @@ def finish(result: dict[str, Any], rows: int) -> None:
         "PostgreSQL while the run was sampled, against the solo run's: it does not move with other people's load "
         "on the shared machine (cores busy with others' work), which the throughput ratio does.",
         "p99 is the nearest rank over each job's completed checkpoints (about one per second of the job): with "
-        "a few dozen checkpoints it is the slowest one or the one before it.",
+        "a few dozen checkpoints (a job alone) it is the slowest one, usually the first; with about 200 (a job "
+        "among eight runs about eight times longer) it is the third slowest.",
         "Start-up CPU s: the job's spark-submit tree (JVM, Python driver, PySpark workers) before its first "
         "checkpoint was triggered (claim, SparkContext, split plan, subtasks started and connected).",
         "steady p99: over the checkpoints after the first one in which every subtask reported rows; the earlier "
         "ones wait for subtasks still starting (under contention the first checkpoints are the slowest).",
-        "A checkpoint's duration = ack (trigger -> the last subtask's ack: barrier delivery, the batch in flight, "
-        "the subtask's snapshot) + persist (acks -> durable in the shared storage): the ack and persist medians "
+        "A checkpoint's duration = ack (trigger -> the last subtask's ack: barrier delivery, the write of the "
+        "batch in flight (a barrier that comes while a batch is read or transformed is taken at once, the cut "
+        "before that batch), the subtask's snapshot) + persist (acks -> durable in the shared storage): the ack and persist medians "
         "show which part grows with N.",
-        "Batches sized by time (env.batch_time_ms, engine/batch_sizer.py): a barrier waits for the batch in flight, "
-        "so the jobs ask their source for fewer rows while their CPU is shared (about 50 ms a batch, never below a "
+        "Batches sized by time (env.batch_time_ms, engine/batch_sizer.py), off by default: "
+        "the jobs ask their source for fewer rows while their CPU is shared (about 50 ms a batch, never below a "
         "quarter of batch_size). Rows '(fixed batches)' (--fixed-too) are the same N run with batch_time_ms 0 "
         "(the engine before) in the same deployment after the others, each against the fixed solo run: "
         "*_vs_fixed_batches compares the two at equal N (rows per CPU s: ours / fixed).",
