@@ -226,8 +226,8 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
     ),
     "jobs_at_once_8_p99_ratio": (
         "scale_jobs",
-        "checkpoint p99 of 8 jobs started at once (max over the jobs) / p99 of one job alone; batches "
-        "sized by time keep a barrier from waiting for a whole batch (goal <= 3.0)",
+        "checkpoint p99 of 8 jobs started at once (max over the jobs) / p99 of one job alone; a barrier "
+        "overtakes the batch being read or transformed (goal <= 3.0)",
         "lower",
     ),
     "soak_last_vs_first_window_max": (
