@@ -121,6 +121,18 @@ class Job:
         """The coordinator's barrier, as the channel's thread delivers it."""
         self.rt._on_message(encode(TriggerBarrier(checkpoint_id, CheckpointKind.CHECKPOINT, 0)))
 
+    def barrier_while_held(self, gate: Gate, checkpoint_id: int) -> int:
+        """A batch on a thread, held at ``gate``; barrier ``checkpoint_id`` comes meanwhile.
+        Returns how many barriers the subtask had taken while the batch was held, once the
+        batch is done."""
+        thread = self.batch_on_a_thread()
+        assert gate.reached.wait(10)
+        self.barrier(checkpoint_id)
+        taken = self.rt.barriers_handled
+        gate.released.set()
+        thread.join(10)
+        return taken
+
     def close(self) -> None:
         self.rt._async.shutdown(wait=True)
 
@@ -129,9 +141,10 @@ class Job:
 def job():
     made: list[Job] = []
 
-    def make(stateful: bool = False) -> Job:
+    def make(stateful: bool = False, started: bool = True) -> Job:
         made.append(Job(stateful))
-        made[-1].batch()  # the attempt's first read: never cut in flight
+        if started:
+            made[-1].batch()  # the attempt's first read: never cut in flight
         return made[-1]
 
     yield make
@@ -160,13 +173,8 @@ def test_a_barrier_is_taken_while_the_batch_is_transformed_and_the_cut_goes_befo
 def test_a_barrier_that_comes_while_the_batch_is_written_waits_for_the_write(job):
     j = job()
     j.sink.gate = gate = Gate()
-    j.rt._writer.gate = gate
-    thread = j.batch_on_a_thread()
-    assert gate.reached.wait(10)  # the transforms are done: the batch is being written
-    j.barrier(1)
-    assert j.rt.barriers_handled == 0
-    gate.released.set()
-    thread.join(10)
+    j.rt._writer.gate = gate  # the transforms are done: the batch is being written
+    assert j.barrier_while_held(gate, 1) == 0
     j.sink.gate = None
     j.batch()  # taken before the next read: the written batch is in its epoch
     assert j.rt.barriers_handled == 1
@@ -180,12 +188,7 @@ def test_a_stateful_transform_makes_the_barrier_wait_for_the_batch(job):
     that has seen part of the batch it puts after the cut."""
     j = job(stateful=True)
     j.router.gate = gate = Gate()
-    thread = j.batch_on_a_thread()
-    assert gate.reached.wait(10)
-    j.barrier(1)
-    assert j.rt.barriers_handled == 0
-    gate.released.set()
-    thread.join(10)
+    assert j.barrier_while_held(gate, 1) == 0
     j.batch()
     assert j.rt._positions_at[1] == {SPLIT: 2 * BATCH}
 
@@ -193,20 +196,12 @@ def test_a_stateful_transform_makes_the_barrier_wait_for_the_batch(job):
 def test_the_attempts_first_read_is_not_cut(job):
     """A barrier that comes while the attempt reads its first batch is taken after it, so
     that checkpoint holds rows (the first-read rule in _process_batch)."""
-    j = Job()
-    try:
-        j.router.gate = gate = Gate()
-        thread = j.batch_on_a_thread()
-        assert gate.reached.wait(10)
-        j.barrier(1)
-        assert j.rt.barriers_handled == 0
-        gate.released.set()
-        thread.join(10)
-        j.router.gate = None
-        j.batch()
-        assert j.rt._positions_at[1] == {SPLIT: BATCH}
-    finally:
-        j.close()
+    j = job(started=False)
+    j.router.gate = gate = Gate()
+    assert j.barrier_while_held(gate, 1) == 0
+    j.router.gate = None
+    j.batch()
+    assert j.rt._positions_at[1] == {SPLIT: BATCH}
 
 
 def test_a_failure_to_take_the_barrier_in_flight_fails_the_task_at_the_next_batch(job):
