@@ -230,6 +230,18 @@ REQUIRED_KEYS: dict[str, tuple[str, str, str]] = {
         "overtakes the batch being read or transformed (goal <= 3.0)",
         "lower",
     ),
+    "jobs_at_once_8_bare_path_throughput_ratio": (
+        "scale_jobs",
+        "the control: the same per-row work without the engine (no Spark, no checkpoints), total rows/s of "
+        "16 plain processes at once / of 2, on the same machine in the same run (bare_data_path.py)",
+        "higher",
+    ),
+    "jobs_at_once_8_throughput_vs_bare_path": (
+        "scale_jobs",
+        "the 8-job throughput ratio / the bare data path's: what the engine keeps of what the machine leaves "
+        "(1.0: it loses nothing of its own)",
+        "higher",
+    ),
     "soak_last_vs_first_window_max": (
         "scale_soak",
         "the worst last-window / first-window ratio over RSS, open files, threads, checkpoint p50/p99 "

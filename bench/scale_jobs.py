@@ -39,11 +39,16 @@ listening ports disjoint; where the CPU went (jobs' start-up, jobs running, Airf
 processes, PostgreSQL, the rest of the machine, iowait), and rows per CPU second of ours
 against the solo run's (a figure other people's load on the machine does not move).
 
+Before the deployment starts, a control (``bare_data_path.py``): the same per-row work
+without the engine, in P plain processes and in N x P at once. Its throughput ratio is
+what the machine itself loses with that many busy processes on its cores; the jobs'
+ratio is reported against it too (``--bare-path-rounds 0``: no control).
+
 With ``--fixed-too`` the same deployment then runs every N again with fixed batches
 (``env.batch_time_ms: 0``, the engine before batches were sized by time), tagged
 ``fixed_n<N>``, each against the fixed solo run: before and after side by side, at one load.
 
-``python bench/scale_jobs.py [--jobs 1,2,4,8] [--rows N] [--quick] [--solo-again] [--fixed-too] [--no-out]``
+``python bench/scale_jobs.py [--jobs 1,2,4,8] [--rows N] [--quick] [--solo-again] [--fixed-too] [--bare-path-rounds R] [--no-out]``
 (``--report-only`` rebuilds the table, summary and plot of the saved result)
 (results: bench/results/scale_jobs.json and docs/img/scale_jobs.png)
 """
@@ -68,6 +73,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import bare_data_path
 from bench.common import REPO_ROOT, emit, machine_info, percentiles, progress, save_figure
 
 NAME = "scale_jobs"
@@ -87,6 +93,9 @@ BATCH_SIZE = 65_536  #: the engine's default
 PARALLELISM = 2
 GOAL_THROUGHPUT_RATIO = 0.9
 GOAL_P99_RATIO = 3.0
+#: the bare data path control (bare_data_path.py): seconds of each run, rounds
+BARE_PATH_SECONDS = 12.0
+BARE_PATH_ROUNDS = 3
 #: ``part-<job tag>-<subtask>-<attempt>-<checkpoint id>-<n>.parquet`` (the File sink's names)
 PART = re.compile(r"part-([0-9a-f]{8})-\d{5,}-\d+-\d{10,}-\d+\.parquet$")
 
@@ -649,6 +658,7 @@ COLUMNS = [
     "ckpt persist median ms (max job)",
     "rows per CPU s vs solo",
     "cores busy with others' work",
+    "bare data path throughput ratio (no engine)",
 ]
 
 
@@ -657,6 +667,8 @@ def finish(result: dict[str, Any], rows: int) -> None:
     import statistics
 
     runs = result["results"]
+    #: N -> the bare data path's ratios at N x P processes (bare_data_path.py), if measured
+    bare = (result.get("bare_data_path") or {}).get("ratios", {})
     rows_table, summary, targets = [], {}, []
     for tag, run in runs.items():
         # a fixed_ run (--fixed-too) against the fixed solo run
@@ -725,6 +737,7 @@ def finish(result: dict[str, Any], rows: int) -> None:
                 _max_of(jobs, "persist_median_ms"),
                 run["cpu_efficiency_ratio"],
                 run["cpu"].get("other_cores_busy"),
+                bare.get(str(run["n"]), {}).get("throughput_ratio") if run["n"] > 1 else None,
             ]
         )
         key = tag.replace("n", "", 1)
@@ -738,6 +751,11 @@ def finish(result: dict[str, Any], rows: int) -> None:
             ("every_id_once", run["every_id_once"]),
         ):
             summary[f"jobs_at_once_{key}_{name}"] = value
+        bare_ratio = bare.get(str(run["n"]), {}).get("throughput_ratio")
+        if bare_ratio and run["throughput_ratio"] and tag.startswith("n") and tag[1:].isdigit():
+            summary[f"jobs_at_once_{key}_bare_path_throughput_ratio"] = bare_ratio
+            # what the engine keeps of what the machine leaves: 1.0 = it loses nothing of its own
+            summary[f"jobs_at_once_{key}_throughput_vs_bare_path"] = round(run["throughput_ratio"] / bare_ratio, 3)
         if run["n"] > 1 and tag.startswith("n") and tag[1:].isdigit():
             targets.append(
                 {
@@ -811,6 +829,15 @@ def finish(result: dict[str, Any], rows: int) -> None:
         "quarter of batch_size). Rows '(fixed batches)' (--fixed-too) are the same N run with batch_time_ms 0 "
         "(the engine before) in the same deployment after the others, each against the fixed solo run: "
         "*_vs_fixed_batches compares the two at equal N (rows per CPU s: ours / fixed).",
+        "Bare data path (bench/bare_data_path.py, run before the deployment starts): the jobs' per-row work "
+        "without the engine (Sequence's batches, the Sql transform's BatchQuery, pyarrow's parquet writer with a "
+        "new file every second; no Spark, no checkpoints, no fsync) in P plain processes and in N x P at once, "
+        "in turns, rounds; the median ratio of their total rows/s. It is what the machine itself loses when N x P "
+        "busy processes share its cores (caches refilled at every switch, memory reclaimed and faulted in "
+        "again), which no engine can avoid. *_throughput_vs_bare_path = the jobs' throughput ratio / the bare "
+        "path's (1.0: the engine loses nothing of its own as N grows). It can exceed 1: the bare path's P "
+        "processes keep both cores busy for all their run, while a job alone leaves them partly idle as it "
+        "starts and ends (the solo run's idle CPU), which the N jobs fill for one another.",
     ]
 
 
@@ -941,6 +968,12 @@ def main() -> int:
         action="store_true",
         help="then every N again with fixed batches (batch_time_ms 0, tagged fixed_n<N>): before/after at one load",
     )
+    parser.add_argument(
+        "--bare-path-rounds",
+        type=int,
+        default=BARE_PATH_ROUNDS,
+        help="rounds of the bare data path control before the jobs (bare_data_path.py; 0: none)",
+    )
     parser.add_argument("--timeout", type=float, default=1500.0, help="seconds one DAG run may take")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, checkpoints)")
     parser.add_argument("--out", action="store_true", help="write the result (the default)")
@@ -964,6 +997,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="scale_jobs_", dir="/tmp"))
     log(f"work directory {work}; N = {counts}, {args.rows:,} rows per job")
     runs: dict[str, dict[str, Any]] = {}
+    bare_path = None
+    if args.bare_path_rounds > 0:  # first, on a machine with nothing of ours running yet
+        log(
+            f"bare data path: {args.parallelism} processes against N x {args.parallelism}, {args.bare_path_rounds} rounds"
+        )
+        bare_path = bare_data_path.compare(
+            args.parallelism, counts, BARE_PATH_SECONDS, args.bare_path_rounds, args.batch_size, args.query
+        )
     deployment = Deployment(work, counts, args.parallelism)
     try:
         deployment.start()
@@ -1009,6 +1050,7 @@ def main() -> int:
             "checkpoint of a job (periodic and final), from its checkpoint history",
         },
         "results": runs,
+        "bare_data_path": bare_path,
     }
     result["collisions"] = collisions(runs, storage_jobs)
     finish(result, args.rows)
