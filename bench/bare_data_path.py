@@ -52,41 +52,35 @@ def work(seconds: float, batch_size: int, query: str, directory: str, ready: Any
     ``ready()`` (when given) waits for the start: processes started together spend their
     first seconds importing pyarrow and DuckDB, and timed from their own ends of that they
     would each count a different share of the others' imports."""
-    import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from airflow_provider_seatunnel_ckpt.sql.batch_query import BatchQuery
+    from bench.workloads import sequence_batches
 
     batch_query = BatchQuery(query, "query") if query else None
-    schema = pa.schema([("id", pa.int64())])
-
-    def batch_from(first: int) -> pa.RecordBatch:
-        ids = np.arange(first, first + batch_size, dtype=np.int64)  # as the Sequence source does
-        return pa.RecordBatch.from_arrays(
-            [pa.Array.from_buffers(pa.int64(), batch_size, [None, pa.py_buffer(ids)])], schema=schema
-        )
-
+    batches = sequence_batches(2**62, payload_bytes=0, batch_size=batch_size)  # ids without end, as Sequence's
+    first = next(batches)
     if batch_query:
-        batch_query.run(batch_from(0), "query")  # the query compiled and DuckDB connected
+        batch_query.run(first, "query")  # the query compiled and DuckDB connected
     if ready is not None:
         ready()
-    writer, files, next_id, rows = None, 0, 0, 0
+    writer, files, rows = None, 0, 0
     started = time.monotonic()
     file_started = started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     while time.monotonic() - started < seconds:
-        batch = batch_from(next_id)
-        next_id += batch_size
+        batch = next(batches)
         result = batch_query.run(batch, "query") if batch_query else batch
+        if result is None:
+            continue
         if writer is None or time.monotonic() - file_started >= FILE_SECONDS:
             if writer is not None:
                 writer.close()
-            writer = pq.ParquetWriter(os.path.join(directory, f"part-{files}.parquet"), schema, compression="snappy")
+            path = os.path.join(directory, f"part-{files}.parquet")
+            writer = pq.ParquetWriter(path, result.schema, compression="snappy")
             files, file_started = files + 1, time.monotonic()
-        if result is not None:
-            writer.write_batch(result)
-            rows += result.num_rows
+        writer.write_batch(result)
+        rows += result.num_rows
     if writer is not None:
         writer.close()
     wall = time.monotonic() - started

@@ -704,6 +704,7 @@ def finish(result: dict[str, Any], rows: int) -> None:
             if solo_efficiency and run["cpu"].get("rows_per_cpu_s")
             else None
         )
+        bare_ratio = bare.get(str(run["n"]), {}).get("throughput_ratio") if run["n"] > 1 else None
         running = [j.get("running_rows_per_s") for j in jobs if j.get("running_rows_per_s")]
         startup = [
             j["processes"].get("cpu_s_before_first_checkpoint")
@@ -737,7 +738,7 @@ def finish(result: dict[str, Any], rows: int) -> None:
                 _max_of(jobs, "persist_median_ms"),
                 run["cpu_efficiency_ratio"],
                 run["cpu"].get("other_cores_busy"),
-                bare.get(str(run["n"]), {}).get("throughput_ratio") if run["n"] > 1 else None,
+                bare_ratio,
             ]
         )
         key = tag.replace("n", "", 1)
@@ -751,7 +752,6 @@ def finish(result: dict[str, Any], rows: int) -> None:
             ("every_id_once", run["every_id_once"]),
         ):
             summary[f"jobs_at_once_{key}_{name}"] = value
-        bare_ratio = bare.get(str(run["n"]), {}).get("throughput_ratio")
         if bare_ratio and run["throughput_ratio"] and tag.startswith("n") and tag[1:].isdigit():
             summary[f"jobs_at_once_{key}_bare_path_throughput_ratio"] = bare_ratio
             # what the engine keeps of what the machine leaves: 1.0 = it loses nothing of its own
